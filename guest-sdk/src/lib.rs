@@ -1,0 +1,1 @@
+//! Write Weir reconciler plugins as small pure Rust functions.

@@ -1,0 +1,5 @@
+//! The `weir` command line.
+
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}

@@ -1,0 +1,124 @@
+//! The host's view of the WIT contract (`wit/reconciler.wit`), in plain Rust.
+//!
+//! These types are what the rest of the host sees; the generated bindings stay
+//! private to the sandbox so that a WIT change touches one module.
+
+use std::time::Duration;
+
+use kube::discovery::ApiResource;
+use serde::{Deserialize, Serialize};
+
+/// A Kubernetes resource type as a plugin declares it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ResourceKind {
+    /// API group; empty for the core group.
+    pub group: String,
+    /// Version within the group.
+    pub version: String,
+    /// Kind, e.g. `Deployment`.
+    pub kind: String,
+    /// Plural used in URLs, e.g. `deployments`.
+    pub plural: String,
+    /// Whether objects of this kind live in a namespace.
+    pub namespaced: bool,
+}
+
+impl ResourceKind {
+    /// `group/version`, or just `version` for the core group, as in `apiVersion`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The kube-rs description of this kind, for `Api<DynamicObject>`.
+    pub fn api_resource(&self) -> ApiResource {
+        ApiResource {
+            group: self.group.clone(),
+            version: self.version.clone(),
+            api_version: self.api_version(),
+            kind: self.kind.clone(),
+            plural: self.plural.clone(),
+        }
+    }
+}
+
+/// What a plugin says about itself (`describe`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PluginInfo {
+    /// Plugin name; the field manager is `weir/<name>`.
+    pub name: String,
+    /// Plugin version (semver).
+    pub version: String,
+    /// The kind this plugin reconciles.
+    pub parent: ResourceKind,
+    /// The kinds this plugin may create.
+    pub children: Vec<ResourceKind>,
+    /// Finalizer the host holds on each parent, if the plugin needs cleanup.
+    pub finalizer: Option<String>,
+    /// The parent kind's CRD manifest (YAML or JSON), if the plugin ships it.
+    pub crd: Option<String>,
+}
+
+/// One reconcile's input: the parent and its children, as cached, as JSON text.
+#[derive(Clone, Debug, Default)]
+pub struct ReconcileRequest {
+    /// The parent object (JSON).
+    pub parent: String,
+    /// The children the parent controls (each a JSON object).
+    pub children: Vec<String>,
+}
+
+/// When to reconcile again, apart from watch events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Requeue {
+    /// Converged; wait for a change or the resync.
+    Done,
+    /// As soon as possible (still subject to the hot-loop guard).
+    Now,
+    /// After this long.
+    After(Duration),
+}
+
+/// One reconcile's answer, already parsed and size-checked by the sandbox.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReconcileResponse {
+    /// Desired children (JSON objects with apiVersion, kind, metadata.name).
+    pub children: Vec<serde_json::Value>,
+    /// Desired status of the parent (a JSON object), if any.
+    pub status: Option<serde_json::Value>,
+    /// When to look again.
+    pub requeue: Requeue,
+}
+
+/// The input of one cleanup step.
+#[derive(Clone, Debug, Default)]
+pub struct FinalizeRequest {
+    /// The parent object being deleted (JSON).
+    pub parent: String,
+    /// The children the parent controls (each a JSON object).
+    pub children: Vec<String>,
+    /// The finalizer the host holds for this plugin.
+    pub finalizer: String,
+}
+
+/// The outcome of one cleanup step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FinalizeResponse {
+    /// Cleanup done: remove the finalizer.
+    Complete,
+    /// Ask again after this long.
+    AgainAfter(Duration),
+}
+
+/// Whether retrying a failed reconcile can help.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorKind {
+    /// Retry with backoff.
+    Transient,
+    /// Report and wait for the parent to change.
+    Permanent,
+}

@@ -1,0 +1,1 @@
+//! A misbehaving plugin for the sandbox tests.

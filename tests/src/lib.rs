@@ -1,0 +1,1 @@
+//! Shared set-up for the end-to-end tests.
