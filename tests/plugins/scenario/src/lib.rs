@@ -1,0 +1,1 @@
+//! A plugin steered by its parent, for host end-to-end scenarios.
