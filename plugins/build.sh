@@ -24,10 +24,23 @@ build_rust() {
   done
 }
 
+# Python and JavaScript plugins: toolchains from guest-sdk/setup.sh (pinned, idempotent).
+build_guests() {
+  "$root/guest-sdk/setup.sh"
+  local start
+  start=$(date +%s%N)
+  PYTHONPATH="$root/guest-sdk/python" "$root/target/venv/bin/python" -m weir_reconciler.build \
+    blog:Blog --path "$root/plugins/blog-py" -o "$out/blog-py.wasm"
+  echo "blog-py.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+  start=$(date +%s%N)
+  node "$root/guest-sdk/js/bin/componentize.js" "$root/plugins/blog-js/src/blog.js" -o "$out/blog-js.wasm"
+  echo "blog-js.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+}
+
 build_rust
 case "${1:-rust}" in
   rust) ;;
-  all) ;; # Python and JavaScript plugins are added here by their SDKs.
+  all) build_guests ;;
   *) echo "usage: plugins/build.sh [rust|all]" >&2; exit 2 ;;
 esac
 ls -l "$out"

@@ -1,4 +1,11 @@
 //! Weir: a Kubernetes reconcile host whose reconcile logic comes as sandboxed
 //! WebAssembly components.
 
+pub mod fixtures;
+pub mod hotload;
+pub mod leader;
+pub mod metrics;
 pub mod plugin;
+pub mod reconcile;
+pub mod run;
+pub mod server;

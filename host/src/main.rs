@@ -1,5 +1,16 @@
-//! The `weir` command line.
+//! The `weir` binary: parse the command line, set up logging, run the subcommand.
 
-fn main() -> anyhow::Result<()> {
-    Ok(())
+mod cli;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> anyhow::Result<ExitCode> {
+    let cli = cli::Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_new(&cli.log)?)
+        .with_writer(std::io::stderr)
+        .init();
+    cli.run()
 }

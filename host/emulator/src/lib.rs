@@ -1,1 +1,344 @@
-//! Embedded Kubernetes API server emulator.
+//! An embedded Kubernetes API server for tests and `weir dev`: real HTTP, real semantics, no cluster.
+//!
+//! The emulator serves the Kubernetes REST API on `127.0.0.1` from an in-memory store, so that
+//! unmodified clients — kube's `Client`, `watcher` and `reflector`, and the real `kubectl` — work
+//! against it. What it implements, module by module:
+//!
+//! 1. [`resources`](crate) — built-in kinds (namespaces, configmaps, secrets, services,
+//!    serviceaccounts, core and `events.k8s.io` events, deployments, replicasets, leases, CRDs)
+//!    plus every kind a CustomResourceDefinition declares, served as soon as the CRD is created.
+//! 2. `store` — one global, monotonic resourceVersion; uid, creationTimestamp, generation
+//!    (bumped on spec changes only); a bounded event history for watch resumption.
+//! 3. `watch` — resume from a resourceVersion, bookmarks, `sendInitialEvents`, and an in-stream
+//!    `410 Expired` when the version is older than the history.
+//! 4. `ops`, `patch`, `apply` — optimistic concurrency, merge/JSON/strategic merge patches,
+//!    server-side apply with `managedFields`, conflicts and field removal, `/status` and `/scale`.
+//! 5. `gc` — finalizers, `deletionTimestamp`, Background/Foreground/Orphan propagation,
+//!    owner-reference garbage collection, `DeleteOptions.preconditions`.
+//! 6. `schema` — CRD `openAPIV3Schema` validation (422 with field paths) and pruning.
+//! 7. `workload` — optional: Deployments become Available after a delay, as KWOK fakes kubelets.
+//! 8. `discovery`, `openapi` — what kubectl needs for `get`, `apply`, `edit`, `scale`, `wait`.
+//!
+//! # Deliberate simplifications
+//! - No authentication, authorization or RBAC: every request is allowed. Plain HTTP only.
+//! - No admission webhooks, no conversion webhooks; several served versions of a CRD share one
+//!   stored object and only `apiVersion` is rewritten (no conversion).
+//! - No controllers except the optional Deployment status simulation: no Pods, no ReplicaSets
+//!   created for Deployments, no Endpoints, no ServiceAccount tokens.
+//! - Namespaces are deleted at once with their contents (no `Terminating` phase).
+//! - `list` always reads the latest state (`resourceVersion`/`resourceVersionMatch` ignored);
+//!   continue tokens page over the live set rather than a snapshot.
+//! - Field selectors support `metadata.name`, `metadata.namespace` and plain field paths.
+//! - A watch whose selector stops matching an object does not get a synthetic DELETED.
+//! - Strategic merge knows merge keys by field name (containers/env/volumes by `name`, ports by
+//!   `containerPort` or `port`, conditions by `type`) rather than from full type metadata.
+//! - Server-side apply treats lists without a known merge key as atomic and does not read
+//!   `x-kubernetes-list-type` from CRD schemas. Built-in kinds are not schema-validated.
+//! - JSON only: no protobuf, no CBOR, no `Table` output (kubectl then shows NAME and AGE).
+//! - `/openapi/v2` answers 404 (kubectl falls back to v3); `/openapi/v3` schemas for built-in
+//!   kinds accept any fields.
+//! - Watch history is bounded (`watch_history` events); a watcher falling further behind than
+//!   the broadcast buffer gets an in-stream 410 and must re-list, like after etcd compaction.
+//!
+//! # Example
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> anyhow::Result<()> {
+//! use futures::{StreamExt, TryStreamExt};
+//! use k8s_openapi::api::apps::v1::Deployment;
+//! use kube::api::{Api, PostParams};
+//! use kube::runtime::{WatchStreamExt, watcher};
+//! use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+//!
+//! let config = EmulatorConfig {
+//!     workloads: Some(WorkloadSimulation { ready_after: std::time::Duration::from_millis(50) }),
+//!     ..EmulatorConfig::default()
+//! };
+//! let emulator = Emulator::start(config).await?;
+//! let deployments: Api<Deployment> = Api::namespaced(emulator.client(), "default");
+//! let deployment: Deployment = serde_json::from_value(serde_json::json!({
+//!     "apiVersion": "apps/v1", "kind": "Deployment",
+//!     "metadata": {"name": "web"},
+//!     "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+//!              "template": {"metadata": {"labels": {"app": "web"}},
+//!                           "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}
+//! }))?;
+//! deployments.create(&PostParams::default(), &deployment).await?;
+//!
+//! // Watch until the simulated rollout reports two available replicas.
+//! let mut stream = watcher(deployments, watcher::Config::default()).applied_objects().boxed();
+//! while let Some(d) = stream.try_next().await? {
+//!     if d.status.and_then(|s| s.available_replicas) == Some(2) {
+//!         break;
+//!     }
+//! }
+//! emulator.shutdown().await;
+//! # Ok(())
+//! # }
+//! ```
+
+mod apierror;
+mod apply;
+mod crd;
+mod discovery;
+mod fieldset;
+mod gc;
+mod handlers;
+mod object;
+mod openapi;
+mod ops;
+mod patch;
+mod resources;
+mod routes;
+mod scale;
+mod schema;
+mod selector;
+mod server;
+mod store;
+mod watch;
+mod workload;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::config::{Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
+
+pub use discovery::KUBE_VERSION;
+
+/// Why the emulator could not start or write its kubeconfig.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Binding the listening socket failed.
+    #[error("could not bind 127.0.0.1:{port}")]
+    Bind {
+        /// The requested port (0 = any).
+        port: u16,
+        /// The underlying I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Building the kube client for the emulator failed.
+    #[error("could not build a kube client for {url}")]
+    Client {
+        /// The emulator's URL.
+        url: String,
+        /// The underlying kube error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The emulator's own URL did not parse (cannot happen for a bound socket address).
+    #[error("invalid emulator URL {url}")]
+    Url {
+        /// The URL.
+        url: String,
+        /// The parse error.
+        #[source]
+        source: http::uri::InvalidUri,
+    },
+    /// The kubeconfig could not be serialized.
+    #[error("could not serialize the kubeconfig")]
+    Serialize(#[source] serde_yaml::Error),
+    /// The kubeconfig file could not be written.
+    #[error("could not write the kubeconfig to {path}")]
+    Write {
+        /// Destination path.
+        path: PathBuf,
+        /// The underlying I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Deployment status simulation, the way KWOK fakes kubelets.
+#[derive(Clone, Debug)]
+pub struct WorkloadSimulation {
+    /// How long after a change a Deployment reports all replicas ready and Available.
+    pub ready_after: Duration,
+}
+
+/// How to start an emulator.
+#[derive(Clone, Debug)]
+pub struct EmulatorConfig {
+    /// Deployment status simulation; `None` leaves status untouched.
+    pub workloads: Option<WorkloadSimulation>,
+    /// How many events the watch history keeps; older resourceVersions answer 410.
+    pub watch_history: usize,
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// How often watches with `allowWatchBookmarks=true` receive a BOOKMARK.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for EmulatorConfig {
+    fn default() -> Self {
+        EmulatorConfig { workloads: None, watch_history: 10_000, port: 0, bookmark_interval: Duration::from_secs(1) }
+    }
+}
+
+/// One request the emulator served, for tests to assert on.
+#[derive(Clone, Debug)]
+pub struct RequestRecord {
+    /// HTTP method.
+    pub method: http::Method,
+    /// URL path.
+    pub path: String,
+    /// Raw query string.
+    pub query: String,
+    /// Response status code.
+    pub status: u16,
+    /// `fieldManager` query parameter, if given.
+    pub field_manager: Option<String>,
+    /// Request Content-Type, if given.
+    pub content_type: Option<String>,
+}
+
+impl RequestRecord {
+    /// Whether the request could change state (POST, PUT, PATCH, DELETE).
+    pub fn is_write(&self) -> bool {
+        matches!(self.method, http::Method::POST | http::Method::PUT | http::Method::PATCH | http::Method::DELETE)
+    }
+
+    /// Whether the request opened a watch.
+    pub fn is_watch(&self) -> bool {
+        self.method == http::Method::GET && server::form_pairs(&self.query).iter().any(|(k, v)| k == "watch" && (v == "true" || v == "1"))
+    }
+}
+
+/// A running emulator; dropping it without [`Emulator::shutdown`] stops the server task too.
+pub struct Emulator {
+    addr: SocketAddr,
+    shared: Arc<server::Shared>,
+    client: kube::Client,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+    workload: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Emulator {
+    /// Bind 127.0.0.1 and serve until [`Emulator::shutdown`].
+    pub async fn start(config: EmulatorConfig) -> Result<Emulator, Error> {
+        let port = config.port;
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.map_err(|source| Error::Bind { port, source })?;
+        let addr = listener.local_addr().map_err(|source| Error::Bind { port, source })?;
+        let shared = server::Shared::new(config.clone());
+        shared.set_address(addr.to_string());
+        let url = format!("http://{addr}");
+        let client = client_for(&url)?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let app = server::router(shared.clone());
+        let task = tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(async {
+                let _ = stopped.await;
+            });
+            if let Err(e) = serve.await {
+                tracing::error!(error = %e, "emulator server stopped");
+            }
+        });
+        let workload = config.workloads.map(|sim| tokio::spawn(workload::run(shared.clone(), sim)));
+        tracing::info!(%url, "Kubernetes API emulator listening");
+        Ok(Emulator { addr, shared, client, stop: Some(stop), task, workload })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// A kube client talking to this emulator (default namespace `default`).
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// A kubeconfig with one context, `weir-emulator`, pointing here.
+    pub fn kubeconfig(&self) -> Kubeconfig {
+        let name = "weir-emulator".to_string();
+        Kubeconfig {
+            clusters: vec![NamedCluster {
+                name: name.clone(),
+                cluster: Some(Cluster { server: Some(self.url()), ..Cluster::default() }),
+                ..NamedCluster::default()
+            }],
+            auth_infos: vec![NamedAuthInfo { name: name.clone(), ..NamedAuthInfo::default() }],
+            contexts: vec![NamedContext {
+                name: name.clone(),
+                context: Some(Context {
+                    cluster: name.clone(),
+                    user: Some(name.clone()),
+                    namespace: Some("default".into()),
+                    ..Context::default()
+                }),
+                ..NamedContext::default()
+            }],
+            current_context: Some(name),
+            api_version: Some("v1".into()),
+            kind: Some("Config".into()),
+            ..Kubeconfig::default()
+        }
+    }
+
+    /// Write [`Emulator::kubeconfig`] as YAML to `path`.
+    pub fn write_kubeconfig(&self, path: &Path) -> Result<(), Error> {
+        let yaml = serde_yaml::to_string(&self.kubeconfig()).map_err(Error::Serialize)?;
+        std::fs::write(path, yaml).map_err(|source| Error::Write { path: path.to_path_buf(), source })
+    }
+
+    /// Every request served so far, oldest first.
+    pub fn requests(&self) -> Vec<RequestRecord> {
+        self.shared.requests()
+    }
+
+    /// Forget the request log.
+    pub fn clear_requests(&self) {
+        self.shared.clear_requests()
+    }
+
+    /// End every open watch stream now (clients see the stream close and re-watch).
+    pub fn drop_watches(&self) {
+        self.shared.drop_watches()
+    }
+
+    /// Forget the watch history: resuming from any earlier resourceVersion answers 410.
+    pub fn compact(&self) {
+        self.shared.lock().compact()
+    }
+
+    /// Number of stored objects (all kinds, including the default namespaces).
+    pub fn object_count(&self) -> usize {
+        self.shared.lock().len()
+    }
+
+    /// Stop serving: end watches, then shut the server down gracefully.
+    pub async fn shutdown(mut self) {
+        self.stop_now().await;
+    }
+
+    async fn stop_now(&mut self) {
+        if let Some(w) = self.workload.take() {
+            w.abort();
+        }
+        self.shared.drop_watches();
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if tokio::time::timeout(Duration::from_secs(5), &mut self.task).await.is_err() {
+            self.task.abort();
+        }
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        if let Some(w) = self.workload.take() {
+            w.abort();
+        }
+        self.task.abort();
+    }
+}
+
+fn client_for(url: &str) -> Result<kube::Client, Error> {
+    let uri: http::Uri = url.parse().map_err(|source| Error::Url { url: url.to_string(), source })?;
+    let config = kube::Config::new(uri);
+    kube::Client::try_from(config).map_err(|source| Error::Client { url: url.to_string(), source })
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+// The build command: bundles a plugin module with the SDK and turns it into a WebAssembly component.
+//
+//   weir-componentize plugins/blog-js/src/blog.js -o target/plugins/blog-js.wasm
+//
+// The plugin module default-exports its `Reconciler` subclass (or an
+// instance). esbuild bundles it, with any npm packages it imports, into one
+// ES module, because the component's engine cannot resolve bare specifiers;
+// componentize-js then builds the component for world `reconciler`.
+
+import { componentize } from '@bytecodealliance/componentize-js';
+import { build } from 'esbuild';
+import { realpathSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+const sdkDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const defaultWit = resolve(sdkDir, '..', '..', 'wit');
+const WORLD = 'reconciler';
+// wasi:http would otherwise be imported; a plugin has no network.
+const DISABLED_FEATURES = ['http', 'fetch-event'];
+
+/**
+ * The component's entry module: the only code that sees the `log` import.
+ * @param {string} pluginPath
+ */
+export function entrySource(pluginPath) {
+  return `import log from 'log';
+import Plugin from ${JSON.stringify(pluginPath)};
+import { exportReconciler } from '@weir/guest-sdk/guest';
+const glue = exportReconciler(typeof Plugin === 'function' ? new Plugin() : Plugin, log);
+export function describe() { return glue.describe(); }
+export function reconcile(request) { return glue.reconcile(request); }
+export function finalize(request) { return glue.finalize(request); }
+`;
+}
+
+/** Resolves the SDK to this checkout, so the plugin and the glue share one copy. */
+const sdkAlias = {
+  name: 'weir-guest-sdk',
+  /** @param {import('esbuild').PluginBuild} b */
+  setup(b) {
+    b.onResolve({ filter: /^@weir\/guest-sdk(\/guest)?$/ }, (args) => ({
+      path: join(sdkDir, 'src', args.path.endsWith('/guest') ? 'guest.js' : 'index.js'),
+    }));
+  },
+};
+
+/**
+ * Bundle and componentize `plugin`, writing the component to `out`.
+ * @param {{plugin: string, out: string, wit?: string}} opts
+ */
+export async function buildComponent({ plugin, out, wit = defaultWit }) {
+  const work = await mkdtemp(join(tmpdir(), 'weir-js-'));
+  try {
+    const bundle = join(work, 'plugin.js');
+    await build({
+      stdin: { contents: entrySource(resolve(plugin)), resolveDir: dirname(resolve(plugin)), sourcefile: 'weir-entry.js' },
+      bundle: true,
+      format: 'esm',
+      platform: 'neutral',
+      mainFields: ['module', 'main'],
+      external: ['log'],
+      outfile: bundle,
+      plugins: [sdkAlias],
+      logLevel: 'warning',
+    });
+    const { component } = await componentize({
+      sourcePath: bundle,
+      witPath: resolve(wit),
+      worldName: WORLD,
+      disableFeatures: DISABLED_FEATURES,
+    });
+    await writeFile(out, component);
+    return component.length;
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+async function main() {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { out: { type: 'string', short: 'o' }, wit: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
+  if (values.help || positionals.length !== 1 || !values.out) {
+    console.error(`usage: weir-componentize <plugin.js> -o <component.wasm> [--wit <dir>] (default wit: ${defaultWit})`);
+    process.exit(values.help ? 0 : 2);
+  }
+  const size = await buildComponent({ plugin: positionals[0], out: values.out, wit: values.wit });
+  console.error(`wrote ${values.out} (${size} bytes)`);
+}
+
+if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  main().catch((e) => {
+    console.error(e instanceof Error ? e.message : e);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,79 @@
+// The component glue: adapts a `Reconciler` to the shapes componentize-js exchanges with the host.
+//
+// componentize-js maps WIT records to objects with camelCase fields, variants
+// to `{ tag, val }`, `u64` to BigInt, enums to strings, and a `result` to
+// `{ tag: 'ok' | 'err', val }`. Only this module knows those shapes.
+
+import * as logging from './log.js';
+import { ReconcileError } from './outcome.js';
+
+/**
+ * @param {import('./objects.js').Kind} k
+ */
+const kind = (k) => ({ group: k.group, version: k.version, kind: k.kind, plural: k.plural, namespaced: k.namespaced });
+
+/**
+ * The WIT `reconcile-error` for a thrown value. A plugin bug (anything but a
+ * `ReconcileError`) is reported as transient, with its stack in the log,
+ * rather than trapping the instance.
+ * @param {unknown} e
+ */
+function failure(e) {
+  if (e instanceof ReconcileError) return { tag: 'err', val: { kind: e.kind, message: e.message } };
+  const err = e instanceof Error ? e : new Error(String(e));
+  logging.error(err.stack ?? String(err));
+  return { tag: 'err', val: { kind: 'transient', message: `${err.name}: ${err.message}` } };
+}
+
+/**
+ * The `describe` / `reconcile` / `finalize` exports serving `reconciler`, with
+ * logs sent to `hostLog` (the world's `log` import).
+ * @param {import('./reconciler.js').Reconciler} reconciler
+ * @param {(level: string, message: string) => void} hostLog
+ */
+export function exportReconciler(reconciler, hostLog) {
+  logging.setSink(hostLog);
+  return {
+    describe() {
+      const r = reconciler;
+      if (!r.parent) throw new Error(`${r.constructor.name} does not declare its parent kind`);
+      return {
+        name: r.name,
+        version: r.version,
+        parent: kind(r.parent),
+        children: r.children.map(kind),
+        finalizer: r.finalizer,
+        crd: r.crd,
+      };
+    },
+
+    /** @param {{parent: string, children: string[]}} request */
+    reconcile(request) {
+      try {
+        const outcome = reconciler.handleReconcile(request.parent, request.children);
+        const children = outcome.children.map((c) => JSON.stringify(c));
+        const status = outcome.desiredStatus === undefined ? undefined : JSON.stringify(outcome.desiredStatus);
+        const requeue =
+          outcome.requeue === 'done' || outcome.requeue === 'now'
+            ? { tag: outcome.requeue }
+            : { tag: 'after', val: BigInt(outcome.requeue) };
+        return { tag: 'ok', val: { children, status, requeue } };
+      } catch (e) {
+        return failure(e);
+      }
+    },
+
+    /** @param {{parent: string, children: string[], finalizer: string}} request */
+    finalize(request) {
+      try {
+        const cleanup = reconciler.handleFinalize(request.parent, request.children, request.finalizer);
+        const val = cleanup.isComplete
+          ? { tag: 'complete' }
+          : { tag: 'again-after', val: BigInt(/** @type {number} */ (cleanup.againAfterMs)) };
+        return { tag: 'ok', val };
+      } catch (e) {
+        return failure(e);
+      }
+    },
+  };
+}

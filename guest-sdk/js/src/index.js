@@ -1,0 +1,21 @@
+// Write Weir reconciler plugins in JavaScript: the public API of the SDK.
+//
+//   import { Reconciler, Kind, Outcome, PermanentError, configMap, CONFIG_MAP } from '@weir/guest-sdk';
+//
+//   export default class Greeter extends Reconciler {
+//     name = 'greeter';
+//     parent = new Kind('example.dev', 'v1', 'Greeter', 'greeters');
+//     children = [CONFIG_MAP];
+//     reconcile(parent) {
+//       if (!parent.spec?.text) throw new PermanentError('spec.text is required');
+//       return Outcome.apply([configMap(parent.name, { text: parent.spec.text })]);
+//     }
+//   }
+//
+// `weir-componentize` (bin/componentize.js) turns it into a component; see README.md.
+
+export { CONFIG_MAP, Children, DEPLOYMENT, Kind, KubeObject, SERVICE, condition, configMap, container, deployment, service } from './objects.js';
+export { Cleanup, Outcome, PermanentError, ReconcileError, TransientError } from './outcome.js';
+export { Reconciler } from './reconciler.js';
+export { sha256, sha256Hex } from './sha256.js';
+export * as log from './log.js';

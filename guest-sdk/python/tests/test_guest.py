@@ -1,0 +1,132 @@
+"""The component glue against componentize-py's generated bindings, natively.
+
+The bindings are plain Python (`componentize-py bindings`), so the mapping
+to WIT types is tested without building a component. They are generated
+into target/py-bindings once, with componentize-py from PATH or target/venv.
+"""
+
+import importlib
+import json
+import shutil
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+
+from weir_reconciler import CONFIG_MAP, Cleanup, Kind, Outcome, PermanentError, Reconciler, TransientError, config_map, log
+from weir_reconciler import log as log_module
+from weir_reconciler.guest import export
+
+ROOT = Path(__file__).resolve().parents[3]
+BINDINGS = ROOT / "target" / "py-bindings"
+
+
+def load_bindings():
+    """(wit_world, its types module, Err), generating the bindings if needed."""
+    if not (BINDINGS / "wit_world" / "__init__.py").exists():
+        tool = shutil.which("componentize-py") or shutil.which("componentize-py", path=str(ROOT / "target" / "venv" / "bin"))
+        if tool is None:
+            raise RuntimeError("componentize-py not found: run guest-sdk/setup.sh (it creates target/venv)")
+        subprocess.run([tool, "-d", str(ROOT / "wit"), "-w", "reconciler", "bindings", str(BINDINGS)], check=True)
+    if str(BINDINGS) not in sys.path:
+        sys.path.insert(0, str(BINDINGS))
+    world = importlib.import_module("wit_world")
+    types = importlib.import_module("wit_world.imports.types")
+    err = importlib.import_module("componentize_py_types").Err
+    return world, types, err
+
+
+class Plugin(Reconciler):
+    name = "glue-test"
+    version = "1.2.3"
+    parent = Kind("example.dev", "v1", "Thing", "things")
+    children = [CONFIG_MAP]
+    finalizer = "example.dev/cleanup"
+
+    def reconcile(self, parent, children):
+        mode = parent.spec.get("mode")
+        log.info(f"mode {mode}")
+        if mode == "permanent":
+            raise PermanentError("spec is invalid")
+        if mode == "transient":
+            raise TransientError("not yet")
+        if mode == "bug":
+            return {}["missing"]
+        outcome = Outcome.apply([config_map("c", {"k": "ü"})])
+        if mode == "status":
+            outcome.status({"ok": True}).requeue_after(1.5)
+        if mode == "now":
+            outcome.requeue_now()
+        return outcome
+
+    def finalize(self, parent, children, finalizer):
+        return Cleanup.again_after(2) if parent.spec.get("mode") == "wait" else Cleanup.complete()
+
+
+class GlueTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.world, cls.types, cls.err = load_bindings()
+
+    def setUp(self):
+        self.logged = []
+        self.world.log = lambda level, message: self.logged.append((level, message))
+        self.addCleanup(log_module.set_sink, None)
+        self.guest = export(Plugin(), world=self.world, types=self.types, err=self.err)()
+
+    def request(self, mode):
+        parent = json.dumps({"apiVersion": "example.dev/v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"mode": mode}})
+        return self.types.ReconcileRequest(parent, [])
+
+    def test_the_class_is_what_componentize_py_looks_for(self):
+        cls = export(Plugin(), world=self.world, types=self.types, err=self.err)
+        self.assertEqual(cls.__name__, "WitWorld")
+        self.assertIn(self.world.WitWorld, cls.__mro__)
+
+    def test_describe_reports_the_class_attributes(self):
+        t = self.types
+        info = self.guest.describe()
+        self.assertEqual((info.name, info.version, info.finalizer, info.crd), ("glue-test", "1.2.3", "example.dev/cleanup", None))
+        self.assertEqual(info.parent, t.ResourceKind("example.dev", "v1", "Thing", "things", True))
+        self.assertEqual(info.children, [t.ResourceKind("", "v1", "ConfigMap", "configmaps", True)])
+
+    def test_reconcile_returns_children_as_json_and_requeue_as_a_variant(self):
+        t = self.types
+        response = self.guest.reconcile(self.request("plain"))
+        self.assertEqual([json.loads(c) for c in response.children], [config_map("c", {"k": "ü"})])
+        self.assertIsNone(response.status)
+        self.assertEqual(response.requeue, t.Requeue_Done())
+        response = self.guest.reconcile(self.request("status"))
+        self.assertEqual(json.loads(response.status), {"ok": True})
+        self.assertEqual(response.requeue, t.Requeue_After(1500))
+        self.assertEqual(self.guest.reconcile(self.request("now")).requeue, t.Requeue_Now())
+
+    def test_errors_are_raised_as_err_with_their_kind(self):
+        t = self.types
+        for mode, kind, text in [("permanent", t.ErrorKind.PERMANENT, "spec is invalid"), ("transient", t.ErrorKind.TRANSIENT, "not yet")]:
+            with self.subTest(mode=mode), self.assertRaises(self.err) as caught:
+                self.guest.reconcile(self.request(mode))
+            self.assertEqual(caught.exception.value, t.ReconcileError(kind, text))
+
+    def test_a_plugin_bug_is_a_transient_error_with_the_traceback_logged(self):
+        t = self.types
+        with self.assertRaises(self.err) as caught:
+            self.guest.reconcile(self.request("bug"))
+        self.assertEqual(caught.exception.value.kind, t.ErrorKind.TRANSIENT)
+        self.assertIn("KeyError", caught.exception.value.message)
+        self.assertTrue(any(level == t.LogLevel.ERROR and "Traceback" in message for level, message in self.logged))
+
+    def test_logs_go_to_the_host_import(self):
+        self.guest.reconcile(self.request("plain"))
+        self.assertIn((self.types.LogLevel.INFO, "mode plain"), self.logged)
+
+    def test_finalize_maps_cleanup_to_the_variant(self):
+        t = self.types
+        parent = json.dumps({"metadata": {"name": "t"}, "spec": {"mode": "wait"}})
+        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, [], "f")), t.FinalizeResponse_AgainAfter(2000))
+        parent = json.dumps({"metadata": {"name": "t"}, "spec": {}})
+        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, [], "f")), t.FinalizeResponse_Complete())
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,85 @@
+"""The component glue: adapts a `Reconciler` to componentize-py's generated `wit_world`.
+
+Only this module knows the generated binding names; everything else in the
+SDK is plain Python. The generated modules are passed in by tests and
+imported lazily inside a component, where they exist.
+"""
+
+from __future__ import annotations
+
+import traceback
+from types import ModuleType
+from typing import Any, Optional
+
+from . import log as _log
+from .objects import Kind
+from .outcome import ReconcileError
+from .reconciler import Reconciler, encode
+
+
+def export(
+    reconciler: Reconciler,
+    *,
+    world: Optional[ModuleType] = None,
+    types: Optional[ModuleType] = None,
+    err: Optional[type] = None,
+) -> type:
+    """The `WitWorld` class componentize-py instantiates, serving `reconciler`.
+
+    `world`, `types` and `err` default to the generated `wit_world`,
+    `wit_world.imports.types` and `componentize_py_types.Err`.
+    """
+    if world is None:
+        import wit_world as world  # type: ignore[import-not-found,no-redef]
+    if types is None:
+        from wit_world.imports import types  # type: ignore[import-not-found,no-redef]
+    if err is None:
+        from componentize_py_types import Err as err  # type: ignore[import-not-found,no-redef]
+
+    levels = {name: getattr(types.LogLevel, name.upper()) for name in _log.LEVELS}
+    _log.set_sink(lambda level, message: world.log(levels[level], message))
+
+    def kind(k: Kind) -> Any:
+        return types.ResourceKind(k.group, k.version, k.kind, k.plural, k.namespaced)
+
+    def failure(e: BaseException) -> BaseException:
+        if isinstance(e, ReconcileError):
+            error_kind = types.ErrorKind.PERMANENT if e.kind == "permanent" else types.ErrorKind.TRANSIENT
+            return err(types.ReconcileError(error_kind, e.message))
+        # A bug in the plugin: report it as transient (the host backs off)
+        # with the traceback in the log, instead of trapping the instance.
+        _log.error("".join(traceback.format_exception(e)))
+        return err(types.ReconcileError(types.ErrorKind.TRANSIENT, f"{type(e).__name__}: {e}"))
+
+    class WitWorld(world.WitWorld):  # type: ignore[misc,name-defined]
+        def describe(self) -> Any:
+            r = reconciler
+            return types.PluginInfo(
+                r.name, r.version, kind(r.parent), [kind(c) for c in r.children], r.finalizer, r.crd
+            )
+
+        def reconcile(self, request: Any) -> Any:
+            try:
+                outcome = reconciler.handle_reconcile(request.parent, request.children)
+                children = [encode(c) for c in outcome.children]
+                status = None if outcome.desired_status is None else encode(outcome.desired_status)
+            except Exception as e:
+                raise failure(e) from None
+            if outcome.requeue == "done":
+                requeue = types.Requeue_Done()
+            elif outcome.requeue == "now":
+                requeue = types.Requeue_Now()
+            else:
+                requeue = types.Requeue_After(int(outcome.requeue))
+            return types.ReconcileResponse(children, status, requeue)
+
+        def finalize(self, request: Any) -> Any:
+            try:
+                cleanup = reconciler.handle_finalize(request.parent, request.children, request.finalizer)
+            except Exception as e:
+                raise failure(e) from None
+            if cleanup.is_complete:
+                return types.FinalizeResponse_Complete()
+            return types.FinalizeResponse_AgainAfter(int(cleanup.again_after_ms))
+
+    return WitWorld

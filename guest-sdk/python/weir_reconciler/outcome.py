@@ -1,0 +1,100 @@
+"""What a reconcile returns (`Outcome`), what a cleanup step returns (`Cleanup`), and how it fails."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Iterable, Mapping, Optional, Union
+
+#: Seconds (int or float) or a `timedelta`; the host counts in milliseconds.
+Delay = Union[int, float, timedelta]
+
+
+def to_millis(delay: Delay) -> int:
+    """Milliseconds for the WIT `u64`; negative delays are a plugin bug, so they raise."""
+    seconds = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
+    if seconds < 0:
+        raise ValueError(f"a requeue delay cannot be negative: {delay!r}")
+    return round(seconds * 1000)
+
+
+@dataclass
+class Outcome:
+    """The level the cluster should be held at: children, status and when to look again.
+
+    Build it fluently, as in the Rust SDK::
+
+        return Outcome.apply([cm, deploy, svc]).status({"ready": True}).requeue_after(30)
+
+    `requeue` is `"done"`, `"now"` or a number of milliseconds.
+    """
+
+    children: list = field(default_factory=list)
+    desired_status: Optional[dict] = None
+    requeue: Union[str, int] = "done"
+
+    @classmethod
+    def apply(cls, children: Iterable[Mapping[str, Any]]) -> "Outcome":
+        """Hold exactly these children; any other child the parent controls is deleted."""
+        return cls(children=[dict(c) for c in children])
+
+    def status(self, status: Mapping[str, Any]) -> "Outcome":
+        """Set the desired `status` of the parent."""
+        self.desired_status = dict(status)
+        return self
+
+    def requeue_after(self, delay: Delay) -> "Outcome":
+        """Reconcile again after `delay` (seconds or a timedelta) even without a change."""
+        self.requeue = to_millis(delay)
+        return self
+
+    def requeue_now(self) -> "Outcome":
+        """Reconcile again as soon as the host's hot-loop guard allows."""
+        self.requeue = "now"
+        return self
+
+
+@dataclass
+class Cleanup:
+    """The result of one `finalize` step: complete, or ask again after `again_after_ms`."""
+
+    again_after_ms: Optional[int] = None
+
+    @classmethod
+    def complete(cls) -> "Cleanup":
+        """Cleanup is done; the host removes its finalizer."""
+        return cls()
+
+    @classmethod
+    def again_after(cls, delay: Delay) -> "Cleanup":
+        """Not done yet; call `finalize` again after `delay`."""
+        return cls(again_after_ms=to_millis(delay))
+
+    @property
+    def is_complete(self) -> bool:
+        return self.again_after_ms is None
+
+
+class ReconcileError(Exception):
+    """A failed reconcile; raise `TransientError` or `PermanentError` rather than this."""
+
+    kind = "transient"
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class TransientError(ReconcileError):
+    """Retrying may help: the host retries with exponential backoff."""
+
+    kind = "transient"
+
+
+class PermanentError(ReconcileError):
+    """Retrying will not help until the parent changes (an invalid spec, ...).
+
+    The host reports the message on the parent's status and waits for a change.
+    """
+
+    kind = "permanent"

@@ -1,0 +1,80 @@
+//! Runs a plugin natively, through the same JSON conversion as the component, so logic tests take milliseconds.
+//!
+//! ```
+//! # use weir_guest_sdk::{Children, Error, Kind, Outcome, Reconciler, testing};
+//! # use k8s_openapi::api::core::v1::ConfigMap;
+//! # #[derive(kube::CustomResource, serde::Deserialize, serde::Serialize, Clone, Debug, schemars::JsonSchema)]
+//! # #[kube(group = "example.dev", version = "v1", kind = "Note", namespaced)]
+//! # pub struct NoteSpec { text: String }
+//! # struct Notes;
+//! # impl Reconciler for Notes {
+//! #     type Parent = Note;
+//! #     const NAME: &'static str = "note";
+//! #     const VERSION: &'static str = "0.1.0";
+//! #     fn children() -> Vec<Kind> { vec![Kind::of::<ConfigMap>()] }
+//! #     fn reconcile(_: &Note, _: &Children) -> Result<Outcome, Error> { Ok(Outcome::apply(vec![])) }
+//! # }
+//! let note = Note::new("hello", NoteSpec { text: "hi".into() });
+//! let out = testing::reconcile::<Notes>(&note, vec![]).unwrap();
+//! assert!(out.children.get::<ConfigMap>("hello").unwrap().is_none());
+//! ```
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub use crate::wire::Info;
+use crate::{Child, Children, Error, Finalize, Reconciler, Requeue, wire};
+
+/// A reconcile answer decoded back from JSON, for assertions.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reconciled {
+    /// The desired children, exactly as the component would return them.
+    pub children: Children,
+    /// The desired status, if the plugin set one.
+    pub status: Option<Value>,
+    /// When the host would reconcile again.
+    pub requeue: Requeue,
+}
+
+impl Reconciled {
+    /// The desired children given back as observed ones, as the host would
+    /// after applying them (for convergence tests).
+    pub fn as_observed(&self) -> Vec<Child> {
+        self.children.iter().cloned().map(Child::json).collect()
+    }
+}
+
+/// What the component's `describe` would answer.
+pub fn describe<R: Reconciler>() -> Info {
+    wire::describe::<R>()
+}
+
+/// Reconciles `parent` (anything that serializes to it, so a malformed parent
+/// can be tested too) with `observed` children, as the component would.
+pub fn reconcile<R: Reconciler>(parent: &impl Serialize, observed: Vec<Child>) -> Result<Reconciled, Error> {
+    let (parent, children) = to_wire(parent, observed)?;
+    let response = wire::reconcile::<R>(&parent, &children)?;
+    let children = response.children.iter().map(|child| from_wire(child)).collect::<Result<_, _>>()?;
+    let status = response.status.as_deref().map(from_wire).transpose()?;
+    Ok(Reconciled { children, status, requeue: response.requeue })
+}
+
+/// Runs one cleanup step for `parent`, as the component would.
+pub fn finalize<R: Reconciler>(parent: &impl Serialize, observed: Vec<Child>) -> Result<Finalize, Error> {
+    let (parent, children) = to_wire(parent, observed)?;
+    wire::finalize::<R>(&parent, &children)
+}
+
+fn to_wire(parent: &impl Serialize, observed: Vec<Child>) -> Result<(String, Vec<String>), Error> {
+    let parent = serde_json::to_string(parent).map_err(|e| Error::permanent(format!("test parent: {e}")))?;
+    let children = observed
+        .into_iter()
+        .map(|child| child.0.map(|value| value.to_string()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| Error::permanent(format!("test child: {e}")))?;
+    Ok((parent, children))
+}
+
+fn from_wire(json: &str) -> Result<Value, Error> {
+    serde_json::from_str(json).map_err(|e| Error::permanent(format!("plugin output is not JSON: {e}")))
+}

@@ -1,0 +1,103 @@
+//! Converts between the contract's JSON text and the typed API, for the component and the test harness alike.
+
+use kube::CustomResourceExt;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::{Children, Error, Finalize, Kind, Outcome, Reconciler, Requeue};
+
+/// What a plugin says about itself (the contract's `plugin-info`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Info {
+    /// [`Reconciler::NAME`].
+    pub name: String,
+    /// [`Reconciler::VERSION`].
+    pub version: String,
+    /// The kind of [`Reconciler::Parent`].
+    pub parent: Kind,
+    /// [`Reconciler::children`].
+    pub children: Vec<Kind>,
+    /// [`Reconciler::FINALIZER`].
+    pub finalizer: Option<String>,
+    /// The parent's CustomResourceDefinition as JSON.
+    pub crd: Option<String>,
+}
+
+/// A reconcile answer as the contract carries it: JSON text.
+pub(crate) struct Response {
+    pub children: Vec<String>,
+    pub status: Option<String>,
+    pub requeue: Requeue,
+}
+
+pub(crate) fn describe<R: Reconciler>() -> Info {
+    Info {
+        name: R::NAME.to_owned(),
+        version: R::VERSION.to_owned(),
+        parent: Kind::of_custom::<R::Parent>(),
+        children: R::children(),
+        finalizer: R::FINALIZER.map(str::to_owned),
+        // A CRD is plain strings and maps, so this only fails on a broken
+        // schema derive; the host can work without it.
+        crd: serde_json::to_string(&R::Parent::crd()).ok(),
+    }
+}
+
+pub(crate) fn reconcile<R: Reconciler>(parent: &str, children: &[String]) -> Result<Response, Error> {
+    let parent = decode_parent::<R::Parent>(parent)?;
+    let observed = decode_children(children)?;
+    let outcome = R::reconcile(&parent, &observed)?;
+    encode(outcome)
+}
+
+pub(crate) fn finalize<R: Reconciler>(parent: &str, children: &[String]) -> Result<Finalize, Error> {
+    let parent = decode_parent::<R::Parent>(parent)?;
+    let observed = decode_children(children)?;
+    R::finalize(&parent, &observed)
+}
+
+/// Decodes the parent, naming the object and the offending field on failure:
+/// a parent that does not match its type is an invalid spec, so permanent.
+fn decode_parent<P: kube::Resource<DynamicType = ()> + DeserializeOwned>(json: &str) -> Result<P, Error> {
+    let kind = P::kind(&());
+    let value: Value = serde_json::from_str(json)
+        .map_err(|e| Error::permanent(format!("the {kind} parent is not JSON: {e}")))?;
+    let key = object_key(&value);
+    serde_path_to_error::deserialize(&value).map_err(|e| Error::permanent(format!("{kind} {key} is invalid: {e}")))
+}
+
+fn decode_children(children: &[String]) -> Result<Children, Error> {
+    children
+        .iter()
+        .map(|child| {
+            serde_json::from_str::<Value>(child)
+                .map_err(|e| Error::permanent(format!("an observed child is not JSON: {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Children::from)
+}
+
+fn encode(outcome: Outcome) -> Result<Response, Error> {
+    let children = outcome
+        .children
+        .into_iter()
+        .map(|child| child.0.map(|value| value.to_string()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Error::permanent(format!("a desired child does not serialize: {e}")))?;
+    let status = outcome
+        .status
+        .transpose()
+        .map_err(|e| Error::permanent(format!("the status does not serialize: {e}")))?
+        .map(|value| value.to_string());
+    Ok(Response { children, status, requeue: outcome.requeue })
+}
+
+/// `namespace/name` (or `name`) for messages; never fails, even on garbage.
+fn object_key(object: &Value) -> String {
+    let field = |f: &str| object.pointer(&format!("/metadata/{f}")).and_then(Value::as_str);
+    match (field("namespace"), field("name")) {
+        (Some(ns), Some(name)) => format!("{ns}/{name}"),
+        (None, Some(name)) => name.to_owned(),
+        _ => "(unnamed)".to_owned(),
+    }
+}

@@ -1,0 +1,289 @@
+//! Server-side apply and the `managedFields` bookkeeping every write does.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Value, json};
+
+use crate::fieldset::{self, Path, Step};
+use crate::object;
+
+/// Which part of an object a write may touch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The main endpoint; `status` is excluded when the kind has a status subresource.
+    Main {
+        /// Whether the kind serves `/status` (so the main endpoint does not own status).
+        has_status: bool,
+    },
+    /// The `/status` subresource.
+    Status,
+}
+
+impl Scope {
+    fn subresource(self) -> Option<&'static str> {
+        match self {
+            Scope::Main { .. } => None,
+            Scope::Status => Some("status"),
+        }
+    }
+
+    fn owns(self, path: &[Step]) -> bool {
+        let under_status = path.first() == Some(&Step::Field("status".into()));
+        match self {
+            Scope::Main { has_status } => !(has_status && under_status),
+            Scope::Status => under_status,
+        }
+    }
+}
+
+/// Why an apply was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Other managers own fields the apply would change, and `force` was not set.
+    #[error("Apply failed with {} conflict{}: {}", .0.len(), if .0.len() == 1 { "" } else { "s" }, describe(.0))]
+    Conflicts(Vec<(String, Path)>),
+}
+
+fn describe(conflicts: &[(String, Path)]) -> String {
+    conflicts
+        .iter()
+        .map(|(m, p)| format!("conflict with \"{m}\": {}", fieldset::display(p)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One `managedFields` entry.
+#[derive(Clone, Debug)]
+struct Entry {
+    manager: String,
+    operation: String,
+    api_version: String,
+    time: String,
+    subresource: Option<String>,
+    fields: BTreeSet<Path>,
+}
+
+impl Entry {
+    fn same_owner(&self, manager: &str, operation: &str, sub: Option<&str>) -> bool {
+        self.manager == manager && self.operation == operation && self.subresource.as_deref() == sub
+    }
+}
+
+fn read_entries(obj: &Value) -> Vec<Entry> {
+    let Some(list) = obj.pointer("/metadata/managedFields").and_then(Value::as_array) else { return Vec::new() };
+    list.iter()
+        .map(|e| Entry {
+            manager: e.get("manager").and_then(Value::as_str).unwrap_or("").to_string(),
+            operation: e.get("operation").and_then(Value::as_str).unwrap_or("Update").to_string(),
+            api_version: e.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string(),
+            time: e.get("time").and_then(Value::as_str).unwrap_or("").to_string(),
+            subresource: e.get("subresource").and_then(Value::as_str).map(String::from),
+            fields: e.get("fieldsV1").map(fieldset::from_fields_v1).unwrap_or_default(),
+        })
+        .collect()
+}
+
+fn write_entries(obj: &mut Value, entries: Vec<Entry>) {
+    let list: Vec<Value> = entries
+        .into_iter()
+        .filter(|e| !e.fields.is_empty())
+        .map(|e| {
+            let mut v = json!({
+                "manager": e.manager,
+                "operation": e.operation,
+                "apiVersion": e.api_version,
+                "time": e.time,
+                "fieldsType": "FieldsV1",
+                "fieldsV1": fieldset::to_fields_v1(&e.fields),
+            });
+            if let Some(s) = e.subresource {
+                v["subresource"] = Value::String(s);
+            }
+            v
+        })
+        .collect();
+    if let Some(meta) = object::metadata_mut(obj) {
+        if list.is_empty() {
+            meta.remove("managedFields");
+        } else {
+            meta.insert("managedFields".into(), Value::Array(list));
+        }
+    }
+}
+
+fn ignored(path: &[Step]) -> bool {
+    match path {
+        [Step::Field(f), ..] if f == "apiVersion" || f == "kind" => true,
+        [Step::Field(m), Step::Field(f), ..] if m == "metadata" => matches!(
+            f.as_str(),
+            "name" | "namespace" | "uid" | "resourceVersion" | "generation" | "creationTimestamp"
+                | "managedFields" | "deletionTimestamp" | "deletionGracePeriodSeconds" | "selfLink"
+        ),
+        _ => false,
+    }
+}
+
+/// The fields of `obj` a manager writing through `scope` can own.
+fn owned_fields(obj: &Value, scope: Scope) -> BTreeSet<Path> {
+    fieldset::fields_of(obj).into_iter().filter(|p| !ignored(p) && scope.owns(p)).collect()
+}
+
+/// Keep only entries' fields that still exist in `obj`.
+fn prune(entries: &mut [Entry], obj: &Value) {
+    for e in entries.iter_mut() {
+        e.fields.retain(|p| fieldset::value_at(obj, p).is_some());
+    }
+}
+
+/// Merge an applied configuration into the live object: maps recursively, keyed lists by key.
+fn merge_into(live: &mut Value, cfg: &Value, field: &str) {
+    match (live, cfg) {
+        (Value::Object(l), Value::Object(c)) => {
+            for (k, cv) in c {
+                match l.get_mut(k) {
+                    Some(lv) => merge_into(lv, cv, k),
+                    None => {
+                        l.insert(k.clone(), cv.clone());
+                    }
+                }
+            }
+        }
+        (Value::Array(l), Value::Array(c)) if fieldset::keys_for(field, c).is_some() => {
+            let keys = fieldset::keys_for(field, c).unwrap_or_default();
+            let mut merged = Vec::with_capacity(c.len());
+            for item in c {
+                let id = fieldset::element_key(item, &keys);
+                match l.iter().position(|x| x.is_object() && fieldset::element_key(x, &keys) == id) {
+                    Some(i) => {
+                        let mut existing = l.remove(i);
+                        merge_into(&mut existing, item, "");
+                        merged.push(existing);
+                    }
+                    None => merged.push(item.clone()),
+                }
+            }
+            merged.append(l);
+            *l = merged;
+        }
+        (Value::Array(l), Value::Array(c)) if fieldset::is_set_list(field) => {
+            for item in c {
+                if !l.contains(item) {
+                    l.push(item.clone());
+                }
+            }
+        }
+        (live, cfg) => *live = cfg.clone(),
+    }
+}
+
+/// Server-side apply of `cfg` by `manager` onto `live` (or onto an empty object when creating).
+pub fn apply(
+    live: Option<&Value>,
+    cfg: &Value,
+    manager: &str,
+    force: bool,
+    scope: Scope,
+    now: &str,
+) -> Result<Value, Error> {
+    let mut obj = live.cloned().unwrap_or_else(|| json!({"metadata": {}}));
+    let mut entries = read_entries(&obj);
+    let sub = scope.subresource();
+    let applied = owned_fields(cfg, scope);
+
+    let mut conflicts = Vec::new();
+    for e in entries.iter().filter(|e| !e.same_owner(manager, "Apply", sub)) {
+        for p in applied.intersection(&e.fields) {
+            let (old, new) = (fieldset::value_at(&obj, p), fieldset::value_at(cfg, p));
+            let leaf = !matches!(p.last(), Some(Step::Key(_) | Step::Value(_)));
+            if leaf && old.is_some() && old != new {
+                conflicts.push((e.manager.clone(), p.clone()));
+            }
+        }
+    }
+    if !conflicts.is_empty() {
+        if !force {
+            return Err(Error::Conflicts(conflicts));
+        }
+        for e in entries.iter_mut().filter(|e| !e.same_owner(manager, "Apply", sub)) {
+            for (_, p) in &conflicts {
+                e.fields.remove(p);
+            }
+        }
+    }
+
+    let previous = entries
+        .iter()
+        .find(|e| e.same_owner(manager, "Apply", sub))
+        .map(|e| e.fields.clone())
+        .unwrap_or_default();
+    let mut cfg_scoped = cfg.clone();
+    if let (Scope::Main { has_status: true }, Some(m)) = (scope, cfg_scoped.as_object_mut()) {
+        m.remove("status");
+    }
+    merge_into(&mut obj, &cfg_scoped, "");
+
+    let others: Vec<&Entry> = entries.iter().filter(|e| !e.same_owner(manager, "Apply", sub)).collect();
+    let mut dropped: Vec<&Path> = previous
+        .difference(&applied)
+        .filter(|p| !others.iter().any(|e| e.fields.iter().any(|q| q.starts_with(p))))
+        .collect();
+    dropped.reverse();
+    for p in dropped {
+        fieldset::remove_at(&mut obj, p);
+    }
+
+    let api_version = cfg.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string();
+    match entries.iter_mut().find(|e| e.same_owner(manager, "Apply", sub)) {
+        Some(e) => {
+            if e.fields != applied {
+                e.time = now.to_string();
+            }
+            e.fields = applied;
+            e.api_version = api_version;
+        }
+        None => entries.push(Entry {
+            manager: manager.to_string(),
+            operation: "Apply".into(),
+            api_version,
+            time: now.to_string(),
+            subresource: sub.map(String::from),
+            fields: applied,
+        }),
+    }
+    prune(&mut entries, &obj);
+    write_entries(&mut obj, entries);
+    Ok(obj)
+}
+
+/// Record an ordinary write (create, update, patch): `manager` takes ownership of what changed.
+pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: Scope, now: &str) {
+    let reset = new.pointer("/metadata/managedFields").is_some_and(|m| m.as_array().is_some_and(Vec::is_empty));
+    let mut entries = if reset { Vec::new() } else { old.map(read_entries).unwrap_or_default() };
+    let changed: BTreeSet<Path> = owned_fields(new, scope)
+        .into_iter()
+        .filter(|p| old.and_then(|o| fieldset::value_at(o, p)) != fieldset::value_at(new, p))
+        .collect();
+    let sub = scope.subresource();
+    if !changed.is_empty() {
+        for e in entries.iter_mut() {
+            e.fields.retain(|p| !changed.contains(p));
+        }
+        let api_version = new.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string();
+        match entries.iter_mut().find(|e| e.same_owner(manager, "Update", sub)) {
+            Some(e) => {
+                e.fields.extend(changed);
+                e.time = now.to_string();
+            }
+            None => entries.push(Entry {
+                manager: manager.to_string(),
+                operation: "Update".into(),
+                api_version,
+                time: now.to_string(),
+                subresource: sub.map(String::from),
+                fields: changed,
+            }),
+        }
+    }
+    prune(&mut entries, new);
+    write_entries(new, entries);
+}

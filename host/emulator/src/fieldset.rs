@@ -1,0 +1,293 @@
+//! Field paths and sets in the `FieldsV1` shape that `managedFields` uses.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+/// One step of a field path.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Step {
+    /// A map key (`f:name`).
+    Field(String),
+    /// A list element identified by its merge keys (`k:{"name":"app"}`), keys sorted.
+    Key(String),
+    /// A set-list element identified by its value (`v:"x"`).
+    Value(String),
+}
+
+/// A path from the object root.
+pub type Path = Vec<Step>;
+
+/// The merge keys of associative lists, by field name, as the built-in types declare them.
+pub fn merge_keys(field: &str) -> Option<&'static [&'static str]> {
+    Some(match field {
+        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets"
+        | "hostAliases" => &["name"][..],
+        "volumeMounts" | "volumeDevices" => &["mountPath"][..],
+        "conditions" => &["type"][..],
+        "ownerReferences" => &["uid"][..],
+        "ports" => &["containerPort"][..],
+        _ => return None,
+    })
+}
+
+/// Lists of scalars merged as sets.
+pub fn is_set_list(field: &str) -> bool {
+    matches!(field, "finalizers")
+}
+
+/// The merge keys that apply to a list under `field`, for the elements actually present.
+/// Service ports are keyed by `port` (and `protocol`), container ports by `containerPort`.
+pub fn keys_for(field: &str, items: &[Value]) -> Option<Vec<&'static str>> {
+    if field == "ports" && items.iter().all(|i| i.get("port").is_some()) && !items.is_empty() {
+        return Some(vec!["port", "protocol"]);
+    }
+    let keys = merge_keys(field)?;
+    let all_keyed = items.iter().all(|i| i.is_object() && keys.iter().all(|k| i.get(*k).is_some()));
+    if all_keyed { Some(keys.to_vec()) } else { None }
+}
+
+/// The identity string of a keyed list element, `{"name":"app"}` with keys in sorted order.
+pub fn element_key(item: &Value, keys: &[&str]) -> String {
+    let mut m = Map::new();
+    for k in keys {
+        if let Some(v) = item.get(*k) {
+            m.insert((*k).to_string(), v.clone());
+        }
+    }
+    Value::Object(m).to_string()
+}
+
+/// The set of fields present in `obj`: leaves, plus list elements themselves.
+pub fn fields_of(obj: &Value) -> BTreeSet<Path> {
+    let mut out = BTreeSet::new();
+    if let Some(map) = obj.as_object() {
+        walk_map(map, &mut Vec::new(), &mut out);
+    }
+    out
+}
+
+fn walk_map(map: &Map<String, Value>, prefix: &mut Path, out: &mut BTreeSet<Path>) {
+    for (k, v) in map {
+        prefix.push(Step::Field(k.clone()));
+        walk_value(k, v, prefix, out);
+        prefix.pop();
+    }
+}
+
+fn walk_value(field: &str, v: &Value, prefix: &mut Path, out: &mut BTreeSet<Path>) {
+    match v {
+        Value::Object(m) if !m.is_empty() => walk_map(m, prefix, out),
+        Value::Array(items) if !items.is_empty() => {
+            if let Some(keys) = keys_for(field, items) {
+                for item in items {
+                    prefix.push(Step::Key(element_key(item, &keys)));
+                    out.insert(prefix.clone());
+                    if let Some(m) = item.as_object() {
+                        walk_map(m, prefix, out);
+                    }
+                    prefix.pop();
+                }
+            } else if is_set_list(field) {
+                for item in items {
+                    prefix.push(Step::Value(item.to_string()));
+                    out.insert(prefix.clone());
+                    prefix.pop();
+                }
+            } else {
+                out.insert(prefix.clone());
+            }
+        }
+        _ => {
+            out.insert(prefix.clone());
+        }
+    }
+}
+
+fn find_in_list<'a>(items: &'a [Value], step: &Step) -> Option<usize> {
+    match step {
+        Step::Key(key) => {
+            let wanted: Map<String, Value> = serde_json::from_str(key).ok()?;
+            items.iter().position(|i| wanted.iter().all(|(k, v)| i.get(k) == Some(v)))
+        }
+        Step::Value(v) => {
+            let wanted: Value = serde_json::from_str(v).ok()?;
+            items.iter().position(|i| *i == wanted)
+        }
+        Step::Field(_) => None,
+    }
+}
+
+/// The value at `path`, if present.
+pub fn value_at<'a>(obj: &'a Value, path: &[Step]) -> Option<&'a Value> {
+    let mut cur = obj;
+    for step in path {
+        cur = match (step, cur) {
+            (Step::Field(f), Value::Object(m)) => m.get(f)?,
+            (_, Value::Array(items)) => &items[find_in_list(items, step)?],
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+/// Remove the value at `path`; maps left empty by the removal are removed too.
+pub fn remove_at(obj: &mut Value, path: &[Step]) {
+    let Some((last, parent_path)) = path.split_last() else { return };
+    let Some(parent) = value_at_mut(obj, parent_path) else { return };
+    match (last, parent) {
+        (Step::Field(f), Value::Object(m)) => {
+            m.remove(f);
+        }
+        (step, Value::Array(items)) => {
+            if let Some(i) = find_in_list(items, step) {
+                items.remove(i);
+            }
+        }
+        _ => return,
+    }
+    let now_empty = match value_at(obj, parent_path) {
+        Some(Value::Object(m)) => m.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        _ => false,
+    };
+    if now_empty && parent_path.len() > 1 {
+        remove_at(obj, parent_path);
+    }
+}
+
+/// Mutable access to the value at `path`.
+pub fn value_at_mut<'a>(obj: &'a mut Value, path: &[Step]) -> Option<&'a mut Value> {
+    let mut cur = obj;
+    for step in path {
+        cur = match (step, cur) {
+            (Step::Field(f), Value::Object(m)) => m.get_mut(f)?,
+            (_, Value::Array(items)) => {
+                let i = find_in_list(items, step)?;
+                &mut items[i]
+            }
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+/// Render a set as a `fieldsV1` object.
+pub fn to_fields_v1(set: &BTreeSet<Path>) -> Value {
+    let mut root = Map::new();
+    for path in set {
+        let mut cur = &mut root;
+        for step in path {
+            let key = match step {
+                Step::Field(f) => format!("f:{f}"),
+                Step::Key(k) => format!("k:{k}"),
+                Step::Value(v) => format!("v:{v}"),
+            };
+            let entry = cur.entry(key).or_insert_with(|| Value::Object(Map::new()));
+            if !entry.is_object() {
+                *entry = Value::Object(Map::new());
+            }
+            let Some(next) = entry.as_object_mut() else { break };
+            cur = next;
+        }
+    }
+    mark_self_nodes(&mut root, set, &mut Vec::new());
+    Value::Object(root)
+}
+
+/// A node that is itself in the set and also has children carries a `"."` entry.
+fn mark_self_nodes(node: &mut Map<String, Value>, set: &BTreeSet<Path>, prefix: &mut Path) {
+    for (key, child) in node.iter_mut() {
+        let Some(step) = parse_step(key) else { continue };
+        prefix.push(step);
+        if let Some(m) = child.as_object_mut() {
+            if !m.is_empty() && !m.contains_key(".") && set.contains(prefix.as_slice()) {
+                m.insert(".".into(), Value::Object(Map::new()));
+            }
+            mark_self_nodes(m, set, prefix);
+        }
+        prefix.pop();
+    }
+}
+
+fn parse_step(key: &str) -> Option<Step> {
+    let (kind, rest) = key.split_at_checked(2)?;
+    match kind {
+        "f:" => Some(Step::Field(rest.into())),
+        "k:" => Some(Step::Key(canonical(rest))),
+        "v:" => Some(Step::Value(canonical(rest))),
+        _ => None,
+    }
+}
+
+fn canonical(json: &str) -> String {
+    serde_json::from_str::<Value>(json).map(|v| v.to_string()).unwrap_or_else(|_| json.to_string())
+}
+
+/// Parse a `fieldsV1` object back into a set.
+pub fn from_fields_v1(v: &Value) -> BTreeSet<Path> {
+    let mut out = BTreeSet::new();
+    if let Some(m) = v.as_object() {
+        parse_node(m, &mut Vec::new(), &mut out);
+    }
+    out
+}
+
+fn parse_node(node: &Map<String, Value>, prefix: &mut Path, out: &mut BTreeSet<Path>) {
+    for (key, child) in node {
+        if key == "." {
+            out.insert(prefix.clone());
+            continue;
+        }
+        let Some(step) = parse_step(key) else { continue };
+        prefix.push(step);
+        match child.as_object() {
+            Some(m) if !m.is_empty() => parse_node(m, prefix, out),
+            _ => {
+                out.insert(prefix.clone());
+            }
+        }
+        prefix.pop();
+    }
+}
+
+/// `.spec.replicas` style rendering for conflict messages.
+pub fn display(path: &[Step]) -> String {
+    let mut s = String::new();
+    for step in path {
+        match step {
+            Step::Field(f) => {
+                s.push('.');
+                s.push_str(f);
+            }
+            Step::Key(k) => s.push_str(&format!("[{}]", k.trim_matches(|c| c == '{' || c == '}').replace("\":", "=").replace('"', ""))),
+            Step::Value(v) => s.push_str(&format!("[={v}]")),
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn keyed_lists_round_trip_through_fields_v1() {
+        let obj = json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "app", "image": "x"}]}}}});
+        let set = fields_of(&obj);
+        let v1 = to_fields_v1(&set);
+        assert_eq!(
+            v1["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"app\"}"]["."],
+            json!({})
+        );
+        assert_eq!(from_fields_v1(&v1), set);
+    }
+
+    #[test]
+    fn removing_the_last_key_removes_the_emptied_map() {
+        let mut obj = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}});
+        remove_at(&mut obj, &[Step::Field("metadata".into()), Step::Field("labels".into()), Step::Field("a".into())]);
+        assert_eq!(obj, json!({"metadata": {}, "spec": {"x": 1}}));
+    }
+}

@@ -1,0 +1,213 @@
+//! The table of served resource types: built-in kinds plus those registered by CRDs.
+
+use serde_json::Value;
+
+/// How a kind exposes the `/scale` subresource (JSON paths as in a CRD's `subresources.scale`).
+#[derive(Clone, Debug)]
+pub struct ScaleSpec {
+    /// Path of the desired replica count, e.g. `.spec.replicas`.
+    pub spec_replicas_path: String,
+    /// Path of the observed replica count, e.g. `.status.replicas`.
+    pub status_replicas_path: String,
+    /// Path of the serialized label selector, if any.
+    pub label_selector_path: Option<String>,
+}
+
+/// One served (group, version, resource) with everything discovery and the handlers need.
+#[derive(Clone, Debug)]
+pub struct ResourceType {
+    /// API group, empty for the core group.
+    pub group: String,
+    /// API version served under this entry.
+    pub version: String,
+    /// Kind of the objects.
+    pub kind: String,
+    /// Plural resource name used in URLs.
+    pub plural: String,
+    /// Singular name (kubectl accepts it).
+    pub singular: String,
+    /// Short names such as `deploy`.
+    pub short_names: Vec<String>,
+    /// Categories such as `all`.
+    pub categories: Vec<String>,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Whether writes to `status` go through `/status` only.
+    pub has_status: bool,
+    /// The `/scale` subresource, if served.
+    pub scale: Option<ScaleSpec>,
+    /// The CRD's `openAPIV3Schema` for this version, used for validation and pruning.
+    pub schema: Option<Value>,
+    /// Whether this entry came from a CRD (and so disappears with it).
+    pub from_crd: bool,
+}
+
+/// The version-independent identity of a resource: objects are stored once per group and plural.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ResKey {
+    /// API group.
+    pub group: String,
+    /// Plural name.
+    pub plural: String,
+}
+
+impl ResourceType {
+    /// `group/version`, or just `version` for the core group.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// The storage identity of this resource.
+    pub fn key(&self) -> ResKey {
+        ResKey { group: self.group.clone(), plural: self.plural.clone() }
+    }
+
+    /// `deployments.apps`, the name kube-apiserver uses in error messages.
+    pub fn qualified(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.clone()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    /// URL prefix of this group-version: `/api/v1` or `/apis/{group}/{version}`.
+    pub fn gv_path(&self) -> String {
+        if self.group.is_empty() {
+            format!("/api/{}", self.version)
+        } else {
+            format!("/apis/{}/{}", self.group, self.version)
+        }
+    }
+}
+
+fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceType {
+    ResourceType {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+        singular: kind.to_lowercase(),
+        short_names: Vec::new(),
+        categories: Vec::new(),
+        namespaced,
+        has_status: false,
+        scale: None,
+        schema: None,
+        from_crd: false,
+    }
+}
+
+fn with_short(mut rt: ResourceType, names: &[&str]) -> ResourceType {
+    rt.short_names = names.iter().map(|s| s.to_string()).collect();
+    rt
+}
+
+/// The built-in kinds the emulator serves before any CRD exists.
+pub fn builtins() -> Vec<ResourceType> {
+    let mut deploy = with_short(builtin("apps", "v1", "Deployment", "deployments", true), &["deploy"]);
+    deploy.has_status = true;
+    deploy.categories = vec!["all".into()];
+    deploy.scale = Some(ScaleSpec {
+        spec_replicas_path: ".spec.replicas".into(),
+        status_replicas_path: ".status.replicas".into(),
+        label_selector_path: Some(".status.selector".into()),
+    });
+    let mut rs = with_short(builtin("apps", "v1", "ReplicaSet", "replicasets", true), &["rs"]);
+    rs.has_status = true;
+    rs.categories = vec!["all".into()];
+    rs.scale = deploy.scale.clone();
+    let mut ns = with_short(builtin("", "v1", "Namespace", "namespaces", false), &["ns"]);
+    ns.has_status = true;
+    let mut svc = with_short(builtin("", "v1", "Service", "services", true), &["svc"]);
+    svc.has_status = true;
+    svc.categories = vec!["all".into()];
+    let mut crd = with_short(
+        builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false),
+        &["crd", "crds"],
+    );
+    crd.has_status = true;
+    vec![
+        ns,
+        with_short(builtin("", "v1", "ConfigMap", "configmaps", true), &["cm"]),
+        builtin("", "v1", "Secret", "secrets", true),
+        svc,
+        with_short(builtin("", "v1", "ServiceAccount", "serviceaccounts", true), &["sa"]),
+        with_short(builtin("", "v1", "Event", "events", true), &["ev"]),
+        with_short(builtin("events.k8s.io", "v1", "Event", "events", true), &["ev"]),
+        deploy,
+        rs,
+        builtin("coordination.k8s.io", "v1", "Lease", "leases", true),
+        crd,
+    ]
+}
+
+/// All served resource types, searchable by URL parts or by kind.
+#[derive(Clone, Debug)]
+pub struct Registry {
+    types: Vec<ResourceType>,
+}
+
+impl Registry {
+    /// A registry holding only the built-in kinds.
+    pub fn new() -> Self {
+        Registry { types: builtins() }
+    }
+
+    /// Every served entry, in registration order.
+    pub fn all(&self) -> &[ResourceType] {
+        &self.types
+    }
+
+    /// The entry served at `/{group}/{version}/{plural}`.
+    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceType> {
+        self.types.iter().find(|t| t.group == group && t.version == version && t.plural == plural)
+    }
+
+    /// Any served version of a (group, plural), used when storage is version-independent.
+    pub fn find_any_version(&self, key: &ResKey) -> Option<&ResourceType> {
+        self.types.iter().find(|t| t.group == key.group && t.plural == key.plural)
+    }
+
+    /// Whether this group-version is served at all.
+    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
+        self.types.iter().any(|t| t.group == group && t.version == version)
+    }
+
+    /// Replace every entry of a CRD-defined (group, plural) with new ones.
+    pub fn set_crd_types(&mut self, key: &ResKey, types: Vec<ResourceType>) {
+        self.remove_crd_types(key);
+        self.types.extend(types);
+    }
+
+    /// Forget a CRD-defined (group, plural).
+    pub fn remove_crd_types(&mut self, key: &ResKey) {
+        self.types.retain(|t| !(t.from_crd && t.group == key.group && t.plural == key.plural));
+    }
+
+    /// Served groups in first-seen order with their versions (core group excluded).
+    pub fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for t in self.types.iter().filter(|t| !t.group.is_empty()) {
+            match out.iter_mut().find(|(g, _)| *g == t.group) {
+                Some((_, versions)) => {
+                    if !versions.contains(&t.version) {
+                        versions.push(t.version.clone());
+                    }
+                }
+                None => out.push((t.group.clone(), vec![t.version.clone()])),
+            }
+        }
+        out
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,114 @@
+//! URL routing: discovery, OpenAPI and resource paths parsed the way kube-apiserver lays them out.
+
+use std::sync::Arc;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, Method, StatusCode, Uri};
+use serde_json::Value;
+
+use crate::apierror::ApiError;
+use crate::handlers::{self, Request};
+use crate::resources::ResourceType;
+use crate::server::Shared;
+use crate::{discovery, openapi};
+
+/// A JSON response with the given status.
+pub fn json_response(code: StatusCode, body: &Value) -> Response {
+    Response::builder()
+        .status(code)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Body::from(body.to_string()))
+        .unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+fn not_found() -> Response {
+    ApiError::new(404, "NotFound", "the server could not find the requested resource").into_response()
+}
+
+/// A parsed resource URL.
+pub struct Target {
+    /// The served resource type.
+    pub rt: ResourceType,
+    /// Namespace from the URL, if any.
+    pub ns: Option<String>,
+    /// Object name, if the URL names one.
+    pub name: Option<String>,
+    /// Subresource (`status`, `scale`), if any.
+    pub sub: Option<String>,
+}
+
+fn parse_target(shared: &Shared, segs: &[&str]) -> Option<Target> {
+    let (group, version, rest) = match segs {
+        ["api", v, rest @ ..] => ("", *v, rest),
+        ["apis", g, v, rest @ ..] => (*g, *v, rest),
+        _ => return None,
+    };
+    let store = shared.lock();
+    let reg = &store.registry;
+    let namespaced = rest.len() >= 3
+        && rest[0] == "namespaces"
+        && reg.find(group, version, rest[2]).is_some_and(|t| t.namespaced);
+    let (ns, tail) = if namespaced { (Some(rest[1].to_string()), &rest[2..]) } else { (None, rest) };
+    let (plural, name, sub) = match tail {
+        [p] => (*p, None, None),
+        [p, n] => (*p, Some(n.to_string()), None),
+        [p, n, s] => (*p, Some(n.to_string()), Some(s.to_string())),
+        _ => return None,
+    };
+    let rt = reg.find(group, version, plural)?.clone();
+    if (name.is_some() && rt.namespaced && ns.is_none()) || (!rt.namespaced && ns.is_some()) {
+        return None;
+    }
+    Some(Target { rt, ns, name, sub })
+}
+
+/// The single handler behind the router.
+pub async fn dispatch(
+    State(shared): State<Arc<Shared>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().trim_end_matches('/');
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    let get = method == Method::GET;
+    match segs.as_slice() {
+        ["version"] if get => return json_response(StatusCode::OK, &discovery::version()),
+        ["healthz" | "readyz" | "livez", ..] if get => return (StatusCode::OK, "ok").into_response(),
+        ["api"] if get => return json_response(StatusCode::OK, &discovery::core_versions(&shared.address())),
+        ["apis"] if get => return json_response(StatusCode::OK, &discovery::group_list(&shared.lock().registry)),
+        ["apis", g] if get => {
+            return match discovery::group(&shared.lock().registry, g) {
+                Some(doc) => json_response(StatusCode::OK, &doc),
+                None => not_found(),
+            };
+        }
+        ["api", v] if get => return resource_list(&shared, "", v),
+        ["apis", g, v] if get => return resource_list(&shared, g, v),
+        ["openapi", "v2"] => return not_found(),
+        ["openapi", "v3", rest @ ..] if get => {
+            return match openapi::document(&shared.lock().registry, &rest.join("/")) {
+                Some(doc) => json_response(StatusCode::OK, &doc),
+                None => not_found(),
+            };
+        }
+        _ => {}
+    }
+    let Some(target) = parse_target(&shared, &segs) else { return not_found() };
+    let query = uri.query().unwrap_or("").to_string();
+    let req = Request { method, target, query: crate::server::form_pairs(&query), headers, body };
+    match handlers::handle(shared, req).await {
+        Ok(resp) => resp,
+        Err(e) => e.into_response(),
+    }
+}
+
+fn resource_list(shared: &Shared, group: &str, version: &str) -> Response {
+    match discovery::resource_list(&shared.lock().registry, group, version) {
+        Some(doc) => json_response(StatusCode::OK, &doc),
+        None => not_found(),
+    }
+}

@@ -1,0 +1,273 @@
+//! The in-memory object store: one global resourceVersion counter and a bounded event history.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::object;
+use crate::resources::{Registry, ResKey};
+
+/// The address of one stored object.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjKey {
+    /// The resource (group and plural).
+    pub res: ResKey,
+    /// Namespace, empty for cluster-scoped objects.
+    pub ns: String,
+    /// Object name.
+    pub name: String,
+}
+
+/// The kind of a watch event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    /// The object was created.
+    Added,
+    /// The object changed.
+    Modified,
+    /// The object is gone.
+    Deleted,
+}
+
+impl EventType {
+    /// The `type` string on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, kept in the history and broadcast to open watches.
+#[derive(Debug)]
+pub struct Event {
+    /// The resourceVersion this change produced.
+    pub rv: u64,
+    /// Which object changed.
+    pub key: ObjKey,
+    /// What happened.
+    pub kind: EventType,
+    /// The object after the change (before removal for `Deleted`).
+    pub object: Arc<Value>,
+}
+
+/// The resourceVersion a watch asked for is no longer in the history.
+#[derive(Debug, thiserror::Error)]
+#[error("too old resource version: {requested} ({oldest})")]
+pub struct Gone {
+    /// The version the client asked to resume from.
+    pub requested: u64,
+    /// The oldest version still resumable.
+    pub oldest: u64,
+}
+
+/// All objects plus the indexes and queues that deletion and garbage collection need.
+pub struct Store {
+    /// Served resource types, built-in and from CRDs.
+    pub registry: Registry,
+    objects: HashMap<ResKey, BTreeMap<(String, String), Arc<Value>>>,
+    rv: u64,
+    history: VecDeque<Arc<Event>>,
+    history_cap: usize,
+    compacted: u64,
+    tx: broadcast::Sender<Arc<Event>>,
+    by_uid: HashMap<String, ObjKey>,
+    dependents: HashMap<String, BTreeSet<ObjKey>>,
+    uid_seq: u64,
+    uid_seed: u64,
+    /// UIDs of removed objects whose dependents the garbage collector must visit.
+    pub removed_uids: Vec<(String, ObjKey, Arc<Value>)>,
+    /// Objects waiting on the `orphan` or `foregroundDeletion` finalizer.
+    pub pending_owners: BTreeSet<ObjKey>,
+}
+
+impl Store {
+    /// An empty store keeping `history_cap` events for watch resumption.
+    pub fn new(history_cap: usize) -> Self {
+        let (tx, _) = broadcast::channel(history_cap.max(1024));
+        let uid_seed = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        Store {
+            registry: Registry::new(),
+            objects: HashMap::new(),
+            rv: 1,
+            history: VecDeque::new(),
+            history_cap: history_cap.max(1),
+            compacted: 0,
+            tx,
+            by_uid: HashMap::new(),
+            dependents: HashMap::new(),
+            uid_seq: 0,
+            uid_seed,
+            removed_uids: Vec::new(),
+            pending_owners: BTreeSet::new(),
+        }
+    }
+
+    /// The latest resourceVersion handed out.
+    pub fn current_rv(&self) -> u64 {
+        self.rv
+    }
+
+    /// A fresh UID in the usual 8-4-4-4-12 hex layout.
+    pub fn new_uid(&mut self) -> String {
+        self.uid_seq += 1;
+        let a = self.uid_seed ^ self.uid_seq.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        let b = self.uid_seq;
+        format!(
+            "{:08x}-{:04x}-4{:03x}-8{:03x}-{:012x}",
+            (a >> 32) as u32,
+            (a >> 16) as u16,
+            (a & 0xfff) as u16,
+            (b >> 48) as u16 & 0xfff,
+            b & 0xffff_ffff_ffff
+        )
+    }
+
+    /// The stored object at `key`.
+    pub fn get(&self, key: &ObjKey) -> Option<Arc<Value>> {
+        self.objects.get(&key.res)?.get(&(key.ns.clone(), key.name.clone())).cloned()
+    }
+
+    /// The stored object with this UID.
+    pub fn key_of_uid(&self, uid: &str) -> Option<&ObjKey> {
+        self.by_uid.get(uid)
+    }
+
+    /// Keys of objects that name `uid` among their owners.
+    pub fn dependents_of(&self, uid: &str) -> Vec<ObjKey> {
+        self.dependents.get(uid).map(|s| s.iter().cloned().collect()).unwrap_or_default()
+    }
+
+    /// Objects of a resource, sorted by namespace then name, optionally in one namespace.
+    pub fn list(&self, res: &ResKey, ns: Option<&str>) -> Vec<Arc<Value>> {
+        let Some(map) = self.objects.get(res) else { return Vec::new() };
+        match ns {
+            Some(ns) => map
+                .range((ns.to_string(), String::new())..)
+                .take_while(|((n, _), _)| n == ns)
+                .map(|(_, v)| v.clone())
+                .collect(),
+            None => map.values().cloned().collect(),
+        }
+    }
+
+    /// Keys of every object of a resource.
+    pub fn keys(&self, res: &ResKey) -> Vec<ObjKey> {
+        self.objects
+            .get(res)
+            .map(|m| m.keys().map(|(ns, name)| ObjKey { res: res.clone(), ns: ns.clone(), name: name.clone() }).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every resource with stored objects.
+    pub fn resources(&self) -> Vec<ResKey> {
+        self.objects.keys().cloned().collect()
+    }
+
+    /// Number of stored objects.
+    pub fn len(&self) -> usize {
+        self.objects.values().map(BTreeMap::len).sum()
+    }
+
+    /// Whether nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn emit(&mut self, key: ObjKey, kind: EventType, object: Arc<Value>) {
+        let ev = Arc::new(Event { rv: self.rv, key, kind, object });
+        if self.history.len() >= self.history_cap {
+            if let Some(old) = self.history.pop_front() {
+                self.compacted = old.rv;
+            }
+        }
+        self.history.push_back(ev.clone());
+        // No receivers is normal when nobody watches.
+        let _ = self.tx.send(ev);
+    }
+
+    fn index(&mut self, key: &ObjKey, obj: &Value, add: bool) {
+        let uid = object::uid(obj).to_string();
+        for owner in object::owner_uids(obj) {
+            let set = self.dependents.entry(owner.clone()).or_default();
+            if add {
+                set.insert(key.clone());
+            } else {
+                set.remove(key);
+                if set.is_empty() {
+                    self.dependents.remove(&owner);
+                }
+            }
+        }
+        if add {
+            self.by_uid.insert(uid, key.clone());
+        } else {
+            self.by_uid.remove(&uid);
+        }
+    }
+
+    /// Store `obj` at `key` with the next resourceVersion and broadcast ADDED or MODIFIED.
+    pub fn put(&mut self, key: &ObjKey, mut obj: Value) -> Arc<Value> {
+        self.rv += 1;
+        if let Some(meta) = object::metadata_mut(&mut obj) {
+            meta.insert("resourceVersion".into(), Value::String(self.rv.to_string()));
+        }
+        let obj = Arc::new(obj);
+        let slot = (key.ns.clone(), key.name.clone());
+        let previous = self.objects.entry(key.res.clone()).or_default().insert(slot, obj.clone());
+        if let Some(prev) = &previous {
+            self.index(key, prev, false);
+        }
+        self.index(key, &obj, true);
+        let kind = if previous.is_some() { EventType::Modified } else { EventType::Added };
+        self.emit(key.clone(), kind, obj.clone());
+        obj
+    }
+
+    /// Remove the object at `key`, broadcast DELETED and queue it for garbage collection.
+    pub fn remove(&mut self, key: &ObjKey) -> Option<Arc<Value>> {
+        let map = self.objects.get_mut(&key.res)?;
+        let old = map.remove(&(key.ns.clone(), key.name.clone()))?;
+        if map.is_empty() {
+            self.objects.remove(&key.res);
+        }
+        self.index(key, &old, false);
+        self.pending_owners.remove(key);
+        self.rv += 1;
+        let mut last = (*old).clone();
+        if let Some(meta) = object::metadata_mut(&mut last) {
+            meta.insert("resourceVersion".into(), Value::String(self.rv.to_string()));
+        }
+        let last = Arc::new(last);
+        self.emit(key.clone(), EventType::Deleted, last.clone());
+        self.removed_uids.push((object::uid(&old).to_string(), key.clone(), last.clone()));
+        Some(last)
+    }
+
+    /// Events after `rv` still in the history, plus a receiver for later ones, taken atomically.
+    pub fn watch_from(&self, rv: u64) -> Result<(Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>), Gone> {
+        if rv < self.compacted {
+            return Err(Gone { requested: rv, oldest: self.compacted });
+        }
+        let replay = self.history.iter().filter(|e| e.rv > rv).cloned().collect();
+        Ok((replay, self.tx.subscribe()))
+    }
+
+    /// A receiver for events from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<Event>> {
+        self.tx.subscribe()
+    }
+
+    /// Forget the event history so every older resourceVersion answers 410 Gone.
+    pub fn compact(&mut self) {
+        self.history.clear();
+        self.compacted = self.rv;
+    }
+}

@@ -1,0 +1,177 @@
+//! Watch streams: replay from a resourceVersion, live events, bookmarks, and in-stream 410s.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::resources::ResourceType;
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::server::Shared;
+use crate::store::{Event, EventType};
+
+/// What one watch request asked for.
+#[derive(Debug, Clone)]
+pub struct WatchParams {
+    /// The served resource type (decides `apiVersion` on the wire).
+    pub rt: ResourceType,
+    /// Only this namespace, if set.
+    pub ns: Option<String>,
+    /// `labelSelector`.
+    pub labels: LabelSelector,
+    /// `fieldSelector`.
+    pub fields: FieldSelector,
+    /// `resourceVersion` to resume after; `None` or 0 means "send current state first".
+    pub rv: Option<u64>,
+    /// `allowWatchBookmarks`.
+    pub bookmarks: bool,
+    /// `timeoutSeconds`.
+    pub timeout: Option<Duration>,
+    /// `sendInitialEvents=true`: synthetic ADDED events then the `initial-events-end` bookmark.
+    pub send_initial: bool,
+    /// Serve `PartialObjectMetadata` instead of full objects.
+    pub metadata_only: bool,
+}
+
+impl WatchParams {
+    fn matches(&self, ev: &Event) -> bool {
+        ev.key.res == self.rt.key()
+            && self.ns.as_ref().is_none_or(|ns| *ns == ev.key.ns)
+            && self.labels.matches(&ev.object)
+            && self.fields.matches(&ev.object)
+    }
+
+    fn render(&self, obj: &Value) -> Value {
+        if self.metadata_only {
+            json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj.get("metadata").cloned().unwrap_or(json!({}))})
+        } else {
+            crate::ops::serve(&self.rt, obj)
+        }
+    }
+
+    fn bookmark(&self, rv: u64, initial_end: bool) -> Bytes {
+        let mut meta = json!({"resourceVersion": rv.to_string()});
+        if initial_end {
+            meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        let (api_version, kind) = if self.metadata_only {
+            ("meta.k8s.io/v1".to_string(), "PartialObjectMetadata".to_string())
+        } else {
+            (self.rt.api_version(), self.rt.kind.clone())
+        };
+        line("BOOKMARK", &json!({"apiVersion": api_version, "kind": kind, "metadata": meta}))
+    }
+}
+
+fn line(kind: &str, object: &Value) -> Bytes {
+    let mut s = json!({"type": kind, "object": object}).to_string();
+    s.push('\n');
+    Bytes::from(s)
+}
+
+/// The in-stream error kube-apiserver sends when a resourceVersion is too old.
+fn gone(message: &str) -> Bytes {
+    line(
+        "ERROR",
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": message, "reason": "Expired", "code": 410}),
+    )
+}
+
+fn stream_response(rx: futures::channel::mpsc::Receiver<Bytes>) -> Response {
+    let body = Body::from_stream(rx.map(Ok::<_, Infallible>));
+    Response::builder()
+        .status(200)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::CACHE_CONTROL, "no-cache, private")
+        .body(body)
+        .unwrap_or_else(|_| Response::new(Body::empty()))
+}
+
+/// Start a watch: the response streams until timeout, client disconnect, or `drop_watches`.
+pub fn start(shared: Arc<Shared>, params: WatchParams) -> Response {
+    let (mut tx, rx) = futures::channel::mpsc::channel::<Bytes>(256);
+    let mut drop_rx = shared.drop_rx();
+    let interval = shared.bookmark_interval();
+    let setup = {
+        let store = shared.lock();
+        let start_rv = store.current_rv();
+        match params.rv.filter(|rv| *rv != 0 && !params.send_initial) {
+            None => {
+                let initial: Vec<Value> = store
+                    .list(&params.rt.key(), params.ns.as_deref())
+                    .into_iter()
+                    .filter(|o| params.labels.matches(o) && params.fields.matches(o))
+                    .map(|o| params.render(&o))
+                    .collect();
+                Ok((initial, Vec::new(), store.subscribe(), start_rv))
+            }
+            Some(rv) => store.watch_from(rv).map(|(replay, sub)| (Vec::new(), replay, sub, rv)),
+        }
+    };
+    let (initial, replay, mut sub, start_rv) = match setup {
+        Ok(s) => s,
+        Err(e) => {
+            let msg = e.to_string();
+            tokio::spawn(async move {
+                let _ = tx.send(gone(&msg)).await;
+            });
+            return stream_response(rx);
+        }
+    };
+    tokio::spawn(async move {
+        let mut last_rv = start_rv;
+        for obj in initial {
+            if tx.send(line("ADDED", &obj)).await.is_err() {
+                return;
+            }
+        }
+        if params.send_initial && params.bookmarks && tx.send(params.bookmark(last_rv, true)).await.is_err() {
+            return;
+        }
+        for ev in replay {
+            last_rv = ev.rv;
+            if params.matches(&ev) && tx.send(line(ev.kind.as_str(), &params.render(&ev.object))).await.is_err() {
+                return;
+            }
+        }
+        let deadline = tokio::time::sleep(params.timeout.unwrap_or(Duration::from_secs(3600 * 24)));
+        tokio::pin!(deadline);
+        let mut ticker = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+        loop {
+            tokio::select! {
+                ev = sub.recv() => match ev {
+                    Ok(ev) => {
+                        last_rv = ev.rv;
+                        if params.matches(&ev) {
+                            let kind = match ev.kind { EventType::Added => "ADDED", EventType::Modified => "MODIFIED", EventType::Deleted => "DELETED" };
+                            if tx.send(line(kind, &params.render(&ev.object))).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Err(RecvError::Lagged(n)) => {
+                        tracing::debug!(missed = n, "watcher fell behind the event history; ending with 410");
+                        let _ = tx.send(gone(&format!("too old resource version: {last_rv}"))).await;
+                        return;
+                    }
+                    Err(RecvError::Closed) => return,
+                },
+                _ = ticker.tick(), if params.bookmarks => {
+                    if tx.send(params.bookmark(last_rv, false)).await.is_err() {
+                        return;
+                    }
+                }
+                _ = &mut deadline => return,
+                _ = drop_rx.changed() => return,
+            }
+        }
+    });
+    stream_response(rx)
+}

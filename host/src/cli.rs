@@ -1,0 +1,90 @@
+//! The `weir` command line: one enum variant and one function per subcommand.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand};
+
+use weir::plugin::{Engine, EngineConfig, Limits};
+
+/// Weir runs Kubernetes reconcilers that come as sandboxed WebAssembly components.
+#[derive(Debug, Parser)]
+#[command(name = "weir", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+    /// Log filter, as in `RUST_LOG` (e.g. `info`, `weir=debug`).
+    #[arg(long, global = true, env = "WEIR_LOG", default_value = "warn")]
+    pub log: String,
+    /// Where compiled plugins are cached (keyed by content hash and engine
+    /// settings) so that loading a Python/JS plugin takes milliseconds, not seconds.
+    #[arg(long, global = true, env = "WEIR_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Compile plugins on every load instead of using the cache.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a plugin component against fixture files, offline (no cluster).
+    Test(TestArgs),
+}
+
+impl Cli {
+    /// Runs the chosen subcommand.
+    pub fn run(self) -> anyhow::Result<ExitCode> {
+        match &self.command {
+            Command::Test(args) => test(&self, args),
+        }
+    }
+
+    /// The engine settings every subcommand shares.
+    pub fn engine_config(&self) -> EngineConfig {
+        let cache_dir = if self.no_cache { None } else { self.cache_dir.clone().or_else(default_cache_dir) };
+        EngineConfig { cache_dir, ..EngineConfig::default() }
+    }
+}
+
+/// `$XDG_CACHE_HOME/weir` or `~/.cache/weir`.
+fn default_cache_dir() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
+    Some(base.join("weir"))
+}
+
+/// Arguments of `weir test`.
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// The plugin component (`.wasm`).
+    pub plugin: PathBuf,
+    /// A directory of fixture files (`*.yaml`, one case each).
+    pub fixtures: PathBuf,
+    /// Per-call timeout in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub timeout_ms: u64,
+    /// Guest memory limit in MiB.
+    #[arg(long, default_value_t = 64)]
+    pub memory_mib: usize,
+}
+
+/// Loads the plugin in the real sandbox, runs every fixture, prints the
+/// report; exits 1 when any case fails.
+fn test(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
+    let engine = Engine::new(cli.engine_config())?;
+    let limits = Limits {
+        timeout: Duration::from_millis(args.timeout_ms),
+        memory: args.memory_mib << 20,
+        ..Limits::default()
+    };
+    let plugin = engine.load_file(&args.plugin, limits)?;
+    let summary = weir::fixtures::run_dir(&plugin, &args.fixtures)
+        .with_context(|| format!("testing {}", plugin.label()))?;
+    summary.write_report(&mut std::io::stdout().lock())?;
+    Ok(if summary.failed() == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

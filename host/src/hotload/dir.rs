@@ -1,0 +1,362 @@
+//! The plugins directory as last seen: which files are settling, serving or refused.
+//!
+//! Events from the file watcher only say "look again"; this state, rebuilt from
+//! `stat` on every scan, is the truth. That makes the same code right for the
+//! two ways Kubernetes fills a volume: a ConfigMap or Secret volume swaps a
+//! `..data` symlink (the target of `blog.wasm` changes inode in one step), an
+//! image or emptyDir volume gets files copied in (size and mtime move until
+//! the writer is done). A file is loaded only once its stamp has held still for
+//! the settle time, and a load that fails while the file is still young is
+//! retried rather than refused, so a half-written file is never served.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::plugin::PluginInfo;
+
+/// What identifies a parent kind: two plugins may not both serve one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct KindKey {
+    /// API group of the parent kind.
+    pub group: String,
+    /// Kind of the parent, e.g. `Blog`.
+    pub kind: String,
+}
+
+impl KindKey {
+    /// The parent kind a plugin declares.
+    pub fn of(info: &PluginInfo) -> Self {
+        Self { group: info.parent.group.clone(), kind: info.parent.kind.clone() }
+    }
+}
+
+impl fmt::Display for KindKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.group.is_empty() {
+            f.write_str(&self.kind)
+        } else {
+            write!(f, "{}.{}", self.kind, self.group)
+        }
+    }
+}
+
+/// What the hot loader needs from a loaded plugin.
+pub trait Loaded: Clone + Send + Sync + 'static {
+    /// What the plugin said about itself at load.
+    fn info(&self) -> &PluginInfo;
+    /// Hex sha256 of the component file it was loaded from.
+    fn sha256(&self) -> String;
+}
+
+/// Identity and size of a file at one moment; any write or swap changes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stamp {
+    len: u64,
+    mtime: SystemTime,
+    dev: u64,
+    ino: u64,
+}
+
+impl Stamp {
+    /// Stamps `path`, following symlinks (a ConfigMap key is a symlink into `..data`).
+    pub(crate) fn of(path: &Path) -> io::Result<Self> {
+        Self::from_meta(&fs::metadata(path)?)
+    }
+
+    fn from_meta(meta: &fs::Metadata) -> io::Result<Self> {
+        let (dev, ino) = dev_ino(meta);
+        Ok(Self { len: meta.len(), mtime: meta.modified()?, dev, ino })
+    }
+
+    /// How long ago the file was last written, by the wall clock.
+    fn age(&self) -> Duration {
+        SystemTime::now().duration_since(self.mtime).unwrap_or(Duration::ZERO)
+    }
+}
+
+#[cfg(unix)]
+fn dev_ino(meta: &fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+fn dev_ino(_meta: &fs::Metadata) -> (u64, u64) {
+    (0, 0)
+}
+
+/// Why a file was refused; the metric's `reason` label.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// The loader rejected it (not a component, wrong world or WIT version, `describe()` failed, ...).
+    Invalid(String),
+    /// Another file already serves the same parent kind.
+    Conflict {
+        /// The parent kind both files claim.
+        kind: KindKey,
+        /// The file that serves it.
+        serving: PathBuf,
+    },
+}
+
+impl Refusal {
+    /// A short, stable label for metrics.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Self::Invalid(_) => "invalid",
+            Self::Conflict { .. } => "conflict",
+        }
+    }
+}
+
+/// A change in what the directory serves, or a file turned away.
+#[derive(Clone, Debug)]
+pub enum PluginEvent<P> {
+    /// A file now serves a parent kind nobody served.
+    Added {
+        /// The component file.
+        file: PathBuf,
+        /// The loaded plugin.
+        plugin: P,
+    },
+    /// A file serving a kind changed; `new` replaces `old` for that kind.
+    Replaced {
+        /// The component file.
+        file: PathBuf,
+        /// The version that served until now.
+        old: P,
+        /// The version that serves from now on.
+        new: P,
+    },
+    /// A file went away (or now claims another kind): its kind is no longer served.
+    Removed {
+        /// The component file.
+        file: PathBuf,
+        /// The version that served until now.
+        plugin: P,
+    },
+    /// A settled file could not be served; what served before keeps serving.
+    Refused {
+        /// The component file.
+        file: PathBuf,
+        /// Why.
+        reason: Refusal,
+    },
+}
+
+/// One file's history.
+struct Entry<P> {
+    /// The plugin this file serves.
+    serving: Option<P>,
+    /// The stamp last decided on (served or refused): nothing to do while it holds.
+    decided: Option<Stamp>,
+    /// Refused because this kind was taken; retried once the kind is free.
+    blocked_on: Option<KindKey>,
+    /// A stamp not decided on yet, and when it may be loaded.
+    settling: Option<(Stamp, Instant)>,
+}
+
+impl<P> Default for Entry<P> {
+    fn default() -> Self {
+        Self { serving: None, decided: None, blocked_on: None, settling: None }
+    }
+}
+
+/// How long files must hold still before they are loaded.
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    /// A file whose stamp has not changed for this long is complete enough to try.
+    pub settle: Duration,
+    /// A file that fails to load within this long of its last write is retried, not refused.
+    pub grace: Duration,
+}
+
+/// The result of looking at the directory.
+pub(crate) struct Observation<P> {
+    /// Files ready to load, in name order.
+    pub(crate) ready: Vec<(PathBuf, Stamp)>,
+    /// Kinds no longer served because their file went away.
+    pub(crate) events: Vec<PluginEvent<P>>,
+}
+
+/// The directory's files and the kinds they serve.
+pub(crate) struct DirState<P> {
+    dir: PathBuf,
+    timing: Timing,
+    files: BTreeMap<PathBuf, Entry<P>>,
+    owners: HashMap<KindKey, PathBuf>,
+}
+
+impl<P: Loaded> DirState<P> {
+    pub(crate) fn new(dir: PathBuf, timing: Timing) -> Self {
+        Self { dir, timing, files: BTreeMap::new(), owners: HashMap::new() }
+    }
+
+    /// Stats every `*.wasm` file and says which are ready to load.
+    pub(crate) fn observe(&mut self, now: Instant) -> io::Result<Observation<P>> {
+        let present = self.list()?;
+        let mut events = Vec::new();
+        let gone: Vec<PathBuf> =
+            self.files.keys().filter(|f| !present.contains_key(*f)).cloned().collect();
+        for file in gone {
+            if let Some(entry) = self.files.remove(&file)
+                && let Some(plugin) = entry.serving
+            {
+                self.release(&KindKey::of(plugin.info()));
+                events.push(PluginEvent::Removed { file, plugin });
+            }
+        }
+        let mut ready = Vec::new();
+        for (file, stamp) in present {
+            let entry = self.files.entry(file.clone()).or_default();
+            if entry.decided == Some(stamp) {
+                entry.settling = None;
+                continue;
+            }
+            let ready_at = match entry.settling {
+                Some((seen, at)) if seen == stamp => at,
+                _ => {
+                    // Already quiet for the settle time (a rename, or a file present at
+                    // start): no need to watch it longer.
+                    let wait = self.timing.settle.saturating_sub(stamp.age());
+                    now + wait
+                }
+            };
+            entry.settling = Some((stamp, ready_at));
+            if ready_at <= now {
+                ready.push((file, stamp));
+            }
+        }
+        Ok(Observation { ready, events })
+    }
+
+    /// How long until the next settling file may be loaded, if any is settling.
+    pub(crate) fn next_due(&self, now: Instant) -> Option<Duration> {
+        self.files
+            .values()
+            .filter_map(|e| e.settling.map(|(_, at)| at.saturating_duration_since(now)))
+            .min()
+    }
+
+    /// Records the outcome of loading `file` at `stamp` and says what changed.
+    ///
+    /// `still` is the file's stamp after the load: if it moved, the file was
+    /// being written while it was read and the outcome is thrown away.
+    pub(crate) fn decide<E: fmt::Display>(
+        &mut self,
+        file: &Path,
+        stamp: Stamp,
+        still: Option<Stamp>,
+        outcome: Result<P, E>,
+        now: Instant,
+    ) -> Vec<PluginEvent<P>> {
+        if still != Some(stamp) {
+            // Changed under us (or gone): the next observation starts settling again.
+            if let Some(entry) = self.files.get_mut(file) {
+                entry.settling = None;
+            }
+            return Vec::new();
+        }
+        let young = stamp.age() < self.timing.grace;
+        let plugin = match outcome {
+            Ok(plugin) => plugin,
+            Err(_) if young => {
+                // Probably still being written by something slow: try again after the grace.
+                if let Some(entry) = self.files.get_mut(file) {
+                    let wait = self.timing.grace.saturating_sub(stamp.age());
+                    entry.settling = Some((stamp, now + wait));
+                }
+                return Vec::new();
+            }
+            Err(err) => {
+                return self.refuse(file, stamp, Refusal::Invalid(err.to_string()), None);
+            }
+        };
+        let kind = KindKey::of(plugin.info());
+        if let Some(serving) = self.owners.get(&kind)
+            && serving != file
+        {
+            let reason = Refusal::Conflict { kind: kind.clone(), serving: serving.clone() };
+            return self.refuse(file, stamp, reason, Some(kind));
+        }
+        let entry = self.files.entry(file.to_path_buf()).or_default();
+        entry.decided = Some(stamp);
+        entry.settling = None;
+        entry.blocked_on = None;
+        let previous = entry.serving.replace(plugin.clone());
+        let file = file.to_path_buf();
+        match previous {
+            None => {
+                self.owners.insert(kind, file.clone());
+                vec![PluginEvent::Added { file, plugin }]
+            }
+            Some(old) if old.sha256() == plugin.sha256() => Vec::new(),
+            Some(old) if KindKey::of(old.info()) == kind => {
+                vec![PluginEvent::Replaced { file, old, new: plugin }]
+            }
+            Some(old) => {
+                // Same file, another kind: the old kind stops, the new one starts.
+                self.release(&KindKey::of(old.info()));
+                self.owners.insert(kind, file.clone());
+                vec![
+                    PluginEvent::Removed { file: file.clone(), plugin: old },
+                    PluginEvent::Added { file, plugin },
+                ]
+            }
+        }
+    }
+
+    fn refuse(
+        &mut self,
+        file: &Path,
+        stamp: Stamp,
+        reason: Refusal,
+        blocked_on: Option<KindKey>,
+    ) -> Vec<PluginEvent<P>> {
+        let entry = self.files.entry(file.to_path_buf()).or_default();
+        entry.decided = Some(stamp);
+        entry.settling = None;
+        entry.blocked_on = blocked_on;
+        vec![PluginEvent::Refused { file: file.to_path_buf(), reason }]
+    }
+
+    /// Frees `kind` and lets files refused for claiming it try again.
+    fn release(&mut self, kind: &KindKey) {
+        self.owners.remove(kind);
+        for entry in self.files.values_mut() {
+            if entry.blocked_on.as_ref() == Some(kind) {
+                entry.blocked_on = None;
+                entry.decided = None;
+            }
+        }
+    }
+
+    /// `*.wasm` files directly in the directory, skipping Kubernetes' `..data`
+    /// machinery and hidden files (editors' and copiers' temporaries).
+    fn list(&self) -> io::Result<BTreeMap<PathBuf, Stamp>> {
+        let mut out = BTreeMap::new();
+        for item in fs::read_dir(&self.dir)? {
+            let path = item?.path();
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+            if name.starts_with('.') || !name.ends_with(".wasm") {
+                continue;
+            }
+            // A dangling symlink or a file removed since `read_dir` is simply absent.
+            if let Ok(meta) = fs::metadata(&path)
+                && meta.is_file()
+                && let Ok(stamp) = Stamp::from_meta(&meta)
+            {
+                out.insert(path, stamp);
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+#[path = "dir_tests.rs"]
+mod tests;

@@ -1,0 +1,96 @@
+//! Hot-loading: watch the plugins directory and turn file changes into plugin changes.
+//!
+//! `weir run --plugins DIR` and `weir dev` start one [`HotLoader`] on DIR. It
+//! loads every settled `*.wasm` file (one at a time, off the reconcile path,
+//! logging how long each compile took) and sends a [`PluginEvent`] for each
+//! change in what DIR serves:
+//!
+//! - [`PluginEvent::Added`]: a file serves a parent kind nobody served. The
+//!   runtime starts a controller for it.
+//! - [`PluginEvent::Replaced`]: a served file changed. The runtime swaps the
+//!   plugin for that kind (reconciles already running finish on the old one)
+//!   and re-reconciles every object of the kind, because its desired state may
+//!   have changed with the logic.
+//! - [`PluginEvent::Removed`]: a served file went away. The runtime stops the
+//!   kind's controller. **Children stay as they are**: nothing deletes them,
+//!   and nothing reconciles them until a plugin for the kind is loaded again.
+//! - [`PluginEvent::Refused`]: a file that is not a valid plugin, or that
+//!   claims a kind another file serves. It is logged once (naming both files
+//!   for a conflict) and counted in `weir_plugin_refusals_total`; whatever
+//!   served before keeps serving.
+//!
+//! See `dir.rs` for how half-written files and ConfigMap volume updates are told apart.
+
+mod catalog;
+mod dir;
+mod metrics;
+mod watcher;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use catalog::{Catalog, CatalogRow};
+pub use dir::{KindKey, Loaded, PluginEvent, Refusal, Timing};
+pub use metrics::HotloadMetrics;
+pub use watcher::HotLoader;
+
+/// Errors starting the hot loader.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The plugins directory does not exist or is not a directory.
+    #[error("plugins directory {} is not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    /// The file watcher could not be set up on the directory.
+    #[error("cannot watch plugins directory {}", dir.display())]
+    Watch {
+        /// The directory.
+        dir: PathBuf,
+        /// What notify said.
+        #[source]
+        source: notify::Error,
+    },
+    /// The background thread could not be started.
+    #[error("cannot start the plugin loader thread")]
+    Thread(#[source] std::io::Error),
+}
+
+/// Result of this module.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Turns a component file into a plugin; the sandbox's engine in production.
+///
+/// Called on the loader's own thread, one file at a time: loads may compile for seconds.
+pub trait Loader: Send + 'static {
+    /// What a successful load gives.
+    type Plugin: Loaded;
+    /// Why a load failed; its `Display` (and sources) make the refusal's log line.
+    type Error: std::error::Error + Send + Sync + 'static;
+    /// Loads and validates one component file.
+    fn load(&self, file: &Path) -> std::result::Result<Self::Plugin, Self::Error>;
+}
+
+/// How the hot loader watches.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The directory of `*.wasm` components.
+    pub dir: PathBuf,
+    /// Settle and grace times for files being written.
+    pub timing: Timing,
+    /// Quiet time after a watch event before the directory is scanned, so a
+    /// burst of events (a copy, a ConfigMap swap) makes one scan.
+    pub debounce: Duration,
+    /// Scan this often even without events, in case the watcher missed one.
+    pub rescan_every: Duration,
+}
+
+impl Config {
+    /// Defaults suited to a cluster: a copied file must hold still for 250 ms.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            timing: Timing { settle: Duration::from_millis(250), grace: Duration::from_secs(2) },
+            debounce: Duration::from_millis(50),
+            rescan_every: Duration::from_secs(10),
+        }
+    }
+}

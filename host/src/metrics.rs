@@ -1,0 +1,171 @@
+//! Prometheus metrics of the host, all in one place.
+//!
+//! API writes are counted per verb here (not only in the emulator's request log) so that
+//! "zero writes on resync" can be asserted against a real cluster too.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+/// Labels carrying the plugin name only.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PluginLabels {
+    /// Plugin name.
+    pub plugin: String,
+}
+
+/// Labels of the reconcile counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    /// Plugin name.
+    pub plugin: String,
+    /// `success`, `error`, `refused`, `gone`.
+    pub result: String,
+}
+
+/// Labels of the API write counter.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WriteLabels {
+    /// Plugin name.
+    pub plugin: String,
+    /// `apply`, `patch`, `delete`, `create`.
+    pub verb: String,
+    /// Plural resource name, e.g. `deployments`, `blogs/status`, `events`.
+    pub resource: String,
+}
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(exponential_buckets(0.000_05, 2.0, 20))
+}
+
+/// Every metric the host exports.
+pub struct Metrics {
+    registry: Registry,
+    reconciles: Family<ResultLabels, Counter>,
+    reconcile_seconds: Family<PluginLabels, Histogram, fn() -> Histogram>,
+    plugin_call_seconds: Family<PluginLabels, Histogram, fn() -> Histogram>,
+    queue_depth: Family<PluginLabels, Gauge>,
+    writes: Family<WriteLabels, Counter>,
+    backoffs: Family<PluginLabels, Counter>,
+    hot_loops: Family<PluginLabels, Counter>,
+    writes_total: AtomicU64,
+    reconciles_total: AtomicU64,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh registry with every metric registered.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("weir");
+        let reconciles = Family::default();
+        let reconcile_seconds = Family::new_with_constructor(duration_histogram as fn() -> Histogram);
+        let plugin_call_seconds = Family::new_with_constructor(duration_histogram as fn() -> Histogram);
+        let queue_depth = Family::default();
+        let writes = Family::default();
+        let backoffs = Family::default();
+        let hot_loops = Family::default();
+        registry.register("reconciles", "Reconciles by plugin and result", reconciles.clone());
+        registry.register("reconcile_duration_seconds", "Time of one reconcile", reconcile_seconds.clone());
+        registry.register("plugin_call_duration_seconds", "Time of one plugin call", plugin_call_seconds.clone());
+        registry.register("queue_depth", "Keys waiting to be reconciled", queue_depth.clone());
+        registry.register("api_writes", "API writes by verb and resource", writes.clone());
+        registry.register("backoffs", "Reconciles retried with backoff", backoffs.clone());
+        registry.register("hot_loops", "Reconciles flagged as a hot loop", hot_loops.clone());
+        Self {
+            registry,
+            reconciles,
+            reconcile_seconds,
+            plugin_call_seconds,
+            queue_depth,
+            writes,
+            backoffs,
+            hot_loops,
+            writes_total: AtomicU64::new(0),
+            reconciles_total: AtomicU64::new(0),
+        }
+    }
+
+    fn plugin(plugin: &str) -> PluginLabels {
+        PluginLabels { plugin: plugin.to_owned() }
+    }
+
+    /// One reconcile finished with `result` after `took`.
+    pub fn reconciled(&self, plugin: &str, result: &str, took: Duration) {
+        self.reconciles.get_or_create(&ResultLabels { plugin: plugin.into(), result: result.into() }).inc();
+        self.reconcile_seconds.get_or_create(&Self::plugin(plugin)).observe(took.as_secs_f64());
+        self.reconciles_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One plugin call took `took`.
+    pub fn plugin_called(&self, plugin: &str, took: Duration) {
+        self.plugin_call_seconds.get_or_create(&Self::plugin(plugin)).observe(took.as_secs_f64());
+    }
+
+    /// The queue of `plugin` holds `depth` ready keys.
+    pub fn queue_depth(&self, plugin: &str, depth: usize) {
+        self.queue_depth.get_or_create(&Self::plugin(plugin)).set(i64::try_from(depth).unwrap_or(i64::MAX));
+    }
+
+    /// One API write was sent.
+    pub fn wrote(&self, plugin: &str, verb: &str, resource: &str) {
+        let labels = WriteLabels { plugin: plugin.into(), verb: verb.into(), resource: resource.into() };
+        self.writes.get_or_create(&labels).inc();
+        self.writes_total.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// A reconcile was scheduled for retry with backoff.
+    pub fn backed_off(&self, plugin: &str) {
+        self.backoffs.get_or_create(&Self::plugin(plugin)).inc();
+    }
+
+    /// A key was flagged as a hot loop.
+    pub fn hot_loop(&self, plugin: &str) {
+        self.hot_loops.get_or_create(&Self::plugin(plugin)).inc();
+    }
+
+    /// All API writes this host sent so far (every plugin, verb and resource).
+    pub fn writes_total(&self) -> u64 {
+        self.writes_total.load(Ordering::Relaxed)
+    }
+
+    /// All reconciles this host finished so far.
+    pub fn reconciles_total(&self) -> u64 {
+        self.reconciles_total.load(Ordering::Relaxed)
+    }
+
+    /// The text exposition format served on `/metrics`.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_are_counted_per_verb_and_exported() {
+        let m = Metrics::new();
+        m.wrote("blog", "apply", "deployments");
+        m.wrote("blog", "apply", "deployments");
+        m.wrote("blog", "delete", "services");
+        assert_eq!(m.writes_total(), 3);
+        let text = m.encode();
+        assert!(text.contains(r#"weir_api_writes_total{plugin="blog",verb="apply",resource="deployments"} 2"#), "{text}");
+        assert!(text.contains(r#"weir_api_writes_total{plugin="blog",verb="delete",resource="services"} 1"#));
+    }
+}

@@ -1,0 +1,233 @@
+//! Compiles and links plugin components: one wasmtime engine, an epoch ticker, a compile cache.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, Linker};
+
+use super::bindings::{Reconciler, ReconcilerPre};
+use super::limits::Limits;
+use super::sandbox::Plugin;
+use super::store::State;
+
+/// The contract version this host speaks (the package version of `wit/reconciler.wit`).
+pub const CONTRACT_VERSION: (u64, u64, u64) = (0, 1, 0);
+
+/// How the shared engine is set up. Changing any field changes the compiled
+/// code, so precompiled artifacts are keyed by it (wasmtime hashes its config).
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// Where compiled plugins are cached, keyed by the component's hash and the
+    /// engine configuration. `None` compiles on every load: fine for tests,
+    /// slow for Python/JS guests (seconds each).
+    pub cache_dir: Option<PathBuf>,
+    /// Granularity of call deadlines: a call is stopped within one tick of its timeout.
+    pub epoch_tick: Duration,
+    /// Reserve instance slots up front (wasmtime's pooling allocator) instead of
+    /// mapping memory on each instantiation. See `host/benches/README.md`.
+    pub pooling: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self { cache_dir: None, epoch_tick: Duration::from_millis(10), pooling: false }
+    }
+}
+
+/// Why a component could not be loaded; every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The engine could not be configured (bad cache dir, no ticker thread).
+    #[error("cannot set up the WebAssembly engine: {reason}")]
+    Engine {
+        /// What went wrong.
+        reason: String,
+    },
+    /// The file could not be read.
+    #[error("cannot read plugin {path}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The bytes are not a WebAssembly component (a core module, or not wasm at all).
+    #[error("plugin {path} is not a WebAssembly component ({found})")]
+    NotAComponent {
+        /// The file.
+        path: String,
+        /// What the bytes look like instead.
+        found: &'static str,
+    },
+    /// wasmtime refused to compile the component.
+    #[error("cannot compile plugin {path}")]
+    Compile {
+        /// The file.
+        path: String,
+        /// wasmtime's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The component targets another world or another major version of the contract.
+    #[error("plugin {path} does not implement weir:reconciler@{host}: {reason}", host = contract_version())]
+    WrongContract {
+        /// The file.
+        path: String,
+        /// What does not match.
+        reason: String,
+    },
+    /// `describe` failed or returned something unusable.
+    #[error("plugin {path}: describe() failed: {reason}")]
+    Describe {
+        /// The file.
+        path: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+fn contract_version() -> String {
+    let (major, minor, patch) = CONTRACT_VERSION;
+    format!("{major}.{minor}.{patch}")
+}
+
+/// The shared WebAssembly engine: cheap to clone, safe to share between threads.
+#[derive(Clone)]
+pub struct Engine {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: wasmtime::Engine,
+    linker: Linker<State>,
+    tick: Duration,
+    stop_ticker: Arc<AtomicBool>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.stop_ticker.store(true, Ordering::Relaxed);
+    }
+}
+
+impl Engine {
+    /// Builds the engine, links WASI p2 (nothing granted) and the `log` import,
+    /// and starts the thread that advances the epoch every `epoch_tick`.
+    pub fn new(config: EngineConfig) -> Result<Engine, LoadError> {
+        let engine_err = |reason: String| LoadError::Engine { reason };
+        let mut wasm = wasmtime::Config::new();
+        wasm.wasm_component_model(true).epoch_interruption(true);
+        if config.pooling {
+            wasm.allocation_strategy(wasmtime::InstanceAllocationStrategy::pooling());
+        }
+        if let Some(dir) = &config.cache_dir {
+            let mut cache = wasmtime::CacheConfig::new();
+            cache.with_directory(dir);
+            let cache = wasmtime::Cache::new(cache)
+                .map_err(|e| engine_err(format!("compile cache in {}: {e:#}", dir.display())))?;
+            wasm.cache(Some(cache));
+        }
+        let engine = wasmtime::Engine::new(&wasm).map_err(|e| engine_err(format!("{e:#}")))?;
+
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .map_err(|e| engine_err(format!("linking WASI: {e:#}")))?;
+        Reconciler::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)
+            .map_err(|e| engine_err(format!("linking the log import: {e:#}")))?;
+
+        let stop_ticker = Arc::new(AtomicBool::new(false));
+        let tick = config.epoch_tick.max(Duration::from_millis(1));
+        {
+            let (engine, stop) = (engine.clone(), stop_ticker.clone());
+            std::thread::Builder::new()
+                .name("weir-epoch".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(tick);
+                        engine.increment_epoch();
+                    }
+                })
+                .map_err(|e| engine_err(format!("starting the epoch thread: {e}")))?;
+        }
+        Ok(Engine { inner: Arc::new(Inner { engine, linker, tick, stop_ticker }) })
+    }
+
+    /// Loads a component file; see [`Engine::load_bytes`].
+    pub fn load_file(&self, path: &Path, limits: Limits) -> Result<Plugin, LoadError> {
+        let bytes = std::fs::read(path)
+            .map_err(|source| LoadError::Io { path: path.display().to_string(), source })?;
+        self.load_bytes(&path.display().to_string(), &bytes, limits)
+    }
+
+    /// Compiles (or fetches from the cache) a component, checks it implements
+    /// the contract, links it once, and calls `describe`. `name_hint` names
+    /// the plugin in errors until it has described itself.
+    pub fn load_bytes(&self, name_hint: &str, bytes: &[u8], limits: Limits) -> Result<Plugin, LoadError> {
+        let path = name_hint.to_string();
+        check_component_header(bytes).map_err(|found| LoadError::NotAComponent { path: path.clone(), found })?;
+        let sha256 = hex::encode(Sha256::digest(bytes));
+        let component = Component::from_binary(&self.inner.engine, bytes)
+            .map_err(|e| LoadError::Compile { path: path.clone(), source: e.into() })?;
+        check_contract(&self.inner.engine, &component)
+            .map_err(|reason| LoadError::WrongContract { path: path.clone(), reason })?;
+        let pre = self
+            .inner
+            .linker
+            .instantiate_pre(&component)
+            .map_err(|e| LoadError::WrongContract { path: path.clone(), reason: format!("{e:#}") })?;
+        let pre = ReconcilerPre::new(pre)
+            .map_err(|e| LoadError::WrongContract { path: path.clone(), reason: format!("{e:#}") })?;
+        Plugin::new(self.clone(), pre, sha256, limits, path)
+    }
+
+    pub(super) fn wasmtime(&self) -> &wasmtime::Engine {
+        &self.inner.engine
+    }
+
+    /// Epoch ticks that make up `timeout`, rounded up so a call gets at least
+    /// `timeout` minus one tick.
+    pub(super) fn ticks(&self, timeout: Duration) -> u64 {
+        let tick = self.inner.tick.as_nanos().max(1);
+        (timeout.as_nanos().div_ceil(tick)).max(1) as u64
+    }
+}
+
+/// Tells a component from a core module or garbage before wasmtime's error
+/// would (its message for a core module is about an unexpected section).
+fn check_component_header(bytes: &[u8]) -> Result<(), &'static str> {
+    match bytes {
+        [0, b'a', b's', b'm', _, _, 1, 0, ..] => Ok(()),
+        [0, b'a', b's', b'm', _, _, 0, 0, ..] => Err("a core WebAssembly module; build with a component target such as wasm32-wasip2"),
+        _ => Err("no WebAssembly header"),
+    }
+}
+
+/// Refuses a component built against another version of `weir:reconciler`
+/// with a message that says which, instead of a missing-import error.
+fn check_contract(engine: &wasmtime::Engine, component: &Component) -> Result<(), String> {
+    let (major, minor, _) = CONTRACT_VERSION;
+    let ty = component.component_type();
+    for (name, _) in ty.imports(engine) {
+        let Some(rest) = name.strip_prefix("weir:reconciler/") else { continue };
+        let Some((_, version)) = rest.split_once('@') else {
+            return Err(format!("imports {name} without a version"));
+        };
+        let mut parts = version.split('.').map(|p| p.parse::<u64>().ok());
+        let (Some(Some(m)), Some(Some(n))) = (parts.next(), parts.next()) else {
+            return Err(format!("imports {name}: unreadable version"));
+        };
+        if m != major || (major == 0 && n != minor) {
+            return Err(format!("built against weir:reconciler@{version}"));
+        }
+    }
+    for export in ["describe", "reconcile", "finalize"] {
+        if ty.get_export(engine, export).is_none() {
+            return Err(format!("it does not export `{export}`"));
+        }
+    }
+    Ok(())
+}

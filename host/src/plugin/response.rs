@@ -1,0 +1,63 @@
+//! Checks a plugin's raw answer against the contract before the host trusts it.
+
+use serde_json::Value;
+
+use super::bindings;
+use super::types::{PluginInfo, ReconcileResponse};
+
+/// Why an answer was refused.
+pub(super) enum Refusal {
+    /// The JSON text exceeds the response cap.
+    TooLarge(usize),
+    /// The answer breaks the contract; the text says how.
+    Invalid(String),
+}
+
+/// Size-checks, parses and validates a successful reconcile answer.
+pub(super) fn check(
+    raw: bindings::ReconcileResponse,
+    info: &PluginInfo,
+    max_bytes: usize,
+) -> Result<ReconcileResponse, Refusal> {
+    let size = raw.children.iter().map(String::len).sum::<usize>()
+        + raw.status.as_ref().map_or(0, String::len);
+    if size > max_bytes {
+        return Err(Refusal::TooLarge(size));
+    }
+    let children = raw
+        .children
+        .iter()
+        .enumerate()
+        .map(|(i, text)| child(i, text, info))
+        .collect::<Result<Vec<_>, _>>()?;
+    let status = match raw.status {
+        None => None,
+        Some(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(v @ Value::Object(_)) => Some(v),
+            Ok(_) => return Err(Refusal::Invalid("status is not a JSON object".into())),
+            Err(e) => return Err(Refusal::Invalid(format!("status is not JSON: {e}"))),
+        },
+    };
+    Ok(ReconcileResponse { children, status, requeue: raw.requeue.into() })
+}
+
+/// One desired child: a JSON object naming its kind and name, of a kind the
+/// plugin declared in `describe`.
+fn child(index: usize, text: &str, info: &PluginInfo) -> Result<Value, Refusal> {
+    let invalid = |why: String| Refusal::Invalid(format!("child #{index}: {why}"));
+    let value: Value = serde_json::from_str(text).map_err(|e| invalid(format!("not JSON: {e}")))?;
+    let field = |v: &Value, name: &str| v.get(name).and_then(Value::as_str).map(str::to_owned);
+    let (Some(api_version), Some(kind)) = (field(&value, "apiVersion"), field(&value, "kind")) else {
+        return Err(invalid("a child needs `apiVersion` and `kind`".into()));
+    };
+    let name = value.get("metadata").and_then(|m| field(m, "name")).unwrap_or_default();
+    if name.is_empty() {
+        return Err(invalid(format!("{kind} has no metadata.name")));
+    }
+    if !info.children.iter().any(|k| k.kind == kind && k.api_version() == api_version) {
+        return Err(invalid(format!(
+            "{api_version} {kind} {name:?} is not among the child kinds the plugin declared"
+        )));
+    }
+    Ok(value)
+}

@@ -1,0 +1,49 @@
+//! One instance kept across calls: the faster, weaker alternative to a fresh instance per call.
+//!
+//! The host does not use this for reconciles (see `sandbox.rs` for why); it
+//! exists so the benchmark can measure what reuse would buy, and for callers
+//! that run many calls for one trusted input set. A failed call drops the
+//! instance, so the next call starts clean; state does carry over between
+//! successful calls, and so does memory the guest has grown.
+
+use wasmtime::Store;
+
+use super::bindings::{self, Reconciler};
+use super::sandbox::{CallError, Plugin};
+use super::store::State;
+use super::types::{ReconcileRequest, ReconcileResponse};
+
+/// An instance of a plugin that stays alive between calls.
+pub struct ReusedInstance {
+    plugin: Plugin,
+    live: Option<(Store<State>, Reconciler)>,
+}
+
+impl ReusedInstance {
+    /// Instantiates lazily on the first call.
+    pub fn new(plugin: Plugin) -> Self {
+        Self { plugin, live: None }
+    }
+
+    /// Like [`Plugin::reconcile`], in the kept instance, under the same limits
+    /// (the deadline is re-armed for each call).
+    pub fn reconcile(&mut self, req: &ReconcileRequest) -> Result<ReconcileResponse, CallError> {
+        let (mut store, guest) = match self.live.take() {
+            Some(live) => live,
+            None => self.plugin.instantiate()?,
+        };
+        self.plugin.arm(&mut store);
+        let request = bindings::ReconcileRequest::from(req.clone());
+        let answer = guest.call_reconcile(&mut store, &request);
+        match answer {
+            Ok(answer) => {
+                self.live = Some((store, guest));
+                self.plugin.check_reconcile(answer)
+            }
+            Err(e) => {
+                store.data().flush_output();
+                Err(self.plugin.classify(e, store.data()))
+            }
+        }
+    }
+}

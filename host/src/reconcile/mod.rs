@@ -1,0 +1,307 @@
+//! The reconcile loop of one plugin: watch → queue → cache → plugin → apply → status.
+//!
+//! [`Controller::reconcile`] is the whole data path in one function; each stage lives in
+//! its own module:
+//! ① [`source`] watch events → keys, ② [`queue`] dedupe, backoff, hot-loop guard,
+//! ③ [`cache`] stores and owner index, ④ [`invoke`] the plugin call,
+//! ⑤ [`validate`] + [`apply`] checks and writes, ⑥ [`status`] status, finalizer, Events.
+
+pub mod apply;
+pub mod cache;
+pub mod invoke;
+pub mod queue;
+pub mod source;
+pub mod status;
+pub mod validate;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::Client;
+use kube::api::DynamicObject;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tracing::Instrument;
+
+use self::apply::Applier;
+use self::cache::Cache;
+use self::invoke::{Invoker, PluginError, Reconciler};
+use self::queue::{Finish, ObjectKey, Queue, QueueConfig};
+use self::source::{Echoes, Route};
+use self::status::{ParentWriter, Reconciled};
+use crate::metrics::Metrics;
+use crate::plugin::{ErrorKind, FinalizeResponse, Requeue};
+
+/// Tuning of a controller.
+#[derive(Clone, Debug)]
+pub struct ControllerConfig {
+    /// Keys reconciled at once.
+    pub workers: usize,
+    /// Every parent is reconciled at least this often.
+    pub resync: Duration,
+    /// Backoff, rate limit and hot-loop guard.
+    pub queue: QueueConfig,
+    /// Names this host in Events (`reportingInstance`).
+    pub instance: String,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        Self { workers: 4, resync: Duration::from_secs(600), queue: QueueConfig::default(), instance: "weir".into() }
+    }
+}
+
+/// How one reconcile ended, for the queue and the metrics.
+struct Outcome {
+    finish: Finish,
+    result: &'static str,
+}
+
+impl Outcome {
+    fn new(finish: Finish, result: &'static str) -> Self {
+        Self { finish, result }
+    }
+}
+
+/// Everything one plugin's reconcile loop needs.
+pub struct Controller {
+    invoker: Invoker,
+    cache: Arc<Cache>,
+    queue: Arc<Queue>,
+    applier: Applier,
+    parents: ParentWriter,
+    echoes: Arc<Echoes>,
+    metrics: Arc<Metrics>,
+    client: Client,
+    config: ControllerConfig,
+}
+
+impl Controller {
+    /// A controller for `plugin`; nothing runs until [`Controller::run`].
+    pub fn new(
+        client: Client,
+        plugin: Arc<dyn Reconciler>,
+        permits: Arc<Semaphore>,
+        metrics: Arc<Metrics>,
+        config: ControllerConfig,
+    ) -> Self {
+        let info = plugin.info().clone();
+        let echoes = Arc::new(Echoes::default());
+        Self {
+            cache: Arc::new(Cache::new(info.parent.clone(), &info.children)),
+            queue: Arc::new(Queue::new(config.queue.clone())),
+            applier: Applier::new(client.clone(), &info.name, metrics.clone(), echoes.clone()),
+            parents: ParentWriter::new(client.clone(), info.parent.clone(), &info.name, &config.instance, metrics.clone(), echoes.clone()),
+            invoker: Invoker::new(plugin, permits, metrics.clone()),
+            echoes,
+            metrics,
+            client,
+            config,
+        }
+    }
+
+    /// The stores this controller reads from (for `/readyz`).
+    pub fn cache(&self) -> &Arc<Cache> {
+        &self.cache
+    }
+
+    /// Starts the watches and the resync; they run until `tasks` is dropped or aborted.
+    pub fn start_sources(self: &Arc<Self>, tasks: &mut JoinSet<()>) {
+        let info = self.invoker.info();
+        tasks.spawn(source::watch(self.client.clone(), self.cache.parents.clone(), Route::Parent, self.queue.clone(), self.echoes.clone()));
+        for store in &self.cache.children {
+            let route = Route::Owner(info.parent.clone());
+            tasks.spawn(source::watch(self.client.clone(), store.clone(), route, self.queue.clone(), self.echoes.clone()));
+        }
+        tasks.spawn(source::resync(self.cache.parents.clone(), self.queue.clone(), self.config.resync));
+    }
+
+    /// Runs `workers` workers until [`Controller::shutdown`]; in-flight reconciles finish.
+    pub async fn run_workers(self: Arc<Self>) {
+        while !self.cache.is_synced() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let mut workers = JoinSet::new();
+        for _ in 0..self.config.workers.max(1) {
+            let this = self.clone();
+            workers.spawn(async move {
+                while let Some(key) = this.queue.next().await {
+                    this.metrics.queue_depth(&this.invoker.info().name, this.queue.depth());
+                    let started = Instant::now();
+                    let outcome = this.reconcile(&key).await;
+                    this.metrics.reconciled(&this.invoker.info().name, outcome.result, started.elapsed());
+                    if outcome.finish == Finish::Retry {
+                        this.metrics.backed_off(&this.invoker.info().name);
+                    }
+                    this.queue.finish(&key, outcome.finish);
+                }
+            });
+        }
+        while workers.join_next().await.is_some() {}
+    }
+
+    /// Stops handing out keys; `run_workers` returns once in-flight reconciles are done.
+    pub fn shutdown(&self) {
+        self.queue.shutdown();
+    }
+
+    /// One reconcile of one key: the seed's loop, top to bottom.
+    async fn reconcile(&self, key: &ObjectKey) -> Outcome {
+        let info = self.invoker.info();
+        let attempt = self.queue.failures(key) + 1;
+        let span = tracing::info_span!("reconcile", plugin = %info.name, version = %info.version, kind = %info.parent.kind, key = %key, attempt);
+        async move {
+            // ③ Read the parent and the children it controls from the cache, never the API.
+            let Some(parent) = self.cache.parents.get(key) else {
+                return Outcome::new(Finish::Done, "gone");
+            };
+            let uid = parent.metadata.uid.clone().unwrap_or_default();
+            let children = self.cache.children_of(&uid);
+
+            // Deletion: finalize, then let the API server's GC remove the children.
+            if parent.metadata.deletion_timestamp.is_some() {
+                return self.finalize(&parent, &children).await;
+            }
+            if let Some(outcome) = self.ensure_finalizer(&parent).await {
+                return outcome;
+            }
+
+            // ④ Ask the plugin for the desired children and status.
+            let answer = match self.invoker.reconcile(&parent, &children).await {
+                Ok(answer) => answer,
+                Err(e) => return self.failed(key, &parent, e).await,
+            };
+
+            // ⑤ Validate the whole answer, then apply what differs and prune what is gone.
+            let desired = match validate::validate(info, &parent, answer.children, &self.cache) {
+                Ok(desired) => desired,
+                Err(refusal) => {
+                    let e = PluginError { kind: ErrorKind::Permanent, message: format!("plugin {}: refused: {refusal}", info.name) };
+                    return self.failed(key, &parent, e).await;
+                }
+            };
+            let writes = match self.applier.apply(&desired).await {
+                Ok(applied) => match self.applier.prune(&desired, &children, &info.children).await {
+                    Ok(pruned) => applied.into_iter().chain(pruned).collect::<Vec<_>>(),
+                    Err(e) => return self.write_failed(key, &parent, &e, e.is_permanent()).await,
+                },
+                Err(e) => return self.write_failed(key, &parent, &e, e.is_permanent()).await,
+            };
+            for change in &writes {
+                let (reason, what) = match change {
+                    apply::Change::Created(k, c) => ("Created", format!("created {k} {c}")),
+                    apply::Change::Updated(k, c) => ("Updated", format!("updated {k} {c}")),
+                    apply::Change::Deleted(k, c) => ("Deleted", format!("deleted {k} {c}")),
+                };
+                self.parents.event(&parent, false, reason, "Reconcile", what).await;
+            }
+
+            // ② The hot-loop guard counts reconciles that write or ask to run again at once.
+            let reconciled = Reconciled::ok();
+            let mut status = status::desired_status(parent.data.get("status"), answer.status, parent.metadata.generation, &reconciled, &status::now());
+            let status_changes = status::merge_diff(parent.data.get("status"), &status).is_some();
+            let busy = !writes.is_empty() || status_changes || answer.requeue == Requeue::Now;
+            let verdict = self.queue.guard(key, busy);
+            if verdict.flagged {
+                let message = format!("{} consecutive reconciles wrote or requeued without an outside change; throttled", verdict.streak);
+                tracing::warn!(streak = verdict.streak, "hot loop");
+                self.metrics.hot_loop(&info.name);
+                let hot = Reconciled::failed("HotLoop", message.clone());
+                status = status::desired_status(parent.data.get("status"), Some(status.clone()), parent.metadata.generation, &hot, &status::now());
+                if verdict.streak == self.config.queue.hot_loop_threshold {
+                    self.parents.event(&parent, true, "HotLoop", "Reconcile", message).await;
+                }
+            }
+
+            // ⑥ Show the outcome on the parent.
+            if let Err(e) = self.parents.patch_status(&parent, &status).await {
+                tracing::warn!(error = %e, "status patch failed");
+                return Outcome::new(Finish::Retry, "error");
+            }
+            let finish = match answer.requeue {
+                Requeue::Done => Finish::Done,
+                Requeue::Now => Finish::Now,
+                Requeue::After(d) => Finish::After(d),
+            };
+            Outcome::new(finish, "success")
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// A failed plugin call or a refused answer: record it on the parent and retry or wait.
+    async fn failed(&self, key: &ObjectKey, parent: &DynamicObject, e: PluginError) -> Outcome {
+        let (reason, finish, result) = match e.kind {
+            ErrorKind::Transient => ("TransientError", Finish::Retry, "error"),
+            ErrorKind::Permanent if e.message.contains("refused") => ("Refused", Finish::Failed, "refused"),
+            ErrorKind::Permanent => ("PermanentError", Finish::Failed, "error"),
+        };
+        tracing::warn!(error = %e.message, %reason, "reconcile failed");
+        self.queue.guard(key, false);
+        self.parents.event(parent, true, reason, "Reconcile", e.message.clone()).await;
+        let status = status::desired_status(parent.data.get("status"), None, parent.metadata.generation, &Reconciled::failed(reason, e.message), &status::now());
+        if let Err(se) = self.parents.patch_status(parent, &status).await {
+            tracing::warn!(error = %se, "status patch failed");
+        }
+        Outcome::new(finish, result)
+    }
+
+    async fn write_failed(&self, key: &ObjectKey, parent: &DynamicObject, e: &(dyn std::error::Error + Send + Sync), permanent: bool) -> Outcome {
+        let mut message = e.to_string();
+        let mut source = e.source();
+        while let Some(s) = source {
+            message.push_str(": ");
+            message.push_str(&s.to_string());
+            source = s.source();
+        }
+        let kind = if permanent { ErrorKind::Permanent } else { ErrorKind::Transient };
+        self.failed(key, parent, PluginError { kind, message }).await
+    }
+
+    /// Adds the plugin's finalizer to a live parent that lacks it. `Some` ends this reconcile
+    /// (the echo of the patch brings the parent back with the finalizer set).
+    async fn ensure_finalizer(&self, parent: &DynamicObject) -> Option<Outcome> {
+        let finalizer = self.invoker.info().finalizer.as_ref()?;
+        let mut finalizers = parent.metadata.finalizers.clone().unwrap_or_default();
+        if finalizers.contains(finalizer) {
+            return None;
+        }
+        finalizers.push(finalizer.clone());
+        Some(match self.parents.set_finalizers(parent, finalizers).await {
+            Ok(()) => Outcome::new(Finish::Done, "success"),
+            Err(e) => {
+                tracing::warn!(error = %e, "adding the finalizer failed");
+                Outcome::new(Finish::Retry, "error")
+            }
+        })
+    }
+
+    /// The parent is being deleted: run the plugin's cleanup, then release the finalizer.
+    async fn finalize(&self, parent: &DynamicObject, children: &[Arc<DynamicObject>]) -> Outcome {
+        let Some(finalizer) = self.invoker.info().finalizer.clone() else {
+            return Outcome::new(Finish::Done, "success");
+        };
+        let finalizers = parent.metadata.finalizers.clone().unwrap_or_default();
+        if !finalizers.contains(&finalizer) {
+            return Outcome::new(Finish::Done, "success");
+        }
+        match self.invoker.finalize(parent, children, &finalizer).await {
+            Ok(FinalizeResponse::AgainAfter(d)) => Outcome::new(Finish::After(d), "success"),
+            Ok(FinalizeResponse::Complete) => {
+                let rest = finalizers.into_iter().filter(|f| *f != finalizer).collect();
+                match self.parents.set_finalizers(parent, rest).await {
+                    Ok(()) => Outcome::new(Finish::Done, "success"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "removing the finalizer failed");
+                        Outcome::new(Finish::Retry, "error")
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e.message, "finalize failed");
+                self.parents.event(parent, true, "FinalizeFailed", "Finalize", e.message).await;
+                Outcome::new(if e.kind == ErrorKind::Transient { Finish::Retry } else { Finish::Failed }, "error")
+            }
+        }
+    }
+}

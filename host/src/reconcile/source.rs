@@ -1,0 +1,136 @@
+//! ① Sources: watch events update the cache and become queue keys (For the parent, Owns its children).
+//!
+//! Each event is told apart as an outside change or the echo of one of Weir's own writes,
+//! so the hot-loop guard can forgive the first and count the second.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
+use kube::core::TypeMeta;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::Client;
+
+use super::cache::{Store, key_of};
+use super::queue::{Cause, ObjectKey, Queue};
+use crate::plugin::ResourceKind;
+
+/// What Weir itself last did to an object, to recognise its watch echo.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Wrote {
+    /// An apply or patch that produced this resourceVersion.
+    Version(String),
+    /// A delete.
+    Deleted,
+}
+
+/// Weir's own recent writes, by kind and key; an entry is consumed by its echo.
+#[derive(Default)]
+pub struct Echoes {
+    writes: Mutex<HashMap<(String, ObjectKey), Wrote>>,
+}
+
+impl Echoes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, ObjectKey), Wrote>> {
+        self.writes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Weir wrote `obj` (of `kind`), which now has the returned resourceVersion.
+    pub fn wrote(&self, kind: &str, obj: &DynamicObject) {
+        if let Some(rv) = obj.metadata.resource_version.clone() {
+            self.lock().insert((kind.to_owned(), key_of(obj)), Wrote::Version(rv));
+        }
+    }
+
+    /// Weir deleted the object of `kind` with `key`.
+    pub fn deleted(&self, kind: &str, key: &ObjectKey) {
+        self.lock().insert((kind.to_owned(), key.clone()), Wrote::Deleted);
+    }
+
+    /// Whether this event is the echo of Weir's own write (consuming the record if so).
+    fn is_echo(&self, kind: &str, obj: &DynamicObject, deleted: bool) -> bool {
+        let k = (kind.to_owned(), key_of(obj));
+        let mut writes = self.lock();
+        let echo = match writes.get(&k) {
+            Some(Wrote::Deleted) => deleted,
+            Some(Wrote::Version(rv)) => !deleted && obj.metadata.resource_version.as_ref() == Some(rv),
+            None => false,
+        };
+        if echo {
+            writes.remove(&k);
+        }
+        echo
+    }
+}
+
+/// Which parent a watched object should enqueue.
+#[derive(Clone, Debug)]
+pub enum Route {
+    /// The object is a parent: enqueue itself.
+    Parent,
+    /// The object is a child: enqueue its controller if that is of this parent kind.
+    Owner(ResourceKind),
+}
+
+impl Route {
+    fn key(&self, obj: &DynamicObject) -> Option<ObjectKey> {
+        match self {
+            Route::Parent => Some(key_of(obj)),
+            Route::Owner(parent) => {
+                let api_version = parent.api_version();
+                let owner = obj
+                    .metadata
+                    .owner_references
+                    .as_deref()?
+                    .iter()
+                    .find(|r| r.controller == Some(true) && r.kind == parent.kind && r.api_version == api_version)?;
+                Some(ObjectKey { namespace: obj.metadata.namespace.clone(), name: owner.name.clone() })
+            }
+        }
+    }
+}
+
+/// Watches one kind for ever: each event updates `store` and enqueues the parent it concerns.
+/// Watch errors (a dropped stream, a 410 Gone) are retried with backoff by kube's watcher,
+/// which relists and resumes.
+pub async fn watch(client: Client, store: Arc<Store>, route: Route, queue: Arc<Queue>, echoes: Arc<Echoes>) {
+    let kind = store.kind().clone();
+    let api: Api<DynamicObject> = Api::all_with(client, &kind.api_resource());
+    let types = TypeMeta { api_version: kind.api_version(), kind: kind.kind.clone() };
+    let mut events = watcher(api, watcher::Config::default()).default_backoff().boxed();
+    while let Some(event) = events.next().await {
+        let event = match event {
+            Ok(event) => event,
+            Err(e) => {
+                tracing::warn!(kind = %kind.kind, error = %e, "watch failed; retrying");
+                continue;
+            }
+        };
+        let deleted = matches!(event, watcher::Event::Delete(_));
+        let event = event.modify(|o| {
+            if o.types.is_none() {
+                o.types = Some(types.clone());
+            }
+        });
+        let initial = matches!(event, watcher::Event::InitApply(_));
+        let Some(obj) = store.apply(event) else { continue };
+        let Some(key) = route.key(&obj) else { continue };
+        let cause = if !initial && echoes.is_echo(&kind.kind, &obj, deleted) { Cause::Echo } else { Cause::Outside };
+        queue.add(key, cause);
+    }
+}
+
+/// Enqueues every cached parent every `period` (the level-triggered safety net).
+pub async fn resync(parents: Arc<Store>, queue: Arc<Queue>, period: Duration) {
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    loop {
+        tick.tick().await;
+        let keys = parents.keys();
+        tracing::debug!(parents = keys.len(), "periodic resync");
+        for key in keys {
+            queue.add(key, Cause::Resync);
+        }
+    }
+}

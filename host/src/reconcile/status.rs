@@ -1,0 +1,269 @@
+//! ⑥ What the parent shows: its status subresource, its conditions, its finalizer and Events.
+//!
+//! The plugin owns its status fields and the `Ready` condition; the host owns
+//! `observedGeneration` and the `Reconciled` condition. Nothing is patched when the
+//! status already reads as desired, so a converged parent costs no write.
+
+use std::sync::Arc;
+
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use serde_json::{Map, Value, json};
+
+use super::source::Echoes;
+use crate::metrics::Metrics;
+use crate::plugin::ResourceKind;
+
+/// A write to the parent failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StatusError {
+    /// Patching the status subresource failed.
+    #[error("patching the status of {kind} {name}")]
+    Status {
+        /// Parent kind.
+        kind: String,
+        /// Parent `namespace/name`.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// Adding or removing the finalizer failed.
+    #[error("updating the finalizers of {kind} {name}")]
+    Finalizer {
+        /// Parent kind.
+        kind: String,
+        /// Parent `namespace/name`.
+        name: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// The host's `Reconciled` condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reconciled {
+    /// Whether the last reconcile succeeded.
+    pub ok: bool,
+    /// CamelCase reason (`Reconciled`, `TransientError`, `PermanentError`, `Refused`, `HotLoop`...).
+    pub reason: String,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+impl Reconciled {
+    /// The last reconcile converged the children.
+    pub fn ok() -> Self {
+        Self { ok: true, reason: "Reconciled".into(), message: "children are as desired".into() }
+    }
+
+    /// The last reconcile failed for `reason`.
+    pub fn failed(reason: &str, message: impl Into<String>) -> Self {
+        Self { ok: false, reason: reason.into(), message: message.into() }
+    }
+}
+
+fn condition_status(ok: bool) -> &'static str {
+    if ok { "True" } else { "False" }
+}
+
+/// The status the parent should show. `plugin` is the plugin's status (`None` keeps the live
+/// one, e.g. after a failed call); `lastTransitionTime` moves only when a condition's status does.
+pub fn desired_status(
+    live: Option<&Value>,
+    plugin: Option<Value>,
+    generation: Option<i64>,
+    reconciled: &Reconciled,
+    now: &str,
+) -> Value {
+    let live_obj = live.and_then(Value::as_object);
+    let kept_plugin_status = plugin.is_none();
+    let mut status: Map<String, Value> = match plugin {
+        Some(Value::Object(m)) => m,
+        Some(_) | None => live_obj.cloned().unwrap_or_default(),
+    };
+    if !kept_plugin_status {
+        if let Some(g) = generation {
+            status.insert("observedGeneration".into(), json!(g));
+        }
+    }
+    let mut conditions: Vec<Value> = status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .map(|c| c.iter().filter(|c| c.get("type").and_then(Value::as_str).is_some_and(|t| t != "Reconciled")).cloned().collect())
+        .unwrap_or_default();
+    conditions.push(json!({
+        "type": "Reconciled",
+        "status": condition_status(reconciled.ok),
+        "reason": reconciled.reason,
+        "message": reconciled.message,
+    }));
+    let live_conditions = live_obj.and_then(|s| s.get("conditions")).and_then(Value::as_array);
+    for c in &mut conditions {
+        let Some(c) = c.as_object_mut() else { continue };
+        let ty = c.get("type").cloned();
+        let st = c.get("status").cloned();
+        let previous = live_conditions
+            .and_then(|l| l.iter().find(|p| p.get("type") == ty.as_ref()))
+            .filter(|p| p.get("status") == st.as_ref())
+            .and_then(|p| p.get("lastTransitionTime"))
+            .cloned();
+        c.insert("lastTransitionTime".into(), previous.unwrap_or_else(|| json!(now)));
+        if let Some(g) = generation {
+            c.entry("observedGeneration").or_insert(json!(g));
+        }
+    }
+    status.insert("conditions".into(), Value::Array(conditions));
+    Value::Object(status)
+}
+
+/// A JSON merge patch turning `live` into `desired`; `None` when they are equal.
+pub fn merge_diff(live: Option<&Value>, desired: &Value) -> Option<Value> {
+    match (live, desired) {
+        (Some(l), d) if l == d => None,
+        (Some(Value::Object(l)), Value::Object(d)) => {
+            let mut patch = Map::new();
+            for (k, dv) in d {
+                if let Some(p) = merge_diff(l.get(k), dv) {
+                    patch.insert(k.clone(), p);
+                }
+            }
+            for k in l.keys().filter(|k| !d.contains_key(*k)) {
+                patch.insert(k.clone(), Value::Null);
+            }
+            (!patch.is_empty()).then_some(Value::Object(patch))
+        }
+        (_, d) => Some(d.clone()),
+    }
+}
+
+/// Writes to one plugin's parents: status, finalizer, Events.
+pub struct ParentWriter {
+    client: Client,
+    kind: ResourceKind,
+    plugin: String,
+    metrics: Arc<Metrics>,
+    echoes: Arc<Echoes>,
+    recorder: Recorder,
+}
+
+impl ParentWriter {
+    /// A writer for parents of `kind`, reporting Events as `weir/<plugin>`.
+    pub fn new(client: Client, kind: ResourceKind, plugin: &str, instance: &str, metrics: Arc<Metrics>, echoes: Arc<Echoes>) -> Self {
+        let reporter = Reporter { controller: format!("weir/{plugin}"), instance: Some(instance.to_owned()) };
+        let recorder = Recorder::new(client.clone(), reporter);
+        Self { client, kind, plugin: plugin.to_owned(), metrics, echoes, recorder }
+    }
+
+    fn api(&self, parent: &DynamicObject) -> Api<DynamicObject> {
+        let ar = self.kind.api_resource();
+        match &parent.metadata.namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &ar),
+            None => Api::all_with(self.client.clone(), &ar),
+        }
+    }
+
+    fn name(parent: &DynamicObject) -> String {
+        super::cache::key_of(parent).to_string()
+    }
+
+    /// Patches the status subresource when `desired` differs from the live status.
+    /// Returns whether a write was made.
+    pub async fn patch_status(&self, parent: &DynamicObject, desired: &Value) -> Result<bool, StatusError> {
+        let Some(diff) = merge_diff(parent.data.get("status"), desired) else { return Ok(false) };
+        let name = parent.metadata.name.clone().unwrap_or_default();
+        self.metrics.wrote(&self.plugin, "patch", &format!("{}/status", self.kind.plural));
+        let written = self
+            .api(parent)
+            .patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({ "status": diff })))
+            .await
+            .map_err(|source| StatusError::Status { kind: self.kind.kind.clone(), name: Self::name(parent), source })?;
+        self.echoes.wrote(&self.kind.kind, &written);
+        Ok(true)
+    }
+
+    /// Sets the parent's finalizers to `finalizers`, conditional on its resourceVersion.
+    pub async fn set_finalizers(&self, parent: &DynamicObject, finalizers: Vec<String>) -> Result<(), StatusError> {
+        let name = parent.metadata.name.clone().unwrap_or_default();
+        let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": parent.metadata.resource_version}});
+        self.metrics.wrote(&self.plugin, "patch", &self.kind.plural);
+        let written = self
+            .api(parent)
+            .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .map_err(|source| StatusError::Finalizer { kind: self.kind.kind.clone(), name: Self::name(parent), source })?;
+        self.echoes.wrote(&self.kind.kind, &written);
+        Ok(())
+    }
+
+    /// Publishes an Event on the parent; a failure is logged, never fatal.
+    pub async fn event(&self, parent: &DynamicObject, warning: bool, reason: &str, action: &str, note: String) {
+        use kube::Resource;
+        let reference = parent.object_ref(&self.kind.api_resource());
+        let event = Event {
+            type_: if warning { EventType::Warning } else { EventType::Normal },
+            reason: reason.into(),
+            note: Some(note),
+            action: action.into(),
+            secondary: None,
+        };
+        self.metrics.wrote(&self.plugin, "event", "events");
+        if let Err(e) = self.recorder.publish(&event, &reference).await {
+            tracing::warn!(parent = %Self::name(parent), error = %e, "could not publish an Event");
+        }
+    }
+}
+
+/// The current time as Kubernetes writes it in conditions.
+pub fn now() -> String {
+    Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_adds_observed_generation_and_a_reconciled_condition() {
+        let plugin = json!({"readyReplicas": 2, "conditions": [{"type": "Ready", "status": "True", "reason": "Available"}]});
+        let s = desired_status(None, Some(plugin), Some(3), &Reconciled::ok(), "T1");
+        assert_eq!(s["observedGeneration"], 3);
+        assert_eq!(s["readyReplicas"], 2);
+        let conds = s["conditions"].as_array().unwrap();
+        assert_eq!(conds[0]["type"], "Ready");
+        assert_eq!(conds[0]["lastTransitionTime"], "T1");
+        assert_eq!(conds[1]["type"], "Reconciled");
+        assert_eq!(conds[1]["status"], "True");
+        assert_eq!(conds[1]["reason"], "Reconciled");
+    }
+
+    #[test]
+    fn last_transition_time_moves_only_when_the_condition_status_changes() {
+        let first = desired_status(None, Some(json!({})), Some(1), &Reconciled::ok(), "T1");
+        let same = desired_status(Some(&first), Some(json!({})), Some(1), &Reconciled::ok(), "T2");
+        assert_eq!(same["conditions"][0]["lastTransitionTime"], "T1");
+        assert_eq!(merge_diff(Some(&first), &same), None, "unchanged status needs no patch");
+        let failed = desired_status(Some(&same), None, Some(1), &Reconciled::failed("TransientError", "boom"), "T3");
+        assert_eq!(failed["conditions"][0]["lastTransitionTime"], "T3");
+        assert_eq!(failed["conditions"][0]["message"], "boom");
+    }
+
+    #[test]
+    fn a_failed_call_keeps_the_plugins_last_status() {
+        let live = json!({"readyReplicas": 5, "observedGeneration": 1, "conditions": []});
+        let s = desired_status(Some(&live), None, Some(2), &Reconciled::failed("PermanentError", "bad spec"), "T");
+        assert_eq!(s["readyReplicas"], 5);
+        assert_eq!(s["observedGeneration"], 1, "the new generation was not reconciled");
+    }
+
+    #[test]
+    fn merge_diff_sets_removed_keys_to_null_and_only_sends_changes() {
+        let live = json!({"a": 1, "b": {"c": 2, "d": 3}, "gone": true});
+        let desired = json!({"a": 1, "b": {"c": 2, "d": 4}});
+        assert_eq!(merge_diff(Some(&live), &desired), Some(json!({"b": {"d": 4}, "gone": null})));
+        assert_eq!(merge_diff(None, &desired), Some(desired.clone()));
+    }
+}

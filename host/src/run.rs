@@ -1,0 +1,273 @@
+//! `weir run`: connect to a cluster, load the plugins, and run one controller per plugin.
+//!
+//! [`Host`] is the same thing as a library, so the end-to-end tests run the production code
+//! path in-process (and can start two of them, or kill one mid-way).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kube::Client;
+use kube::config::{Config, KubeConfigOptions, Kubeconfig};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::leader::{LeaderConfig, LeaderError, Leadership};
+use crate::metrics::Metrics;
+use crate::plugin::{Engine, EngineConfig, Limits};
+use crate::reconcile::invoke::Reconciler;
+use crate::reconcile::{Controller, ControllerConfig};
+use crate::server::{self, ServerError};
+
+/// Why the host could not start or stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// No cluster is configured (no `--kubeconfig`, `KUBECONFIG`, `~/.kube/config` or in-cluster config).
+    #[error("no Kubernetes cluster configured (use --kubeconfig PATH, or `weir dev` for the embedded emulator)")]
+    NoCluster(#[source] kube::config::InferConfigError),
+    /// The kubeconfig file could not be read or used.
+    #[error("cannot use kubeconfig {path}")]
+    Kubeconfig {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// The client could not be built from the configuration.
+    #[error("cannot build a Kubernetes client")]
+    Client(#[source] kube::Error),
+    /// The plugin directory could not be read.
+    #[error("cannot read the plugin directory {path}")]
+    PluginDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A plugin failed to load.
+    #[error("cannot load plugin {path}")]
+    Load {
+        /// The component file.
+        path: PathBuf,
+        /// The sandbox's error.
+        #[source]
+        source: crate::plugin::LoadError,
+    },
+    /// The plugin directory holds no `.wasm` component.
+    #[error("no plugin (*.wasm) in {0}")]
+    NoPlugins(PathBuf),
+    /// The operations server failed.
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    /// Leader election failed.
+    #[error(transparent)]
+    Leader(#[from] LeaderError),
+}
+
+/// Everything the host runs with.
+#[derive(Clone, Debug)]
+pub struct HostConfig {
+    /// Per-controller tuning (workers, resync, backoff, hot-loop guard).
+    pub controller: ControllerConfig,
+    /// Plugin calls in flight at once, across all plugins.
+    pub max_concurrent_calls: usize,
+    /// Lease-based leader election; `None` runs as the only replica.
+    pub leader: Option<LeaderConfig>,
+    /// Where to serve `/metrics`, `/healthz`, `/readyz`; `None` serves nothing.
+    pub listen: Option<SocketAddr>,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Self { controller: ControllerConfig::default(), max_concurrent_calls: workers * 2, leader: None, listen: None }
+    }
+}
+
+/// A running host: one controller per plugin, sharing a metrics registry and a call semaphore.
+pub struct Host {
+    metrics: Arc<Metrics>,
+    controllers: Vec<Arc<Controller>>,
+    stop: CancellationToken,
+    main: tokio::task::JoinHandle<()>,
+    addr: Option<SocketAddr>,
+}
+
+impl Host {
+    /// Starts watching at once and reconciling once leader (or at once without election).
+    pub async fn start(client: Client, plugins: Vec<Arc<dyn Reconciler>>, config: HostConfig) -> Result<Host, RunError> {
+        let metrics = Arc::new(Metrics::new());
+        let permits = Arc::new(Semaphore::new(config.max_concurrent_calls.max(1)));
+        let controllers: Vec<Arc<Controller>> = plugins
+            .into_iter()
+            .map(|p| Arc::new(Controller::new(client.clone(), p, permits.clone(), metrics.clone(), config.controller.clone())))
+            .collect();
+        let stop = CancellationToken::new();
+        let addr = match config.listen {
+            Some(listen) => {
+                let caches: Vec<_> = controllers.iter().map(|c| c.cache().clone()).collect();
+                let ready: server::Readiness = Arc::new(move || caches.iter().all(|c| c.is_synced()));
+                Some(server::serve(listen, metrics.clone(), ready, stop.clone()).await?)
+            }
+            None => None,
+        };
+        let leadership = match &config.leader {
+            Some(lc) => Some(Leadership::start(client.clone(), lc).await?),
+            None => None,
+        };
+        let main = tokio::spawn(supervise(controllers.clone(), leadership, stop.clone()));
+        Ok(Host { metrics, controllers, stop, main, addr })
+    }
+
+    /// The host's metrics (API writes, reconciles, ...).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// The bound address of the operations server, if any.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.addr
+    }
+
+    /// Whether every cache has its first full list.
+    pub fn is_ready(&self) -> bool {
+        self.controllers.iter().all(|c| c.cache().is_synced())
+    }
+
+    /// Graceful stop (SIGTERM): no new reconciles, in-flight ones finish, the lease is released.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        if let Err(e) = self.main.await {
+            tracing::warn!(error = %e, "host task failed");
+        }
+    }
+
+    /// Hard stop, as if the process were killed: nothing finishes, the lease is not released.
+    pub fn kill(self) {
+        self.main.abort();
+        self.stop.cancel();
+    }
+
+    /// Waits until the host stops by itself (it lost its leadership) or `stop` is cancelled.
+    pub async fn wait(&mut self) {
+        let _ = (&mut self.main).await;
+    }
+}
+
+/// Runs sources at once, workers while leading; stops on cancel or a lost lease.
+async fn supervise(controllers: Vec<Arc<Controller>>, mut leadership: Option<Leadership>, stop: CancellationToken) {
+    let mut sources = JoinSet::new();
+    for c in &controllers {
+        c.start_sources(&mut sources);
+    }
+    if let Some(l) = leadership.as_mut() {
+        tokio::select! {
+            () = stop.cancelled() => {
+                sources.abort_all();
+                if let Some(l) = leadership { l.release().await; }
+                return;
+            }
+            won = l.acquired() => if !won { return },
+        }
+        tracing::info!("became the leader");
+    }
+    let mut workers = JoinSet::new();
+    for c in &controllers {
+        workers.spawn(c.clone().run_workers());
+    }
+    let lost = async {
+        match leadership.as_mut() {
+            Some(l) => {
+                let _ = l.is_leader.wait_for(|leading| !*leading).await;
+            }
+            None => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = stop.cancelled() => tracing::info!("shutting down: finishing in-flight reconciles"),
+        () = lost => tracing::error!("lost the leader lease: stopping"),
+    }
+    for c in &controllers {
+        c.shutdown();
+    }
+    while workers.join_next().await.is_some() {}
+    sources.abort_all();
+    if let Some(l) = leadership {
+        l.release().await;
+    }
+}
+
+/// A client for `--kubeconfig PATH`, or the usual inference (KUBECONFIG, ~/.kube/config, in-cluster).
+pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, RunError> {
+    let config = match kubeconfig {
+        Some(path) => {
+            let kc = Kubeconfig::read_from(path)
+                .map_err(|source| RunError::Kubeconfig { path: path.to_owned(), source })?;
+            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+                .await
+                .map_err(|source| RunError::Kubeconfig { path: path.to_owned(), source })?
+        }
+        None => Config::infer().await.map_err(RunError::NoCluster)?,
+    };
+    Client::try_from(config).map_err(RunError::Client)
+}
+
+/// Loads every `*.wasm` component in `dir` (sorted by name).
+pub fn load_plugins(dir: &Path, engine: &Engine) -> Result<Vec<Arc<dyn Reconciler>>, RunError> {
+    let entries = std::fs::read_dir(dir).map_err(|source| RunError::PluginDir { path: dir.to_owned(), source })?;
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        return Err(RunError::NoPlugins(dir.to_owned()));
+    }
+    paths
+        .into_iter()
+        .map(|path| {
+            let plugin = engine.load_file(&path, Limits::default()).map_err(|source| RunError::Load { path: path.clone(), source })?;
+            tracing::info!(plugin = %plugin.label(), path = %path.display(), "loaded plugin");
+            Ok(Arc::new(plugin) as Arc<dyn Reconciler>)
+        })
+        .collect()
+}
+
+/// `weir run --plugins DIR [--kubeconfig PATH]`: runs until SIGTERM or Ctrl-C.
+pub async fn run(plugins: &Path, kubeconfig: Option<&Path>, config: HostConfig) -> Result<(), RunError> {
+    let client = client(kubeconfig).await?;
+    let engine = Engine::new(EngineConfig::default()).map_err(|source| RunError::Load { path: plugins.to_owned(), source })?;
+    let loaded = load_plugins(plugins, &engine)?;
+    let host = Host::start(client, loaded, config).await?;
+    if let Some(addr) = host.addr() {
+        tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
+    }
+    shutdown_signal().await;
+    host.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let term = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            () = term => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

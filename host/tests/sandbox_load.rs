@@ -1,0 +1,115 @@
+//! Loading refuses what is not a reconciler with an error naming the file,
+//! caches compiled code, and routes the guest's logs into the caller's span.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use weir::plugin::{Engine, EngineConfig, Limits, LoadError, ReconcileRequest};
+
+fn chaos_wasm() -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/chaos.wasm");
+    assert!(path.exists(), "{} is missing: run plugins/build.sh first", path.display());
+    path
+}
+
+fn engine() -> Engine {
+    Engine::new(EngineConfig::default()).unwrap()
+}
+
+#[test]
+fn a_missing_file_is_an_io_error_naming_it() {
+    let err = engine().load_file(Path::new("/nonexistent/p.wasm"), Limits::default()).unwrap_err();
+    assert!(matches!(err, LoadError::Io { .. }), "{err:?}");
+    assert_eq!(err.to_string(), "cannot read plugin /nonexistent/p.wasm");
+}
+
+#[test]
+fn bytes_that_are_not_a_component_are_refused_before_compiling() {
+    let core_module = b"\0asm\x01\0\0\0";
+    let err = engine().load_bytes("core.wasm", core_module, Limits::default()).unwrap_err();
+    assert!(matches!(err, LoadError::NotAComponent { .. }), "{err:?}");
+    assert!(err.to_string().contains("core.wasm is not a WebAssembly component (a core WebAssembly module"));
+    let err = engine().load_bytes("notes.txt", b"hello", Limits::default()).unwrap_err();
+    assert!(err.to_string().contains("no WebAssembly header"), "{err}");
+}
+
+#[test]
+fn a_component_without_the_exports_is_the_wrong_contract() {
+    let empty_component = b"\0asm\x0d\0\x01\0";
+    let err = engine().load_bytes("empty.wasm", empty_component, Limits::default()).unwrap_err();
+    assert!(matches!(err, LoadError::WrongContract { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "plugin empty.wasm does not implement weir:reconciler@0.1.0: it does not export `describe`"
+    );
+}
+
+#[test]
+fn compiled_code_is_cached_and_reused_by_an_engine_with_the_same_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = EngineConfig { cache_dir: Some(dir.path().to_path_buf()), ..EngineConfig::default() };
+    let first = Engine::new(config.clone()).unwrap().load_file(&chaos_wasm(), Limits::default()).unwrap();
+    let cached = count_files(dir.path());
+    assert!(cached > 0, "nothing was written to the cache");
+    let second = Engine::new(config).unwrap().load_file(&chaos_wasm(), Limits::default()).unwrap();
+    assert_eq!(count_files(dir.path()), cached, "a second load compiled again");
+    assert_eq!(first.sha256(), second.sha256());
+    let req = ReconcileRequest { parent: json!({"metadata": {"name": "c"}, "spec": {}}).to_string(), children: vec![] };
+    assert_eq!(second.reconcile(&req).unwrap(), first.reconcile(&req).unwrap());
+}
+
+fn count_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| if p.is_dir() { count_files(&p) } else { 1 })
+        .sum()
+}
+
+/// A `tracing` writer the test can read back.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn guest_logs_and_output_become_events_in_the_callers_span() {
+    let plugin = engine().load_file(&chaos_wasm(), Limits::default()).unwrap();
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::TRACE)
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        let _span = tracing::info_span!("reconcile", key = "default/loud").entered();
+        let parent = json!({"metadata": {"name": "loud"}, "spec": {"mode": "log"}});
+        plugin.reconcile(&ReconcileRequest { parent: parent.to_string(), children: vec![] }).unwrap();
+    });
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    for (level, message) in [
+        ("TRACE", "chaos log at trace for loud"),
+        ("DEBUG", "chaos log at debug for loud"),
+        ("INFO", "chaos log at info for loud"),
+        ("WARN", "chaos log at warn for loud"),
+        ("ERROR", "chaos log at error for loud"),
+        ("INFO", "chaos stdout for loud"),
+        ("WARN", "chaos stderr for loud"),
+    ] {
+        let line = text.lines().find(|l| l.contains(message)).unwrap_or_else(|| panic!("no {message:?} in:\n{text}"));
+        assert!(line.contains(level), "{line}");
+        assert!(line.contains(r#"reconcile{key="default/loud"}"#), "not in the span: {line}");
+        assert!(line.contains(r#"plugin="chaos@0.1.0""#) || line.contains("plugin=chaos@0.1.0"), "{line}");
+    }
+}

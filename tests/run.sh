@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The README's test command: sets up what the tests need, builds every plugin,
+# and runs all the tests (Rust unit, sandbox, fixtures, end-to-end, guest SDKs).
+#   tests/run.sh
+# With KUBECONFIG set, the end-to-end tests run against that cluster instead of
+# the embedded emulator.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "toolchain: wasm32-wasip2 target"
+rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+
+step "kubectl (the end-to-end and emulator tests drive the real one)"
+if ! command -v kubectl >/dev/null 2>&1; then
+  apt-get update -qq && apt-get install -y -qq kubernetes-client
+fi
+
+step "build every plugin (Rust, Python, JavaScript)"
+plugins/build.sh all
+
+step "Blog fixtures against every language's component"
+cargo build -p weir --bin weir
+for p in blog blog-py blog-js; do
+  target/debug/weir test "target/plugins/$p.wasm" plugins/blog/fixtures
+done
+
+step "guest SDK native tests (Python, JavaScript)"
+guest-sdk/test.sh
+
+step "cargo test (unit, sandbox, emulator, end-to-end)"
+cargo test --workspace --no-fail-fast
