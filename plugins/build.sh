@@ -16,6 +16,10 @@ build_rust() {
     [weir-plugin-chaos]=chaos
     [weir-plugin-scenario]=scenario
   )
+  # Blog "v2" for the host's hot-swap test (same plugin plus one label on every child), built
+  # first so that target/wasm32-wasip2 ends up holding the normal Blog.
+  cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin -p weir-plugin-blog --features hotswap-label
+  cp "$root/target/wasm32-wasip2/plugin/weir_plugin_blog.wasm" "$out/blog-v2.wasm"
   local args=()
   for c in "${!crates[@]}"; do args+=(-p "$c"); done
   cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin "${args[@]}"

@@ -22,6 +22,7 @@ impl Children {
         K: k8s_openapi::Resource + DeserializeOwned,
     {
         self.find::<K>(|object| object.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
+            .into_iter()
             .next()
             .transpose()
     }
@@ -31,7 +32,7 @@ impl Children {
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        self.find::<K>(|_| true).collect()
+        self.find::<K>(|_| true).into_iter().collect()
     }
 
     /// Every child as JSON, in the order given.
@@ -49,19 +50,20 @@ impl Children {
         self.0.is_empty()
     }
 
-    fn find<K>(&self, matches: impl Fn(&Value) -> bool) -> impl Iterator<Item = Result<K, Error>> + use<'_, K, impl Fn(&Value) -> bool>
+    fn find<K>(&self, matches: impl Fn(&Value) -> bool) -> Vec<Result<K, Error>>
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
         self.0
             .iter()
-            .filter(move |object| is_kind::<K>(object) && matches(object))
+            .filter(|object| is_kind::<K>(object) && matches(object))
             .map(|object| {
                 serde_path_to_error::deserialize(object).map_err(|e| {
                     let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
                     Error::permanent(format!("observed {} {name} does not decode: {e}", K::KIND))
                 })
             })
+            .collect()
     }
 }
 

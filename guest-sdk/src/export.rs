@@ -1,7 +1,5 @@
 //! Binds the typed API to the contract's WIT world inside the component (wasm32 only).
 
-#![expect(missing_docs, reason = "wit-bindgen generated code has no docs")]
-
 use std::marker::PhantomData;
 
 use crate::{Finalize, Kind, Reconciler, Requeue, log::Level, wire};

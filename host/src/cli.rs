@@ -33,6 +33,8 @@ pub struct Cli {
 pub enum Command {
     /// Run a plugin component against fixture files, offline (no cluster).
     Test(TestArgs),
+    /// Reconcile with every plugin in a directory against a cluster, until SIGTERM.
+    Run(weir::run::RunArgs),
 }
 
 impl Cli {
@@ -40,6 +42,7 @@ impl Cli {
     pub fn run(self) -> anyhow::Result<ExitCode> {
         match &self.command {
             Command::Test(args) => test(&self, args),
+            Command::Run(args) => args.execute(self.engine_config()).map(|()| ExitCode::SUCCESS).map_err(Into::into),
         }
     }
 

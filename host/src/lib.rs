@@ -6,6 +6,7 @@ pub mod hotload;
 pub mod leader;
 pub mod metrics;
 pub mod plugin;
+pub mod rbac;
 pub mod reconcile;
 pub mod run;
 pub mod server;

@@ -134,6 +134,16 @@ impl Metrics {
         self.hot_loops.get_or_create(&Self::plugin(plugin)).inc();
     }
 
+    /// The registry, so a subsystem that keeps its own metrics (hot-loading) adds them before serving.
+    pub fn registry_mut(&mut self) -> &mut Registry {
+        &mut self.registry
+    }
+
+    /// Reconciles of `plugin` that ended with `result` (`success`, `error`, `refused`, `gone`).
+    pub fn reconciles_of(&self, plugin: &str, result: &str) -> u64 {
+        self.reconciles.get_or_create(&ResultLabels { plugin: plugin.into(), result: result.into() }).get()
+    }
+
     /// All API writes this host sent so far (every plugin, verb and resource).
     pub fn writes_total(&self) -> u64 {
         self.writes_total.load(Ordering::Relaxed)

@@ -65,6 +65,9 @@ pub enum RunError {
     /// Leader election failed.
     #[error(transparent)]
     Leader(#[from] LeaderError),
+    /// The async runtime could not start.
+    #[error("cannot start the async runtime")]
+    Runtime(#[source] std::io::Error),
 }
 
 /// Everything the host runs with.
@@ -237,11 +240,69 @@ pub fn load_plugins(dir: &Path, engine: &Engine) -> Result<Vec<Arc<dyn Reconcile
         .collect()
 }
 
-/// `weir run --plugins DIR [--kubeconfig PATH]`: runs until SIGTERM or Ctrl-C.
-pub async fn run(plugins: &Path, kubeconfig: Option<&Path>, config: HostConfig) -> Result<(), RunError> {
+/// Arguments of `weir run`.
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Directory of plugin components (`*.wasm`); one controller per plugin.
+    #[arg(long)]
+    pub plugins: PathBuf,
+    /// Kubeconfig to use instead of KUBECONFIG, ~/.kube/config or the in-cluster config.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Keys reconciled at once, per plugin.
+    #[arg(long, default_value_t = 4)]
+    pub workers: usize,
+    /// Seconds between periodic resyncs of every parent.
+    #[arg(long, default_value_t = 600)]
+    pub resync_secs: u64,
+    /// Address of `/metrics`, `/healthz` and `/readyz`.
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    pub listen: SocketAddr,
+    /// Compete for a Lease and reconcile only while holding it (for more than one replica).
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// This replica's identity in the Lease (defaults to the host name).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+    /// Namespace of the leader Lease.
+    #[arg(long, default_value = "default")]
+    pub lease_namespace: String,
+}
+
+impl RunArgs {
+    /// The host configuration these arguments describe.
+    pub fn host_config(&self) -> HostConfig {
+        let identity = self.identity.clone().unwrap_or_else(default_identity);
+        let leader = self.leader_elect.then(|| LeaderConfig { namespace: self.lease_namespace.clone(), ..LeaderConfig::new(identity.clone()) });
+        HostConfig {
+            controller: ControllerConfig {
+                workers: self.workers,
+                resync: std::time::Duration::from_secs(self.resync_secs),
+                instance: identity,
+                ..ControllerConfig::default()
+            },
+            leader,
+            listen: Some(self.listen),
+            ..HostConfig::default()
+        }
+    }
+
+    /// Runs the host until SIGTERM or Ctrl-C (blocking: it owns its async runtime).
+    pub fn execute(&self, engine: EngineConfig) -> Result<(), RunError> {
+        let runtime = tokio::runtime::Runtime::new().map_err(RunError::Runtime)?;
+        runtime.block_on(run(&self.plugins, self.kubeconfig.as_deref(), engine, self.host_config()))
+    }
+}
+
+fn default_identity() -> String {
+    std::env::var("HOSTNAME").unwrap_or_else(|_| format!("weir-{}", std::process::id()))
+}
+
+/// Connects, loads the plugins in `dir` and runs until SIGTERM or Ctrl-C.
+pub async fn run(dir: &Path, kubeconfig: Option<&Path>, engine: EngineConfig, config: HostConfig) -> Result<(), RunError> {
     let client = client(kubeconfig).await?;
-    let engine = Engine::new(EngineConfig::default()).map_err(|source| RunError::Load { path: plugins.to_owned(), source })?;
-    let loaded = load_plugins(plugins, &engine)?;
+    let engine = Engine::new(engine).map_err(|source| RunError::Load { path: dir.to_owned(), source })?;
+    let loaded = load_plugins(dir, &engine)?;
     let host = Host::start(client, loaded, config).await?;
     if let Some(addr) = host.addr() {
         tracing::info!(%addr, "serving /metrics, /healthz, /readyz");

@@ -49,13 +49,19 @@ async fn readyz(State(ops): State<Ops>) -> (StatusCode, &'static str) {
 
 /// Binds `addr` and serves until `stop` is cancelled. Returns the bound address (port 0 picks one).
 pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>, ready: Readiness, stop: CancellationToken) -> Result<SocketAddr, ServerError> {
+    serve_with(addr, metrics, ready, stop, Router::new()).await
+}
+
+/// [`serve`] plus the routes of `extra` (hot-loading adds `/plugins`).
+pub async fn serve_with(addr: SocketAddr, metrics: Arc<Metrics>, ready: Readiness, stop: CancellationToken, extra: Router) -> Result<SocketAddr, ServerError> {
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServerError::Bind { addr, source })?;
     let bound = listener.local_addr().map_err(|source| ServerError::Bind { addr, source })?;
     let app = Router::new()
         .route("/metrics", get(metrics_handler))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .with_state(Ops { metrics, ready });
+        .with_state(Ops { metrics, ready })
+        .merge(extra);
     tokio::spawn(async move {
         let served = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
         if let Err(e) = served {

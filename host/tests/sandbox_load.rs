@@ -54,10 +54,19 @@ fn compiled_code_is_cached_and_reused_by_an_engine_with_the_same_config() {
     let cached = count_files(dir.path());
     assert!(cached > 0, "nothing was written to the cache");
     let second = Engine::new(config).unwrap().load_file(&chaos_wasm(), Limits::default()).unwrap();
-    assert_eq!(count_files(dir.path()), cached, "a second load compiled again");
+    let files = list_files(dir.path());
+    assert_eq!(count_files(dir.path()), cached, "a second load compiled again: {files:?}");
     assert_eq!(first.sha256(), second.sha256());
     let req = ReconcileRequest { parent: json!({"metadata": {"name": "c"}, "spec": {}}).to_string(), children: vec![] };
     assert_eq!(second.reconcile(&req).unwrap(), first.reconcile(&req).unwrap());
+}
+
+fn list_files(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .flat_map(|p| if p.is_dir() { list_files(&p) } else { vec![p] })
+        .collect()
 }
 
 fn count_files(dir: &Path) -> usize {

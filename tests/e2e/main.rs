@@ -1,1 +1,14 @@
-//! End-to-end tests: one binary, one module per scenario.
+//! End-to-end tests: one binary, one module per scenario. Each runs on the embedded emulator,
+//! or on the cluster `KUBECONFIG` names. Plugins come from `target/plugins` (`plugins/build.sh`).
+
+mod blog_lifecycle;
+mod converged_writes_nothing;
+mod deletion_runs_the_finalizer;
+mod drift_is_reverted;
+mod failing_plugin_backs_off;
+mod hot_loop_is_throttled;
+mod leader_election;
+mod refused_answers_write_nothing;
+mod restart_converges;
+mod unwanted_children_are_pruned;
+mod watch_recovers;

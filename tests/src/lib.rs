@@ -1,1 +1,254 @@
-//! Shared set-up for the end-to-end tests.
+//! Shared set-up for the end-to-end tests: an API server, a namespace, plugins and a host.
+//!
+//! Each test gets the embedded emulator, or the cluster `KUBECONFIG` names when it is set, and a
+//! namespace of its own (the host under test watches only that namespace, so tests sharing a
+//! real cluster do not see each other's objects).
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+use weir::plugin::{Engine, EngineConfig, Limits, ResourceKind};
+use weir::reconcile::ControllerConfig;
+use weir::reconcile::invoke::Reconciler;
+use weir::reconcile::queue::QueueConfig;
+use weir::run::{Host, HostConfig};
+use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+
+/// How long a scenario waits for the cluster to converge before failing.
+pub const CONVERGE: Duration = Duration::from_secs(20);
+
+/// One test's world: an API server, a client, and a namespace of its own.
+pub struct TestEnv {
+    /// Client of the API server under test.
+    pub client: Client,
+    /// The embedded emulator, unless `KUBECONFIG` points at a real cluster.
+    pub emulator: Option<Emulator>,
+    /// The namespace this test owns.
+    pub namespace: String,
+}
+
+static NEXT_NAMESPACE: AtomicU32 = AtomicU32::new(0);
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn engine() -> Result<&'static Engine> {
+    static ENGINE: OnceLock<Engine> = OnceLock::new();
+    if let Some(e) = ENGINE.get() {
+        return Ok(e);
+    }
+    let config = EngineConfig { cache_dir: Some(workspace_root().join("target/plugin-cache")), ..EngineConfig::default() };
+    let engine = Engine::new(config).context("starting the WebAssembly engine")?;
+    Ok(ENGINE.get_or_init(|| engine))
+}
+
+/// Loads `target/plugins/<name>.wasm` in the real sandbox.
+pub fn plugin(name: &str) -> Result<Arc<dyn Reconciler>> {
+    let path = workspace_root().join("target/plugins").join(format!("{name}.wasm"));
+    if !path.exists() {
+        bail!("{} is missing: run plugins/build.sh first", path.display());
+    }
+    let loaded = engine()?.load_file(&path, Limits::default()).with_context(|| format!("loading {}", path.display()))?;
+    Ok(Arc::new(loaded))
+}
+
+/// A host configuration with short delays, so scenarios finish in seconds.
+pub fn fast_config(namespace: &str) -> HostConfig {
+    HostConfig {
+        controller: ControllerConfig {
+            workers: 4,
+            resync: Duration::from_secs(600),
+            queue: QueueConfig {
+                base_delay: Duration::from_millis(50),
+                max_delay: Duration::from_secs(2),
+                hot_loop_threshold: 5,
+                hot_loop_delay: Duration::from_millis(500),
+                qps: 1000.0,
+                burst: 1000,
+                ..QueueConfig::default()
+            },
+            instance: "e2e".into(),
+            namespace: Some(namespace.to_owned()),
+        },
+        ..HostConfig::default()
+    }
+}
+
+impl TestEnv {
+    /// The emulator (with Deployments turning ready after 100 ms) or `KUBECONFIG`'s cluster,
+    /// and a fresh namespace.
+    pub async fn start() -> Result<TestEnv> {
+        let (client, emulator) = match std::env::var_os("KUBECONFIG") {
+            Some(path) => (weir::run::client(Some(Path::new(&path))).await?, None),
+            None => {
+                let config = EmulatorConfig {
+                    workloads: Some(WorkloadSimulation { ready_after: Duration::from_millis(100) }),
+                    ..EmulatorConfig::default()
+                };
+                let emulator = Emulator::start(config).await.context("starting the emulator")?;
+                (emulator.client(), Some(emulator))
+            }
+        };
+        let namespace = format!("e2e-{}-{}", std::process::id(), NEXT_NAMESPACE.fetch_add(1, Ordering::Relaxed));
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
+        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.context("creating the test namespace")?;
+        Ok(TestEnv { client, emulator, namespace })
+    }
+
+    /// Installs the CRD a plugin ships and waits until its kind is served.
+    pub async fn install_crd(&self, plugin: &dyn Reconciler) -> Result<()> {
+        let info = plugin.info();
+        let Some(text) = &info.crd else { bail!("plugin {} ships no CRD", info.name) };
+        let crd: Value = serde_yaml::from_str(text).context("parsing the plugin's CRD")?;
+        let name = crd["metadata"]["name"].as_str().context("CRD without a name")?.to_owned();
+        let ar = ResourceKind {
+            group: "apiextensions.k8s.io".into(),
+            version: "v1".into(),
+            kind: "CustomResourceDefinition".into(),
+            plural: "customresourcedefinitions".into(),
+            namespaced: false,
+        }
+        .api_resource();
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
+        api.patch(&name, &PatchParams::apply("weir-e2e").force(), &Patch::Apply(&crd)).await.context("installing the CRD")?;
+        let parents = self.api(&info.parent);
+        eventually("the CRD is served", CONVERGE, || async { parents.list(&Default::default()).await.ok() }).await?;
+        Ok(())
+    }
+
+    /// A host watching this test's namespace with `plugins`, fast settings.
+    pub async fn host(&self, plugins: &[Arc<dyn Reconciler>]) -> Result<Host> {
+        self.host_with(plugins, fast_config(&self.namespace)).await
+    }
+
+    /// A host with `config`.
+    pub async fn host_with(&self, plugins: &[Arc<dyn Reconciler>], config: HostConfig) -> Result<Host> {
+        Ok(Host::start(self.client.clone(), plugins.to_vec(), config).await?)
+    }
+
+    /// Objects of `kind` in this test's namespace.
+    pub fn api(&self, kind: &ResourceKind) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), &self.namespace, &kind.api_resource())
+    }
+
+    /// Typed objects in this test's namespace.
+    pub fn typed<K>(&self) -> Api<K>
+    where
+        K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+    {
+        Api::namespaced(self.client.clone(), &self.namespace)
+    }
+
+    /// Creates a parent from `spec`.
+    pub async fn create(&self, kind: &ResourceKind, name: &str, spec: Value) -> Result<DynamicObject> {
+        let obj: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": kind.api_version(),
+            "kind": kind.kind,
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": spec,
+        }))?;
+        Ok(self.api(kind).create(&PostParams::default(), &obj).await.with_context(|| format!("creating {name}"))?)
+    }
+
+    /// Merge-patches a parent's spec, as a user would.
+    pub async fn patch_spec(&self, kind: &ResourceKind, name: &str, spec: Value) -> Result<()> {
+        let pp = PatchParams { field_manager: Some("e2e-user".into()), ..PatchParams::default() };
+        self.api(kind).patch(name, &pp, &Patch::Merge(json!({"spec": spec}))).await.with_context(|| format!("patching {name}"))?;
+        Ok(())
+    }
+
+    /// Writes the emulator served so far (none counted against a real cluster), excluding
+    /// Leases (leader election renews them) and Events.
+    pub fn server_writes(&self) -> Option<usize> {
+        let e = self.emulator.as_ref()?;
+        Some(
+            e.requests()
+                .iter()
+                .filter(|r| r.is_write() && !r.path.contains("/leases") && !r.path.contains("/events"))
+                .count(),
+        )
+    }
+}
+
+/// The condition of `type_` in an object's status.
+pub fn condition(obj: &DynamicObject, type_: &str) -> Option<Value> {
+    obj.data["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_).cloned()
+}
+
+/// Whether `obj` is controlled by `owner` (controller owner reference with its UID).
+pub fn controlled_by(obj: &DynamicObject, owner: &DynamicObject) -> bool {
+    obj.owner_references().iter().any(|r| r.controller == Some(true) && Some(&r.uid) == owner.metadata.uid.as_ref())
+}
+
+/// Polls `f` every 20 ms until it returns `Some`, failing with `what` after `timeout`.
+pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(v) = f().await {
+            return Ok(v);
+        }
+        if tokio::time::Instant::now() > deadline {
+            bail!("timed out after {timeout:?} waiting until {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Waits until a parent reports `Ready=True` and `Reconciled=True` for its current generation.
+pub async fn wait_ready(api: &Api<DynamicObject>, name: &str) -> Result<DynamicObject> {
+    eventually(&format!("{name} is Ready"), CONVERGE, || async {
+        let obj = api.get(name).await.ok()?;
+        let current = obj.data["status"]["observedGeneration"].as_i64() == obj.metadata.generation;
+        let ready = condition(&obj, "Ready")?["status"] == "True";
+        let reconciled = condition(&obj, "Reconciled")?["status"] == "True";
+        (current && ready && reconciled).then_some(obj)
+    })
+    .await
+}
+
+/// Kinds used across scenarios.
+pub mod kinds {
+    use weir::plugin::ResourceKind;
+
+    fn kind(group: &str, version: &str, kind: &str, plural: &str) -> ResourceKind {
+        ResourceKind { group: group.into(), version: version.into(), kind: kind.into(), plural: plural.into(), namespaced: true }
+    }
+
+    /// The Blog parent kind.
+    pub fn blog() -> ResourceKind {
+        kind("weir.dev", "v1alpha1", "Blog", "blogs")
+    }
+
+    /// The scenario plugin's parent kind.
+    pub fn scenario() -> ResourceKind {
+        kind("test.weir.dev", "v1", "Scenario", "scenarios")
+    }
+
+    /// ConfigMap.
+    pub fn config_map() -> ResourceKind {
+        kind("", "v1", "ConfigMap", "configmaps")
+    }
+
+    /// Deployment.
+    pub fn deployment() -> ResourceKind {
+        kind("apps", "v1", "Deployment", "deployments")
+    }
+
+    /// Service.
+    pub fn service() -> ResourceKind {
+        kind("", "v1", "Service", "services")
+    }
+}

@@ -150,20 +150,13 @@ fn merge_into(live: &mut Value, cfg: &Value, field: &str) {
         }
         (Value::Array(l), Value::Array(c)) if fieldset::keys_for(field, c).is_some() => {
             let keys = fieldset::keys_for(field, c).unwrap_or_default();
-            let mut merged = Vec::with_capacity(c.len());
             for item in c {
                 let id = fieldset::element_key(item, &keys);
-                match l.iter().position(|x| x.is_object() && fieldset::element_key(x, &keys) == id) {
-                    Some(i) => {
-                        let mut existing = l.remove(i);
-                        merge_into(&mut existing, item, "");
-                        merged.push(existing);
-                    }
-                    None => merged.push(item.clone()),
+                match l.iter_mut().find(|x| x.is_object() && fieldset::element_key(x, &keys) == id) {
+                    Some(existing) => merge_into(existing, item, ""),
+                    None => l.push(item.clone()),
                 }
             }
-            merged.append(l);
-            *l = merged;
         }
         (Value::Array(l), Value::Array(c)) if fieldset::is_set_list(field) => {
             for item in c {

@@ -65,24 +65,6 @@ impl ResourceType {
     pub fn key(&self) -> ResKey {
         ResKey { group: self.group.clone(), plural: self.plural.clone() }
     }
-
-    /// `deployments.apps`, the name kube-apiserver uses in error messages.
-    pub fn qualified(&self) -> String {
-        if self.group.is_empty() {
-            self.plural.clone()
-        } else {
-            format!("{}.{}", self.plural, self.group)
-        }
-    }
-
-    /// URL prefix of this group-version: `/api/v1` or `/apis/{group}/{version}`.
-    pub fn gv_path(&self) -> String {
-        if self.group.is_empty() {
-            format!("/api/{}", self.version)
-        } else {
-            format!("/apis/{}/{}", self.group, self.version)
-        }
-    }
 }
 
 fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceType {
@@ -166,11 +148,6 @@ impl Registry {
     /// The entry served at `/{group}/{version}/{plural}`.
     pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceType> {
         self.types.iter().find(|t| t.group == group && t.version == version && t.plural == plural)
-    }
-
-    /// Any served version of a (group, plural), used when storage is version-independent.
-    pub fn find_any_version(&self, key: &ResKey) -> Option<&ResourceType> {
-        self.types.iter().find(|t| t.group == key.group && t.plural == key.plural)
     }
 
     /// Whether this group-version is served at all.

@@ -176,11 +176,6 @@ impl Store {
         self.objects.values().map(BTreeMap::len).sum()
     }
 
-    /// Whether nothing is stored.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     fn emit(&mut self, key: ObjKey, kind: EventType, object: Arc<Value>) {
         let ev = Arc::new(Event { rv: self.rv, key, kind, object });
         if self.history.len() >= self.history_cap {

@@ -2,12 +2,14 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::SystemTime;
 
 use serde::Serialize;
 
 use super::dir::{KindKey, Loaded, PluginEvent};
+use crate::plugin::PluginInfo;
 
 /// One served plugin as listed to users.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -25,18 +27,41 @@ pub struct CatalogRow {
     pub sha256: String,
     /// When this version started serving (RFC 3339).
     pub loaded_at: String,
+    /// Everything the plugin declared (kinds, finalizer, CRD).
+    #[serde(skip)]
+    pub info: PluginInfo,
 }
 
 /// Served plugins by parent kind; clones share one table.
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
     rows: Arc<RwLock<BTreeMap<KindKey, CatalogRow>>>,
+    scanned: Arc<AtomicBool>,
+    loading: Arc<RwLock<Option<PathBuf>>>,
 }
 
 impl Catalog {
     /// The rows, ordered by kind.
     pub fn rows(&self) -> Vec<CatalogRow> {
         self.rows.read().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
+    }
+
+    /// Whether the directory has been scanned once (what was there at start is loaded or refused).
+    pub fn scanned(&self) -> bool {
+        self.scanned.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn mark_scanned(&self) {
+        self.scanned.store(true, Ordering::Release);
+    }
+
+    /// The file being loaded (compiled) right now, if any.
+    pub fn loading(&self) -> Option<PathBuf> {
+        self.loading.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    pub(crate) fn set_loading(&self, file: Option<PathBuf>) {
+        *self.loading.write().unwrap_or_else(PoisonError::into_inner) = file;
     }
 
     /// Number of kinds served.
@@ -75,5 +100,6 @@ fn row<P: Loaded>(file: &std::path::Path, plugin: &P) -> CatalogRow {
         file: file.to_path_buf(),
         sha256: plugin.sha256(),
         loaded_at,
+        info: info.clone(),
     }
 }

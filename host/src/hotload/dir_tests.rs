@@ -236,17 +236,18 @@ fn a_configmap_style_data_symlink_swap_is_a_new_version() {
     fs::write(dir.path("..2026_01/blog.wasm"), "blog 1 Blog END").unwrap();
     symlink("..2026_01", dir.path("..data")).unwrap();
     symlink("..data/blog.wasm", dir.path("blog.wasm")).unwrap();
-    assert_eq!(summary(&dir.scan_at(Instant::now() + TIMING.settle)), ["added blog.wasm 1"]);
+    let t0 = Instant::now();
+    assert!(dir.scan_at(t0).is_empty(), "just written: settling");
+    assert_eq!(summary(&dir.scan_at(t0 + TIMING.settle)), ["added blog.wasm 1"]);
     // The update: a new timestamped directory, then `..data` renamed over atomically.
     fs::create_dir(dir.path("..2026_02")).unwrap();
     fs::write(dir.path("..2026_02/blog.wasm"), "blog 2 Blog END").unwrap();
     symlink("..2026_02", dir.path("..data_tmp")).unwrap();
     fs::rename(dir.path("..data_tmp"), dir.path("..data")).unwrap();
     fs::remove_dir_all(dir.path("..2026_01")).unwrap();
-    assert_eq!(
-        summary(&dir.scan_at(Instant::now() + TIMING.settle)),
-        ["replaced blog.wasm 1->2"]
-    );
+    let t1 = t0 + TIMING.settle * 2;
+    assert!(dir.scan_at(t1).is_empty(), "the new target is just written: settling");
+    assert_eq!(summary(&dir.scan_at(t1 + TIMING.settle)), ["replaced blog.wasm 1->2"]);
 }
 
 #[test]

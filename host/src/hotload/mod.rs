@@ -22,7 +22,10 @@
 //! See `dir.rs` for how half-written files and ConfigMap volume updates are told apart.
 
 mod catalog;
+mod crd;
 mod dir;
+mod fleet;
+mod host;
 mod metrics;
 mod watcher;
 
@@ -30,6 +33,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use catalog::{Catalog, CatalogRow};
+pub use crd::{CrdError, install_crd};
+pub use host::{EngineLoader, HotHost, HotHostConfig};
 pub use dir::{KindKey, Loaded, PluginEvent, Refusal, Timing};
 pub use metrics::HotloadMetrics;
 pub use watcher::HotLoader;
@@ -52,6 +57,12 @@ pub enum Error {
     /// The background thread could not be started.
     #[error("cannot start the plugin loader thread")]
     Thread(#[source] std::io::Error),
+    /// The operations server could not start.
+    #[error(transparent)]
+    Server(crate::server::ServerError),
+    /// Leader election could not start.
+    #[error(transparent)]
+    Leader(crate::leader::LeaderError),
 }
 
 /// Result of this module.

@@ -92,6 +92,7 @@ impl<L: Loader> Run<L> {
                 return;
             }
             let freed = self.scan();
+            self.catalog.mark_scanned();
             let now = Instant::now();
             wait = if freed {
                 Duration::ZERO
@@ -124,7 +125,9 @@ impl<L: Loader> Run<L> {
         for (file, stamp) in observation.ready {
             info!(file = %file.display(), "loading plugin");
             let started = Instant::now();
+            self.catalog.set_loading(Some(file.clone()));
             let outcome = self.loader.load(&file).map_err(|e| Chain(Box::new(e)));
+            self.catalog.set_loading(None);
             let took = started.elapsed();
             self.metrics.loaded_in(took.as_secs_f64());
             let still = Stamp::of(&file).ok();

@@ -3,8 +3,6 @@
 //! Everything outside `plugin` sees the plain types of `types.rs`; converting
 //! here means a change of the WIT touches this file and nothing else.
 
-#![expect(missing_docs, reason = "bindgen-generated code carries the WIT docs only")]
-
 use std::time::Duration;
 
 wasmtime::component::bindgen!({

@@ -120,7 +120,9 @@ impl Engine {
     pub fn new(config: EngineConfig) -> Result<Engine, LoadError> {
         let engine_err = |reason: String| LoadError::Engine { reason };
         let mut wasm = wasmtime::Config::new();
-        wasm.wasm_component_model(true).epoch_interruption(true);
+        // Guests (Rust, componentize-py, StarlingMonkey) use linear memory
+        // only; without the GC proposals no collector has to be linked.
+        wasm.wasm_component_model(true).epoch_interruption(true).gc_support(false);
         if config.pooling {
             wasm.allocation_strategy(wasmtime::InstanceAllocationStrategy::pooling());
         }

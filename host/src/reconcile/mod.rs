@@ -43,11 +43,13 @@ pub struct ControllerConfig {
     pub queue: QueueConfig,
     /// Names this host in Events (`reportingInstance`).
     pub instance: String,
+    /// Watch and reconcile only this namespace; `None` watches the whole cluster.
+    pub namespace: Option<String>,
 }
 
 impl Default for ControllerConfig {
     fn default() -> Self {
-        Self { workers: 4, resync: Duration::from_secs(600), queue: QueueConfig::default(), instance: "weir".into() }
+        Self { workers: 4, resync: Duration::from_secs(600), queue: QueueConfig::default(), instance: "weir".into(), namespace: None }
     }
 }
 
@@ -108,10 +110,11 @@ impl Controller {
     /// Starts the watches and the resync; they run until `tasks` is dropped or aborted.
     pub fn start_sources(self: &Arc<Self>, tasks: &mut JoinSet<()>) {
         let info = self.invoker.info();
-        tasks.spawn(source::watch(self.client.clone(), self.cache.parents.clone(), Route::Parent, self.queue.clone(), self.echoes.clone()));
+        let ns = &self.config.namespace;
+        tasks.spawn(source::watch(self.client.clone(), ns.clone(), self.cache.parents.clone(), Route::Parent, self.queue.clone(), self.echoes.clone()));
         for store in &self.cache.children {
             let route = Route::Owner(info.parent.clone());
-            tasks.spawn(source::watch(self.client.clone(), store.clone(), route, self.queue.clone(), self.echoes.clone()));
+            tasks.spawn(source::watch(self.client.clone(), ns.clone(), store.clone(), route, self.queue.clone(), self.echoes.clone()));
         }
         tasks.spawn(source::resync(self.cache.parents.clone(), self.queue.clone(), self.config.resync));
     }

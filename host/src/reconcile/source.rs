@@ -95,9 +95,19 @@ impl Route {
 /// Watches one kind for ever: each event updates `store` and enqueues the parent it concerns.
 /// Watch errors (a dropped stream, a 410 Gone) are retried with backoff by kube's watcher,
 /// which relists and resumes.
-pub async fn watch(client: Client, store: Arc<Store>, route: Route, queue: Arc<Queue>, echoes: Arc<Echoes>) {
+pub async fn watch(
+    client: Client,
+    namespace: Option<String>,
+    store: Arc<Store>,
+    route: Route,
+    queue: Arc<Queue>,
+    echoes: Arc<Echoes>,
+) {
     let kind = store.kind().clone();
-    let api: Api<DynamicObject> = Api::all_with(client, &kind.api_resource());
+    let api: Api<DynamicObject> = match &namespace {
+        Some(ns) => Api::namespaced_with(client, ns, &kind.api_resource()),
+        None => Api::all_with(client, &kind.api_resource()),
+    };
     let types = TypeMeta { api_version: kind.api_version(), kind: kind.kind.clone() };
     let mut events = watcher(api, watcher::Config::default()).default_backoff().boxed();
     while let Some(event) = events.next().await {

@@ -17,18 +17,24 @@
 //!
 //! `finalize` answers `againAfter(spec.finalizeAfterMs)` when that is set, else `complete`.
 
-#![expect(missing_docs, reason = "wit-bindgen generated code has no docs")]
+#[allow(unsafe_code, missing_docs, reason = "wit-bindgen generates unsafe FFI glue without docs")]
+mod bindings {
+    wit_bindgen::generate!({
+        path: "../../../wit",
+        world: "reconciler",
+    });
 
-wit_bindgen::generate!({
-    path: "../../../wit",
-    world: "reconciler",
-});
+    use super::Chaos;
+    export!(Chaos);
+}
 
+use bindings::weir::reconciler::types::{ErrorKind, LogLevel, Requeue, ResourceKind};
+use bindings::{
+    FinalizeRequest, FinalizeResponse, Guest, PluginInfo, ReconcileError, ReconcileRequest, ReconcileResponse, log,
+};
 use serde_json::{Value, json};
 
 struct Chaos;
-
-export!(Chaos);
 
 fn config_map(name: &str, data: Value) -> String {
     json!({
@@ -44,13 +50,13 @@ fn ok_response(name: &str, mode: &str) -> ReconcileResponse {
     ReconcileResponse {
         children: vec![config_map(name, json!({"mode": mode}))],
         status: Some(json!({"mode": mode}).to_string()),
-        requeue: weir::reconciler::types::Requeue::Done,
+        requeue: Requeue::Done,
     }
 }
 
 fn permanent(message: String) -> ReconcileError {
     ReconcileError {
-        kind: weir::reconciler::types::ErrorKind::Permanent,
+        kind: ErrorKind::Permanent,
         message,
     }
 }
@@ -77,7 +83,7 @@ fn spin_forever() -> ! {
 impl Guest for Chaos {
     fn describe() -> PluginInfo {
         let kind = |group: &str, version: &str, kind: &str, plural: &str| {
-            weir::reconciler::types::ResourceKind {
+            ResourceKind {
                 group: group.into(),
                 version: version.into(),
                 kind: kind.into(),
@@ -126,14 +132,13 @@ impl Guest for Chaos {
             }
             "error" => {
                 let kind = match spec["errorKind"].as_str() {
-                    Some("transient") => weir::reconciler::types::ErrorKind::Transient,
-                    _ => weir::reconciler::types::ErrorKind::Permanent,
+                    Some("transient") => ErrorKind::Transient,
+                    _ => ErrorKind::Permanent,
                 };
                 let message = spec["message"].as_str().unwrap_or("chaos: failing on request");
                 Err(ReconcileError { kind, message: message.into() })
             }
             "log" => {
-                use weir::reconciler::types::LogLevel;
                 for (level, word) in [
                     (LogLevel::Trace, "trace"),
                     (LogLevel::Debug, "debug"),
