@@ -31,13 +31,19 @@ build_rust() {
 # Python and JavaScript plugins: toolchains from guest-sdk/setup.sh (pinned, idempotent).
 build_guests() {
   "$root/guest-sdk/setup.sh"
-  local start
+  # The Blog CRD generated from the Rust type; embedded so `describe` reports it as the Rust plugin's does.
+  local crd=() start
+  if [[ -f "$root/deploy/crd/blog.yaml" ]]; then
+    crd=(--crd "$root/deploy/crd/blog.yaml")
+  else
+    echo "warning: deploy/crd/blog.yaml is missing; blog-py and blog-js will ship no CRD" >&2
+  fi
   start=$(date +%s%N)
   PYTHONPATH="$root/guest-sdk/python" "$root/target/venv/bin/python" -m weir_reconciler.build \
-    blog:Blog --path "$root/plugins/blog-py" -o "$out/blog-py.wasm"
+    blog:Blog --path "$root/plugins/blog-py" "${crd[@]}" -o "$out/blog-py.wasm"
   echo "blog-py.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
   start=$(date +%s%N)
-  node "$root/guest-sdk/js/bin/componentize.js" "$root/plugins/blog-js/src/blog.js" -o "$out/blog-js.wasm"
+  node "$root/guest-sdk/js/bin/componentize.js" "$root/plugins/blog-js/src/blog.js" "${crd[@]}" -o "$out/blog-js.wasm"
   echo "blog-js.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 }
 

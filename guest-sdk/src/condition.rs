@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 /// status struct so the CRD schema keeps the fields the host adds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(description = "One condition of the object's state; the host sets lastTransitionTime.")]
 pub struct Condition {
     /// The condition's name, e.g. `Ready`.
     #[serde(rename = "type")]

@@ -35,6 +35,10 @@ pub enum Command {
     Test(TestArgs),
     /// Reconcile with every plugin in a directory against a cluster, until SIGTERM.
     Run(weir::run::RunArgs),
+    /// Run everything on this machine: the API emulator, the host and a live view (no cluster).
+    Dev(weir::dev::DevArgs),
+    /// Print the ClusterRole the plugins in a directory need (from their `describe()`).
+    Rbac(RbacArgs),
 }
 
 impl Cli {
@@ -43,6 +47,12 @@ impl Cli {
         match &self.command {
             Command::Test(args) => test(&self, args),
             Command::Run(args) => args.execute(self.engine_config()).map(|()| ExitCode::SUCCESS).map_err(Into::into),
+            Command::Dev(args) => args.execute(self.engine_config()).map(|()| ExitCode::SUCCESS).map_err(Into::into),
+            Command::Rbac(args) => {
+                let engine = Engine::new(self.engine_config())?;
+                print!("{}", weir::rbac::render(&engine, &args.plugins, &args.name)?);
+                Ok(ExitCode::SUCCESS)
+            }
         }
     }
 
@@ -59,6 +69,17 @@ fn default_cache_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
     Some(base.join("weir"))
+}
+
+/// Arguments of `weir rbac`.
+#[derive(Debug, Args)]
+pub struct RbacArgs {
+    /// Directory of plugin components (`*.wasm`).
+    #[arg(long)]
+    pub plugins: PathBuf,
+    /// Name of the ClusterRole.
+    #[arg(long, default_value = "weir")]
+    pub name: String,
 }
 
 /// Arguments of `weir test`.

@@ -1,6 +1,7 @@
 //! Weir: a Kubernetes reconcile host whose reconcile logic comes as sandboxed
 //! WebAssembly components.
 
+pub mod dev;
 pub mod fixtures;
 pub mod hotload;
 pub mod leader;

@@ -65,6 +65,9 @@ pub enum RunError {
     /// Leader election failed.
     #[error(transparent)]
     Leader(#[from] LeaderError),
+    /// The plugins directory could not be watched, or the hot-loading host could not start.
+    #[error(transparent)]
+    Hotload(#[from] crate::hotload::Error),
     /// The async runtime could not start.
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
@@ -302,17 +305,22 @@ fn default_identity() -> String {
 pub async fn run(dir: &Path, kubeconfig: Option<&Path>, engine: EngineConfig, config: HostConfig) -> Result<(), RunError> {
     let client = client(kubeconfig).await?;
     let engine = Engine::new(engine).map_err(|source| RunError::Load { path: dir.to_owned(), source })?;
-    let loaded = load_plugins(dir, &engine)?;
-    let host = Host::start(client, loaded, config).await?;
+    // Plugins come and go while the host runs: see `crate::hotload`.
+    let hot = crate::hotload::HotHostConfig { host: config, plugins: crate::hotload::Config::new(dir), limits: Limits::default(), install_crds: false };
+    let mut host = crate::hotload::HotHost::start(client, engine, hot).await?;
     if let Some(addr) = host.addr() {
-        tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
+        tracing::info!(%addr, plugins = %dir.display(), "serving /metrics, /healthz, /readyz, /plugins; watching the plugins directory");
     }
-    shutdown_signal().await;
+    tokio::select! {
+        () = shutdown_signal() => {}
+        () = host.wait() => return Ok(()),
+    }
     host.shutdown().await;
     Ok(())
 }
 
-async fn shutdown_signal() {
+/// Resolves on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {

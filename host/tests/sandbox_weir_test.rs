@@ -19,7 +19,6 @@ fn weir_test(set: &str) -> (bool, String) {
         .output()
         .unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
-    assert!(out.stderr.is_empty(), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     (out.status.success(), stdout)
 }
 

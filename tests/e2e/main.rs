@@ -12,3 +12,4 @@ mod refused_answers_write_nothing;
 mod restart_converges;
 mod unwanted_children_are_pruned;
 mod watch_recovers;
+mod weir_run_binary;

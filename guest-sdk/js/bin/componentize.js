@@ -1,17 +1,18 @@
 #!/usr/bin/env node
 // The build command: bundles a plugin module with the SDK and turns it into a WebAssembly component.
 //
-//   weir-componentize plugins/blog-js/src/blog.js -o target/plugins/blog-js.wasm
+//   weir-componentize plugins/blog-js/src/blog.js --crd deploy/crd/blog.yaml -o target/plugins/blog-js.wasm
 //
 // The plugin module default-exports its `Reconciler` subclass (or an
 // instance). esbuild bundles it, with any npm packages it imports, into one
 // ES module, because the component's engine cannot resolve bare specifiers;
-// componentize-js then builds the component for world `reconciler`.
+// componentize-js then builds the component for world `reconciler`. `--crd`
+// embeds the parent's CRD file, which `describe` then reports.
 
 import { componentize } from '@bytecodealliance/componentize-js';
 import { build } from 'esbuild';
 import { realpathSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,12 +27,14 @@ const DISABLED_FEATURES = ['http', 'fetch-event'];
 /**
  * The component's entry module: the only code that sees the `log` import.
  * @param {string} pluginPath
+ * @param {string} [crd] the CRD text to embed
  */
-export function entrySource(pluginPath) {
+export function entrySource(pluginPath, crd) {
+  const options = crd === undefined ? '' : `, { crd: ${JSON.stringify(crd)} }`;
   return `import log from 'log';
 import Plugin from ${JSON.stringify(pluginPath)};
 import { exportReconciler } from '@weir/guest-sdk/guest';
-const glue = exportReconciler(typeof Plugin === 'function' ? new Plugin() : Plugin, log);
+const glue = exportReconciler(typeof Plugin === 'function' ? new Plugin() : Plugin, log${options});
 export function describe() { return glue.describe(); }
 export function reconcile(request) { return glue.reconcile(request); }
 export function finalize(request) { return glue.finalize(request); }
@@ -51,14 +54,15 @@ const sdkAlias = {
 
 /**
  * Bundle and componentize `plugin`, writing the component to `out`.
- * @param {{plugin: string, out: string, wit?: string}} opts
+ * @param {{plugin: string, out: string, wit?: string, crd?: string}} opts
  */
-export async function buildComponent({ plugin, out, wit = defaultWit }) {
+export async function buildComponent({ plugin, out, wit = defaultWit, crd }) {
+  const crdText = crd === undefined ? undefined : await readFile(crd, 'utf8');
   const work = await mkdtemp(join(tmpdir(), 'weir-js-'));
   try {
     const bundle = join(work, 'plugin.js');
     await build({
-      stdin: { contents: entrySource(resolve(plugin)), resolveDir: dirname(resolve(plugin)), sourcefile: 'weir-entry.js' },
+      stdin: { contents: entrySource(resolve(plugin), crdText), resolveDir: dirname(resolve(plugin)), sourcefile: 'weir-entry.js' },
       bundle: true,
       format: 'esm',
       platform: 'neutral',
@@ -84,13 +88,13 @@ export async function buildComponent({ plugin, out, wit = defaultWit }) {
 async function main() {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { out: { type: 'string', short: 'o' }, wit: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: { out: { type: 'string', short: 'o' }, wit: { type: 'string' }, crd: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
   if (values.help || positionals.length !== 1 || !values.out) {
-    console.error(`usage: weir-componentize <plugin.js> -o <component.wasm> [--wit <dir>] (default wit: ${defaultWit})`);
+    console.error(`usage: weir-componentize <plugin.js> -o <component.wasm> [--crd <file>] [--wit <dir>] (default wit: ${defaultWit})`);
     process.exit(values.help ? 0 : 2);
   }
-  const size = await buildComponent({ plugin: positionals[0], out: values.out, wit: values.wit });
+  const size = await buildComponent({ plugin: positionals[0], out: values.out, wit: values.wit, crd: values.crd });
   console.error(`wrote ${values.out} (${size} bytes)`);
 }
 

@@ -15,23 +15,39 @@ const kind = (k) => ({ group: k.group, version: k.version, kind: k.kind, plural:
 /**
  * The WIT `reconcile-error` for a thrown value. A plugin bug (anything but a
  * `ReconcileError`) is reported as transient, with its stack in the log,
- * rather than trapping the instance.
+ * rather than trapping the instance. Running out of memory is rethrown, so
+ * the component traps as a Rust guest would and the host reports the
+ * sandbox's limit instead of a plugin answer.
  * @param {unknown} e
  */
 function failure(e) {
   if (e instanceof ReconcileError) return { tag: 'err', val: { kind: e.kind, message: e.message } };
+  if (isOutOfMemory(e)) throw e;
   const err = e instanceof Error ? e : new Error(String(e));
   logging.error(err.stack ?? String(err));
   return { tag: 'err', val: { kind: 'transient', message: `${err.name}: ${err.message}` } };
 }
 
 /**
+ * SpiderMonkey reports exhaustion as the string "out of memory" (or an
+ * InternalError saying so) rather than a dedicated type.
+ * @param {unknown} e
+ */
+function isOutOfMemory(e) {
+  const text = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+  return /out of memory/i.test(text);
+}
+
+/**
  * The `describe` / `reconcile` / `finalize` exports serving `reconciler`, with
- * logs sent to `hostLog` (the world's `log` import).
+ * logs sent to `hostLog` (the world's `log` import). `options.crd`, if given,
+ * is reported by `describe` instead of `reconciler.crd` (the build command's
+ * `--crd FILE` embeds a file this way: a component cannot read files).
  * @param {import('./reconciler.js').Reconciler} reconciler
  * @param {(level: string, message: string) => void} hostLog
+ * @param {{ crd?: string }} [options]
  */
-export function exportReconciler(reconciler, hostLog) {
+export function exportReconciler(reconciler, hostLog, options = {}) {
   logging.setSink(hostLog);
   return {
     describe() {
@@ -43,7 +59,7 @@ export function exportReconciler(reconciler, hostLog) {
         parent: kind(r.parent),
         children: r.children.map(kind),
         finalizer: r.finalizer,
-        crd: r.crd,
+        crd: options.crd ?? r.crd,
       };
     },
 

@@ -19,3 +19,5 @@ export { Cleanup, Outcome, PermanentError, ReconcileError, TransientError } from
 export { Reconciler } from './reconciler.js';
 export { sha256, sha256Hex } from './sha256.js';
 export * as log from './log.js';
+
+/** @typedef {import('./objects.js').Resource} Resource A parent or child object: `KubeObject` plus its JSON fields. */

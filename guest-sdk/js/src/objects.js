@@ -32,7 +32,7 @@ export class Kind {
 
   /**
    * Whether `obj` (a manifest) is of this kind.
-   * @param {{apiVersion?: string, kind?: string}} obj
+   * @param {Record<string, any>} obj
    */
   matches(obj) {
     return obj?.apiVersion === this.apiVersion && obj?.kind === this.kind;
@@ -60,7 +60,7 @@ export class KubeObject {
 
   /** @returns {Record<string, any>} */
   get meta() {
-    return this.metadata ?? {};
+    return /** @type {Resource} */ (this).metadata ?? {};
   }
 
   /** @returns {string | undefined} */
@@ -114,11 +114,17 @@ export class KubeObject {
   }
 }
 
+/**
+ * A `KubeObject` with its JSON fields (`spec`, `status`, ...) typed loosely:
+ * what `reconcile` receives and `Children` holds.
+ * @typedef {KubeObject & {[field: string]: any}} Resource
+ */
+
 /** The observed children of one parent, looked up by kind and name. */
 export class Children {
   /** @param {Iterable<Record<string, any>>} [objects] */
   constructor(objects = []) {
-    /** @type {KubeObject[]} */
+    /** @type {Resource[]} */
     this.objects = [...objects].map((o) => (o instanceof KubeObject ? o : new KubeObject(o)));
   }
 
@@ -142,7 +148,7 @@ export class Children {
    * The observed child of `kind` named `name`, if the cache holds one.
    * @param {Kind} kind
    * @param {string} name
-   * @returns {KubeObject | undefined}
+   * @returns {Resource | undefined}
    */
   get(kind, name) {
     return this.ofKind(kind).find((o) => o.name === name);

@@ -6,6 +6,8 @@
 import { Children, Kind, KubeObject } from './objects.js';
 import { Cleanup, Outcome, PermanentError } from './outcome.js';
 
+/** @typedef {import('./objects.js').Resource} Resource */
+
 /**
  * Base class of a JavaScript reconciler plugin. A subclass sets the fields
  * `describe` reports (`name`, `version`, `parent`, `children`, optionally
@@ -28,7 +30,7 @@ export class Reconciler {
 
   /**
    * The desired children and status of `parent`, given the children it owns now.
-   * @param {KubeObject} parent
+   * @param {Resource} parent
    * @param {Children} children
    * @returns {Outcome}
    */
@@ -38,7 +40,7 @@ export class Reconciler {
 
   /**
    * One cleanup step while `parent` is being deleted; by default nothing to clean.
-   * @param {KubeObject} parent
+   * @param {Resource} parent
    * @param {Children} children
    * @param {string} finalizer
    * @returns {Cleanup}

@@ -12,20 +12,21 @@ class Plugin extends Reconciler {
   children = [CONFIG_MAP];
   finalizer = 'example.dev/cleanup';
 
-  /** @param {import('../src/index.js').KubeObject} parent */
+  /** @param {import('../src/index.js').Resource} parent */
   reconcile(parent) {
     const mode = parent.spec.mode;
     log.info(`mode ${mode}`);
     if (mode === 'permanent') throw new PermanentError('spec is invalid');
     if (mode === 'transient') throw new TransientError('not yet');
     if (mode === 'bug') return parent.spec.missing.field;
+    if (mode === 'oom') throw 'out of memory';
     const outcome = Outcome.apply([configMap('c', { k: 'ü' })]);
     if (mode === 'status') outcome.status({ ok: true }).requeueAfter(1500);
     if (mode === 'now') outcome.requeueNow();
     return outcome;
   }
 
-  /** @param {import('../src/index.js').KubeObject} parent */
+  /** @param {import('../src/index.js').Resource} parent */
   finalize(parent) {
     return parent.spec.mode === 'wait' ? Cleanup.againAfter(2000) : Cleanup.complete();
   }
@@ -84,6 +85,11 @@ test('a plugin bug is a transient error with the stack logged', () => {
   assert.ok(logged.some(([level]) => level === 'error'));
 });
 
+test('running out of memory is rethrown, so the component traps as a Rust guest would', () => {
+  const { glue, request } = setup();
+  assert.throws(() => glue.reconcile(request('oom')), (e) => e === 'out of memory');
+});
+
 test('logs go to the host import', () => {
   const { glue, logged, request } = setup();
   glue.reconcile(request('plain'));
@@ -101,4 +107,17 @@ test('the generated entry imports log as a default import and exports the three 
   const source = entrySource('/plugins/x/src/x.js');
   assert.match(source, /^import log from 'log';$/m);
   for (const name of ['describe', 'reconcile', 'finalize']) assert.match(source, new RegExp(`^export function ${name}\\(`, 'm'));
+});
+
+test('an embedded CRD is what describe reports', () => {
+  const glue = exportReconciler(new Plugin(), () => {}, { crd: 'kind: CustomResourceDefinition\n' });
+  assert.equal(glue.describe().crd, 'kind: CustomResourceDefinition\n');
+});
+
+test('the generated entry embeds the CRD text as a string literal', () => {
+  const crd = 'a: "quoted"\nb: `back` ${not} \\ 日本\n';
+  const source = entrySource('/plugins/x/src/x.js', crd);
+  const literal = /\{ crd: (.*) \}\);$/m.exec(source)?.[1];
+  assert.equal(JSON.parse(/** @type {string} */ (literal)), crd);
+  assert.doesNotMatch(entrySource('/plugins/x/src/x.js'), /crd/);
 });

@@ -7,7 +7,7 @@ class Echo extends Reconciler {
   parent = new Kind('example.dev', 'v1', 'Echo', 'echoes');
   children = [CONFIG_MAP];
 
-  /** @param {import('../src/index.js').KubeObject} parent @param {import('../src/index.js').Children} children */
+  /** @param {import('../src/index.js').Resource} parent @param {import('../src/index.js').Children} children */
   reconcile(parent, children) {
     if (!parent.spec?.text) throw new PermanentError('spec.text is required');
     return Outcome.apply([configMap(parent.name ?? '', { text: parent.spec.text })]).status({ seen: children.length });

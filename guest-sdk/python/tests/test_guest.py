@@ -52,6 +52,8 @@ class Plugin(Reconciler):
             raise TransientError("not yet")
         if mode == "bug":
             return {}["missing"]
+        if mode == "oom":
+            raise MemoryError()
         outcome = Outcome.apply([config_map("c", {"k": "ü"})])
         if mode == "status":
             outcome.status({"ok": True}).requeue_after(1.5)
@@ -90,6 +92,10 @@ class GlueTest(unittest.TestCase):
         self.assertEqual(info.parent, t.ResourceKind("example.dev", "v1", "Thing", "things", True))
         self.assertEqual(info.children, [t.ResourceKind("", "v1", "ConfigMap", "configmaps", True)])
 
+    def test_an_embedded_crd_is_what_describe_reports(self):
+        guest = export(Plugin(), world=self.world, types=self.types, err=self.err, crd="kind: CustomResourceDefinition\n")()
+        self.assertEqual(guest.describe().crd, "kind: CustomResourceDefinition\n")
+
     def test_reconcile_returns_children_as_json_and_requeue_as_a_variant(self):
         t = self.types
         response = self.guest.reconcile(self.request("plain"))
@@ -115,6 +121,12 @@ class GlueTest(unittest.TestCase):
         self.assertEqual(caught.exception.value.kind, t.ErrorKind.TRANSIENT)
         self.assertIn("KeyError", caught.exception.value.message)
         self.assertTrue(any(level == t.LogLevel.ERROR and "Traceback" in message for level, message in self.logged))
+
+    def test_running_out_of_memory_is_not_turned_into_an_answer(self):
+        # Re-raised, so the component traps as a Rust guest would and the host
+        # reports its memory limit.
+        with self.assertRaises(MemoryError):
+            self.guest.reconcile(self.request("oom"))
 
     def test_logs_go_to_the_host_import(self):
         self.guest.reconcile(self.request("plain"))

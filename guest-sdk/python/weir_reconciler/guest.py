@@ -23,10 +23,13 @@ def export(
     world: Optional[ModuleType] = None,
     types: Optional[ModuleType] = None,
     err: Optional[type] = None,
+    crd: Optional[str] = None,
 ) -> type:
     """The `WitWorld` class componentize-py instantiates, serving `reconciler`.
 
-    `world`, `types` and `err` default to the generated `wit_world`,
+    `crd`, if given, is reported by `describe` instead of `reconciler.crd`
+    (the build command's `--crd FILE` embeds a file this way). `world`,
+    `types` and `err` default to the generated `wit_world`,
     `wit_world.imports.types` and `componentize_py_types.Err`.
     """
     if world is None:
@@ -42,7 +45,7 @@ def export(
     def kind(k: Kind) -> Any:
         return types.ResourceKind(k.group, k.version, k.kind, k.plural, k.namespaced)
 
-    def failure(e: BaseException) -> BaseException:
+    def failure(e: Exception) -> BaseException:
         if isinstance(e, ReconcileError):
             error_kind = types.ErrorKind.PERMANENT if e.kind == "permanent" else types.ErrorKind.TRANSIENT
             return err(types.ReconcileError(error_kind, e.message))
@@ -55,7 +58,7 @@ def export(
         def describe(self) -> Any:
             r = reconciler
             return types.PluginInfo(
-                r.name, r.version, kind(r.parent), [kind(c) for c in r.children], r.finalizer, r.crd
+                r.name, r.version, kind(r.parent), [kind(c) for c in r.children], r.finalizer, crd if crd is not None else r.crd
             )
 
         def reconcile(self, request: Any) -> Any:
@@ -63,6 +66,8 @@ def export(
                 outcome = reconciler.handle_reconcile(request.parent, request.children)
                 children = [encode(c) for c in outcome.children]
                 status = None if outcome.desired_status is None else encode(outcome.desired_status)
+            except MemoryError:
+                raise  # the sandbox's limit, not a plugin answer: let the host see it as such
             except Exception as e:
                 raise failure(e) from None
             if outcome.requeue == "done":
@@ -76,6 +81,8 @@ def export(
         def finalize(self, request: Any) -> Any:
             try:
                 cleanup = reconciler.handle_finalize(request.parent, request.children, request.finalizer)
+            except MemoryError:
+                raise  # as in reconcile
             except Exception as e:
                 raise failure(e) from None
             if cleanup.is_complete:

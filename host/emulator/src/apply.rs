@@ -169,6 +169,21 @@ fn merge_into(live: &mut Value, cfg: &Value, field: &str) {
     }
 }
 
+/// kube-apiserver lets `kubectl apply --server-side` take over fields that client-side apply
+/// set (the documented upgrade path): conflicts with `kubectl-client-side-apply` on fields named
+/// in the `last-applied-configuration` annotation are not conflicts.
+fn forgive_client_side_apply(live: &Value, conflicts: &mut Vec<(String, Path)>) {
+    let last = live
+        .pointer("/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration")
+        .and_then(Value::as_str)
+        .and_then(|s| serde_json::from_str::<Value>(s).ok());
+    let Some(last) = last else { return };
+    let last_fields = fieldset::fields_of(&last);
+    conflicts.retain(|(manager, path)| {
+        !(manager == "kubectl-client-side-apply" || manager == "before-first-apply") || !last_fields.contains(path)
+    });
+}
+
 /// Server-side apply of `cfg` by `manager` onto `live` (or onto an empty object when creating).
 pub fn apply(
     live: Option<&Value>,
@@ -193,6 +208,7 @@ pub fn apply(
             }
         }
     }
+    forgive_client_side_apply(&obj, &mut conflicts);
     if !conflicts.is_empty() {
         if !force {
             return Err(Error::Conflicts(conflicts));

@@ -69,6 +69,11 @@ impl Request {
     }
 
     fn json_body(&self) -> ApiResult<Value> {
+        let ct = self.header(http::header::CONTENT_TYPE);
+        if ct.contains("protobuf") || ct.contains("cbor") {
+            // client-go retries with JSON after a 415, which is all the emulator speaks.
+            return Err(ApiError::unsupported_media(ct));
+        }
         serde_json::from_slice(&self.body)
             .or_else(|_| serde_yaml::from_slice(&self.body))
             .map_err(|e| ApiError::bad_request(format!("the request body could not be decoded: {e}")))

@@ -48,10 +48,10 @@ impl State {
     /// Re-emits what the guest wrote to stdout (info) and stderr (warn) in the
     /// current span, one event per line.
     pub(super) fn flush_output(&self) {
-        for line in String::from_utf8_lossy(&self.stdout.contents()).lines() {
+        for line in String::from_utf8_lossy(&self.stdout.contents()).lines().filter(|l| !l.trim().is_empty()) {
             tracing::info!(plugin = %self.plugin, stream = "stdout", "{line}");
         }
-        for line in String::from_utf8_lossy(&self.stderr.contents()).lines() {
+        for line in String::from_utf8_lossy(&self.stderr.contents()).lines().filter(|l| !l.trim().is_empty()) {
             tracing::warn!(plugin = %self.plugin, stream = "stderr", "{line}");
         }
     }

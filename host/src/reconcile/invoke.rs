@@ -23,6 +23,29 @@ pub struct PluginError {
     pub kind: ErrorKind,
     /// What went wrong, naming the plugin.
     pub message: String,
+    /// Whether the plugin answered but the answer broke the contract (refused, nothing written).
+    pub refused: bool,
+}
+
+impl PluginError {
+    /// A failure the plugin (or the call) reported.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into(), refused: false }
+    }
+
+    /// An answer the host refused: permanent, nothing written.
+    pub fn refused(message: impl Into<String>) -> Self {
+        Self { kind: ErrorKind::Permanent, message: message.into(), refused: true }
+    }
+}
+
+fn from_call(e: crate::plugin::CallError) -> PluginError {
+    match e {
+        crate::plugin::CallError::InvalidResponse { .. } | crate::plugin::CallError::ResponseTooLarge { .. } => {
+            PluginError::refused(e.to_string())
+        }
+        e => PluginError::new(e.kind(), e.to_string()),
+    }
 }
 
 /// What the host needs from a reconcile step: the sandboxed plugin, or a native stand-in in tests.
@@ -41,13 +64,11 @@ impl Reconciler for crate::plugin::Plugin {
     }
 
     fn reconcile(&self, req: &ReconcileRequest) -> Result<ReconcileResponse, PluginError> {
-        crate::plugin::Plugin::reconcile(self, req)
-            .map_err(|e| PluginError { kind: e.kind(), message: e.to_string() })
+        crate::plugin::Plugin::reconcile(self, req).map_err(from_call)
     }
 
     fn finalize(&self, req: &FinalizeRequest) -> Result<FinalizeResponse, PluginError> {
-        crate::plugin::Plugin::finalize(self, req)
-            .map_err(|e| PluginError { kind: e.kind(), message: e.to_string() })
+        crate::plugin::Plugin::finalize(self, req).map_err(from_call)
     }
 }
 
@@ -80,10 +101,7 @@ impl Invoker {
         f: impl FnOnce(&dyn Reconciler) -> Result<R, PluginError> + Send + 'static,
     ) -> Result<R, PluginError> {
         let name = self.plugin.info().name.clone();
-        let _permit = self.permits.clone().acquire_owned().await.map_err(|_| PluginError {
-            kind: ErrorKind::Transient,
-            message: format!("plugin {name}: host is shutting down"),
-        })?;
+        let _permit = self.permits.clone().acquire_owned().await.map_err(|_| PluginError::new(ErrorKind::Transient, format!("plugin {name}: host is shutting down")))?;
         let plugin = self.plugin.clone();
         let span = tracing::Span::current();
         let started = Instant::now();
@@ -92,7 +110,7 @@ impl Invoker {
             .await;
         self.metrics.plugin_called(&name, started.elapsed());
         joined.unwrap_or_else(|e| {
-            Err(PluginError { kind: ErrorKind::Transient, message: format!("plugin {name}: call aborted: {e}") })
+            Err(PluginError::new(ErrorKind::Transient, format!("plugin {name}: call aborted: {e}")))
         })
     }
 

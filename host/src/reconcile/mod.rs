@@ -179,7 +179,7 @@ impl Controller {
             let desired = match validate::validate(info, &parent, answer.children, &self.cache) {
                 Ok(desired) => desired,
                 Err(refusal) => {
-                    let e = PluginError { kind: ErrorKind::Permanent, message: format!("plugin {}: refused: {refusal}", info.name) };
+                    let e = PluginError::refused(format!("plugin {}: answer refused: {refusal}", info.name));
                     return self.failed(key, &parent, e).await;
                 }
             };
@@ -235,8 +235,8 @@ impl Controller {
     /// A failed plugin call or a refused answer: record it on the parent and retry or wait.
     async fn failed(&self, key: &ObjectKey, parent: &DynamicObject, e: PluginError) -> Outcome {
         let (reason, finish, result) = match e.kind {
+            _ if e.refused => ("Refused", Finish::Failed, "refused"),
             ErrorKind::Transient => ("TransientError", Finish::Retry, "error"),
-            ErrorKind::Permanent if e.message.contains("refused") => ("Refused", Finish::Failed, "refused"),
             ErrorKind::Permanent => ("PermanentError", Finish::Failed, "error"),
         };
         tracing::warn!(error = %e.message, %reason, "reconcile failed");
@@ -258,7 +258,7 @@ impl Controller {
             source = s.source();
         }
         let kind = if permanent { ErrorKind::Permanent } else { ErrorKind::Transient };
-        self.failed(key, parent, PluginError { kind, message }).await
+        self.failed(key, parent, PluginError::new(kind, message)).await
     }
 
     /// Adds the plugin's finalizer to a live parent that lacks it. `Some` ends this reconcile

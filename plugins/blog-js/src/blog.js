@@ -37,7 +37,7 @@ const DNS1035_LABEL = /^[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?$/;
 
 /**
  * Decode `spec` with the Rust type's rules: `title` required, the rest defaulted, types strict.
- * @param {import('@weir/guest-sdk').KubeObject} blog
+ * @param {import('@weir/guest-sdk').Resource} blog
  * @returns {BlogSpec}
  */
 export function blogSpec(blog) {
@@ -81,7 +81,7 @@ export default class Blog extends Reconciler {
   finalizer = FINALIZER;
 
   /**
-   * @param {import('@weir/guest-sdk').KubeObject} blog
+   * @param {import('@weir/guest-sdk').Resource} blog
    * @param {import('@weir/guest-sdk').Children} observed
    */
   reconcile(blog, observed) {
@@ -98,7 +98,7 @@ export default class Blog extends Reconciler {
   /**
    * Nothing outside the cluster: the children go with the Blog through their
    * owner references. The finalizer makes the host's path run.
-   * @param {import('@weir/guest-sdk').KubeObject} blog
+   * @param {import('@weir/guest-sdk').Resource} blog
    * @param {import('@weir/guest-sdk').Children} observed
    */
   finalize(blog, observed) {
@@ -157,9 +157,9 @@ const webService = (name) =>
   service(name, { selector: selector(name), labels: labels(name), ports: [{ name: 'http', port: 80, targetPort: 'http' }] });
 
 /**
- * @param {import('@weir/guest-sdk').KubeObject} blog
+ * @param {import('@weir/guest-sdk').Resource} blog
  * @param {BlogSpec} spec
- * @param {import('@weir/guest-sdk').KubeObject | undefined} current
+ * @param {import('@weir/guest-sdk').Resource | undefined} current
  */
 function blogStatus(blog, spec, current) {
   // Absent or null both mean none ready, as `Option<i32>` does in the Rust port.

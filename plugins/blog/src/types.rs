@@ -8,7 +8,7 @@ use weir_guest_sdk::Condition;
 /// The image that serves the page when `spec.image` is not set.
 pub const DEFAULT_IMAGE: &str = "nginx:1.27";
 
-/// A one-page website: a title served by a few web server replicas.
+/// What a Blog should be: its title and how many pods of which image serve it.
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
 #[kube(
     group = "weir.dev",
@@ -17,6 +17,7 @@ pub const DEFAULT_IMAGE: &str = "nginx:1.27";
     plural = "blogs",
     namespaced,
     status = "BlogStatus",
+    doc = "A one-page website: a title served by a few web server replicas.",
     printcolumn = r#"{"name":"Title","type":"string","jsonPath":".spec.title"}"#,
     printcolumn = r#"{"name":"Replicas","type":"integer","jsonPath":".spec.replicas"}"#,
     printcolumn = r#"{"name":"Ready","type":"integer","jsonPath":".status.readyReplicas"}"#

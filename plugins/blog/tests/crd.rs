@@ -36,7 +36,7 @@ fn the_crd_requires_a_title_and_defaults_replicas_and_image() {
     let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
     assert_eq!(spec["required"], serde_json::json!(["title"]));
     assert_eq!(spec["properties"]["replicas"]["default"], 1);
-    assert_eq!(spec["properties"]["replicas"]["minimum"], 0);
+    assert_eq!(spec["properties"]["replicas"]["minimum"].as_f64(), Some(0.0));
     assert_eq!(spec["properties"]["image"]["default"], weir_plugin_blog::DEFAULT_IMAGE);
     assert_eq!(spec["properties"]["title"]["minLength"], 1);
     assert_eq!(crd["spec"]["scope"], "Namespaced");

@@ -4,6 +4,7 @@ mod apply;
 mod crd;
 mod crud;
 mod gc;
+mod kubectl;
 mod runtime;
 mod watch;
 mod workload;

@@ -1,0 +1,173 @@
+//! Load and call costs of the Blog plugin in Rust, Python and JavaScript, printed as one table.
+//!
+//! Python and JavaScript components carry their interpreter (12–20 MB), so
+//! what matters for them is whether the precompiled cache makes a restart
+//! cheap, and whether a fresh instance per call is affordable. Run after
+//! `plugins/build.sh all`:
+//!
+//! ```text
+//! cargo bench -p weir --bench languages                 # release build of the host
+//! cargo bench -p weir --bench languages --profile dev   # reuses the test build (dependencies at opt-level 2)
+//! ```
+//!
+//! Every row runs the same request (the parent and observed children of
+//! `plugins/blog/fixtures/07-deployment-ready.yaml`) in one process, so the
+//! ratios to the Rust row compare like with like.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use weir::plugin::{Engine, EngineConfig, Limits, Plugin, PluginInfo, ReconcileRequest, ReusedInstance};
+
+/// (row label, component file under target/plugins).
+const PLUGINS: [(&str, &str); 3] = [("Rust", "blog.wasm"), ("Python", "blog-py.wasm"), ("JavaScript", "blog-js.wasm")];
+/// Restarts measured against a warm cache, per language.
+const CACHED_LOADS: usize = 5;
+/// Calls per way of calling, after warm-up.
+const CALLS: usize = 200;
+const WARMUP: usize = 10;
+
+struct Row {
+    label: &'static str,
+    size: u64,
+    cold: Duration,
+    cached: Duration,
+    fresh: Duration,
+    reused: Duration,
+}
+
+fn main() -> anyhow::Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let request = request(&root.join("plugins/blog/fixtures/07-deployment-ready.yaml"))?;
+    let mut rows = Vec::new();
+    let mut reference: Option<PluginInfo> = None;
+    for (label, file) in PLUGINS {
+        let path = root.join("target/plugins").join(file);
+        if !path.exists() {
+            bail!("{} is missing: build it with `plugins/build.sh all`", path.display());
+        }
+        eprintln!("measuring {label} ({})", path.display());
+        let (row, info) = measure(label, &path, &request).with_context(|| format!("measuring {}", path.display()))?;
+        match &reference {
+            None => reference = Some(info),
+            Some(rust) => same_plugin(rust, &info).with_context(|| format!("{} is not the Rust Blog", path.display()))?,
+        }
+        rows.push(row);
+    }
+    print_table(&rows);
+    Ok(())
+}
+
+/// The fixture's parent and observed children, as the host would send them.
+fn request(fixture: &Path) -> anyhow::Result<ReconcileRequest> {
+    let text = std::fs::read_to_string(fixture).with_context(|| format!("reading {}", fixture.display()))?;
+    let case: serde_json::Value = serde_yaml::from_str(&text)?;
+    let children = case["observed"].as_array().cloned().unwrap_or_default();
+    Ok(ReconcileRequest {
+        parent: serde_json::to_string(&case["parent"])?,
+        children: children.iter().map(serde_json::to_string).collect::<Result<_, _>>()?,
+    })
+}
+
+/// The ports must describe themselves as the Rust plugin does, CRD included
+/// (compared as data: the Rust plugin sends JSON, the ports embed the YAML file).
+fn same_plugin(rust: &PluginInfo, port: &PluginInfo) -> anyhow::Result<()> {
+    let identity = |i: &PluginInfo| (i.name.clone(), i.version.clone(), i.parent.clone(), i.children.clone(), i.finalizer.clone());
+    if identity(rust) != identity(port) {
+        bail!("describe differs: {port:?}");
+    }
+    let crd = |i: &PluginInfo| -> anyhow::Result<Option<serde_json::Value>> {
+        Ok(i.crd.as_deref().map(serde_yaml::from_str).transpose()?)
+    };
+    if crd(rust)? != crd(port)? {
+        bail!("its CRD differs from the Rust plugin's");
+    }
+    Ok(())
+}
+
+fn measure(label: &'static str, path: &Path, request: &ReconcileRequest) -> anyhow::Result<(Row, PluginInfo)> {
+    let cache = tempfile::tempdir()?;
+    let engine = |dir: PathBuf| Engine::new(EngineConfig { cache_dir: Some(dir), ..EngineConfig::default() });
+
+    // Cold: an empty cache, so this is the compile (plus writing the artifact).
+    let start = Instant::now();
+    let plugin = engine(cache.path().to_owned())?.load_file(path, Limits::default())?;
+    let cold = start.elapsed();
+
+    // Cached: a new engine each time, as after a restart of the host.
+    let mut loads = Vec::with_capacity(CACHED_LOADS);
+    for _ in 0..CACHED_LOADS {
+        let fresh_engine = engine(cache.path().to_owned())?;
+        let start = Instant::now();
+        fresh_engine.load_file(path, Limits::default())?;
+        loads.push(start.elapsed());
+    }
+
+    let fresh = median_call(|| plugin.reconcile(request).map(drop))?;
+    let mut kept = ReusedInstance::new(plugin.clone());
+    let reused = median_call(|| kept.reconcile(request).map(drop))?;
+    check_answer(&plugin, request)?;
+    let row = Row { label, size: std::fs::metadata(path)?.len(), cold, cached: median(loads), fresh, reused };
+    Ok((row, plugin.info().clone()))
+}
+
+/// A benchmark of a plugin that fails is no benchmark: the answer must be the Blog's three children.
+fn check_answer(plugin: &Plugin, request: &ReconcileRequest) -> anyhow::Result<()> {
+    let answer = plugin.reconcile(request)?;
+    if answer.children.len() != 3 {
+        bail!("{} answered {} children, not 3", plugin.label(), answer.children.len());
+    }
+    Ok(())
+}
+
+fn median_call<E: std::error::Error + Send + Sync + 'static>(
+    mut call: impl FnMut() -> Result<(), E>,
+) -> anyhow::Result<Duration> {
+    for _ in 0..WARMUP {
+        call()?;
+    }
+    let mut times = Vec::with_capacity(CALLS);
+    for _ in 0..CALLS {
+        let start = Instant::now();
+        call()?;
+        times.push(start.elapsed());
+    }
+    Ok(median(times))
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn print_table(rows: &[Row]) {
+    let Some(rust) = rows.first() else { return };
+    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(f64::MIN_POSITIVE);
+    println!();
+    println!(
+        "| language   | component | cold load (compile) | cached load | fresh instance + call | reused instance call | fresh / reused |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        println!(
+            "| {:<10} | {:>6.1} MB | {:>9.0} ms ({:>4.0}×) | {:>6.1} ms ({:>4.1}×) | {:>8.0} µs ({:>5.1}×) | {:>8.1} µs ({:>5.1}×) | {:>5.1}× |",
+            r.label,
+            r.size as f64 / 1e6,
+            r.cold.as_secs_f64() * 1e3,
+            ratio(r.cold, rust.cold),
+            r.cached.as_secs_f64() * 1e3,
+            ratio(r.cached, rust.cached),
+            r.fresh.as_secs_f64() * 1e6,
+            ratio(r.fresh, rust.fresh),
+            r.reused.as_secs_f64() * 1e6,
+            ratio(r.reused, rust.reused),
+            ratio(r.fresh, r.reused),
+        );
+    }
+    println!();
+    println!(
+        "medians: cached load over {CACHED_LOADS} restarts (new engine, warm cache), calls over {CALLS}; \
+         (n×) = ratio to the Rust row; request = fixture 07 (parent + 3 observed children)"
+    );
+}

@@ -1,0 +1,241 @@
+//! The real kubectl against the emulator. These tests fail (never skip) when kubectl is missing.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use serde_json::json;
+use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+
+use crate::configmap;
+
+/// kubectl bound to one emulator, with its own HOME so discovery caches never leak between tests.
+struct Kubectl {
+    home: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+fn kubectl_binary() -> PathBuf {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .map(|d| d.join("kubectl"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("kubectl is not installed (not found on PATH): the kubectl conformance tests need it"))
+}
+
+impl Kubectl {
+    fn new(em: &Emulator) -> Self {
+        kubectl_binary();
+        let home = tempfile::tempdir().unwrap();
+        let kubeconfig = home.path().join("kubeconfig");
+        em.write_kubeconfig(&kubeconfig).unwrap();
+        Kubectl { home, kubeconfig }
+    }
+
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut cmd = tokio::process::Command::new(kubectl_binary());
+        cmd.args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env("HOME", self.home.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd
+    }
+
+    async fn run(&self, args: &[&str]) -> std::process::Output {
+        tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
+            .await
+            .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
+            .unwrap()
+    }
+
+    /// Run and require success; returns stdout.
+    async fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args).await;
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}\nstdout: {stdout}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let p = self.home.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().to_string()
+    }
+}
+
+const CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: blogs.weir.dev}
+spec:
+  group: weir.dev
+  scope: Namespaced
+  names: {plural: blogs, singular: blog, kind: Blog, shortNames: [bl]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              title: {type: string}
+              replicas: {type: integer}
+          status: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+fn blog(title: &str) -> String {
+    format!("apiVersion: weir.dev/v1\nkind: Blog\nmetadata: {{name: hello}}\nspec: {{title: {title}, replicas: 1}}\n")
+}
+
+fn writes(em: &Emulator) -> Vec<(String, String, Option<String>, Option<String>)> {
+    em.requests()
+        .into_iter()
+        .filter(|r| r.is_write())
+        .map(|r| (r.method.to_string(), r.path, r.content_type, r.field_manager))
+        .collect()
+}
+
+#[tokio::test]
+async fn kubectl_applies_a_crd_and_an_object_client_side_and_server_side() {
+    let em = Emulator::start(EmulatorConfig::default()).await.unwrap();
+    let k = Kubectl::new(&em);
+    let crd = k.file("crd.yaml", CRD);
+    assert!(k.ok(&["apply", "-f", &crd]).await.contains("created"));
+    let file = k.file("blog.yaml", &blog("Hello"));
+    assert!(k.ok(&["apply", "-f", &file]).await.contains("blog.weir.dev/hello created"));
+    let yaml = k.ok(&["get", "blog", "hello", "-o", "yaml"]).await;
+    assert!(yaml.contains("title: Hello") && yaml.contains("last-applied-configuration"), "{yaml}");
+    assert!(k.ok(&["get", "bl"]).await.contains("hello"), "short name resolves");
+
+    em.clear_requests();
+    k.file("blog.yaml", &blog("Changed"));
+    assert!(k.ok(&["apply", "-f", &file]).await.contains("configured"));
+    let patch = writes(&em);
+    assert_eq!(patch.len(), 1, "{patch:?}");
+    assert_eq!(patch[0].2.as_deref(), Some("application/merge-patch+json"), "custom resources get merge patches");
+    assert!(k.ok(&["apply", "-f", &file]).await.contains("unchanged"));
+
+    em.clear_requests();
+    k.file("blog.yaml", &blog("Server"));
+    assert!(k.ok(&["apply", "--server-side", "-f", &file]).await.contains("serverside-applied"));
+    let ssa = writes(&em);
+    assert!(ssa.iter().any(|w| w.2.as_deref() == Some("application/apply-patch+yaml") && w.3.as_deref() == Some("kubectl")), "{ssa:?}");
+    assert!(k.ok(&["get", "blog", "hello", "-o", "jsonpath={.spec.title}"]).await.contains("Server"));
+
+    k.ok(&["patch", "blog", "hello", "--type=merge", "-p", r#"{"spec":{"replicas":3}}"#]).await;
+    k.ok(&["patch", "blog", "hello", "--subresource=status", "--type=merge", "-p", r#"{"status":{"ready":true}}"#]).await;
+    let got = k.ok(&["get", "blog", "hello", "-o", "jsonpath={.spec.replicas} {.status.ready}"]).await;
+    assert_eq!(got.trim(), "3 true");
+    assert!(k.ok(&["delete", "-f", &file]).await.contains("deleted"));
+    assert!(k.run(&["get", "blog", "hello"]).await.status.code() != Some(0));
+}
+
+const DEPLOYMENT: &str = r#"
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, labels: {app: web}}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: app
+        image: IMAGE
+        ports: [{containerPort: 80}]
+        env: [{name: A, value: "1"}]
+"#;
+
+#[tokio::test]
+async fn kubectl_applies_scales_edits_and_waits_for_a_deployment() {
+    let config = EmulatorConfig {
+        workloads: Some(WorkloadSimulation { ready_after: Duration::from_millis(300) }),
+        ..EmulatorConfig::default()
+    };
+    let em = Emulator::start(config).await.unwrap();
+    let k = Kubectl::new(&em);
+    let file = k.file("deploy.yaml", &DEPLOYMENT.replace("IMAGE", "nginx:1"));
+    k.ok(&["apply", "-f", &file]).await;
+    k.ok(&["wait", "--for=condition=Available", "deployment/web", "--timeout=30s"]).await;
+
+    em.clear_requests();
+    k.file("deploy.yaml", &DEPLOYMENT.replace("IMAGE", "nginx:2"));
+    k.ok(&["apply", "-f", &file]).await;
+    let patch = writes(&em);
+    assert_eq!(patch.iter().map(|w| w.2.as_deref()).collect::<Vec<_>>(), vec![Some("application/strategic-merge-patch+json")]);
+    let image = k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}"]).await;
+    assert_eq!(image, "nginx:2");
+
+    assert!(k.ok(&["scale", "deployment/web", "--replicas=4"]).await.contains("scaled"));
+    k.ok(&["wait", "--for=condition=Available", "deployment/web", "--timeout=30s"]).await;
+    let replicas = k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas} {.status.availableReplicas}"]).await;
+    assert_eq!(replicas, "4 4");
+
+    let mut edit = k.command(&["edit", "deployment/web"]);
+    edit.env("KUBE_EDITOR", "sed -i s/nginx:2/nginx:3/");
+    let out = edit.output().await.unwrap();
+    assert!(out.status.success(), "edit failed: {}", String::from_utf8_lossy(&out.stderr));
+    let edited = em.requests().into_iter().rev().find(|r| r.is_write()).unwrap();
+    assert_eq!(edited.field_manager.as_deref(), Some("kubectl-edit"));
+    assert_eq!(k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].image}"]).await, "nginx:3");
+
+    let yaml = k.ok(&["get", "deployment", "web", "-o", "yaml"]).await;
+    assert!(yaml.contains("observedGeneration") && yaml.contains("type: Available"), "{yaml}");
+    k.ok(&["delete", "deployment", "web"]).await;
+    assert!(!k.ok(&["get", "deployments"]).await.contains("web"));
+}
+
+#[tokio::test]
+async fn kubectl_get_watch_streams_changes_and_delete_waits_for_finalizers() {
+    let em = Emulator::start(EmulatorConfig::default()).await.unwrap();
+    let k = Kubectl::new(&em);
+    let api: Api<ConfigMap> = Api::default_namespaced(em.client());
+    configmap("a").create(&api).await;
+    let watch = k.command(&["get", "configmaps", "-w", "--output-watch-events"]).spawn().unwrap();
+    wait_for_watch(&em).await;
+    configmap("b").create(&api).await;
+    api.patch("a", &PatchParams::default(), &Patch::Merge(json!({"data": {"x": "y"}}))).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    em.drop_watches();
+    let out = tokio::time::timeout(Duration::from_secs(20), watch.wait_with_output()).await.unwrap().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = |event: &str, name: &str| text.lines().any(|l| l.split_whitespace().take(2).eq([event, name]));
+    assert!(line("ADDED", "a") && line("ADDED", "b") && line("MODIFIED", "a"), "{text}");
+
+    configmap("held").finalizer("example.com/hold").create(&api).await;
+    let deleting = k.command(&["delete", "configmap", "held", "--timeout=30s"]).spawn().unwrap();
+    let api2 = api.clone();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(api2.get("held").await.unwrap().metadata.deletion_timestamp.is_some());
+    api2.patch("held", &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(30), deleting.wait_with_output()).await.unwrap().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(api.get_opt("held").await.unwrap().is_none());
+}
+
+async fn wait_for_watch(em: &Emulator) {
+    for _ in 0..500 {
+        if em.requests().iter().any(|r| r.is_watch()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("kubectl never opened a watch");
+}
+

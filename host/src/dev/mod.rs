@@ -1,0 +1,158 @@
+//! `weir dev`: the whole loop on a laptop, no cluster: the emulator, the host and a live view.
+//!
+//! One process runs the embedded API server (Deployments turn ready after a
+//! short delay, as KWOK fakes kubelets), writes a kubeconfig for `kubectl`,
+//! runs the hot-loading host on `--plugins DIR` (installing each plugin's CRD
+//! as it loads), optionally applies example objects, and shows what happens:
+//! a compact live view on a terminal, plain lines otherwise. Rebuilding a
+//! plugin into DIR is picked up live.
+
+mod examples;
+mod view;
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+
+use crate::hotload::{self, HotHost, HotHostConfig};
+use crate::plugin::{Engine, EngineConfig, Limits, LoadError};
+use crate::reconcile::ControllerConfig;
+use crate::run::HostConfig;
+
+pub use examples::{ApplyError, apply_dir};
+
+/// Why `weir dev` stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum DevError {
+    /// The async runtime could not start.
+    #[error("cannot start the async runtime")]
+    Runtime(#[source] std::io::Error),
+    /// The emulator could not start or write its kubeconfig.
+    #[error("the Kubernetes API emulator failed")]
+    Emulator(#[from] weir_emulator::Error),
+    /// The kubeconfig's directory could not be created.
+    #[error("cannot create {}", path.display())]
+    KubeconfigDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The WebAssembly engine could not start.
+    #[error(transparent)]
+    Engine(#[from] LoadError),
+    /// The host could not start.
+    #[error(transparent)]
+    Host(#[from] hotload::Error),
+    /// The example objects could not be applied.
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+    /// The plugins were not ready in time to apply the examples.
+    #[error("plugins in {} not loaded after {secs} s; not applying the examples", dir.display())]
+    NotReady {
+        /// The plugins directory.
+        dir: PathBuf,
+        /// How long we waited.
+        secs: u64,
+    },
+}
+
+/// Arguments of `weir dev`.
+#[derive(Debug, Args)]
+pub struct DevArgs {
+    /// Directory of plugin components (`*.wasm`), watched for changes.
+    #[arg(long, default_value = "target/plugins")]
+    pub plugins: PathBuf,
+    /// Where to write the kubeconfig for `kubectl`.
+    #[arg(long, default_value = ".weir/kubeconfig")]
+    pub kubeconfig: PathBuf,
+    /// Apply the manifests in this directory once the plugins are loaded (e.g. `deploy/examples/`).
+    #[arg(long)]
+    pub apply: Option<PathBuf>,
+    /// Port of the API emulator on 127.0.0.1 (0 picks a free one).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Address of `/metrics`, `/healthz`, `/readyz` and `/plugins`.
+    #[arg(long, default_value = "127.0.0.1:0")]
+    pub listen: SocketAddr,
+    /// Milliseconds after which a simulated Deployment reports its replicas ready.
+    #[arg(long, default_value_t = 500)]
+    pub ready_after_ms: u64,
+    /// Plain log lines even on a terminal.
+    #[arg(long)]
+    pub plain: bool,
+}
+
+impl DevArgs {
+    /// Runs until SIGTERM or Ctrl-C (blocking: it owns its async runtime).
+    pub fn execute(&self, engine: EngineConfig) -> Result<(), DevError> {
+        let runtime = tokio::runtime::Runtime::new().map_err(DevError::Runtime)?;
+        runtime.block_on(self.run(engine))
+    }
+
+    async fn run(&self, engine: EngineConfig) -> Result<(), DevError> {
+        let workloads = Some(WorkloadSimulation { ready_after: Duration::from_millis(self.ready_after_ms) });
+        let emulator = Emulator::start(EmulatorConfig { workloads, port: self.port, ..EmulatorConfig::default() }).await?;
+        if let Some(dir) = self.kubeconfig.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| DevError::KubeconfigDir { path: dir.to_owned(), source })?;
+        }
+        emulator.write_kubeconfig(&self.kubeconfig)?;
+        let kubectl = format!("kubectl --kubeconfig {}", self.kubeconfig.display());
+        println!("weir dev: Kubernetes API emulator at {}", emulator.url());
+        println!("weir dev: use it with   {kubectl} get blogs");
+
+        let engine = Engine::new(engine)?;
+        let config = HotHostConfig {
+            host: HostConfig {
+                controller: ControllerConfig { instance: "weir-dev".into(), ..ControllerConfig::default() },
+                listen: Some(self.listen),
+                ..HostConfig::default()
+            },
+            plugins: hotload::Config::new(&self.plugins),
+            limits: Limits::default(),
+            install_crds: true,
+        };
+        let host = HotHost::start(emulator.client(), engine, config).await?;
+        if let Some(addr) = host.addr() {
+            println!("weir dev: plugins from {} (listed at http://{addr}/plugins)", self.plugins.display());
+        }
+        let live = !self.plain && std::io::stdout().is_terminal();
+        let view = tokio::spawn(view::show(emulator.client(), host.catalog(), kubectl, live));
+
+        let applied = async {
+            if let Some(dir) = &self.apply {
+                wait_ready(&host, &self.plugins).await?;
+                for line in apply_dir(&emulator.client(), dir).await? {
+                    println!("weir dev: {line}");
+                }
+            }
+            Ok::<(), DevError>(())
+        };
+        let outcome = tokio::select! {
+            () = crate::run::shutdown_signal() => Ok(()),
+            r = async { applied.await?; crate::run::shutdown_signal().await; Ok(()) } => r,
+        };
+        view.abort();
+        println!("weir dev: stopping");
+        host.shutdown().await;
+        emulator.shutdown().await;
+        outcome
+    }
+}
+
+/// Waits until the plugins present at start are loaded and their kinds are served.
+async fn wait_ready(host: &HotHost, dir: &std::path::Path) -> Result<(), DevError> {
+    const SECS: u64 = 120;
+    for _ in 0..SECS * 20 {
+        if host.is_ready() && host.catalog().loading().is_none() {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Err(DevError::NotReady { dir: dir.to_owned(), secs: SECS })
+}

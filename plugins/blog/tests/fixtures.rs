@@ -1,0 +1,98 @@
+//! Every fixture in `fixtures/` holds natively, through the SDK harness (the component's JSON path).
+//!
+//! `weir test` checks the same files against the built component; this keeps
+//! them honest under plain `cargo test`, without building WebAssembly.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use weir_guest_sdk::testing::{self, Reconciled};
+use weir_guest_sdk::{Child, Finalize, Requeue};
+use weir_plugin_blog::BlogReconciler;
+
+fn fixtures() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// JSON with null-valued object fields dropped, as the fixture format compares.
+fn without_nulls(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => {
+            map.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), without_nulls(v))).collect()
+        }
+        Value::Array(items) => items.iter().map(without_nulls).collect(),
+        other => other.clone(),
+    }
+}
+
+fn key(object: &Value) -> (Value, Value, Value) {
+    (object["apiVersion"].clone(), object["kind"].clone(), object["metadata"]["name"].clone())
+}
+
+fn sorted(children: impl Iterator<Item = Value>) -> Vec<Value> {
+    let mut children: Vec<Value> = children.map(|c| without_nulls(&c)).collect();
+    children.sort_by_key(|c| format!("{:?}", key(c)));
+    children
+}
+
+fn requeue(requeue: Requeue) -> Value {
+    match requeue {
+        Requeue::Done => json!("done"),
+        Requeue::Now => json!("now"),
+        Requeue::After(delay) => json!({"after": delay.as_millis() as u64}),
+    }
+}
+
+fn check_reconciled(name: &str, out: &Reconciled, expect: &Value) {
+    if let Some(children) = expect.get("children") {
+        let want = sorted(children.as_array().unwrap().iter().cloned());
+        let have = sorted(out.children.iter().cloned());
+        assert_eq!(have, want, "{name}: children");
+    }
+    if let Some(status) = expect.get("status") {
+        assert_eq!(out.status.as_ref().map(without_nulls).unwrap_or(Value::Null), without_nulls(status), "{name}: status");
+    }
+    if let Some(want) = expect.get("requeue") {
+        assert_eq!(&requeue(out.requeue), want, "{name}: requeue");
+    }
+}
+
+#[test]
+fn every_fixture_holds_natively_and_converges() {
+    let files = fixtures();
+    assert!(files.len() >= 9, "expected the Blog fixtures, found {files:?}");
+    for path in files {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let case: Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let parent = &case["parent"];
+        let observed: Vec<Child> =
+            case.get("observed").and_then(Value::as_array).cloned().unwrap_or_default().into_iter().map(Child::json).collect();
+        let expect = &case["expect"];
+        if case.get("call").and_then(Value::as_str) == Some("finalize") {
+            let got = testing::finalize::<BlogReconciler>(parent, observed).unwrap();
+            assert_eq!(expect["finalize"], "complete", "{name}");
+            assert_eq!(got, Finalize::Complete, "{name}");
+            continue;
+        }
+        let result = testing::reconcile::<BlogReconciler>(parent, observed);
+        if let Some(error) = expect.get("error") {
+            let err = result.expect_err(&name);
+            assert_eq!(error["kind"], if err.is_transient() { "transient" } else { "permanent" }, "{name}");
+            let needle = error["message_contains"].as_str().unwrap();
+            assert!(err.message().contains(needle), "{name}: {err:?} lacks {needle:?}");
+            continue;
+        }
+        let out = result.unwrap_or_else(|e| panic!("{name}: {e}"));
+        check_reconciled(&name, &out, expect);
+        // Convergence: the desired children, applied, ask for themselves again.
+        let again = testing::reconcile::<BlogReconciler>(parent, out.as_observed()).unwrap();
+        assert_eq!(again.children, out.children, "{name}: not convergent");
+    }
+}
