@@ -21,10 +21,12 @@ impl Children {
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        self.find::<K>(|object| object.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
-            .into_iter()
-            .next()
-            .transpose()
+        self.find::<K>(|object| {
+            object.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
+        })
+        .into_iter()
+        .next()
+        .transpose()
     }
 
     /// Every child of type `K`.
@@ -59,7 +61,10 @@ impl Children {
             .filter(|object| is_kind::<K>(object) && matches(object))
             .map(|object| {
                 serde_path_to_error::deserialize(object).map_err(|e| {
-                    let name = object.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
+                    let name = object
+                        .pointer("/metadata/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or("");
                     Error::permanent(format!("observed {} {name} does not decode: {e}", K::KIND))
                 })
             })

@@ -72,8 +72,15 @@ fn kind(kind: Kind) -> wit::ResourceKind {
 }
 
 fn error(error: crate::Error) -> ReconcileError {
-    let kind = if error.is_transient() { wit::ErrorKind::Transient } else { wit::ErrorKind::Permanent };
-    ReconcileError { kind, message: error.message().to_owned() }
+    let kind = if error.is_transient() {
+        wit::ErrorKind::Transient
+    } else {
+        wit::ErrorKind::Permanent
+    };
+    ReconcileError {
+        kind,
+        message: error.message().to_owned(),
+    }
 }
 
 fn millis(delay: std::time::Duration) -> u64 {

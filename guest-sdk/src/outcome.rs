@@ -53,7 +53,11 @@ pub struct Outcome {
 impl Outcome {
     /// Hold the parent's children at exactly these manifests.
     pub fn apply(children: Vec<Child>) -> Self {
-        Outcome { children, status: None, requeue: Requeue::Done }
+        Outcome {
+            children,
+            status: None,
+            requeue: Requeue::Done,
+        }
     }
 
     /// Set the parent's `status` to this value.

@@ -16,7 +16,10 @@ use crate::{Children, Error, Finalize, Outcome};
 /// must return the same output.
 pub trait Reconciler {
     /// The custom resource this plugin reconciles (a `#[derive(CustomResource)]` type).
-    type Parent: Resource<DynamicType = (), Scope: 'static> + CustomResourceExt + DeserializeOwned + 'static;
+    type Parent: Resource<DynamicType = (), Scope: 'static>
+        + CustomResourceExt
+        + DeserializeOwned
+        + 'static;
 
     /// Plugin name: logs, metrics and the field manager `weir/<name>`.
     const NAME: &'static str;

@@ -51,22 +51,37 @@ pub fn describe<R: Reconciler>() -> Info {
 
 /// Reconciles `parent` (anything that serializes to it, so a malformed parent
 /// can be tested too) with `observed` children, as the component would.
-pub fn reconcile<R: Reconciler>(parent: &impl Serialize, observed: Vec<Child>) -> Result<Reconciled, Error> {
+pub fn reconcile<R: Reconciler>(
+    parent: &impl Serialize,
+    observed: Vec<Child>,
+) -> Result<Reconciled, Error> {
     let (parent, children) = to_wire(parent, observed)?;
     let response = wire::reconcile::<R>(&parent, &children)?;
-    let children = response.children.iter().map(|child| from_wire(child)).collect::<Result<_, _>>()?;
+    let children = response
+        .children
+        .iter()
+        .map(|child| from_wire(child))
+        .collect::<Result<_, _>>()?;
     let status = response.status.as_deref().map(from_wire).transpose()?;
-    Ok(Reconciled { children, status, requeue: response.requeue })
+    Ok(Reconciled {
+        children,
+        status,
+        requeue: response.requeue,
+    })
 }
 
 /// Runs one cleanup step for `parent`, as the component would.
-pub fn finalize<R: Reconciler>(parent: &impl Serialize, observed: Vec<Child>) -> Result<Finalize, Error> {
+pub fn finalize<R: Reconciler>(
+    parent: &impl Serialize,
+    observed: Vec<Child>,
+) -> Result<Finalize, Error> {
     let (parent, children) = to_wire(parent, observed)?;
     wire::finalize::<R>(&parent, &children)
 }
 
 fn to_wire(parent: &impl Serialize, observed: Vec<Child>) -> Result<(String, Vec<String>), Error> {
-    let parent = serde_json::to_string(parent).map_err(|e| Error::permanent(format!("test parent: {e}")))?;
+    let parent =
+        serde_json::to_string(parent).map_err(|e| Error::permanent(format!("test parent: {e}")))?;
     let children = observed
         .into_iter()
         .map(|child| child.0.map(|value| value.to_string()))
@@ -76,5 +91,6 @@ fn to_wire(parent: &impl Serialize, observed: Vec<Child>) -> Result<(String, Vec
 }
 
 fn from_wire(json: &str) -> Result<Value, Error> {
-    serde_json::from_str(json).map_err(|e| Error::permanent(format!("plugin output is not JSON: {e}")))
+    serde_json::from_str(json)
+        .map_err(|e| Error::permanent(format!("plugin output is not JSON: {e}")))
 }

@@ -43,14 +43,20 @@ pub(crate) fn describe<R: Reconciler>() -> Info {
     }
 }
 
-pub(crate) fn reconcile<R: Reconciler>(parent: &str, children: &[String]) -> Result<Response, Error> {
+pub(crate) fn reconcile<R: Reconciler>(
+    parent: &str,
+    children: &[String],
+) -> Result<Response, Error> {
     let parent = decode_parent::<R::Parent>(parent)?;
     let observed = decode_children(children)?;
     let outcome = R::reconcile(&parent, &observed)?;
     encode(outcome)
 }
 
-pub(crate) fn finalize<R: Reconciler>(parent: &str, children: &[String]) -> Result<Finalize, Error> {
+pub(crate) fn finalize<R: Reconciler>(
+    parent: &str,
+    children: &[String],
+) -> Result<Finalize, Error> {
     let parent = decode_parent::<R::Parent>(parent)?;
     let observed = decode_children(children)?;
     R::finalize(&parent, &observed)
@@ -58,12 +64,15 @@ pub(crate) fn finalize<R: Reconciler>(parent: &str, children: &[String]) -> Resu
 
 /// Decodes the parent, naming the object and the offending field on failure:
 /// a parent that does not match its type is an invalid spec, so permanent.
-fn decode_parent<P: kube::Resource<DynamicType = ()> + DeserializeOwned>(json: &str) -> Result<P, Error> {
+fn decode_parent<P: kube::Resource<DynamicType = ()> + DeserializeOwned>(
+    json: &str,
+) -> Result<P, Error> {
     let kind = P::kind(&());
     let value: Value = serde_json::from_str(json)
         .map_err(|e| Error::permanent(format!("the {kind} parent is not JSON: {e}")))?;
     let key = object_key(&value);
-    serde_path_to_error::deserialize(&value).map_err(|e| Error::permanent(format!("{kind} {key} is invalid: {e}")))
+    serde_path_to_error::deserialize(&value)
+        .map_err(|e| Error::permanent(format!("{kind} {key} is invalid: {e}")))
 }
 
 fn decode_children(children: &[String]) -> Result<Children, Error> {
@@ -89,12 +98,20 @@ fn encode(outcome: Outcome) -> Result<Response, Error> {
         .transpose()
         .map_err(|e| Error::permanent(format!("the status does not serialize: {e}")))?
         .map(|value| value.to_string());
-    Ok(Response { children, status, requeue: outcome.requeue })
+    Ok(Response {
+        children,
+        status,
+        requeue: outcome.requeue,
+    })
 }
 
 /// `namespace/name` (or `name`) for messages; never fails, even on garbage.
 fn object_key(object: &Value) -> String {
-    let field = |f: &str| object.pointer(&format!("/metadata/{f}")).and_then(Value::as_str);
+    let field = |f: &str| {
+        object
+            .pointer(&format!("/metadata/{f}"))
+            .and_then(Value::as_str)
+    };
     match (field("namespace"), field("name")) {
         (Some(ns), Some(name)) => format!("{ns}/{name}"),
         (None, Some(name)) => name.to_owned(),

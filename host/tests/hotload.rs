@@ -1,6 +1,8 @@
 //! Hot-loading with the real sandbox: bad files are refused while the served version keeps
 //! serving, ConfigMap-style swaps and slow copies are picked up once, complete.
 
+#![expect(clippy::unwrap_used, reason = "a test fails loudly at the step that broke")]
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

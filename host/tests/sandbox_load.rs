@@ -46,6 +46,41 @@ fn a_component_without_the_exports_is_the_wrong_contract() {
     );
 }
 
+/// A component of `wit`'s `reconciler` world whose every export traps
+/// (wit-component's dummy module).
+fn dummy_component(wit: &str) -> Vec<u8> {
+    let mut resolve = wit_parser::Resolve::default();
+    let pkg = resolve.push_str("reconciler.wit", wit).unwrap();
+    let world = resolve.select_world(&[pkg], Some("reconciler")).unwrap();
+    let mangling = wit_parser::ManglingAndAbi::Legacy(wit_parser::LiftLowerAbi::Sync);
+    let mut module = wit_component::dummy_module(&resolve, world, mangling);
+    wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8)
+        .unwrap();
+    wit_component::ComponentEncoder::default().validate(true).module(&module).unwrap().encode().unwrap()
+}
+
+fn contract() -> String {
+    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wit/reconciler.wit")).unwrap()
+}
+
+#[test]
+fn a_component_built_against_another_contract_version_is_refused_by_name() {
+    let wit = contract().replace("package weir:reconciler@0.1.0;", "package weir:reconciler@0.2.0;");
+    let err = engine().load_bytes("future.wasm", &dummy_component(&wit), Limits::default()).unwrap_err();
+    assert!(matches!(err, LoadError::WrongContract { .. }), "{err:?}");
+    assert_eq!(
+        err.to_string(),
+        "plugin future.wasm does not implement weir:reconciler@0.1.0: built against weir:reconciler@0.2.0"
+    );
+}
+
+#[test]
+fn a_describe_that_traps_fails_the_load() {
+    let err = engine().load_bytes("dummy.wasm", &dummy_component(&contract()), Limits::default()).unwrap_err();
+    assert!(matches!(err, LoadError::Describe { .. }), "{err:?}");
+    assert!(err.to_string().starts_with("plugin dummy.wasm: describe() failed: plugin dummy.wasm trapped"), "{err}");
+}
+
 #[test]
 fn compiled_code_is_cached_and_reused_by_an_engine_with_the_same_config() {
     let dir = tempfile::tempdir().unwrap();

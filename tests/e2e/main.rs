@@ -6,6 +6,7 @@ mod converged_writes_nothing;
 mod deletion_runs_the_finalizer;
 mod drift_is_reverted;
 mod failing_plugin_backs_off;
+mod hot_loading;
 mod hot_loop_is_throttled;
 mod leader_election;
 mod refused_answers_write_nothing;

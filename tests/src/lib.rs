@@ -22,6 +22,8 @@ use weir::reconcile::queue::QueueConfig;
 use weir::run::{Host, HostConfig};
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
+pub mod native_twin;
+
 /// How long a scenario waits for the cluster to converge before failing.
 pub const CONVERGE: Duration = Duration::from_secs(20);
 
@@ -87,6 +89,11 @@ impl TestEnv {
     /// The emulator (with Deployments turning ready after 100 ms) or `KUBECONFIG`'s cluster,
     /// and a fresh namespace.
     pub async fn start() -> Result<TestEnv> {
+        // `RUST_LOG=weir=debug cargo test -p weir-e2e` shows the host's logs of failing tests.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let (client, emulator) = match std::env::var_os("KUBECONFIG") {
             Some(path) => (weir::run::client(Some(Path::new(&path))).await?, None),
             None => {

@@ -121,6 +121,7 @@ pub fn types_of(crd: &Value) -> Vec<ResourceType> {
                 has_status: v.pointer("/subresources/status").is_some(),
                 scale,
                 schema: v.pointer("/schema/openAPIV3Schema").cloned(),
+                printer_columns: v.get("additionalPrinterColumns").and_then(Value::as_array).cloned().unwrap_or_default(),
                 from_crd: true,
             }
         })

@@ -15,7 +15,7 @@ use crate::routes::{Target, json_response};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::Shared;
 use crate::store::ObjKey;
-use crate::{object, scale, watch};
+use crate::{object, scale, table, watch};
 
 /// One parsed resource request.
 pub struct Request {
@@ -48,6 +48,10 @@ impl Request {
         self.header(http::header::ACCEPT).contains("as=PartialObjectMetadata")
     }
 
+    fn table(&self) -> Option<table::Include> {
+        table::wanted(self.header(http::header::ACCEPT)).then(|| table::Include::parse(self.param("includeObject")))
+    }
+
     fn write_opts(&self) -> WriteOpts {
         let agent = self.header(http::header::USER_AGENT);
         let default_manager = agent.split('/').next().filter(|s| !s.is_empty()).unwrap_or("unknown").to_string();
@@ -70,8 +74,11 @@ impl Request {
 
     fn json_body(&self) -> ApiResult<Value> {
         let ct = self.header(http::header::CONTENT_TYPE);
-        if ct.contains("protobuf") || ct.contains("cbor") {
-            // client-go retries with JSON after a 415, which is all the emulator speaks.
+        if ct.contains("protobuf") {
+            // kubectl's generators (`create namespace`, `create configmap`, ...) send protobuf.
+            return crate::protobuf::decode(&self.body).map_err(|e| ApiError::new(415, "UnsupportedMediaType", e.to_string()));
+        }
+        if ct.contains("cbor") {
             return Err(ApiError::unsupported_media(ct));
         }
         serde_json::from_slice(&self.body)
@@ -120,7 +127,11 @@ pub async fn handle(shared: Arc<Shared>, req: Request) -> ApiResult<Response> {
         (_, Some(key), Some("scale")) if rt.scale.is_some() => scale::handle(&shared, &req.method, &rt, &key, &req.headers, &req.body, req.write_opts()),
         (&Method::GET, Some(key), None | Some("status")) => {
             let obj = shared.lock().get(&key).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
-            let body = if req.metadata_only() { partial(&obj) } else { ops::serve(&rt, &obj) };
+            let body = match req.table() {
+                Some(include) if req.target.sub.is_none() => table::render(&rt, &[&obj], json!({"resourceVersion": object::resource_version(&obj)}), include),
+                _ if req.metadata_only() => partial(&obj),
+                _ => ops::serve(&rt, &obj),
+            };
             Ok(json_response(StatusCode::OK, &body))
         }
         (&Method::PUT, Some(key), s @ (None | Some("status"))) => {
@@ -177,28 +188,31 @@ fn list(shared: &Shared, req: &Request) -> ApiResult<Response> {
     let metadata_only = req.metadata_only();
     let (objects, rv) = {
         let store = shared.lock();
-        (store.list(&rt.key(), req.target.ns.as_deref()), store.current_rv())
+        (store.list_after(&rt.key(), req.target.ns.as_deref(), after), store.current_rv())
     };
-    let mut matching = objects.into_iter().filter(|o| labels.matches(o) && fields.matches(o)).filter(|o| {
-        after.as_ref().is_none_or(|(ns, name)| (object::namespace(o), object::name(o)) > (ns.as_str(), name.as_str()))
-    });
-    let mut items = Vec::new();
+    let mut matching = objects.into_iter().filter(|o| labels.matches(o) && fields.matches(o));
+    let mut selected = Vec::new();
     let mut next = None;
     for o in matching.by_ref() {
-        if limit > 0 && items.len() == limit {
+        if limit > 0 && selected.len() == limit {
             next = Some(o);
             break;
         }
-        items.push(if metadata_only { partial(&o) } else { ops::serve(rt, &o) });
+        selected.push(o);
     }
     let mut meta = json!({"resourceVersion": rv.to_string()});
     if next.is_some() {
         let remaining = 1 + matching.count();
-        if let Some(last) = items.last() {
+        if let Some(last) = selected.last() {
             meta["continue"] = json!(encode_continue(object::namespace(last), object::name(last)));
             meta["remainingItemCount"] = json!(remaining);
         }
     }
+    if let Some(include) = req.table() {
+        let refs: Vec<&Value> = selected.iter().map(|o| o.as_ref()).collect();
+        return Ok(json_response(StatusCode::OK, &table::render(rt, &refs, meta, include)));
+    }
+    let items: Vec<Value> = selected.iter().map(|o| if metadata_only { partial(o) } else { ops::serve(rt, o) }).collect();
     let (api_version, kind) = if metadata_only {
         ("meta.k8s.io/v1".to_string(), "PartialObjectMetadataList".to_string())
     } else {
@@ -223,6 +237,7 @@ fn watch_collection(shared: Arc<Shared>, req: &Request) -> ApiResult<Response> {
         timeout: req.param("timeoutSeconds").and_then(|t| t.parse().ok()).map(Duration::from_secs),
         send_initial: req.flag("sendInitialEvents"),
         metadata_only: req.metadata_only(),
+        table: req.table(),
     };
     Ok(watch::start(shared, params))
 }

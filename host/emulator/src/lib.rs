@@ -34,7 +34,10 @@
 //!   `containerPort` or `port`, conditions by `type`) rather than from full type metadata.
 //! - Server-side apply treats lists without a known merge key as atomic and does not read
 //!   `x-kubernetes-list-type` from CRD schemas. Built-in kinds are not schema-validated.
-//! - JSON only: no protobuf, no CBOR, no `Table` output (kubectl then shows NAME and AGE).
+//! - JSON in and out, plus protobuf request bodies for Namespace, ConfigMap, Secret and
+//!   ServiceAccount only (what `kubectl create namespace|configmap|secret|serviceaccount` send);
+//!   other protobuf bodies get 415. No CBOR. `Table` output has Name, Age, a few columns per
+//!   built-in kind and a CRD's `additionalPrinterColumns` (simple JSONPaths only).
 //! - `/openapi/v2` answers 404 (kubectl falls back to v3); `/openapi/v3` schemas for built-in
 //!   kinds accept any fields.
 //! - Watch history is bounded (`watch_history` events); a watcher falling further behind than
@@ -88,6 +91,7 @@ mod object;
 mod openapi;
 mod ops;
 mod patch;
+mod protobuf;
 mod resources;
 mod routes;
 mod scale;
@@ -95,6 +99,7 @@ mod schema;
 mod selector;
 mod server;
 mod store;
+mod table;
 mod watch;
 mod workload;
 

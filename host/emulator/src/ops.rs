@@ -266,7 +266,17 @@ pub fn patch(
     let old = store.get(key);
     let now = object::now_rfc3339();
     if ptype == PatchType::Apply {
-        let cfg: Value = serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        let mut cfg: Value = serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        // kube-apiserver takes the name from the URL when the apply configuration omits it
+        // (kube-lease-manager applies Leases that way).
+        if object::name(&cfg).is_empty() {
+            if let Some(obj) = cfg.as_object_mut() {
+                let meta = obj.entry("metadata").or_insert_with(|| json!({}));
+                if let Some(meta) = meta.as_object_mut() {
+                    meta.insert("name".into(), json!(key.name));
+                }
+            }
+        }
         check_type(rt, &cfg)?;
         if cfg.get("apiVersion").is_none() || cfg.get("kind").is_none() {
             return Err(ApiError::bad_request("apiVersion and kind must be set in an apply configuration"));

@@ -38,6 +38,8 @@ pub struct ResourceType {
     pub scale: Option<ScaleSpec>,
     /// The CRD's `openAPIV3Schema` for this version, used for validation and pruning.
     pub schema: Option<Value>,
+    /// A CRD version's `additionalPrinterColumns`, for `Table` output.
+    pub printer_columns: Vec<Value>,
     /// Whether this entry came from a CRD (and so disappears with it).
     pub from_crd: bool,
 }
@@ -80,6 +82,7 @@ fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: boo
         has_status: false,
         scale: None,
         schema: None,
+        printer_columns: Vec::new(),
         from_crd: false,
     }
 }

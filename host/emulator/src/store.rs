@@ -53,6 +53,8 @@ pub struct Event {
     pub kind: EventType,
     /// The object after the change (before removal for `Deleted`).
     pub object: Arc<Value>,
+    /// The event's wire line, encoded once and shared by every watcher that serves it as stored.
+    pub encoded: std::sync::OnceLock<bytes::Bytes>,
 }
 
 /// The resourceVersion a watch asked for is no longer in the history.
@@ -158,6 +160,16 @@ impl Store {
         }
     }
 
+    /// Objects of a resource after `(ns, name)` in key order, optionally in one namespace.
+    pub fn list_after(&self, res: &ResKey, ns: Option<&str>, after: Option<(String, String)>) -> Vec<Arc<Value>> {
+        let Some(after) = after else { return self.list(res, ns) };
+        let Some(map) = self.objects.get(res) else { return Vec::new() };
+        map.range((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded))
+            .filter(|((n, _), _)| ns.is_none_or(|ns| ns == n))
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
     /// Keys of every object of a resource.
     pub fn keys(&self, res: &ResKey) -> Vec<ObjKey> {
         self.objects
@@ -177,7 +189,7 @@ impl Store {
     }
 
     fn emit(&mut self, key: ObjKey, kind: EventType, object: Arc<Value>) {
-        let ev = Arc::new(Event { rv: self.rv, key, kind, object });
+        let ev = Arc::new(Event { rv: self.rv, key, kind, object, encoded: std::sync::OnceLock::new() });
         if self.history.len() >= self.history_cap {
             if let Some(old) = self.history.pop_front() {
                 self.compacted = old.rv;

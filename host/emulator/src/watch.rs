@@ -14,7 +14,7 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::resources::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::Shared;
-use crate::store::{Event, EventType};
+use crate::store::Event;
 
 /// What one watch request asked for.
 #[derive(Debug, Clone)]
@@ -37,6 +37,8 @@ pub struct WatchParams {
     pub send_initial: bool,
     /// Serve `PartialObjectMetadata` instead of full objects.
     pub metadata_only: bool,
+    /// Serve each object as a one-row `Table` (what `kubectl get -w` asks for).
+    pub table: Option<crate::table::Include>,
 }
 
 impl WatchParams {
@@ -47,7 +49,24 @@ impl WatchParams {
             && self.fields.matches(&ev.object)
     }
 
+    /// The wire line for an event, reusing the shared encoding when the stored form is served as is.
+    fn encode(&self, ev: &Event) -> Bytes {
+        let plain = self.table.is_none()
+            && !self.metadata_only
+            && ev.object.get("apiVersion").and_then(Value::as_str) == Some(self.rt.api_version().as_str())
+            && ev.object.get("kind").and_then(Value::as_str) == Some(self.rt.kind.as_str());
+        if plain {
+            ev.encoded.get_or_init(|| line(ev.kind.as_str(), &ev.object)).clone()
+        } else {
+            line(ev.kind.as_str(), &self.render(&ev.object))
+        }
+    }
+
     fn render(&self, obj: &Value) -> Value {
+        if let Some(include) = self.table {
+            let meta = json!({"resourceVersion": crate::object::resource_version(obj)});
+            return crate::table::render(&self.rt, &[obj], meta, include);
+        }
         if self.metadata_only {
             json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj.get("metadata").cloned().unwrap_or(json!({}))})
         } else {
@@ -137,7 +156,7 @@ pub fn start(shared: Arc<Shared>, params: WatchParams) -> Response {
         }
         for ev in replay {
             last_rv = ev.rv;
-            if params.matches(&ev) && tx.send(line(ev.kind.as_str(), &params.render(&ev.object))).await.is_err() {
+            if params.matches(&ev) && tx.send(params.encode(&ev)).await.is_err() {
                 return;
             }
         }
@@ -149,11 +168,8 @@ pub fn start(shared: Arc<Shared>, params: WatchParams) -> Response {
                 ev = sub.recv() => match ev {
                     Ok(ev) => {
                         last_rv = ev.rv;
-                        if params.matches(&ev) {
-                            let kind = match ev.kind { EventType::Added => "ADDED", EventType::Modified => "MODIFIED", EventType::Deleted => "DELETED" };
-                            if tx.send(line(kind, &params.render(&ev.object))).await.is_err() {
-                                return;
-                            }
+                        if params.matches(&ev) && tx.send(params.encode(&ev)).await.is_err() {
+                            return;
                         }
                     }
                     Err(RecvError::Lagged(n)) => {

@@ -91,14 +91,13 @@ async fn apply_one(client: &Client, path: &Path, obj: DynamicObject) -> Result<S
     };
     let gvk = GroupVersionKind::gvk(&group, &version, &types.kind);
     let (resource, caps) = discovery::pinned_kind(client, &gvk).await.map_err(api_err)?;
-    let api: Api<DynamicObject> = match caps.scope {
+    let (api, at): (Api<DynamicObject>, String) = match caps.scope {
         Scope::Namespaced => {
             let ns = obj.namespace().unwrap_or_else(|| "default".to_owned());
-            Api::namespaced_with(client.clone(), &ns, &resource)
+            (Api::namespaced_with(client.clone(), &ns, &resource), format!("{ns}/"))
         }
-        Scope::Cluster => Api::all_with(client.clone(), &resource),
+        Scope::Cluster => (Api::all_with(client.clone(), &resource), String::new()),
     };
     api.patch(&name, &PatchParams::apply("weir-dev").force(), &Patch::Apply(&obj)).await.map_err(api_err)?;
-    let at = obj.namespace().map_or(String::new(), |ns| format!("{ns}/"));
     Ok(format!("applied {} {at}{name} from {}", types.kind, path.display()))
 }

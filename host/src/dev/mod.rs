@@ -51,7 +51,7 @@ pub enum DevError {
     Host(#[from] hotload::Error),
     /// The example objects could not be applied.
     #[error(transparent)]
-    Apply(#[from] ApplyError),
+    Apply(#[from] Box<ApplyError>),
     /// The plugins were not ready in time to apply the examples.
     #[error("plugins in {} not loaded after {secs} s; not applying the examples", dir.display())]
     NotReady {
@@ -127,7 +127,7 @@ impl DevArgs {
         let applied = async {
             if let Some(dir) = &self.apply {
                 wait_ready(&host, &self.plugins).await?;
-                for line in apply_dir(&emulator.client(), dir).await? {
+                for line in apply_dir(&emulator.client(), dir).await.map_err(Box::new)? {
                     println!("weir dev: {line}");
                 }
             }

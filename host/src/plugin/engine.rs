@@ -108,6 +108,12 @@ struct Inner {
     stop_ticker: Arc<AtomicBool>,
 }
 
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine").field("epoch_tick", &self.inner.tick).finish_non_exhaustive()
+    }
+}
+
 impl Drop for Inner {
     fn drop(&mut self) {
         self.stop_ticker.store(true, Ordering::Relaxed);

@@ -35,15 +35,13 @@ impl ReusedInstance {
         self.plugin.arm(&mut store);
         let request = bindings::ReconcileRequest::from(req.clone());
         let answer = guest.call_reconcile(&mut store, &request);
+        store.data_mut().flush_output();
         match answer {
             Ok(answer) => {
                 self.live = Some((store, guest));
                 self.plugin.check_reconcile(answer)
             }
-            Err(e) => {
-                store.data().flush_output();
-                Err(self.plugin.classify(e, store.data()))
-            }
+            Err(e) => Err(self.plugin.classify(e, store.data())),
         }
     }
 }

@@ -219,8 +219,11 @@ impl Plugin {
         }
     }
 
-    /// Re-arms the deadline of a reused store before its next call.
+    /// Re-arms the deadline of a reused store before its next call, and
+    /// forgets a refused grow the guest survived, so it cannot colour the
+    /// classification of a later failure.
     pub(super) fn arm(&self, store: &mut Store<State>) {
+        store.data_mut().limiter.refused = None;
         store.set_epoch_deadline(self.inner.engine.ticks(self.inner.limits.timeout));
     }
 
@@ -252,7 +255,7 @@ fn run<R>(
         Ok(guest) => call(&mut store, &guest).map_err(|e| (e, Stage::Call)),
         Err(e) => Err((e, Stage::Instantiate)),
     };
-    store.data().flush_output();
+    store.data_mut().flush_output();
     result.map_err(|(e, stage)| classify(e, store.data(), limits, label, stage))
 }
 
@@ -273,10 +276,16 @@ fn classify(e: wasmtime::Error, state: &State, limits: &Limits, label: &str, sta
     if let Some(requested) = state.limiter.refused {
         return CallError::OutOfMemory { plugin, requested, limit: limits.memory };
     }
-    match (trap, stage) {
-        (None, Stage::Instantiate) => CallError::Instantiate { plugin, reason: format!("{e:#}") },
-        _ => CallError::Trap { plugin, message: format!("{e:?}") },
+    if let (None, Stage::Instantiate) = (trap, stage) {
+        return CallError::Instantiate { plugin, reason: format!("{e:#}") };
     }
+    // The guest backtrace is for the developer, not for a status condition.
+    tracing::debug!(plugin = %label, error = ?e, "plugin trapped");
+    let mut message = trap.map_or_else(|| format!("{e:#}"), |t| t.to_string());
+    if let Some(stderr) = state.stderr_tail() {
+        message = format!("{message} (stderr: {stderr})");
+    }
+    CallError::Trap { plugin, message }
 }
 
 /// `describe` must name the plugin and its kinds; children must be namespaced

@@ -18,6 +18,8 @@ pub(super) struct State {
     pub(super) limiter: MemoryLimiter,
     stdout: MemoryOutputPipe,
     stderr: MemoryOutputPipe,
+    /// Bytes of stdout and stderr already re-emitted (a reused store keeps its pipes).
+    emitted: (usize, usize),
     /// `name@version`, attached to every event the guest causes.
     plugin: String,
 }
@@ -41,19 +43,37 @@ impl State {
             limiter: MemoryLimiter::new(memory_limit),
             stdout,
             stderr,
+            emitted: (0, 0),
             plugin: plugin.to_string(),
         }
     }
 
-    /// Re-emits what the guest wrote to stdout (info) and stderr (warn) in the
-    /// current span, one event per line.
-    pub(super) fn flush_output(&self) {
-        for line in String::from_utf8_lossy(&self.stdout.contents()).lines().filter(|l| !l.trim().is_empty()) {
+    /// Re-emits what the guest wrote since the last flush to stdout (info)
+    /// and stderr (warn) in the current span, one event per line.
+    pub(super) fn flush_output(&mut self) {
+        let stdout = self.stdout.contents();
+        let stderr = self.stderr.contents();
+        let new = |all: &[u8], seen: usize| String::from_utf8_lossy(all.get(seen..).unwrap_or_default()).into_owned();
+        for line in new(&stdout, self.emitted.0).lines().filter(|l| !l.trim().is_empty()) {
             tracing::info!(plugin = %self.plugin, stream = "stdout", "{line}");
         }
-        for line in String::from_utf8_lossy(&self.stderr.contents()).lines().filter(|l| !l.trim().is_empty()) {
+        for line in new(&stderr, self.emitted.1).lines().filter(|l| !l.trim().is_empty()) {
             tracing::warn!(plugin = %self.plugin, stream = "stderr", "{line}");
         }
+        self.emitted = (stdout.len(), stderr.len());
+    }
+}
+
+impl State {
+    /// The last lines the guest wrote to stderr (where a Rust guest's panic
+    /// message goes before it aborts), to explain a trap.
+    pub(super) fn stderr_tail(&self) -> Option<String> {
+        const MAX_LINES: usize = 3;
+        let all = self.stderr.contents();
+        let text = String::from_utf8_lossy(&all);
+        let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        let tail = lines[lines.len().saturating_sub(MAX_LINES)..].join(" / ");
+        (!tail.is_empty()).then(|| tail.chars().take(500).collect())
     }
 }
 

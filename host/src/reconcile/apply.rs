@@ -62,6 +62,16 @@ pub enum Change {
     Deleted(String, ObjectKey),
 }
 
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::Created(kind, key) => write!(f, "created {kind} {key}"),
+            Change::Updated(kind, key) => write!(f, "updated {kind} {key}"),
+            Change::Deleted(kind, key) => write!(f, "deleted {kind} {key}"),
+        }
+    }
+}
+
 /// Writes one plugin's children.
 pub struct Applier {
     client: Client,

@@ -165,9 +165,10 @@ impl Controller {
             if parent.metadata.deletion_timestamp.is_some() {
                 return self.finalize(&parent, &children).await;
             }
-            if let Some(outcome) = self.ensure_finalizer(&parent).await {
-                return outcome;
-            }
+            let parent = match self.ensure_finalizer(parent).await {
+                Ok(parent) => parent,
+                Err(outcome) => return outcome,
+            };
 
             // ④ Ask the plugin for the desired children and status.
             let answer = match self.invoker.reconcile(&parent, &children).await {
@@ -190,13 +191,10 @@ impl Controller {
                 },
                 Err(e) => return self.write_failed(key, &parent, &e, e.is_permanent()).await,
             };
-            for change in &writes {
-                let (reason, what) = match change {
-                    apply::Change::Created(k, c) => ("Created", format!("created {k} {c}")),
-                    apply::Change::Updated(k, c) => ("Updated", format!("updated {k} {c}")),
-                    apply::Change::Deleted(k, c) => ("Deleted", format!("deleted {k} {c}")),
-                };
-                self.parents.event(&parent, false, reason, "Reconcile", what).await;
+            if !writes.is_empty() {
+                // One Event per reconcile that changed children, not one per child: Events are writes too.
+                let note: Vec<String> = writes.iter().map(ToString::to_string).collect();
+                self.parents.event(&parent, false, "Applied", "Reconcile", note.join(", ")).await;
             }
 
             // ② The hot-loop guard counts reconciles that write or ask to run again at once.
@@ -261,22 +259,22 @@ impl Controller {
         self.failed(key, parent, PluginError::new(kind, message)).await
     }
 
-    /// Adds the plugin's finalizer to a live parent that lacks it. `Some` ends this reconcile
-    /// (the echo of the patch brings the parent back with the finalizer set).
-    async fn ensure_finalizer(&self, parent: &DynamicObject) -> Option<Outcome> {
-        let finalizer = self.invoker.info().finalizer.as_ref()?;
+    /// Adds the plugin's finalizer to a live parent that lacks it, and carries on with the
+    /// parent as written (so a new parent costs one reconcile, not two).
+    async fn ensure_finalizer(&self, parent: Arc<DynamicObject>) -> Result<Arc<DynamicObject>, Outcome> {
+        let Some(finalizer) = self.invoker.info().finalizer.as_ref() else { return Ok(parent) };
         let mut finalizers = parent.metadata.finalizers.clone().unwrap_or_default();
         if finalizers.contains(finalizer) {
-            return None;
+            return Ok(parent);
         }
         finalizers.push(finalizer.clone());
-        Some(match self.parents.set_finalizers(parent, finalizers).await {
-            Ok(()) => Outcome::new(Finish::Done, "success"),
+        match self.parents.set_finalizers(&parent, finalizers).await {
+            Ok(written) => Ok(Arc::new(written)),
             Err(e) => {
                 tracing::warn!(error = %e, "adding the finalizer failed");
-                Outcome::new(Finish::Retry, "error")
+                Err(Outcome::new(Finish::Retry, "error"))
             }
-        })
+        }
     }
 
     /// The parent is being deleted: run the plugin's cleanup, then release the finalizer.
@@ -293,7 +291,7 @@ impl Controller {
             Ok(FinalizeResponse::Complete) => {
                 let rest = finalizers.into_iter().filter(|f| *f != finalizer).collect();
                 match self.parents.set_finalizers(parent, rest).await {
-                    Ok(()) => Outcome::new(Finish::Done, "success"),
+                    Ok(_) => Outcome::new(Finish::Done, "success"),
                     Err(e) => {
                         tracing::warn!(error = %e, "removing the finalizer failed");
                         Outcome::new(Finish::Retry, "error")

@@ -186,7 +186,8 @@ impl ParentWriter {
     }
 
     /// Sets the parent's finalizers to `finalizers`, conditional on its resourceVersion.
-    pub async fn set_finalizers(&self, parent: &DynamicObject, finalizers: Vec<String>) -> Result<(), StatusError> {
+    /// Returns the parent as written.
+    pub async fn set_finalizers(&self, parent: &DynamicObject, finalizers: Vec<String>) -> Result<DynamicObject, StatusError> {
         let name = parent.metadata.name.clone().unwrap_or_default();
         let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": parent.metadata.resource_version}});
         self.metrics.wrote(&self.plugin, "patch", &self.kind.plural);
@@ -196,7 +197,7 @@ impl ParentWriter {
             .await
             .map_err(|source| StatusError::Finalizer { kind: self.kind.kind.clone(), name: Self::name(parent), source })?;
         self.echoes.wrote(&self.kind.kind, &written);
-        Ok(())
+        Ok(written)
     }
 
     /// Publishes an Event on the parent; a failure is logged, never fatal.

@@ -33,12 +33,18 @@ impl Reconciler for BlogReconciler {
     const FINALIZER: Option<&'static str> = Some(FINALIZER);
 
     fn children() -> Vec<Kind> {
-        vec![Kind::of::<ConfigMap>(), Kind::of::<Deployment>(), Kind::of::<Service>()]
+        vec![
+            Kind::of::<ConfigMap>(),
+            Kind::of::<Deployment>(),
+            Kind::of::<Service>(),
+        ]
     }
 
     fn reconcile(blog: &Blog, observed: &Children) -> Result<Outcome, Error> {
         validate(blog)?;
-        let names = Names { blog: blog.name_any() };
+        let names = Names {
+            blog: blog.name_any(),
+        };
         let page = manifests::page(&blog.spec.title);
         let hash = manifests::page_hash(&page);
         let children = vec![
@@ -79,13 +85,20 @@ fn validate(blog: &Blog) -> Result<(), Error> {
         )));
     }
     if blog.spec.title.is_empty() {
-        return Err(Error::permanent(format!("Blog {name}: spec.title must not be empty")));
+        return Err(Error::permanent(format!(
+            "Blog {name}: spec.title must not be empty"
+        )));
     }
     if blog.spec.replicas < 0 {
-        return Err(Error::permanent(format!("Blog {name}: spec.replicas must be >= 0, not {}", blog.spec.replicas)));
+        return Err(Error::permanent(format!(
+            "Blog {name}: spec.replicas must be >= 0, not {}",
+            blog.spec.replicas
+        )));
     }
     if blog.spec.image.is_empty() {
-        return Err(Error::permanent(format!("Blog {name}: spec.image must not be empty")));
+        return Err(Error::permanent(format!(
+            "Blog {name}: spec.image must not be empty"
+        )));
     }
     Ok(())
 }
@@ -95,8 +108,12 @@ fn is_dns1035_label(name: &str) -> bool {
     let bytes = name.as_bytes();
     (1..=63).contains(&bytes.len())
         && bytes[0].is_ascii_lowercase()
-        && bytes.iter().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
-        && bytes.last().is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'-')
+        && bytes
+            .last()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, PodSpec, PodTemplateSpec, Service, ServicePort,
-    ServiceSpec, Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, PodSpec, PodTemplateSpec, Service,
+    ServicePort, ServiceSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -49,7 +49,11 @@ impl Names {
     }
 
     fn meta(&self, name: String) -> ObjectMeta {
-        ObjectMeta { name: Some(name), labels: Some(self.labels()), ..ObjectMeta::default() }
+        ObjectMeta {
+            name: Some(name),
+            labels: Some(self.labels()),
+            ..ObjectMeta::default()
+        }
     }
 }
 
@@ -118,22 +122,35 @@ pub fn deployment(names: &Names, image: &str, replicas: i32, page_hash: &str) ->
     };
     let volume = Volume {
         name: "page".to_owned(),
-        config_map: Some(ConfigMapVolumeSource { name: names.page(), ..ConfigMapVolumeSource::default() }),
+        config_map: Some(ConfigMapVolumeSource {
+            name: names.page(),
+            ..ConfigMapVolumeSource::default()
+        }),
         ..Volume::default()
     };
     let template = PodTemplateSpec {
         metadata: Some(ObjectMeta {
             labels: Some(names.labels()),
-            annotations: Some(BTreeMap::from([(PAGE_HASH_ANNOTATION.to_owned(), page_hash.to_owned())])),
+            annotations: Some(BTreeMap::from([(
+                PAGE_HASH_ANNOTATION.to_owned(),
+                page_hash.to_owned(),
+            )])),
             ..ObjectMeta::default()
         }),
-        spec: Some(PodSpec { containers: vec![container], volumes: Some(vec![volume]), ..PodSpec::default() }),
+        spec: Some(PodSpec {
+            containers: vec![container],
+            volumes: Some(vec![volume]),
+            ..PodSpec::default()
+        }),
     };
     Deployment {
         metadata: names.meta(names.blog.clone()),
         spec: Some(DeploymentSpec {
             replicas: Some(replicas),
-            selector: LabelSelector { match_labels: Some(names.selector()), ..LabelSelector::default() },
+            selector: LabelSelector {
+                match_labels: Some(names.selector()),
+                ..LabelSelector::default()
+            },
             template,
             ..DeploymentSpec::default()
         }),

@@ -7,12 +7,24 @@ use crate::{Blog, BlogStatus};
 
 /// The status for `blog` given its observed Deployment (none before it is created).
 pub fn of(blog: &Blog, deployment: Option<&Deployment>) -> BlogStatus {
-    let ready = deployment.and_then(|d| d.status.as_ref()).and_then(|s| s.ready_replicas).unwrap_or(0);
+    let ready = deployment
+        .and_then(|d| d.status.as_ref())
+        .and_then(|s| s.ready_replicas)
+        .unwrap_or(0);
     let wanted = blog.spec.replicas;
-    let (holds, reason) = if ready >= wanted { (true, "ReplicasReady") } else { (false, "ReplicasNotReady") };
+    let (holds, reason) = if ready >= wanted {
+        (true, "ReplicasReady")
+    } else {
+        (false, "ReplicasNotReady")
+    };
     BlogStatus {
         observed_generation: blog.metadata.generation,
         ready_replicas: ready,
-        conditions: vec![Condition::new("Ready", holds, reason, format!("{ready} of {wanted} replicas ready"))],
+        conditions: vec![Condition::new(
+            "Ready",
+            holds,
+            reason,
+            format!("{ready} of {wanted} replicas ready"),
+        )],
     }
 }

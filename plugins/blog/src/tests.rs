@@ -1,19 +1,30 @@
 //! Native tests of the Blog logic, through the SDK's harness (the component's own JSON path).
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test should stop loudly at the first unexpected error"
+)]
+
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use serde_json::{Value, json};
 use weir_guest_sdk::testing::{self, Reconciled};
 use weir_guest_sdk::{Child, Error, Finalize, Requeue};
 
-use crate::{Blog, BlogReconciler, BlogSpec, BlogStatus, DEFAULT_IMAGE, FINALIZER, PAGE_HASH_ANNOTATION};
+use crate::{
+    Blog, BlogReconciler, BlogSpec, BlogStatus, DEFAULT_IMAGE, FINALIZER, PAGE_HASH_ANNOTATION,
+};
 
 /// Chainable test Blogs: `Blog::test().replicas(5)`.
 impl Blog {
     fn test() -> Self {
         let mut blog = Blog::new(
             "my-blog",
-            BlogSpec { title: "Hello".to_owned(), replicas: 1, image: DEFAULT_IMAGE.to_owned() },
+            BlogSpec {
+                title: "Hello".to_owned(),
+                replicas: 1,
+                image: DEFAULT_IMAGE.to_owned(),
+            },
         );
         blog.metadata.namespace = Some("default".to_owned());
         blog.metadata.generation = Some(1);
@@ -63,7 +74,13 @@ fn deployment(out: &Reconciled, name: &str) -> Deployment {
 }
 
 fn page_of(out: &Reconciled) -> String {
-    out.children.get::<ConfigMap>("my-blog-page").unwrap().unwrap().data.unwrap()["index.html"].clone()
+    out.children
+        .get::<ConfigMap>("my-blog-page")
+        .unwrap()
+        .unwrap()
+        .data
+        .unwrap()["index.html"]
+        .clone()
 }
 
 fn hash_of(out: &Reconciled) -> String {
@@ -77,7 +94,10 @@ fn status_of(out: &Reconciled) -> BlogStatus {
 
 /// The Deployment as the cluster would report it, with `ready` pods ready.
 fn ready(mut deployment: Deployment, ready: i32) -> Child {
-    deployment.status = Some(DeploymentStatus { ready_replicas: Some(ready), ..DeploymentStatus::default() });
+    deployment.status = Some(DeploymentStatus {
+        ready_replicas: Some(ready),
+        ..DeploymentStatus::default()
+    });
     deployment.into()
 }
 
@@ -85,7 +105,12 @@ fn ready(mut deployment: Deployment, ready: i32) -> Child {
 fn a_new_blog_gets_a_page_a_deployment_and_a_service() {
     let out = Blog::test().reconcile();
     assert_eq!(out.children.len(), 3);
-    assert!(out.children.get::<ConfigMap>("my-blog-page").unwrap().is_some());
+    assert!(
+        out.children
+            .get::<ConfigMap>("my-blog-page")
+            .unwrap()
+            .is_some()
+    );
     assert!(out.children.get::<Deployment>("my-blog").unwrap().is_some());
     assert!(out.children.get::<Service>("my-blog").unwrap().is_some());
     assert_eq!(out.requeue, Requeue::Done);
@@ -113,15 +138,36 @@ fn the_deployment_takes_replicas_and_image_from_the_spec_and_mounts_the_page() {
     assert_eq!(spec.replicas, Some(5));
     let pod = spec.template.spec.unwrap();
     assert_eq!(pod.containers[0].image.as_deref(), Some("nginx:1.28"));
-    assert_eq!(pod.containers[0].volume_mounts.as_ref().unwrap()[0].mount_path, "/usr/share/nginx/html");
-    assert_eq!(pod.volumes.unwrap()[0].config_map.as_ref().unwrap().name, "my-blog-page");
+    assert_eq!(
+        pod.containers[0].volume_mounts.as_ref().unwrap()[0].mount_path,
+        "/usr/share/nginx/html"
+    );
+    assert_eq!(
+        pod.volumes.unwrap()[0].config_map.as_ref().unwrap().name,
+        "my-blog-page"
+    );
 }
 
 #[test]
 fn the_service_selects_the_deployments_pods() {
     let out = Blog::test().reconcile();
-    let selector = out.children.get::<Service>("my-blog").unwrap().unwrap().spec.unwrap().selector.unwrap();
-    let pods = deployment(&out, "my-blog").spec.unwrap().template.metadata.unwrap().labels.unwrap();
+    let selector = out
+        .children
+        .get::<Service>("my-blog")
+        .unwrap()
+        .unwrap()
+        .spec
+        .unwrap()
+        .selector
+        .unwrap();
+    let pods = deployment(&out, "my-blog")
+        .spec
+        .unwrap()
+        .template
+        .metadata
+        .unwrap()
+        .labels
+        .unwrap();
     assert!(selector.iter().all(|(k, v)| pods.get(k) == Some(v)));
 }
 
@@ -132,7 +178,10 @@ fn replicas_and_image_default_when_the_spec_omits_them() {
     let out = testing::reconcile::<BlogReconciler>(&parent, vec![]).unwrap();
     let spec = deployment(&out, "my-blog").spec.unwrap();
     assert_eq!(spec.replicas, Some(1));
-    assert_eq!(spec.template.spec.unwrap().containers[0].image.as_deref(), Some(DEFAULT_IMAGE));
+    assert_eq!(
+        spec.template.spec.unwrap().containers[0].image.as_deref(),
+        Some(DEFAULT_IMAGE)
+    );
 }
 
 #[test]
@@ -147,13 +196,19 @@ fn a_title_change_changes_the_page_and_rolls_the_pods() {
 fn the_page_hash_is_the_first_16_hex_digits_of_the_pages_sha256() {
     // sha256("abc") = ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad
     assert_eq!(crate::page_hash("abc"), "ba7816bf8f01cfea");
-    assert_eq!(hash_of(&Blog::test().reconcile()), crate::page_hash(&page_of(&Blog::test().reconcile())));
+    assert_eq!(
+        hash_of(&Blog::test().reconcile()),
+        crate::page_hash(&page_of(&Blog::test().reconcile()))
+    );
 }
 
 #[test]
 fn the_title_is_html_escaped_like_pythons_html_escape() {
     let out = Blog::test().title(r#"<b>"Tom" & 'Jerry'</b>"#).reconcile();
-    assert!(page_of(&out).contains("<h1>&lt;b&gt;&quot;Tom&quot; &amp; &#x27;Jerry&#x27;&lt;/b&gt;</h1>"));
+    assert!(
+        page_of(&out)
+            .contains("<h1>&lt;b&gt;&quot;Tom&quot; &amp; &#x27;Jerry&#x27;&lt;/b&gt;</h1>")
+    );
 }
 
 #[test]
@@ -188,8 +243,17 @@ fn ready_once_the_deployment_reports_all_pods_ready() {
     let status = status_of(&out);
     assert_eq!(status.observed_generation, Some(4));
     assert_eq!(status.ready_replicas, 3);
-    assert_eq!((status.conditions[0].type_.as_str(), status.conditions[0].status.as_str()), ("Ready", "True"));
-    assert_eq!(status.conditions[0].last_transition_time, None, "the host sets the time");
+    assert_eq!(
+        (
+            status.conditions[0].type_.as_str(),
+            status.conditions[0].status.as_str()
+        ),
+        ("Ready", "True")
+    );
+    assert_eq!(
+        status.conditions[0].last_transition_time, None,
+        "the host sets the time"
+    );
     assert_eq!(out.requeue, Requeue::Done);
 }
 
@@ -214,7 +278,10 @@ fn a_blog_without_a_title_is_a_permanent_error_naming_the_field() {
                         "metadata": {"name": "broken", "namespace": "default"}, "spec": {"replicas": 2}});
     let err = testing::reconcile::<BlogReconciler>(&parent, vec![]).unwrap_err();
     assert!(!err.is_transient());
-    assert!(err.message().contains("spec") && err.message().contains("title"), "{err}");
+    assert!(
+        err.message().contains("spec") && err.message().contains("title"),
+        "{err}"
+    );
     assert!(err.message().contains("default/broken"), "{err}");
 }
 
@@ -226,7 +293,10 @@ fn an_empty_title_a_negative_replica_count_or_an_empty_image_is_refused() {
         (Blog::test().image(""), "spec.image"),
     ] {
         let err = blog.reconcile_err();
-        assert!(matches!(err, Error::Permanent(_)) && err.message().contains(field), "{err}");
+        assert!(
+            matches!(err, Error::Permanent(_)) && err.message().contains(field),
+            "{err}"
+        );
     }
 }
 
@@ -236,28 +306,52 @@ fn a_name_that_cannot_name_a_service_is_refused() {
         let err = Blog::test().named(name).reconcile_err();
         assert!(err.message().contains("metadata.name"), "{name}: {err}");
     }
-    assert!(testing::reconcile::<BlogReconciler>(&Blog::test().named(&"b".repeat(63)), vec![]).is_ok());
+    assert!(
+        testing::reconcile::<BlogReconciler>(&Blog::test().named(&"b".repeat(63)), vec![]).is_ok()
+    );
 }
 
 #[test]
 fn a_deleted_blog_is_cleaned_up_at_once() {
     let blog = Blog::test();
     let observed = blog.reconcile().as_observed();
-    assert_eq!(testing::finalize::<BlogReconciler>(&blog, observed).unwrap(), Finalize::Complete);
+    assert_eq!(
+        testing::finalize::<BlogReconciler>(&blog, observed).unwrap(),
+        Finalize::Complete
+    );
 }
 
 #[test]
 fn describe_declares_the_blog_kind_its_children_and_the_finalizer() {
     let info = testing::describe::<BlogReconciler>();
-    assert_eq!((info.name.as_str(), info.version.as_str()), ("blog", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        (info.name.as_str(), info.version.as_str()),
+        ("blog", env!("CARGO_PKG_VERSION"))
+    );
     let parent = &info.parent;
     assert_eq!(
-        (parent.group.as_str(), parent.version.as_str(), parent.kind.as_str(), parent.plural.as_str()),
+        (
+            parent.group.as_str(),
+            parent.version.as_str(),
+            parent.kind.as_str(),
+            parent.plural.as_str()
+        ),
         ("weir.dev", "v1alpha1", "Blog", "blogs")
     );
     assert!(parent.namespaced);
-    let kinds: Vec<_> = info.children.iter().map(|k| (k.group.as_str(), k.kind.as_str(), k.plural.as_str())).collect();
-    assert_eq!(kinds, [("", "ConfigMap", "configmaps"), ("apps", "Deployment", "deployments"), ("", "Service", "services")]);
+    let kinds: Vec<_> = info
+        .children
+        .iter()
+        .map(|k| (k.group.as_str(), k.kind.as_str(), k.plural.as_str()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("", "ConfigMap", "configmaps"),
+            ("apps", "Deployment", "deployments"),
+            ("", "Service", "services")
+        ]
+    );
     assert_eq!(info.finalizer.as_deref(), Some(FINALIZER));
     let crd: Value = serde_json::from_str(info.crd.as_deref().unwrap()).unwrap();
     assert_eq!(crd["metadata"]["name"], "blogs.weir.dev");

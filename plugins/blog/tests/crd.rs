@@ -1,5 +1,10 @@
 //! The checked-in Blog CRD (`deploy/crd/blog.yaml`) is what the Rust type generates.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test should stop loudly at the first unexpected error"
+)]
+
 use std::path::PathBuf;
 
 use kube::CustomResourceExt;
@@ -13,7 +18,9 @@ fn checked_in() -> PathBuf {
 
 fn generated() -> String {
     let yaml = serde_yaml::to_string(&Blog::crd()).unwrap();
-    format!("# Generated from plugins/blog/src/types.rs; do not edit. Regenerate: {REGENERATE}\n{yaml}")
+    format!(
+        "# Generated from plugins/blog/src/types.rs; do not edit. Regenerate: {REGENERATE}\n{yaml}"
+    )
 }
 
 #[test]
@@ -24,7 +31,11 @@ fn the_checked_in_crd_matches_the_rust_type() {
         std::fs::write(&path, &want).unwrap();
     }
     let have = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(have == want, "{} is stale or missing; regenerate it with\n    {REGENERATE}", path.display());
+    assert!(
+        have == want,
+        "{} is stale or missing; regenerate it with\n    {REGENERATE}",
+        path.display()
+    );
 }
 
 #[test]
@@ -36,8 +47,14 @@ fn the_crd_requires_a_title_and_defaults_replicas_and_image() {
     let spec = &version["schema"]["openAPIV3Schema"]["properties"]["spec"];
     assert_eq!(spec["required"], serde_json::json!(["title"]));
     assert_eq!(spec["properties"]["replicas"]["default"], 1);
-    assert_eq!(spec["properties"]["replicas"]["minimum"].as_f64(), Some(0.0));
-    assert_eq!(spec["properties"]["image"]["default"], weir_plugin_blog::DEFAULT_IMAGE);
+    assert_eq!(
+        spec["properties"]["replicas"]["minimum"].as_f64(),
+        Some(0.0)
+    );
+    assert_eq!(
+        spec["properties"]["image"]["default"],
+        weir_plugin_blog::DEFAULT_IMAGE
+    );
     assert_eq!(spec["properties"]["title"]["minLength"], 1);
     assert_eq!(crd["spec"]["scope"], "Namespaced");
     assert_eq!(crd["spec"]["names"]["plural"], "blogs");

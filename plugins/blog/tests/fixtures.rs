@@ -3,6 +3,11 @@
 //! `weir test` checks the same files against the built component; this keeps
 //! them honest under plain `cargo test`, without building WebAssembly.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test should stop loudly at the first unexpected error"
+)]
+
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
@@ -24,16 +29,22 @@ fn fixtures() -> Vec<PathBuf> {
 /// JSON with null-valued object fields dropped, as the fixture format compares.
 fn without_nulls(value: &Value) -> Value {
     match value {
-        Value::Object(map) => {
-            map.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), without_nulls(v))).collect()
-        }
+        Value::Object(map) => map
+            .iter()
+            .filter(|(_, v)| !v.is_null())
+            .map(|(k, v)| (k.clone(), without_nulls(v)))
+            .collect(),
         Value::Array(items) => items.iter().map(without_nulls).collect(),
         other => other.clone(),
     }
 }
 
 fn key(object: &Value) -> (Value, Value, Value) {
-    (object["apiVersion"].clone(), object["kind"].clone(), object["metadata"]["name"].clone())
+    (
+        object["apiVersion"].clone(),
+        object["kind"].clone(),
+        object["metadata"]["name"].clone(),
+    )
 }
 
 fn sorted(children: impl Iterator<Item = Value>) -> Vec<Value> {
@@ -57,7 +68,14 @@ fn check_reconciled(name: &str, out: &Reconciled, expect: &Value) {
         assert_eq!(have, want, "{name}: children");
     }
     if let Some(status) = expect.get("status") {
-        assert_eq!(out.status.as_ref().map(without_nulls).unwrap_or(Value::Null), without_nulls(status), "{name}: status");
+        assert_eq!(
+            out.status
+                .as_ref()
+                .map(without_nulls)
+                .unwrap_or(Value::Null),
+            without_nulls(status),
+            "{name}: status"
+        );
     }
     if let Some(want) = expect.get("requeue") {
         assert_eq!(&requeue(out.requeue), want, "{name}: requeue");
@@ -67,13 +85,22 @@ fn check_reconciled(name: &str, out: &Reconciled, expect: &Value) {
 #[test]
 fn every_fixture_holds_natively_and_converges() {
     let files = fixtures();
-    assert!(files.len() >= 9, "expected the Blog fixtures, found {files:?}");
+    assert!(
+        files.len() >= 9,
+        "expected the Blog fixtures, found {files:?}"
+    );
     for path in files {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let case: Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let parent = &case["parent"];
-        let observed: Vec<Child> =
-            case.get("observed").and_then(Value::as_array).cloned().unwrap_or_default().into_iter().map(Child::json).collect();
+        let observed: Vec<Child> = case
+            .get("observed")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .map(Child::json)
+            .collect();
         let expect = &case["expect"];
         if case.get("call").and_then(Value::as_str) == Some("finalize") {
             let got = testing::finalize::<BlogReconciler>(parent, observed).unwrap();
@@ -84,9 +111,20 @@ fn every_fixture_holds_natively_and_converges() {
         let result = testing::reconcile::<BlogReconciler>(parent, observed);
         if let Some(error) = expect.get("error") {
             let err = result.expect_err(&name);
-            assert_eq!(error["kind"], if err.is_transient() { "transient" } else { "permanent" }, "{name}");
+            assert_eq!(
+                error["kind"],
+                if err.is_transient() {
+                    "transient"
+                } else {
+                    "permanent"
+                },
+                "{name}"
+            );
             let needle = error["message_contains"].as_str().unwrap();
-            assert!(err.message().contains(needle), "{name}: {err:?} lacks {needle:?}");
+            assert!(
+                err.message().contains(needle),
+                "{name}: {err:?} lacks {needle:?}"
+            );
             continue;
         }
         let out = result.unwrap_or_else(|e| panic!("{name}: {e}"));

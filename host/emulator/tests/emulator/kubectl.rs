@@ -86,6 +86,9 @@ spec:
     served: true
     storage: true
     subresources: {status: {}}
+    additionalPrinterColumns:
+    - {name: Title, type: string, jsonPath: .spec.title}
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
     schema:
       openAPIV3Schema:
         type: object
@@ -120,7 +123,10 @@ async fn kubectl_applies_a_crd_and_an_object_client_side_and_server_side() {
     assert!(k.ok(&["apply", "-f", &file]).await.contains("blog.weir.dev/hello created"));
     let yaml = k.ok(&["get", "blog", "hello", "-o", "yaml"]).await;
     assert!(yaml.contains("title: Hello") && yaml.contains("last-applied-configuration"), "{yaml}");
-    assert!(k.ok(&["get", "bl"]).await.contains("hello"), "short name resolves");
+    let table = k.ok(&["get", "bl"]).await;
+    let header: Vec<&str> = table.lines().next().unwrap_or("").split_whitespace().collect();
+    assert_eq!(header, vec!["NAME", "TITLE", "READY", "AGE"], "printer columns via Table:\n{table}");
+    assert!(table.lines().nth(1).unwrap_or("").starts_with("hello"), "short name resolves:\n{table}");
 
     em.clear_requests();
     k.file("blog.yaml", &blog("Changed"));
@@ -186,6 +192,9 @@ async fn kubectl_applies_scales_edits_and_waits_for_a_deployment() {
     k.ok(&["wait", "--for=condition=Available", "deployment/web", "--timeout=30s"]).await;
     let replicas = k.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas} {.status.availableReplicas}"]).await;
     assert_eq!(replicas, "4 4");
+    let table = k.ok(&["get", "deployments"]).await;
+    let row: Vec<&str> = table.lines().nth(1).unwrap_or("").split_whitespace().collect();
+    assert_eq!(&row[..4], ["web", "4/4", "4", "4"], "{table}");
 
     let mut edit = k.command(&["edit", "deployment/web"]);
     edit.env("KUBE_EDITOR", "sed -i s/nginx:2/nginx:3/");
@@ -239,3 +248,16 @@ async fn wait_for_watch(em: &Emulator) {
     panic!("kubectl never opened a watch");
 }
 
+
+#[tokio::test]
+async fn kubectl_generators_create_namespaces_configmaps_and_secrets_over_protobuf() {
+    let em = Emulator::start(EmulatorConfig::default()).await.unwrap();
+    let k = Kubectl::new(&em);
+    k.ok(&["create", "namespace", "blogs"]).await;
+    k.ok(&["create", "configmap", "site", "-n", "blogs", "--from-literal=title=Hello"]).await;
+    k.ok(&["create", "secret", "generic", "db", "-n", "blogs", "--from-literal=password=s3cr3t"]).await;
+    let created: Vec<Option<String>> = em.requests().into_iter().filter(|r| r.is_write()).map(|r| r.content_type).collect();
+    assert!(created.iter().all(|c| c.as_deref() == Some("application/vnd.kubernetes.protobuf")), "{created:?}");
+    assert_eq!(k.ok(&["get", "cm", "site", "-n", "blogs", "-o", "jsonpath={.data.title}"]).await, "Hello");
+    assert_eq!(k.ok(&["get", "secret", "db", "-n", "blogs", "-o", "jsonpath={.data.password}"]).await, "czNjcjN0");
+}

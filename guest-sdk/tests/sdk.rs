@@ -1,0 +1,257 @@
+//! The SDK's typed API, driven through the same JSON path the component uses.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test should stop loudly at the first unexpected error"
+)]
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use kube::{CustomResource, ResourceExt};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use weir_guest_sdk::{
+    Child, Children, Condition, Error, Finalize, Kind, Outcome, Reconciler, Requeue, testing,
+};
+
+/// A parent whose spec says what the test plugin does.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(group = "example.dev", version = "v1", kind = "Note", namespaced)]
+#[serde(rename_all = "camelCase")]
+pub struct NoteSpec {
+    text: String,
+    #[serde(default)]
+    requeue_ms: Option<u64>,
+    #[serde(default)]
+    fail: Option<String>,
+}
+
+/// A cluster-scoped kind, to check scope detection.
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(group = "example.dev", version = "v1", kind = "Shelf")]
+pub struct ShelfSpec {}
+
+struct Notes;
+
+impl Reconciler for Notes {
+    type Parent = Note;
+    const NAME: &'static str = "note";
+    const VERSION: &'static str = "1.2.3";
+    const FINALIZER: Option<&'static str> = Some("example.dev/notes");
+
+    fn children() -> Vec<Kind> {
+        vec![Kind::of::<ConfigMap>()]
+    }
+
+    fn reconcile(note: &Note, observed: &Children) -> Result<Outcome, Error> {
+        match note.spec.fail.as_deref() {
+            Some("transient") => return Err(Error::transient("waiting")),
+            Some(_) => return Err(Error::permanent("bad note")),
+            None => {}
+        }
+        let mut page = ConfigMap::default();
+        page.metadata.name = Some(note.name_any());
+        page.data = Some([("text".to_owned(), note.spec.text.clone())].into());
+        // Echo what was observed so tests can see the lookup worked.
+        let seen = observed
+            .get::<ConfigMap>(&note.name_any())?
+            .and_then(|c| c.data)
+            .map(|d| d["text"].clone());
+        let outcome = Outcome::apply(vec![page.into()]).status(
+            json!({"seen": seen, "conditions": [Condition::new("Ready", true, "Written", "ok")]}),
+        );
+        Ok(match note.spec.requeue_ms {
+            Some(0) => outcome.requeue_now(),
+            Some(ms) => outcome.requeue_after(Duration::from_millis(ms)),
+            None => outcome,
+        })
+    }
+
+    fn finalize(note: &Note, observed: &Children) -> Result<Finalize, Error> {
+        Ok(if observed.is_empty() {
+            Finalize::Complete
+        } else {
+            Finalize::AgainAfter(Duration::from_secs(note.spec.text.len() as u64))
+        })
+    }
+}
+
+fn note(text: &str) -> Note {
+    let mut note = Note::new(
+        "n1",
+        NoteSpec {
+            text: text.to_owned(),
+            requeue_ms: None,
+            fail: None,
+        },
+    );
+    note.metadata.namespace = Some("ns".to_owned());
+    note
+}
+
+fn config_map(name: &str, text: &str) -> ConfigMap {
+    let mut cm = ConfigMap::default();
+    cm.metadata.name = Some(name.to_owned());
+    cm.data = Some([("text".to_owned(), text.to_owned())].into());
+    cm
+}
+
+#[test]
+fn children_come_back_as_json_with_api_version_and_kind() {
+    let out = testing::reconcile::<Notes>(&note("hi"), vec![]).unwrap();
+    let child = out.children.iter().next().unwrap();
+    assert_eq!(child["apiVersion"], "v1");
+    assert_eq!(child["kind"], "ConfigMap");
+    assert_eq!(child["data"]["text"], "hi");
+    assert_eq!(out.requeue, Requeue::Done);
+}
+
+#[test]
+fn observed_children_are_found_by_type_and_name_only() {
+    let mut same_name_other_kind = Service::default();
+    same_name_other_kind.metadata.name = Some("n1".to_owned());
+    let observed: Vec<Child> = vec![
+        same_name_other_kind.into(),
+        config_map("other", "no").into(),
+        config_map("n1", "yes").into(),
+    ];
+    let out = testing::reconcile::<Notes>(&note("hi"), observed).unwrap();
+    assert_eq!(out.status.unwrap()["seen"], "yes");
+}
+
+#[test]
+fn list_returns_every_child_of_a_type() {
+    let children: Children = vec![
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "b"}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}),
+    ]
+    .into();
+    let names: Vec<_> = children
+        .list::<ConfigMap>()
+        .unwrap()
+        .into_iter()
+        .map(|c| c.name_any())
+        .collect();
+    assert_eq!(names, ["a", "c"]);
+}
+
+#[test]
+fn a_child_that_does_not_decode_is_a_permanent_error_naming_it() {
+    let bad = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n1"}, "data": {"text": 5}});
+    let err = testing::reconcile::<Notes>(&note("hi"), vec![Child::json(bad)]).unwrap_err();
+    assert!(!err.is_transient());
+    assert!(
+        err.message().contains("ConfigMap n1") && err.message().contains("data.text"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_parent_missing_a_field_is_a_permanent_error_naming_parent_and_field() {
+    let parent = json!({"apiVersion": "example.dev/v1", "kind": "Note", "metadata": {"name": "n1", "namespace": "ns"},
+                        "spec": {}});
+    let err = testing::reconcile::<Notes>(&parent, vec![]).unwrap_err();
+    assert_eq!(
+        err,
+        Error::permanent("Note ns/n1 is invalid: spec: missing field `text`")
+    );
+}
+
+#[test]
+fn plugin_errors_keep_their_kind_and_message() {
+    let mut transient = note("hi");
+    transient.spec.fail = Some("transient".to_owned());
+    assert_eq!(
+        testing::reconcile::<Notes>(&transient, vec![]).unwrap_err(),
+        Error::Transient("waiting".to_owned())
+    );
+    let mut permanent = note("hi");
+    permanent.spec.fail = Some("yes".to_owned());
+    assert_eq!(
+        testing::reconcile::<Notes>(&permanent, vec![]).unwrap_err(),
+        Error::Permanent("bad note".to_owned())
+    );
+}
+
+#[test]
+fn requeue_follows_the_outcome_builder() {
+    let mut later = note("hi");
+    later.spec.requeue_ms = Some(1500);
+    assert_eq!(
+        testing::reconcile::<Notes>(&later, vec![]).unwrap().requeue,
+        Requeue::After(Duration::from_millis(1500))
+    );
+    later.spec.requeue_ms = Some(0);
+    assert_eq!(
+        testing::reconcile::<Notes>(&later, vec![]).unwrap().requeue,
+        Requeue::Now
+    );
+}
+
+#[test]
+fn conditions_leave_the_transition_time_to_the_host() {
+    let out = testing::reconcile::<Notes>(&note("hi"), vec![]).unwrap();
+    assert_eq!(
+        out.status.unwrap()["conditions"],
+        json!([{"type": "Ready", "status": "True", "reason": "Written", "message": "ok"}])
+    );
+}
+
+#[test]
+fn finalize_reports_complete_or_when_to_ask_again() {
+    assert_eq!(
+        testing::finalize::<Notes>(&note("abc"), vec![]).unwrap(),
+        Finalize::Complete
+    );
+    let again =
+        testing::finalize::<Notes>(&note("abc"), vec![config_map("n1", "x").into()]).unwrap();
+    assert_eq!(again, Finalize::AgainAfter(Duration::from_secs(3)));
+}
+
+#[test]
+fn describe_reports_name_version_kinds_finalizer_and_crd() {
+    let info = testing::describe::<Notes>();
+    assert_eq!(
+        (info.name.as_str(), info.version.as_str()),
+        ("note", "1.2.3")
+    );
+    assert_eq!(
+        info.parent,
+        Kind {
+            group: "example.dev".into(),
+            version: "v1".into(),
+            kind: "Note".into(),
+            plural: "notes".into(),
+            namespaced: true
+        }
+    );
+    assert_eq!(
+        info.children,
+        [Kind {
+            group: "".into(),
+            version: "v1".into(),
+            kind: "ConfigMap".into(),
+            plural: "configmaps".into(),
+            namespaced: true
+        }]
+    );
+    assert_eq!(info.finalizer.as_deref(), Some("example.dev/notes"));
+    let crd: serde_json::Value = serde_json::from_str(info.crd.as_deref().unwrap()).unwrap();
+    assert_eq!(crd["metadata"]["name"], "notes.example.dev");
+}
+
+#[test]
+fn cluster_scoped_parents_are_declared_as_such() {
+    assert!(!Kind::of_custom::<Shelf>().namespaced);
+    assert!(Kind::of_custom::<Note>().namespaced);
+}
+
+#[test]
+fn fed_back_children_reproduce_the_same_answer() {
+    let first = testing::reconcile::<Notes>(&note("hi"), vec![]).unwrap();
+    let again = testing::reconcile::<Notes>(&note("hi"), first.as_observed()).unwrap();
+    assert_eq!(again.children, first.children);
+}

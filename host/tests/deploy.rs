@@ -1,0 +1,121 @@
+//! Every manifest in `deploy/` applies with the real kubectl (to the emulator), and the
+//! checked-in ClusterRole is what `weir rbac` computes from the shipped plugins.
+
+#![expect(clippy::unwrap_used, reason = "a test fails loudly at the step that broke")]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use serde_json::{Value, json};
+use weir::plugin::{Engine, EngineConfig, ResourceKind};
+use weir_emulator::{Emulator, EmulatorConfig};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Runs kubectl (the real one, /usr/bin/kubectl, first on PATH) or a shell pipeline using it and returns stdout; panics with stderr on failure.
+async fn sh(kubeconfig: &Path, script: &str) -> String {
+    let out = tokio::process::Command::new("bash")
+        .args(["-euo", "pipefail", "-c", script])
+        .current_dir(root())
+        .env("KUBECONFIG", kubeconfig)
+        .env("PATH", format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default()))
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{script}\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The emulator serves no RBAC or policy kinds (it does not authorize); schemaless CRDs of the
+/// same group, kind and scope stand in, so kubectl maps and sends those manifests unchanged.
+async fn stand_in_rbac(emulator: &Emulator) {
+    let crds = ResourceKind {
+        group: "apiextensions.k8s.io".into(),
+        version: "v1".into(),
+        kind: "CustomResourceDefinition".into(),
+        plural: "customresourcedefinitions".into(),
+        namespaced: false,
+    };
+    let api: Api<DynamicObject> = Api::all_with(emulator.client(), &crds.api_resource());
+    let group = "rbac.authorization.k8s.io";
+    for (kind, plural, scope) in [
+        ("ClusterRole", "clusterroles", "Cluster"),
+        ("ClusterRoleBinding", "clusterrolebindings", "Cluster"),
+        ("Role", "roles", "Namespaced"),
+        ("RoleBinding", "rolebindings", "Namespaced"),
+    ] {
+        let name = format!("{plural}.{group}");
+        let crd: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": {"group": group, "scope": scope,
+                "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
+        }))
+        .unwrap();
+        api.patch(&name, &PatchParams::apply("deploy-test"), &Patch::Apply(&crd)).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+}
+
+#[tokio::test]
+async fn every_manifest_in_deploy_applies_with_kubectl() {
+    let emulator = Emulator::start(EmulatorConfig::default()).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("kubeconfig");
+    emulator.write_kubeconfig(&kubeconfig).unwrap();
+    stand_in_rbac(&emulator).await;
+    let kc = kubeconfig.as_path();
+
+    // The base: namespace, CRD, RBAC, the host; then a server-side dry run of the same must
+    // find nothing to refuse (the manifests are stable under re-apply).
+    let applied = sh(kc, "kubectl apply --server-side -k deploy/").await;
+    sh(kc, "kubectl apply --server-side --dry-run=server -k deploy/").await;
+    for object in [
+        "namespace/weir", "customresourcedefinition.apiextensions.k8s.io/blogs.weir.dev",
+        "serviceaccount/weir", "clusterrole.rbac.authorization.k8s.io/weir",
+        "clusterrolebinding.rbac.authorization.k8s.io/weir", "role.rbac.authorization.k8s.io/weir-leader-election",
+        "rolebinding.rbac.authorization.k8s.io/weir-leader-election", "deployment.apps/weir", "service/weir-metrics",
+    ] {
+        assert!(applied.contains(object), "{object} not applied:\n{applied}");
+    }
+    let deployment: Value = serde_json::from_str(&sh(kc, "kubectl get -n weir deployment weir -o json").await).unwrap();
+    let spec = &deployment["spec"]["template"]["spec"];
+    let container = &spec["containers"][0];
+    assert_eq!(deployment["spec"]["replicas"], 2);
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert!(container["args"].as_array().unwrap().contains(&json!("--leader-elect")));
+    assert_eq!(spec["volumes"][0]["configMap"]["name"], "weir-plugins");
+    assert_eq!(spec["serviceAccountName"], "weir");
+
+    // Delivery 1: the plugins ConfigMap, as binaryData, made by the script.
+    let plugin = root().join("target/plugins/scenario.wasm");
+    let bytes = std::fs::read(&plugin).expect("run plugins/build.sh first");
+    sh(kc, &format!("deploy/plugins/configmap.sh {} | kubectl apply --server-side -f -", plugin.display())).await;
+    let data = sh(kc, "kubectl get -n weir configmap weir-plugins -o jsonpath='{.binaryData.scenario\\.wasm}'").await;
+    assert_eq!(data.len(), bytes.len().div_ceil(3) * 4, "the component is stored whole, base64");
+
+    // Delivery 2: the image-volume overlay (dry run: the same Deployment, another volume).
+    let overlay = sh(kc, "kubectl apply --server-side --dry-run=server -k deploy/plugins/image/ -o json").await;
+    assert!(overlay.contains("weir-plugins:0.1.0"), "{overlay}");
+
+    // The examples, on the CRD the base installed.
+    let examples = sh(kc, "kubectl apply -f deploy/examples/").await;
+    assert!(examples.contains("blog.weir.dev/hello created"), "{examples}");
+    emulator.shutdown().await;
+}
+
+#[test]
+fn the_checked_in_cluster_role_is_what_weir_rbac_computes_for_the_blog_plugin() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(root().join("target/plugins/blog.wasm"), dir.path().join("blog.wasm")).expect("run plugins/build.sh first");
+    let engine = Engine::new(EngineConfig { cache_dir: Some(root().join("target/plugin-cache")), ..EngineConfig::default() }).unwrap();
+    let rendered = weir::rbac::render(&engine, dir.path(), "weir").unwrap();
+    let checked_in = std::fs::read_to_string(root().join("deploy/rbac/cluster-role.yaml")).unwrap();
+    assert_eq!(checked_in, rendered, "deploy/rbac/cluster-role.yaml is stale: regenerate it with `weir rbac --plugins DIR`");
+}
