@@ -60,12 +60,20 @@ impl Children {
             .iter()
             .filter(|object| is_kind::<K>(object) && matches(object))
             .map(|object| {
-                serde_path_to_error::deserialize(object).map_err(|e| {
+                // Tracking the path costs on every field, so only a failed decode pays for it.
+                K::deserialize(object).map_err(|_| {
                     let name = object
                         .pointer("/metadata/name")
                         .and_then(Value::as_str)
                         .unwrap_or("");
-                    Error::permanent(format!("observed {} {name} does not decode: {e}", K::KIND))
+                    let e = serde_path_to_error::deserialize::<_, K>(object)
+                        .err()
+                        .map(|e| e.to_string());
+                    Error::permanent(format!(
+                        "observed {} {name} does not decode: {}",
+                        K::KIND,
+                        e.unwrap_or_default()
+                    ))
                 })
             })
             .collect()

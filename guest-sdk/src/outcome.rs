@@ -5,25 +5,25 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-/// One desired child, already turned into the JSON the host applies.
+/// One desired child, already turned into the JSON text the host applies.
 ///
 /// Build it with `.into()` from any k8s-openapi object (or any other
 /// `k8s_openapi::Resource`); its `apiVersion` and `kind` come from the type.
 #[derive(Debug, Clone)]
-pub struct Child(pub(crate) Result<Value, String>);
+pub struct Child(pub(crate) Result<String, String>);
 
 impl<K: k8s_openapi::Resource + Serialize> From<K> for Child {
     fn from(object: K) -> Self {
         // Serialising a k8s-openapi object cannot fail in practice; should it,
         // the reconcile fails with the reason instead of panicking in the guest.
-        Child(serde_json::to_value(&object).map_err(|e| format!("{} {e}", K::KIND)))
+        Child(serde_json::to_string(&object).map_err(|e| format!("{} {e}", K::KIND)))
     }
 }
 
 impl Child {
     /// A child given as raw JSON, for kinds without a Rust type.
     pub fn json(manifest: Value) -> Self {
-        Child(Ok(manifest))
+        Child(Ok(manifest.to_string()))
     }
 }
 
@@ -46,7 +46,7 @@ pub enum Requeue {
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub(crate) children: Vec<Child>,
-    pub(crate) status: Option<Result<Value, String>>,
+    pub(crate) status: Option<Result<String, String>>,
     pub(crate) requeue: Requeue,
 }
 
@@ -62,7 +62,7 @@ impl Outcome {
 
     /// Set the parent's `status` to this value.
     pub fn status(mut self, status: impl Serialize) -> Self {
-        self.status = Some(serde_json::to_value(status).map_err(|e| e.to_string()));
+        self.status = Some(serde_json::to_string(&status).map_err(|e| e.to_string()));
         self
     }
 

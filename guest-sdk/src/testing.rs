@@ -84,7 +84,7 @@ fn to_wire(parent: &impl Serialize, observed: Vec<Child>) -> Result<(String, Vec
         serde_json::to_string(parent).map_err(|e| Error::permanent(format!("test parent: {e}")))?;
     let children = observed
         .into_iter()
-        .map(|child| child.0.map(|value| value.to_string()))
+        .map(|child| child.0)
         .collect::<Result<_, _>>()
         .map_err(|e| Error::permanent(format!("test child: {e}")))?;
     Ok((parent, children))

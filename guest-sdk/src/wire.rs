@@ -67,6 +67,10 @@ pub(crate) fn finalize<R: Reconciler>(
 fn decode_parent<P: kube::Resource<DynamicType = ()> + DeserializeOwned>(
     json: &str,
 ) -> Result<P, Error> {
+    if let Ok(parent) = serde_json::from_str(json) {
+        return Ok(parent);
+    }
+    // Only a failed decode pays for a second pass that tracks where it fails.
     let kind = P::kind(&());
     let value: Value = serde_json::from_str(json)
         .map_err(|e| Error::permanent(format!("the {kind} parent is not JSON: {e}")))?;
@@ -90,14 +94,13 @@ fn encode(outcome: Outcome) -> Result<Response, Error> {
     let children = outcome
         .children
         .into_iter()
-        .map(|child| child.0.map(|value| value.to_string()))
+        .map(|child| child.0)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| Error::permanent(format!("a desired child does not serialize: {e}")))?;
     let status = outcome
         .status
         .transpose()
-        .map_err(|e| Error::permanent(format!("the status does not serialize: {e}")))?
-        .map(|value| value.to_string());
+        .map_err(|e| Error::permanent(format!("the status does not serialize: {e}")))?;
     Ok(Response {
         children,
         status,

@@ -14,7 +14,6 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::ApiResource;
 use kube::runtime::controller::Action;
-use kube::runtime::finalizer::{Event, finalizer};
 use kube::runtime::{Controller, WatchStreamExt, reflector, watcher};
 use kube::{Client, Resource, ResourceExt};
 use serde_json::{Value, json};
@@ -78,19 +77,30 @@ async fn apply(blog: Arc<Blog>, ctx: &Ctx) -> Result<Action, TwinError> {
     Ok(Action::requeue(ctx.resync))
 }
 
-async fn reconcile(blog: Arc<Blog>, ctx: Arc<Ctx>) -> Result<Action, kube::runtime::finalizer::Error<TwinError>> {
+/// The finalizer handled with merge patches (kube's `finalizer` helper uses a JSON-patch `test`
+/// of an absent path, which the emulator's JSON patch rejects).
+async fn reconcile(blog: Arc<Blog>, ctx: Arc<Ctx>) -> Result<Action, TwinError> {
     let ns = blog.namespace().unwrap_or_default();
     let blogs: Api<Blog> = Api::namespaced(ctx.client.clone(), &ns);
-    finalizer(&blogs, FINALIZER, blog, |event| async {
-        match event {
-            Event::Apply(blog) => apply(blog, &ctx).await,
-            Event::Cleanup(_) => Ok(Action::await_change()),
+    let mut finalizers = blog.finalizers().to_vec();
+    let held = finalizers.iter().any(|f| f == FINALIZER);
+    if blog.metadata.deletion_timestamp.is_some() {
+        if held {
+            finalizers.retain(|f| f != FINALIZER);
+            let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": blog.resource_version()}});
+            blogs.patch(&blog.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await?;
         }
-    })
-    .await
+        return Ok(Action::await_change());
+    }
+    if !held {
+        finalizers.push(FINALIZER.to_owned());
+        let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": blog.resource_version()}});
+        blogs.patch(&blog.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await?;
+    }
+    apply(blog, &ctx).await
 }
 
-fn error_policy(_: Arc<Blog>, _: &kube::runtime::finalizer::Error<TwinError>, _: Arc<Ctx>) -> Action {
+fn error_policy(_: Arc<Blog>, _: &TwinError, _: Arc<Ctx>) -> Action {
     Action::requeue(Duration::from_secs(1))
 }
 
@@ -109,6 +119,10 @@ pub async fn run(client: Client, workers: u16, resync: Duration) {
         .owns(Api::<Service>::all(client), watcher::Config::default())
         .with_config(kube::runtime::controller::Config::default().concurrency(workers))
         .run(reconcile, error_policy, ctx)
-        .for_each(|_| async {})
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::warn!(error = %e, source = ?std::error::Error::source(&e), "native twin reconcile failed");
+            }
+        })
         .await;
 }

@@ -104,7 +104,7 @@ fn walk_value(field: &str, v: &Value, prefix: &mut Path, out: &mut BTreeSet<Path
     }
 }
 
-fn find_in_list<'a>(items: &'a [Value], step: &Step) -> Option<usize> {
+fn find_in_list(items: &[Value], step: &Step) -> Option<usize> {
     match step {
         Step::Key(key) => {
             let wanted: Map<String, Value> = serde_json::from_str(key).ok()?;

@@ -140,15 +140,11 @@ fn validate(rt: &ResourceType, obj: &mut Value, opts: &WriteOpts, warnings: &mut
 
 fn defaults(rt: &ResourceType, obj: &mut Value) {
     match (rt.group.as_str(), rt.kind.as_str()) {
-        ("apps", "Deployment" | "ReplicaSet") => {
-            if object::get_path(obj, ".spec.replicas").is_none() {
-                object::set_path(obj, ".spec.replicas", json!(1));
-            }
+        ("apps", "Deployment" | "ReplicaSet") if object::get_path(obj, ".spec.replicas").is_none() => {
+            object::set_path(obj, ".spec.replicas", json!(1));
         }
-        ("", "Namespace") => {
-            if object::get_path(obj, ".status.phase").is_none() {
-                object::set_path(obj, ".status.phase", json!("Active"));
-            }
+        ("", "Namespace") if object::get_path(obj, ".status.phase").is_none() => {
+            object::set_path(obj, ".status.phase", json!("Active"));
         }
         ("", "Service") => {
             if let Some(ports) = obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
@@ -253,7 +249,6 @@ pub fn update(store: &mut Store, rt: &ResourceType, key: &ObjKey, body: Value, s
 }
 
 /// Apply a patch of any type; server-side apply may create the object.
-#[expect(clippy::too_many_arguments, reason = "mirrors the request parameters one to one")]
 pub fn patch(
     store: &mut Store,
     rt: &ResourceType,
@@ -269,13 +264,10 @@ pub fn patch(
         let mut cfg: Value = serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
         // kube-apiserver takes the name from the URL when the apply configuration omits it
         // (kube-lease-manager applies Leases that way).
-        if object::name(&cfg).is_empty() {
-            if let Some(obj) = cfg.as_object_mut() {
-                let meta = obj.entry("metadata").or_insert_with(|| json!({}));
-                if let Some(meta) = meta.as_object_mut() {
-                    meta.insert("name".into(), json!(key.name));
-                }
-            }
+        if object::name(&cfg).is_empty()
+            && let Some(meta) = object::metadata_mut(&mut cfg)
+        {
+            meta.insert("name".into(), json!(key.name));
         }
         check_type(rt, &cfg)?;
         if cfg.get("apiVersion").is_none() || cfg.get("kind").is_none() {

@@ -167,6 +167,7 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests may unwrap")]
 mod tests {
     use super::*;
 

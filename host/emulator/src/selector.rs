@@ -141,6 +141,7 @@ impl FieldSelector {
 }
 
 #[cfg(test)]
+#[expect(clippy::unwrap_used, reason = "tests may unwrap")]
 mod tests {
     use super::*;
     use serde_json::json;

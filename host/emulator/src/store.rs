@@ -67,6 +67,9 @@ pub struct Gone {
     pub oldest: u64,
 }
 
+/// Events to replay, then a receiver for the rest.
+pub type Resume = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
+
 /// All objects plus the indexes and queues that deletion and garbage collection need.
 pub struct Store {
     /// Served resource types, built-in and from CRDs.
@@ -190,10 +193,10 @@ impl Store {
 
     fn emit(&mut self, key: ObjKey, kind: EventType, object: Arc<Value>) {
         let ev = Arc::new(Event { rv: self.rv, key, kind, object, encoded: std::sync::OnceLock::new() });
-        if self.history.len() >= self.history_cap {
-            if let Some(old) = self.history.pop_front() {
-                self.compacted = old.rv;
-            }
+        if self.history.len() >= self.history_cap
+            && let Some(old) = self.history.pop_front()
+        {
+            self.compacted = old.rv;
         }
         self.history.push_back(ev.clone());
         // No receivers is normal when nobody watches.
@@ -259,7 +262,7 @@ impl Store {
     }
 
     /// Events after `rv` still in the history, plus a receiver for later ones, taken atomically.
-    pub fn watch_from(&self, rv: u64) -> Result<(Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>), Gone> {
+    pub fn watch_from(&self, rv: u64) -> Result<Resume, Gone> {
         if rv < self.compacted {
             return Err(Gone { requested: rv, oldest: self.compacted });
         }

@@ -46,7 +46,8 @@ impl Catalog {
         self.rows.read().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
     }
 
-    /// Whether the directory has been scanned once (what was there at start is loaded or refused).
+    /// Whether every file found so far has been loaded or refused at least once (none is
+    /// still settling), so an empty catalog means "nothing to serve", not "not looked yet".
     pub fn scanned(&self) -> bool {
         self.scanned.load(Ordering::Acquire)
     }

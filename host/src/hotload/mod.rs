@@ -95,11 +95,12 @@ pub struct Config {
 }
 
 impl Config {
-    /// Defaults suited to a cluster: a copied file must hold still for 250 ms.
+    /// Defaults: a copied file must hold still for 100 ms, and one that fails to load is
+    /// retried for 2 s after its last write before it is refused (a writer that pauses).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
-            timing: Timing { settle: Duration::from_millis(250), grace: Duration::from_secs(2) },
+            timing: Timing { settle: Duration::from_millis(100), grace: Duration::from_secs(2) },
             debounce: Duration::from_millis(50),
             rescan_every: Duration::from_secs(10),
         }

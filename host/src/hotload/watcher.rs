@@ -92,8 +92,11 @@ impl<L: Loader> Run<L> {
                 return;
             }
             let freed = self.scan();
-            self.catalog.mark_scanned();
             let now = Instant::now();
+            if self.state.next_due(now).is_none() {
+                // Everything present has been loaded or refused: readiness may now count on it.
+                self.catalog.mark_scanned();
+            }
             wait = if freed {
                 Duration::ZERO
             } else {

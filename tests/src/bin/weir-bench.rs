@@ -245,7 +245,13 @@ async fn measure(system: &str, kinds: &[ResourceKind], per_kind: usize, copies: 
     tokio::time::sleep(Duration::from_millis(500)).await;
     emulator.clear_requests();
     tokio::time::sleep(Duration::from_secs(RESYNC_SECS * 2 + 1)).await;
-    let resync_writes = emulator.requests().iter().filter(|r| r.is_write() && !r.path.contains("/leases")).count();
+    let quiet = emulator.requests();
+    let resync_writes = quiet.iter().filter(|r| r.is_write() && !r.path.contains("/leases")).count();
+    if std::env::var_os("WEIR_BENCH_DEBUG").is_some() {
+        for r in quiet.iter().filter(|r| r.is_write()).take(8) {
+            eprintln!("{system}: quiet-period write {} {} {:?}", r.method, r.path, r.field_manager);
+        }
+    }
     let rss_mib = peak_rss_mib(child.id());
     let _ = child.kill();
     let _ = child.wait();
@@ -280,6 +286,10 @@ fn print(rows: &[Row]) {
 async fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("serve") {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .try_init();
         let system = args.get(1).context("serve weir|native KUBECONFIG COPIES")?;
         let kubeconfig = PathBuf::from(args.get(2).context("kubeconfig path")?);
         let copies = args.get(3).and_then(|c| c.parse().ok()).unwrap_or(1);
@@ -293,6 +303,11 @@ async fn main() -> Result<()> {
         .unwrap_or(1000);
     if !root().join("target/plugins/blog.wasm").exists() {
         bail!("target/plugins/blog.wasm is missing: run plugins/build.sh first");
+    }
+    let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1));
+    if let Some(system) = only {
+        print(&[measure(system, &[blog_kind(None)], blogs, 1).await?]);
+        return Ok(());
     }
     let mut rows = Vec::new();
     rows.push(measure("weir", &[blog_kind(None)], blogs, 1).await?);

@@ -1,4 +1,5 @@
 //! Conformance-style tests of the emulator, driven through kube's client (and kubectl).
+#![expect(clippy::unwrap_used, reason = "tests may unwrap")]
 
 mod apply;
 mod crd;
