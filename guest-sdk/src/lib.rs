@@ -85,7 +85,9 @@ macro_rules! export {
         #[cfg(target_arch = "wasm32")]
         const _: () = {
             type WeirExports = $crate::__private::Adapter<$reconciler>;
-    $crate::__private::__export_reconciler!(WeirExports with_types_in $crate::__private);
+            $crate::__private::__export_reconciler!(
+                WeirExports with_types_in $crate::__private
+            );
         };
     };
 }

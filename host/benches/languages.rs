@@ -14,14 +14,20 @@
 //! `plugins/blog/fixtures/07-deployment-ready.yaml`) in one process, so the
 //! ratios to the Rust row compare like with like.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use weir::plugin::{Engine, EngineConfig, Limits, Plugin, PluginInfo, ReconcileRequest, ReusedInstance};
+use weir::plugin::{
+    Engine, EngineConfig, Limits, Plugin, PluginInfo, ReconcileRequest, ReusedInstance,
+};
 
 /// (row label, component file under target/plugins).
-const PLUGINS: [(&str, &str); 3] = [("Rust", "blog.wasm"), ("Python", "blog-py.wasm"), ("JavaScript", "blog-js.wasm")];
+const PLUGINS: [(&str, &str); 3] = [
+    ("Rust", "blog.wasm"),
+    ("Python", "blog-py.wasm"),
+    ("JavaScript", "blog-js.wasm"),
+];
 /// Restarts measured against a warm cache, per language.
 const CACHED_LOADS: usize = 5;
 /// Calls per way of calling, after warm-up.
@@ -33,7 +39,8 @@ struct Row {
     size: u64,
     cold: Duration,
     cached: Duration,
-    fresh: Duration,
+    fresh_pooled: Duration,
+    fresh_on_demand: Duration,
     reused: Duration,
 }
 
@@ -45,13 +52,18 @@ fn main() -> anyhow::Result<()> {
     for (label, file) in PLUGINS {
         let path = root.join("target/plugins").join(file);
         if !path.exists() {
-            bail!("{} is missing: build it with `plugins/build.sh all`", path.display());
+            bail!(
+                "{} is missing: build it with `plugins/build.sh all`",
+                path.display()
+            );
         }
         eprintln!("measuring {label} ({})", path.display());
-        let (row, info) = measure(label, &path, &request).with_context(|| format!("measuring {}", path.display()))?;
+        let (row, info) = measure(label, &path, &request)
+            .with_context(|| format!("measuring {}", path.display()))?;
         match &reference {
             None => reference = Some(info),
-            Some(rust) => same_plugin(rust, &info).with_context(|| format!("{} is not the Rust Blog", path.display()))?,
+            Some(rust) => same_plugin(rust, &info)
+                .with_context(|| format!("{} is not the Rust Blog", path.display()))?,
         }
         rows.push(row);
     }
@@ -61,19 +73,31 @@ fn main() -> anyhow::Result<()> {
 
 /// The fixture's parent and observed children, as the host would send them.
 fn request(fixture: &Path) -> anyhow::Result<ReconcileRequest> {
-    let text = std::fs::read_to_string(fixture).with_context(|| format!("reading {}", fixture.display()))?;
+    let text = std::fs::read_to_string(fixture)
+        .with_context(|| format!("reading {}", fixture.display()))?;
     let case: serde_json::Value = serde_yaml::from_str(&text)?;
     let children = case["observed"].as_array().cloned().unwrap_or_default();
     Ok(ReconcileRequest {
         parent: serde_json::to_string(&case["parent"])?,
-        children: children.iter().map(serde_json::to_string).collect::<Result<_, _>>()?,
+        children: children
+            .iter()
+            .map(serde_json::to_string)
+            .collect::<Result<_, _>>()?,
     })
 }
 
 /// The ports must describe themselves as the Rust plugin does, CRD included
 /// (compared as data: the Rust plugin sends JSON, the ports embed the YAML file).
 fn same_plugin(rust: &PluginInfo, port: &PluginInfo) -> anyhow::Result<()> {
-    let identity = |i: &PluginInfo| (i.name.clone(), i.version.clone(), i.parent.clone(), i.children.clone(), i.finalizer.clone());
+    let identity = |i: &PluginInfo| {
+        (
+            i.name.clone(),
+            i.version.clone(),
+            i.parent.clone(),
+            i.children.clone(),
+            i.finalizer.clone(),
+        )
+    };
     if identity(rust) != identity(port) {
         bail!("describe differs: {port:?}");
     }
@@ -86,29 +110,56 @@ fn same_plugin(rust: &PluginInfo, port: &PluginInfo) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn measure(label: &'static str, path: &Path, request: &ReconcileRequest) -> anyhow::Result<(Row, PluginInfo)> {
+fn measure(
+    label: &'static str,
+    path: &Path,
+    request: &ReconcileRequest,
+) -> anyhow::Result<(Row, PluginInfo)> {
     let cache = tempfile::tempdir()?;
-    let engine = |dir: PathBuf| Engine::new(EngineConfig { cache_dir: Some(dir), ..EngineConfig::default() });
+    let engine = |pooling: bool| {
+        Engine::new(EngineConfig {
+            cache_dir: Some(cache.path().to_owned()),
+            pooling,
+            ..EngineConfig::default()
+        })
+    };
+    let pooling = EngineConfig::default().pooling;
 
     // Cold: an empty cache, so this is the compile (plus writing the artifact).
     let start = Instant::now();
-    let plugin = engine(cache.path().to_owned())?.load_file(path, Limits::default())?;
+    let plugin = engine(pooling)?.load_file(path, Limits::default())?;
     let cold = start.elapsed();
 
     // Cached: a new engine each time, as after a restart of the host.
     let mut loads = Vec::with_capacity(CACHED_LOADS);
     for _ in 0..CACHED_LOADS {
-        let fresh_engine = engine(cache.path().to_owned())?;
+        let fresh_engine = engine(pooling)?;
         let start = Instant::now();
         fresh_engine.load_file(path, Limits::default())?;
         loads.push(start.elapsed());
     }
 
-    let fresh = median_call(|| plugin.reconcile(request).map(drop))?;
+    // The same plugin under the other instance allocator, to show what it buys.
+    let other = engine(!pooling)?.load_file(path, Limits::default())?;
+    let (pooled, on_demand) = if pooling {
+        (&plugin, &other)
+    } else {
+        (&other, &plugin)
+    };
+    let fresh_pooled = median_call(|| pooled.reconcile(request).map(drop))?;
+    let fresh_on_demand = median_call(|| on_demand.reconcile(request).map(drop))?;
     let mut kept = ReusedInstance::new(plugin.clone());
     let reused = median_call(|| kept.reconcile(request).map(drop))?;
     check_answer(&plugin, request)?;
-    let row = Row { label, size: std::fs::metadata(path)?.len(), cold, cached: median(loads), fresh, reused };
+    let row = Row {
+        label,
+        size: std::fs::metadata(path)?.len(),
+        cold,
+        cached: median(loads),
+        fresh_pooled,
+        fresh_on_demand,
+        reused,
+    };
     Ok((row, plugin.info().clone()))
 }
 
@@ -116,7 +167,11 @@ fn measure(label: &'static str, path: &Path, request: &ReconcileRequest) -> anyh
 fn check_answer(plugin: &Plugin, request: &ReconcileRequest) -> anyhow::Result<()> {
     let answer = plugin.reconcile(request)?;
     if answer.children.len() != 3 {
-        bail!("{} answered {} children, not 3", plugin.label(), answer.children.len());
+        bail!(
+            "{} answered {} children, not 3",
+            plugin.label(),
+            answer.children.len()
+        );
     }
     Ok(())
 }
@@ -143,26 +198,28 @@ fn median(mut times: Vec<Duration>) -> Duration {
 
 fn print_table(rows: &[Row]) {
     let Some(rust) = rows.first() else { return };
-    let ratio = |a: Duration, b: Duration| a.as_secs_f64() / b.as_secs_f64().max(f64::MIN_POSITIVE);
+    // A duration in `unit`, with its ratio to the Rust row's.
+    let cell = |value: Duration, of_rust: Duration, scale: f64, unit: &str| {
+        let ratio = value.as_secs_f64() / of_rust.as_secs_f64().max(f64::MIN_POSITIVE);
+        format!("{:.1} {unit} ({ratio:.1}×)", value.as_secs_f64() * scale)
+    };
     println!();
     println!(
-        "| language   | component | cold load (compile) | cached load | fresh instance + call | reused instance call | fresh / reused |"
+        "| language | component | cold load (compile) | cached load | fresh instance + call, pooling \
+         | fresh instance + call, on demand | reused instance call | fresh (pooling) / reused |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         println!(
-            "| {:<10} | {:>6.1} MB | {:>9.0} ms ({:>4.0}×) | {:>6.1} ms ({:>4.1}×) | {:>8.0} µs ({:>5.1}×) | {:>8.1} µs ({:>5.1}×) | {:>5.1}× |",
+            "| {} | {:.1} MB | {} | {} | {} | {} | {} | {:.1}× |",
             r.label,
             r.size as f64 / 1e6,
-            r.cold.as_secs_f64() * 1e3,
-            ratio(r.cold, rust.cold),
-            r.cached.as_secs_f64() * 1e3,
-            ratio(r.cached, rust.cached),
-            r.fresh.as_secs_f64() * 1e6,
-            ratio(r.fresh, rust.fresh),
-            r.reused.as_secs_f64() * 1e6,
-            ratio(r.reused, rust.reused),
-            ratio(r.fresh, r.reused),
+            cell(r.cold, rust.cold, 1e3, "ms"),
+            cell(r.cached, rust.cached, 1e3, "ms"),
+            cell(r.fresh_pooled, rust.fresh_pooled, 1e6, "µs"),
+            cell(r.fresh_on_demand, rust.fresh_on_demand, 1e6, "µs"),
+            cell(r.reused, rust.reused, 1e6, "µs"),
+            r.fresh_pooled.as_secs_f64() / r.reused.as_secs_f64().max(f64::MIN_POSITIVE),
         );
     }
     println!();

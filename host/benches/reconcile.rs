@@ -11,8 +11,8 @@ use weir::plugin::ReusedInstance;
 #[expect(clippy::unwrap_used, reason = "a benchmark without its setup has nothing to measure")]
 fn blog_reconcile(c: &mut Criterion) {
     let input = common::Input::load().unwrap();
-    let fresh = common::blog_plugin(false).unwrap();
-    let pooled = common::blog_plugin(true).unwrap();
+    let fresh = common::blog_plugin(true).unwrap();
+    let on_demand = common::blog_plugin(false).unwrap();
     let mut reused = ReusedInstance::new(fresh.clone());
     let mut webhook = common::Webhook::start().unwrap();
     common::check_agree(&[
@@ -26,7 +26,7 @@ fn blog_reconcile(c: &mut Criterion) {
     let mut group = c.benchmark_group("blog_reconcile");
     group.bench_function("a_native", |b| b.iter(|| common::native(&input).unwrap()));
     group.bench_function("b_wasm_fresh", |b| b.iter(|| common::wasm_fresh(&fresh, &input).unwrap()));
-    group.bench_function("b_wasm_fresh_pooling", |b| b.iter(|| common::wasm_fresh(&pooled, &input).unwrap()));
+    group.bench_function("b_wasm_fresh_on_demand", |b| b.iter(|| common::wasm_fresh(&on_demand, &input).unwrap()));
     group.bench_function("c_wasm_reused", |b| b.iter(|| common::wasm_reused(&mut reused, &input).unwrap()));
     group.bench_function("d_http_loopback", |b| b.iter(|| webhook.call(&input).unwrap()));
     group.finish();

@@ -31,23 +31,23 @@ fn measure(mut call: impl FnMut() -> anyhow::Result<common::Answer>) -> anyhow::
 fn main() -> anyhow::Result<()> {
     // `cargo bench` passes `--bench`; there is nothing to configure.
     let input = Input::load()?;
-    let fresh = common::blog_plugin(false)?;
-    let pooled = common::blog_plugin(true)?;
+    let fresh = common::blog_plugin(true)?;
+    let on_demand = common::blog_plugin(false)?;
     let mut reused = ReusedInstance::new(fresh.clone());
     let mut webhook = Webhook::start()?;
 
     common::check_agree(&[
         ("native", common::native(&input)?),
         ("wasm fresh", common::wasm_fresh(&fresh, &input)?),
-        ("wasm fresh (pooling)", common::wasm_fresh(&pooled, &input)?),
+        ("wasm fresh (on-demand)", common::wasm_fresh(&on_demand, &input)?),
         ("wasm reused", common::wasm_reused(&mut reused, &input)?),
         ("http", webhook.call(&input)?),
     ])?;
 
     let rows = [
         ("(a) native Rust function", measure(|| common::native(&input))?),
-        ("(b) WASM, fresh instance per call", measure(|| common::wasm_fresh(&fresh, &input))?),
-        ("(b') WASM, fresh instance, pooling allocator", measure(|| common::wasm_fresh(&pooled, &input))?),
+        ("(b) WASM, fresh instance per call (pooling allocator: the host's default)", measure(|| common::wasm_fresh(&fresh, &input))?),
+        ("(b') WASM, fresh instance per call, on-demand allocator", measure(|| common::wasm_fresh(&on_demand, &input))?),
         ("(c) WASM, reused instance", measure(|| common::wasm_reused(&mut reused, &input))?),
         ("(d) native behind keep-alive HTTP on loopback", measure(|| webhook.call(&input))?),
     ];

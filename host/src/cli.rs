@@ -39,6 +39,8 @@ pub enum Command {
     Dev(weir::dev::DevArgs),
     /// Print the ClusterRole the plugins in a directory need (from their `describe()`).
     Rbac(RbacArgs),
+    /// List the plugins a running host serves (from its `/plugins` endpoint).
+    Plugins(PluginsArgs),
 }
 
 impl Cli {
@@ -48,6 +50,11 @@ impl Cli {
             Command::Test(args) => test(&self, args),
             Command::Run(args) => args.execute(self.engine_config()).map(|()| ExitCode::SUCCESS).map_err(Into::into),
             Command::Dev(args) => args.execute(self.engine_config()).map(|()| ExitCode::SUCCESS).map_err(Into::into),
+            Command::Plugins(args) => {
+                let runtime = tokio::runtime::Runtime::new()?;
+                print!("{}", weir::listing::table(&runtime.block_on(weir::listing::fetch(&args.addr))?));
+                Ok(ExitCode::SUCCESS)
+            }
             Command::Rbac(args) => {
                 let engine = Engine::new(self.engine_config())?;
                 print!("{}", weir::rbac::render(&engine, &args.plugins, &args.name)?);
@@ -69,6 +76,14 @@ fn default_cache_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
     Some(base.join("weir"))
+}
+
+/// Arguments of `weir plugins`.
+#[derive(Debug, Args)]
+pub struct PluginsArgs {
+    /// The host's operations address (`--listen` of `weir run`), `host:port`.
+    #[arg(long, default_value = "127.0.0.1:9090")]
+    pub addr: String,
 }
 
 /// Arguments of `weir rbac`.

@@ -5,6 +5,7 @@ pub mod dev;
 pub mod fixtures;
 pub mod hotload;
 pub mod leader;
+pub mod listing;
 pub mod metrics;
 pub mod plugin;
 pub mod rbac;

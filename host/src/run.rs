@@ -24,8 +24,9 @@ use crate::server::{self, ServerError};
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// No cluster is configured (no `--kubeconfig`, `KUBECONFIG`, `~/.kube/config` or in-cluster config).
+    /// (One line on purpose: the inference details are logged at debug level.)
     #[error("no Kubernetes cluster configured (use --kubeconfig PATH, or `weir dev` for the embedded emulator)")]
-    NoCluster(#[source] kube::config::InferConfigError),
+    NoCluster,
     /// The kubeconfig file could not be read or used.
     #[error("cannot use kubeconfig {path}")]
     Kubeconfig {
@@ -216,7 +217,10 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, RunError> {
                 .await
                 .map_err(|source| RunError::Kubeconfig { path: path.to_owned(), source })?
         }
-        None => Config::infer().await.map_err(RunError::NoCluster)?,
+        None => Config::infer().await.map_err(|e| {
+            tracing::debug!(error = %e, "no cluster found");
+            RunError::NoCluster
+        })?,
     };
     Client::try_from(config).map_err(RunError::Client)
 }
@@ -270,6 +274,9 @@ pub struct RunArgs {
     /// Namespace of the leader Lease.
     #[arg(long, default_value = "default")]
     pub lease_namespace: String,
+    /// Watch and reconcile only this namespace (default: the whole cluster).
+    #[arg(long)]
+    pub namespace: Option<String>,
 }
 
 impl RunArgs {
@@ -282,6 +289,7 @@ impl RunArgs {
                 workers: self.workers,
                 resync: std::time::Duration::from_secs(self.resync_secs),
                 instance: identity,
+                namespace: self.namespace.clone(),
                 ..ControllerConfig::default()
             },
             leader,

@@ -70,3 +70,39 @@ pub async fn serve_with(addr: SocketAddr, metrics: Arc<Metrics>, ready: Readines
     });
     Ok(bound)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    async fn get(addr: SocketAddr, path: &str) -> String {
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
+        let mut out = String::new();
+        stream.read_to_string(&mut out).await.unwrap();
+        out
+    }
+
+    #[tokio::test]
+    async fn readyz_follows_the_caches_and_metrics_are_served() {
+        let synced = Arc::new(AtomicBool::new(false));
+        let ready: Readiness = {
+            let synced = synced.clone();
+            Arc::new(move || synced.load(Ordering::Relaxed))
+        };
+        let metrics = Arc::new(Metrics::new());
+        metrics.wrote("blog", "apply", "configmaps");
+        let stop = CancellationToken::new();
+        let addr = serve("127.0.0.1:0".parse().unwrap(), metrics, ready, stop.clone()).await.unwrap();
+        assert!(get(addr, "/healthz").await.starts_with("HTTP/1.0 200"));
+        assert!(get(addr, "/readyz").await.starts_with("HTTP/1.0 503"));
+        synced.store(true, Ordering::Relaxed);
+        assert!(get(addr, "/readyz").await.starts_with("HTTP/1.0 200"));
+        assert!(get(addr, "/metrics").await.contains(r#"weir_api_writes_total{plugin="blog",verb="apply",resource="configmaps"} 1"#));
+        stop.cancel();
+    }
+}

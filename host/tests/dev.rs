@@ -142,6 +142,9 @@ fn weir_dev_serves_a_blog_applied_with_kubectl_and_stops_on_sigint() {
     assert_eq!(blog["sha256"], hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes)));
     assert!(blog["loadedAt"].as_str().is_some_and(|t| t.ends_with('Z')), "{blog}");
     assert!(blog["reconciles"]["success"].as_u64().is_some_and(|n| n >= 2), "{blog}");
+    let listed = Command::new(env!("CARGO_BIN_EXE_weir")).args(["plugins", "--addr", addr]).output().unwrap();
+    let listed = String::from_utf8(listed.stdout).unwrap();
+    assert!(listed.lines().nth(1).is_some_and(|l| l.starts_with("blog ") && l.contains("Blog.weir.dev")), "{listed}");
     let metrics = http_get(addr, "/metrics");
     assert!(metrics.contains(r#"weir_plugin_changes_total{change="added"} 1"#), "{metrics}");
     assert!(metrics.contains("weir_plugins_served 1"), "{metrics}");

@@ -119,15 +119,22 @@ fn refusal(event: PluginEvent<Plugin>) -> Refusal {
 #[tokio::test]
 async fn bad_files_are_refused_and_the_served_version_keeps_serving() {
     let mut w = watch();
-    let v1 = built("blog.wasm");
+    let (v1, v2) = (built("blog.wasm"), built("blog-v2.wasm"));
     w.put("blog.wasm", &v1);
     assert!(matches!(w.next().await, PluginEvent::Added { .. }));
+    w.put("blog.wasm", &v2);
+    match w.next().await {
+        PluginEvent::Replaced { old, new, .. } => {
+            assert_eq!((old.sha256(), new.sha256()), (sha(&v1).as_str(), sha(&v2).as_str()), "v1 served until v2 came");
+        }
+        other => panic!("expected the replacement, got {}", describe(&other)),
+    }
 
     let mut other_major = contract().replace("weir:reconciler@0.1.0", "weir:reconciler@1.0.0");
     other_major.push('\n');
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         ("corrupt", b"\0asm this is not a component at all".to_vec(), "blog.wasm"),
-        ("truncated", v1[..v1.len() / 2].to_vec(), "blog.wasm"),
+        ("truncated", v2[..v2.len() / 2].to_vec(), "blog.wasm"),
         (
             "another world",
             component_of("package other:thing@1.0.0;\nworld other { export run: func() -> u32; }", "other"),
@@ -142,17 +149,17 @@ async fn bad_files_are_refused_and_the_served_version_keeps_serving() {
             Refusal::Invalid(message) => assert!(message.contains(expected), "{case}: {message}"),
             other => panic!("{case}: {other:?}"),
         }
-        assert_eq!(w.served_sha(), [sha(&v1)], "{case}: v1 keeps serving");
+        assert_eq!(w.served_sha(), [sha(&v2)], "{case}: v2 keeps serving");
     }
     assert_eq!(w.metrics.refusals("invalid"), cases.len() as u64);
 
-    let v2 = built("blog-v2.wasm");
-    w.put("blog.wasm", &v2);
+    // Refused once each: nothing more happens while the bad file stays.
+    w.quiet(Duration::from_millis(500)).await;
+    // A good file again: served, and the refusals are history.
+    w.put("blog.wasm", &v1);
     match w.next().await {
-        PluginEvent::Replaced { old, new, .. } => {
-            assert_eq!((old.sha256(), new.sha256()), (sha(&v1).as_str(), sha(&v2).as_str()), "v1 served until v2 came");
-        }
-        other => panic!("expected the replacement, got {}", describe(&other)),
+        PluginEvent::Replaced { old, new, .. } => assert_eq!((old.sha256(), new.sha256()), (sha(&v2).as_str(), sha(&v1).as_str())),
+        other => panic!("expected v1 back, got {}", describe(&other)),
     }
 }
 

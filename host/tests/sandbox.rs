@@ -104,7 +104,7 @@ fn a_panic_is_a_trap_naming_the_plugin() {
     let err = chaos().reconcile(&request("crash", json!({"mode": "trap"}))).unwrap_err();
     assert!(matches!(&err, CallError::Trap { plugin, .. } if plugin == "chaos@0.1.0"), "{err:?}");
     let text = err.to_string();
-    assert!(text.starts_with("plugin chaos@0.1.0 trapped: wasm `unreachable` instruction executed"), "{text}");
+    assert!(text.starts_with("plugin chaos@0.1.0 trapped: wasm trap: wasm `unreachable` instruction executed"), "{text}");
     assert!(text.contains("chaos: deliberate trap for crash"), "the panic message is kept: {text}");
     assert_eq!(err.kind(), ErrorKind::Permanent);
     assert_next_good_call_succeeds(chaos());

@@ -28,10 +28,13 @@ async fn retries_of_a_transient_failure_come_at_growing_intervals() -> anyhow::R
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     assert_eq!(seen.len(), 7, "the failing parent is retried");
+    // Each retry waits at least its backoff (50 ms doubling, ±10 % jitter); load can only add.
     let gaps: Vec<Duration> = seen.windows(2).map(|w| w[1] - w[0]).collect();
-    for pair in gaps.windows(2).skip(1) {
-        assert!(pair[1] > pair[0].mul_f64(1.3), "intervals grow: {gaps:?}");
+    for (i, gap) in gaps.iter().enumerate() {
+        let floor = Duration::from_millis(50 * 2u64.pow(i as u32)).mul_f64(0.85);
+        assert!(*gap >= floor, "retry {i} came after {gap:?}, before its backoff {floor:?}: {gaps:?}");
     }
+    assert!(gaps[gaps.len() - 1] > gaps[0] * 4, "intervals grow: {gaps:?}");
 
     let parents = env.api(&kinds::scenario());
     let reconciled = eventually("Reconciled=False", CONVERGE, || async { condition(&parents.get("broken").await.ok()?, "Reconciled") }).await?;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use kube::ResourceExt;
 use kube::api::ListParams;
 use serde_json::json;
 use weir::hotload::{Config, HotHost, HotHostConfig, Timing};
@@ -88,6 +89,18 @@ async fn a_new_plugin_version_reaches_every_child_of_100_blogs_without_a_restart
     assert_eq!(host.catalog().rows().len(), 1, "one plugin serves Blog");
     assert_eq!(host.hotload_metrics().refusals("invalid"), 0);
     wait_ready(&blogs, "blog-0").await?;
+
+    // A corrupt upgrade is refused and v2 keeps reconciling.
+    std::fs::write(dir.path().join(".blog.wasm.tmp"), b"\0asm\x0d\0\x01\0 truncated")?;
+    std::fs::rename(dir.path().join(".blog.wasm.tmp"), dir.path().join("blog.wasm"))?;
+    eventually("the corrupt file is refused", CONVERGE, || async {
+        (host.hotload_metrics().refusals("invalid") == 1).then_some(())
+    })
+    .await?;
+    env.create(&kinds::blog(), "after", json!({"title": "after the bad file", "replicas": 1})).await?;
+    wait_ready(&blogs, "after").await?;
+    let page = env.api(&kinds::config_map()).get("after-page").await?;
+    assert_eq!(page.labels().get("weir.dev/hot-swapped").map(String::as_str), Some("v2"), "v2 still serves");
     host.shutdown().await;
     Ok(())
 }

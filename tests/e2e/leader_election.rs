@@ -16,7 +16,7 @@ async fn only_the_leader_writes_and_the_standby_takes_over() -> anyhow::Result<(
         c.leader = Some(LeaderConfig { namespace: env.namespace.clone(), duration_secs: 2, grace_secs: 1, ..LeaderConfig::new(id) });
         c
     };
-    let a = env.host_with(&[blog.clone()], config("a")).await?;
+    let a = env.host_with(std::slice::from_ref(&blog), config("a")).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let b = env.host_with(&[blog], config("b")).await?;
     let blogs = env.api(&kinds::blog());

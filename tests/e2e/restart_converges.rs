@@ -14,7 +14,7 @@ async fn a_host_killed_mid_way_and_restarted_converges_without_duplicates() -> a
     for i in 0..30 {
         env.create(&kinds::blog(), &format!("b{i}"), json!({"title": format!("t{i}"), "replicas": 1})).await?;
     }
-    let first = env.host(&[blog.clone()]).await?;
+    let first = env.host(std::slice::from_ref(&blog)).await?;
     tokio::time::timeout(Duration::from_secs(20), async {
         while first.metrics().writes_total() < 10 {
             tokio::time::sleep(Duration::from_millis(2)).await;

@@ -163,7 +163,7 @@ impl TestEnv {
             "metadata": {"name": name, "namespace": self.namespace},
             "spec": spec,
         }))?;
-        Ok(self.api(kind).create(&PostParams::default(), &obj).await.with_context(|| format!("creating {name}"))?)
+        self.api(kind).create(&PostParams::default(), &obj).await.with_context(|| format!("creating {name}"))
     }
 
     /// Merge-patches a parent's spec, as a user would.

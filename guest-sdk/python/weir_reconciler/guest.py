@@ -57,9 +57,8 @@ def export(
     class WitWorld(world.WitWorld):  # type: ignore[misc,name-defined]
         def describe(self) -> Any:
             r = reconciler
-            return types.PluginInfo(
-                r.name, r.version, kind(r.parent), [kind(c) for c in r.children], r.finalizer, crd if crd is not None else r.crd
-            )
+            children = [kind(c) for c in r.children]
+            return types.PluginInfo(r.name, r.version, kind(r.parent), children, r.finalizer, crd if crd is not None else r.crd)
 
         def reconcile(self, request: Any) -> Any:
             try:

@@ -53,6 +53,10 @@ pub fn element_key(item: &Value, keys: &[&str]) -> String {
     for k in keys {
         if let Some(v) = item.get(*k) {
             m.insert((*k).to_string(), v.clone());
+        } else if *k == "protocol" {
+            // kube-apiserver defaults `protocol` to TCP before keying, so an apply that omits it
+            // names the same element as the stored, defaulted one.
+            m.insert((*k).to_string(), Value::String("TCP".into()));
         }
     }
     Value::Object(m).to_string()

@@ -174,6 +174,23 @@ mod tests {
     }
 
     #[test]
+    fn the_terminal_view_shows_the_kubectl_line_compiling_plugins_and_caps_the_parents() {
+        let now = Snapshot {
+            loading: Some("plugins/blog.wasm".into()),
+            plugins: BTreeMap::new(),
+            parents: (0..MAX_ROWS + 5).map(|i| (format!("Blog d/{i:03}"), format!("line {i:03}"))).collect(),
+        };
+        let mut out = Vec::new();
+        draw(&mut out, &now, "kubectl --kubeconfig k").unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("kubectl --kubeconfig k get blogs"));
+        assert!(text.contains("compiling plugins/blog.wasm ..."));
+        assert!(text.contains("no plugin loaded yet"));
+        assert!(text.contains(&format!("line {:03}", MAX_ROWS - 1)) && !text.contains(&format!("line {MAX_ROWS:03}")));
+        assert!(text.contains("... and 5 more"));
+    }
+
+    #[test]
     fn a_parent_line_shows_readiness_and_children() {
         let parent: DynamicObject = serde_json::from_value(serde_json::json!({
             "apiVersion": "weir.dev/v1alpha1", "kind": "Blog", "metadata": {"name": "b"},

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::dir::Loaded;
 use super::fleet::{Fleet, FleetView};
-use super::{Catalog, CatalogRow, Config, Error, HotLoader, HotloadMetrics, Loader, PluginEvent, Result};
+use super::{Catalog, CatalogRow, Config, HotLoader, HotloadMetrics, Loader, PluginEvent, Result};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
 use crate::plugin::{Engine, LoadError, Limits, Plugin, PluginInfo};
@@ -233,16 +233,4 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
             })
             .collect(),
     )
-}
-
-impl From<crate::server::ServerError> for Error {
-    fn from(e: crate::server::ServerError) -> Self {
-        Error::Server(e)
-    }
-}
-
-impl From<crate::leader::LeaderError> for Error {
-    fn from(e: crate::leader::LeaderError) -> Self {
-        Error::Leader(e)
-    }
 }

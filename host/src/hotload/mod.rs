@@ -59,10 +59,10 @@ pub enum Error {
     Thread(#[source] std::io::Error),
     /// The operations server could not start.
     #[error(transparent)]
-    Server(crate::server::ServerError),
+    Server(#[from] crate::server::ServerError),
     /// Leader election could not start.
     #[error(transparent)]
-    Leader(crate::leader::LeaderError),
+    Leader(#[from] crate::leader::LeaderError),
 }
 
 /// Result of this module.

@@ -71,7 +71,11 @@ impl State {
         const MAX_LINES: usize = 3;
         let all = self.stderr.contents();
         let text = String::from_utf8_lossy(&all);
-        let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with("note: run with `RUST_BACKTRACE"))
+            .collect();
         let tail = lines[lines.len().saturating_sub(MAX_LINES)..].join(" / ");
         (!tail.is_empty()).then(|| tail.chars().take(500).collect())
     }

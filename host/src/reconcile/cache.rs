@@ -48,12 +48,11 @@ impl Inner {
     fn insert(&mut self, obj: Arc<DynamicObject>) {
         let key = key_of(&obj);
         let new_owner = controller_uid(&obj).map(str::to_owned);
-        if let Some(old) = self.objects.insert(key.clone(), obj) {
-            if let Some(uid) = controller_uid(&old) {
-                if Some(uid) != new_owner.as_deref() {
-                    self.unindex(uid.to_owned(), &key);
-                }
-            }
+        if let Some(old) = self.objects.insert(key.clone(), obj)
+            && let Some(uid) = controller_uid(&old)
+            && Some(uid) != new_owner.as_deref()
+        {
+            self.unindex(uid.to_owned(), &key);
         }
         if let Some(uid) = new_owner {
             self.by_owner.entry(uid).or_default().insert(key);
@@ -61,10 +60,10 @@ impl Inner {
     }
 
     fn remove(&mut self, key: &ObjectKey) {
-        if let Some(old) = self.objects.remove(key) {
-            if let Some(uid) = controller_uid(&old) {
-                self.unindex(uid.to_owned(), key);
-            }
+        if let Some(old) = self.objects.remove(key)
+            && let Some(uid) = controller_uid(&old)
+        {
+            self.unindex(uid.to_owned(), key);
         }
     }
 

@@ -121,7 +121,8 @@ struct State {
     queued: HashSet<ObjectKey>,
     processing: HashSet<ObjectKey>,
     /// Keys added while processing: they go back to `ready` when the worker finishes.
-    dirty: HashSet<ObjectKey>,
+    /// The flag says whether an outside change was among them (not only Weir's own echoes).
+    dirty: HashMap<ObjectKey, bool>,
     delayed: BinaryHeap<Reverse<(Instant, ObjectKey)>>,
     /// Earliest pending delayed time per key, so a later `add_after` never postpones an earlier one.
     scheduled: HashMap<ObjectKey, Instant>,
@@ -154,12 +155,17 @@ impl Queue {
             st.outside.insert(key.clone());
             st.streaks.remove(&key);
         }
+        let backing_off = st.failures.get(&key).is_some_and(|n| *n > 0) && st.scheduled.contains_key(&key);
+        if cause != Cause::Outside && backing_off {
+            // The retry is already scheduled; only an outside change brings it forward.
+            return;
+        }
         let streak = st.streaks.get(&key).copied().unwrap_or(0);
         if streak >= self.config.hot_loop_threshold {
             let delay = self.hot_loop_delay(streak);
             self.schedule(&mut st, key, delay);
         } else {
-            Self::push_ready(&mut st, key);
+            Self::push_ready(&mut st, key, cause == Cause::Outside);
         }
         drop(st);
         self.wake.notify_one();
@@ -175,7 +181,7 @@ impl Queue {
 
     fn schedule(&self, st: &mut State, key: ObjectKey, delay: Duration) {
         if delay.is_zero() {
-            Self::push_ready(st, key);
+            Self::push_ready(st, key, false);
             return;
         }
         let at = Instant::now() + delay;
@@ -186,9 +192,9 @@ impl Queue {
         st.delayed.push(Reverse((at, key)));
     }
 
-    fn push_ready(st: &mut State, key: ObjectKey) {
+    fn push_ready(st: &mut State, key: ObjectKey, outside: bool) {
         if st.processing.contains(&key) {
-            st.dirty.insert(key);
+            *st.dirty.entry(key).or_insert(false) |= outside;
         } else if st.queued.insert(key.clone()) {
             st.ready.push_back(key);
         }
@@ -203,7 +209,7 @@ impl Queue {
             let Some(Reverse((at, key))) = st.delayed.pop() else { break };
             if st.scheduled.get(&key) == Some(&at) {
                 st.scheduled.remove(&key);
-                Self::push_ready(st, key);
+                Self::push_ready(st, key, false);
             }
         }
         None
@@ -286,13 +292,17 @@ impl Queue {
                 Some(backoff.max(limit))
             }
         };
-        if st.dirty.remove(key) {
-            if throttled {
+        // A failed reconcile is retried on its backoff schedule: the echo of its own status
+        // write must not bring the retry forward; an outside change still does.
+        let failed = matches!(finish, Finish::Retry | Finish::Failed);
+        match st.dirty.remove(key) {
+            Some(outside) if failed && !outside => {}
+            Some(_) if throttled => {
                 let d = self.hot_loop_delay(streak);
                 self.schedule(&mut st, key.clone(), d);
-            } else {
-                Self::push_ready(&mut st, key.clone());
             }
+            Some(outside) => Self::push_ready(&mut st, key.clone(), outside),
+            None => {}
         }
         if let Some(d) = delay {
             self.schedule(&mut st, key.clone(), d);

@@ -172,3 +172,19 @@ async fn shutdown_wakes_waiting_workers_with_none() {
     let got = tokio::time::timeout(Duration::from_secs(2), waiter).await;
     assert!(matches!(got, Ok(Ok(None))));
 }
+
+#[tokio::test]
+async fn the_echo_of_a_failed_reconciles_own_write_does_not_bring_the_retry_forward() {
+    let q = Queue::new(QueueConfig { base_delay: Duration::from_secs(60), ..no_jitter() });
+    let k = key("a");
+    q.add(k.clone(), Cause::Outside);
+    let _ = q.next().await;
+    q.add(k.clone(), Cause::Echo);
+    q.finish(&k, Finish::Retry);
+    assert_eq!(next_now(&q).await, None, "echo during the failing reconcile is dropped");
+    q.add(k.clone(), Cause::Echo);
+    q.add(k.clone(), Cause::Resync);
+    assert_eq!(next_now(&q).await, None, "echo or resync while backing off waits for the retry");
+    q.add(k.clone(), Cause::Outside);
+    assert_eq!(next_now(&q).await, Some(k), "an outside change retries at once");
+}

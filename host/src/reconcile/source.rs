@@ -110,6 +110,9 @@ pub async fn watch(
     };
     let types = TypeMeta { api_version: kind.api_version(), kind: kind.kind.clone() };
     let mut events = watcher(api, watcher::Config::default()).default_backoff().boxed();
+    // Keys seen during a (re)list wait until the store holds the whole new list, so a worker
+    // never reconciles them against the contents from before the relist.
+    let mut relisted: Vec<ObjectKey> = Vec::new();
     while let Some(event) = events.next().await {
         let event = match event {
             Ok(event) => event,
@@ -119,15 +122,26 @@ pub async fn watch(
             }
         };
         let deleted = matches!(event, watcher::Event::Delete(_));
+        let init_done = matches!(event, watcher::Event::InitDone);
         let event = event.modify(|o| {
             if o.types.is_none() {
                 o.types = Some(types.clone());
             }
         });
         let initial = matches!(event, watcher::Event::InitApply(_));
-        let Some(obj) = store.apply(event) else { continue };
+        let obj = store.apply(event);
+        if init_done {
+            for key in relisted.drain(..) {
+                queue.add(key, Cause::Outside);
+            }
+        }
+        let Some(obj) = obj else { continue };
         let Some(key) = route.key(&obj) else { continue };
-        let cause = if !initial && echoes.is_echo(&kind.kind, &obj, deleted) { Cause::Echo } else { Cause::Outside };
+        if initial {
+            relisted.push(key);
+            continue;
+        }
+        let cause = if echoes.is_echo(&kind.kind, &obj, deleted) { Cause::Echo } else { Cause::Outside };
         queue.add(key, cause);
     }
 }

@@ -85,10 +85,8 @@ pub fn desired_status(
         Some(Value::Object(m)) => m,
         Some(_) | None => live_obj.cloned().unwrap_or_default(),
     };
-    if !kept_plugin_status {
-        if let Some(g) = generation {
-            status.insert("observedGeneration".into(), json!(g));
-        }
+    if !kept_plugin_status && let Some(g) = generation {
+        status.insert("observedGeneration".into(), json!(g));
     }
     let mut conditions: Vec<Value> = status
         .get("conditions")

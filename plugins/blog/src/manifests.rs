@@ -110,6 +110,9 @@ pub fn deployment(names: &Names, image: &str, replicas: i32, page_hash: &str) ->
         ports: Some(vec![ContainerPort {
             name: Some("http".to_owned()),
             container_port: 80,
+            // A key of the ports list under server-side apply: older API servers
+            // refuse an applied port without it, so never leave it to defaulting.
+            protocol: Some("TCP".to_owned()),
             ..ContainerPort::default()
         }]),
         volume_mounts: Some(vec![VolumeMount {
@@ -167,6 +170,7 @@ pub fn service(names: &Names) -> Service {
             ports: Some(vec![ServicePort {
                 name: Some("http".to_owned()),
                 port: 80,
+                protocol: Some("TCP".to_owned()),
                 target_port: Some(IntOrString::String("http".to_owned())),
                 ..ServicePort::default()
             }]),
