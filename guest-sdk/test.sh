@@ -18,7 +18,7 @@ run_python() {
 run_node() {
   local dir=$1
   echo "== node --test ($dir)"
-  (cd "$root/$dir" && node --test --test-reporter=tap test/ 2>&1) | tee -a "$log" | grep -Ev '^ *(---|\.\.\.|duration_ms|type:)' || status=1
+  (cd "$root/$dir" && node --test --test-reporter=tap test/*.test.js 2>&1) | tee -a "$log" | grep -Ev '^ *(---|\.\.\.|duration_ms|type:)' || status=1
 }
 
 run_python guest-sdk/python

@@ -1,19 +1,62 @@
 //! The children a parent owns, looked up by Rust type and name.
 
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::Error;
 
-/// A set of child objects as JSON, typed on lookup.
+/// A set of child objects, kept as JSON text and decoded only on lookup.
 ///
 /// In `reconcile` and `finalize` these are the children the host observed
 /// (status included); in [`testing`](crate::testing) results they are the
-/// children the plugin asked for.
+/// children the plugin asked for. Two sets are equal when they hold the same
+/// JSON texts in the same order.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Children(Vec<Value>);
+pub struct Children(Vec<Entry>);
+
+/// One child: what lookups match on, and the text a typed lookup decodes.
+///
+/// Only this head is parsed up front: building a `Value` tree of every
+/// observed child cost more than the whole rest of a Blog reconcile.
+#[derive(Debug, Clone, PartialEq)]
+struct Entry {
+    head: Head,
+    json: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Head {
+    #[serde(default)]
+    api_version: String,
+    #[serde(default)]
+    kind: String,
+    #[serde(default)]
+    metadata: HeadMeta,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+struct HeadMeta {
+    #[serde(default)]
+    name: String,
+}
 
 impl Children {
+    /// Reads children from the JSON texts the contract carries.
+    pub(crate) fn from_json(texts: Vec<String>) -> Result<Self, serde_json::Error> {
+        texts
+            .into_iter()
+            .map(|json| {
+                Ok(Entry {
+                    head: serde_json::from_str(&json)?,
+                    json,
+                })
+            })
+            .collect::<Result<_, _>>()
+            .map(Children)
+    }
+
     /// The child of type `K` called `name`, if there is one.
     ///
     /// Fails (permanently) only when the object does not decode as a `K`.
@@ -21,12 +64,10 @@ impl Children {
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        self.find::<K>(|object| {
-            object.pointer("/metadata/name").and_then(Value::as_str) == Some(name)
-        })
-        .into_iter()
-        .next()
-        .transpose()
+        self.of_kind::<K>()
+            .find(|entry| entry.head.metadata.name == name)
+            .map(decode)
+            .transpose()
     }
 
     /// Every child of type `K`.
@@ -34,12 +75,12 @@ impl Children {
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        self.find::<K>(|_| true).into_iter().collect()
+        self.of_kind::<K>().map(decode).collect()
     }
 
-    /// Every child as JSON, in the order given.
-    pub fn iter(&self) -> impl Iterator<Item = &Value> {
-        self.0.iter()
+    /// Every child as JSON, in the order given (each parsed on the way out).
+    pub fn iter(&self) -> impl Iterator<Item = Value> + '_ {
+        self.0.iter().map(|entry| parse(&entry.json))
     }
 
     /// How many children there are.
@@ -52,42 +93,49 @@ impl Children {
         self.0.is_empty()
     }
 
-    fn find<K>(&self, matches: impl Fn(&Value) -> bool) -> Vec<Result<K, Error>>
-    where
-        K: k8s_openapi::Resource + DeserializeOwned,
-    {
+    /// The JSON texts, as the contract carries them.
+    pub(crate) fn into_json(self) -> Vec<String> {
+        self.0.into_iter().map(|entry| entry.json).collect()
+    }
+
+    fn of_kind<K: k8s_openapi::Resource>(&self) -> impl Iterator<Item = &Entry> {
         self.0
             .iter()
-            .filter(|object| is_kind::<K>(object) && matches(object))
-            .map(|object| {
-                // No field path here: a second, path-tracking decoder per kind would
-                // add ~200 KB to the component for objects the API server validated.
-                K::deserialize(object).map_err(|e| {
-                    let name = object
-                        .pointer("/metadata/name")
-                        .and_then(Value::as_str)
-                        .unwrap_or("");
-                    Error::permanent(format!("observed {} {name} does not decode: {e}", K::KIND))
-                })
-            })
-            .collect()
+            .filter(|entry| entry.head.api_version == K::API_VERSION && entry.head.kind == K::KIND)
     }
 }
 
-fn is_kind<K: k8s_openapi::Resource>(object: &Value) -> bool {
-    object.get("apiVersion").and_then(Value::as_str) == Some(K::API_VERSION)
-        && object.get("kind").and_then(Value::as_str) == Some(K::KIND)
+fn decode<K: k8s_openapi::Resource + DeserializeOwned>(entry: &Entry) -> Result<K, Error> {
+    // No field path here: a second, path-tracking decoder per kind would add
+    // ~200 KB to the component, for objects the API server has validated.
+    serde_json::from_str(&entry.json).map_err(|e| {
+        let name = &entry.head.metadata.name;
+        Error::permanent(format!("observed {} {name} does not decode: {e}", K::KIND))
+    })
+}
+
+/// Entries were checked to be JSON objects when they were made.
+fn parse(json: &str) -> Value {
+    serde_json::from_str(json).unwrap_or(Value::Null)
 }
 
 impl From<Vec<Value>> for Children {
     fn from(objects: Vec<Value>) -> Self {
-        Children(objects)
+        objects.into_iter().collect()
     }
 }
 
 impl FromIterator<Value> for Children {
     fn from_iter<I: IntoIterator<Item = Value>>(objects: I) -> Self {
-        Children(objects.into_iter().collect())
+        Children(
+            objects
+                .into_iter()
+                .map(|object| Entry {
+                    head: Head::deserialize(&object).unwrap_or_default(),
+                    json: object.to_string(),
+                })
+                .collect(),
+        )
     }
 }
 
@@ -96,6 +144,10 @@ impl IntoIterator for Children {
     type IntoIter = std::vec::IntoIter<Value>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0.into_iter()
+        self.0
+            .iter()
+            .map(|entry| parse(&entry.json))
+            .collect::<Vec<_>>()
+            .into_iter()
     }
 }

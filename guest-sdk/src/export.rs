@@ -30,7 +30,7 @@ impl<R: Reconciler> Guest for Adapter<R> {
     }
 
     fn reconcile(request: ReconcileRequest) -> Result<ReconcileResponse, ReconcileError> {
-        let response = wire::reconcile::<R>(&request.parent, &request.children).map_err(error)?;
+        let response = wire::reconcile::<R>(&request.parent, request.children).map_err(error)?;
         Ok(ReconcileResponse {
             children: response.children,
             status: response.status,
@@ -43,7 +43,7 @@ impl<R: Reconciler> Guest for Adapter<R> {
     }
 
     fn finalize(request: FinalizeRequest) -> Result<FinalizeResponse, ReconcileError> {
-        match wire::finalize::<R>(&request.parent, &request.children).map_err(error)? {
+        match wire::finalize::<R>(&request.parent, request.children).map_err(error)? {
             Finalize::Complete => Ok(FinalizeResponse::Complete),
             Finalize::AgainAfter(delay) => Ok(FinalizeResponse::AgainAfter(millis(delay))),
         }

@@ -40,7 +40,12 @@ impl Reconciled {
     /// The desired children given back as observed ones, as the host would
     /// after applying them (for convergence tests).
     pub fn as_observed(&self) -> Vec<Child> {
-        self.children.iter().cloned().map(Child::json).collect()
+        self.children
+            .clone()
+            .into_json()
+            .into_iter()
+            .map(|json| Child(Ok(json)))
+            .collect()
     }
 }
 
@@ -56,12 +61,9 @@ pub fn reconcile<R: Reconciler>(
     observed: Vec<Child>,
 ) -> Result<Reconciled, Error> {
     let (parent, children) = to_wire(parent, observed)?;
-    let response = wire::reconcile::<R>(&parent, &children)?;
-    let children = response
-        .children
-        .iter()
-        .map(|child| from_wire(child))
-        .collect::<Result<_, _>>()?;
+    let response = wire::reconcile::<R>(&parent, children)?;
+    let children = Children::from_json(response.children)
+        .map_err(|e| Error::permanent(format!("a desired child is not a JSON object: {e}")))?;
     let status = response.status.as_deref().map(from_wire).transpose()?;
     Ok(Reconciled {
         children,
@@ -76,7 +78,7 @@ pub fn finalize<R: Reconciler>(
     observed: Vec<Child>,
 ) -> Result<Finalize, Error> {
     let (parent, children) = to_wire(parent, observed)?;
-    wire::finalize::<R>(&parent, &children)
+    wire::finalize::<R>(&parent, children)
 }
 
 fn to_wire(parent: &impl Serialize, observed: Vec<Child>) -> Result<(String, Vec<String>), Error> {

@@ -45,7 +45,7 @@ pub(crate) fn describe<R: Reconciler>() -> Info {
 
 pub(crate) fn reconcile<R: Reconciler>(
     parent: &str,
-    children: &[String],
+    children: Vec<String>,
 ) -> Result<Response, Error> {
     let parent = decode_parent::<R::Parent>(parent)?;
     let observed = decode_children(children)?;
@@ -55,7 +55,7 @@ pub(crate) fn reconcile<R: Reconciler>(
 
 pub(crate) fn finalize<R: Reconciler>(
     parent: &str,
-    children: &[String],
+    children: Vec<String>,
 ) -> Result<Finalize, Error> {
     let parent = decode_parent::<R::Parent>(parent)?;
     let observed = decode_children(children)?;
@@ -79,15 +79,9 @@ fn decode_parent<P: kube::Resource<DynamicType = ()> + DeserializeOwned>(
         .map_err(|e| Error::permanent(format!("{kind} {key} is invalid: {e}")))
 }
 
-fn decode_children(children: &[String]) -> Result<Children, Error> {
-    children
-        .iter()
-        .map(|child| {
-            serde_json::from_str::<Value>(child)
-                .map_err(|e| Error::permanent(format!("an observed child is not JSON: {e}")))
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map(Children::from)
+fn decode_children(children: Vec<String>) -> Result<Children, Error> {
+    Children::from_json(children)
+        .map_err(|e| Error::permanent(format!("an observed child is not a JSON object: {e}")))
 }
 
 fn encode(outcome: Outcome) -> Result<Response, Error> {

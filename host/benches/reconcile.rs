@@ -5,7 +5,7 @@
 
 mod common;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use weir::plugin::ReusedInstance;
 
 #[expect(clippy::unwrap_used, reason = "a benchmark without its setup has nothing to measure")]
@@ -24,6 +24,7 @@ fn blog_reconcile(c: &mut Criterion) {
     .unwrap();
 
     let mut group = c.benchmark_group("blog_reconcile");
+    group.throughput(Throughput::Bytes(input.json_bytes() as u64));
     group.bench_function("a_native", |b| b.iter(|| common::native(&input).unwrap()));
     group.bench_function("b_wasm_fresh", |b| b.iter(|| common::wasm_fresh(&fresh, &input).unwrap()));
     group.bench_function("b_wasm_fresh_on_demand", |b| b.iter(|| common::wasm_fresh(&on_demand, &input).unwrap()));

@@ -24,8 +24,9 @@ struct Dev {
 }
 
 impl Dev {
-    /// Starts `weir dev` on a plugins directory holding `plugins` (names in target/plugins).
-    fn start(plugins: &[&str]) -> Dev {
+    /// Starts `weir dev` on a plugins directory holding `plugins` (names in target/plugins),
+    /// serving only `serve` from it if given (`--plugin`).
+    fn start(plugins: &[&str], serve: Option<&str>) -> Dev {
         let dir = tempfile::tempdir().unwrap();
         let plugin_dir = dir.path().join("plugins");
         std::fs::create_dir(&plugin_dir).unwrap();
@@ -34,9 +35,13 @@ impl Dev {
                 .unwrap_or_else(|e| panic!("{name}: {e}; run plugins/build.sh first"));
         }
         let kubeconfig = dir.path().join(".weir/kubeconfig");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["dev", "--ready-after-ms", "100", "--plugins"])
-            .arg(&plugin_dir)
+        let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
+        command.args(["dev", "--ready-after-ms", "100"]);
+        match serve {
+            Some(name) => command.arg("--plugin").arg(plugin_dir.join(name)),
+            None => command.arg("--plugins").arg(&plugin_dir),
+        };
+        let mut child = command
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .env("WEIR_CACHE_DIR", root().join("target/plugin-cache"))
@@ -112,7 +117,8 @@ fn http_get(addr: &str, path: &str) -> String {
 
 #[test]
 fn weir_dev_serves_a_blog_applied_with_kubectl_and_stops_on_sigint() {
-    let mut dev = Dev::start(&["blog.wasm"]);
+    // blog-v2.wasm claims Blog too: `--plugin` picks the one to serve.
+    let mut dev = Dev::start(&["blog.wasm", "blog-v2.wasm"], Some("blog.wasm"));
     let hint = dev.expect_line(&["kubectl --kubeconfig"]);
     assert!(hint.contains(".weir/kubeconfig"), "{hint}");
     let listing = dev.expect_line(&["listed at http://"]);
@@ -136,6 +142,7 @@ fn weir_dev_serves_a_blog_applied_with_kubectl_and_stops_on_sigint() {
     // `/plugins` lists what is served, with the file's hash and reconcile counts.
     let addr = listing.split("http://").nth(1).and_then(|rest| rest.split('/').next()).unwrap();
     let plugins: serde_json::Value = serde_json::from_str(&http_get(addr, "/plugins")).unwrap();
+    assert_eq!(plugins.as_array().map(Vec::len), Some(1), "{plugins}");
     let blog = &plugins[0];
     assert_eq!((&blog["name"], &blog["version"], &blog["kind"]), (&"blog".into(), &"0.1.0".into(), &"Blog.weir.dev".into()));
     let bytes = std::fs::read(root().join("target/plugins/blog.wasm")).unwrap();
@@ -148,12 +155,13 @@ fn weir_dev_serves_a_blog_applied_with_kubectl_and_stops_on_sigint() {
     let metrics = http_get(addr, "/metrics");
     assert!(metrics.contains(r#"weir_plugin_changes_total{change="added"} 1"#), "{metrics}");
     assert!(metrics.contains("weir_plugins_served 1"), "{metrics}");
+    assert!(!metrics.contains("weir_plugin_refusals_total{"), "nothing refused: {metrics}");
     dev.stop("-INT");
 }
 
 #[test]
 fn weir_dev_with_no_plugins_yet_stops_cleanly_on_sigterm() {
-    let mut dev = Dev::start(&[]);
+    let mut dev = Dev::start(&[], None);
     dev.expect_line(&["kubectl --kubeconfig"]);
     assert!(dev.kubectl(&["get", "namespaces"]).contains("default"));
     dev.stop("-TERM");

@@ -1,6 +1,8 @@
 //! Each way a plugin can misbehave is stopped with its typed error within its
 //! limit, and the host keeps serving good calls afterwards.
 
+#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
+
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};

@@ -1,6 +1,8 @@
 //! Loading refuses what is not a reconciler with an error naming the file,
 //! caches compiled code, and routes the guest's logs into the caller's span.
 
+#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

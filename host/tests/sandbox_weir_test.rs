@@ -1,6 +1,8 @@
 //! `weir test` runs a real component against fixture files, prints diffs and
 //! convergence failures, and sets its exit code accordingly.
 
+#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
+
 use std::path::PathBuf;
 use std::process::Command;
 

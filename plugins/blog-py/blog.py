@@ -144,7 +144,7 @@ def web_deployment(name: str, spec: BlogSpec, hash_: str) -> dict[str, Any]:
     web = container(
         "web",
         spec.image,
-        ports=[{"name": "http", "containerPort": 80}],
+        ports=[{"name": "http", "containerPort": 80, "protocol": "TCP"}],
         volume_mounts=[{"name": "page", "mountPath": DOCUMENT_ROOT, "readOnly": True}],
     )
     return deployment(
@@ -160,7 +160,9 @@ def web_deployment(name: str, spec: BlogSpec, hash_: str) -> dict[str, Any]:
 
 
 def web_service(name: str) -> dict[str, Any]:
-    return service(name, selector=selector(name), labels=labels(name), ports=[{"name": "http", "port": 80, "targetPort": "http"}])
+    # `protocol` is a key of the ports list under server-side apply: never left to defaulting.
+    port = {"name": "http", "port": 80, "protocol": "TCP", "targetPort": "http"}
+    return service(name, selector=selector(name), labels=labels(name), ports=[port])
 
 
 def blog_status(blog: Object, spec: BlogSpec, current: Object | None) -> dict[str, Any]:

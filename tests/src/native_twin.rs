@@ -107,14 +107,15 @@ fn error_policy(_: Arc<Blog>, _: &TwinError, _: Arc<Ctx>) -> Action {
 /// Runs the twin over every Blog in the cluster until the process ends.
 pub async fn run(client: Client, workers: u16, resync: Duration) {
     let blogs: Api<Blog> = Api::all(client.clone());
-    // The twin's read of observed Deployments (for readyReplicas) comes from a reflector store,
-    // as Weir's does from its cache.
+    // Observed Deployments (for readyReplicas) are read from the reflector store that also
+    // triggers the reconcile, so a reconcile never sees an older Deployment than its trigger.
     let (deployments, writer) = reflector::store();
-    let mirror = reflector(writer, watcher(Api::<Deployment>::all(client.clone()), watcher::Config::default())).default_backoff();
-    tokio::spawn(mirror.for_each(|_| async {}));
+    let deployment_events = reflector(writer, watcher(Api::<Deployment>::all(client.clone()), watcher::Config::default()))
+        .default_backoff()
+        .touched_objects();
     let ctx = Arc::new(Ctx { client: client.clone(), deployments, resync });
     Controller::new(blogs, watcher::Config::default())
-        .owns(Api::<Deployment>::all(client.clone()), watcher::Config::default())
+        .owns_stream(deployment_events)
         .owns(Api::<ConfigMap>::all(client.clone()), watcher::Config::default())
         .owns(Api::<Service>::all(client), watcher::Config::default())
         .with_config(kube::runtime::controller::Config::default().concurrency(workers))

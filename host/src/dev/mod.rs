@@ -52,6 +52,9 @@ pub enum DevError {
     /// The example objects could not be applied.
     #[error(transparent)]
     Apply(#[from] Box<ApplyError>),
+    /// `--plugin` files must be files in one directory (it is the one watched).
+    #[error("--plugin files must all be in one directory: {0:?}")]
+    PluginFiles(Vec<PathBuf>),
     /// The plugins were not ready in time to apply the examples.
     #[error("plugins in {} not loaded after {secs} s; not applying the examples", dir.display())]
     NotReady {
@@ -68,6 +71,10 @@ pub struct DevArgs {
     /// Directory of plugin components (`*.wasm`), watched for changes.
     #[arg(long, default_value = "target/plugins")]
     pub plugins: PathBuf,
+    /// Serve only these component files (repeatable; all in one directory, which is watched
+    /// instead of `--plugins`), e.g. `--plugin target/plugins/blog.wasm`.
+    #[arg(long = "plugin", value_name = "FILE")]
+    pub plugin_files: Vec<PathBuf>,
     /// Where to write the kubeconfig for `kubectl`.
     #[arg(long, default_value = ".weir/kubeconfig")]
     pub kubeconfig: PathBuf,
@@ -113,13 +120,14 @@ impl DevArgs {
                 listen: Some(self.listen),
                 ..HostConfig::default()
             },
-            plugins: hotload::Config::new(&self.plugins),
+            plugins: self.watched()?,
             limits: Limits::default(),
             install_crds: true,
         };
         let host = HotHost::start(emulator.client(), engine, config).await?;
         if let Some(addr) = host.addr() {
-            println!("weir dev: plugins from {} (listed at http://{addr}/plugins)", self.plugins.display());
+            let from = if self.plugin_files.is_empty() { self.plugins.display().to_string() } else { format!("{:?}", self.plugin_files) };
+            println!("weir dev: plugins from {from} (listed at http://{addr}/plugins)");
         }
         let live = !self.plain && std::io::stdout().is_terminal();
         let view = tokio::spawn(view::show(emulator.client(), host.catalog(), kubectl, live));
@@ -142,6 +150,23 @@ impl DevArgs {
         host.shutdown().await;
         emulator.shutdown().await;
         outcome
+    }
+}
+
+impl DevArgs {
+    /// The directory to watch, and the file names to serve from it if `--plugin` was given.
+    fn watched(&self) -> Result<hotload::Config, DevError> {
+        let Some(first) = self.plugin_files.first() else { return Ok(hotload::Config::new(&self.plugins)) };
+        let dir = first.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        let mut names = std::collections::BTreeSet::new();
+        for file in &self.plugin_files {
+            let same_dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new(".")) == dir;
+            match file.file_name() {
+                Some(name) if same_dir => names.insert(name.to_owned()),
+                _ => return Err(DevError::PluginFiles(self.plugin_files.clone())),
+            };
+        }
+        Ok(hotload::Config { only: Some(names), ..hotload::Config::new(dir) })
     }
 }
 

@@ -9,7 +9,8 @@
 //! the settle time, and a load that fails while the file is still young is
 //! retried rather than refused, so a half-written file is never served.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::OsString;
 use std::fmt;
 use std::fs;
 use std::io;
@@ -187,13 +188,14 @@ pub(crate) struct Observation<P> {
 pub(crate) struct DirState<P> {
     dir: PathBuf,
     timing: Timing,
+    only: Option<BTreeSet<OsString>>,
     files: BTreeMap<PathBuf, Entry<P>>,
     owners: HashMap<KindKey, PathBuf>,
 }
 
 impl<P: Loaded> DirState<P> {
-    pub(crate) fn new(dir: PathBuf, timing: Timing) -> Self {
-        Self { dir, timing, files: BTreeMap::new(), owners: HashMap::new() }
+    pub(crate) fn new(dir: PathBuf, timing: Timing, only: Option<BTreeSet<OsString>>) -> Self {
+        Self { dir, timing, only, files: BTreeMap::new(), owners: HashMap::new() }
     }
 
     /// Stats every `*.wasm` file and says which are ready to load.
@@ -343,6 +345,9 @@ impl<P: Loaded> DirState<P> {
             let path = item?.path();
             let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
             if name.starts_with('.') || !name.ends_with(".wasm") {
+                continue;
+            }
+            if self.only.as_ref().is_some_and(|only| !only.contains(std::ffi::OsStr::new(name))) {
                 continue;
             }
             // A dangling symlink or a file removed since `read_dir` is simply absent.

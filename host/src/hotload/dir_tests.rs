@@ -59,7 +59,7 @@ struct Dir {
 impl Dir {
     fn new() -> Self {
         let tmp = tempfile::tempdir().unwrap();
-        let state = DirState::new(tmp.path().to_path_buf(), TIMING);
+        let state = DirState::new(tmp.path().to_path_buf(), TIMING, None);
         Self { tmp, state }
     }
 
@@ -259,4 +259,13 @@ fn hidden_files_and_other_extensions_are_ignored() {
     dir.write(".hidden.wasm", "blog 1 Blog END", OLD);
     dir.write("README.md", "blog 1 Blog END", OLD);
     assert!(dir.scan().is_empty());
+}
+
+#[test]
+fn a_directory_limited_to_some_names_ignores_the_others() {
+    let mut dir = Dir::new();
+    dir.state = DirState::new(dir.tmp.path().to_path_buf(), TIMING, Some(["blog.wasm".into()].into()));
+    dir.write("blog-js.wasm", "blogjs 1 Blog END", OLD);
+    dir.write("blog.wasm", "blog 1 Blog END", OLD);
+    assert_eq!(summary(&dir.scan()), ["added blog.wasm 1"], "no conflict with a file not asked for");
 }

@@ -29,6 +29,8 @@ mod host;
 mod metrics;
 mod watcher;
 
+use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -92,6 +94,8 @@ pub struct Config {
     pub debounce: Duration,
     /// Scan this often even without events, in case the watcher missed one.
     pub rescan_every: Duration,
+    /// Serve only these file names from `dir` (`weir dev --plugin FILE`); `None` serves every `*.wasm`.
+    pub only: Option<BTreeSet<OsString>>,
 }
 
 impl Config {
@@ -103,6 +107,7 @@ impl Config {
             timing: Timing { settle: Duration::from_millis(100), grace: Duration::from_secs(2) },
             debounce: Duration::from_millis(50),
             rescan_every: Duration::from_secs(10),
+            only: None,
         }
     }
 }

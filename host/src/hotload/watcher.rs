@@ -49,7 +49,7 @@ impl HotLoader {
         let (events_tx, events_rx) = unbounded_channel();
         let catalog = Catalog::default();
         let run = Run {
-            state: DirState::new(config.dir.clone(), config.timing),
+            state: DirState::new(config.dir.clone(), config.timing, config.only.clone()),
             config,
             loader,
             events: events_tx,
@@ -135,7 +135,7 @@ impl<L: Loader> Run<L> {
             self.metrics.loaded_in(took.as_secs_f64());
             let still = Stamp::of(&file).ok();
             match &outcome {
-                Ok(_) => info!(file = %file.display(), took_ms = took.as_millis(), "plugin file loaded"),
+                Ok(_) => info!(file = %file.display(), took_ms = took.as_millis(), "plugin file compiled and checked"),
                 Err(err) => debug!(file = %file.display(), took_ms = took.as_millis(), error = %err, "plugin file did not load"),
             }
             for event in self.state.decide(&file, stamp, still, outcome, Instant::now()) {

@@ -204,13 +204,15 @@ impl Controller {
             let busy = !writes.is_empty() || status_changes || answer.requeue == Requeue::Now;
             let verdict = self.queue.guard(key, busy);
             if verdict.flagged {
-                let message = format!("{} consecutive reconciles wrote or requeued without an outside change; throttled", verdict.streak);
+                // A stable message, so a throttled loop does not also rewrite its status each time.
+                let message = "reconciles keep writing or requeueing without an outside change; throttled".to_owned();
                 tracing::warn!(streak = verdict.streak, "hot loop");
                 self.metrics.hot_loop(&info.name);
                 let hot = Reconciled::failed("HotLoop", message.clone());
                 status = status::desired_status(parent.data.get("status"), Some(status.clone()), parent.metadata.generation, &hot, &status::now());
                 if verdict.streak == self.config.queue.hot_loop_threshold {
-                    self.parents.event(&parent, true, "HotLoop", "Reconcile", message).await;
+                    let note = format!("{message} ({} consecutive busy reconciles)", verdict.streak);
+                    self.parents.event(&parent, true, "HotLoop", "Reconcile", note).await;
                 }
             }
 

@@ -138,7 +138,7 @@ const pageConfigMap = (name, text) => configMap(`${name}-page`, { [PAGE_KEY]: te
 /** @param {string} name @param {BlogSpec} spec @param {string} hash */
 function webDeployment(name, spec, hash) {
   const web = container('web', spec.image, {
-    ports: [{ name: 'http', containerPort: 80 }],
+    ports: [{ name: 'http', containerPort: 80, protocol: 'TCP' }],
     volumeMounts: [{ name: 'page', mountPath: DOCUMENT_ROOT, readOnly: true }],
   });
   return deployment(name, {
@@ -153,8 +153,11 @@ function webDeployment(name, spec, hash) {
 }
 
 /** @param {string} name */
-const webService = (name) =>
-  service(name, { selector: selector(name), labels: labels(name), ports: [{ name: 'http', port: 80, targetPort: 'http' }] });
+function webService(name) {
+  // `protocol` is a key of the ports list under server-side apply: never left to defaulting.
+  const port = { name: 'http', port: 80, protocol: 'TCP', targetPort: 'http' };
+  return service(name, { selector: selector(name), labels: labels(name), ports: [port] });
+}
 
 /**
  * @param {import('@weir/guest-sdk').Resource} blog

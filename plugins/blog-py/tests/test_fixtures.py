@@ -64,6 +64,7 @@ def as_stored(desired, parent, observed):
 
 
 class BlogFixtures(unittest.TestCase):
+    maxDiff = None  # a mismatch shows the whole diff, as `weir test` does
     def test_fixtures_exist(self):
         self.assertTrue(sorted(FIXTURES.glob("*.yaml")), f"no fixtures in {FIXTURES}")
 

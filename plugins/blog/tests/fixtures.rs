@@ -64,7 +64,7 @@ fn requeue(requeue: Requeue) -> Value {
 fn check_reconciled(name: &str, out: &Reconciled, expect: &Value) {
     if let Some(children) = expect.get("children") {
         let want = sorted(children.as_array().unwrap().iter().cloned());
-        let have = sorted(out.children.iter().cloned());
+        let have = sorted(out.children.iter());
         assert_eq!(have, want, "{name}: children");
     }
     if let Some(status) = expect.get("status") {
