@@ -3,6 +3,8 @@
 //! `cargo bench -p weir --bench reconcile` (after `plugins/build.sh`);
 //! `--bench table` prints the same comparison as one table.
 
+#![expect(missing_docs, reason = "criterion_group! generates an undocumented pub fn")]
+
 mod common;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

@@ -156,3 +156,15 @@ fn guest_logs_and_output_become_events_in_the_callers_span() {
         assert!(line.contains(r#"plugin="chaos@0.1.0""#) || line.contains("plugin=chaos@0.1.0"), "{line}");
     }
 }
+
+#[test]
+fn a_call_from_spawn_blocking_in_a_tokio_runtime_can_use_wasi() {
+    let plugin = engine().load_file(&chaos_wasm(), Limits::default()).unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let call = runtime.spawn_blocking(move || {
+        let parent = json!({"metadata": {"name": "loud"}, "spec": {"mode": "log"}});
+        plugin.reconcile(&ReconcileRequest { parent: parent.to_string(), children: vec![] })
+    });
+    let answer = runtime.block_on(call).unwrap().unwrap();
+    assert_eq!(answer.status, Some(json!({"mode": "log"})));
+}
