@@ -71,8 +71,13 @@ async fn apply(blog: Arc<Blog>, ctx: &Ctx) -> Result<Action, TwinError> {
     }
     if let Some(mut status) = out.status {
         status["observedGeneration"] = json!(blog.metadata.generation);
-        let blogs: Api<Blog> = Api::namespaced(ctx.client.clone(), &ns);
-        blogs.patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({"status": status}))).await?;
+        // The usual guard of a hand-written controller: patch the status only when it changed,
+        // or every status write would trigger the next reconcile.
+        let current = blog.status.as_ref().and_then(|s| serde_json::to_value(s).ok());
+        if current.as_ref() != Some(&status) {
+            let blogs: Api<Blog> = Api::namespaced(ctx.client.clone(), &ns);
+            blogs.patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({"status": status}))).await?;
+        }
     }
     Ok(Action::requeue(ctx.resync))
 }

@@ -56,7 +56,8 @@ async fn watch_round(em: &Emulator, api: &Api<ConfigMap>, raw: bool) -> anyhow::
                 let mut seen = 0;
                 while seen < UPDATES {
                     match lines.next().await {
-                        Some(Ok(l)) if l.starts_with(r#"{"type":"MODIFIED""#) => seen += 1,
+                        // Keys are sorted, so the event type closes the line.
+                        Some(Ok(l)) if l.ends_with(r#""type":"MODIFIED"}"#) => seen += 1,
                         Some(Ok(_)) => {}
                         _ => break,
                     }
@@ -88,7 +89,7 @@ async fn watch_round(em: &Emulator, api: &Api<ConfigMap>, raw: bool) -> anyhow::
     let mut last = started;
     let mut delivered = 0;
     for w in watchers {
-        let (seen, at) = w.await?;
+        let (seen, at) = tokio::time::timeout(Duration::from_secs(300), w).await??;
         delivered += seen;
         last = last.max(at);
     }

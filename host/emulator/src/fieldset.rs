@@ -112,7 +112,9 @@ fn find_in_list(items: &[Value], step: &Step) -> Option<usize> {
     match step {
         Step::Key(key) => {
             let wanted: Map<String, Value> = serde_json::from_str(key).ok()?;
-            items.iter().position(|i| wanted.iter().all(|(k, v)| i.get(k) == Some(v)))
+            let keys: Vec<&str> = wanted.keys().map(String::as_str).collect();
+            let canonical = Value::Object(wanted.clone()).to_string();
+            items.iter().position(|i| i.is_object() && element_key(i, &keys) == canonical)
         }
         Step::Value(v) => {
             let wanted: Value = serde_json::from_str(v).ok()?;

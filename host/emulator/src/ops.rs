@@ -301,7 +301,9 @@ pub fn patch(
             json_patch::merge(&mut doc, &p);
         }
         PatchType::Json => {
-            let p: json_patch::Patch = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding JSON patch: {e}")))?;
+            let ops: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding JSON patch: {e}")))?;
+            let p: json_patch::Patch = serde_json::from_value(tolerate_null_tests(&doc, ops))
+                .map_err(|e| ApiError::bad_request(format!("error decoding JSON patch: {e}")))?;
             json_patch::patch(&mut doc, &p).map_err(|e| ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: {e}")))?;
         }
         PatchType::Strategic => {
@@ -318,6 +320,24 @@ pub fn patch(
         return Err(ApiError::conflict(&rt.group, &rt.plural, &key.name, "the object has been modified; please apply your changes to the latest version and try again"));
     }
     commit(store, rt, key, &old, doc, status, opts, true)
+}
+
+/// kube-apiserver's JSON patch treats a missing path as `null` in a `test` operation; kube-runtime's
+/// finalizer helper relies on that (`test /metadata/finalizers == null`, then `add`).
+fn tolerate_null_tests(doc: &Value, ops: Value) -> Value {
+    match ops {
+        Value::Array(list) => Value::Array(
+            list.into_iter()
+                .filter(|op| {
+                    let is_null_test = op.get("op").and_then(Value::as_str) == Some("test")
+                        && op.get("value").is_some_and(Value::is_null);
+                    let path = op.get("path").and_then(Value::as_str).unwrap_or("");
+                    !(is_null_test && doc.pointer(path).is_none_or(Value::is_null))
+                })
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 /// Turn a requested new state into the stored one: scope to main/status, keep immutable metadata,

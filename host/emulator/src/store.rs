@@ -53,6 +53,8 @@ pub struct Event {
     pub kind: EventType,
     /// The object after the change (before removal for `Deleted`).
     pub object: Arc<Value>,
+    /// The previous state for `Modified`, so selector watches can turn it into ADDED or DELETED.
+    pub prev: Option<Arc<Value>>,
     /// The event's wire line, encoded once and shared by every watcher that serves it as stored.
     pub encoded: std::sync::OnceLock<bytes::Bytes>,
 }
@@ -191,8 +193,8 @@ impl Store {
         self.objects.values().map(BTreeMap::len).sum()
     }
 
-    fn emit(&mut self, key: ObjKey, kind: EventType, object: Arc<Value>) {
-        let ev = Arc::new(Event { rv: self.rv, key, kind, object, encoded: std::sync::OnceLock::new() });
+    fn emit(&mut self, key: ObjKey, kind: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) {
+        let ev = Arc::new(Event { rv: self.rv, key, kind, object, prev, encoded: std::sync::OnceLock::new() });
         if self.history.len() >= self.history_cap
             && let Some(old) = self.history.pop_front()
         {
@@ -237,7 +239,7 @@ impl Store {
         }
         self.index(key, &obj, true);
         let kind = if previous.is_some() { EventType::Modified } else { EventType::Added };
-        self.emit(key.clone(), kind, obj.clone());
+        self.emit(key.clone(), kind, obj.clone(), previous);
         obj
     }
 
@@ -256,7 +258,7 @@ impl Store {
             meta.insert("resourceVersion".into(), Value::String(self.rv.to_string()));
         }
         let last = Arc::new(last);
-        self.emit(key.clone(), EventType::Deleted, last.clone());
+        self.emit(key.clone(), EventType::Deleted, last.clone(), None);
         self.removed_uids.push((object::uid(&old).to_string(), key.clone(), last.clone()));
         Some(last)
     }

@@ -209,7 +209,7 @@ async fn measure(system: &str, kinds: &[ResourceKind], per_kind: usize, copies: 
                 let api = api.clone();
                 let obj: DynamicObject = serde_json::from_value(json!({
                     "apiVersion": kind.api_version(), "kind": kind.kind,
-                    "metadata": {"name": format!("blog-{i}")},
+                    "metadata": {"name": format!("{}-{i}", kind.plural)},
                     "spec": {"title": format!("Blog {i}"), "replicas": 2},
                 }))
                 .unwrap_or_else(|_| DynamicObject::new("invalid", &kind.api_resource()));

@@ -93,3 +93,17 @@ async fn an_update_takes_ownership_and_then_conflicts_with_apply() {
     let names: Vec<String> = with_sidecar.spec.unwrap().template.spec.unwrap().containers.into_iter().map(|c| c.name).collect();
     assert_eq!(names, vec!["app", "proxy"]);
 }
+
+#[tokio::test]
+async fn reapplying_an_identical_service_is_a_no_op() {
+    let em = emulator().await;
+    let api: Api<k8s_openapi::api::core::v1::Service> = Api::default_namespaced(em.client());
+    let svc = Patch::Apply(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}));
+    let first = api.patch("web", &PatchParams::apply("weir").force(), &svc).await.unwrap();
+    let second = api.patch("web", &PatchParams::apply("weir").force(), &svc).await.unwrap();
+    assert_eq!(second.resource_version(), first.resource_version(), "nothing changed, nothing written");
+    let ports = second.spec.unwrap().ports.unwrap();
+    assert_eq!(ports.len(), 1);
+    assert_eq!(ports[0].protocol.as_deref(), Some("TCP"), "protocol defaulted");
+}

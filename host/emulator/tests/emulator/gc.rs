@@ -85,3 +85,23 @@ async fn delete_preconditions_are_checked() {
     api.delete("p", &right).await.unwrap();
     assert!(gone(&api, "p").await);
 }
+
+#[tokio::test]
+async fn a_json_patch_test_of_an_absent_field_against_null_passes_as_kube_runtime_finalizers_expect() {
+    let em = emulator().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(em.client());
+    configmap("f").create(&api).await;
+    let ops: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": "/metadata/finalizers", "value": null},
+        {"op": "add", "path": "/metadata/finalizers", "value": ["weir.dev/cleanup"]}
+    ]))
+    .unwrap();
+    let patched = api.patch("f", &PatchParams::default(), &Patch::<()>::Json(ops)).await.unwrap();
+    assert_eq!(patched.finalizers(), ["weir.dev/cleanup".to_string()]);
+    let again: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": "/metadata/finalizers", "value": null}
+    ]))
+    .unwrap();
+    let err = api_error(api.patch("f", &PatchParams::default(), &Patch::<()>::Json(again)).await.unwrap_err());
+    assert_eq!(err.code, 422, "a present field still fails a null test");
+}

@@ -97,3 +97,21 @@ async fn drop_watches_ends_open_streams() {
         .expect("the stream must end after drop_watches");
     assert!(rest.is_empty());
 }
+
+#[tokio::test]
+async fn a_label_change_moves_an_object_into_and_out_of_a_selector_watch() {
+    let em = emulator().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(em.client());
+    let a = configmap("a").create(&api).await;
+    let wp = WatchParams::default().labels("pick=yes").disable_bookmarks();
+    let mut stream = api.watch(&wp, &a.resource_version().unwrap()).await.unwrap().boxed();
+    let label = |v: Option<&str>| Patch::Merge(json!({"metadata": {"labels": {"pick": v}}}));
+    api.patch("a", &PatchParams::default(), &label(Some("yes"))).await.unwrap();
+    api.patch("a", &PatchParams::default(), &Patch::Merge(json!({"data": {"k": "v"}}))).await.unwrap();
+    api.patch("a", &PatchParams::default(), &label(None)).await.unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        seen.push(describe(&stream.try_next().await.unwrap().unwrap()));
+    }
+    assert_eq!(seen, vec!["ADDED a", "MODIFIED a", "DELETED a"]);
+}
