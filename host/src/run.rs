@@ -108,9 +108,13 @@ impl Host {
     pub async fn start(client: Client, plugins: Vec<Arc<dyn Reconciler>>, config: HostConfig) -> Result<Host, RunError> {
         let metrics = Arc::new(Metrics::new());
         let permits = Arc::new(Semaphore::new(config.max_concurrent_calls.max(1)));
+        let informers = crate::reconcile::source::Informers::default();
         let controllers: Vec<Arc<Controller>> = plugins
             .into_iter()
-            .map(|p| Arc::new(Controller::new(client.clone(), p, permits.clone(), metrics.clone(), config.controller.clone())))
+            .map(|p| {
+                let c = Controller::with_informers(client.clone(), p, permits.clone(), metrics.clone(), config.controller.clone(), &informers);
+                Arc::new(c)
+            })
             .collect();
         let stop = CancellationToken::new();
         let addr = match config.listen {

@@ -6,10 +6,16 @@ use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
-    let path = std::env::args().nth(1).unwrap_or_else(|| "kubeconfig".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .init();
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "kubeconfig".into());
     let config = EmulatorConfig {
-        workloads: Some(WorkloadSimulation { ready_after: Duration::from_secs(1) }),
+        workloads: Some(WorkloadSimulation {
+            ready_after: Duration::from_secs(1),
+        }),
         ..EmulatorConfig::default()
     };
     let emulator = Emulator::start(config).await?;

@@ -21,28 +21,53 @@ pub struct ApiError {
 impl ApiError {
     /// A failure with an arbitrary code and reason.
     pub fn new(code: u16, reason: &str, message: impl Into<String>) -> Self {
-        ApiError { code, reason: reason.into(), message: message.into(), details: None }
+        ApiError {
+            code,
+            reason: reason.into(),
+            message: message.into(),
+            details: None,
+        }
     }
 
     /// `404 NotFound` for a named object of a resource.
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
-        let qualified = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
+        let qualified = if group.is_empty() {
+            resource.to_string()
+        } else {
+            format!("{resource}.{group}")
+        };
         ApiError::new(404, "NotFound", format!("{qualified} \"{name}\" not found"))
             .with_details(json!({"name": name, "group": group, "kind": resource}))
     }
 
     /// `409 AlreadyExists` on create of an existing name.
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
-        let qualified = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
-        ApiError::new(409, "AlreadyExists", format!("{qualified} \"{name}\" already exists"))
-            .with_details(json!({"name": name, "group": group, "kind": resource}))
+        let qualified = if group.is_empty() {
+            resource.to_string()
+        } else {
+            format!("{resource}.{group}")
+        };
+        ApiError::new(
+            409,
+            "AlreadyExists",
+            format!("{qualified} \"{name}\" already exists"),
+        )
+        .with_details(json!({"name": name, "group": group, "kind": resource}))
     }
 
     /// `409 Conflict`, e.g. a stale resourceVersion or a failed precondition.
     pub fn conflict(group: &str, resource: &str, name: &str, why: &str) -> Self {
-        let qualified = if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") };
-        ApiError::new(409, "Conflict", format!("Operation cannot be fulfilled on {qualified} \"{name}\": {why}"))
-            .with_details(json!({"name": name, "group": group, "kind": resource}))
+        let qualified = if group.is_empty() {
+            resource.to_string()
+        } else {
+            format!("{resource}.{group}")
+        };
+        ApiError::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {qualified} \"{name}\": {why}"),
+        )
+        .with_details(json!({"name": name, "group": group, "kind": resource}))
     }
 
     /// `400 BadRequest` for a malformed request.
@@ -52,24 +77,42 @@ impl ApiError {
 
     /// `422 Invalid` with one cause per offending field.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<(String, String)>) -> Self {
-        let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let qualified = if group.is_empty() {
+            kind.to_string()
+        } else {
+            format!("{kind}.{group}")
+        };
         let summary: Vec<String> = causes.iter().map(|(f, m)| format!("{f}: {m}")).collect();
         let causes: Vec<Value> = causes
             .iter()
             .map(|(f, m)| json!({"reason": "FieldValueInvalid", "message": m, "field": f}))
             .collect();
-        ApiError::new(422, "Invalid", format!("{qualified} \"{name}\" is invalid: {}", summary.join(", ")))
-            .with_details(json!({"name": name, "group": group, "kind": kind, "causes": causes}))
+        ApiError::new(
+            422,
+            "Invalid",
+            format!("{qualified} \"{name}\" is invalid: {}", summary.join(", ")),
+        )
+        .with_details(json!({"name": name, "group": group, "kind": kind, "causes": causes}))
     }
 
     /// `405 MethodNotAllowed`.
     pub fn method_not_allowed() -> Self {
-        ApiError::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        ApiError::new(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        )
     }
 
     /// `415 UnsupportedMediaType` for an unknown patch type.
     pub fn unsupported_media(ct: &str) -> Self {
-        ApiError::new(415, "UnsupportedMediaType", format!("the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {ct})"))
+        ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {ct})"
+            ),
+        )
     }
 
     /// Attach a `details` object.

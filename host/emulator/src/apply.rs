@@ -70,15 +70,42 @@ impl Entry {
 }
 
 fn read_entries(obj: &Value) -> Vec<Entry> {
-    let Some(list) = obj.pointer("/metadata/managedFields").and_then(Value::as_array) else { return Vec::new() };
+    let Some(list) = obj
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
     list.iter()
         .map(|e| Entry {
-            manager: e.get("manager").and_then(Value::as_str).unwrap_or("").to_string(),
-            operation: e.get("operation").and_then(Value::as_str).unwrap_or("Update").to_string(),
-            api_version: e.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string(),
-            time: e.get("time").and_then(Value::as_str).unwrap_or("").to_string(),
-            subresource: e.get("subresource").and_then(Value::as_str).map(String::from),
-            fields: e.get("fieldsV1").map(fieldset::from_fields_v1).unwrap_or_default(),
+            manager: e
+                .get("manager")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            operation: e
+                .get("operation")
+                .and_then(Value::as_str)
+                .unwrap_or("Update")
+                .to_string(),
+            api_version: e
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            time: e
+                .get("time")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            subresource: e
+                .get("subresource")
+                .and_then(Value::as_str)
+                .map(String::from),
+            fields: e
+                .get("fieldsV1")
+                .map(fieldset::from_fields_v1)
+                .unwrap_or_default(),
         })
         .collect()
 }
@@ -116,8 +143,16 @@ fn ignored(path: &[Step]) -> bool {
         [Step::Field(f), ..] if f == "apiVersion" || f == "kind" => true,
         [Step::Field(m), Step::Field(f), ..] if m == "metadata" => matches!(
             f.as_str(),
-            "name" | "namespace" | "uid" | "resourceVersion" | "generation" | "creationTimestamp"
-                | "managedFields" | "deletionTimestamp" | "deletionGracePeriodSeconds" | "selfLink"
+            "name"
+                | "namespace"
+                | "uid"
+                | "resourceVersion"
+                | "generation"
+                | "creationTimestamp"
+                | "managedFields"
+                | "deletionTimestamp"
+                | "deletionGracePeriodSeconds"
+                | "selfLink"
         ),
         _ => false,
     }
@@ -125,7 +160,10 @@ fn ignored(path: &[Step]) -> bool {
 
 /// The fields of `obj` a manager writing through `scope` can own.
 fn owned_fields(obj: &Value, scope: Scope) -> BTreeSet<Path> {
-    fieldset::fields_of(obj).into_iter().filter(|p| !ignored(p) && scope.owns(p)).collect()
+    fieldset::fields_of(obj)
+        .into_iter()
+        .filter(|p| !ignored(p) && scope.owns(p))
+        .collect()
 }
 
 /// Keep only entries' fields that still exist in `obj`.
@@ -152,7 +190,10 @@ fn merge_into(live: &mut Value, cfg: &Value, field: &str) {
             let keys = fieldset::keys_for(field, c).unwrap_or_default();
             for item in c {
                 let id = fieldset::element_key(item, &keys);
-                match l.iter_mut().find(|x| x.is_object() && fieldset::element_key(x, &keys) == id) {
+                match l
+                    .iter_mut()
+                    .find(|x| x.is_object() && fieldset::element_key(x, &keys) == id)
+                {
                     Some(existing) => merge_into(existing, item, ""),
                     None => l.push(item.clone()),
                 }
@@ -180,7 +221,8 @@ fn forgive_client_side_apply(live: &Value, conflicts: &mut Vec<(String, Path)>) 
     let Some(last) = last else { return };
     let last_fields = fieldset::fields_of(&last);
     conflicts.retain(|(manager, path)| {
-        !(manager == "kubectl-client-side-apply" || manager == "before-first-apply") || !last_fields.contains(path)
+        !(manager == "kubectl-client-side-apply" || manager == "before-first-apply")
+            || !last_fields.contains(path)
     });
 }
 
@@ -199,7 +241,10 @@ pub fn apply(
     let applied = owned_fields(cfg, scope);
 
     let mut conflicts = Vec::new();
-    for e in entries.iter().filter(|e| !e.same_owner(manager, "Apply", sub)) {
+    for e in entries
+        .iter()
+        .filter(|e| !e.same_owner(manager, "Apply", sub))
+    {
         for p in applied.intersection(&e.fields) {
             let (old, new) = (fieldset::value_at(&obj, p), fieldset::value_at(cfg, p));
             let leaf = !matches!(p.last(), Some(Step::Key(_) | Step::Value(_)));
@@ -213,7 +258,10 @@ pub fn apply(
         if !force {
             return Err(Error::Conflicts(conflicts));
         }
-        for e in entries.iter_mut().filter(|e| !e.same_owner(manager, "Apply", sub)) {
+        for e in entries
+            .iter_mut()
+            .filter(|e| !e.same_owner(manager, "Apply", sub))
+        {
             for (_, p) in &conflicts {
                 e.fields.remove(p);
             }
@@ -231,18 +279,32 @@ pub fn apply(
     }
     merge_into(&mut obj, &cfg_scoped, "");
 
-    let others: Vec<&Entry> = entries.iter().filter(|e| !e.same_owner(manager, "Apply", sub)).collect();
+    let others: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| !e.same_owner(manager, "Apply", sub))
+        .collect();
     let mut dropped: Vec<&Path> = previous
         .difference(&applied)
-        .filter(|p| !others.iter().any(|e| e.fields.iter().any(|q| q.starts_with(p))))
+        .filter(|p| {
+            !others
+                .iter()
+                .any(|e| e.fields.iter().any(|q| q.starts_with(p)))
+        })
         .collect();
     dropped.reverse();
     for p in dropped {
         fieldset::remove_at(&mut obj, p);
     }
 
-    let api_version = cfg.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string();
-    match entries.iter_mut().find(|e| e.same_owner(manager, "Apply", sub)) {
+    let api_version = cfg
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    match entries
+        .iter_mut()
+        .find(|e| e.same_owner(manager, "Apply", sub))
+    {
         Some(e) => {
             if e.fields != applied {
                 e.time = now.to_string();
@@ -266,8 +328,14 @@ pub fn apply(
 
 /// Record an ordinary write (create, update, patch): `manager` takes ownership of what changed.
 pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: Scope, now: &str) {
-    let reset = new.pointer("/metadata/managedFields").is_some_and(|m| m.as_array().is_some_and(Vec::is_empty));
-    let mut entries = if reset { Vec::new() } else { old.map(read_entries).unwrap_or_default() };
+    let reset = new
+        .pointer("/metadata/managedFields")
+        .is_some_and(|m| m.as_array().is_some_and(Vec::is_empty));
+    let mut entries = if reset {
+        Vec::new()
+    } else {
+        old.map(read_entries).unwrap_or_default()
+    };
     let changed: BTreeSet<Path> = owned_fields(new, scope)
         .into_iter()
         .filter(|p| old.and_then(|o| fieldset::value_at(o, p)) != fieldset::value_at(new, p))
@@ -277,8 +345,15 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: 
         for e in entries.iter_mut() {
             e.fields.retain(|p| !changed.contains(p));
         }
-        let api_version = new.get("apiVersion").and_then(Value::as_str).unwrap_or("").to_string();
-        match entries.iter_mut().find(|e| e.same_owner(manager, "Update", sub)) {
+        let api_version = new
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        match entries
+            .iter_mut()
+            .find(|e| e.same_owner(manager, "Update", sub))
+        {
             Some(e) => {
                 e.fields.extend(changed);
                 e.time = now.to_string();

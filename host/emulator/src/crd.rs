@@ -26,19 +26,40 @@ pub fn validate(crd: &Value) -> Vec<(String, String)> {
     }
     let name = object::name(crd);
     if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
-        causes.push(("metadata.name".into(), format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group")));
+        causes.push((
+            "metadata.name".into(),
+            format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
+        ));
     }
     match str_at(crd, "/spec/scope") {
         "Namespaced" | "Cluster" => {}
-        other => causes.push(("spec.scope".into(), format!("Unsupported value: \"{other}\": supported values: \"Cluster\", \"Namespaced\""))),
+        other => causes.push((
+            "spec.scope".into(),
+            format!(
+                "Unsupported value: \"{other}\": supported values: \"Cluster\", \"Namespaced\""
+            ),
+        )),
     }
-    let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if versions.is_empty() {
-        causes.push(("spec.versions".into(), "Invalid value: must have exactly one version marked as storage version".into()));
+        causes.push((
+            "spec.versions".into(),
+            "Invalid value: must have exactly one version marked as storage version".into(),
+        ));
     } else {
-        let storage = versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).count();
+        let storage = versions
+            .iter()
+            .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+            .count();
         if storage != 1 {
-            causes.push(("spec.versions".into(), "Invalid value: must have exactly one version marked as storage version".into()));
+            causes.push((
+                "spec.versions".into(),
+                "Invalid value: must have exactly one version marked as storage version".into(),
+            ));
         }
     }
     causes
@@ -47,7 +68,10 @@ pub fn validate(crd: &Value) -> Vec<(String, String)> {
 /// Fill `status` the way the apiextensions controllers would once names are accepted.
 pub fn set_status(crd: &mut Value) {
     let kind = str_at(crd, "/spec/names/kind").to_string();
-    let mut names = crd.pointer("/spec/names").cloned().unwrap_or_else(|| json!({}));
+    let mut names = crd
+        .pointer("/spec/names")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     if names.get("singular").is_none() {
         names["singular"] = json!(kind.to_lowercase());
     }
@@ -68,9 +92,7 @@ pub fn set_status(crd: &mut Value) {
         .pointer("/metadata/creationTimestamp")
         .cloned()
         .unwrap_or_else(|| json!(object::now_rfc3339()));
-    let cond = |t: &str, reason: &str, msg: &str| {
-        json!({"type": t, "status": "True", "lastTransitionTime": since, "reason": reason, "message": msg})
-    };
+    let cond = |t: &str, reason: &str, msg: &str| json!({"type": t, "status": "True", "lastTransitionTime": since, "reason": reason, "message": msg});
     object::set_path(
         crd,
         ".status",
@@ -88,18 +110,29 @@ pub fn set_status(crd: &mut Value) {
 /// The served resource types a CRD defines (one per served version).
 pub fn types_of(crd: &Value) -> Vec<ResourceType> {
     let group = str_at(crd, "/spec/group").to_string();
-    let names = crd.pointer("/spec/names").cloned().unwrap_or_else(|| json!({}));
+    let names = crd
+        .pointer("/spec/names")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     let kind = str_at(&names, "/kind").to_string();
     let strings = |v: Option<&Value>| -> Vec<String> {
         v.and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let singular = match str_at(&names, "/singular") {
         "" => kind.to_lowercase(),
         s => s.to_string(),
     };
-    let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     versions
         .iter()
         .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
@@ -107,7 +140,10 @@ pub fn types_of(crd: &Value) -> Vec<ResourceType> {
             let scale = v.pointer("/subresources/scale").map(|s| ScaleSpec {
                 spec_replicas_path: str_at(s, "/specReplicasPath").to_string(),
                 status_replicas_path: str_at(s, "/statusReplicasPath").to_string(),
-                label_selector_path: s.get("labelSelectorPath").and_then(Value::as_str).map(String::from),
+                label_selector_path: s
+                    .get("labelSelectorPath")
+                    .and_then(Value::as_str)
+                    .map(String::from),
             });
             ResourceType {
                 group: group.clone(),
@@ -121,7 +157,11 @@ pub fn types_of(crd: &Value) -> Vec<ResourceType> {
                 has_status: v.pointer("/subresources/status").is_some(),
                 scale,
                 schema: v.pointer("/schema/openAPIV3Schema").cloned(),
-                printer_columns: v.get("additionalPrinterColumns").and_then(Value::as_array).cloned().unwrap_or_default(),
+                printer_columns: v
+                    .get("additionalPrinterColumns")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default(),
                 from_crd: true,
             }
         })
@@ -129,7 +169,10 @@ pub fn types_of(crd: &Value) -> Vec<ResourceType> {
 }
 
 fn res_key(crd: &Value) -> ResKey {
-    ResKey { group: str_at(crd, "/spec/group").to_string(), plural: str_at(crd, "/spec/names/plural").to_string() }
+    ResKey {
+        group: str_at(crd, "/spec/group").to_string(),
+        plural: str_at(crd, "/spec/names/plural").to_string(),
+    }
 }
 
 /// Serve a CRD's kinds from now on (or update them after the CRD changed).

@@ -42,7 +42,11 @@ fn group_doc(name: &str, versions: &[String]) -> Value {
 
 /// `/apis`.
 pub fn group_list(reg: &Registry) -> Value {
-    let groups: Vec<Value> = reg.groups().iter().map(|(g, vs)| group_doc(g, vs)).collect();
+    let groups: Vec<Value> = reg
+        .groups()
+        .iter()
+        .map(|(g, vs)| group_doc(g, vs))
+        .collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
@@ -55,7 +59,16 @@ pub fn group(reg: &Registry, name: &str) -> Option<Value> {
     Some(doc)
 }
 
-const ALL_VERBS: [&str; 8] = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const ALL_VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 fn resource_entries(t: &ResourceType) -> Vec<Value> {
     let mut out = vec![json!({
@@ -84,12 +97,18 @@ pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value
     if !reg.serves_group_version(group, version) {
         return None;
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
     let resources: Vec<Value> = reg
         .all()
         .iter()
         .filter(|t| t.group == group && t.version == version)
         .flat_map(resource_entries)
         .collect();
-    Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+    Some(
+        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+    )
 }

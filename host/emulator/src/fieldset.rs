@@ -21,7 +21,12 @@ pub type Path = Vec<Step>;
 /// The merge keys of associative lists, by field name, as the built-in types declare them.
 pub fn merge_keys(field: &str) -> Option<&'static [&'static str]> {
     Some(match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets"
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "env"
+        | "volumes"
+        | "imagePullSecrets"
         | "hostAliases" => &["name"][..],
         "volumeMounts" | "volumeDevices" => &["mountPath"][..],
         "conditions" => &["type"][..],
@@ -43,7 +48,9 @@ pub fn keys_for(field: &str, items: &[Value]) -> Option<Vec<&'static str>> {
         return Some(vec!["port", "protocol"]);
     }
     let keys = merge_keys(field)?;
-    let all_keyed = items.iter().all(|i| i.is_object() && keys.iter().all(|k| i.get(*k).is_some()));
+    let all_keyed = items
+        .iter()
+        .all(|i| i.is_object() && keys.iter().all(|k| i.get(*k).is_some()));
     if all_keyed { Some(keys.to_vec()) } else { None }
 }
 
@@ -114,7 +121,9 @@ fn find_in_list(items: &[Value], step: &Step) -> Option<usize> {
             let wanted: Map<String, Value> = serde_json::from_str(key).ok()?;
             let keys: Vec<&str> = wanted.keys().map(String::as_str).collect();
             let canonical = Value::Object(wanted.clone()).to_string();
-            items.iter().position(|i| i.is_object() && element_key(i, &keys) == canonical)
+            items
+                .iter()
+                .position(|i| i.is_object() && element_key(i, &keys) == canonical)
         }
         Step::Value(v) => {
             let wanted: Value = serde_json::from_str(v).ok()?;
@@ -139,8 +148,12 @@ pub fn value_at<'a>(obj: &'a Value, path: &[Step]) -> Option<&'a Value> {
 
 /// Remove the value at `path`; maps left empty by the removal are removed too.
 pub fn remove_at(obj: &mut Value, path: &[Step]) {
-    let Some((last, parent_path)) = path.split_last() else { return };
-    let Some(parent) = value_at_mut(obj, parent_path) else { return };
+    let Some((last, parent_path)) = path.split_last() else {
+        return;
+    };
+    let Some(parent) = value_at_mut(obj, parent_path) else {
+        return;
+    };
     match (last, parent) {
         (Step::Field(f), Value::Object(m)) => {
             m.remove(f);
@@ -193,7 +206,9 @@ pub fn to_fields_v1(set: &BTreeSet<Path>) -> Value {
             if !entry.is_object() {
                 *entry = Value::Object(Map::new());
             }
-            let Some(next) = entry.as_object_mut() else { break };
+            let Some(next) = entry.as_object_mut() else {
+                break;
+            };
             cur = next;
         }
     }
@@ -204,7 +219,9 @@ pub fn to_fields_v1(set: &BTreeSet<Path>) -> Value {
 /// A node that is itself in the set and also has children carries a `"."` entry.
 fn mark_self_nodes(node: &mut Map<String, Value>, set: &BTreeSet<Path>, prefix: &mut Path) {
     for (key, child) in node.iter_mut() {
-        let Some(step) = parse_step(key) else { continue };
+        let Some(step) = parse_step(key) else {
+            continue;
+        };
         prefix.push(step);
         if let Some(m) = child.as_object_mut() {
             if !m.is_empty() && !m.contains_key(".") && set.contains(prefix.as_slice()) {
@@ -227,7 +244,9 @@ fn parse_step(key: &str) -> Option<Step> {
 }
 
 fn canonical(json: &str) -> String {
-    serde_json::from_str::<Value>(json).map(|v| v.to_string()).unwrap_or_else(|_| json.to_string())
+    serde_json::from_str::<Value>(json)
+        .map(|v| v.to_string())
+        .unwrap_or_else(|_| json.to_string())
 }
 
 /// Parse a `fieldsV1` object back into a set.
@@ -245,7 +264,9 @@ fn parse_node(node: &Map<String, Value>, prefix: &mut Path, out: &mut BTreeSet<P
             out.insert(prefix.clone());
             continue;
         }
-        let Some(step) = parse_step(key) else { continue };
+        let Some(step) = parse_step(key) else {
+            continue;
+        };
         prefix.push(step);
         match child.as_object() {
             Some(m) if !m.is_empty() => parse_node(m, prefix, out),
@@ -266,7 +287,12 @@ pub fn display(path: &[Step]) -> String {
                 s.push('.');
                 s.push_str(f);
             }
-            Step::Key(k) => s.push_str(&format!("[{}]", k.trim_matches(|c| c == '{' || c == '}').replace("\":", "=").replace('"', ""))),
+            Step::Key(k) => s.push_str(&format!(
+                "[{}]",
+                k.trim_matches(|c| c == '{' || c == '}')
+                    .replace("\":", "=")
+                    .replace('"', "")
+            )),
             Step::Value(v) => s.push_str(&format!("[={v}]")),
         }
     }
@@ -293,7 +319,14 @@ mod tests {
     #[test]
     fn removing_the_last_key_removes_the_emptied_map() {
         let mut obj = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}});
-        remove_at(&mut obj, &[Step::Field("metadata".into()), Step::Field("labels".into()), Step::Field("a".into())]);
+        remove_at(
+            &mut obj,
+            &[
+                Step::Field("metadata".into()),
+                Step::Field("labels".into()),
+                Step::Field("a".into()),
+            ],
+        );
         assert_eq!(obj, json!({"metadata": {}, "spec": {"x": 1}}));
     }
 }

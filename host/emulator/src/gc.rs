@@ -72,7 +72,10 @@ pub fn delete(store: &mut Store, key: &ObjKey, policy: Propagation) -> Option<(V
 fn strip_owner(store: &mut Store, dep: &ObjKey, owner_uid: &str) {
     let Some(d) = store.get(dep) else { return };
     let mut obj = (*d).clone();
-    if let Some(refs) = obj.pointer_mut("/metadata/ownerReferences").and_then(Value::as_array_mut) {
+    if let Some(refs) = obj
+        .pointer_mut("/metadata/ownerReferences")
+        .and_then(Value::as_array_mut)
+    {
         refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(owner_uid));
         if refs.is_empty()
             && let Some(meta) = object::metadata_mut(&mut obj)
@@ -86,7 +89,10 @@ fn strip_owner(store: &mut Store, dep: &ObjKey, owner_uid: &str) {
 /// Set an object's finalizers, removing it when none remain and it is being deleted.
 fn finish(store: &mut Store, key: &ObjKey, drop: &str) {
     let Some(o) = store.get(key) else { return };
-    let fins: Vec<String> = object::finalizers(&o).into_iter().filter(|f| f != drop).collect();
+    let fins: Vec<String> = object::finalizers(&o)
+        .into_iter()
+        .filter(|f| f != drop)
+        .collect();
     store.pending_owners.remove(key);
     if fins.is_empty() && object::is_deleting(&o) {
         store.remove(key);
@@ -104,7 +110,9 @@ pub fn settle(store: &mut Store) {
         let mut progressed = false;
         while let Some((uid, key, last)) = store.removed_uids.pop() {
             progressed = true;
-            if key.res.plural == "customresourcedefinitions" && key.res.group == "apiextensions.k8s.io" {
+            if key.res.plural == "customresourcedefinitions"
+                && key.res.group == "apiextensions.k8s.io"
+            {
                 crate::crd::unregister(store, &last);
             }
             if key.res.plural == "namespaces" && key.res.group.is_empty() {
@@ -116,8 +124,9 @@ pub fn settle(store: &mut Store) {
             }
             for dep in store.dependents_of(&uid) {
                 let Some(d) = store.get(&dep) else { continue };
-                let other_owner_alive =
-                    object::owner_uids(&d).iter().any(|u| *u != uid && store.key_of_uid(u).is_some());
+                let other_owner_alive = object::owner_uids(&d)
+                    .iter()
+                    .any(|u| *u != uid && store.key_of_uid(u).is_some());
                 if other_owner_alive {
                     strip_owner(store, &dep, &uid);
                 } else {

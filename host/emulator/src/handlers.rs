@@ -33,7 +33,10 @@ pub struct Request {
 
 impl Request {
     fn param(&self, name: &str) -> Option<&str> {
-        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     fn flag(&self, name: &str) -> bool {
@@ -41,22 +44,35 @@ impl Request {
     }
 
     fn header(&self, name: http::header::HeaderName) -> &str {
-        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
     }
 
     fn metadata_only(&self) -> bool {
-        self.header(http::header::ACCEPT).contains("as=PartialObjectMetadata")
+        self.header(http::header::ACCEPT)
+            .contains("as=PartialObjectMetadata")
     }
 
     fn table(&self) -> Option<table::Include> {
-        table::wanted(self.header(http::header::ACCEPT)).then(|| table::Include::parse(self.param("includeObject")))
+        table::wanted(self.header(http::header::ACCEPT))
+            .then(|| table::Include::parse(self.param("includeObject")))
     }
 
     fn write_opts(&self) -> WriteOpts {
         let agent = self.header(http::header::USER_AGENT);
-        let default_manager = agent.split('/').next().filter(|s| !s.is_empty()).unwrap_or("unknown").to_string();
+        let default_manager = agent
+            .split('/')
+            .next()
+            .filter(|s| !s.is_empty())
+            .unwrap_or("unknown")
+            .to_string();
         WriteOpts {
-            manager: self.param("fieldManager").map(String::from).unwrap_or(default_manager),
+            manager: self
+                .param("fieldManager")
+                .map(String::from)
+                .unwrap_or(default_manager),
             validation: match self.param("fieldValidation") {
                 Some("Strict") => Validation::Strict,
                 Some("Ignore") => Validation::Ignore,
@@ -69,21 +85,28 @@ impl Request {
 
     fn key(&self) -> Option<ObjKey> {
         let name = self.target.name.clone()?;
-        Some(ObjKey { res: self.target.rt.key(), ns: self.target.ns.clone().unwrap_or_default(), name })
+        Some(ObjKey {
+            res: self.target.rt.key(),
+            ns: self.target.ns.clone().unwrap_or_default(),
+            name,
+        })
     }
 
     fn json_body(&self) -> ApiResult<Value> {
         let ct = self.header(http::header::CONTENT_TYPE);
         if ct.contains("protobuf") {
             // kubectl's generators (`create namespace`, `create configmap`, ...) send protobuf.
-            return crate::protobuf::decode(&self.body).map_err(|e| ApiError::new(415, "UnsupportedMediaType", e.to_string()));
+            return crate::protobuf::decode(&self.body)
+                .map_err(|e| ApiError::new(415, "UnsupportedMediaType", e.to_string()));
         }
         if ct.contains("cbor") {
             return Err(ApiError::unsupported_media(ct));
         }
         serde_json::from_slice(&self.body)
             .or_else(|_| serde_yaml::from_slice(&self.body))
-            .map_err(|e| ApiError::bad_request(format!("the request body could not be decoded: {e}")))
+            .map_err(|e| {
+                ApiError::bad_request(format!("the request body could not be decoded: {e}"))
+            })
     }
 }
 
@@ -95,9 +118,21 @@ fn selectors(req: &Request) -> ApiResult<(LabelSelector, FieldSelector)> {
     Ok((labels, fields))
 }
 
-fn outcome_response(rt: &crate::resources::ResourceType, out: Outcome, metadata_only: bool) -> Response {
-    let code = if out.created { StatusCode::CREATED } else { StatusCode::OK };
-    let body = if metadata_only { partial(&out.object) } else { ops::serve(rt, &out.object) };
+fn outcome_response(
+    rt: &crate::resources::ResourceType,
+    out: Outcome,
+    metadata_only: bool,
+) -> Response {
+    let code = if out.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let body = if metadata_only {
+        partial(&out.object)
+    } else {
+        ops::serve(rt, &out.object)
+    };
     let mut resp = json_response(code, &body);
     for w in out.warnings {
         if let Ok(v) = http::HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('"', "'"))) {
@@ -120,15 +155,37 @@ pub async fn handle(shared: Arc<Shared>, req: Request) -> ApiResult<Response> {
         (&Method::GET, None, None) => list(&shared, &req),
         (&Method::POST, None, None) => {
             let ns = req.target.ns.clone().unwrap_or_default();
-            let out = ops::create(&mut shared.lock(), &rt, &ns, req.json_body()?, &req.write_opts())?;
+            let out = ops::create(
+                &mut shared.lock(),
+                &rt,
+                &ns,
+                req.json_body()?,
+                &req.write_opts(),
+            )?;
             Ok(outcome_response(&rt, out, req.metadata_only()))
         }
         (&Method::DELETE, None, None) => delete_collection(&shared, &req),
-        (_, Some(key), Some("scale")) if rt.scale.is_some() => scale::handle(&shared, &req.method, &rt, &key, &req.headers, &req.body, req.write_opts()),
+        (_, Some(key), Some("scale")) if rt.scale.is_some() => scale::handle(
+            &shared,
+            &req.method,
+            &rt,
+            &key,
+            &req.headers,
+            &req.body,
+            req.write_opts(),
+        ),
         (&Method::GET, Some(key), None | Some("status")) => {
-            let obj = shared.lock().get(&key).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
+            let obj = shared
+                .lock()
+                .get(&key)
+                .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
             let body = match req.table() {
-                Some(include) if req.target.sub.is_none() => table::render(&rt, &[&obj], json!({"resourceVersion": object::resource_version(&obj)}), include),
+                Some(include) if req.target.sub.is_none() => table::render(
+                    &rt,
+                    &[&obj],
+                    json!({"resourceVersion": object::resource_version(&obj)}),
+                    include,
+                ),
                 _ if req.metadata_only() => partial(&obj),
                 _ => ops::serve(&rt, &obj),
             };
@@ -136,21 +193,39 @@ pub async fn handle(shared: Arc<Shared>, req: Request) -> ApiResult<Response> {
         }
         (&Method::PUT, Some(key), s @ (None | Some("status"))) => {
             let status = check_status(&rt, s)?;
-            let out = ops::update(&mut shared.lock(), &rt, &key, req.json_body()?, status, &req.write_opts())?;
+            let out = ops::update(
+                &mut shared.lock(),
+                &rt,
+                &key,
+                req.json_body()?,
+                status,
+                &req.write_opts(),
+            )?;
             Ok(outcome_response(&rt, out, req.metadata_only()))
         }
         (&Method::PATCH, Some(key), s @ (None | Some("status"))) => {
             let status = check_status(&rt, s)?;
             let ct = req.header(http::header::CONTENT_TYPE);
-            let ptype = PatchType::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media(ct))?;
+            let ptype =
+                PatchType::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media(ct))?;
             let mut opts = req.write_opts();
             if ptype == PatchType::Apply && req.param("fieldManager").is_none() {
-                return Err(ApiError::bad_request("PATCH, application/apply-patch+yaml requests require fieldManager to be set"));
+                return Err(ApiError::bad_request(
+                    "PATCH, application/apply-patch+yaml requests require fieldManager to be set",
+                ));
             }
             if ptype != PatchType::Apply {
                 opts.force = false;
             }
-            let out = ops::patch(&mut shared.lock(), &rt, &key, ptype, &req.body, status, &opts)?;
+            let out = ops::patch(
+                &mut shared.lock(),
+                &rt,
+                &key,
+                ptype,
+                &req.body,
+                status,
+                &opts,
+            )?;
             Ok(outcome_response(&rt, out, req.metadata_only()))
         }
         (&Method::DELETE, Some(key), None) => delete(&shared, &req, &key),
@@ -161,22 +236,37 @@ pub async fn handle(shared: Arc<Shared>, req: Request) -> ApiResult<Response> {
 fn check_status(rt: &crate::resources::ResourceType, sub: Option<&str>) -> ApiResult<bool> {
     match sub {
         Some("status") if rt.has_status => Ok(true),
-        Some(_) => Err(ApiError::new(404, "NotFound", "the server could not find the requested resource")),
+        Some(_) => Err(ApiError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )),
         None => Ok(false),
     }
 }
 
 fn encode_continue(ns: &str, name: &str) -> String {
-    format!("{ns}/{name}").bytes().map(|b| format!("{b:02x}")).collect()
+    format!("{ns}/{name}")
+        .bytes()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn decode_continue(token: &str) -> ApiResult<(String, String)> {
     let bytes: Option<Vec<u8>> = (0..token.len())
         .step_by(2)
-        .map(|i| token.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .map(|i| {
+            token
+                .get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        })
         .collect();
-    let text = bytes.and_then(|b| String::from_utf8(b).ok()).ok_or_else(|| ApiError::bad_request("invalid continue token"))?;
-    let (ns, name) = text.split_once('/').ok_or_else(|| ApiError::bad_request("invalid continue token"))?;
+    let text = bytes
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| ApiError::bad_request("invalid continue token"))?;
+    let (ns, name) = text
+        .split_once('/')
+        .ok_or_else(|| ApiError::bad_request("invalid continue token"))?;
     Ok((ns.to_string(), name.to_string()))
 }
 
@@ -184,13 +274,22 @@ fn list(shared: &Shared, req: &Request) -> ApiResult<Response> {
     let rt = &req.target.rt;
     let (labels, fields) = selectors(req)?;
     let limit: usize = req.param("limit").and_then(|l| l.parse().ok()).unwrap_or(0);
-    let after = req.param("continue").filter(|c| !c.is_empty()).map(decode_continue).transpose()?;
+    let after = req
+        .param("continue")
+        .filter(|c| !c.is_empty())
+        .map(decode_continue)
+        .transpose()?;
     let metadata_only = req.metadata_only();
     let (objects, rv) = {
         let store = shared.lock();
-        (store.list_after(&rt.key(), req.target.ns.as_deref(), after), store.current_rv())
+        (
+            store.list_after(&rt.key(), req.target.ns.as_deref(), after),
+            store.current_rv(),
+        )
     };
-    let mut matching = objects.into_iter().filter(|o| labels.matches(o) && fields.matches(o));
+    let mut matching = objects
+        .into_iter()
+        .filter(|o| labels.matches(o) && fields.matches(o));
     let mut selected = Vec::new();
     let mut next = None;
     for o in matching.by_ref() {
@@ -210,21 +309,42 @@ fn list(shared: &Shared, req: &Request) -> ApiResult<Response> {
     }
     if let Some(include) = req.table() {
         let refs: Vec<&Value> = selected.iter().map(|o| o.as_ref()).collect();
-        return Ok(json_response(StatusCode::OK, &table::render(rt, &refs, meta, include)));
+        return Ok(json_response(
+            StatusCode::OK,
+            &table::render(rt, &refs, meta, include),
+        ));
     }
-    let items: Vec<Value> = selected.iter().map(|o| if metadata_only { partial(o) } else { ops::serve(rt, o) }).collect();
+    let items: Vec<Value> = selected
+        .iter()
+        .map(|o| {
+            if metadata_only {
+                partial(o)
+            } else {
+                ops::serve(rt, o)
+            }
+        })
+        .collect();
     let (api_version, kind) = if metadata_only {
-        ("meta.k8s.io/v1".to_string(), "PartialObjectMetadataList".to_string())
+        (
+            "meta.k8s.io/v1".to_string(),
+            "PartialObjectMetadataList".to_string(),
+        )
     } else {
         (rt.api_version(), format!("{}List", rt.kind))
     };
-    Ok(json_response(StatusCode::OK, &json!({"apiVersion": api_version, "kind": kind, "metadata": meta, "items": items})))
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"apiVersion": api_version, "kind": kind, "metadata": meta, "items": items}),
+    ))
 }
 
 fn watch_collection(shared: Arc<Shared>, req: &Request) -> ApiResult<Response> {
     let (labels, fields) = selectors(req)?;
     let rv = match req.param("resourceVersion").filter(|s| !s.is_empty()) {
-        Some(s) => Some(s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {s:?}")))?),
+        Some(s) => Some(
+            s.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {s:?}")))?,
+        ),
         None => None,
     };
     let params = watch::WatchParams {
@@ -234,7 +354,10 @@ fn watch_collection(shared: Arc<Shared>, req: &Request) -> ApiResult<Response> {
         fields,
         rv,
         bookmarks: req.flag("allowWatchBookmarks"),
-        timeout: req.param("timeoutSeconds").and_then(|t| t.parse().ok()).map(Duration::from_secs),
+        timeout: req
+            .param("timeoutSeconds")
+            .and_then(|t| t.parse().ok())
+            .map(Duration::from_secs),
         send_initial: req.flag("sendInitialEvents"),
         metadata_only: req.metadata_only(),
         table: req.table(),
@@ -243,37 +366,65 @@ fn watch_collection(shared: Arc<Shared>, req: &Request) -> ApiResult<Response> {
 }
 
 fn delete_options(req: &Request) -> ApiResult<(Propagation, Value)> {
-    let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) { json!({}) } else { req.json_body()? };
+    let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
+        json!({})
+    } else {
+        req.json_body()?
+    };
     let policy = body
         .get("propagationPolicy")
         .and_then(Value::as_str)
         .or(req.param("propagationPolicy"))
-        .map(|p| Propagation::parse(p).ok_or_else(|| ApiError::bad_request(format!("invalid propagationPolicy {p:?}"))))
+        .map(|p| {
+            Propagation::parse(p)
+                .ok_or_else(|| ApiError::bad_request(format!("invalid propagationPolicy {p:?}")))
+        })
         .transpose()?
-        .or_else(|| (body.get("orphanDependents").and_then(Value::as_bool) == Some(true)).then_some(Propagation::Orphan))
+        .or_else(|| {
+            (body.get("orphanDependents").and_then(Value::as_bool) == Some(true))
+                .then_some(Propagation::Orphan)
+        })
         .unwrap_or(Propagation::Background);
-    Ok((policy, body.get("preconditions").cloned().unwrap_or(Value::Null)))
+    Ok((
+        policy,
+        body.get("preconditions").cloned().unwrap_or(Value::Null),
+    ))
 }
 
 fn delete(shared: &Shared, req: &Request, key: &ObjKey) -> ApiResult<Response> {
     let rt = &req.target.rt;
     let (policy, pre) = delete_options(req)?;
     let mut store = shared.lock();
-    let current = store.get(key).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
-    for (field, actual) in [("uid", object::uid(&current)), ("resourceVersion", object::resource_version(&current))] {
+    let current = store
+        .get(key)
+        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
+    for (field, actual) in [
+        ("uid", object::uid(&current)),
+        ("resourceVersion", object::resource_version(&current)),
+    ] {
         if let Some(want) = pre.get(field).and_then(Value::as_str)
             && want != actual
         {
-            let label = if field == "uid" { "UID" } else { "ResourceVersion" };
-            return Err(ApiError::conflict(&rt.group, &rt.plural, &key.name, &format!(
-                "Precondition failed: {label} in precondition: {want}, {label} in object meta: {actual}"
-            )));
+            let label = if field == "uid" {
+                "UID"
+            } else {
+                "ResourceVersion"
+            };
+            return Err(ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                &key.name,
+                &format!(
+                    "Precondition failed: {label} in precondition: {want}, {label} in object meta: {actual}"
+                ),
+            ));
         }
     }
     if req.param("dryRun") == Some("All") {
         return Ok(json_response(StatusCode::OK, &ops::serve(rt, &current)));
     }
-    let (obj, removed) = gc::delete(&mut store, key, policy).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
+    let (obj, removed) = gc::delete(&mut store, key, policy)
+        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
     gc::settle(&mut store);
     if removed {
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
@@ -296,12 +447,19 @@ fn delete_collection(shared: &Shared, req: &Request) -> ApiResult<Response> {
         .collect();
     let mut items = Vec::new();
     for o in victims {
-        let key = ObjKey { res: rt.key(), ns: object::namespace(&o).to_string(), name: object::name(&o).to_string() };
+        let key = ObjKey {
+            res: rt.key(),
+            ns: object::namespace(&o).to_string(),
+            name: object::name(&o).to_string(),
+        };
         if let Some((last, _)) = gc::delete(&mut store, &key, policy) {
             items.push(ops::serve(rt, &last));
         }
     }
     gc::settle(&mut store);
     let rv = store.current_rv().to_string();
-    Ok(json_response(StatusCode::OK, &json!({"apiVersion": rt.api_version(), "kind": format!("{}List", rt.kind), "metadata": {"resourceVersion": rv}, "items": items})))
+    Ok(json_response(
+        StatusCode::OK,
+        &json!({"apiVersion": rt.api_version(), "kind": format!("{}List", rt.kind), "metadata": {"resourceVersion": rv}, "items": items}),
+    ))
 }

@@ -80,6 +80,7 @@
 //! # }
 //! ```
 
+mod admission;
 mod apierror;
 mod apply;
 mod crd;
@@ -178,7 +179,12 @@ pub struct EmulatorConfig {
 
 impl Default for EmulatorConfig {
     fn default() -> Self {
-        EmulatorConfig { workloads: None, watch_history: 10_000, port: 0, bookmark_interval: Duration::from_secs(1) }
+        EmulatorConfig {
+            workloads: None,
+            watch_history: 10_000,
+            port: 0,
+            bookmark_interval: Duration::from_secs(1),
+        }
     }
 }
 
@@ -202,12 +208,18 @@ pub struct RequestRecord {
 impl RequestRecord {
     /// Whether the request could change state (POST, PUT, PATCH, DELETE).
     pub fn is_write(&self) -> bool {
-        matches!(self.method, http::Method::POST | http::Method::PUT | http::Method::PATCH | http::Method::DELETE)
+        matches!(
+            self.method,
+            http::Method::POST | http::Method::PUT | http::Method::PATCH | http::Method::DELETE
+        )
     }
 
     /// Whether the request opened a watch.
     pub fn is_watch(&self) -> bool {
-        self.method == http::Method::GET && server::form_pairs(&self.query).iter().any(|(k, v)| k == "watch" && (v == "true" || v == "1"))
+        self.method == http::Method::GET
+            && server::form_pairs(&self.query)
+                .iter()
+                .any(|(k, v)| k == "watch" && (v == "true" || v == "1"))
     }
 }
 
@@ -225,8 +237,12 @@ impl Emulator {
     /// Bind 127.0.0.1 and serve until [`Emulator::shutdown`].
     pub async fn start(config: EmulatorConfig) -> Result<Emulator, Error> {
         let port = config.port;
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await.map_err(|source| Error::Bind { port, source })?;
-        let addr = listener.local_addr().map_err(|source| Error::Bind { port, source })?;
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .map_err(|source| Error::Bind { port, source })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|source| Error::Bind { port, source })?;
         let shared = server::Shared::new(config.clone());
         shared.set_address(addr.to_string());
         let url = format!("http://{addr}");
@@ -241,9 +257,18 @@ impl Emulator {
                 tracing::error!(error = %e, "emulator server stopped");
             }
         });
-        let workload = config.workloads.map(|sim| tokio::spawn(workload::run(shared.clone(), sim)));
+        let workload = config
+            .workloads
+            .map(|sim| tokio::spawn(workload::run(shared.clone(), sim)));
         tracing::info!(%url, "Kubernetes API emulator listening");
-        Ok(Emulator { addr, shared, client, stop: Some(stop), task, workload })
+        Ok(Emulator {
+            addr,
+            shared,
+            client,
+            stop: Some(stop),
+            task,
+            workload,
+        })
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -262,10 +287,16 @@ impl Emulator {
         Kubeconfig {
             clusters: vec![NamedCluster {
                 name: name.clone(),
-                cluster: Some(Cluster { server: Some(self.url()), ..Cluster::default() }),
+                cluster: Some(Cluster {
+                    server: Some(self.url()),
+                    ..Cluster::default()
+                }),
                 ..NamedCluster::default()
             }],
-            auth_infos: vec![NamedAuthInfo { name: name.clone(), ..NamedAuthInfo::default() }],
+            auth_infos: vec![NamedAuthInfo {
+                name: name.clone(),
+                ..NamedAuthInfo::default()
+            }],
             contexts: vec![NamedContext {
                 name: name.clone(),
                 context: Some(Context {
@@ -286,7 +317,10 @@ impl Emulator {
     /// Write [`Emulator::kubeconfig`] as YAML to `path`.
     pub fn write_kubeconfig(&self, path: &Path) -> Result<(), Error> {
         let yaml = serde_yaml::to_string(&self.kubeconfig()).map_err(Error::Serialize)?;
-        std::fs::write(path, yaml).map_err(|source| Error::Write { path: path.to_path_buf(), source })
+        std::fs::write(path, yaml).map_err(|source| Error::Write {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
     /// Every request served so far, oldest first.
@@ -327,7 +361,10 @@ impl Emulator {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        if tokio::time::timeout(Duration::from_secs(5), &mut self.task).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), &mut self.task)
+            .await
+            .is_err()
+        {
             self.task.abort();
         }
     }
@@ -343,7 +380,13 @@ impl Drop for Emulator {
 }
 
 fn client_for(url: &str) -> Result<kube::Client, Error> {
-    let uri: http::Uri = url.parse().map_err(|source| Error::Url { url: url.to_string(), source })?;
+    let uri: http::Uri = url.parse().map_err(|source| Error::Url {
+        url: url.to_string(),
+        source,
+    })?;
     let config = kube::Config::new(uri);
-    kube::Client::try_from(config).map_err(|source| Error::Client { url: url.to_string(), source })
+    kube::Client::try_from(config).map_err(|source| Error::Client {
+        url: url.to_string(),
+        source,
+    })
 }

@@ -4,54 +4,75 @@ use serde_json::{Map, Value};
 
 /// `metadata.name`, or empty.
 pub fn name(obj: &Value) -> &str {
-    obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// `metadata.namespace`, or empty.
 pub fn namespace(obj: &Value) -> &str {
-    obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("")
+    obj.pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// `metadata.uid`, or empty.
 pub fn uid(obj: &Value) -> &str {
-    obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("")
+    obj.pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// `metadata.resourceVersion`, or empty.
 pub fn resource_version(obj: &Value) -> &str {
-    obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("")
+    obj.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// `metadata.generation`, or 0.
 pub fn generation(obj: &Value) -> i64 {
-    obj.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0)
+    obj.pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
 }
 
 /// `metadata.finalizers` as strings.
 pub fn finalizers(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// Whether `metadata.deletionTimestamp` is set.
 pub fn is_deleting(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp").is_some_and(|v| !v.is_null())
+    obj.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|v| !v.is_null())
 }
 
 /// UIDs named in `metadata.ownerReferences`.
 pub fn owner_uids(obj: &Value) -> Vec<String> {
     obj.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 /// The `metadata` map, created if missing; `None` only when `obj` is not a JSON object.
 pub fn metadata_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
     let root = obj.as_object_mut()?;
-    let meta = root.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+    let meta = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
     if !meta.is_object() {
         *meta = Value::Object(Map::new());
     }
@@ -60,7 +81,9 @@ pub fn metadata_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
 
 /// Replace `metadata.finalizers`, dropping the key when empty.
 pub fn set_finalizers(obj: &mut Value, list: &[String]) {
-    let Some(meta) = metadata_mut(obj) else { return };
+    let Some(meta) = metadata_mut(obj) else {
+        return;
+    };
     if list.is_empty() {
         meta.remove("finalizers");
     } else {
@@ -90,7 +113,11 @@ pub fn now_rfc3339() -> String {
 
 /// Read a value at a simple JSON path like `.spec.replicas`.
 pub fn get_path<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
-    let pointer: String = path.split('.').filter(|s| !s.is_empty()).map(|s| format!("/{s}")).collect();
+    let pointer: String = path
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .map(|s| format!("/{s}"))
+        .collect();
     obj.pointer(&pointer)
 }
 
@@ -102,11 +129,15 @@ pub fn set_path(obj: &mut Value, path: &str, value: Value) {
         if !cur.is_object() {
             *cur = Value::Object(Map::new());
         }
-        let Some(map) = cur.as_object_mut() else { return };
+        let Some(map) = cur.as_object_mut() else {
+            return;
+        };
         if i + 1 == parts.len() {
             map.insert((*part).to_string(), value);
             return;
         }
-        cur = map.entry((*part).to_string()).or_insert_with(|| Value::Object(Map::new()));
+        cur = map
+            .entry((*part).to_string())
+            .or_insert_with(|| Value::Object(Map::new()));
     }
 }

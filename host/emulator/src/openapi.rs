@@ -6,7 +6,11 @@ use crate::discovery::KUBE_VERSION;
 use crate::resources::{Registry, ResourceType};
 
 fn gv_key(t: &ResourceType) -> String {
-    if t.group.is_empty() { format!("api/{}", t.version) } else { format!("apis/{}/{}", t.group, t.version) }
+    if t.group.is_empty() {
+        format!("api/{}", t.version)
+    } else {
+        format!("apis/{}/{}", t.group, t.version)
+    }
 }
 
 /// The schema name kube-apiserver would use, e.g. `io.k8s.api.apps.v1.Deployment` or `com.example.v1.Blog`.
@@ -17,7 +21,12 @@ fn schema_name(t: &ResourceType) -> String {
     } else {
         let group = match t.group.as_str() {
             "" => "core",
-            "apiextensions.k8s.io" => return format!("io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{}.{}", t.version, t.kind),
+            "apiextensions.k8s.io" => {
+                return format!(
+                    "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{}.{}",
+                    t.version, t.kind
+                );
+            }
             g => g.split('.').next().unwrap_or(g),
         };
         format!("io.k8s.api.{group}.{}.{}", t.version, t.kind)
@@ -58,7 +67,8 @@ fn schema_for(t: &ResourceType) -> Value {
         if let Some(p) = props.as_object_mut() {
             p.entry("apiVersion").or_insert(json!({"type": "string"}));
             p.entry("kind").or_insert(json!({"type": "string"}));
-            p.entry("metadata").or_insert(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+            p.entry("metadata")
+                .or_insert(json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
         }
     }
     s
@@ -77,7 +87,10 @@ fn gv_document(reg: &Registry, key: &str) -> Option<Value> {
         } else {
             format!("/{}/{}", gv_key(t), t.plural)
         };
-        paths.insert(base.clone(), json!({"get": op(t, "list", false), "post": op(t, "post", true)}));
+        paths.insert(
+            base.clone(),
+            json!({"get": op(t, "list", false), "post": op(t, "post", true)}),
+        );
         paths.insert(
             format!("{base}/{{name}}"),
             json!({"get": op(t, "get", false), "put": op(t, "put", true), "patch": op(t, "patch", true), "delete": op(t, "delete", false)}),
@@ -101,8 +114,16 @@ pub fn document(reg: &Registry, rest: &str) -> Option<Value> {
         let mut paths = Map::new();
         for t in reg.all() {
             let key = gv_key(t);
-            let hash = format!("{:016X}", fnv(&gv_document(reg, &key).map(|d| d.to_string()).unwrap_or_default()));
-            paths.insert(key.clone(), json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}")}));
+            let hash = format!(
+                "{:016X}",
+                fnv(&gv_document(reg, &key)
+                    .map(|d| d.to_string())
+                    .unwrap_or_default())
+            );
+            paths.insert(
+                key.clone(),
+                json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}")}),
+            );
         }
         return Some(json!({"paths": paths}));
     }
@@ -110,5 +131,7 @@ pub fn document(reg: &Registry, rest: &str) -> Option<Value> {
 }
 
 fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf29ce484222325, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
+    s.bytes().fold(0xcbf29ce484222325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100000001b3)
+    })
 }

@@ -6,7 +6,7 @@ use crate::apierror::{ApiError, ApiResult};
 use crate::apply::{self, Scope};
 use crate::resources::ResourceType;
 use crate::store::{ObjKey, Store};
-use crate::{crd, gc, object, patch, schema};
+use crate::{admission, crd, gc, object, patch};
 
 /// How unknown fields are treated (`fieldValidation`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,113 +81,85 @@ pub fn serve(rt: &ResourceType, obj: &Value) -> Value {
 }
 
 fn scope_for(rt: &ResourceType, status: bool) -> Scope {
-    if status { Scope::Status } else { Scope::Main { has_status: rt.has_status } }
-}
-
-fn check_type(rt: &ResourceType, body: &Value) -> ApiResult<()> {
-    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
-    let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if (!kind.is_empty() && kind != rt.kind) || (!api_version.is_empty() && api_version != rt.api_version()) {
-        return Err(ApiError::bad_request(format!(
-            "the API version in the data ({api_version}) does not match the expected API version ({}), or kind {kind} is not {}",
-            rt.api_version(),
-            rt.kind
-        )));
-    }
-    Ok(())
-}
-
-fn random_suffix(store: &mut Store) -> String {
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let uid = store.new_uid();
-    let mut n: u64 = uid.bytes().fold(1469598103934665603, |h, b| (h ^ b as u64).wrapping_mul(1099511628211));
-    (0..5)
-        .map(|_| {
-            let c = ALPHABET[(n % ALPHABET.len() as u64) as usize] as char;
-            n /= ALPHABET.len() as u64;
-            c
-        })
-        .collect()
-}
-
-/// Validate against a CRD schema, pruning unknown fields as the `fieldValidation` mode says.
-fn validate(rt: &ResourceType, obj: &mut Value, opts: &WriteOpts, warnings: &mut Vec<String>) -> ApiResult<()> {
-    let Some(s) = &rt.schema else {
-        if rt.kind == "CustomResourceDefinition" {
-            let causes = crd::validate(obj);
-            if !causes.is_empty() {
-                return Err(ApiError::invalid(&rt.group, &rt.kind, object::name(obj), causes));
-            }
+    if status {
+        Scope::Status
+    } else {
+        Scope::Main {
+            has_status: rt.has_status,
         }
-        return Ok(());
-    };
-    let report = schema::validate_and_prune(s, obj);
-    if !report.errors.is_empty() {
-        return Err(ApiError::invalid(&rt.group, &rt.kind, object::name(obj), report.errors));
-    }
-    if !report.unknown.is_empty() {
-        match opts.validation {
-            Validation::Strict => {
-                let list: Vec<String> = report.unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
-                return Err(ApiError::bad_request(format!("strict decoding error: {}", list.join(", "))));
-            }
-            Validation::Warn => warnings.extend(report.unknown.iter().map(|f| format!("unknown field \"{f}\""))),
-            Validation::Ignore => {}
-        }
-    }
-    Ok(())
-}
-
-fn defaults(rt: &ResourceType, obj: &mut Value) {
-    match (rt.group.as_str(), rt.kind.as_str()) {
-        ("apps", "Deployment" | "ReplicaSet") if object::get_path(obj, ".spec.replicas").is_none() => {
-            object::set_path(obj, ".spec.replicas", json!(1));
-        }
-        ("", "Namespace") if object::get_path(obj, ".status.phase").is_none() => {
-            object::set_path(obj, ".status.phase", json!("Active"));
-        }
-        ("", "Service") => {
-            if let Some(ports) = obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
-                for p in ports.iter_mut().filter_map(Value::as_object_mut) {
-                    p.entry("protocol").or_insert(json!("TCP"));
-                }
-            }
-        }
-        _ => {}
     }
 }
 
 /// Create an object posted to a collection.
-pub fn create(store: &mut Store, rt: &ResourceType, ns: &str, body: Value, opts: &WriteOpts) -> ApiResult<Outcome> {
+pub fn create(
+    store: &mut Store,
+    rt: &ResourceType,
+    ns: &str,
+    body: Value,
+    opts: &WriteOpts,
+) -> ApiResult<Outcome> {
     create_inner(store, rt, ns, body, opts, true)
 }
 
-fn create_inner(store: &mut Store, rt: &ResourceType, ns: &str, mut body: Value, opts: &WriteOpts, track: bool) -> ApiResult<Outcome> {
-    check_type(rt, &body)?;
+fn create_inner(
+    store: &mut Store,
+    rt: &ResourceType,
+    ns: &str,
+    mut body: Value,
+    opts: &WriteOpts,
+    track: bool,
+) -> ApiResult<Outcome> {
+    admission::check_type(rt, &body)?;
     if !body.is_object() {
-        return Err(ApiError::bad_request("the body of a create must be an object"));
+        return Err(ApiError::bad_request(
+            "the body of a create must be an object",
+        ));
     }
     let mut name = object::name(&body).to_string();
     if name.is_empty() {
-        let prefix = body.pointer("/metadata/generateName").and_then(Value::as_str).unwrap_or("").to_string();
+        let prefix = body
+            .pointer("/metadata/generateName")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if prefix.is_empty() {
-            return Err(ApiError::invalid(&rt.group, &rt.kind, "", vec![("metadata.name".into(), "Required value: name or generateName is required".into())]));
+            return Err(ApiError::invalid(
+                &rt.group,
+                &rt.kind,
+                "",
+                vec![(
+                    "metadata.name".into(),
+                    "Required value: name or generateName is required".into(),
+                )],
+            ));
         }
-        name = format!("{prefix}{}", random_suffix(store));
+        name = format!("{prefix}{}", admission::random_suffix(store));
     }
     let body_ns = object::namespace(&body).to_string();
     if rt.namespaced && !body_ns.is_empty() && body_ns != ns {
-        return Err(ApiError::bad_request("the namespace of the provided object does not match the namespace sent on the request"));
+        return Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        ));
     }
     if rt.namespaced && !namespace_exists(store, ns) {
         return Err(ApiError::not_found("", "namespaces", ns));
     }
-    let key = ObjKey { res: rt.key(), ns: if rt.namespaced { ns.to_string() } else { String::new() }, name: name.clone() };
+    let key = ObjKey {
+        res: rt.key(),
+        ns: if rt.namespaced {
+            ns.to_string()
+        } else {
+            String::new()
+        },
+        name: name.clone(),
+    };
     if store.get(&key).is_some() {
         return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
     }
     if !object::resource_version(&body).is_empty() {
-        return Err(ApiError::bad_request("resourceVersion should not be set on objects to be created"));
+        return Err(ApiError::bad_request(
+            "resourceVersion should not be set on objects to be created",
+        ));
     }
     let mut warnings = Vec::new();
     let uid = store.new_uid();
@@ -205,45 +177,79 @@ fn create_inner(store: &mut Store, rt: &ResourceType, ns: &str, mut body: Value,
         meta.insert("generation".into(), json!(1));
         meta.remove("deletionTimestamp");
     }
-    if rt.has_status && let Some(m) = body.as_object_mut() {
+    if rt.has_status
+        && let Some(m) = body.as_object_mut()
+    {
         m.remove("status");
     }
-    validate(rt, &mut body, opts, &mut warnings)?;
+    admission::validate(rt, &mut body, opts, &mut warnings)?;
     if track {
         apply::track_update(None, &mut body, &opts.manager, scope_for(rt, false), &now);
     }
-    defaults(rt, &mut body);
+    admission::defaults(rt, &mut body);
     if rt.kind == "CustomResourceDefinition" {
         crd::set_status(&mut body);
     }
     if opts.dry_run {
-        return Ok(Outcome { object: body, created: true, warnings });
+        return Ok(Outcome {
+            object: body,
+            created: true,
+            warnings,
+        });
     }
     if rt.kind == "CustomResourceDefinition" {
         crd::register(store, &body);
     }
     let stored = store.put(&key, body);
     gc::settle(store);
-    Ok(Outcome { object: (*stored).clone(), created: true, warnings })
+    Ok(Outcome {
+        object: (*stored).clone(),
+        created: true,
+        warnings,
+    })
 }
 
 /// Whether a namespace object exists.
 pub fn namespace_exists(store: &Store, ns: &str) -> bool {
-    let key = ObjKey { res: crate::resources::ResKey { group: String::new(), plural: "namespaces".into() }, ns: String::new(), name: ns.to_string() };
+    let key = ObjKey {
+        res: crate::resources::ResKey {
+            group: String::new(),
+            plural: "namespaces".into(),
+        },
+        ns: String::new(),
+        name: ns.to_string(),
+    };
     store.get(&key).is_some()
 }
 
 /// Replace an object (PUT), on the main endpoint or `/status`.
-pub fn update(store: &mut Store, rt: &ResourceType, key: &ObjKey, body: Value, status: bool, opts: &WriteOpts) -> ApiResult<Outcome> {
-    check_type(rt, &body)?;
-    let old = store.get(key).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
+pub fn update(
+    store: &mut Store,
+    rt: &ResourceType,
+    key: &ObjKey,
+    body: Value,
+    status: bool,
+    opts: &WriteOpts,
+) -> ApiResult<Outcome> {
+    admission::check_type(rt, &body)?;
+    let old = store
+        .get(key)
+        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
     let name = object::name(&body);
     if !name.is_empty() && name != key.name {
-        return Err(ApiError::bad_request(format!("the name of the object ({name}) does not match the name on the URL ({})", key.name)));
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({})",
+            key.name
+        )));
     }
     let rv = object::resource_version(&body);
     if !rv.is_empty() && rv != object::resource_version(&old) {
-        return Err(ApiError::conflict(&rt.group, &rt.plural, &key.name, "the object has been modified; please apply your changes to the latest version and try again"));
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            &key.name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
     }
     commit(store, rt, key, &old, body, status, opts, true)
 }
@@ -261,7 +267,8 @@ pub fn patch(
     let old = store.get(key);
     let now = object::now_rfc3339();
     if ptype == PatchType::Apply {
-        let mut cfg: Value = serde_yaml::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        let mut cfg: Value = serde_yaml::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
         // kube-apiserver takes the name from the URL when the apply configuration omits it
         // (kube-lease-manager applies Leases that way).
         if object::name(&cfg).is_empty()
@@ -269,13 +276,18 @@ pub fn patch(
         {
             meta.insert("name".into(), json!(key.name));
         }
-        check_type(rt, &cfg)?;
+        admission::check_type(rt, &cfg)?;
         if cfg.get("apiVersion").is_none() || cfg.get("kind").is_none() {
-            return Err(ApiError::bad_request("apiVersion and kind must be set in an apply configuration"));
+            return Err(ApiError::bad_request(
+                "apiVersion and kind must be set in an apply configuration",
+            ));
         }
         let cfg_name = object::name(&cfg);
         if cfg_name != key.name {
-            return Err(ApiError::bad_request(format!("the name of the object ({cfg_name}) does not match the name on the URL ({})", key.name)));
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({cfg_name}) does not match the name on the URL ({})",
+                key.name
+            )));
         }
         let scope = scope_for(rt, status);
         let applied = apply::apply(old.as_deref(), &cfg, &opts.manager, opts.force, scope, &now).map_err(|e| {
@@ -293,23 +305,39 @@ pub fn patch(
             Some(old) => commit(store, rt, key, &old, applied, status, opts, false),
         };
     }
-    let Some(old) = old else { return Err(ApiError::not_found(&rt.group, &rt.plural, &key.name)) };
+    let Some(old) = old else {
+        return Err(ApiError::not_found(&rt.group, &rt.plural, &key.name));
+    };
     let mut doc = (*old).clone();
     match ptype {
         PatchType::Merge => {
-            let p: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding merge patch: {e}")))?;
+            let p: Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding merge patch: {e}")))?;
             json_patch::merge(&mut doc, &p);
         }
         PatchType::Json => {
-            let ops: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding JSON patch: {e}")))?;
-            let p: json_patch::Patch = serde_json::from_value(tolerate_null_tests(&doc, ops))
+            let ops: Value = serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("error decoding JSON patch: {e}")))?;
-            json_patch::patch(&mut doc, &p).map_err(|e| ApiError::new(422, "Invalid", format!("the server rejected our request due to an error in our request: {e}")))?;
+            let p: json_patch::Patch =
+                serde_json::from_value(admission::tolerate_null_tests(&doc, ops)).map_err(|e| {
+                    ApiError::bad_request(format!("error decoding JSON patch: {e}"))
+                })?;
+            json_patch::patch(&mut doc, &p).map_err(|e| {
+                ApiError::new(
+                    422,
+                    "Invalid",
+                    format!("the server rejected our request due to an error in our request: {e}"),
+                )
+            })?;
         }
         PatchType::Strategic => {
-            let p: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding strategic merge patch: {e}")))?;
+            let p: Value = serde_json::from_slice(body).map_err(|e| {
+                ApiError::bad_request(format!("error decoding strategic merge patch: {e}"))
+            })?;
             if rt.from_crd {
-                return Err(ApiError::unsupported_media("application/strategic-merge-patch+json (not supported for custom resources)"));
+                return Err(ApiError::unsupported_media(
+                    "application/strategic-merge-patch+json (not supported for custom resources)",
+                ));
             }
             patch::strategic_merge(&mut doc, &p);
         }
@@ -317,27 +345,14 @@ pub fn patch(
     }
     let rv = object::resource_version(&doc);
     if !rv.is_empty() && rv != object::resource_version(&old) {
-        return Err(ApiError::conflict(&rt.group, &rt.plural, &key.name, "the object has been modified; please apply your changes to the latest version and try again"));
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            &key.name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
     }
     commit(store, rt, key, &old, doc, status, opts, true)
-}
-
-/// kube-apiserver's JSON patch treats a missing path as `null` in a `test` operation; kube-runtime's
-/// finalizer helper relies on that (`test /metadata/finalizers == null`, then `add`).
-fn tolerate_null_tests(doc: &Value, ops: Value) -> Value {
-    match ops {
-        Value::Array(list) => Value::Array(
-            list.into_iter()
-                .filter(|op| {
-                    let is_null_test = op.get("op").and_then(Value::as_str) == Some("test")
-                        && op.get("value").is_some_and(Value::is_null);
-                    let path = op.get("path").and_then(Value::as_str).unwrap_or("");
-                    !(is_null_test && doc.pointer(path).is_none_or(Value::is_null))
-                })
-                .collect(),
-        ),
-        other => other,
-    }
 }
 
 /// Turn a requested new state into the stored one: scope to main/status, keep immutable metadata,
@@ -364,7 +379,10 @@ fn commit(
                 }
             }
         }
-        if !track && let Some(mf) = requested.pointer("/metadata/managedFields") && let Some(meta) = object::metadata_mut(&mut n) {
+        if !track
+            && let Some(mf) = requested.pointer("/metadata/managedFields")
+            && let Some(meta) = object::metadata_mut(&mut n)
+        {
             meta.insert("managedFields".into(), mf.clone());
         }
         n
@@ -382,7 +400,16 @@ fn commit(
         }
         n
     };
-    for field in ["name", "namespace", "uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"] {
+    for field in [
+        "name",
+        "namespace",
+        "uid",
+        "creationTimestamp",
+        "generation",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "resourceVersion",
+    ] {
         let value = old.pointer(&format!("/metadata/{field}")).cloned();
         if let Some(meta) = object::metadata_mut(&mut new) {
             match value {
@@ -392,12 +419,19 @@ fn commit(
         }
     }
     let mut warnings = Vec::new();
-    validate(rt, &mut new, opts, &mut warnings)?;
+    admission::validate(rt, &mut new, opts, &mut warnings)?;
     if track {
-        apply::track_update(Some(old), &mut new, &opts.manager, scope_for(rt, status), &now);
+        apply::track_update(
+            Some(old),
+            &mut new,
+            &opts.manager,
+            scope_for(rt, status),
+            &now,
+        );
     }
-    defaults(rt, &mut new);
-    let spec_changed = object::spec_part(old, rt.has_status) != object::spec_part(&new, rt.has_status);
+    admission::defaults(rt, &mut new);
+    let spec_changed =
+        object::spec_part(old, rt.has_status) != object::spec_part(&new, rt.has_status);
     if spec_changed && let Some(meta) = object::metadata_mut(&mut new) {
         meta.insert("generation".into(), json!(object::generation(old) + 1));
     }
@@ -405,21 +439,37 @@ fn commit(
         crd::set_status(&mut new);
     }
     if new == *old {
-        return Ok(Outcome { object: new, created: false, warnings });
+        return Ok(Outcome {
+            object: new,
+            created: false,
+            warnings,
+        });
     }
     if opts.dry_run {
-        return Ok(Outcome { object: new, created: false, warnings });
+        return Ok(Outcome {
+            object: new,
+            created: false,
+            warnings,
+        });
     }
     if object::is_deleting(&new) && object::finalizers(&new).is_empty() {
         store.pending_owners.remove(key);
         let last = store.remove(key).map(|o| (*o).clone()).unwrap_or(new);
         gc::settle(store);
-        return Ok(Outcome { object: last, created: false, warnings });
+        return Ok(Outcome {
+            object: last,
+            created: false,
+            warnings,
+        });
     }
     if rt.kind == "CustomResourceDefinition" {
         crd::register(store, &new);
     }
     let stored = store.put(key, new);
     gc::settle(store);
-    Ok(Outcome { object: (*stored).clone(), created: false, warnings })
+    Ok(Outcome {
+        object: (*stored).clone(),
+        created: false,
+        warnings,
+    })
 }

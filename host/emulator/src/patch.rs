@@ -35,7 +35,10 @@ fn strip_directives(v: &Value) -> Value {
 fn merge_map(doc: &mut Map<String, Value>, patch: &Map<String, Value>) {
     match patch.get("$patch").and_then(Value::as_str) {
         Some("replace") => {
-            *doc = strip_directives(&Value::Object(patch.clone())).as_object().cloned().unwrap_or_default();
+            *doc = strip_directives(&Value::Object(patch.clone()))
+                .as_object()
+                .cloned()
+                .unwrap_or_default();
             return;
         }
         Some("delete") => {
@@ -61,7 +64,11 @@ fn merge_map(doc: &mut Map<String, Value>, patch: &Map<String, Value>) {
         match doc.get_mut(k) {
             Some(dv) => merge_value(dv, pv, k),
             None => {
-                let mut fresh = if pv.is_object() { Value::Object(Map::new()) } else { Value::Array(Vec::new()) };
+                let mut fresh = if pv.is_object() {
+                    Value::Object(Map::new())
+                } else {
+                    Value::Array(Vec::new())
+                };
                 if pv.is_object() || pv.is_array() {
                     merge_value(&mut fresh, pv, k);
                 } else {
@@ -81,12 +88,26 @@ fn merge_map(doc: &mut Map<String, Value>, patch: &Map<String, Value>) {
 }
 
 fn merge_list(doc: &mut Vec<Value>, patch: &[Value], field: &str) {
-    if patch.iter().any(|p| p.get("$patch").and_then(Value::as_str) == Some("replace")) {
-        *doc = patch.iter().filter(|p| p.get("$patch").is_none()).map(strip_directives).collect();
+    if patch
+        .iter()
+        .any(|p| p.get("$patch").and_then(Value::as_str) == Some("replace"))
+    {
+        *doc = patch
+            .iter()
+            .filter(|p| p.get("$patch").is_none())
+            .map(strip_directives)
+            .collect();
         return;
     }
-    let keys = fieldset::keys_for(field, &patch.iter().filter(|p| p.get("$patch").is_none()).cloned().collect::<Vec<_>>())
-        .or_else(|| fieldset::merge_keys(field).map(|k| k.to_vec()));
+    let keys = fieldset::keys_for(
+        field,
+        &patch
+            .iter()
+            .filter(|p| p.get("$patch").is_none())
+            .cloned()
+            .collect::<Vec<_>>(),
+    )
+    .or_else(|| fieldset::merge_keys(field).map(|k| k.to_vec()));
     match keys {
         Some(keys) if patch.iter().all(Value::is_object) => {
             let key = keys.first().copied().unwrap_or("name");
@@ -149,15 +170,21 @@ mod tests {
             "$setElementOrder/containers": [{"name": "side"}, {"name": "app"}],
             "containers": [{"name": "app", "image": "v2", "env": [{"name": "Y", "value": "2"}]}]}});
         strategic_merge(&mut doc, &patch);
-        assert_eq!(doc, json!({"metadata": {"labels": {"a": "1"}}, "spec": {"containers": [
+        assert_eq!(
+            doc,
+            json!({"metadata": {"labels": {"a": "1"}}, "spec": {"containers": [
             {"name": "side", "image": "s"},
-            {"name": "app", "image": "v2", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]}]}}));
+            {"name": "app", "image": "v2", "env": [{"name": "X", "value": "1"}, {"name": "Y", "value": "2"}]}]}})
+        );
     }
 
     #[test]
     fn patch_delete_directive_removes_a_keyed_element() {
         let mut doc = json!({"spec": {"ports": [{"containerPort": 80}, {"containerPort": 443}]}});
-        strategic_merge(&mut doc, &json!({"spec": {"ports": [{"containerPort": 80, "$patch": "delete"}]}}));
+        strategic_merge(
+            &mut doc,
+            &json!({"spec": {"ports": [{"containerPort": 80, "$patch": "delete"}]}}),
+        );
         assert_eq!(doc, json!({"spec": {"ports": [{"containerPort": 443}]}}));
     }
 }

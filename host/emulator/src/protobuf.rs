@@ -44,8 +44,12 @@ fn fields(b: &[u8]) -> Result<Vec<(u64, Wire<'_>)>, Error> {
                 Wire::Fixed
             }
             2 => {
-                let len = usize::try_from(varint(b, &mut pos)?).map_err(|_| Error::Malformed(pos))?;
-                let end = pos.checked_add(len).filter(|e| *e <= b.len()).ok_or(Error::Malformed(pos))?;
+                let len =
+                    usize::try_from(varint(b, &mut pos)?).map_err(|_| Error::Malformed(pos))?;
+                let end = pos
+                    .checked_add(len)
+                    .filter(|e| *e <= b.len())
+                    .ok_or(Error::Malformed(pos))?;
                 let slice = &b[pos..end];
                 pos = end;
                 Wire::Bytes(slice)
@@ -69,7 +73,10 @@ fn base64(b: &[u8]) -> Value {
     const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut s = String::with_capacity(b.len().div_ceil(3) * 4);
     for chunk in b.chunks(3) {
-        let n = chunk.iter().enumerate().fold(0u32, |n, (i, x)| n | (u32::from(*x) << (16 - 8 * i)));
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, x)| n | (u32::from(*x) << (16 - 8 * i)));
         for i in 0..4 {
             if i <= chunk.len() {
                 s.push(T[((n >> (18 - 6 * i)) & 63) as usize] as char);
@@ -95,9 +102,18 @@ fn map_entry(b: &[u8], value: fn(&[u8]) -> Value) -> Result<(String, Value), Err
     Ok((key, val))
 }
 
-fn insert_entry(obj: &mut Map<String, Value>, field: &str, b: &[u8], value: fn(&[u8]) -> Value) -> Result<(), Error> {
+fn insert_entry(
+    obj: &mut Map<String, Value>,
+    field: &str,
+    b: &[u8],
+    value: fn(&[u8]) -> Value,
+) -> Result<(), Error> {
     let (k, v) = map_entry(b, value)?;
-    if let Some(m) = obj.entry(field).or_insert_with(|| json!({})).as_object_mut() {
+    if let Some(m) = obj
+        .entry(field)
+        .or_insert_with(|| json!({}))
+        .as_object_mut()
+    {
         m.insert(k, v);
     }
     Ok(())
@@ -134,7 +150,9 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
             (1, Wire::Bytes(tm)) => {
                 for (n, w) in fields(tm)? {
                     match (n, w) {
-                        (1, Wire::Bytes(v)) => api_version = String::from_utf8_lossy(v).into_owned(),
+                        (1, Wire::Bytes(v)) => {
+                            api_version = String::from_utf8_lossy(v).into_owned()
+                        }
                         (2, Wire::Bytes(v)) => kind = String::from_utf8_lossy(v).into_owned(),
                         _ => {}
                     }
@@ -144,7 +162,10 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
             _ => {}
         }
     }
-    if !matches!(kind.as_str(), "ConfigMap" | "Secret" | "Namespace" | "ServiceAccount") {
+    if !matches!(
+        kind.as_str(),
+        "ConfigMap" | "Secret" | "Namespace" | "ServiceAccount"
+    ) {
         return Err(Error::UnsupportedKind(kind));
     }
     let mut obj = Map::new();
@@ -155,11 +176,15 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
             (_, 1, Wire::Bytes(v)) => _ = obj.insert("metadata".into(), object_meta(v)?),
             ("ConfigMap", 2, Wire::Bytes(v)) => insert_entry(&mut obj, "data", v, text)?,
             ("ConfigMap", 3, Wire::Bytes(v)) => insert_entry(&mut obj, "binaryData", v, base64)?,
-            ("ConfigMap", 4, Wire::Varint(x)) | ("Secret", 5, Wire::Varint(x)) => _ = obj.insert("immutable".into(), json!(x != 0)),
+            ("ConfigMap", 4, Wire::Varint(x)) | ("Secret", 5, Wire::Varint(x)) => {
+                _ = obj.insert("immutable".into(), json!(x != 0))
+            }
             ("Secret", 2, Wire::Bytes(v)) => insert_entry(&mut obj, "data", v, base64)?,
             ("Secret", 3, Wire::Bytes(v)) => _ = obj.insert("type".into(), text(v)),
             ("Secret", 4, Wire::Bytes(v)) => insert_entry(&mut obj, "stringData", v, text)?,
-            ("ServiceAccount", 4, Wire::Varint(x)) => _ = obj.insert("automountServiceAccountToken".into(), json!(x != 0)),
+            ("ServiceAccount", 4, Wire::Varint(x)) => {
+                _ = obj.insert("automountServiceAccountToken".into(), json!(x != 0))
+            }
             _ => {}
         }
     }

@@ -65,7 +65,10 @@ impl ResourceType {
 
     /// The storage identity of this resource.
     pub fn key(&self) -> ResKey {
-        ResKey { group: self.group.clone(), plural: self.plural.clone() }
+        ResKey {
+            group: self.group.clone(),
+            plural: self.plural.clone(),
+        }
     }
 }
 
@@ -94,7 +97,10 @@ fn with_short(mut rt: ResourceType, names: &[&str]) -> ResourceType {
 
 /// The built-in kinds the emulator serves before any CRD exists.
 pub fn builtins() -> Vec<ResourceType> {
-    let mut deploy = with_short(builtin("apps", "v1", "Deployment", "deployments", true), &["deploy"]);
+    let mut deploy = with_short(
+        builtin("apps", "v1", "Deployment", "deployments", true),
+        &["deploy"],
+    );
     deploy.has_status = true;
     deploy.categories = vec!["all".into()];
     deploy.scale = Some(ScaleSpec {
@@ -102,7 +108,10 @@ pub fn builtins() -> Vec<ResourceType> {
         status_replicas_path: ".status.replicas".into(),
         label_selector_path: Some(".status.selector".into()),
     });
-    let mut rs = with_short(builtin("apps", "v1", "ReplicaSet", "replicasets", true), &["rs"]);
+    let mut rs = with_short(
+        builtin("apps", "v1", "ReplicaSet", "replicasets", true),
+        &["rs"],
+    );
     rs.has_status = true;
     rs.categories = vec!["all".into()];
     rs.scale = deploy.scale.clone();
@@ -112,7 +121,13 @@ pub fn builtins() -> Vec<ResourceType> {
     svc.has_status = true;
     svc.categories = vec!["all".into()];
     let mut crd = with_short(
-        builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false),
+        builtin(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            false,
+        ),
         &["crd", "crds"],
     );
     crd.has_status = true;
@@ -121,9 +136,15 @@ pub fn builtins() -> Vec<ResourceType> {
         with_short(builtin("", "v1", "ConfigMap", "configmaps", true), &["cm"]),
         builtin("", "v1", "Secret", "secrets", true),
         svc,
-        with_short(builtin("", "v1", "ServiceAccount", "serviceaccounts", true), &["sa"]),
+        with_short(
+            builtin("", "v1", "ServiceAccount", "serviceaccounts", true),
+            &["sa"],
+        ),
         with_short(builtin("", "v1", "Event", "events", true), &["ev"]),
-        with_short(builtin("events.k8s.io", "v1", "Event", "events", true), &["ev"]),
+        with_short(
+            builtin("events.k8s.io", "v1", "Event", "events", true),
+            &["ev"],
+        ),
         deploy,
         rs,
         builtin("coordination.k8s.io", "v1", "Lease", "leases", true),
@@ -150,12 +171,16 @@ impl Registry {
 
     /// The entry served at `/{group}/{version}/{plural}`.
     pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceType> {
-        self.types.iter().find(|t| t.group == group && t.version == version && t.plural == plural)
+        self.types
+            .iter()
+            .find(|t| t.group == group && t.version == version && t.plural == plural)
     }
 
     /// Whether this group-version is served at all.
     pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
-        self.types.iter().any(|t| t.group == group && t.version == version)
+        self.types
+            .iter()
+            .any(|t| t.group == group && t.version == version)
     }
 
     /// Replace every entry of a CRD-defined (group, plural) with new ones.
@@ -166,7 +191,8 @@ impl Registry {
 
     /// Forget a CRD-defined (group, plural).
     pub fn remove_crd_types(&mut self, key: &ResKey) {
-        self.types.retain(|t| !(t.from_crd && t.group == key.group && t.plural == key.plural));
+        self.types
+            .retain(|t| !(t.from_crd && t.group == key.group && t.plural == key.plural));
     }
 
     /// Served groups in first-seen order with their versions (core group excluded).

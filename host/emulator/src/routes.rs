@@ -24,7 +24,12 @@ pub fn json_response(code: StatusCode, body: &Value) -> Response {
 }
 
 fn not_found() -> Response {
-    ApiError::new(404, "NotFound", "the server could not find the requested resource").into_response()
+    ApiError::new(
+        404,
+        "NotFound",
+        "the server could not find the requested resource",
+    )
+    .into_response()
 }
 
 /// A parsed resource URL.
@@ -49,8 +54,14 @@ fn parse_target(shared: &Shared, segs: &[&str]) -> Option<Target> {
     let reg = &store.registry;
     let namespaced = rest.len() >= 3
         && rest[0] == "namespaces"
-        && reg.find(group, version, rest[2]).is_some_and(|t| t.namespaced);
-    let (ns, tail) = if namespaced { (Some(rest[1].to_string()), &rest[2..]) } else { (None, rest) };
+        && reg
+            .find(group, version, rest[2])
+            .is_some_and(|t| t.namespaced);
+    let (ns, tail) = if namespaced {
+        (Some(rest[1].to_string()), &rest[2..])
+    } else {
+        (None, rest)
+    };
     let (plural, name, sub) = match tail {
         [p] => (*p, None, None),
         [p, n] => (*p, Some(n.to_string()), None),
@@ -77,9 +88,18 @@ pub async fn dispatch(
     let get = method == Method::GET;
     match segs.as_slice() {
         ["version"] if get => return json_response(StatusCode::OK, &discovery::version()),
-        ["healthz" | "readyz" | "livez", ..] if get => return (StatusCode::OK, "ok").into_response(),
-        ["api"] if get => return json_response(StatusCode::OK, &discovery::core_versions(&shared.address())),
-        ["apis"] if get => return json_response(StatusCode::OK, &discovery::group_list(&shared.lock().registry)),
+        ["healthz" | "readyz" | "livez", ..] if get => {
+            return (StatusCode::OK, "ok").into_response();
+        }
+        ["api"] if get => {
+            return json_response(StatusCode::OK, &discovery::core_versions(&shared.address()));
+        }
+        ["apis"] if get => {
+            return json_response(
+                StatusCode::OK,
+                &discovery::group_list(&shared.lock().registry),
+            );
+        }
         ["apis", g] if get => {
             return match discovery::group(&shared.lock().registry, g) {
                 Some(doc) => json_response(StatusCode::OK, &doc),
@@ -97,9 +117,17 @@ pub async fn dispatch(
         }
         _ => {}
     }
-    let Some(target) = parse_target(&shared, &segs) else { return not_found() };
+    let Some(target) = parse_target(&shared, &segs) else {
+        return not_found();
+    };
     let query = uri.query().unwrap_or("").to_string();
-    let req = Request { method, target, query: crate::server::form_pairs(&query), headers, body };
+    let req = Request {
+        method,
+        target,
+        query: crate::server::form_pairs(&query),
+        headers,
+        body,
+    };
     match handlers::handle(shared, req).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),

@@ -14,7 +14,12 @@ use crate::store::ObjKey;
 use crate::{object, patch};
 
 fn selector_string(obj: &Value, spec: &ScaleSpec) -> String {
-    if let Some(s) = spec.label_selector_path.as_deref().and_then(|p| object::get_path(obj, p)).and_then(Value::as_str) {
+    if let Some(s) = spec
+        .label_selector_path
+        .as_deref()
+        .and_then(|p| object::get_path(obj, p))
+        .and_then(Value::as_str)
+    {
         return s.to_string();
     }
     obj.pointer("/spec/selector/matchLabels")
@@ -30,11 +35,21 @@ fn selector_string(obj: &Value, spec: &ScaleSpec) -> String {
 
 /// The Scale object for `obj`.
 pub fn scale_of(obj: &Value, spec: &ScaleSpec) -> Value {
-    let replicas = object::get_path(obj, &spec.spec_replicas_path).and_then(Value::as_i64).unwrap_or(0);
-    let observed = object::get_path(obj, &spec.status_replicas_path).and_then(Value::as_i64).unwrap_or(0);
+    let replicas = object::get_path(obj, &spec.spec_replicas_path)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let observed = object::get_path(obj, &spec.status_replicas_path)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
     let meta = obj.get("metadata").cloned().unwrap_or_else(|| json!({}));
     let mut m = json!({});
-    for field in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+    for field in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
         if let Some(v) = meta.get(field) {
             m[field] = v.clone();
         }
@@ -58,23 +73,34 @@ pub fn handle(
     body: &Bytes,
     opts: WriteOpts,
 ) -> ApiResult<Response> {
-    let Some(spec) = &rt.scale else { return Err(ApiError::method_not_allowed()) };
+    let Some(spec) = &rt.scale else {
+        return Err(ApiError::method_not_allowed());
+    };
     let mut store = shared.lock();
-    let current = store.get(key).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
+    let current = store
+        .get(key)
+        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
     let scale = scale_of(&current, spec);
     let wanted = match *method {
         Method::GET => return Ok(json_response(StatusCode::OK, &scale)),
-        Method::PUT => serde_json::from_slice::<Value>(body).map_err(|e| ApiError::bad_request(format!("invalid Scale: {e}")))?,
+        Method::PUT => serde_json::from_slice::<Value>(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid Scale: {e}")))?,
         Method::PATCH => {
-            let ct = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+            let ct = headers
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
             let mut doc = scale.clone();
-            let p: Value = serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("invalid patch: {e}")))?;
+            let p: Value = serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("invalid patch: {e}")))?;
             match PatchType::from_content_type(ct) {
                 Some(PatchType::Merge) => json_patch::merge(&mut doc, &p),
                 Some(PatchType::Strategic) => patch::strategic_merge(&mut doc, &p),
                 Some(PatchType::Json) => {
-                    let ops: json_patch::Patch = serde_json::from_value(p).map_err(|e| ApiError::bad_request(e.to_string()))?;
-                    json_patch::patch(&mut doc, &ops).map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?;
+                    let ops: json_patch::Patch = serde_json::from_value(p)
+                        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+                    json_patch::patch(&mut doc, &ops)
+                        .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?;
                 }
                 _ => return Err(ApiError::unsupported_media(ct)),
             }
@@ -84,13 +110,34 @@ pub fn handle(
     };
     let rv = object::resource_version(&wanted);
     if !rv.is_empty() && rv != object::resource_version(&current) {
-        return Err(ApiError::conflict(&rt.group, &rt.plural, &key.name, "the object has been modified; please apply your changes to the latest version and try again"));
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            &key.name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
     }
-    let replicas = wanted.pointer("/spec/replicas").and_then(Value::as_i64).ok_or_else(|| {
-        ApiError::invalid("autoscaling", "Scale", &key.name, vec![("spec.replicas".into(), "Required value".into())])
-    })?;
+    let replicas = wanted
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| {
+            ApiError::invalid(
+                "autoscaling",
+                "Scale",
+                &key.name,
+                vec![("spec.replicas".into(), "Required value".into())],
+            )
+        })?;
     if replicas < 0 {
-        return Err(ApiError::invalid("autoscaling", "Scale", &key.name, vec![("spec.replicas".into(), format!("Invalid value: {replicas}: must be greater than or equal to 0"))]));
+        return Err(ApiError::invalid(
+            "autoscaling",
+            "Scale",
+            &key.name,
+            vec![(
+                "spec.replicas".into(),
+                format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+            )],
+        ));
     }
     let mut updated = (*current).clone();
     object::set_path(&mut updated, &spec.spec_replicas_path, json!(replicas));

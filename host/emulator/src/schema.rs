@@ -41,7 +41,10 @@ fn flag(schema: &Value, name: &str) -> bool {
 /// at the root are always allowed.
 pub fn validate_and_prune(schema: &Value, obj: &mut Value) -> Report {
     let mut report = Report::default();
-    if let (Some(props), Some(map)) = (schema.get("properties").and_then(Value::as_object), obj.as_object_mut()) {
+    if let (Some(props), Some(map)) = (
+        schema.get("properties").and_then(Value::as_object),
+        obj.as_object_mut(),
+    ) {
         let keys: Vec<String> = map.keys().cloned().collect();
         for k in keys {
             if matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
@@ -70,9 +73,19 @@ pub fn validate_and_prune(schema: &Value, obj: &mut Value) -> Report {
 }
 
 fn required(schema: &Value, map: &Map<String, Value>, path: &str, report: &mut Report) {
-    for r in schema.get("required").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str) {
+    for r in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
         if !map.contains_key(r) {
-            let p = if path.is_empty() { r.to_string() } else { format!("{path}.{r}") };
+            let p = if path.is_empty() {
+                r.to_string()
+            } else {
+                format!("{path}.{r}")
+            };
             report.errors.push((p, "Required value".into()));
         }
     }
@@ -95,17 +108,32 @@ fn check(schema: &Value, v: &mut Value, path: &str, report: &mut Report, prune: 
             Value::Object(_) => "object",
             Value::Null => "null",
         };
-        report.errors.push((path.into(), format!("Invalid value: \"{shown}\": {path} in body must be of type {ty}: \"{shown}\"")));
+        report.errors.push((
+            path.into(),
+            format!("Invalid value: \"{shown}\": {path} in body must be of type {ty}: \"{shown}\""),
+        ));
         return;
     }
     if let Some(options) = schema.get("enum").and_then(Value::as_array)
         && !options.contains(v)
     {
         let list: Vec<String> = options.iter().map(show).collect();
-        report.errors.push((path.into(), format!("Unsupported value: {}: supported values: {}", show(v), list.join(", "))));
+        report.errors.push((
+            path.into(),
+            format!(
+                "Unsupported value: {}: supported values: {}",
+                show(v),
+                list.join(", ")
+            ),
+        ));
     }
     bounds(schema, v, path, report);
-    for sub in schema.get("allOf").and_then(Value::as_array).into_iter().flatten() {
+    for sub in schema
+        .get("allOf")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         check(sub, v, path, report, false);
     }
     for (name, need_one) in [("anyOf", false), ("oneOf", true)] {
@@ -119,7 +147,18 @@ fn check(schema: &Value, v: &mut Value, path: &str, report: &mut Report, prune: 
                 })
                 .count();
             if passing == 0 || (need_one && passing > 1) {
-                report.errors.push((path.into(), format!("Invalid value: {}: {path} in body must match {} schema in {name}", show(v), if need_one { "exactly one" } else { "at least one" })));
+                report.errors.push((
+                    path.into(),
+                    format!(
+                        "Invalid value: {}: {path} in body must match {} schema in {name}",
+                        show(v),
+                        if need_one {
+                            "exactly one"
+                        } else {
+                            "at least one"
+                        }
+                    ),
+                ));
             }
         }
     }
@@ -136,14 +175,23 @@ fn check(schema: &Value, v: &mut Value, path: &str, report: &mut Report, prune: 
     }
 }
 
-fn object(schema: &Value, map: &mut Map<String, Value>, path: &str, report: &mut Report, prune: bool) {
-    let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields") || flag(schema, "x-kubernetes-embedded-resource");
+fn object(
+    schema: &Value,
+    map: &mut Map<String, Value>,
+    path: &str,
+    report: &mut Report,
+    prune: bool,
+) {
+    let preserve = flag(schema, "x-kubernetes-preserve-unknown-fields")
+        || flag(schema, "x-kubernetes-embedded-resource");
     let props = schema.get("properties").and_then(Value::as_object);
     let additional = schema.get("additionalProperties");
     let keys: Vec<String> = map.keys().cloned().collect();
     for k in keys {
         let child_path = format!("{path}.{k}");
-        let sub = props.and_then(|p| p.get(&k)).or(additional.filter(|a| a.is_object()));
+        let sub = props
+            .and_then(|p| p.get(&k))
+            .or(additional.filter(|a| a.is_object()));
         match sub {
             Some(sub) => {
                 if let Some(v) = map.get_mut(&k) {
@@ -175,38 +223,69 @@ fn bounds(schema: &Value, v: &Value, path: &str, report: &mut Report) {
         if let Some(min) = num("minimum")
             && (x < min || (excl_min && x == min))
         {
-            let rel = if excl_min { "greater than" } else { "greater than or equal to" };
-            report.errors.push((path.into(), format!("Invalid value: {v}: {path} in body should be {rel} {min}")));
+            let rel = if excl_min {
+                "greater than"
+            } else {
+                "greater than or equal to"
+            };
+            report.errors.push((
+                path.into(),
+                format!("Invalid value: {v}: {path} in body should be {rel} {min}"),
+            ));
         }
         if let Some(max) = num("maximum")
             && (x > max || (excl_max && x == max))
         {
-            let rel = if excl_max { "less than" } else { "less than or equal to" };
-            report.errors.push((path.into(), format!("Invalid value: {v}: {path} in body should be {rel} {max}")));
+            let rel = if excl_max {
+                "less than"
+            } else {
+                "less than or equal to"
+            };
+            report.errors.push((
+                path.into(),
+                format!("Invalid value: {v}: {path} in body should be {rel} {max}"),
+            ));
         }
     }
     if let Some(s) = v.as_str() {
         let len = s.chars().count() as f64;
         if let Some(min) = num("minLength").filter(|m| len < *m) {
-            report.errors.push((path.into(), format!("Invalid value: \"{s}\": {path} in body should be at least {min} chars long")));
+            report.errors.push((
+                path.into(),
+                format!(
+                    "Invalid value: \"{s}\": {path} in body should be at least {min} chars long"
+                ),
+            ));
         }
         if let Some(max) = num("maxLength").filter(|m| len > *m) {
-            report.errors.push((path.into(), format!("Too long: may not be more than {max} bytes")));
+            report.errors.push((
+                path.into(),
+                format!("Too long: may not be more than {max} bytes"),
+            ));
         }
         if let Some(p) = schema.get("pattern").and_then(Value::as_str)
             && let Ok(re) = regex::Regex::new(p)
             && !re.is_match(s)
         {
-            report.errors.push((path.into(), format!("Invalid value: \"{s}\": {path} in body should match '{p}'")));
+            report.errors.push((
+                path.into(),
+                format!("Invalid value: \"{s}\": {path} in body should match '{p}'"),
+            ));
         }
     }
     if let Some(items) = v.as_array() {
         let len = items.len() as f64;
         if let Some(min) = num("minItems").filter(|m| len < *m) {
-            report.errors.push((path.into(), format!("Invalid value: {len}: {path} in body should have at least {min} items")));
+            report.errors.push((
+                path.into(),
+                format!("Invalid value: {len}: {path} in body should have at least {min} items"),
+            ));
         }
         if let Some(max) = num("maxItems").filter(|m| len > *m) {
-            report.errors.push((path.into(), format!("Too many: {len}: must have at most {max} items")));
+            report.errors.push((
+                path.into(),
+                format!("Too many: {len}: must have at most {max} items"),
+            ));
         }
     }
 }
@@ -230,7 +309,11 @@ mod tests {
         let report = validate_and_prune(&schema(), &mut obj);
         let fields: Vec<&str> = report.errors.iter().map(|(f, _)| f.as_str()).collect();
         assert_eq!(fields, vec!["spec.mode", "spec.size"]);
-        assert!(report.errors[1].1.contains("must be of type integer"), "{:?}", report.errors);
+        assert!(
+            report.errors[1].1.contains("must be of type integer"),
+            "{:?}",
+            report.errors
+        );
     }
 
     #[test]
@@ -238,7 +321,13 @@ mod tests {
         let mut obj = json!({"metadata": {"name": "x"}, "spec": {"size": 3, "extra": 1, "free": {"any": 1}}, "junk": true});
         let report = validate_and_prune(&schema(), &mut obj);
         assert!(report.errors.is_empty(), "{:?}", report.errors);
-        assert_eq!(report.unknown, vec!["junk".to_string(), "spec.extra".to_string()]);
-        assert_eq!(obj, json!({"metadata": {"name": "x"}, "spec": {"size": 3, "free": {"any": 1}}}));
+        assert_eq!(
+            report.unknown,
+            vec!["junk".to_string(), "spec.extra".to_string()]
+        );
+        assert_eq!(
+            obj,
+            json!({"metadata": {"name": "x"}, "spec": {"size": 3, "free": {"any": 1}}})
+        );
     }
 }

@@ -45,7 +45,10 @@ fn split_top(s: &str) -> Vec<String> {
         cur.push(c);
     }
     out.push(cur);
-    out.into_iter().map(|p| p.trim().to_string()).filter(|p| !p.is_empty()).collect()
+    out.into_iter()
+        .map(|p| p.trim().to_string())
+        .filter(|p| !p.is_empty())
+        .collect()
 }
 
 fn parse_set(rest: &str, raw: &str) -> Result<Vec<String>, Error> {
@@ -54,7 +57,11 @@ fn parse_set(rest: &str, raw: &str) -> Result<Vec<String>, Error> {
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
         .ok_or_else(|| Error::Syntax(raw.to_string()))?;
-    Ok(inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect())
+    Ok(inner
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect())
 }
 
 impl LabelSelector {
@@ -118,7 +125,14 @@ impl FieldSelector {
                 return Err(Error::Syntax(part));
             };
             let field = field.trim();
-            if !matches!(field, "metadata.name" | "metadata.namespace") && !field.starts_with("status.") && !field.starts_with("spec.") && field != "type" && !field.starts_with("involvedObject.") && !field.starts_with("regarding.") && !field.starts_with("reason") {
+            if !matches!(field, "metadata.name" | "metadata.namespace")
+                && !field.starts_with("status.")
+                && !field.starts_with("spec.")
+                && field != "type"
+                && !field.starts_with("involvedObject.")
+                && !field.starts_with("regarding.")
+                && !field.starts_with("reason")
+            {
                 return Err(Error::UnsupportedField(field.to_string()));
             }
             reqs.push((field.to_string(), eq, value.trim().to_string()));
@@ -149,8 +163,16 @@ mod tests {
     #[test]
     fn set_based_requirements_match_labels() {
         let obj = json!({"metadata": {"labels": {"app": "web", "tier": "front"}}});
-        assert!(LabelSelector::parse("app in (web,api),!gone,tier").unwrap().matches(&obj));
-        assert!(!LabelSelector::parse("app notin (web)").unwrap().matches(&obj));
+        assert!(
+            LabelSelector::parse("app in (web,api),!gone,tier")
+                .unwrap()
+                .matches(&obj)
+        );
+        assert!(
+            !LabelSelector::parse("app notin (web)")
+                .unwrap()
+                .matches(&obj)
+        );
         assert!(!LabelSelector::parse("tier!=front").unwrap().matches(&obj));
         assert!(LabelSelector::parse("app==web").unwrap().matches(&obj));
     }
@@ -158,8 +180,16 @@ mod tests {
     #[test]
     fn field_selector_compares_name_and_rejects_unknown_fields() {
         let obj = json!({"metadata": {"name": "a", "namespace": "ns"}});
-        assert!(FieldSelector::parse("metadata.name=a").unwrap().matches(&obj));
-        assert!(!FieldSelector::parse("metadata.namespace!=ns").unwrap().matches(&obj));
+        assert!(
+            FieldSelector::parse("metadata.name=a")
+                .unwrap()
+                .matches(&obj)
+        );
+        assert!(
+            !FieldSelector::parse("metadata.namespace!=ns")
+                .unwrap()
+                .matches(&obj)
+        );
         assert!(FieldSelector::parse("foo=bar").is_err());
     }
 }

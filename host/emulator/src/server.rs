@@ -41,7 +41,13 @@ impl Shared {
             }
         }
         let (drop_tx, _) = tokio::sync::watch::channel(0);
-        Arc::new(Shared { store: Mutex::new(store), config, requests: Mutex::new(Vec::new()), address: std::sync::OnceLock::new(), drop_tx })
+        Arc::new(Shared {
+            store: Mutex::new(store),
+            config,
+            requests: Mutex::new(Vec::new()),
+            address: std::sync::OnceLock::new(),
+            drop_tx,
+        })
     }
 
     /// The store; a poisoned lock is recovered because every mutation leaves it consistent.
@@ -76,16 +82,25 @@ impl Shared {
 
     /// The request log, oldest first.
     pub fn requests(&self) -> Vec<RequestRecord> {
-        self.requests.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Empty the request log.
     pub fn clear_requests(&self) {
-        self.requests.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     fn record(&self, r: RequestRecord) {
-        self.requests.lock().unwrap_or_else(|e| e.into_inner()).push(r);
+        self.requests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(r);
     }
 }
 
@@ -98,17 +113,31 @@ async fn log_requests(State(shared): State<Arc<Shared>>, req: Request, next: Nex
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(String::from);
-    let field_manager = form_pairs(&query).into_iter().find(|(k, _)| k == "fieldManager").map(|(_, v)| v);
+    let field_manager = form_pairs(&query)
+        .into_iter()
+        .find(|(k, _)| k == "fieldManager")
+        .map(|(_, v)| v);
     let resp = next.run(req).await;
     tracing::debug!(%method, %path, %query, status = resp.status().as_u16(), "request");
-    shared.record(RequestRecord { method, path, query, status: resp.status().as_u16(), field_manager, content_type });
+    shared.record(RequestRecord {
+        method,
+        path,
+        query,
+        status: resp.status().as_u16(),
+        field_manager,
+        content_type,
+    });
     resp
 }
 
 /// Decode `a=b&c=d` (percent-decoding included).
 pub fn form_pairs(query: &str) -> Vec<(String, String)> {
-    let Ok(uri) = format!("/?{query}").parse::<http::Uri>() else { return Vec::new() };
-    axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&uri).map(|q| q.0).unwrap_or_default()
+    let Ok(uri) = format!("/?{query}").parse::<http::Uri>() else {
+        return Vec::new();
+    };
+    axum::extract::Query::<Vec<(String, String)>>::try_from_uri(&uri)
+        .map(|q| q.0)
+        .unwrap_or_default()
 }
 
 /// The router: one fallback handler that parses Kubernetes paths itself.

@@ -139,7 +139,10 @@ impl Store {
 
     /// The stored object at `key`.
     pub fn get(&self, key: &ObjKey) -> Option<Arc<Value>> {
-        self.objects.get(&key.res)?.get(&(key.ns.clone(), key.name.clone())).cloned()
+        self.objects
+            .get(&key.res)?
+            .get(&(key.ns.clone(), key.name.clone()))
+            .cloned()
     }
 
     /// The stored object with this UID.
@@ -149,12 +152,17 @@ impl Store {
 
     /// Keys of objects that name `uid` among their owners.
     pub fn dependents_of(&self, uid: &str) -> Vec<ObjKey> {
-        self.dependents.get(uid).map(|s| s.iter().cloned().collect()).unwrap_or_default()
+        self.dependents
+            .get(uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     /// Objects of a resource, sorted by namespace then name, optionally in one namespace.
     pub fn list(&self, res: &ResKey, ns: Option<&str>) -> Vec<Arc<Value>> {
-        let Some(map) = self.objects.get(res) else { return Vec::new() };
+        let Some(map) = self.objects.get(res) else {
+            return Vec::new();
+        };
         match ns {
             Some(ns) => map
                 .range((ns.to_string(), String::new())..)
@@ -166,9 +174,18 @@ impl Store {
     }
 
     /// Objects of a resource after `(ns, name)` in key order, optionally in one namespace.
-    pub fn list_after(&self, res: &ResKey, ns: Option<&str>, after: Option<(String, String)>) -> Vec<Arc<Value>> {
-        let Some(after) = after else { return self.list(res, ns) };
-        let Some(map) = self.objects.get(res) else { return Vec::new() };
+    pub fn list_after(
+        &self,
+        res: &ResKey,
+        ns: Option<&str>,
+        after: Option<(String, String)>,
+    ) -> Vec<Arc<Value>> {
+        let Some(after) = after else {
+            return self.list(res, ns);
+        };
+        let Some(map) = self.objects.get(res) else {
+            return Vec::new();
+        };
         map.range((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded))
             .filter(|((n, _), _)| ns.is_none_or(|ns| ns == n))
             .map(|(_, v)| v.clone())
@@ -179,7 +196,15 @@ impl Store {
     pub fn keys(&self, res: &ResKey) -> Vec<ObjKey> {
         self.objects
             .get(res)
-            .map(|m| m.keys().map(|(ns, name)| ObjKey { res: res.clone(), ns: ns.clone(), name: name.clone() }).collect())
+            .map(|m| {
+                m.keys()
+                    .map(|(ns, name)| ObjKey {
+                        res: res.clone(),
+                        ns: ns.clone(),
+                        name: name.clone(),
+                    })
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -194,7 +219,14 @@ impl Store {
     }
 
     fn emit(&mut self, key: ObjKey, kind: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) {
-        let ev = Arc::new(Event { rv: self.rv, key, kind, object, prev, encoded: std::sync::OnceLock::new() });
+        let ev = Arc::new(Event {
+            rv: self.rv,
+            key,
+            kind,
+            object,
+            prev,
+            encoded: std::sync::OnceLock::new(),
+        });
         if self.history.len() >= self.history_cap
             && let Some(old) = self.history.pop_front()
         {
@@ -233,12 +265,20 @@ impl Store {
         }
         let obj = Arc::new(obj);
         let slot = (key.ns.clone(), key.name.clone());
-        let previous = self.objects.entry(key.res.clone()).or_default().insert(slot, obj.clone());
+        let previous = self
+            .objects
+            .entry(key.res.clone())
+            .or_default()
+            .insert(slot, obj.clone());
         if let Some(prev) = &previous {
             self.index(key, prev, false);
         }
         self.index(key, &obj, true);
-        let kind = if previous.is_some() { EventType::Modified } else { EventType::Added };
+        let kind = if previous.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
         self.emit(key.clone(), kind, obj.clone(), previous);
         obj
     }
@@ -259,14 +299,18 @@ impl Store {
         }
         let last = Arc::new(last);
         self.emit(key.clone(), EventType::Deleted, last.clone(), None);
-        self.removed_uids.push((object::uid(&old).to_string(), key.clone(), last.clone()));
+        self.removed_uids
+            .push((object::uid(&old).to_string(), key.clone(), last.clone()));
         Some(last)
     }
 
     /// Events after `rv` still in the history, plus a receiver for later ones, taken atomically.
     pub fn watch_from(&self, rv: u64) -> Result<Resume, Gone> {
         if rv < self.compacted {
-            return Err(Gone { requested: rv, oldest: self.compacted });
+            return Err(Gone {
+                requested: rv,
+                oldest: self.compacted,
+            });
         }
         let replay = self.history.iter().filter(|e| e.rv > rv).cloned().collect();
         Ok((replay, self.tx.subscribe()))

@@ -8,7 +8,9 @@ use crate::resources::ResourceType;
 pub fn wanted(accept: &str) -> bool {
     accept.split(',').any(|part| {
         let params: Vec<&str> = part.split(';').map(str::trim).collect();
-        params.contains(&"as=Table") && params.contains(&"v=v1") && params.contains(&"g=meta.k8s.io")
+        params.contains(&"as=Table")
+            && params.contains(&"v=v1")
+            && params.contains(&"g=meta.k8s.io")
     })
 }
 
@@ -43,15 +45,19 @@ enum Cell {
 }
 
 fn columns(rt: &ResourceType) -> Vec<(Value, Cell)> {
-    let col = |name: &str, ty: &str, format: &str, priority: i64| {
-        json!({"name": name, "type": ty, "format": format, "description": "", "priority": priority})
-    };
+    let col = |name: &str, ty: &str, format: &str, priority: i64| json!({"name": name, "type": ty, "format": format, "description": "", "priority": priority});
     let mut out = vec![(col("Name", "string", "name", 0), Cell::Name)];
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("apps", "Deployment") => {
             out.push((col("Ready", "string", "", 0), Cell::DeploymentReady));
-            out.push((col("Up-to-date", "integer", "", 0), Cell::Path(".status.updatedReplicas".into())));
-            out.push((col("Available", "integer", "", 0), Cell::Path(".status.availableReplicas".into())));
+            out.push((
+                col("Up-to-date", "integer", "", 0),
+                Cell::Path(".status.updatedReplicas".into()),
+            ));
+            out.push((
+                col("Available", "integer", "", 0),
+                Cell::Path(".status.availableReplicas".into()),
+            ));
         }
         ("", "ConfigMap" | "Secret") => {
             if rt.kind == "Secret" {
@@ -59,8 +65,14 @@ fn columns(rt: &ResourceType) -> Vec<(Value, Cell)> {
             }
             out.push((col("Data", "integer", "", 0), Cell::DataCount));
         }
-        ("", "Namespace") => out.push((col("Status", "string", "", 0), Cell::Path(".status.phase".into()))),
-        ("coordination.k8s.io", "Lease") => out.push((col("Holder", "string", "", 0), Cell::Path(".spec.holderIdentity".into()))),
+        ("", "Namespace") => out.push((
+            col("Status", "string", "", 0),
+            Cell::Path(".status.phase".into()),
+        )),
+        ("coordination.k8s.io", "Lease") => out.push((
+            col("Holder", "string", "", 0),
+            Cell::Path(".spec.holderIdentity".into()),
+        )),
         _ => {}
     }
     let mut age_done = false;
@@ -106,18 +118,27 @@ fn eval(obj: &Value, path: &str) -> Value {
             None => (part, None),
         };
         if !field.is_empty() {
-            let Some(next) = cur.get(field) else { return Value::Null };
+            let Some(next) = cur.get(field) else {
+                return Value::Null;
+            };
             cur = next;
         }
         if let Some(index) = index {
-            let found = if let Some(filter) = index.strip_prefix("?(@.").and_then(|f| f.strip_suffix(')')) {
+            let found = if let Some(filter) =
+                index.strip_prefix("?(@.").and_then(|f| f.strip_suffix(')'))
+            {
                 let (k, v) = filter.split_once("==").unwrap_or((filter, ""));
                 let v = v.trim_matches(|c| c == '"' || c == '\'');
-                cur.as_array().and_then(|a| a.iter().find(|e| e.get(k).and_then(Value::as_str) == Some(v)))
+                cur.as_array().and_then(|a| {
+                    a.iter()
+                        .find(|e| e.get(k).and_then(Value::as_str) == Some(v))
+                })
             } else {
                 index.parse::<usize>().ok().and_then(|i| cur.get(i))
             };
-            let Some(next) = found else { return Value::Null };
+            let Some(next) = found else {
+                return Value::Null;
+            };
             cur = next;
         }
     }
@@ -141,7 +162,10 @@ pub fn human_age(seconds: i64) -> String {
 }
 
 fn age(obj: &Value) -> String {
-    let created = obj.pointer("/metadata/creationTimestamp").and_then(Value::as_str).and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok());
+    let created = obj
+        .pointer("/metadata/creationTimestamp")
+        .and_then(Value::as_str)
+        .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok());
     match created {
         Some(t) => human_age(k8s_openapi::jiff::Timestamp::now().as_second() - t.as_second()),
         None => "<unknown>".into(),
@@ -152,12 +176,21 @@ fn row(rt: &ResourceType, cols: &[(Value, Cell)], obj: &Value, include: Include)
     let cells: Vec<Value> = cols
         .iter()
         .map(|(_, c)| match c {
-            Cell::Name => obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
+            Cell::Name => obj
+                .pointer("/metadata/name")
+                .cloned()
+                .unwrap_or(Value::Null),
             Cell::Age => json!(age(obj)),
             Cell::Path(p) => eval(obj, p),
             Cell::DeploymentReady => {
-                let ready = obj.pointer("/status/readyReplicas").and_then(Value::as_i64).unwrap_or(0);
-                let want = obj.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(0);
+                let ready = obj
+                    .pointer("/status/readyReplicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                let want = obj
+                    .pointer("/spec/replicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
                 json!(format!("{ready}/{want}"))
             }
             Cell::DataCount => {
@@ -201,7 +234,10 @@ mod tests {
     #[test]
     fn jsonpath_filters_pick_a_condition() {
         let obj = json!({"status": {"conditions": [{"type": "A", "status": "False"}, {"type": "Ready", "status": "True"}]}});
-        assert_eq!(eval(&obj, ".status.conditions[?(@.type==\"Ready\")].status"), json!("True"));
+        assert_eq!(
+            eval(&obj, ".status.conditions[?(@.type==\"Ready\")].status"),
+            json!("True")
+        );
         assert_eq!(eval(&obj, ".status.conditions[0].type"), json!("A"));
     }
 }

@@ -14,7 +14,7 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::resources::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::server::Shared;
-use crate::store::Event;
+use crate::store::{Event, EventType};
 
 /// What one watch request asked for.
 #[derive(Debug, Clone)]
@@ -42,23 +42,45 @@ pub struct WatchParams {
 }
 
 impl WatchParams {
-    fn matches(&self, ev: &Event) -> bool {
-        ev.key.res == self.rt.key()
-            && self.ns.as_ref().is_none_or(|ns| *ns == ev.key.ns)
-            && self.labels.matches(&ev.object)
-            && self.fields.matches(&ev.object)
+    fn selects(&self, obj: &Value) -> bool {
+        self.labels.matches(obj) && self.fields.matches(obj)
+    }
+
+    /// What this watcher sees of an event: a change that moves an object into or out of the
+    /// selectors is an ADDED or DELETED, as kube-apiserver's watch cache reports it.
+    fn classify(&self, ev: &Event) -> Option<EventType> {
+        if ev.key.res != self.rt.key() || self.ns.as_ref().is_some_and(|ns| *ns != ev.key.ns) {
+            return None;
+        }
+        let now = self.selects(&ev.object);
+        match ev.kind {
+            EventType::Modified => {
+                let before = ev.prev.as_ref().is_some_and(|p| self.selects(p));
+                match (before, now) {
+                    (true, true) => Some(EventType::Modified),
+                    (false, true) => Some(EventType::Added),
+                    (true, false) => Some(EventType::Deleted),
+                    (false, false) => None,
+                }
+            }
+            kind => now.then_some(kind),
+        }
     }
 
     /// The wire line for an event, reusing the shared encoding when the stored form is served as is.
-    fn encode(&self, ev: &Event) -> Bytes {
-        let plain = self.table.is_none()
+    fn encode(&self, ev: &Event, kind: EventType) -> Bytes {
+        let plain = kind == ev.kind
+            && self.table.is_none()
             && !self.metadata_only
-            && ev.object.get("apiVersion").and_then(Value::as_str) == Some(self.rt.api_version().as_str())
+            && ev.object.get("apiVersion").and_then(Value::as_str)
+                == Some(self.rt.api_version().as_str())
             && ev.object.get("kind").and_then(Value::as_str) == Some(self.rt.kind.as_str());
         if plain {
-            ev.encoded.get_or_init(|| line(ev.kind.as_str(), &ev.object)).clone()
+            ev.encoded
+                .get_or_init(|| line(ev.kind.as_str(), &ev.object))
+                .clone()
         } else {
-            line(ev.kind.as_str(), &self.render(&ev.object))
+            line(kind.as_str(), &self.render(&ev.object))
         }
     }
 
@@ -80,11 +102,17 @@ impl WatchParams {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         let (api_version, kind) = if self.metadata_only {
-            ("meta.k8s.io/v1".to_string(), "PartialObjectMetadata".to_string())
+            (
+                "meta.k8s.io/v1".to_string(),
+                "PartialObjectMetadata".to_string(),
+            )
         } else {
             (self.rt.api_version(), self.rt.kind.clone())
         };
-        line("BOOKMARK", &json!({"apiVersion": api_version, "kind": kind, "metadata": meta}))
+        line(
+            "BOOKMARK",
+            &json!({"apiVersion": api_version, "kind": kind, "metadata": meta}),
+        )
     }
 }
 
@@ -131,7 +159,9 @@ pub fn start(shared: Arc<Shared>, params: WatchParams) -> Response {
                     .collect();
                 Ok((initial, Vec::new(), store.subscribe(), start_rv))
             }
-            Some(rv) => store.watch_from(rv).map(|(replay, sub)| (Vec::new(), replay, sub, rv)),
+            Some(rv) => store
+                .watch_from(rv)
+                .map(|(replay, sub)| (Vec::new(), replay, sub, rv)),
         }
     };
     let (initial, replay, mut sub, start_rv) = match setup {
@@ -151,12 +181,17 @@ pub fn start(shared: Arc<Shared>, params: WatchParams) -> Response {
                 return;
             }
         }
-        if params.send_initial && params.bookmarks && tx.send(params.bookmark(last_rv, true)).await.is_err() {
+        if params.send_initial
+            && params.bookmarks
+            && tx.send(params.bookmark(last_rv, true)).await.is_err()
+        {
             return;
         }
         for ev in replay {
             last_rv = ev.rv;
-            if params.matches(&ev) && tx.send(params.encode(&ev)).await.is_err() {
+            if let Some(kind) = params.classify(&ev)
+                && tx.send(params.encode(&ev, kind)).await.is_err()
+            {
                 return;
             }
         }
@@ -168,7 +203,7 @@ pub fn start(shared: Arc<Shared>, params: WatchParams) -> Response {
                 ev = sub.recv() => match ev {
                     Ok(ev) => {
                         last_rv = ev.rv;
-                        if params.matches(&ev) && tx.send(params.encode(&ev)).await.is_err() {
+                        if let Some(kind) = params.classify(&ev) && tx.send(params.encode(&ev, kind)).await.is_err() {
                             return;
                         }
                     }

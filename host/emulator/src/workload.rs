@@ -16,7 +16,10 @@ use crate::store::{EventType, ObjKey};
 const MANAGER: &str = "deployment-controller";
 
 fn deployments() -> ResKey {
-    ResKey { group: "apps".into(), plural: "deployments".into() }
+    ResKey {
+        group: "apps".into(),
+        plural: "deployments".into(),
+    }
 }
 
 fn condition(kind: &str, ok: bool, reason: &str, message: &str, now: &str) -> Value {
@@ -27,14 +30,28 @@ fn condition(kind: &str, ok: bool, reason: &str, message: &str, now: &str) -> Va
 /// Write the status a deployment controller would report; `ready` says whether pods are up.
 fn write_status(shared: &Shared, key: &ObjKey, generation: i64, ready: bool) {
     let mut store = shared.lock();
-    let Some(current) = store.get(key) else { return };
+    let Some(current) = store.get(key) else {
+        return;
+    };
     if object::generation(&current) != generation || object::is_deleting(&current) {
         return;
     }
-    let Some(rt) = store.registry.find("apps", "v1", "deployments").cloned() else { return };
-    let desired = current.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
-    let previous_available = current.pointer("/status/availableReplicas").and_then(Value::as_i64).unwrap_or(0);
-    let available = if ready { desired } else { previous_available.min(desired) };
+    let Some(rt) = store.registry.find("apps", "v1", "deployments").cloned() else {
+        return;
+    };
+    let desired = current
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let previous_available = current
+        .pointer("/status/availableReplicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let available = if ready {
+        desired
+    } else {
+        previous_available.min(desired)
+    };
     let now = object::now_rfc3339();
     let name = object::name(&current);
     let mut status = json!({
@@ -60,12 +77,18 @@ fn write_status(shared: &Shared, key: &ObjKey, generation: i64, ready: bool) {
         status["unavailableReplicas"] = json!(desired - available);
     }
     // Keep transition times when the condition status did not change.
-    if let Some(old) = current.pointer("/status/conditions").and_then(Value::as_array)
+    if let Some(old) = current
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
         && let Some(new) = status.get_mut("conditions").and_then(Value::as_array_mut)
     {
         for c in new.iter_mut() {
-            if let Some(o) = old.iter().find(|o| o.get("type") == c.get("type") && o.get("status") == c.get("status")) {
-                c["lastTransitionTime"] = o.get("lastTransitionTime").cloned().unwrap_or(Value::Null);
+            if let Some(o) = old
+                .iter()
+                .find(|o| o.get("type") == c.get("type") && o.get("status") == c.get("status"))
+            {
+                c["lastTransitionTime"] =
+                    o.get("lastTransitionTime").cloned().unwrap_or(Value::Null);
                 if o.get("reason") == c.get("reason") {
                     c["lastUpdateTime"] = o.get("lastUpdateTime").cloned().unwrap_or(Value::Null);
                 }
@@ -77,7 +100,12 @@ fn write_status(shared: &Shared, key: &ObjKey, generation: i64, ready: bool) {
     }
     let mut updated = (*current).clone();
     updated["status"] = status;
-    let opts = WriteOpts { manager: MANAGER.into(), validation: Validation::Ignore, dry_run: false, force: false };
+    let opts = WriteOpts {
+        manager: MANAGER.into(),
+        validation: Validation::Ignore,
+        dry_run: false,
+        force: false,
+    };
     if let Err(e) = ops::update(&mut store, &rt, key, updated, true, &opts) {
         tracing::warn!(deployment = %key.name, namespace = %key.ns, error = %e, "could not write simulated status");
     }
@@ -85,9 +113,18 @@ fn write_status(shared: &Shared, key: &ObjKey, generation: i64, ready: bool) {
 
 /// Whether the deployment already shows the final simulated status for its generation.
 fn settled(obj: &Value) -> bool {
-    let desired = obj.pointer("/spec/replicas").and_then(Value::as_i64).unwrap_or(1);
-    obj.pointer("/status/observedGeneration").and_then(Value::as_i64) == Some(object::generation(obj))
-        && obj.pointer("/status/availableReplicas").and_then(Value::as_i64).unwrap_or(0) == desired
+    let desired = obj
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    obj.pointer("/status/observedGeneration")
+        .and_then(Value::as_i64)
+        == Some(object::generation(obj))
+        && obj
+            .pointer("/status/availableReplicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0)
+            == desired
         && obj.pointer("/status/replicas").and_then(Value::as_i64) == Some(desired)
 }
 
@@ -120,7 +157,9 @@ pub async fn run(shared: Arc<Shared>, sim: WorkloadSimulation) {
     }
     loop {
         match rx.recv().await {
-            Ok(ev) if ev.key.res == deployments() && ev.kind != EventType::Deleted => visit(ev.key.clone(), &shared),
+            Ok(ev) if ev.key.res == deployments() && ev.kind != EventType::Deleted => {
+                visit(ev.key.clone(), &shared)
+            }
             Ok(_) => {}
             Err(RecvError::Lagged(_)) => {
                 let keys = shared.lock().keys(&deployments());

@@ -186,6 +186,11 @@ impl Cache {
         }
     }
 
+    /// A cache over existing stores (shared with other controllers).
+    pub fn from_stores(parents: Arc<Store>, children: Vec<Arc<Store>>) -> Self {
+        Self { parents, children }
+    }
+
     /// Every child the parent with `uid` controls, across all child kinds.
     pub fn children_of(&self, uid: &str) -> Vec<Arc<DynamicObject>> {
         self.children.iter().flat_map(|s| s.controlled_by(uid)).collect()

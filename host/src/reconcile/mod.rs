@@ -27,7 +27,7 @@ use self::apply::Applier;
 use self::cache::Cache;
 use self::invoke::{Invoker, PluginError, Reconciler};
 use self::queue::{Finish, ObjectKey, Queue, QueueConfig};
-use self::source::{Echoes, Route};
+use self::source::{Echoes, Informers, Route, Target};
 use self::status::{ParentWriter, Reconciled};
 use crate::metrics::Metrics;
 use crate::plugin::{ErrorKind, FinalizeResponse, Requeue};
@@ -68,6 +68,8 @@ impl Outcome {
 /// Everything one plugin's reconcile loop needs.
 pub struct Controller {
     invoker: Invoker,
+    parent_informer: Arc<source::Informer>,
+    child_informers: Vec<Arc<source::Informer>>,
     cache: Arc<Cache>,
     queue: Arc<Queue>,
     applier: Applier,
@@ -79,7 +81,8 @@ pub struct Controller {
 }
 
 impl Controller {
-    /// A controller for `plugin`; nothing runs until [`Controller::run`].
+    /// A controller for `plugin` with watches of its own; nothing runs until
+    /// [`Controller::start_sources`] and [`Controller::run_workers`].
     pub fn new(
         client: Client,
         plugin: Arc<dyn Reconciler>,
@@ -87,10 +90,29 @@ impl Controller {
         metrics: Arc<Metrics>,
         config: ControllerConfig,
     ) -> Self {
+        Self::with_informers(client, plugin, permits, metrics, config, &Informers::default())
+    }
+
+    /// A controller whose child watches and stores are shared through `informers` with the
+    /// other controllers of the same host (all must start their sources in one task set).
+    pub fn with_informers(
+        client: Client,
+        plugin: Arc<dyn Reconciler>,
+        permits: Arc<Semaphore>,
+        metrics: Arc<Metrics>,
+        config: ControllerConfig,
+        informers: &Informers,
+    ) -> Self {
         let info = plugin.info().clone();
         let echoes = Arc::new(Echoes::default());
+        // The parent kind is this plugin's alone; child kinds are shared.
+        let parent_informer = Arc::new(source::Informer::new(info.parent.clone()));
+        let child_informers: Vec<_> = info.children.iter().map(|k| informers.get(k)).collect();
+        let cache = Cache::from_stores(parent_informer.store.clone(), child_informers.iter().map(|i| i.store.clone()).collect());
         Self {
-            cache: Arc::new(Cache::new(info.parent.clone(), &info.children)),
+            parent_informer,
+            child_informers,
+            cache: Arc::new(cache),
             queue: Arc::new(Queue::new(config.queue.clone())),
             applier: Applier::new(client.clone(), &info.name, metrics.clone(), echoes.clone()),
             parents: ParentWriter::new(client.clone(), info.parent.clone(), &info.name, &config.instance, metrics.clone(), echoes.clone()),
@@ -111,10 +133,14 @@ impl Controller {
     pub fn start_sources(self: &Arc<Self>, tasks: &mut JoinSet<()>) {
         let info = self.invoker.info();
         let ns = &self.config.namespace;
-        tasks.spawn(source::watch(self.client.clone(), ns.clone(), self.cache.parents.clone(), Route::Parent, self.queue.clone(), self.echoes.clone()));
-        for store in &self.cache.children {
-            let route = Route::Owner(info.parent.clone());
-            tasks.spawn(source::watch(self.client.clone(), ns.clone(), store.clone(), route, self.queue.clone(), self.echoes.clone()));
+        let target = |route| Target { route, queue: self.queue.clone(), echoes: self.echoes.clone() };
+        if self.parent_informer.subscribe(target(Route::Parent)) {
+            tasks.spawn(source::watch(self.client.clone(), ns.clone(), self.parent_informer.clone()));
+        }
+        for informer in &self.child_informers {
+            if informer.subscribe(target(Route::Owner(info.parent.clone()))) {
+                tasks.spawn(source::watch(self.client.clone(), ns.clone(), informer.clone()));
+            }
         }
         tasks.spawn(source::resync(self.cache.parents.clone(), self.queue.clone(), self.config.resync));
     }

@@ -92,17 +92,61 @@ impl Route {
     }
 }
 
-/// Watches one kind for ever: each event updates `store` and enqueues the parent it concerns.
-/// Watch errors (a dropped stream, a 410 Gone) are retried with backoff by kube's watcher,
-/// which relists and resumes.
-pub async fn watch(
-    client: Client,
-    namespace: Option<String>,
-    store: Arc<Store>,
-    route: Route,
-    queue: Arc<Queue>,
-    echoes: Arc<Echoes>,
-) {
+/// Where one watched kind's events go: a route and the queue of one controller.
+pub struct Target {
+    /// How an object of this kind maps to a parent key.
+    pub route: Route,
+    /// The controller's queue.
+    pub queue: Arc<Queue>,
+    /// The controller's own writes, to tell echoes apart.
+    pub echoes: Arc<Echoes>,
+}
+
+/// One watch and its store, shared by every controller that reads that kind: ten plugins
+/// owning ConfigMaps cache each ConfigMap once, not ten times.
+pub struct Informer {
+    /// The cache of this kind.
+    pub store: Arc<Store>,
+    targets: Mutex<Vec<Arc<Target>>>,
+}
+
+impl Informer {
+    /// An informer (not yet watching) for `kind`.
+    pub fn new(kind: ResourceKind) -> Self {
+        Self { store: Arc::new(Store::new(kind)), targets: Mutex::new(Vec::new()) }
+    }
+
+    /// Adds a controller's target; returns whether it is the first (so the caller starts the watch).
+    pub fn subscribe(&self, target: Target) -> bool {
+        let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
+        targets.push(Arc::new(target));
+        targets.len() == 1
+    }
+
+    fn targets(&self) -> Vec<Arc<Target>> {
+        self.targets.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+/// The informers of one host, by kind, so controllers share them.
+#[derive(Default)]
+pub struct Informers {
+    by_kind: Mutex<HashMap<ResourceKind, Arc<Informer>>>,
+}
+
+impl Informers {
+    /// The informer of `kind`, created on first use.
+    pub fn get(&self, kind: &ResourceKind) -> Arc<Informer> {
+        let mut map = self.by_kind.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(kind.clone()).or_insert_with(|| Arc::new(Informer::new(kind.clone()))).clone()
+    }
+}
+
+/// Watches one kind for ever: each event updates the informer's store and enqueues the parent
+/// it concerns in every subscribed controller. Watch errors (a dropped stream, a 410 Gone) are
+/// retried with backoff by kube's watcher, which relists and resumes.
+pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Informer>) {
+    let store = informer.store.clone();
     let kind = store.kind().clone();
     let api: Api<DynamicObject> = match &namespace {
         Some(ns) => Api::namespaced_with(client, ns, &kind.api_resource()),
@@ -112,7 +156,7 @@ pub async fn watch(
     let mut events = watcher(api, watcher::Config::default()).default_backoff().boxed();
     // Keys seen during a (re)list wait until the store holds the whole new list, so a worker
     // never reconciles them against the contents from before the relist.
-    let mut relisted: Vec<ObjectKey> = Vec::new();
+    let mut relisted: Vec<(Arc<Target>, ObjectKey)> = Vec::new();
     while let Some(event) = events.next().await {
         let event = match event {
             Ok(event) => event,
@@ -131,18 +175,20 @@ pub async fn watch(
         let initial = matches!(event, watcher::Event::InitApply(_));
         let obj = store.apply(event);
         if init_done {
-            for key in relisted.drain(..) {
-                queue.add(key, Cause::Outside);
+            for (target, key) in relisted.drain(..) {
+                target.queue.add(key, Cause::Outside);
             }
         }
         let Some(obj) = obj else { continue };
-        let Some(key) = route.key(&obj) else { continue };
-        if initial {
-            relisted.push(key);
-            continue;
+        for target in informer.targets() {
+            let Some(key) = target.route.key(&obj) else { continue };
+            if initial {
+                relisted.push((target, key));
+                continue;
+            }
+            let cause = if target.echoes.is_echo(&kind.kind, &obj, deleted) { Cause::Echo } else { Cause::Outside };
+            target.queue.add(key, cause);
         }
-        let cause = if echoes.is_echo(&kind.kind, &obj, deleted) { Cause::Echo } else { Cause::Outside };
-        queue.add(key, cause);
     }
 }
 

@@ -14,7 +14,14 @@ fn cm(data: serde_json::Value) -> serde_json::Value {
 async fn apply_creates_the_object_and_records_managed_fields() {
     let em = emulator().await;
     let api: Api<ConfigMap> = Api::default_namespaced(em.client());
-    let created = api.patch("cfg", &PatchParams::apply("alice"), &Patch::Apply(cm(json!({"a": "1"})))).await.unwrap();
+    let created = api
+        .patch(
+            "cfg",
+            &PatchParams::apply("alice"),
+            &Patch::Apply(cm(json!({"a": "1"}))),
+        )
+        .await
+        .unwrap();
     assert_eq!(created.data.unwrap()["a"], "1");
     let managed = created.metadata.managed_fields.unwrap();
     assert_eq!(managed.len(), 1);
@@ -24,29 +31,68 @@ async fn apply_creates_the_object_and_records_managed_fields() {
     assert_eq!(fields, json!({"f:data": {"f:a": {}}}));
     let log = em.requests();
     assert_eq!(log.last().unwrap().field_manager.as_deref(), Some("alice"));
-    assert_eq!(log.last().unwrap().content_type.as_deref(), Some("application/apply-patch+yaml"));
+    assert_eq!(
+        log.last().unwrap().content_type.as_deref(),
+        Some("application/apply-patch+yaml")
+    );
 }
 
 #[tokio::test]
 async fn a_conflicting_apply_is_rejected_unless_forced() {
     let em = emulator().await;
     let api: Api<ConfigMap> = Api::default_namespaced(em.client());
-    api.patch("cfg", &PatchParams::apply("alice"), &Patch::Apply(cm(json!({"a": "1"})))).await.unwrap();
+    api.patch(
+        "cfg",
+        &PatchParams::apply("alice"),
+        &Patch::Apply(cm(json!({"a": "1"}))),
+    )
+    .await
+    .unwrap();
     // Same value: shared ownership, no conflict.
-    api.patch("cfg", &PatchParams::apply("bob"), &Patch::Apply(cm(json!({"a": "1"})))).await.unwrap();
+    api.patch(
+        "cfg",
+        &PatchParams::apply("bob"),
+        &Patch::Apply(cm(json!({"a": "1"}))),
+    )
+    .await
+    .unwrap();
     let err = api_error(
-        api.patch("cfg", &PatchParams::apply("carol"), &Patch::Apply(cm(json!({"a": "2"})))).await.unwrap_err(),
+        api.patch(
+            "cfg",
+            &PatchParams::apply("carol"),
+            &Patch::Apply(cm(json!({"a": "2"}))),
+        )
+        .await
+        .unwrap_err(),
     );
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
-    assert!(err.message.contains("conflict with \"alice\""), "{}", err.message);
+    assert!(
+        err.message.contains("conflict with \"alice\""),
+        "{}",
+        err.message
+    );
     assert!(err.message.contains(".data.a"), "{}", err.message);
     let forced = api
-        .patch("cfg", &PatchParams::apply("carol").force(), &Patch::Apply(cm(json!({"a": "2"}))))
+        .patch(
+            "cfg",
+            &PatchParams::apply("carol").force(),
+            &Patch::Apply(cm(json!({"a": "2"}))),
+        )
         .await
         .unwrap();
     assert_eq!(forced.data.unwrap()["a"], "2");
-    let owners: Vec<String> = forced.metadata.managed_fields.unwrap().iter().filter_map(|m| m.manager.clone()).collect();
-    assert_eq!(owners, vec!["carol"], "forcing takes the field from every other manager");
+    let owners: Vec<String> = forced
+        .metadata
+        .managed_fields
+        .unwrap()
+        .iter()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert_eq!(
+        owners,
+        vec!["carol"],
+        "forcing takes the field from every other manager"
+    );
 }
 
 #[tokio::test]
@@ -54,11 +100,30 @@ async fn reapplying_without_a_field_removes_it_unless_someone_else_owns_it() {
     let em = emulator().await;
     let api: Api<ConfigMap> = Api::default_namespaced(em.client());
     let pp = PatchParams::apply("alice");
-    api.patch("cfg", &pp, &Patch::Apply(cm(json!({"a": "1", "b": "2", "c": "3"})))).await.unwrap();
-    api.patch("cfg", &PatchParams::apply("bob"), &Patch::Apply(cm(json!({"c": "3"})))).await.unwrap();
-    let after = api.patch("cfg", &pp, &Patch::Apply(cm(json!({"a": "1"})))).await.unwrap();
+    api.patch(
+        "cfg",
+        &pp,
+        &Patch::Apply(cm(json!({"a": "1", "b": "2", "c": "3"}))),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "cfg",
+        &PatchParams::apply("bob"),
+        &Patch::Apply(cm(json!({"c": "3"}))),
+    )
+    .await
+    .unwrap();
+    let after = api
+        .patch("cfg", &pp, &Patch::Apply(cm(json!({"a": "1"}))))
+        .await
+        .unwrap();
     let data = after.data.unwrap();
-    assert_eq!(data.keys().cloned().collect::<Vec<_>>(), vec!["a", "c"], "b removed, c kept for bob");
+    assert_eq!(
+        data.keys().cloned().collect::<Vec<_>>(),
+        vec!["a", "c"],
+        "b removed, c kept for bob"
+    );
 }
 
 #[tokio::test]
@@ -66,14 +131,25 @@ async fn an_update_takes_ownership_and_then_conflicts_with_apply() {
     let em = emulator().await;
     let api: Api<Deployment> = Api::default_namespaced(em.client());
     let apply = |replicas: i32| {
-        Patch::Apply(json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        Patch::Apply(
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
                      "template": {"metadata": {"labels": {"app": "web"}},
-                                  "spec": {"containers": [{"name": "app", "image": "nginx:1"}]}}}}))
+                                  "spec": {"containers": [{"name": "app", "image": "nginx:1"}]}}}}),
+        )
     };
-    api.patch("web", &PatchParams::apply("weir"), &apply(1)).await.unwrap();
+    api.patch("web", &PatchParams::apply("weir"), &apply(1))
+        .await
+        .unwrap();
     let scaled = api
-        .patch("web", &PatchParams { field_manager: Some("hpa".into()), ..Default::default() }, &Patch::Merge(json!({"spec": {"replicas": 5}})))
+        .patch(
+            "web",
+            &PatchParams {
+                field_manager: Some("hpa".into()),
+                ..Default::default()
+            },
+            &Patch::Merge(json!({"spec": {"replicas": 5}})),
+        )
         .await
         .unwrap();
     let managers: Vec<(String, String)> = scaled
@@ -81,16 +157,39 @@ async fn an_update_takes_ownership_and_then_conflicts_with_apply() {
         .iter()
         .map(|m| (m.manager.clone().unwrap(), m.operation.clone().unwrap()))
         .collect();
-    assert_eq!(managers, vec![("weir".into(), "Apply".into()), ("hpa".into(), "Update".into())]);
-    let err = api_error(api.patch("web", &PatchParams::apply("weir"), &apply(2)).await.unwrap_err());
-    assert!(err.message.contains("conflict with \"hpa\"") && err.message.contains(".spec.replicas"), "{}", err.message);
+    assert_eq!(
+        managers,
+        vec![
+            ("weir".into(), "Apply".into()),
+            ("hpa".into(), "Update".into())
+        ]
+    );
+    let err = api_error(
+        api.patch("web", &PatchParams::apply("weir"), &apply(2))
+            .await
+            .unwrap_err(),
+    );
+    assert!(
+        err.message.contains("conflict with \"hpa\"") && err.message.contains(".spec.replicas"),
+        "{}",
+        err.message
+    );
     // Containers are keyed by name: a second container from another manager merges in.
     let with_sidecar = api
         .patch("web", &PatchParams::apply("mesh"), &Patch::Apply(json!({"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "web"}, "spec": {"template": {"spec": {"containers": [{"name": "proxy", "image": "envoy"}]}}}})))
         .await
         .unwrap();
-    let names: Vec<String> = with_sidecar.spec.unwrap().template.spec.unwrap().containers.into_iter().map(|c| c.name).collect();
+    let names: Vec<String> = with_sidecar
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
     assert_eq!(names, vec!["app", "proxy"]);
 }
 
@@ -98,12 +197,28 @@ async fn an_update_takes_ownership_and_then_conflicts_with_apply() {
 async fn reapplying_an_identical_service_is_a_no_op() {
     let em = emulator().await;
     let api: Api<k8s_openapi::api::core::v1::Service> = Api::default_namespaced(em.client());
-    let svc = Patch::Apply(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
-        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}));
-    let first = api.patch("web", &PatchParams::apply("weir").force(), &svc).await.unwrap();
-    let second = api.patch("web", &PatchParams::apply("weir").force(), &svc).await.unwrap();
-    assert_eq!(second.resource_version(), first.resource_version(), "nothing changed, nothing written");
+    let svc = Patch::Apply(
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": "http"}]}}),
+    );
+    let first = api
+        .patch("web", &PatchParams::apply("weir").force(), &svc)
+        .await
+        .unwrap();
+    let second = api
+        .patch("web", &PatchParams::apply("weir").force(), &svc)
+        .await
+        .unwrap();
+    assert_eq!(
+        second.resource_version(),
+        first.resource_version(),
+        "nothing changed, nothing written"
+    );
     let ports = second.spec.unwrap().ports.unwrap();
     assert_eq!(ports.len(), 1);
-    assert_eq!(ports[0].protocol.as_deref(), Some("TCP"), "protocol defaulted");
+    assert_eq!(
+        ports[0].protocol.as_deref(),
+        Some("TCP"),
+        "protocol defaulted"
+    );
 }

@@ -26,7 +26,10 @@ pub fn blog_crd() -> CustomResourceDefinition {
 }
 
 pub fn blog_api(client: kube::Client) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("weir.dev", "v1", "Blog"), "blogs");
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("weir.dev", "v1", "Blog"),
+        "blogs",
+    );
     Api::namespaced_with(client, "default", &ar)
 }
 
@@ -38,34 +41,82 @@ fn blog(name: &str, spec: Value) -> DynamicObject {
 async fn creating_a_crd_serves_its_kind_at_once_with_discovery() {
     let em = emulator().await;
     let crds: Api<CustomResourceDefinition> = Api::all(em.client());
-    let created = crds.create(&PostParams::default(), &blog_crd()).await.unwrap();
+    let created = crds
+        .create(&PostParams::default(), &blog_crd())
+        .await
+        .unwrap();
     let established = created.status.unwrap().conditions.unwrap();
-    assert!(established.iter().any(|c| c.type_ == "Established" && c.status == "True"));
+    assert!(
+        established
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+    );
     let blogs = blog_api(em.client());
-    let b = blogs.create(&PostParams::default(), &blog("hello", json!({"title": "Hi", "replicas": 2}))).await.unwrap();
+    let b = blogs
+        .create(
+            &PostParams::default(),
+            &blog("hello", json!({"title": "Hi", "replicas": 2})),
+        )
+        .await
+        .unwrap();
     assert_eq!(b.metadata.generation, Some(1));
     let discovery = Discovery::new(em.client()).run().await.unwrap();
-    let (ar, caps) = discovery.resolve_gvk(&GroupVersionKind::gvk("weir.dev", "v1", "Blog")).expect("Blog discovered");
+    let (ar, caps) = discovery
+        .resolve_gvk(&GroupVersionKind::gvk("weir.dev", "v1", "Blog"))
+        .expect("Blog discovered");
     assert_eq!(ar.plural, "blogs");
-    let subs: Vec<String> = caps.subresources.iter().map(|(s, _)| s.plural.clone()).collect();
-    assert!(subs.contains(&"status".to_string()) && subs.contains(&"scale".to_string()), "{subs:?}");
+    let subs: Vec<String> = caps
+        .subresources
+        .iter()
+        .map(|(s, _)| s.plural.clone())
+        .collect();
+    assert!(
+        subs.contains(&"status".to_string()) && subs.contains(&"scale".to_string()),
+        "{subs:?}"
+    );
 
     // Status subresource: the main endpoint ignores status.
     let pp = PatchParams::default();
-    let main = blogs.patch("hello", &pp, &Patch::Merge(json!({"status": {"ready": true}}))).await.unwrap();
+    let main = blogs
+        .patch(
+            "hello",
+            &pp,
+            &Patch::Merge(json!({"status": {"ready": true}})),
+        )
+        .await
+        .unwrap();
     assert!(main.data.get("status").is_none());
-    let status = blogs.patch_status("hello", &pp, &Patch::Merge(json!({"status": {"ready": true}}))).await.unwrap();
+    let status = blogs
+        .patch_status(
+            "hello",
+            &pp,
+            &Patch::Merge(json!({"status": {"ready": true}})),
+        )
+        .await
+        .unwrap();
     assert_eq!(status.data["status"]["ready"], true);
     assert_eq!(status.metadata.generation, Some(1));
 
     // Scale subresource.
     let scale = blogs.get_scale("hello").await.unwrap();
     assert_eq!(scale.spec.unwrap().replicas, Some(2));
-    blogs.patch_scale("hello", &pp, &Patch::Merge(json!({"spec": {"replicas": 4}}))).await.unwrap();
-    assert_eq!(blogs.get("hello").await.unwrap().data["spec"]["replicas"], 4);
+    blogs
+        .patch_scale(
+            "hello",
+            &pp,
+            &Patch::Merge(json!({"spec": {"replicas": 4}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        blogs.get("hello").await.unwrap().data["spec"]["replicas"],
+        4
+    );
 
     // Deleting the CRD removes the objects and the endpoint.
-    crds.delete("blogs.weir.dev", &Default::default()).await.unwrap();
+    crds.delete("blogs.weir.dev", &Default::default())
+        .await
+        .unwrap();
     let err = api_error(blogs.get("hello").await.unwrap_err());
     assert_eq!(err.code, 404);
 }
@@ -74,25 +125,55 @@ async fn creating_a_crd_serves_its_kind_at_once_with_discovery() {
 async fn schema_violations_are_422_with_field_paths_and_unknown_fields_are_pruned() {
     let em = emulator().await;
     let crds: Api<CustomResourceDefinition> = Api::all(em.client());
-    crds.create(&PostParams::default(), &blog_crd()).await.unwrap();
+    crds.create(&PostParams::default(), &blog_crd())
+        .await
+        .unwrap();
     let blogs = blog_api(em.client());
     let err = api_error(
         blogs
-            .create(&PostParams::default(), &blog("bad", json!({"replicas": "many", "theme": "pink"})))
+            .create(
+                &PostParams::default(),
+                &blog("bad", json!({"replicas": "many", "theme": "pink"})),
+            )
             .await
             .unwrap_err(),
     );
     assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
     for field in ["spec.replicas", "spec.theme", "spec.title"] {
-        assert!(err.message.contains(field), "{field} missing from {}", err.message);
+        assert!(
+            err.message.contains(field),
+            "{field} missing from {}",
+            err.message
+        );
     }
     let causes = err.details.unwrap().causes;
     assert!(causes.iter().any(|c| c.field == "spec.replicas"));
-    let ok = blogs.create(&PostParams::default(), &blog("ok", json!({"title": "x", "extra": 1}))).await.unwrap();
-    assert!(ok.data["spec"].get("extra").is_none(), "unknown fields are pruned");
-    let strict = PatchParams { field_validation: Some(kube::api::ValidationDirective::Strict), ..Default::default() };
-    let err = api_error(blogs.patch("ok", &strict, &Patch::Merge(json!({"spec": {"extra": 1}}))).await.unwrap_err());
+    let ok = blogs
+        .create(
+            &PostParams::default(),
+            &blog("ok", json!({"title": "x", "extra": 1})),
+        )
+        .await
+        .unwrap();
+    assert!(
+        ok.data["spec"].get("extra").is_none(),
+        "unknown fields are pruned"
+    );
+    let strict = PatchParams {
+        field_validation: Some(kube::api::ValidationDirective::Strict),
+        ..Default::default()
+    };
+    let err = api_error(
+        blogs
+            .patch("ok", &strict, &Patch::Merge(json!({"spec": {"extra": 1}})))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(err.code, 400);
-    assert!(err.message.contains("unknown field \"spec.extra\""), "{}", err.message);
+    assert!(
+        err.message.contains("unknown field \"spec.extra\""),
+        "{}",
+        err.message
+    );
     assert_eq!(ok.name_any(), "ok");
 }

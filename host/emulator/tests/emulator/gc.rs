@@ -10,16 +10,27 @@ async fn gone(api: &Api<ConfigMap>, name: &str) -> bool {
 }
 
 async fn clear_finalizers(api: &Api<ConfigMap>, name: &str) {
-    api.patch(name, &PatchParams::default(), &Patch::Merge(json!({"metadata": {"finalizers": null}}))).await.unwrap();
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test]
 async fn finalizers_keep_a_deleted_object_until_they_are_removed() {
     let em = emulator().await;
     let api: Api<ConfigMap> = Api::default_namespaced(em.client());
-    configmap("f").finalizer("example.com/hold").create(&api).await;
+    configmap("f")
+        .finalizer("example.com/hold")
+        .create(&api)
+        .await;
     let answer = api.delete("f", &DeleteParams::default()).await.unwrap();
-    let pending = answer.left().expect("a pending deletion returns the object");
+    let pending = answer
+        .left()
+        .expect("a pending deletion returns the object");
     assert!(pending.metadata.deletion_timestamp.is_some());
     let still = api.get("f").await.unwrap();
     assert!(still.metadata.deletion_timestamp.is_some());
@@ -36,14 +47,28 @@ async fn background_deletion_collects_dependents_in_cascade() {
     let child = configmap("child").owned_by(&owner).create(&api).await;
     configmap("grandchild").owned_by(&child).create(&api).await;
     let other = configmap("other").create(&api).await;
-    configmap("shared").owned_by(&owner).owned_by(&other).create(&api).await;
-    api.delete("owner", &DeleteParams::background()).await.unwrap();
+    configmap("shared")
+        .owned_by(&owner)
+        .owned_by(&other)
+        .create(&api)
+        .await;
+    api.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
     for name in ["owner", "child", "grandchild"] {
         assert!(gone(&api, name).await, "{name} should be collected");
     }
     let shared = api.get("shared").await.unwrap();
-    let owners: Vec<String> = shared.owner_references().iter().map(|r| r.name.clone()).collect();
-    assert_eq!(owners, vec!["other"], "a dependent with a live owner stays and loses the dead reference");
+    let owners: Vec<String> = shared
+        .owner_references()
+        .iter()
+        .map(|r| r.name.clone())
+        .collect();
+    assert_eq!(
+        owners,
+        vec!["other"],
+        "a dependent with a live owner stays and loses the dead reference"
+    );
 }
 
 #[tokio::test]
@@ -51,13 +76,33 @@ async fn foreground_deletion_waits_for_dependents() {
     let em = emulator().await;
     let api: Api<ConfigMap> = Api::default_namespaced(em.client());
     let owner = configmap("owner").create(&api).await;
-    configmap("child").owned_by(&owner).finalizer("example.com/slow").create(&api).await;
-    api.delete("owner", &DeleteParams::foreground()).await.unwrap();
+    configmap("child")
+        .owned_by(&owner)
+        .finalizer("example.com/slow")
+        .create(&api)
+        .await;
+    api.delete("owner", &DeleteParams::foreground())
+        .await
+        .unwrap();
     let waiting = api.get("owner").await.unwrap();
-    assert!(waiting.finalizers().contains(&"foregroundDeletion".to_string()));
-    assert!(api.get("child").await.unwrap().metadata.deletion_timestamp.is_some());
+    assert!(
+        waiting
+            .finalizers()
+            .contains(&"foregroundDeletion".to_string())
+    );
+    assert!(
+        api.get("child")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some()
+    );
     clear_finalizers(&api, "child").await;
-    eventually("owner removed after its dependent", || async { gone(&api, "owner").await.then_some(()) }).await;
+    eventually("owner removed after its dependent", || async {
+        gone(&api, "owner").await.then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -77,17 +122,28 @@ async fn delete_preconditions_are_checked() {
     let em = emulator().await;
     let api: Api<ConfigMap> = Api::default_namespaced(em.client());
     let cm = configmap("p").create(&api).await;
-    let wrong = DeleteParams::default().preconditions(Preconditions { uid: Some("nope".into()), resource_version: None });
+    let wrong = DeleteParams::default().preconditions(Preconditions {
+        uid: Some("nope".into()),
+        resource_version: None,
+    });
     let err = api_error(api.delete("p", &wrong).await.unwrap_err());
     assert_eq!(err.code, 409);
-    assert!(err.message.contains("Precondition failed"), "{}", err.message);
-    let right = DeleteParams::default().preconditions(Preconditions { uid: cm.uid(), resource_version: cm.resource_version() });
+    assert!(
+        err.message.contains("Precondition failed"),
+        "{}",
+        err.message
+    );
+    let right = DeleteParams::default().preconditions(Preconditions {
+        uid: cm.uid(),
+        resource_version: cm.resource_version(),
+    });
     api.delete("p", &right).await.unwrap();
     assert!(gone(&api, "p").await);
 }
 
 #[tokio::test]
-async fn a_json_patch_test_of_an_absent_field_against_null_passes_as_kube_runtime_finalizers_expect() {
+async fn a_json_patch_test_of_an_absent_field_against_null_passes_as_kube_runtime_finalizers_expect()
+ {
     let em = emulator().await;
     let api: Api<ConfigMap> = Api::default_namespaced(em.client());
     configmap("f").create(&api).await;
@@ -96,12 +152,19 @@ async fn a_json_patch_test_of_an_absent_field_against_null_passes_as_kube_runtim
         {"op": "add", "path": "/metadata/finalizers", "value": ["weir.dev/cleanup"]}
     ]))
     .unwrap();
-    let patched = api.patch("f", &PatchParams::default(), &Patch::<()>::Json(ops)).await.unwrap();
+    let patched = api
+        .patch("f", &PatchParams::default(), &Patch::<()>::Json(ops))
+        .await
+        .unwrap();
     assert_eq!(patched.finalizers(), ["weir.dev/cleanup".to_string()]);
     let again: json_patch::Patch = serde_json::from_value(json!([
         {"op": "test", "path": "/metadata/finalizers", "value": null}
     ]))
     .unwrap();
-    let err = api_error(api.patch("f", &PatchParams::default(), &Patch::<()>::Json(again)).await.unwrap_err());
+    let err = api_error(
+        api.patch("f", &PatchParams::default(), &Patch::<()>::Json(again))
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(err.code, 422, "a present field still fails a null test");
 }

@@ -20,14 +20,19 @@ use weir_emulator::{Emulator, EmulatorConfig};
 
 /// An emulator with default settings and fast bookmarks.
 pub async fn emulator() -> Emulator {
-    Emulator::start(EmulatorConfig { bookmark_interval: Duration::from_millis(100), ..EmulatorConfig::default() })
-        .await
-        .unwrap()
+    Emulator::start(EmulatorConfig {
+        bookmark_interval: Duration::from_millis(100),
+        ..EmulatorConfig::default()
+    })
+    .await
+    .unwrap()
 }
 
 /// A ConfigMap fixture.
 pub fn configmap(name: &str) -> ConfigMapBuilder {
-    ConfigMapBuilder(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {}}))
+    ConfigMapBuilder(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {}}),
+    )
 }
 
 /// Chainable ConfigMap fixture.
@@ -46,7 +51,10 @@ impl ConfigMapBuilder {
     }
     /// Add a finalizer.
     pub fn finalizer(mut self, f: &str) -> Self {
-        let list = self.0["metadata"]["finalizers"].as_array().cloned().unwrap_or_default();
+        let list = self.0["metadata"]["finalizers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let mut list = list;
         list.push(json!(f));
         self.0["metadata"]["finalizers"] = json!(list);
@@ -56,7 +64,10 @@ impl ConfigMapBuilder {
     pub fn owned_by(mut self, owner: &ConfigMap) -> Self {
         let r = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": owner.metadata.name,
                        "uid": owner.metadata.uid});
-        let mut list = self.0["metadata"]["ownerReferences"].as_array().cloned().unwrap_or_default();
+        let mut list = self.0["metadata"]["ownerReferences"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         list.push(r);
         self.0["metadata"]["ownerReferences"] = json!(list);
         self
@@ -67,7 +78,9 @@ impl ConfigMapBuilder {
     }
     /// Create it through `api`.
     pub async fn create(self, api: &Api<ConfigMap>) -> ConfigMap {
-        api.create(&PostParams::default(), &self.build()).await.unwrap()
+        api.create(&PostParams::default(), &self.build())
+            .await
+            .unwrap()
     }
 }
 
@@ -90,7 +103,10 @@ where
         if let Some(v) = check().await {
             return v;
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -22,11 +22,24 @@ async fn watch_resumes_after_the_given_resource_version() {
     let api: Api<ConfigMap> = Api::default_namespaced(em.client());
     let a = configmap("a").create(&api).await;
     configmap("b").create(&api).await;
-    api.patch("a", &PatchParams::default(), &Patch::Merge(json!({"data": {"k": "v"}}))).await.unwrap();
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "v"}})),
+    )
+    .await
+    .unwrap();
     api.delete("b", &Default::default()).await.unwrap();
     let wp = WatchParams::default().disable_bookmarks();
-    let stream = api.watch(&wp, &a.resource_version().unwrap()).await.unwrap();
-    let events: Vec<String> = stream.take(3).map(|e| describe(&e.unwrap())).collect().await;
+    let stream = api
+        .watch(&wp, &a.resource_version().unwrap())
+        .await
+        .unwrap();
+    let events: Vec<String> = stream
+        .take(3)
+        .map(|e| describe(&e.unwrap()))
+        .collect()
+        .await;
     assert_eq!(events, vec!["ADDED b", "MODIFIED a", "DELETED b"]);
 }
 
@@ -37,12 +50,19 @@ async fn a_compacted_resource_version_gets_an_in_stream_410() {
     let a = configmap("a").create(&api).await;
     configmap("b").create(&api).await;
     em.compact();
-    let mut stream = api.watch(&WatchParams::default(), &a.resource_version().unwrap()).await.unwrap().boxed();
+    let mut stream = api
+        .watch(&WatchParams::default(), &a.resource_version().unwrap())
+        .await
+        .unwrap()
+        .boxed();
     let first = stream.try_next().await.unwrap().unwrap();
     assert_eq!(describe(&first), "ERROR 410");
     let log = em.requests();
     let watch = log.iter().rev().find(|r| r.is_watch()).unwrap();
-    assert_eq!(watch.status, 200, "410 must be in-stream, not an HTTP status");
+    assert_eq!(
+        watch.status, 200,
+        "410 must be in-stream, not an HTTP status"
+    );
 }
 
 #[tokio::test]
@@ -52,10 +72,17 @@ async fn bookmarks_carry_the_latest_resource_version() {
     let a = configmap("a").create(&api).await;
     let other: Api<ConfigMap> = Api::namespaced(em.client(), "kube-system");
     let elsewhere = configmap("z").create(&other).await;
-    let mut stream = api.watch(&WatchParams::default(), &a.resource_version().unwrap()).await.unwrap().boxed();
+    let mut stream = api
+        .watch(&WatchParams::default(), &a.resource_version().unwrap())
+        .await
+        .unwrap()
+        .boxed();
     let ev = stream.try_next().await.unwrap().unwrap();
     match ev {
-        WatchEvent::Bookmark(b) => assert_eq!(Some(b.metadata.resource_version), elsewhere.resource_version()),
+        WatchEvent::Bookmark(b) => assert_eq!(
+            Some(b.metadata.resource_version),
+            elsewhere.resource_version()
+        ),
         other => panic!("expected a bookmark, got {}", describe(&other)),
     }
 }
@@ -68,12 +95,24 @@ async fn streaming_list_sends_current_objects_then_the_initial_events_end_bookma
     configmap("b").create(&api).await;
     let wp = WatchParams::streaming_lists().labels("pick=yes");
     let mut stream = api.watch(&wp, "").await.unwrap().boxed();
-    assert_eq!(describe(&stream.try_next().await.unwrap().unwrap()), "ADDED a");
+    assert_eq!(
+        describe(&stream.try_next().await.unwrap().unwrap()),
+        "ADDED a"
+    );
     match stream.try_next().await.unwrap().unwrap() {
         WatchEvent::Bookmark(b) => {
-            assert_eq!(b.metadata.annotations.get("k8s.io/initial-events-end").map(String::as_str), Some("true"))
+            assert_eq!(
+                b.metadata
+                    .annotations
+                    .get("k8s.io/initial-events-end")
+                    .map(String::as_str),
+                Some("true")
+            )
         }
-        other => panic!("expected the initial-events-end bookmark, got {}", describe(&other)),
+        other => panic!(
+            "expected the initial-events-end bookmark, got {}",
+            describe(&other)
+        ),
     }
     configmap("c").create(&api).await;
     configmap("d").label("pick", "yes").create(&api).await;
@@ -90,11 +129,17 @@ async fn streaming_list_sends_current_objects_then_the_initial_events_end_bookma
 async fn drop_watches_ends_open_streams() {
     let em = emulator().await;
     let api: Api<ConfigMap> = Api::default_namespaced(em.client());
-    let stream = api.watch(&WatchParams::default().disable_bookmarks(), "0").await.unwrap();
-    em.drop_watches();
-    let rest: Vec<_> = tokio::time::timeout(std::time::Duration::from_secs(5), stream.collect::<Vec<_>>())
+    let stream = api
+        .watch(&WatchParams::default().disable_bookmarks(), "0")
         .await
-        .expect("the stream must end after drop_watches");
+        .unwrap();
+    em.drop_watches();
+    let rest: Vec<_> = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        stream.collect::<Vec<_>>(),
+    )
+    .await
+    .expect("the stream must end after drop_watches");
     assert!(rest.is_empty());
 }
 
@@ -103,12 +148,28 @@ async fn a_label_change_moves_an_object_into_and_out_of_a_selector_watch() {
     let em = emulator().await;
     let api: Api<ConfigMap> = Api::default_namespaced(em.client());
     let a = configmap("a").create(&api).await;
-    let wp = WatchParams::default().labels("pick=yes").disable_bookmarks();
-    let mut stream = api.watch(&wp, &a.resource_version().unwrap()).await.unwrap().boxed();
+    let wp = WatchParams::default()
+        .labels("pick=yes")
+        .disable_bookmarks();
+    let mut stream = api
+        .watch(&wp, &a.resource_version().unwrap())
+        .await
+        .unwrap()
+        .boxed();
     let label = |v: Option<&str>| Patch::Merge(json!({"metadata": {"labels": {"pick": v}}}));
-    api.patch("a", &PatchParams::default(), &label(Some("yes"))).await.unwrap();
-    api.patch("a", &PatchParams::default(), &Patch::Merge(json!({"data": {"k": "v"}}))).await.unwrap();
-    api.patch("a", &PatchParams::default(), &label(None)).await.unwrap();
+    api.patch("a", &PatchParams::default(), &label(Some("yes")))
+        .await
+        .unwrap();
+    api.patch(
+        "a",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"k": "v"}})),
+    )
+    .await
+    .unwrap();
+    api.patch("a", &PatchParams::default(), &label(None))
+        .await
+        .unwrap();
     let mut seen = Vec::new();
     for _ in 0..3 {
         seen.push(describe(&stream.try_next().await.unwrap().unwrap()));

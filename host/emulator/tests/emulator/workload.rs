@@ -3,41 +3,68 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Event;
-use kube::api::{Patch, PatchParams, PostParams};
 use kube::Api;
+use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
 use crate::{deployment, emulator, eventually};
 
 fn condition(d: &Deployment, kind: &str) -> Option<String> {
-    d.status.as_ref()?.conditions.as_ref()?.iter().find(|c| c.type_ == kind).map(|c| c.status.clone())
+    d.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == kind)
+        .map(|c| c.status.clone())
 }
 
 #[tokio::test]
 async fn deployments_become_available_after_the_configured_delay() {
     let config = EmulatorConfig {
-        workloads: Some(WorkloadSimulation { ready_after: Duration::from_millis(300) }),
+        workloads: Some(WorkloadSimulation {
+            ready_after: Duration::from_millis(300),
+        }),
         ..EmulatorConfig::default()
     };
     let em = Emulator::start(config).await.unwrap();
     let api: Api<Deployment> = Api::default_namespaced(em.client());
-    api.create(&PostParams::default(), &deployment("web", 3)).await.unwrap();
+    api.create(&PostParams::default(), &deployment("web", 3))
+        .await
+        .unwrap();
     let progressing = eventually("observedGeneration", || async {
         let d = api.get("web").await.unwrap();
         (d.status.as_ref().and_then(|s| s.observed_generation) == Some(1)).then_some(d)
     })
     .await;
-    assert_eq!(condition(&progressing, "Available").as_deref(), Some("False"));
+    assert_eq!(
+        condition(&progressing, "Available").as_deref(),
+        Some("False")
+    );
     let ready = eventually("Available", || async {
         let d = api.get("web").await.unwrap();
         (condition(&d, "Available").as_deref() == Some("True")).then_some(d)
     })
     .await;
     let status = ready.status.unwrap();
-    assert_eq!((status.replicas, status.ready_replicas, status.available_replicas, status.updated_replicas), (Some(3), Some(3), Some(3), Some(3)));
+    assert_eq!(
+        (
+            status.replicas,
+            status.ready_replicas,
+            status.available_replicas,
+            status.updated_replicas
+        ),
+        (Some(3), Some(3), Some(3), Some(3))
+    );
 
-    api.patch_scale("web", &PatchParams::default(), &Patch::Merge(json!({"spec": {"replicas": 5}}))).await.unwrap();
+    api.patch_scale(
+        "web",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"spec": {"replicas": 5}})),
+    )
+    .await
+    .unwrap();
     let scaled = eventually("5 available", || async {
         let d = api.get("web").await.unwrap();
         (d.status.as_ref().and_then(|s| s.available_replicas) == Some(5)).then_some(d)
@@ -51,7 +78,9 @@ async fn deployments_become_available_after_the_configured_delay() {
 async fn without_simulation_deployments_have_no_status() {
     let em = emulator().await;
     let api: Api<Deployment> = Api::default_namespaced(em.client());
-    api.create(&PostParams::default(), &deployment("web", 1)).await.unwrap();
+    api.create(&PostParams::default(), &deployment("web", 1))
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(api.get("web").await.unwrap().status.is_none());
     let scale = api.get_scale("web").await.unwrap();
@@ -62,12 +91,32 @@ async fn without_simulation_deployments_have_no_status() {
 async fn strategic_merge_patch_merges_containers_by_name() {
     let em = emulator().await;
     let api: Api<Deployment> = Api::default_namespaced(em.client());
-    api.create(&PostParams::default(), &deployment("web", 1)).await.unwrap();
+    api.create(&PostParams::default(), &deployment("web", 1))
+        .await
+        .unwrap();
     let patch = json!({"spec": {"template": {"spec": {"containers": [
         {"name": "app", "image": "nginx:2"}, {"name": "sidecar", "image": "busybox"}]}}}});
-    let d = api.patch("web", &PatchParams::default(), &Patch::Strategic(patch)).await.unwrap();
-    let containers: Vec<(String, Option<String>)> = d.spec.unwrap().template.spec.unwrap().containers.into_iter().map(|c| (c.name, c.image)).collect();
-    assert_eq!(containers, vec![("app".into(), Some("nginx:2".into())), ("sidecar".into(), Some("busybox".into()))]);
+    let d = api
+        .patch("web", &PatchParams::default(), &Patch::Strategic(patch))
+        .await
+        .unwrap();
+    let containers: Vec<(String, Option<String>)> = d
+        .spec
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers
+        .into_iter()
+        .map(|c| (c.name, c.image))
+        .collect();
+    assert_eq!(
+        containers,
+        vec![
+            ("app".into(), Some("nginx:2".into())),
+            ("sidecar".into(), Some("busybox".into()))
+        ]
+    );
 }
 
 #[tokio::test]
@@ -80,8 +129,17 @@ async fn leases_and_both_event_apis_are_served() {
         .unwrap();
     let mut taken = lease.clone();
     taken.spec.as_mut().unwrap().holder_identity = Some("b".into());
-    leases.replace("leader", &PostParams::default(), &taken).await.unwrap();
-    assert!(leases.replace("leader", &PostParams::default(), &lease).await.is_err(), "stale lease update must conflict");
+    leases
+        .replace("leader", &PostParams::default(), &taken)
+        .await
+        .unwrap();
+    assert!(
+        leases
+            .replace("leader", &PostParams::default(), &lease)
+            .await
+            .is_err(),
+        "stale lease update must conflict"
+    );
     let core: Api<Event> = Api::default_namespaced(em.client());
     core.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "e1"}, "reason": "Hi", "involvedObject": {"kind": "Pod", "name": "p"}})).unwrap()).await.unwrap();
     let new: Api<k8s_openapi::api::events::v1::Event> = Api::default_namespaced(em.client());

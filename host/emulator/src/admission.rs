@@ -1,0 +1,136 @@
+//! Checks and defaults every write passes before it is stored (the emulator's built-in admission).
+
+use serde_json::{Value, json};
+
+use crate::apierror::{ApiError, ApiResult};
+use crate::ops::{Validation, WriteOpts};
+use crate::resources::ResourceType;
+use crate::store::Store;
+use crate::{crd, object, schema};
+
+/// Reject a body whose `apiVersion`/`kind` do not match the endpoint.
+pub fn check_type(rt: &ResourceType, body: &Value) -> ApiResult<()> {
+    let kind = body.get("kind").and_then(Value::as_str).unwrap_or("");
+    let api_version = body.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if (!kind.is_empty() && kind != rt.kind)
+        || (!api_version.is_empty() && api_version != rt.api_version())
+    {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({api_version}) does not match the expected API version ({}), or kind {kind} is not {}",
+            rt.api_version(),
+            rt.kind
+        )));
+    }
+    Ok(())
+}
+
+/// A `generateName` suffix in kube-apiserver's alphabet.
+pub fn random_suffix(store: &mut Store) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let uid = store.new_uid();
+    let mut n: u64 = uid.bytes().fold(1469598103934665603, |h, b| {
+        (h ^ b as u64).wrapping_mul(1099511628211)
+    });
+    (0..5)
+        .map(|_| {
+            let c = ALPHABET[(n % ALPHABET.len() as u64) as usize] as char;
+            n /= ALPHABET.len() as u64;
+            c
+        })
+        .collect()
+}
+
+/// Validate against a CRD schema, pruning unknown fields as the `fieldValidation` mode says.
+pub fn validate(
+    rt: &ResourceType,
+    obj: &mut Value,
+    opts: &WriteOpts,
+    warnings: &mut Vec<String>,
+) -> ApiResult<()> {
+    let Some(s) = &rt.schema else {
+        if rt.kind == "CustomResourceDefinition" {
+            let causes = crd::validate(obj);
+            if !causes.is_empty() {
+                return Err(ApiError::invalid(
+                    &rt.group,
+                    &rt.kind,
+                    object::name(obj),
+                    causes,
+                ));
+            }
+        }
+        return Ok(());
+    };
+    let report = schema::validate_and_prune(s, obj);
+    if !report.errors.is_empty() {
+        return Err(ApiError::invalid(
+            &rt.group,
+            &rt.kind,
+            object::name(obj),
+            report.errors,
+        ));
+    }
+    if !report.unknown.is_empty() {
+        match opts.validation {
+            Validation::Strict => {
+                let list: Vec<String> = report
+                    .unknown
+                    .iter()
+                    .map(|f| format!("unknown field \"{f}\""))
+                    .collect();
+                return Err(ApiError::bad_request(format!(
+                    "strict decoding error: {}",
+                    list.join(", ")
+                )));
+            }
+            Validation::Warn => warnings.extend(
+                report
+                    .unknown
+                    .iter()
+                    .map(|f| format!("unknown field \"{f}\"")),
+            ),
+            Validation::Ignore => {}
+        }
+    }
+    Ok(())
+}
+
+/// The defaults clients rely on: Deployment replicas, Namespace phase, Service port protocol.
+pub fn defaults(rt: &ResourceType, obj: &mut Value) {
+    match (rt.group.as_str(), rt.kind.as_str()) {
+        ("apps", "Deployment" | "ReplicaSet")
+            if object::get_path(obj, ".spec.replicas").is_none() =>
+        {
+            object::set_path(obj, ".spec.replicas", json!(1));
+        }
+        ("", "Namespace") if object::get_path(obj, ".status.phase").is_none() => {
+            object::set_path(obj, ".status.phase", json!("Active"));
+        }
+        ("", "Service") => {
+            if let Some(ports) = obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
+                for p in ports.iter_mut().filter_map(Value::as_object_mut) {
+                    p.entry("protocol").or_insert(json!("TCP"));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// kube-apiserver's JSON patch treats a missing path as `null` in a `test` operation; kube-runtime's
+/// finalizer helper relies on that (`test /metadata/finalizers == null`, then `add`).
+pub fn tolerate_null_tests(doc: &Value, ops: Value) -> Value {
+    match ops {
+        Value::Array(list) => Value::Array(
+            list.into_iter()
+                .filter(|op| {
+                    let is_null_test = op.get("op").and_then(Value::as_str) == Some("test")
+                        && op.get("value").is_some_and(Value::is_null);
+                    let path = op.get("path").and_then(Value::as_str).unwrap_or("");
+                    !(is_null_test && doc.pointer(path).is_none_or(Value::is_null))
+                })
+                .collect(),
+        ),
+        other => other,
+    }
+}
