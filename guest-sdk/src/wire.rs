@@ -1,6 +1,5 @@
 //! Converts between the contract's JSON text and the typed API, for the component and the test harness alike.
 
-use kube::CustomResourceExt;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -37,9 +36,7 @@ pub(crate) fn describe<R: Reconciler>() -> Info {
         parent: Kind::of_custom::<R::Parent>(),
         children: R::children(),
         finalizer: R::FINALIZER.map(str::to_owned),
-        // A CRD is plain strings and maps, so this only fails on a broken
-        // schema derive; the host can work without it.
-        crd: serde_json::to_string(&R::Parent::crd()).ok(),
+        crd: R::crd(),
     }
 }
 

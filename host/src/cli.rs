@@ -41,6 +41,8 @@ pub enum Command {
     Rbac(RbacArgs),
     /// List the plugins a running host serves (from its `/plugins` endpoint).
     Plugins(PluginsArgs),
+    /// Serve only the embedded Kubernetes API emulator, for kubectl and kube-rs, until Ctrl-C.
+    Emulator(EmulatorArgs),
 }
 
 impl Cli {
@@ -55,6 +57,7 @@ impl Cli {
                 print!("{}", weir::listing::table(&runtime.block_on(weir::listing::fetch(&args.addr))?));
                 Ok(ExitCode::SUCCESS)
             }
+            Command::Emulator(args) => emulator(args).map(|()| ExitCode::SUCCESS),
             Command::Rbac(args) => {
                 let engine = Engine::new(self.engine_config())?;
                 print!("{}", weir::rbac::render(&engine, &args.plugins, &args.name)?);
@@ -126,4 +129,46 @@ fn test(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("testing {}", plugin.label()))?;
     summary.write_report(&mut std::io::stdout().lock())?;
     Ok(if summary.failed() == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Arguments of `weir emulator`.
+#[derive(Debug, Args)]
+pub struct EmulatorArgs {
+    /// Where to write a kubeconfig pointing at the emulator.
+    #[arg(long, default_value = ".weir/kubeconfig")]
+    pub kubeconfig: PathBuf,
+    /// Port on 127.0.0.1 (0: any free port).
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// Delay before a Deployment reports its replicas ready, in milliseconds
+    /// (its status is simulated, as KWOK does; there are no Pods).
+    #[arg(long, default_value_t = 1000)]
+    pub ready_after_ms: u64,
+    /// Do not simulate Deployment status at all.
+    #[arg(long)]
+    pub no_workloads: bool,
+}
+
+/// Serves the emulator until Ctrl-C or SIGTERM, printing where it listens.
+fn emulator(args: &EmulatorArgs) -> anyhow::Result<()> {
+    use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+
+    let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
+    runtime.block_on(async {
+        let workloads = (!args.no_workloads)
+            .then(|| WorkloadSimulation { ready_after: Duration::from_millis(args.ready_after_ms) });
+        let config = EmulatorConfig { workloads, port: args.port, ..EmulatorConfig::default() };
+        let emulator = Emulator::start(config).await.context("starting the emulator")?;
+        if let Some(dir) = args.kubeconfig.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        }
+        emulator
+            .write_kubeconfig(&args.kubeconfig)
+            .with_context(|| format!("writing {}", args.kubeconfig.display()))?;
+        println!("Kubernetes API emulator at {}", emulator.url());
+        println!("kubectl --kubeconfig {} get namespaces", args.kubeconfig.display());
+        weir::run::shutdown_signal().await;
+        emulator.shutdown().await;
+        Ok(())
+    })
 }
