@@ -69,19 +69,49 @@ impl Metrics {
     pub fn new() -> Self {
         let mut registry = Registry::with_prefix("weir");
         let reconciles = Family::default();
-        let reconcile_seconds = Family::new_with_constructor(duration_histogram as fn() -> Histogram);
-        let plugin_call_seconds = Family::new_with_constructor(duration_histogram as fn() -> Histogram);
+        let reconcile_seconds =
+            Family::new_with_constructor(duration_histogram as fn() -> Histogram);
+        let plugin_call_seconds =
+            Family::new_with_constructor(duration_histogram as fn() -> Histogram);
         let queue_depth = Family::default();
         let writes = Family::default();
         let backoffs = Family::default();
         let hot_loops = Family::default();
-        registry.register("reconciles", "Reconciles by plugin and result", reconciles.clone());
-        registry.register("reconcile_duration_seconds", "Time of one reconcile", reconcile_seconds.clone());
-        registry.register("plugin_call_duration_seconds", "Time of one plugin call", plugin_call_seconds.clone());
-        registry.register("queue_depth", "Keys waiting to be reconciled", queue_depth.clone());
-        registry.register("api_writes", "API writes by verb and resource", writes.clone());
-        registry.register("backoffs", "Reconciles retried with backoff", backoffs.clone());
-        registry.register("hot_loops", "Reconciles flagged as a hot loop", hot_loops.clone());
+        registry.register(
+            "reconciles",
+            "Reconciles by plugin and result",
+            reconciles.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Time of one reconcile",
+            reconcile_seconds.clone(),
+        );
+        registry.register(
+            "plugin_call_duration_seconds",
+            "Time of one plugin call",
+            plugin_call_seconds.clone(),
+        );
+        registry.register(
+            "queue_depth",
+            "Keys waiting to be reconciled",
+            queue_depth.clone(),
+        );
+        registry.register(
+            "api_writes",
+            "API writes by verb and resource",
+            writes.clone(),
+        );
+        registry.register(
+            "backoffs",
+            "Reconciles retried with backoff",
+            backoffs.clone(),
+        );
+        registry.register(
+            "hot_loops",
+            "Reconciles flagged as a hot loop",
+            hot_loops.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -97,29 +127,46 @@ impl Metrics {
     }
 
     fn plugin(plugin: &str) -> PluginLabels {
-        PluginLabels { plugin: plugin.to_owned() }
+        PluginLabels {
+            plugin: plugin.to_owned(),
+        }
     }
 
     /// One reconcile finished with `result` after `took`.
     pub fn reconciled(&self, plugin: &str, result: &str, took: Duration) {
-        self.reconciles.get_or_create(&ResultLabels { plugin: plugin.into(), result: result.into() }).inc();
-        self.reconcile_seconds.get_or_create(&Self::plugin(plugin)).observe(took.as_secs_f64());
+        self.reconciles
+            .get_or_create(&ResultLabels {
+                plugin: plugin.into(),
+                result: result.into(),
+            })
+            .inc();
+        self.reconcile_seconds
+            .get_or_create(&Self::plugin(plugin))
+            .observe(took.as_secs_f64());
         self.reconciles_total.fetch_add(1, Ordering::Relaxed);
     }
 
     /// One plugin call took `took`.
     pub fn plugin_called(&self, plugin: &str, took: Duration) {
-        self.plugin_call_seconds.get_or_create(&Self::plugin(plugin)).observe(took.as_secs_f64());
+        self.plugin_call_seconds
+            .get_or_create(&Self::plugin(plugin))
+            .observe(took.as_secs_f64());
     }
 
     /// The queue of `plugin` holds `depth` ready keys.
     pub fn queue_depth(&self, plugin: &str, depth: usize) {
-        self.queue_depth.get_or_create(&Self::plugin(plugin)).set(i64::try_from(depth).unwrap_or(i64::MAX));
+        self.queue_depth
+            .get_or_create(&Self::plugin(plugin))
+            .set(i64::try_from(depth).unwrap_or(i64::MAX));
     }
 
     /// One API write was sent.
     pub fn wrote(&self, plugin: &str, verb: &str, resource: &str) {
-        let labels = WriteLabels { plugin: plugin.into(), verb: verb.into(), resource: resource.into() };
+        let labels = WriteLabels {
+            plugin: plugin.into(),
+            verb: verb.into(),
+            resource: resource.into(),
+        };
         self.writes.get_or_create(&labels).inc();
         self.writes_total.fetch_add(1, Ordering::Relaxed);
     }
@@ -141,7 +188,12 @@ impl Metrics {
 
     /// Reconciles of `plugin` that ended with `result` (`success`, `error`, `refused`, `gone`).
     pub fn reconciles_of(&self, plugin: &str, result: &str) -> u64 {
-        self.reconciles.get_or_create(&ResultLabels { plugin: plugin.into(), result: result.into() }).get()
+        self.reconciles
+            .get_or_create(&ResultLabels {
+                plugin: plugin.into(),
+                result: result.into(),
+            })
+            .get()
     }
 
     /// All API writes this host sent so far (every plugin, verb and resource).
@@ -175,7 +227,14 @@ mod tests {
         m.wrote("blog", "delete", "services");
         assert_eq!(m.writes_total(), 3);
         let text = m.encode();
-        assert!(text.contains(r#"weir_api_writes_total{plugin="blog",verb="apply",resource="deployments"} 2"#), "{text}");
-        assert!(text.contains(r#"weir_api_writes_total{plugin="blog",verb="delete",resource="services"} 1"#));
+        assert!(
+            text.contains(
+                r#"weir_api_writes_total{plugin="blog",verb="apply",resource="deployments"} 2"#
+            ),
+            "{text}"
+        );
+        assert!(text.contains(
+            r#"weir_api_writes_total{plugin="blog",verb="delete",resource="services"} 1"#
+        ));
     }
 }

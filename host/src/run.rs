@@ -25,7 +25,9 @@ use crate::server::{self, ServerError};
 pub enum RunError {
     /// No cluster is configured (no `--kubeconfig`, `KUBECONFIG`, `~/.kube/config` or in-cluster config).
     /// (One line on purpose: the inference details are logged at debug level.)
-    #[error("no Kubernetes cluster configured (use --kubeconfig PATH, or `weir dev` for the embedded emulator)")]
+    #[error(
+        "no Kubernetes cluster configured (use --kubeconfig PATH, or `weir dev` for the embedded emulator)"
+    )]
     NoCluster,
     /// The kubeconfig file could not be read or used.
     #[error("cannot use kubeconfig {path}")]
@@ -90,7 +92,12 @@ pub struct HostConfig {
 impl Default for HostConfig {
     fn default() -> Self {
         let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-        Self { controller: ControllerConfig::default(), max_concurrent_calls: workers * 2, leader: None, listen: None }
+        Self {
+            controller: ControllerConfig::default(),
+            max_concurrent_calls: workers * 2,
+            leader: None,
+            listen: None,
+        }
     }
 }
 
@@ -105,14 +112,25 @@ pub struct Host {
 
 impl Host {
     /// Starts watching at once and reconciling once leader (or at once without election).
-    pub async fn start(client: Client, plugins: Vec<Arc<dyn Reconciler>>, config: HostConfig) -> Result<Host, RunError> {
+    pub async fn start(
+        client: Client,
+        plugins: Vec<Arc<dyn Reconciler>>,
+        config: HostConfig,
+    ) -> Result<Host, RunError> {
         let metrics = Arc::new(Metrics::new());
         let permits = Arc::new(Semaphore::new(config.max_concurrent_calls.max(1)));
         let informers = crate::reconcile::source::Informers::default();
         let controllers: Vec<Arc<Controller>> = plugins
             .into_iter()
             .map(|p| {
-                let c = Controller::with_informers(client.clone(), p, permits.clone(), metrics.clone(), config.controller.clone(), &informers);
+                let c = Controller::with_informers(
+                    client.clone(),
+                    p,
+                    permits.clone(),
+                    metrics.clone(),
+                    config.controller.clone(),
+                    &informers,
+                );
                 Arc::new(c)
             })
             .collect();
@@ -120,7 +138,8 @@ impl Host {
         let addr = match config.listen {
             Some(listen) => {
                 let caches: Vec<_> = controllers.iter().map(|c| c.cache().clone()).collect();
-                let ready: server::Readiness = Arc::new(move || caches.iter().all(|c| c.is_synced()));
+                let ready: server::Readiness =
+                    Arc::new(move || caches.iter().all(|c| c.is_synced()));
                 Some(server::serve(listen, metrics.clone(), ready, stop.clone()).await?)
             }
             None => None,
@@ -130,7 +149,13 @@ impl Host {
             None => None,
         };
         let main = tokio::spawn(supervise(controllers.clone(), leadership, stop.clone()));
-        Ok(Host { metrics, controllers, stop, main, addr })
+        Ok(Host {
+            metrics,
+            controllers,
+            stop,
+            main,
+            addr,
+        })
     }
 
     /// The host's metrics (API writes, reconciles, ...).
@@ -169,7 +194,11 @@ impl Host {
 }
 
 /// Runs sources at once, workers while leading; stops on cancel or a lost lease.
-async fn supervise(controllers: Vec<Arc<Controller>>, mut leadership: Option<Leadership>, stop: CancellationToken) {
+async fn supervise(
+    controllers: Vec<Arc<Controller>>,
+    mut leadership: Option<Leadership>,
+    stop: CancellationToken,
+) {
     let mut sources = JoinSet::new();
     for c in &controllers {
         c.start_sources(&mut sources);
@@ -215,11 +244,16 @@ async fn supervise(controllers: Vec<Arc<Controller>>, mut leadership: Option<Lea
 pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, RunError> {
     let config = match kubeconfig {
         Some(path) => {
-            let kc = Kubeconfig::read_from(path)
-                .map_err(|source| RunError::Kubeconfig { path: path.to_owned(), source })?;
+            let kc = Kubeconfig::read_from(path).map_err(|source| RunError::Kubeconfig {
+                path: path.to_owned(),
+                source,
+            })?;
             Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
                 .await
-                .map_err(|source| RunError::Kubeconfig { path: path.to_owned(), source })?
+                .map_err(|source| RunError::Kubeconfig {
+                    path: path.to_owned(),
+                    source,
+                })?
         }
         None => Config::infer().await.map_err(|e| {
             tracing::debug!(error = %e, "no cluster found");
@@ -231,7 +265,10 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, RunError> {
 
 /// Loads every `*.wasm` component in `dir` (sorted by name).
 pub fn load_plugins(dir: &Path, engine: &Engine) -> Result<Vec<Arc<dyn Reconciler>>, RunError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| RunError::PluginDir { path: dir.to_owned(), source })?;
+    let entries = std::fs::read_dir(dir).map_err(|source| RunError::PluginDir {
+        path: dir.to_owned(),
+        source,
+    })?;
     let mut paths: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
@@ -244,7 +281,12 @@ pub fn load_plugins(dir: &Path, engine: &Engine) -> Result<Vec<Arc<dyn Reconcile
     paths
         .into_iter()
         .map(|path| {
-            let plugin = engine.load_file(&path, Limits::default()).map_err(|source| RunError::Load { path: path.clone(), source })?;
+            let plugin = engine
+                .load_file(&path, Limits::default())
+                .map_err(|source| RunError::Load {
+                    path: path.clone(),
+                    source,
+                })?;
             tracing::info!(plugin = %plugin.label(), path = %path.display(), "loaded plugin");
             Ok(Arc::new(plugin) as Arc<dyn Reconciler>)
         })
@@ -287,7 +329,10 @@ impl RunArgs {
     /// The host configuration these arguments describe.
     pub fn host_config(&self) -> HostConfig {
         let identity = self.identity.clone().unwrap_or_else(default_identity);
-        let leader = self.leader_elect.then(|| LeaderConfig { namespace: self.lease_namespace.clone(), ..LeaderConfig::new(identity.clone()) });
+        let leader = self.leader_elect.then(|| LeaderConfig {
+            namespace: self.lease_namespace.clone(),
+            ..LeaderConfig::new(identity.clone())
+        });
         HostConfig {
             controller: ControllerConfig {
                 workers: self.workers,
@@ -305,7 +350,12 @@ impl RunArgs {
     /// Runs the host until SIGTERM or Ctrl-C (blocking: it owns its async runtime).
     pub fn execute(&self, engine: EngineConfig) -> Result<(), RunError> {
         let runtime = tokio::runtime::Runtime::new().map_err(RunError::Runtime)?;
-        runtime.block_on(run(&self.plugins, self.kubeconfig.as_deref(), engine, self.host_config()))
+        runtime.block_on(run(
+            &self.plugins,
+            self.kubeconfig.as_deref(),
+            engine,
+            self.host_config(),
+        ))
     }
 }
 
@@ -314,11 +364,24 @@ fn default_identity() -> String {
 }
 
 /// Connects, loads the plugins in `dir` and runs until SIGTERM or Ctrl-C.
-pub async fn run(dir: &Path, kubeconfig: Option<&Path>, engine: EngineConfig, config: HostConfig) -> Result<(), RunError> {
+pub async fn run(
+    dir: &Path,
+    kubeconfig: Option<&Path>,
+    engine: EngineConfig,
+    config: HostConfig,
+) -> Result<(), RunError> {
     let client = client(kubeconfig).await?;
-    let engine = Engine::new(engine).map_err(|source| RunError::Load { path: dir.to_owned(), source })?;
+    let engine = Engine::new(engine).map_err(|source| RunError::Load {
+        path: dir.to_owned(),
+        source,
+    })?;
     // Plugins come and go while the host runs: see `crate::hotload`.
-    let hot = crate::hotload::HotHostConfig { host: config, plugins: crate::hotload::Config::new(dir), limits: Limits::default(), install_crds: false };
+    let hot = crate::hotload::HotHostConfig {
+        host: config,
+        plugins: crate::hotload::Config::new(dir),
+        limits: Limits::default(),
+        install_crds: false,
+    };
     let mut host = crate::hotload::HotHost::start(client, engine, hot).await?;
     if let Some(addr) = host.addr() {
         tracing::info!(%addr, plugins = %dir.display(), "serving /metrics, /healthz, /readyz, /plugins; watching the plugins directory");

@@ -36,7 +36,13 @@ struct Ops {
 }
 
 async fn metrics_handler(State(ops): State<Ops>) -> impl IntoResponse {
-    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], ops.metrics.encode())
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        ops.metrics.encode(),
+    )
 }
 
 async fn healthz() -> &'static str {
@@ -44,18 +50,37 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(ops): State<Ops>) -> (StatusCode, &'static str) {
-    if (ops.ready)() { (StatusCode::OK, "ok") } else { (StatusCode::SERVICE_UNAVAILABLE, "caches not synced") }
+    if (ops.ready)() {
+        (StatusCode::OK, "ok")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "caches not synced")
+    }
 }
 
 /// Binds `addr` and serves until `stop` is cancelled. Returns the bound address (port 0 picks one).
-pub async fn serve(addr: SocketAddr, metrics: Arc<Metrics>, ready: Readiness, stop: CancellationToken) -> Result<SocketAddr, ServerError> {
+pub async fn serve(
+    addr: SocketAddr,
+    metrics: Arc<Metrics>,
+    ready: Readiness,
+    stop: CancellationToken,
+) -> Result<SocketAddr, ServerError> {
     serve_with(addr, metrics, ready, stop, Router::new()).await
 }
 
 /// [`serve`] plus the routes of `extra` (hot-loading adds `/plugins`).
-pub async fn serve_with(addr: SocketAddr, metrics: Arc<Metrics>, ready: Readiness, stop: CancellationToken, extra: Router) -> Result<SocketAddr, ServerError> {
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|source| ServerError::Bind { addr, source })?;
-    let bound = listener.local_addr().map_err(|source| ServerError::Bind { addr, source })?;
+pub async fn serve_with(
+    addr: SocketAddr,
+    metrics: Arc<Metrics>,
+    ready: Readiness,
+    stop: CancellationToken,
+    extra: Router,
+) -> Result<SocketAddr, ServerError> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| ServerError::Bind { addr, source })?;
+    let bound = listener
+        .local_addr()
+        .map_err(|source| ServerError::Bind { addr, source })?;
     let app = Router::new()
         .route("/metrics", get(metrics_handler))
         .route("/healthz", get(healthz))
@@ -63,7 +88,9 @@ pub async fn serve_with(addr: SocketAddr, metrics: Arc<Metrics>, ready: Readines
         .with_state(Ops { metrics, ready })
         .merge(extra);
     tokio::spawn(async move {
-        let served = axum::serve(listener, app).with_graceful_shutdown(stop.cancelled_owned()).await;
+        let served = axum::serve(listener, app)
+            .with_graceful_shutdown(stop.cancelled_owned())
+            .await;
         if let Err(e) = served {
             tracing::warn!(error = %e, "operations server stopped");
         }
@@ -72,6 +99,10 @@ pub async fn serve_with(addr: SocketAddr, metrics: Arc<Metrics>, ready: Readines
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::unwrap_used,
+    reason = "in a test, a failed unwrap is a failed assertion"
+)]
 mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -81,7 +112,10 @@ mod tests {
 
     async fn get(addr: SocketAddr, path: &str) -> String {
         let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-        stream.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
+        stream
+            .write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
         let mut out = String::new();
         stream.read_to_string(&mut out).await.unwrap();
         out
@@ -97,12 +131,16 @@ mod tests {
         let metrics = Arc::new(Metrics::new());
         metrics.wrote("blog", "apply", "configmaps");
         let stop = CancellationToken::new();
-        let addr = serve("127.0.0.1:0".parse().unwrap(), metrics, ready, stop.clone()).await.unwrap();
+        let addr = serve("127.0.0.1:0".parse().unwrap(), metrics, ready, stop.clone())
+            .await
+            .unwrap();
         assert!(get(addr, "/healthz").await.starts_with("HTTP/1.0 200"));
         assert!(get(addr, "/readyz").await.starts_with("HTTP/1.0 503"));
         synced.store(true, Ordering::Relaxed);
         assert!(get(addr, "/readyz").await.starts_with("HTTP/1.0 200"));
-        assert!(get(addr, "/metrics").await.contains(r#"weir_api_writes_total{plugin="blog",verb="apply",resource="configmaps"} 1"#));
+        assert!(get(addr, "/metrics").await.contains(
+            r#"weir_api_writes_total{plugin="blog",verb="apply",resource="configmaps"} 1"#
+        ));
         stop.cancel();
     }
 }

@@ -16,7 +16,12 @@ async fn converged_blogs_cost_no_writes_over_several_resyncs() -> anyhow::Result
     let host = env.host_with(&[blog], config).await?;
     let blogs = env.api(&kinds::blog());
     for i in 0..5 {
-        env.create(&kinds::blog(), &format!("b{i}"), json!({"title": format!("Blog {i}"), "replicas": 2})).await?;
+        env.create(
+            &kinds::blog(),
+            &format!("b{i}"),
+            json!({"title": format!("Blog {i}"), "replicas": 2}),
+        )
+        .await?;
     }
     for i in 0..5 {
         wait_ready(&blogs, &format!("b{i}")).await?;
@@ -27,9 +32,21 @@ async fn converged_blogs_cost_no_writes_over_several_resyncs() -> anyhow::Result
     let server_writes = env.server_writes();
     let reconciles = host.metrics().reconciles_total();
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert!(host.metrics().reconciles_total() >= reconciles + 4 * 5, "resyncs ran");
-    assert_eq!(host.metrics().writes_total(), writes, "no write on resync:\n{}", host.metrics().encode());
-    assert_eq!(env.server_writes(), server_writes, "the API server saw no write");
+    assert!(
+        host.metrics().reconciles_total() >= reconciles + 4 * 5,
+        "resyncs ran"
+    );
+    assert_eq!(
+        host.metrics().writes_total(),
+        writes,
+        "no write on resync:\n{}",
+        host.metrics().encode()
+    );
+    assert_eq!(
+        env.server_writes(),
+        server_writes,
+        "the API server saw no write"
+    );
     host.shutdown().await;
     Ok(())
 }

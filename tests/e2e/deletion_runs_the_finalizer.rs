@@ -8,7 +8,8 @@ use serde_json::json;
 use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin, wait_ready};
 
 #[tokio::test]
-async fn the_finalizer_holds_until_cleanup_completes_then_children_are_collected() -> anyhow::Result<()> {
+async fn the_finalizer_holds_until_cleanup_completes_then_children_are_collected()
+-> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let scenario = plugin("scenario")?;
     env.install_crd(scenario.as_ref()).await?;
@@ -16,19 +17,37 @@ async fn the_finalizer_holds_until_cleanup_completes_then_children_are_collected
     let parents = env.api(&kinds::scenario());
     let cms = env.api(&kinds::config_map());
 
-    env.create(&kinds::scenario(), "s", json!({"configMaps": ["page"], "finalizeAfterMs": 100})).await?;
+    env.create(
+        &kinds::scenario(),
+        "s",
+        json!({"configMaps": ["page"], "finalizeAfterMs": 100}),
+    )
+    .await?;
     let parent = wait_ready(&parents, "s").await?;
-    assert_eq!(parent.metadata.finalizers, Some(vec!["test.weir.dev/cleanup".to_owned()]));
+    assert_eq!(
+        parent.metadata.finalizers,
+        Some(vec!["test.weir.dev/cleanup".to_owned()])
+    );
 
     parents.delete("s", &DeleteParams::default()).await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let held = parents.get("s").await?;
-    assert!(held.metadata.deletion_timestamp.is_some(), "still there while cleanup is pending");
+    assert!(
+        held.metadata.deletion_timestamp.is_some(),
+        "still there while cleanup is pending"
+    );
     assert!(cms.get_opt("page").await?.is_some());
 
-    env.patch_spec(&kinds::scenario(), "s", json!({"release": true})).await?;
-    eventually("the parent is gone", CONVERGE, || async { parents.get_opt("s").await.ok()?.is_none().then_some(()) }).await?;
-    eventually("the child is garbage-collected", CONVERGE, || async { cms.get_opt("page").await.ok()?.is_none().then_some(()) }).await?;
+    env.patch_spec(&kinds::scenario(), "s", json!({"release": true}))
+        .await?;
+    eventually("the parent is gone", CONVERGE, || async {
+        parents.get_opt("s").await.ok()?.is_none().then_some(())
+    })
+    .await?;
+    eventually("the child is garbage-collected", CONVERGE, || async {
+        cms.get_opt("page").await.ok()?.is_none().then_some(())
+    })
+    .await?;
     host.shutdown().await;
     Ok(())
 }

@@ -7,7 +7,10 @@ use serde_json::json;
 use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin, wait_ready};
 
 fn as_user() -> PatchParams {
-    PatchParams { field_manager: Some("kubectl-edit".into()), ..PatchParams::default() }
+    PatchParams {
+        field_manager: Some("kubectl-edit".into()),
+        ..PatchParams::default()
+    }
 }
 
 #[tokio::test]
@@ -16,22 +19,42 @@ async fn hand_edits_of_a_child_are_reverted() -> anyhow::Result<()> {
     let blog = plugin("blog")?;
     env.install_crd(blog.as_ref()).await?;
     let host = env.host(&[blog]).await?;
-    env.create(&kinds::blog(), "b", json!({"title": "t", "replicas": 2})).await?;
+    env.create(&kinds::blog(), "b", json!({"title": "t", "replicas": 2}))
+        .await?;
     wait_ready(&env.api(&kinds::blog()), "b").await?;
     let deployments = env.typed::<Deployment>();
     let desired = deployments.get("b").await?;
-    let image = desired.spec.as_ref().and_then(|s| s.template.spec.as_ref()).map(|p| p.containers[0].image.clone());
+    let image = desired
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .map(|p| p.containers[0].image.clone());
     let annotations = desired.metadata.annotations.clone().unwrap_or_default();
-    assert!(!annotations.is_empty(), "the Deployment carries annotations to remove");
+    assert!(
+        !annotations.is_empty(),
+        "the Deployment carries annotations to remove"
+    );
 
-    deployments.patch("b", &as_user(), &Patch::Merge(json!({"spec": {"replicas": 7}}))).await?;
+    deployments
+        .patch(
+            "b",
+            &as_user(),
+            &Patch::Merge(json!({"spec": {"replicas": 7}})),
+        )
+        .await?;
     eventually("replicas are back to 2", CONVERGE, || async {
         (deployments.get("b").await.ok()?.spec?.replicas == Some(2)).then_some(())
     })
     .await?;
 
     let containers = json!([{"name": "web", "image": "nginx:0.1-old"}]);
-    deployments.patch("b", &as_user(), &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": containers}}}}))).await?;
+    deployments
+        .patch(
+            "b",
+            &as_user(),
+            &Patch::Strategic(json!({"spec": {"template": {"spec": {"containers": containers}}}})),
+        )
+        .await?;
     eventually("the image is restored", CONVERGE, || async {
         let d = deployments.get("b").await.ok()?;
         let now = d.spec?.template.spec.map(|p| p.containers[0].image.clone());
@@ -39,11 +62,29 @@ async fn hand_edits_of_a_child_are_reverted() -> anyhow::Result<()> {
     })
     .await?;
 
-    let removed: serde_json::Map<String, serde_json::Value> = annotations.keys().map(|k| (k.clone(), serde_json::Value::Null)).collect();
-    deployments.patch("b", &as_user(), &Patch::Merge(json!({"metadata": {"annotations": removed}}))).await?;
+    let removed: serde_json::Map<String, serde_json::Value> = annotations
+        .keys()
+        .map(|k| (k.clone(), serde_json::Value::Null))
+        .collect();
+    deployments
+        .patch(
+            "b",
+            &as_user(),
+            &Patch::Merge(json!({"metadata": {"annotations": removed}})),
+        )
+        .await?;
     eventually("the annotations are restored", CONVERGE, || async {
-        let now = deployments.get("b").await.ok()?.metadata.annotations.unwrap_or_default();
-        annotations.iter().all(|(k, v)| now.get(k) == Some(v)).then_some(())
+        let now = deployments
+            .get("b")
+            .await
+            .ok()?
+            .metadata
+            .annotations
+            .unwrap_or_default();
+        annotations
+            .iter()
+            .all(|(k, v)| now.get(k) == Some(v))
+            .then_some(())
     })
     .await?;
     host.shutdown().await;

@@ -13,7 +13,8 @@ async fn a_never_settling_plugin_is_flagged_and_throttled() -> anyhow::Result<()
     env.install_crd(scenario.as_ref()).await?;
     let host = env.host(&[scenario]).await?;
     let parents = env.api(&kinds::scenario());
-    env.create(&kinds::scenario(), "churn", json!({"churn": true})).await?;
+    env.create(&kinds::scenario(), "churn", json!({"churn": true}))
+        .await?;
 
     let c = eventually("HotLoop is reported", CONVERGE, || async {
         let c = condition(&parents.get("churn").await.ok()?, "Reconciled")?;
@@ -21,7 +22,11 @@ async fn a_never_settling_plugin_is_flagged_and_throttled() -> anyhow::Result<()
     })
     .await?;
     assert_eq!(c["status"], "False");
-    assert!(host.metrics().encode().contains(r#"weir_hot_loops_total{plugin="scenario"}"#));
+    assert!(
+        host.metrics()
+            .encode()
+            .contains(r#"weir_hot_loops_total{plugin="scenario"}"#)
+    );
 
     // Unthrottled, this loop writes hundreds of times a second; throttled (500 ms doubling) a handful.
     let before = host.metrics().writes_total();
@@ -38,16 +43,25 @@ async fn requeue_now_forever_is_throttled_too() -> anyhow::Result<()> {
     let scenario = plugin("scenario")?;
     env.install_crd(scenario.as_ref()).await?;
     let host = env.host(&[scenario]).await?;
-    env.create(&kinds::scenario(), "spin", json!({"configMaps": ["a"], "requeueNow": true})).await?;
+    env.create(
+        &kinds::scenario(),
+        "spin",
+        json!({"configMaps": ["a"], "requeueNow": true}),
+    )
+    .await?;
     let parents = env.api(&kinds::scenario());
     eventually("HotLoop is reported", CONVERGE, || async {
-        (condition(&parents.get("spin").await.ok()?, "Reconciled")?["reason"] == "HotLoop").then_some(())
+        (condition(&parents.get("spin").await.ok()?, "Reconciled")?["reason"] == "HotLoop")
+            .then_some(())
     })
     .await?;
     let before = host.metrics().reconciles_total();
     tokio::time::sleep(Duration::from_secs(2)).await;
     let calls = host.metrics().reconciles_total() - before;
-    assert!(calls <= 20, "{calls} reconciles in 2 s; unguarded `now` spins hundreds of times a second");
+    assert!(
+        calls <= 20,
+        "{calls} reconciles in 2 s; unguarded `now` spins hundreds of times a second"
+    );
     host.shutdown().await;
     Ok(())
 }

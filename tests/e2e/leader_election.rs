@@ -13,24 +13,44 @@ async fn only_the_leader_writes_and_the_standby_takes_over() -> anyhow::Result<(
     env.install_crd(blog.as_ref()).await?;
     let config = |id: &str| {
         let mut c = fast_config(&env.namespace);
-        c.leader = Some(LeaderConfig { namespace: env.namespace.clone(), duration_secs: 2, grace_secs: 1, ..LeaderConfig::new(id) });
+        c.leader = Some(LeaderConfig {
+            namespace: env.namespace.clone(),
+            duration_secs: 2,
+            grace_secs: 1,
+            ..LeaderConfig::new(id)
+        });
         c
     };
-    let a = env.host_with(std::slice::from_ref(&blog), config("a")).await?;
+    let a = env
+        .host_with(std::slice::from_ref(&blog), config("a"))
+        .await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let b = env.host_with(&[blog], config("b")).await?;
     let blogs = env.api(&kinds::blog());
     for i in 0..5 {
-        env.create(&kinds::blog(), &format!("b{i}"), json!({"title": "t", "replicas": 1})).await?;
+        env.create(
+            &kinds::blog(),
+            &format!("b{i}"),
+            json!({"title": "t", "replicas": 1}),
+        )
+        .await?;
     }
     for i in 0..5 {
         wait_ready(&blogs, &format!("b{i}")).await?;
     }
-    assert!(a.metrics().writes_total() > 0, "the first host leads and writes");
+    assert!(
+        a.metrics().writes_total() > 0,
+        "the first host leads and writes"
+    );
     assert_eq!(b.metrics().writes_total(), 0, "the standby writes nothing");
 
     a.shutdown().await;
-    env.create(&kinds::blog(), "later", json!({"title": "t", "replicas": 1})).await?;
+    env.create(
+        &kinds::blog(),
+        "later",
+        json!({"title": "t", "replicas": 1}),
+    )
+    .await?;
     wait_ready(&blogs, "later").await?;
     assert!(b.metrics().writes_total() > 0, "the standby took over");
     b.shutdown().await;

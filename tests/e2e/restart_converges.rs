@@ -12,7 +12,12 @@ async fn a_host_killed_mid_way_and_restarted_converges_without_duplicates() -> a
     let blog = plugin("blog")?;
     env.install_crd(blog.as_ref()).await?;
     for i in 0..30 {
-        env.create(&kinds::blog(), &format!("b{i}"), json!({"title": format!("t{i}"), "replicas": 1})).await?;
+        env.create(
+            &kinds::blog(),
+            &format!("b{i}"),
+            json!({"title": format!("t{i}"), "replicas": 1}),
+        )
+        .await?;
     }
     let first = env.host(std::slice::from_ref(&blog)).await?;
     tokio::time::timeout(Duration::from_secs(20), async {
@@ -28,9 +33,17 @@ async fn a_host_killed_mid_way_and_restarted_converges_without_duplicates() -> a
     for i in 0..30 {
         wait_ready(&blogs, &format!("b{i}")).await?;
     }
-    for (kind, per_blog) in [(kinds::config_map(), 1), (kinds::deployment(), 1), (kinds::service(), 1)] {
+    for (kind, per_blog) in [
+        (kinds::config_map(), 1),
+        (kinds::deployment(), 1),
+        (kinds::service(), 1),
+    ] {
         let all = env.api(&kind).list(&Default::default()).await?;
-        let owned = all.items.iter().filter(|o| o.metadata.owner_references.is_some()).count();
+        let owned = all
+            .items
+            .iter()
+            .filter(|o| o.metadata.owner_references.is_some())
+            .count();
         assert_eq!(owned, 30 * per_blog, "exactly one {} per Blog", kind.kind);
     }
     second.shutdown().await;

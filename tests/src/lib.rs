@@ -48,18 +48,25 @@ fn engine() -> Result<&'static Engine> {
     if let Some(e) = ENGINE.get() {
         return Ok(e);
     }
-    let config = EngineConfig { cache_dir: Some(workspace_root().join("target/plugin-cache")), ..EngineConfig::default() };
+    let config = EngineConfig {
+        cache_dir: Some(workspace_root().join("target/plugin-cache")),
+        ..EngineConfig::default()
+    };
     let engine = Engine::new(config).context("starting the WebAssembly engine")?;
     Ok(ENGINE.get_or_init(|| engine))
 }
 
 /// Loads `target/plugins/<name>.wasm` in the real sandbox.
 pub fn plugin(name: &str) -> Result<Arc<dyn Reconciler>> {
-    let path = workspace_root().join("target/plugins").join(format!("{name}.wasm"));
+    let path = workspace_root()
+        .join("target/plugins")
+        .join(format!("{name}.wasm"));
     if !path.exists() {
         bail!("{} is missing: run plugins/build.sh first", path.display());
     }
-    let loaded = engine()?.load_file(&path, Limits::default()).with_context(|| format!("loading {}", path.display()))?;
+    let loaded = engine()?
+        .load_file(&path, Limits::default())
+        .with_context(|| format!("loading {}", path.display()))?;
     Ok(Arc::new(loaded))
 }
 
@@ -98,25 +105,45 @@ impl TestEnv {
             Some(path) => (weir::run::client(Some(Path::new(&path))).await?, None),
             None => {
                 let config = EmulatorConfig {
-                    workloads: Some(WorkloadSimulation { ready_after: Duration::from_millis(100) }),
+                    workloads: Some(WorkloadSimulation {
+                        ready_after: Duration::from_millis(100),
+                    }),
                     ..EmulatorConfig::default()
                 };
-                let emulator = Emulator::start(config).await.context("starting the emulator")?;
+                let emulator = Emulator::start(config)
+                    .await
+                    .context("starting the emulator")?;
                 (emulator.client(), Some(emulator))
             }
         };
-        let namespace = format!("e2e-{}-{}", std::process::id(), NEXT_NAMESPACE.fetch_add(1, Ordering::Relaxed));
+        let namespace = format!(
+            "e2e-{}-{}",
+            std::process::id(),
+            NEXT_NAMESPACE.fetch_add(1, Ordering::Relaxed)
+        );
         let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
-        Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await.context("creating the test namespace")?;
-        Ok(TestEnv { client, emulator, namespace })
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .context("creating the test namespace")?;
+        Ok(TestEnv {
+            client,
+            emulator,
+            namespace,
+        })
     }
 
     /// Installs the CRD a plugin ships and waits until its kind is served.
     pub async fn install_crd(&self, plugin: &dyn Reconciler) -> Result<()> {
         let info = plugin.info();
-        let Some(text) = &info.crd else { bail!("plugin {} ships no CRD", info.name) };
+        let Some(text) = &info.crd else {
+            bail!("plugin {} ships no CRD", info.name)
+        };
         let crd: Value = serde_yaml::from_str(text).context("parsing the plugin's CRD")?;
-        let name = crd["metadata"]["name"].as_str().context("CRD without a name")?.to_owned();
+        let name = crd["metadata"]["name"]
+            .as_str()
+            .context("CRD without a name")?
+            .to_owned();
         let ar = ResourceKind {
             group: "apiextensions.k8s.io".into(),
             version: "v1".into(),
@@ -126,9 +153,18 @@ impl TestEnv {
         }
         .api_resource();
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &ar);
-        api.patch(&name, &PatchParams::apply("weir-e2e").force(), &Patch::Apply(&crd)).await.context("installing the CRD")?;
+        api.patch(
+            &name,
+            &PatchParams::apply("weir-e2e").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .context("installing the CRD")?;
         let parents = self.api(&info.parent);
-        eventually("the CRD is served", CONVERGE, || async { parents.list(&Default::default()).await.ok() }).await?;
+        eventually("the CRD is served", CONVERGE, || async {
+            parents.list(&Default::default()).await.ok()
+        })
+        .await?;
         Ok(())
     }
 
@@ -138,7 +174,11 @@ impl TestEnv {
     }
 
     /// A host with `config`.
-    pub async fn host_with(&self, plugins: &[Arc<dyn Reconciler>], config: HostConfig) -> Result<Host> {
+    pub async fn host_with(
+        &self,
+        plugins: &[Arc<dyn Reconciler>],
+        config: HostConfig,
+    ) -> Result<Host> {
         Ok(Host::start(self.client.clone(), plugins.to_vec(), config).await?)
     }
 
@@ -156,20 +196,34 @@ impl TestEnv {
     }
 
     /// Creates a parent from `spec`.
-    pub async fn create(&self, kind: &ResourceKind, name: &str, spec: Value) -> Result<DynamicObject> {
+    pub async fn create(
+        &self,
+        kind: &ResourceKind,
+        name: &str,
+        spec: Value,
+    ) -> Result<DynamicObject> {
         let obj: DynamicObject = serde_json::from_value(json!({
             "apiVersion": kind.api_version(),
             "kind": kind.kind,
             "metadata": {"name": name, "namespace": self.namespace},
             "spec": spec,
         }))?;
-        self.api(kind).create(&PostParams::default(), &obj).await.with_context(|| format!("creating {name}"))
+        self.api(kind)
+            .create(&PostParams::default(), &obj)
+            .await
+            .with_context(|| format!("creating {name}"))
     }
 
     /// Merge-patches a parent's spec, as a user would.
     pub async fn patch_spec(&self, kind: &ResourceKind, name: &str, spec: Value) -> Result<()> {
-        let pp = PatchParams { field_manager: Some("e2e-user".into()), ..PatchParams::default() };
-        self.api(kind).patch(name, &pp, &Patch::Merge(json!({"spec": spec}))).await.with_context(|| format!("patching {name}"))?;
+        let pp = PatchParams {
+            field_manager: Some("e2e-user".into()),
+            ..PatchParams::default()
+        };
+        self.api(kind)
+            .patch(name, &pp, &Patch::Merge(json!({"spec": spec})))
+            .await
+            .with_context(|| format!("patching {name}"))?;
         Ok(())
     }
 
@@ -180,7 +234,9 @@ impl TestEnv {
         Some(
             e.requests()
                 .iter()
-                .filter(|r| r.is_write() && !r.path.contains("/leases") && !r.path.contains("/events"))
+                .filter(|r| {
+                    r.is_write() && !r.path.contains("/leases") && !r.path.contains("/events")
+                })
                 .count(),
         )
     }
@@ -188,12 +244,18 @@ impl TestEnv {
 
 /// The condition of `type_` in an object's status.
 pub fn condition(obj: &DynamicObject, type_: &str) -> Option<Value> {
-    obj.data["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == type_).cloned()
+    obj.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .cloned()
 }
 
 /// Whether `obj` is controlled by `owner` (controller owner reference with its UID).
 pub fn controlled_by(obj: &DynamicObject, owner: &DynamicObject) -> bool {
-    obj.owner_references().iter().any(|r| r.controller == Some(true) && Some(&r.uid) == owner.metadata.uid.as_ref())
+    obj.owner_references()
+        .iter()
+        .any(|r| r.controller == Some(true) && Some(&r.uid) == owner.metadata.uid.as_ref())
 }
 
 /// Polls `f` every 20 ms until it returns `Some`, failing with `what` after `timeout`.
@@ -231,7 +293,13 @@ pub mod kinds {
     use weir::plugin::ResourceKind;
 
     fn kind(group: &str, version: &str, kind: &str, plural: &str) -> ResourceKind {
-        ResourceKind { group: group.into(), version: version.into(), kind: kind.into(), plural: plural.into(), namespaced: true }
+        ResourceKind {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced: true,
+        }
     }
 
     /// The Blog parent kind.

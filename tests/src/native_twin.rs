@@ -45,7 +45,10 @@ fn resource_of(child: &Value) -> Result<ApiResource, TwinError> {
     let kind = child["kind"].as_str().ok_or(TwinError::Manifest)?;
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
     let plural = format!("{}s", kind.to_lowercase());
-    Ok(ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), &plural))
+    Ok(ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(group, version, kind),
+        &plural,
+    ))
 }
 
 async fn apply(blog: Arc<Blog>, ctx: &Ctx) -> Result<Action, TwinError> {
@@ -58,25 +61,40 @@ async fn apply(blog: Arc<Blog>, ctx: &Ctx) -> Result<Action, TwinError> {
         .map(Child::json)
         .into_iter()
         .collect();
-    let out = testing::reconcile::<BlogReconciler>(blog.as_ref(), observed).map_err(|e| TwinError::Logic(e.to_string()))?;
+    let out = testing::reconcile::<BlogReconciler>(blog.as_ref(), observed)
+        .map_err(|e| TwinError::Logic(e.to_string()))?;
     let owner = blog.controller_owner_ref(&()).ok_or(TwinError::Manifest)?;
     let params = PatchParams::apply("native-twin").force();
     for child in out.children.iter() {
         let mut child = child.clone();
         child["metadata"]["namespace"] = json!(ns);
         child["metadata"]["ownerReferences"] = json!([owner]);
-        let api: Api<DynamicObject> = Api::namespaced_with(ctx.client.clone(), &ns, &resource_of(&child)?);
-        let child_name = child["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-        api.patch(&child_name, &params, &Patch::Apply(&child)).await?;
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(ctx.client.clone(), &ns, &resource_of(&child)?);
+        let child_name = child["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        api.patch(&child_name, &params, &Patch::Apply(&child))
+            .await?;
     }
     if let Some(mut status) = out.status {
         status["observedGeneration"] = json!(blog.metadata.generation);
         // The usual guard of a hand-written controller: patch the status only when it changed,
         // or every status write would trigger the next reconcile.
-        let current = blog.status.as_ref().and_then(|s| serde_json::to_value(s).ok());
+        let current = blog
+            .status
+            .as_ref()
+            .and_then(|s| serde_json::to_value(s).ok());
         if current.as_ref() != Some(&status) {
             let blogs: Api<Blog> = Api::namespaced(ctx.client.clone(), &ns);
-            blogs.patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({"status": status}))).await?;
+            blogs
+                .patch_status(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({"status": status})),
+                )
+                .await?;
         }
     }
     Ok(Action::requeue(ctx.resync))
@@ -93,14 +111,26 @@ async fn reconcile(blog: Arc<Blog>, ctx: Arc<Ctx>) -> Result<Action, TwinError> 
         if held {
             finalizers.retain(|f| f != FINALIZER);
             let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": blog.resource_version()}});
-            blogs.patch(&blog.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await?;
+            blogs
+                .patch(
+                    &blog.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(patch),
+                )
+                .await?;
         }
         return Ok(Action::await_change());
     }
     if !held {
         finalizers.push(FINALIZER.to_owned());
         let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": blog.resource_version()}});
-        blogs.patch(&blog.name_any(), &PatchParams::default(), &Patch::Merge(patch)).await?;
+        blogs
+            .patch(
+                &blog.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(patch),
+            )
+            .await?;
     }
     apply(blog, &ctx).await
 }
@@ -115,10 +145,20 @@ pub async fn run(client: Client, workers: u16, resync: Duration) {
     // Observed Deployments (for readyReplicas) are read from the reflector store that also
     // triggers the reconcile, so a reconcile never sees an older Deployment than its trigger.
     let (deployments, writer) = reflector::store();
-    let deployment_events = reflector(writer, watcher(Api::<Deployment>::all(client.clone()), watcher::Config::default()))
-        .default_backoff()
-        .touched_objects();
-    let ctx = Arc::new(Ctx { client: client.clone(), deployments, resync });
+    let deployment_events = reflector(
+        writer,
+        watcher(
+            Api::<Deployment>::all(client.clone()),
+            watcher::Config::default(),
+        ),
+    )
+    .default_backoff()
+    .touched_objects();
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        deployments,
+        resync,
+    });
     Controller::new(blogs, watcher::Config::default())
         .owns_stream(deployment_events)
         .owns(Api::<ConfigMap>::all(client.clone()), watcher::Config::default())

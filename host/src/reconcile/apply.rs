@@ -85,7 +85,13 @@ impl Applier {
     /// An applier whose field manager is `weir/<plugin>`.
     pub fn new(client: Client, plugin: &str, metrics: Arc<Metrics>, echoes: Arc<Echoes>) -> Self {
         let params = PatchParams::apply(&format!("weir/{plugin}")).force();
-        Self { client, plugin: plugin.to_owned(), params, metrics, echoes }
+        Self {
+            client,
+            plugin: plugin.to_owned(),
+            params,
+            metrics,
+            echoes,
+        }
     }
 
     /// Applies every child whose live copy does not already hold the desired fields.
@@ -94,17 +100,31 @@ impl Applier {
     pub async fn apply(&self, children: &[DesiredChild]) -> Result<Vec<Change>, ApplyError> {
         let mut changes = Vec::new();
         for child in children {
-            if child.live.as_deref().is_some_and(|live| live_holds(live, &child.manifest)) {
+            if child
+                .live
+                .as_deref()
+                .is_some_and(|live| live_holds(live, &child.manifest))
+            {
                 continue;
             }
             let kind = child.kind.kind.clone();
             let ns = child.key.namespace.as_deref().unwrap_or_default();
-            let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &child.kind.api_resource());
-            self.metrics.wrote(&self.plugin, "apply", &child.kind.plural);
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(self.client.clone(), ns, &child.kind.api_resource());
+            self.metrics
+                .wrote(&self.plugin, "apply", &child.kind.plural);
             let written = api
-                .patch(&child.key.name, &self.params, &Patch::Apply(&child.manifest))
+                .patch(
+                    &child.key.name,
+                    &self.params,
+                    &Patch::Apply(&child.manifest),
+                )
                 .await
-                .map_err(|source| ApplyError::Apply { kind: kind.clone(), key: child.key.clone(), source })?;
+                .map_err(|source| ApplyError::Apply {
+                    kind: kind.clone(),
+                    key: child.key.clone(),
+                    source,
+                })?;
             self.echoes.wrote(&kind, &written);
             tracing::info!(%kind, child = %child.key, created = child.live.is_none(), "applied child");
             changes.push(if child.live.is_some() {
@@ -137,13 +157,20 @@ impl Applier {
             {
                 continue;
             }
-            let Some(kind) = declared.iter().find(|k| k.kind == types.kind && k.api_version() == types.api_version) else {
+            let Some(kind) = declared
+                .iter()
+                .find(|k| k.kind == types.kind && k.api_version() == types.api_version)
+            else {
                 continue;
             };
             let ns = key.namespace.as_deref().unwrap_or_default();
-            let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), ns, &kind.api_resource());
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(self.client.clone(), ns, &kind.api_resource());
             let params = DeleteParams {
-                preconditions: Some(Preconditions { uid: obj.metadata.uid.clone(), resource_version: None }),
+                preconditions: Some(Preconditions {
+                    uid: obj.metadata.uid.clone(),
+                    resource_version: None,
+                }),
                 ..DeleteParams::background()
             };
             self.metrics.wrote(&self.plugin, "delete", &kind.plural);
@@ -151,7 +178,13 @@ impl Applier {
             match api.delete(&key.name, &params).await {
                 Ok(_) => {}
                 Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => continue,
-                Err(source) => return Err(ApplyError::Prune { kind: kind.kind.clone(), key, source }),
+                Err(source) => {
+                    return Err(ApplyError::Prune {
+                        kind: kind.kind.clone(),
+                        key,
+                        source,
+                    });
+                }
             }
             tracing::info!(kind = %kind.kind, child = %key, "pruned child");
             changes.push(Change::Deleted(kind.kind.clone(), key));

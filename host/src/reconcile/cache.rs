@@ -26,7 +26,10 @@ pub fn controller_uid(obj: &DynamicObject) -> Option<&str> {
 
 /// The key of a cached object.
 pub fn key_of(obj: &DynamicObject) -> ObjectKey {
-    ObjectKey { namespace: obj.metadata.namespace.clone(), name: obj.metadata.name.clone().unwrap_or_default() }
+    ObjectKey {
+        namespace: obj.metadata.namespace.clone(),
+        name: obj.metadata.name.clone().unwrap_or_default(),
+    }
 }
 
 /// The objects of one kind as last seen by its watch, indexed by controller UID.
@@ -88,7 +91,11 @@ impl Inner {
 impl Store {
     /// An empty, unsynced store for `kind`.
     pub fn new(kind: ResourceKind) -> Self {
-        Self { kind, inner: RwLock::new(Inner::default()), synced: AtomicBool::new(false) }
+        Self {
+            kind,
+            inner: RwLock::new(Inner::default()),
+            synced: AtomicBool::new(false),
+        }
     }
 
     /// The kind this store holds.
@@ -123,7 +130,10 @@ impl Store {
             }
             watcher::Event::InitApply(obj) => {
                 let obj = Arc::new(obj);
-                inner.relist.get_or_insert_with(HashMap::new).insert(key_of(&obj), obj.clone());
+                inner
+                    .relist
+                    .get_or_insert_with(HashMap::new)
+                    .insert(key_of(&obj), obj.clone());
                 Some(obj)
             }
             watcher::Event::InitDone => {
@@ -149,8 +159,12 @@ impl Store {
     /// The objects whose controller has this UID: O(their number).
     pub fn controlled_by(&self, uid: &str) -> Vec<Arc<DynamicObject>> {
         let inner = self.read();
-        let Some(keys) = inner.by_owner.get(uid) else { return Vec::new() };
-        keys.iter().filter_map(|k| inner.objects.get(k).cloned()).collect()
+        let Some(keys) = inner.by_owner.get(uid) else {
+            return Vec::new();
+        };
+        keys.iter()
+            .filter_map(|k| inner.objects.get(k).cloned())
+            .collect()
     }
 
     /// Every cached key (for the periodic resync).
@@ -182,7 +196,11 @@ impl Cache {
     pub fn new(parent: ResourceKind, children: &[ResourceKind]) -> Self {
         Self {
             parents: Arc::new(Store::new(parent)),
-            children: children.iter().cloned().map(|k| Arc::new(Store::new(k))).collect(),
+            children: children
+                .iter()
+                .cloned()
+                .map(|k| Arc::new(Store::new(k)))
+                .collect(),
         }
     }
 
@@ -193,12 +211,17 @@ impl Cache {
 
     /// Every child the parent with `uid` controls, across all child kinds.
     pub fn children_of(&self, uid: &str) -> Vec<Arc<DynamicObject>> {
-        self.children.iter().flat_map(|s| s.controlled_by(uid)).collect()
+        self.children
+            .iter()
+            .flat_map(|s| s.controlled_by(uid))
+            .collect()
     }
 
     /// The store of a child kind, by apiVersion and kind.
     pub fn child_store(&self, api_version: &str, kind: &str) -> Option<&Arc<Store>> {
-        self.children.iter().find(|s| s.kind.kind == kind && s.kind.api_version() == api_version)
+        self.children
+            .iter()
+            .find(|s| s.kind.kind == kind && s.kind.api_version() == api_version)
     }
 
     /// Whether every store has received its first full list (`/readyz`).
@@ -238,7 +261,10 @@ mod tests {
     }
 
     fn names(objs: Vec<Arc<DynamicObject>>) -> Vec<String> {
-        let mut n: Vec<String> = objs.iter().filter_map(|o| o.metadata.name.clone()).collect();
+        let mut n: Vec<String> = objs
+            .iter()
+            .filter_map(|o| o.metadata.name.clone())
+            .collect();
         n.sort();
         n
     }
@@ -281,7 +307,11 @@ mod tests {
         store.apply(watcher::Event::Apply(child("old", Some("uid-a"))));
         store.apply(watcher::Event::Init);
         store.apply(watcher::Event::InitApply(child("new", Some("uid-a"))));
-        assert_eq!(names(store.controlled_by("uid-a")), vec!["old"], "old contents served during relist");
+        assert_eq!(
+            names(store.controlled_by("uid-a")),
+            vec!["old"],
+            "old contents served during relist"
+        );
         assert!(!store.is_synced());
         store.apply(watcher::Event::InitDone);
         assert!(store.is_synced());
@@ -294,10 +324,16 @@ mod tests {
         let store = Store::new(cm_kind());
         for p in 0..10_000 {
             for c in 0..3 {
-                store.apply(watcher::Event::Apply(child(&format!("p{p}-c{c}"), Some(&format!("uid-{p}")))));
+                store.apply(watcher::Event::Apply(child(
+                    &format!("p{p}-c{c}"),
+                    Some(&format!("uid-{p}")),
+                )));
             }
         }
         assert_eq!(store.len(), 30_000);
-        assert_eq!(names(store.controlled_by("uid-4242")), vec!["p4242-c0", "p4242-c1", "p4242-c2"]);
+        assert_eq!(
+            names(store.controlled_by("uid-4242")),
+            vec!["p4242-c0", "p4242-c1", "p4242-c2"]
+        );
     }
 }

@@ -30,20 +30,27 @@ pub struct PluginError {
 impl PluginError {
     /// A failure the plugin (or the call) reported.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), refused: false }
+        Self {
+            kind,
+            message: message.into(),
+            refused: false,
+        }
     }
 
     /// An answer the host refused: permanent, nothing written.
     pub fn refused(message: impl Into<String>) -> Self {
-        Self { kind: ErrorKind::Permanent, message: message.into(), refused: true }
+        Self {
+            kind: ErrorKind::Permanent,
+            message: message.into(),
+            refused: true,
+        }
     }
 }
 
 fn from_call(e: crate::plugin::CallError) -> PluginError {
     match e {
-        crate::plugin::CallError::InvalidResponse { .. } | crate::plugin::CallError::ResponseTooLarge { .. } => {
-            PluginError::refused(e.to_string())
-        }
+        crate::plugin::CallError::InvalidResponse { .. }
+        | crate::plugin::CallError::ResponseTooLarge { .. } => PluginError::refused(e.to_string()),
         e => PluginError::new(e.kind(), e.to_string()),
     }
 }
@@ -86,8 +93,16 @@ fn to_json(obj: &DynamicObject) -> String {
 
 impl Invoker {
     /// An invoker sharing `permits` with the host's other plugins.
-    pub fn new(plugin: Arc<dyn Reconciler>, permits: Arc<Semaphore>, metrics: Arc<Metrics>) -> Self {
-        Self { plugin, permits, metrics }
+    pub fn new(
+        plugin: Arc<dyn Reconciler>,
+        permits: Arc<Semaphore>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self {
+            plugin,
+            permits,
+            metrics,
+        }
     }
 
     /// What the plugin declared.
@@ -101,7 +116,12 @@ impl Invoker {
         f: impl FnOnce(&dyn Reconciler) -> Result<R, PluginError> + Send + 'static,
     ) -> Result<R, PluginError> {
         let name = self.plugin.info().name.clone();
-        let _permit = self.permits.clone().acquire_owned().await.map_err(|_| PluginError::new(ErrorKind::Transient, format!("plugin {name}: host is shutting down")))?;
+        let _permit = self.permits.clone().acquire_owned().await.map_err(|_| {
+            PluginError::new(
+                ErrorKind::Transient,
+                format!("plugin {name}: host is shutting down"),
+            )
+        })?;
         let plugin = self.plugin.clone();
         let span = tracing::Span::current();
         let started = Instant::now();
@@ -110,7 +130,10 @@ impl Invoker {
             .await;
         self.metrics.plugin_called(&name, started.elapsed());
         joined.unwrap_or_else(|e| {
-            Err(PluginError::new(ErrorKind::Transient, format!("plugin {name}: call aborted: {e}")))
+            Err(PluginError::new(
+                ErrorKind::Transient,
+                format!("plugin {name}: call aborted: {e}"),
+            ))
         })
     }
 

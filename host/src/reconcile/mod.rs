@@ -49,7 +49,13 @@ pub struct ControllerConfig {
 
 impl Default for ControllerConfig {
     fn default() -> Self {
-        Self { workers: 4, resync: Duration::from_secs(600), queue: QueueConfig::default(), instance: "weir".into(), namespace: None }
+        Self {
+            workers: 4,
+            resync: Duration::from_secs(600),
+            queue: QueueConfig::default(),
+            instance: "weir".into(),
+            namespace: None,
+        }
     }
 }
 
@@ -90,7 +96,14 @@ impl Controller {
         metrics: Arc<Metrics>,
         config: ControllerConfig,
     ) -> Self {
-        Self::with_informers(client, plugin, permits, metrics, config, &Informers::default())
+        Self::with_informers(
+            client,
+            plugin,
+            permits,
+            metrics,
+            config,
+            &Informers::default(),
+        )
     }
 
     /// A controller whose child watches and stores are shared through `informers` with the
@@ -108,14 +121,24 @@ impl Controller {
         // The parent kind is this plugin's alone; child kinds are shared.
         let parent_informer = Arc::new(source::Informer::new(info.parent.clone()));
         let child_informers: Vec<_> = info.children.iter().map(|k| informers.get(k)).collect();
-        let cache = Cache::from_stores(parent_informer.store.clone(), child_informers.iter().map(|i| i.store.clone()).collect());
+        let cache = Cache::from_stores(
+            parent_informer.store.clone(),
+            child_informers.iter().map(|i| i.store.clone()).collect(),
+        );
         Self {
             parent_informer,
             child_informers,
             cache: Arc::new(cache),
             queue: Arc::new(Queue::new(config.queue.clone())),
             applier: Applier::new(client.clone(), &info.name, metrics.clone(), echoes.clone()),
-            parents: ParentWriter::new(client.clone(), info.parent.clone(), &info.name, &config.instance, metrics.clone(), echoes.clone()),
+            parents: ParentWriter::new(
+                client.clone(),
+                info.parent.clone(),
+                &info.name,
+                &config.instance,
+                metrics.clone(),
+                echoes.clone(),
+            ),
             invoker: Invoker::new(plugin, permits, metrics.clone()),
             echoes,
             metrics,
@@ -133,16 +156,32 @@ impl Controller {
     pub fn start_sources(self: &Arc<Self>, tasks: &mut JoinSet<()>) {
         let info = self.invoker.info();
         let ns = &self.config.namespace;
-        let target = |route| Target { route, queue: self.queue.clone(), echoes: self.echoes.clone() };
+        let target = |route| Target {
+            route,
+            queue: self.queue.clone(),
+            echoes: self.echoes.clone(),
+        };
         if self.parent_informer.subscribe(target(Route::Parent)) {
-            tasks.spawn(source::watch(self.client.clone(), ns.clone(), self.parent_informer.clone()));
+            tasks.spawn(source::watch(
+                self.client.clone(),
+                ns.clone(),
+                self.parent_informer.clone(),
+            ));
         }
         for informer in &self.child_informers {
             if informer.subscribe(target(Route::Owner(info.parent.clone()))) {
-                tasks.spawn(source::watch(self.client.clone(), ns.clone(), informer.clone()));
+                tasks.spawn(source::watch(
+                    self.client.clone(),
+                    ns.clone(),
+                    informer.clone(),
+                ));
             }
         }
-        tasks.spawn(source::resync(self.cache.parents.clone(), self.queue.clone(), self.config.resync));
+        tasks.spawn(source::resync(
+            self.cache.parents.clone(),
+            self.queue.clone(),
+            self.config.resync,
+        ));
     }
 
     /// Runs `workers` workers until [`Controller::shutdown`]; in-flight reconciles finish.
@@ -155,10 +194,15 @@ impl Controller {
             let this = self.clone();
             workers.spawn(async move {
                 while let Some(key) = this.queue.next().await {
-                    this.metrics.queue_depth(&this.invoker.info().name, this.queue.depth());
+                    this.metrics
+                        .queue_depth(&this.invoker.info().name, this.queue.depth());
                     let started = Instant::now();
                     let outcome = this.reconcile(&key).await;
-                    this.metrics.reconciled(&this.invoker.info().name, outcome.result, started.elapsed());
+                    this.metrics.reconciled(
+                        &this.invoker.info().name,
+                        outcome.result,
+                        started.elapsed(),
+                    );
                     if outcome.finish == Finish::Retry {
                         this.metrics.backed_off(&this.invoker.info().name);
                     }
@@ -206,12 +250,19 @@ impl Controller {
             let desired = match validate::validate(info, &parent, answer.children, &self.cache) {
                 Ok(desired) => desired,
                 Err(refusal) => {
-                    let e = PluginError::refused(format!("plugin {}: answer refused: {refusal}", info.name));
+                    let e = PluginError::refused(format!(
+                        "plugin {}: answer refused: {refusal}",
+                        info.name
+                    ));
                     return self.failed(key, &parent, e).await;
                 }
             };
             let writes = match self.applier.apply(&desired).await {
-                Ok(applied) => match self.applier.prune(&desired, &children, &info.children).await {
+                Ok(applied) => match self
+                    .applier
+                    .prune(&desired, &children, &info.children)
+                    .await
+                {
                     Ok(pruned) => applied.into_iter().chain(pruned).collect::<Vec<_>>(),
                     Err(e) => return self.write_failed(key, &parent, &e, e.is_permanent()).await,
                 },
@@ -220,25 +271,44 @@ impl Controller {
             if !writes.is_empty() {
                 // One Event per reconcile that changed children, not one per child: Events are writes too.
                 let note: Vec<String> = writes.iter().map(ToString::to_string).collect();
-                self.parents.event(&parent, false, "Applied", "Reconcile", note.join(", ")).await;
+                self.parents
+                    .event(&parent, false, "Applied", "Reconcile", note.join(", "))
+                    .await;
             }
 
             // ② The hot-loop guard counts reconciles that write or ask to run again at once.
             let reconciled = Reconciled::ok();
-            let mut status = status::desired_status(parent.data.get("status"), answer.status, parent.metadata.generation, &reconciled, &status::now());
+            let mut status = status::desired_status(
+                parent.data.get("status"),
+                answer.status,
+                parent.metadata.generation,
+                &reconciled,
+                &status::now(),
+            );
             let status_changes = status::merge_diff(parent.data.get("status"), &status).is_some();
             let busy = !writes.is_empty() || status_changes || answer.requeue == Requeue::Now;
             let verdict = self.queue.guard(key, busy);
             if verdict.flagged {
                 // A stable message, so a throttled loop does not also rewrite its status each time.
-                let message = "reconciles keep writing or requeueing without an outside change; throttled".to_owned();
+                let message =
+                    "reconciles keep writing or requeueing without an outside change; throttled"
+                        .to_owned();
                 tracing::warn!(streak = verdict.streak, "hot loop");
                 self.metrics.hot_loop(&info.name);
                 let hot = Reconciled::failed("HotLoop", message.clone());
-                status = status::desired_status(parent.data.get("status"), Some(status.clone()), parent.metadata.generation, &hot, &status::now());
+                status = status::desired_status(
+                    parent.data.get("status"),
+                    Some(status.clone()),
+                    parent.metadata.generation,
+                    &hot,
+                    &status::now(),
+                );
                 if verdict.streak == self.config.queue.hot_loop_threshold {
-                    let note = format!("{message} ({} consecutive busy reconciles)", verdict.streak);
-                    self.parents.event(&parent, true, "HotLoop", "Reconcile", note).await;
+                    let note =
+                        format!("{message} ({} consecutive busy reconciles)", verdict.streak);
+                    self.parents
+                        .event(&parent, true, "HotLoop", "Reconcile", note)
+                        .await;
                 }
             }
 
@@ -267,15 +337,29 @@ impl Controller {
         };
         tracing::warn!(error = %e.message, %reason, "reconcile failed");
         self.queue.guard(key, false);
-        self.parents.event(parent, true, reason, "Reconcile", e.message.clone()).await;
-        let status = status::desired_status(parent.data.get("status"), None, parent.metadata.generation, &Reconciled::failed(reason, e.message), &status::now());
+        self.parents
+            .event(parent, true, reason, "Reconcile", e.message.clone())
+            .await;
+        let status = status::desired_status(
+            parent.data.get("status"),
+            None,
+            parent.metadata.generation,
+            &Reconciled::failed(reason, e.message),
+            &status::now(),
+        );
         if let Err(se) = self.parents.patch_status(parent, &status).await {
             tracing::warn!(error = %se, "status patch failed");
         }
         Outcome::new(finish, result)
     }
 
-    async fn write_failed(&self, key: &ObjectKey, parent: &DynamicObject, e: &(dyn std::error::Error + Send + Sync), permanent: bool) -> Outcome {
+    async fn write_failed(
+        &self,
+        key: &ObjectKey,
+        parent: &DynamicObject,
+        e: &(dyn std::error::Error + Send + Sync),
+        permanent: bool,
+    ) -> Outcome {
         let mut message = e.to_string();
         let mut source = e.source();
         while let Some(s) = source {
@@ -283,14 +367,24 @@ impl Controller {
             message.push_str(&s.to_string());
             source = s.source();
         }
-        let kind = if permanent { ErrorKind::Permanent } else { ErrorKind::Transient };
-        self.failed(key, parent, PluginError::new(kind, message)).await
+        let kind = if permanent {
+            ErrorKind::Permanent
+        } else {
+            ErrorKind::Transient
+        };
+        self.failed(key, parent, PluginError::new(kind, message))
+            .await
     }
 
     /// Adds the plugin's finalizer to a live parent that lacks it, and carries on with the
     /// parent as written (so a new parent costs one reconcile, not two).
-    async fn ensure_finalizer(&self, parent: Arc<DynamicObject>) -> Result<Arc<DynamicObject>, Outcome> {
-        let Some(finalizer) = self.invoker.info().finalizer.as_ref() else { return Ok(parent) };
+    async fn ensure_finalizer(
+        &self,
+        parent: Arc<DynamicObject>,
+    ) -> Result<Arc<DynamicObject>, Outcome> {
+        let Some(finalizer) = self.invoker.info().finalizer.as_ref() else {
+            return Ok(parent);
+        };
         let mut finalizers = parent.metadata.finalizers.clone().unwrap_or_default();
         if finalizers.contains(finalizer) {
             return Ok(parent);
@@ -328,8 +422,17 @@ impl Controller {
             }
             Err(e) => {
                 tracing::warn!(error = %e.message, "finalize failed");
-                self.parents.event(parent, true, "FinalizeFailed", "Finalize", e.message).await;
-                Outcome::new(if e.kind == ErrorKind::Transient { Finish::Retry } else { Finish::Failed }, "error")
+                self.parents
+                    .event(parent, true, "FinalizeFailed", "Finalize", e.message)
+                    .await;
+                Outcome::new(
+                    if e.kind == ErrorKind::Transient {
+                        Finish::Retry
+                    } else {
+                        Finish::Failed
+                    },
+                    "error",
+                )
             }
         }
     }

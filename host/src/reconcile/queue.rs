@@ -26,7 +26,10 @@ pub struct ObjectKey {
 impl ObjectKey {
     /// A namespaced key.
     pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
-        Self { namespace: Some(namespace.into()), name: name.into() }
+        Self {
+            namespace: Some(namespace.into()),
+            name: name.into(),
+        }
     }
 }
 
@@ -139,7 +142,14 @@ impl Queue {
     /// An empty queue.
     pub fn new(config: QueueConfig) -> Self {
         let tokens = f64::from(config.burst);
-        Self { config, state: Mutex::new(State { tokens, ..State::default() }), wake: Notify::new() }
+        Self {
+            config,
+            state: Mutex::new(State {
+                tokens,
+                ..State::default()
+            }),
+            wake: Notify::new(),
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -155,7 +165,8 @@ impl Queue {
             st.outside.insert(key.clone());
             st.streaks.remove(&key);
         }
-        let backing_off = st.failures.get(&key).is_some_and(|n| *n > 0) && st.scheduled.contains_key(&key);
+        let backing_off =
+            st.failures.get(&key).is_some_and(|n| *n > 0) && st.scheduled.contains_key(&key);
         if cause != Cause::Outside && backing_off {
             // The retry is already scheduled; only an outside change brings it forward.
             return;
@@ -206,7 +217,9 @@ impl Queue {
             if *at > now {
                 return Some(*at);
             }
-            let Some(Reverse((at, key))) = st.delayed.pop() else { break };
+            let Some(Reverse((at, key))) = st.delayed.pop() else {
+                break;
+            };
             if st.scheduled.get(&key) == Some(&at) {
                 st.scheduled.remove(&key);
                 Self::push_ready(st, key, false);
@@ -260,7 +273,10 @@ impl Queue {
             *s += 1;
             *s
         };
-        HotLoop { streak, flagged: streak >= self.config.hot_loop_threshold }
+        HotLoop {
+            streak,
+            flagged: streak >= self.config.hot_loop_threshold,
+        }
     }
 
     /// Releases a key after its reconcile and schedules it again as `finish` says.
@@ -277,12 +293,20 @@ impl Queue {
             }
             Finish::After(d) => {
                 st.failures.remove(key);
-                Some(if throttled { d.max(self.hot_loop_delay(streak)) } else { d })
+                Some(if throttled {
+                    d.max(self.hot_loop_delay(streak))
+                } else {
+                    d
+                })
             }
             Finish::Now => {
                 st.failures.remove(key);
                 let limit = self.take_token(&mut st);
-                Some(if throttled { self.hot_loop_delay(streak).max(limit) } else { limit })
+                Some(if throttled {
+                    self.hot_loop_delay(streak).max(limit)
+                } else {
+                    limit
+                })
             }
             Finish::Retry => {
                 let n = st.failures.entry(key.clone()).or_insert(0);
@@ -330,13 +354,21 @@ impl Queue {
 
     /// `base · 2^(n-1)`, capped, with ±jitter.
     fn backoff(&self, n: u32) -> Duration {
-        let exp = self.config.base_delay.saturating_mul(2u32.saturating_pow(n.saturating_sub(1).min(40)));
+        let exp = self
+            .config
+            .base_delay
+            .saturating_mul(2u32.saturating_pow(n.saturating_sub(1).min(40)));
         self.jittered(exp.min(self.config.max_delay))
     }
 
     fn hot_loop_delay(&self, streak: u32) -> Duration {
-        let over = streak.saturating_sub(self.config.hot_loop_threshold).min(40);
-        let d = self.config.hot_loop_delay.saturating_mul(2u32.saturating_pow(over));
+        let over = streak
+            .saturating_sub(self.config.hot_loop_threshold)
+            .min(40);
+        let d = self
+            .config
+            .hot_loop_delay
+            .saturating_mul(2u32.saturating_pow(over));
         self.jittered(d.min(self.config.max_delay))
     }
 
@@ -351,7 +383,9 @@ impl Queue {
     /// Token bucket over all retries and immediate requeues: the delay until a token is free.
     fn take_token(&self, st: &mut State) -> Duration {
         let now = Instant::now();
-        let elapsed = st.refilled.map_or(0.0, |t| now.duration_since(t).as_secs_f64());
+        let elapsed = st
+            .refilled
+            .map_or(0.0, |t| now.duration_since(t).as_secs_f64());
         st.refilled = Some(now);
         st.tokens = (st.tokens + elapsed * self.config.qps).min(f64::from(self.config.burst));
         st.tokens -= 1.0;

@@ -8,10 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
+use kube::Client;
 use kube::api::{Api, DynamicObject};
 use kube::core::TypeMeta;
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::Client;
 
 use super::cache::{Store, key_of};
 use super::queue::{Cause, ObjectKey, Queue};
@@ -40,13 +40,15 @@ impl Echoes {
     /// Weir wrote `obj` (of `kind`), which now has the returned resourceVersion.
     pub fn wrote(&self, kind: &str, obj: &DynamicObject) {
         if let Some(rv) = obj.metadata.resource_version.clone() {
-            self.lock().insert((kind.to_owned(), key_of(obj)), Wrote::Version(rv));
+            self.lock()
+                .insert((kind.to_owned(), key_of(obj)), Wrote::Version(rv));
         }
     }
 
     /// Weir deleted the object of `kind` with `key`.
     pub fn deleted(&self, kind: &str, key: &ObjectKey) {
-        self.lock().insert((kind.to_owned(), key.clone()), Wrote::Deleted);
+        self.lock()
+            .insert((kind.to_owned(), key.clone()), Wrote::Deleted);
     }
 
     /// Whether this event is the echo of Weir's own write (consuming the record if so).
@@ -55,7 +57,9 @@ impl Echoes {
         let mut writes = self.lock();
         let echo = match writes.get(&k) {
             Some(Wrote::Deleted) => deleted,
-            Some(Wrote::Version(rv)) => !deleted && obj.metadata.resource_version.as_ref() == Some(rv),
+            Some(Wrote::Version(rv)) => {
+                !deleted && obj.metadata.resource_version.as_ref() == Some(rv)
+            }
             None => false,
         };
         if echo {
@@ -80,13 +84,15 @@ impl Route {
             Route::Parent => Some(key_of(obj)),
             Route::Owner(parent) => {
                 let api_version = parent.api_version();
-                let owner = obj
-                    .metadata
-                    .owner_references
-                    .as_deref()?
-                    .iter()
-                    .find(|r| r.controller == Some(true) && r.kind == parent.kind && r.api_version == api_version)?;
-                Some(ObjectKey { namespace: obj.metadata.namespace.clone(), name: owner.name.clone() })
+                let owner = obj.metadata.owner_references.as_deref()?.iter().find(|r| {
+                    r.controller == Some(true)
+                        && r.kind == parent.kind
+                        && r.api_version == api_version
+                })?;
+                Some(ObjectKey {
+                    namespace: obj.metadata.namespace.clone(),
+                    name: owner.name.clone(),
+                })
             }
         }
     }
@@ -113,7 +119,10 @@ pub struct Informer {
 impl Informer {
     /// An informer (not yet watching) for `kind`.
     pub fn new(kind: ResourceKind) -> Self {
-        Self { store: Arc::new(Store::new(kind)), targets: Mutex::new(Vec::new()) }
+        Self {
+            store: Arc::new(Store::new(kind)),
+            targets: Mutex::new(Vec::new()),
+        }
     }
 
     /// Adds a controller's target; returns whether it is the first (so the caller starts the watch).
@@ -124,7 +133,10 @@ impl Informer {
     }
 
     fn targets(&self) -> Vec<Arc<Target>> {
-        self.targets.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.targets
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 }
 
@@ -138,7 +150,9 @@ impl Informers {
     /// The informer of `kind`, created on first use.
     pub fn get(&self, kind: &ResourceKind) -> Arc<Informer> {
         let mut map = self.by_kind.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(kind.clone()).or_insert_with(|| Arc::new(Informer::new(kind.clone()))).clone()
+        map.entry(kind.clone())
+            .or_insert_with(|| Arc::new(Informer::new(kind.clone())))
+            .clone()
     }
 }
 
@@ -152,8 +166,13 @@ pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Info
         Some(ns) => Api::namespaced_with(client, ns, &kind.api_resource()),
         None => Api::all_with(client, &kind.api_resource()),
     };
-    let types = TypeMeta { api_version: kind.api_version(), kind: kind.kind.clone() };
-    let mut events = watcher(api, watcher::Config::default()).default_backoff().boxed();
+    let types = TypeMeta {
+        api_version: kind.api_version(),
+        kind: kind.kind.clone(),
+    };
+    let mut events = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
     // Keys seen during a (re)list wait until the store holds the whole new list, so a worker
     // never reconciles them against the contents from before the relist.
     let mut relisted: Vec<(Arc<Target>, ObjectKey)> = Vec::new();
@@ -171,6 +190,9 @@ pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Info
             if o.types.is_none() {
                 o.types = Some(types.clone());
             }
+            // managedFields are often the bulk of an object and neither the host nor a plugin
+            // reads them: not caching them roughly halves the cache.
+            o.metadata.managed_fields = None;
         });
         let initial = matches!(event, watcher::Event::InitApply(_));
         let obj = store.apply(event);
@@ -181,12 +203,18 @@ pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Info
         }
         let Some(obj) = obj else { continue };
         for target in informer.targets() {
-            let Some(key) = target.route.key(&obj) else { continue };
+            let Some(key) = target.route.key(&obj) else {
+                continue;
+            };
             if initial {
                 relisted.push((target, key));
                 continue;
             }
-            let cause = if target.echoes.is_echo(&kind.kind, &obj, deleted) { Cause::Echo } else { Cause::Outside };
+            let cause = if target.echoes.is_echo(&kind.kind, &obj, deleted) {
+                Cause::Echo
+            } else {
+                Cause::Outside
+            };
             target.queue.add(key, cause);
         }
     }
@@ -202,5 +230,65 @@ pub async fn resync(parents: Arc<Store>, queue: Arc<Queue>, period: Duration) {
         for key in keys {
             queue.add(key, Cause::Resync);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconcile::queue::QueueConfig;
+
+    fn kind(name: &str) -> ResourceKind {
+        ResourceKind {
+            group: String::new(),
+            version: "v1".into(),
+            kind: name.into(),
+            plural: format!("{}s", name.to_lowercase()),
+            namespaced: true,
+        }
+    }
+
+    fn target() -> Target {
+        Target {
+            route: Route::Parent,
+            queue: Arc::new(Queue::new(QueueConfig::default())),
+            echoes: Arc::new(Echoes::default()),
+        }
+    }
+
+    #[test]
+    fn controllers_owning_the_same_kind_share_one_informer_and_one_watch() {
+        let informers = Informers::default();
+        let a = informers.get(&kind("ConfigMap"));
+        let b = informers.get(&kind("ConfigMap"));
+        assert!(Arc::ptr_eq(&a, &b), "one store per kind");
+        assert!(!Arc::ptr_eq(&a, &informers.get(&kind("Service"))));
+        assert!(
+            a.subscribe(target()),
+            "the first subscriber starts the watch"
+        );
+        assert!(!b.subscribe(target()), "later subscribers reuse it");
+        assert_eq!(a.targets().len(), 2);
+    }
+
+    #[test]
+    fn only_the_echo_of_weirs_own_write_is_an_echo_and_only_once() {
+        let echoes = Echoes::default();
+        let mut obj = DynamicObject::new("x", &kind("ConfigMap").api_resource()).within("default");
+        obj.metadata.resource_version = Some("7".into());
+        echoes.wrote("ConfigMap", &obj);
+        assert!(echoes.is_echo("ConfigMap", &obj, false));
+        assert!(
+            !echoes.is_echo("ConfigMap", &obj, false),
+            "consumed by its echo"
+        );
+        echoes.wrote("ConfigMap", &obj);
+        obj.metadata.resource_version = Some("8".into());
+        assert!(
+            !echoes.is_echo("ConfigMap", &obj, false),
+            "a later change by someone else is outside"
+        );
+        echoes.deleted("ConfigMap", &key_of(&obj));
+        assert!(echoes.is_echo("ConfigMap", &obj, true));
     }
 }

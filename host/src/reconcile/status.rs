@@ -57,12 +57,20 @@ pub struct Reconciled {
 impl Reconciled {
     /// The last reconcile converged the children.
     pub fn ok() -> Self {
-        Self { ok: true, reason: "Reconciled".into(), message: "children are as desired".into() }
+        Self {
+            ok: true,
+            reason: "Reconciled".into(),
+            message: "children are as desired".into(),
+        }
     }
 
     /// The last reconcile failed for `reason`.
     pub fn failed(reason: &str, message: impl Into<String>) -> Self {
-        Self { ok: false, reason: reason.into(), message: message.into() }
+        Self {
+            ok: false,
+            reason: reason.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -91,7 +99,16 @@ pub fn desired_status(
     let mut conditions: Vec<Value> = status
         .get("conditions")
         .and_then(Value::as_array)
-        .map(|c| c.iter().filter(|c| c.get("type").and_then(Value::as_str).is_some_and(|t| t != "Reconciled")).cloned().collect())
+        .map(|c| {
+            c.iter()
+                .filter(|c| {
+                    c.get("type")
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| t != "Reconciled")
+                })
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default();
     conditions.push(json!({
         "type": "Reconciled",
@@ -99,7 +116,9 @@ pub fn desired_status(
         "reason": reconciled.reason,
         "message": reconciled.message,
     }));
-    let live_conditions = live_obj.and_then(|s| s.get("conditions")).and_then(Value::as_array);
+    let live_conditions = live_obj
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array);
     for c in &mut conditions {
         let Some(c) = c.as_object_mut() else { continue };
         let ty = c.get("type").cloned();
@@ -109,7 +128,10 @@ pub fn desired_status(
             .filter(|p| p.get("status") == st.as_ref())
             .and_then(|p| p.get("lastTransitionTime"))
             .cloned();
-        c.insert("lastTransitionTime".into(), previous.unwrap_or_else(|| json!(now)));
+        c.insert(
+            "lastTransitionTime".into(),
+            previous.unwrap_or_else(|| json!(now)),
+        );
         if let Some(g) = generation {
             c.entry("observedGeneration").or_insert(json!(g));
         }
@@ -150,10 +172,27 @@ pub struct ParentWriter {
 
 impl ParentWriter {
     /// A writer for parents of `kind`, reporting Events as `weir/<plugin>`.
-    pub fn new(client: Client, kind: ResourceKind, plugin: &str, instance: &str, metrics: Arc<Metrics>, echoes: Arc<Echoes>) -> Self {
-        let reporter = Reporter { controller: format!("weir/{plugin}"), instance: Some(instance.to_owned()) };
+    pub fn new(
+        client: Client,
+        kind: ResourceKind,
+        plugin: &str,
+        instance: &str,
+        metrics: Arc<Metrics>,
+        echoes: Arc<Echoes>,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: format!("weir/{plugin}"),
+            instance: Some(instance.to_owned()),
+        };
         let recorder = Recorder::new(client.clone(), reporter);
-        Self { client, kind, plugin: plugin.to_owned(), metrics, echoes, recorder }
+        Self {
+            client,
+            kind,
+            plugin: plugin.to_owned(),
+            metrics,
+            echoes,
+            recorder,
+        }
     }
 
     fn api(&self, parent: &DynamicObject) -> Api<DynamicObject> {
@@ -170,22 +209,44 @@ impl ParentWriter {
 
     /// Patches the status subresource when `desired` differs from the live status.
     /// Returns whether a write was made.
-    pub async fn patch_status(&self, parent: &DynamicObject, desired: &Value) -> Result<bool, StatusError> {
-        let Some(diff) = merge_diff(parent.data.get("status"), desired) else { return Ok(false) };
+    pub async fn patch_status(
+        &self,
+        parent: &DynamicObject,
+        desired: &Value,
+    ) -> Result<bool, StatusError> {
+        let Some(diff) = merge_diff(parent.data.get("status"), desired) else {
+            return Ok(false);
+        };
         let name = parent.metadata.name.clone().unwrap_or_default();
-        self.metrics.wrote(&self.plugin, "patch", &format!("{}/status", self.kind.plural));
+        self.metrics.wrote(
+            &self.plugin,
+            "patch",
+            &format!("{}/status", self.kind.plural),
+        );
         let written = self
             .api(parent)
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(json!({ "status": diff })))
+            .patch_status(
+                &name,
+                &PatchParams::default(),
+                &Patch::Merge(json!({ "status": diff })),
+            )
             .await
-            .map_err(|source| StatusError::Status { kind: self.kind.kind.clone(), name: Self::name(parent), source })?;
+            .map_err(|source| StatusError::Status {
+                kind: self.kind.kind.clone(),
+                name: Self::name(parent),
+                source,
+            })?;
         self.echoes.wrote(&self.kind.kind, &written);
         Ok(true)
     }
 
     /// Sets the parent's finalizers to `finalizers`, conditional on its resourceVersion.
     /// Returns the parent as written.
-    pub async fn set_finalizers(&self, parent: &DynamicObject, finalizers: Vec<String>) -> Result<DynamicObject, StatusError> {
+    pub async fn set_finalizers(
+        &self,
+        parent: &DynamicObject,
+        finalizers: Vec<String>,
+    ) -> Result<DynamicObject, StatusError> {
         let name = parent.metadata.name.clone().unwrap_or_default();
         let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": parent.metadata.resource_version}});
         self.metrics.wrote(&self.plugin, "patch", &self.kind.plural);
@@ -193,17 +254,32 @@ impl ParentWriter {
             .api(parent)
             .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
             .await
-            .map_err(|source| StatusError::Finalizer { kind: self.kind.kind.clone(), name: Self::name(parent), source })?;
+            .map_err(|source| StatusError::Finalizer {
+                kind: self.kind.kind.clone(),
+                name: Self::name(parent),
+                source,
+            })?;
         self.echoes.wrote(&self.kind.kind, &written);
         Ok(written)
     }
 
     /// Publishes an Event on the parent; a failure is logged, never fatal.
-    pub async fn event(&self, parent: &DynamicObject, warning: bool, reason: &str, action: &str, note: String) {
+    pub async fn event(
+        &self,
+        parent: &DynamicObject,
+        warning: bool,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) {
         use kube::Resource;
         let reference = parent.object_ref(&self.kind.api_resource());
         let event = Event {
-            type_: if warning { EventType::Warning } else { EventType::Normal },
+            type_: if warning {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
             reason: reason.into(),
             note: Some(note),
             action: action.into(),
@@ -222,6 +298,10 @@ pub fn now() -> String {
 }
 
 #[cfg(test)]
+#[expect(
+    clippy::unwrap_used,
+    reason = "in a test, a failed unwrap is a failed assertion"
+)]
 mod tests {
     use super::*;
 
@@ -242,10 +322,26 @@ mod tests {
     #[test]
     fn last_transition_time_moves_only_when_the_condition_status_changes() {
         let first = desired_status(None, Some(json!({})), Some(1), &Reconciled::ok(), "T1");
-        let same = desired_status(Some(&first), Some(json!({})), Some(1), &Reconciled::ok(), "T2");
+        let same = desired_status(
+            Some(&first),
+            Some(json!({})),
+            Some(1),
+            &Reconciled::ok(),
+            "T2",
+        );
         assert_eq!(same["conditions"][0]["lastTransitionTime"], "T1");
-        assert_eq!(merge_diff(Some(&first), &same), None, "unchanged status needs no patch");
-        let failed = desired_status(Some(&same), None, Some(1), &Reconciled::failed("TransientError", "boom"), "T3");
+        assert_eq!(
+            merge_diff(Some(&first), &same),
+            None,
+            "unchanged status needs no patch"
+        );
+        let failed = desired_status(
+            Some(&same),
+            None,
+            Some(1),
+            &Reconciled::failed("TransientError", "boom"),
+            "T3",
+        );
         assert_eq!(failed["conditions"][0]["lastTransitionTime"], "T3");
         assert_eq!(failed["conditions"][0]["message"], "boom");
     }
@@ -253,16 +349,28 @@ mod tests {
     #[test]
     fn a_failed_call_keeps_the_plugins_last_status() {
         let live = json!({"readyReplicas": 5, "observedGeneration": 1, "conditions": []});
-        let s = desired_status(Some(&live), None, Some(2), &Reconciled::failed("PermanentError", "bad spec"), "T");
+        let s = desired_status(
+            Some(&live),
+            None,
+            Some(2),
+            &Reconciled::failed("PermanentError", "bad spec"),
+            "T",
+        );
         assert_eq!(s["readyReplicas"], 5);
-        assert_eq!(s["observedGeneration"], 1, "the new generation was not reconciled");
+        assert_eq!(
+            s["observedGeneration"], 1,
+            "the new generation was not reconciled"
+        );
     }
 
     #[test]
     fn merge_diff_sets_removed_keys_to_null_and_only_sends_changes() {
         let live = json!({"a": 1, "b": {"c": 2, "d": 3}, "gone": true});
         let desired = json!({"a": 1, "b": {"c": 2, "d": 4}});
-        assert_eq!(merge_diff(Some(&live), &desired), Some(json!({"b": {"d": 4}, "gone": null})));
+        assert_eq!(
+            merge_diff(Some(&live), &desired),
+            Some(json!({"b": {"d": 4}, "gone": null}))
+        );
         assert_eq!(merge_diff(None, &desired), Some(desired.clone()));
     }
 }

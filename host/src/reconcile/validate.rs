@@ -47,7 +47,9 @@ pub enum Refusal {
         name: String,
     },
     /// A child would land in another namespace than its parent's, or the parent has none.
-    #[error("child {kind} {name:?} asks for namespace {wanted:?}; children live in the parent's namespace {parent:?}")]
+    #[error(
+        "child {kind} {name:?} asks for namespace {wanted:?}; children live in the parent's namespace {parent:?}"
+    )]
     Namespace {
         /// Kind of the child.
         kind: String,
@@ -117,7 +119,8 @@ fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
 pub fn is_valid_name(name: &str) -> bool {
     let label_ok = |l: &str| {
         !l.is_empty()
-            && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
             && !l.starts_with('-')
             && !l.ends_with('-')
     };
@@ -133,7 +136,10 @@ pub fn validate(
     cache: &Cache,
 ) -> Result<Vec<DesiredChild>, Refusal> {
     if desired.len() > MAX_CHILDREN {
-        return Err(Refusal::TooLarge { what: format!("{} children", desired.len()), limit: MAX_CHILDREN });
+        return Err(Refusal::TooLarge {
+            what: format!("{} children", desired.len()),
+            limit: MAX_CHILDREN,
+        });
     }
     let parent_ns = parent.metadata.namespace.clone().unwrap_or_default();
     let parent_uid = parent.metadata.uid.clone().unwrap_or_default();
@@ -149,53 +155,112 @@ pub fn validate(
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(desired.len());
     for (index, mut child) in desired.into_iter().enumerate() {
-        let api_version = str_at(&child, &["apiVersion"]).ok_or(Refusal::Malformed { index, field: "apiVersion" })?;
-        let kind_name = str_at(&child, &["kind"]).ok_or(Refusal::Malformed { index, field: "kind" })?;
-        let name = str_at(&child, &["metadata", "name"]).ok_or(Refusal::Malformed { index, field: "metadata.name" })?;
-        let (api_version, kind_name, name) = (api_version.to_owned(), kind_name.to_owned(), name.to_owned());
+        let api_version = str_at(&child, &["apiVersion"]).ok_or(Refusal::Malformed {
+            index,
+            field: "apiVersion",
+        })?;
+        let kind_name = str_at(&child, &["kind"]).ok_or(Refusal::Malformed {
+            index,
+            field: "kind",
+        })?;
+        let name = str_at(&child, &["metadata", "name"]).ok_or(Refusal::Malformed {
+            index,
+            field: "metadata.name",
+        })?;
+        let (api_version, kind_name, name) = (
+            api_version.to_owned(),
+            kind_name.to_owned(),
+            name.to_owned(),
+        );
         let Some(kind) = info
             .children
             .iter()
             .find(|k| k.kind == kind_name && k.api_version() == api_version && k.namespaced)
         else {
-            return Err(Refusal::UndeclaredKind { api_version, kind: kind_name, name });
+            return Err(Refusal::UndeclaredKind {
+                api_version,
+                kind: kind_name,
+                name,
+            });
         };
-        let wanted_ns = str_at(&child, &["metadata", "namespace"]).unwrap_or(&parent_ns).to_owned();
+        let wanted_ns = str_at(&child, &["metadata", "namespace"])
+            .unwrap_or(&parent_ns)
+            .to_owned();
         if parent_ns.is_empty() || wanted_ns != parent_ns {
-            return Err(Refusal::Namespace { kind: kind_name, name, wanted: wanted_ns, parent: parent_ns });
+            return Err(Refusal::Namespace {
+                kind: kind_name,
+                name,
+                wanted: wanted_ns,
+                parent: parent_ns,
+            });
         }
         if !is_valid_name(&name) {
-            return Err(Refusal::InvalidName { kind: kind_name, name });
+            return Err(Refusal::InvalidName {
+                kind: kind_name,
+                name,
+            });
         }
         if !seen.insert((kind_name.clone(), name.clone())) {
-            return Err(Refusal::Duplicate { kind: kind_name, name });
+            return Err(Refusal::Duplicate {
+                kind: kind_name,
+                name,
+            });
         }
         let key = ObjectKey::new(parent_ns.clone(), name.clone());
-        let live = cache.child_store(&api_version, &kind_name).and_then(|s| s.get(&key));
+        let live = cache
+            .child_store(&api_version, &kind_name)
+            .and_then(|s| s.get(&key));
         if let Some(live) = &live {
             let controller = controller_uid(live);
             if controller != Some(parent_uid.as_str()) {
-                let owner = controller.map_or("not owned by any controller".to_owned(), |u| format!("controlled by {u}"));
-                return Err(Refusal::Foreign { kind: kind_name, namespace: parent_ns, name, owner });
+                let owner = controller.map_or("not owned by any controller".to_owned(), |u| {
+                    format!("controlled by {u}")
+                });
+                return Err(Refusal::Foreign {
+                    kind: kind_name,
+                    namespace: parent_ns,
+                    name,
+                    owner,
+                });
             }
         }
         stamp(&mut child, &parent_ns, &owner, &parent_uid);
         let size = serde_json::to_vec(&child).map_or(usize::MAX, |b| b.len());
         if size > MAX_CHILD_BYTES {
-            return Err(Refusal::TooLarge { what: format!("{kind_name} {name:?} ({size} bytes)"), limit: MAX_CHILD_BYTES });
+            return Err(Refusal::TooLarge {
+                what: format!("{kind_name} {name:?} ({size} bytes)"),
+                limit: MAX_CHILD_BYTES,
+            });
         }
-        out.push(DesiredChild { kind: kind.clone(), key, manifest: child, live });
+        out.push(DesiredChild {
+            kind: kind.clone(),
+            key,
+            manifest: child,
+            live,
+        });
     }
     Ok(out)
 }
 
 /// Sets the host-owned fields and drops the server-owned ones a plugin may have copied.
 fn stamp(child: &mut Value, namespace: &str, owner: &Value, parent_uid: &str) {
-    let Some(obj) = child.as_object_mut() else { return };
+    let Some(obj) = child.as_object_mut() else {
+        return;
+    };
     obj.remove("status");
     let meta = obj.entry("metadata").or_insert_with(|| json!({}));
-    let Some(meta) = meta.as_object_mut() else { return };
-    for server_owned in ["uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "deletionTimestamp", "selfLink"] {
+    let Some(meta) = meta.as_object_mut() else {
+        return;
+    };
+    for server_owned in [
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "managedFields",
+        "deletionTimestamp",
+        "selfLink",
+    ] {
         meta.remove(server_owned);
     }
     meta.remove("ownerReferences");
@@ -203,7 +268,9 @@ fn stamp(child: &mut Value, namespace: &str, owner: &Value, parent_uid: &str) {
         ann.remove(MANIFEST_HASH_ANNOTATION);
     }
     let hash = hex::encode(&Sha256::digest(child_bytes(obj))[..8]);
-    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else { return };
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
     meta.insert("namespace".into(), json!(namespace));
     meta.insert("ownerReferences".into(), json!([owner]));
     let labels = meta.entry("labels").or_insert_with(|| json!({}));
@@ -228,7 +295,9 @@ pub fn holds(live: &Value, desired: &Value) -> bool {
             Some(lv) => holds(lv, dv),
             None => dv.is_null(),
         }),
-        (Value::Array(l), Value::Array(d)) => l.len() == d.len() && l.iter().zip(d).all(|(lv, dv)| holds(lv, dv)),
+        (Value::Array(l), Value::Array(d)) => {
+            l.len() == d.len() && l.iter().zip(d).all(|(lv, dv)| holds(lv, dv))
+        }
         (Value::Number(l), Value::Number(d)) => l.as_f64() == d.as_f64(),
         (l, d) => l == d,
     }
@@ -237,13 +306,21 @@ pub fn holds(live: &Value, desired: &Value) -> bool {
 /// [`holds`] for a cached child: compares everything but `apiVersion`/`kind`, which list
 /// responses may omit.
 pub fn live_holds(live: &DynamicObject, desired: &Value) -> bool {
-    let Ok(live) = serde_json::to_value(live) else { return false };
-    let Some(d) = desired.as_object() else { return false };
-    let Some(l) = live.as_object() else { return false };
-    d.iter().filter(|(k, _)| *k != "apiVersion" && *k != "kind").all(|(k, dv)| match l.get(k) {
-        Some(lv) => holds(lv, dv),
-        None => dv.is_null(),
-    })
+    let Ok(live) = serde_json::to_value(live) else {
+        return false;
+    };
+    let Some(d) = desired.as_object() else {
+        return false;
+    };
+    let Some(l) = live.as_object() else {
+        return false;
+    };
+    d.iter()
+        .filter(|(k, _)| *k != "apiVersion" && *k != "kind")
+        .all(|(k, dv)| match l.get(k) {
+            Some(lv) => holds(lv, dv),
+            None => dv.is_null(),
+        })
 }
 
 #[cfg(test)]

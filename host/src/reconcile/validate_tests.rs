@@ -1,3 +1,8 @@
+#![expect(
+    clippy::unwrap_used,
+    reason = "in a test, a failed unwrap is a failed assertion"
+)]
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::runtime::watcher;
 use serde_json::json;
@@ -22,7 +27,13 @@ fn info() -> PluginInfo {
         children: vec![
             kind("", "v1", "ConfigMap", "configmaps", true),
             kind("apps", "v1", "Deployment", "deployments", true),
-            kind("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false),
+            kind(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRole",
+                "clusterroles",
+                false,
+            ),
         ],
         finalizer: None,
         crd: None,
@@ -45,9 +56,17 @@ fn cm(name: &str) -> Value {
 }
 
 fn live_cm(name: &str, controller: Option<&str>) -> DynamicObject {
-    let mut o = DynamicObject::new(name, &kind("", "v1", "ConfigMap", "configmaps", true).api_resource()).within("default");
+    let mut o = DynamicObject::new(
+        name,
+        &kind("", "v1", "ConfigMap", "configmaps", true).api_resource(),
+    )
+    .within("default");
     o.metadata.owner_references = controller.map(|uid| {
-        vec![OwnerReference { uid: uid.into(), controller: Some(true), ..OwnerReference::default() }]
+        vec![OwnerReference {
+            uid: uid.into(),
+            controller: Some(true),
+            ..OwnerReference::default()
+        }]
     });
     o
 }
@@ -75,7 +94,10 @@ fn owner_references_and_server_fields_from_the_plugin_are_replaced() {
     c["status"] = json!({"x": 1});
     let out = validate(&info(), &parent(), vec![c], &cache()).unwrap();
     let m = &out[0].manifest;
-    assert_eq!(m["metadata"]["ownerReferences"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        m["metadata"]["ownerReferences"].as_array().map(Vec::len),
+        Some(1)
+    );
     assert_eq!(m["metadata"]["ownerReferences"][0]["uid"], "uid-parent");
     assert!(m["metadata"].get("resourceVersion").is_none());
     assert!(m.get("status").is_none());
@@ -87,7 +109,8 @@ fn a_different_manifest_gets_a_different_hash() {
     let mut changed = cm("page");
     changed["data"]["a"] = json!("c");
     let b = validate(&info(), &parent(), vec![changed], &cache()).unwrap();
-    let hash = |d: &DesiredChild| d.manifest["metadata"]["annotations"][MANIFEST_HASH_ANNOTATION].clone();
+    let hash =
+        |d: &DesiredChild| d.manifest["metadata"]["annotations"][MANIFEST_HASH_ANNOTATION].clone();
     assert_ne!(hash(&a[0]), hash(&b[0]));
 }
 
@@ -95,19 +118,28 @@ fn a_different_manifest_gets_a_different_hash() {
 fn an_undeclared_kind_is_refused() {
     let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
     let err = validate(&info(), &parent(), vec![cm("ok"), secret], &cache()).unwrap_err();
-    assert!(matches!(err, Refusal::UndeclaredKind { ref kind, .. } if kind == "Secret"), "{err}");
+    assert!(
+        matches!(err, Refusal::UndeclaredKind { ref kind, .. } if kind == "Secret"),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_declared_kind_under_another_api_version_is_refused() {
     let d = json!({"apiVersion": "apps/v1beta1", "kind": "Deployment", "metadata": {"name": "d"}});
-    assert!(matches!(validate(&info(), &parent(), vec![d], &cache()), Err(Refusal::UndeclaredKind { .. })));
+    assert!(matches!(
+        validate(&info(), &parent(), vec![d], &cache()),
+        Err(Refusal::UndeclaredKind { .. })
+    ));
 }
 
 #[test]
 fn cluster_scoped_children_are_refused() {
     let cr = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}});
-    assert!(matches!(validate(&info(), &parent(), vec![cr], &cache()), Err(Refusal::UndeclaredKind { .. })));
+    assert!(matches!(
+        validate(&info(), &parent(), vec![cr], &cache()),
+        Err(Refusal::UndeclaredKind { .. })
+    ));
 }
 
 #[test]
@@ -115,7 +147,10 @@ fn another_namespace_is_refused() {
     let mut c = cm("page");
     c["metadata"]["namespace"] = json!("kube-system");
     let err = validate(&info(), &parent(), vec![c], &cache()).unwrap_err();
-    assert!(matches!(err, Refusal::Namespace { ref wanted, .. } if wanted == "kube-system"), "{err}");
+    assert!(
+        matches!(err, Refusal::Namespace { ref wanted, .. } if wanted == "kube-system"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -127,19 +162,47 @@ fn the_parents_own_namespace_may_be_spelled_out() {
 
 #[test]
 fn invalid_names_are_refused() {
-    for bad in ["", "UPPER", "-lead", "trail-", "a_b", "a..b", &"x".repeat(254)] {
+    for bad in [
+        "",
+        "UPPER",
+        "-lead",
+        "trail-",
+        "a_b",
+        "a..b",
+        &"x".repeat(254),
+    ] {
         let r = validate(&info(), &parent(), vec![cm(bad)], &cache());
-        assert!(matches!(r, Err(Refusal::InvalidName { .. })), "{bad:?} accepted");
+        assert!(
+            matches!(r, Err(Refusal::InvalidName { .. })),
+            "{bad:?} accepted"
+        );
     }
     assert!(is_valid_name("my-blog.page-1"));
 }
 
 #[test]
 fn missing_fields_are_refused_with_the_field_named() {
-    let r = validate(&info(), &parent(), vec![json!({"apiVersion": "v1", "kind": "ConfigMap"})], &cache());
-    assert_eq!(r.unwrap_err(), Refusal::Malformed { index: 0, field: "metadata.name" });
+    let r = validate(
+        &info(),
+        &parent(),
+        vec![json!({"apiVersion": "v1", "kind": "ConfigMap"})],
+        &cache(),
+    );
+    assert_eq!(
+        r.unwrap_err(),
+        Refusal::Malformed {
+            index: 0,
+            field: "metadata.name"
+        }
+    );
     let r = validate(&info(), &parent(), vec![json!("not an object")], &cache());
-    assert!(matches!(r, Err(Refusal::Malformed { field: "apiVersion", .. })));
+    assert!(matches!(
+        r,
+        Err(Refusal::Malformed {
+            field: "apiVersion",
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -151,10 +214,16 @@ fn duplicates_are_refused() {
 #[test]
 fn too_many_or_too_large_children_are_refused() {
     let many: Vec<Value> = (0..=MAX_CHILDREN).map(|i| cm(&format!("c{i}"))).collect();
-    assert!(matches!(validate(&info(), &parent(), many, &cache()), Err(Refusal::TooLarge { .. })));
+    assert!(matches!(
+        validate(&info(), &parent(), many, &cache()),
+        Err(Refusal::TooLarge { .. })
+    ));
     let mut big = cm("big");
     big["data"]["a"] = json!("x".repeat(MAX_CHILD_BYTES));
-    assert!(matches!(validate(&info(), &parent(), vec![big], &cache()), Err(Refusal::TooLarge { .. })));
+    assert!(matches!(
+        validate(&info(), &parent(), vec![big], &cache()),
+        Err(Refusal::TooLarge { .. })
+    ));
 }
 
 #[test]
@@ -162,7 +231,10 @@ fn an_existing_object_controlled_by_another_owner_is_refused() {
     let c = cache();
     c.children[0].apply(watcher::Event::Apply(live_cm("page", Some("uid-other"))));
     let err = validate(&info(), &parent(), vec![cm("page")], &c).unwrap_err();
-    assert!(matches!(err, Refusal::Foreign { ref owner, .. } if owner.contains("uid-other")), "{err}");
+    assert!(
+        matches!(err, Refusal::Foreign { ref owner, .. } if owner.contains("uid-other")),
+        "{err}"
+    );
 }
 
 #[test]
@@ -193,5 +265,8 @@ fn holds_ignores_server_defaults_but_not_changed_or_missing_fields() {
     let extra_container = json!({"spec": {"replicas": 2, "template": {"containers": [{"name": "web", "image": "nginx"}, {"name": "x"}]}}});
     assert!(!holds(&extra_container, &desired));
     let no_annotation = json!({"metadata": {}});
-    assert!(!holds(&no_annotation, &json!({"metadata": {"annotations": {"a": "b"}}})));
+    assert!(!holds(
+        &no_annotation,
+        &json!({"metadata": {"annotations": {"a": "b"}}})
+    ));
 }

@@ -17,7 +17,10 @@ use futures::{StreamExt, TryStreamExt};
 use kube::CustomResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use weir::plugin::{FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse, ResourceKind};
+use weir::plugin::{
+    FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
+    ResourceKind,
+};
 use weir::reconcile::invoke::{PluginError, Reconciler};
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
@@ -56,10 +59,16 @@ impl Reconciler for Renamed {
         &self.info
     }
     fn reconcile(&self, req: &ReconcileRequest) -> Result<ReconcileResponse, PluginError> {
-        self.inner.reconcile(&ReconcileRequest { parent: Self::restore(&req.parent), children: req.children.clone() })
+        self.inner.reconcile(&ReconcileRequest {
+            parent: Self::restore(&req.parent),
+            children: req.children.clone(),
+        })
     }
     fn finalize(&self, req: &FinalizeRequest) -> Result<FinalizeResponse, PluginError> {
-        self.inner.finalize(&FinalizeRequest { parent: Self::restore(&req.parent), ..req.clone() })
+        self.inner.finalize(&FinalizeRequest {
+            parent: Self::restore(&req.parent),
+            ..req.clone()
+        })
     }
 }
 
@@ -94,14 +103,17 @@ async fn serve(system: &str, kubeconfig: &Path, copies: usize) -> Result<()> {
     match system {
         "native" => {
             println!("STARTED");
-            weir_e2e::native_twin::run(client, WORKERS as u16, Duration::from_secs(RESYNC_SECS)).await;
+            weir_e2e::native_twin::run(client, WORKERS as u16, Duration::from_secs(RESYNC_SECS))
+                .await;
         }
         "weir" => {
             let blog = weir_e2e::plugin("blog")?;
             let plugins: Vec<Arc<dyn Reconciler>> = if copies <= 1 {
                 vec![blog]
             } else {
-                (0..copies).map(|n| Arc::new(Renamed::new(blog.clone(), n)) as Arc<dyn Reconciler>).collect()
+                (0..copies)
+                    .map(|n| Arc::new(Renamed::new(blog.clone(), n)) as Arc<dyn Reconciler>)
+                    .collect()
             };
             let mut config = weir::run::HostConfig::default();
             config.controller.workers = WORKERS;
@@ -158,40 +170,73 @@ fn is_ready(obj: &DynamicObject) -> bool {
     let current = obj.data["status"]["observedGeneration"].as_i64() == obj.metadata.generation;
     let ready = obj.data["status"]["conditions"]
         .as_array()
-        .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        });
     current && ready
 }
 
 /// Creates `per_kind` Blogs of each kind and measures until all are Ready.
-async fn measure(system: &str, kinds: &[ResourceKind], per_kind: usize, copies: usize) -> Result<Row> {
+async fn measure(
+    system: &str,
+    kinds: &[ResourceKind],
+    per_kind: usize,
+    copies: usize,
+) -> Result<Row> {
     let emulator = Emulator::start(EmulatorConfig {
-        workloads: Some(WorkloadSimulation { ready_after: Duration::from_millis(50) }),
+        workloads: Some(WorkloadSimulation {
+            ready_after: Duration::from_millis(50),
+        }),
         watch_history: 200_000,
         ..EmulatorConfig::default()
     })
     .await?;
     let client = emulator.client();
-    let crds: Api<DynamicObject> = Api::all_with(client.clone(), &ResourceKind {
-        group: "apiextensions.k8s.io".into(),
-        version: "v1".into(),
-        kind: "CustomResourceDefinition".into(),
-        plural: "customresourcedefinitions".into(),
-        namespaced: false,
-    }
-    .api_resource());
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ResourceKind {
+            group: "apiextensions.k8s.io".into(),
+            version: "v1".into(),
+            kind: "CustomResourceDefinition".into(),
+            plural: "customresourcedefinitions".into(),
+            namespaced: false,
+        }
+        .api_resource(),
+    );
     for (i, _) in kinds.iter().enumerate() {
-        let crd = if copies > 1 { renamed_crd(i) } else { blog_crd() };
-        let name = crd["metadata"]["name"].as_str().unwrap_or_default().to_owned();
-        crds.patch(&name, &PatchParams::apply("bench").force(), &Patch::Apply(&crd)).await?;
+        let crd = if copies > 1 {
+            renamed_crd(i)
+        } else {
+            blog_crd()
+        };
+        let name = crd["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        crds.patch(
+            &name,
+            &PatchParams::apply("bench").force(),
+            &Patch::Apply(&crd),
+        )
+        .await?;
     }
-    let dir = std::env::temp_dir().join(format!("weir-bench-{}-{system}-{copies}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "weir-bench-{}-{system}-{copies}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir)?;
     let kubeconfig = dir.join("kubeconfig");
     emulator.write_kubeconfig(&kubeconfig)?;
     let mut child = spawn_child(system, &kubeconfig, copies)?;
     // Started means watching: wait until every parent kind has a watch open.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !kinds.iter().all(|k| emulator.requests().iter().any(|r| r.is_watch() && r.path.ends_with(&format!("/{}", k.plural)))) {
+    while !kinds.iter().all(|k| {
+        emulator
+            .requests()
+            .iter()
+            .any(|r| r.is_watch() && r.path.ends_with(&format!("/{}", k.plural)))
+    }) {
         if Instant::now() > deadline {
             bail!("{system} never watched its parents");
         }
@@ -203,7 +248,8 @@ async fn measure(system: &str, kinds: &[ResourceKind], per_kind: usize, copies: 
     let started = Instant::now();
     let mut ours = 0usize;
     for kind in kinds {
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &kind.api_resource());
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), "default", &kind.api_resource());
         futures::stream::iter(0..per_kind)
             .map(|i| {
                 let api = api.clone();
@@ -223,8 +269,15 @@ async fn measure(system: &str, kinds: &[ResourceKind], per_kind: usize, copies: 
     loop {
         let mut ready = 0;
         for kind in kinds {
-            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &kind.api_resource());
-            ready += api.list(&Default::default()).await?.items.iter().filter(|o| is_ready(o)).count();
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(client.clone(), "default", &kind.api_resource());
+            ready += api
+                .list(&Default::default())
+                .await?
+                .items
+                .iter()
+                .filter(|o| is_ready(o))
+                .count();
             ours += 1;
         }
         if ready == kinds.len() * per_kind {
@@ -239,17 +292,27 @@ async fn measure(system: &str, kinds: &[ResourceKind], per_kind: usize, copies: 
     let log = emulator.requests();
     let blogs = kinds.len() * per_kind;
     let requests = log.len().saturating_sub(ours);
-    let writes = log.iter().filter(|r| r.is_write()).count().saturating_sub(blogs);
+    let writes = log
+        .iter()
+        .filter(|r| r.is_write())
+        .count()
+        .saturating_sub(blogs);
 
     // Quiet period: let the last echoes settle, then count writes over more than one resync.
     tokio::time::sleep(Duration::from_millis(500)).await;
     emulator.clear_requests();
     tokio::time::sleep(Duration::from_secs(RESYNC_SECS * 2 + 1)).await;
     let quiet = emulator.requests();
-    let resync_writes = quiet.iter().filter(|r| r.is_write() && !r.path.contains("/leases")).count();
+    let resync_writes = quiet
+        .iter()
+        .filter(|r| r.is_write() && !r.path.contains("/leases"))
+        .count();
     if std::env::var_os("WEIR_BENCH_DEBUG").is_some() {
         for r in quiet.iter().filter(|r| r.is_write()).take(8) {
-            eprintln!("{system}: quiet-period write {} {} {:?}", r.method, r.path, r.field_manager);
+            eprintln!(
+                "{system}: quiet-period write {} {} {:?}",
+                r.method, r.path, r.field_manager
+            );
         }
     }
     let rss_mib = peak_rss_mib(child.id());
@@ -258,7 +321,11 @@ async fn measure(system: &str, kinds: &[ResourceKind], per_kind: usize, copies: 
     emulator.shutdown().await;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(Row {
-        system: if copies > 1 { format!("{system} ({copies} plugins)") } else { system.to_owned() },
+        system: if copies > 1 {
+            format!("{system} ({copies} plugins)")
+        } else {
+            system.to_owned()
+        },
         blogs,
         seconds,
         requests_per_blog: requests as f64 / blogs as f64,
@@ -271,13 +338,28 @@ async fn measure(system: &str, kinds: &[ResourceKind], per_kind: usize, copies: 
 fn print(rows: &[Row]) {
     println!(
         "| {:<22} | {:>6} | {:>12} | {:>12} | {:>10} | {:>20} | {:>13} |",
-        "controller", "Blogs", "all Ready s", "requests/Blog", "writes/Blog", "writes, 2 resyncs", "peak RSS MiB"
+        "controller",
+        "Blogs",
+        "all Ready s",
+        "requests/Blog",
+        "writes/Blog",
+        "writes, 2 resyncs",
+        "peak RSS MiB"
     );
-    println!("|{:-<24}|{:->8}|{:->14}|{:->14}|{:->12}|{:->22}|{:->15}|", "", "", "", "", "", "", "");
+    println!(
+        "|{:-<24}|{:->8}|{:->14}|{:->14}|{:->12}|{:->22}|{:->15}|",
+        "", "", "", "", "", "", ""
+    );
     for r in rows {
         println!(
             "| {:<22} | {:>6} | {:>12.2} | {:>12.2} | {:>10.2} | {:>20} | {:>13.1} |",
-            r.system, r.blogs, r.seconds, r.requests_per_blog, r.writes_per_blog, r.resync_writes, r.rss_mib
+            r.system,
+            r.blogs,
+            r.seconds,
+            r.requests_per_blog,
+            r.writes_per_blog,
+            r.resync_writes,
+            r.rss_mib
         );
     }
 }
@@ -304,7 +386,10 @@ async fn main() -> Result<()> {
     if !root().join("target/plugins/blog.wasm").exists() {
         bail!("target/plugins/blog.wasm is missing: run plugins/build.sh first");
     }
-    let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1));
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1));
     if let Some(system) = only {
         print(&[measure(system, &[blog_kind(None)], blogs, 1).await?]);
         return Ok(());
@@ -314,7 +399,10 @@ async fn main() -> Result<()> {
     rows.push(measure("native", &[blog_kind(None)], blogs, 1).await?);
     print(&rows);
     let (w, n) = (&rows[0], &rows[1]);
-    println!("\nWeir / native time to all Ready: {:.2}x", w.seconds / n.seconds);
+    println!(
+        "\nWeir / native time to all Ready: {:.2}x",
+        w.seconds / n.seconds
+    );
 
     let per = 100;
     let mut rss = Vec::new();

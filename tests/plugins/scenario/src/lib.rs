@@ -59,11 +59,15 @@ fn kind(group: &str, version: &str, kind: &str, plural: &str) -> ResourceKind {
 }
 
 fn error(kind: ErrorKind, message: impl Into<String>) -> ReconcileError {
-    ReconcileError { kind, message: message.into() }
+    ReconcileError {
+        kind,
+        message: message.into(),
+    }
 }
 
 fn parse(text: &str) -> Result<Value, ReconcileError> {
-    serde_json::from_str(text).map_err(|e| error(ErrorKind::Permanent, format!("parent is not JSON: {e}")))
+    serde_json::from_str(text)
+        .map_err(|e| error(ErrorKind::Permanent, format!("parent is not JSON: {e}")))
 }
 
 fn config_map(name: &str, namespace: Option<&str>, data: Value) -> String {
@@ -90,13 +94,30 @@ impl Guest for Scenario {
         let parent = parse(&request.parent)?;
         let spec = &parent["spec"];
         match spec["fail"].as_str() {
-            Some("transient") => return Err(error(ErrorKind::Transient, spec["message"].as_str().unwrap_or("failing on purpose"))),
-            Some("permanent") => return Err(error(ErrorKind::Permanent, spec["message"].as_str().unwrap_or("failing on purpose"))),
+            Some("transient") => {
+                return Err(error(
+                    ErrorKind::Transient,
+                    spec["message"].as_str().unwrap_or("failing on purpose"),
+                ));
+            }
+            Some("permanent") => {
+                return Err(error(
+                    ErrorKind::Permanent,
+                    spec["message"].as_str().unwrap_or("failing on purpose"),
+                ));
+            }
             _ => {}
         }
-        let observed: Vec<Value> = request.children.iter().filter_map(|c| serde_json::from_str(c).ok()).collect();
+        let observed: Vec<Value> = request
+            .children
+            .iter()
+            .filter_map(|c| serde_json::from_str(c).ok())
+            .collect();
         let namespace = spec["namespace"].as_str();
-        let names: Vec<&str> = spec["configMaps"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let names: Vec<&str> = spec["configMaps"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         let mut children: Vec<String> = names
             .iter()
             .map(|n| config_map(n, namespace, json!({"owner": parent["metadata"]["name"]})))
@@ -108,26 +129,46 @@ impl Guest for Scenario {
                 .and_then(|c| c["data"]["n"].as_str())
                 .and_then(|n| n.parse::<u64>().ok())
                 .unwrap_or(0);
-            children.push(config_map("churn", None, json!({"n": (seen + 1).to_string()})));
+            children.push(config_map(
+                "churn",
+                None,
+                json!({"n": (seen + 1).to_string()}),
+            ));
         }
         if let Some(secret) = spec["secret"].as_str() {
-            children.push(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret}}).to_string());
+            children.push(
+                json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret}})
+                    .to_string(),
+            );
         }
-        let present = names.iter().filter(|n| observed.iter().any(|c| c["metadata"]["name"] == **n)).count();
+        let present = names
+            .iter()
+            .filter(|n| observed.iter().any(|c| c["metadata"]["name"] == **n))
+            .count();
         let ready = present == names.len();
         let status = json!({
             "configMaps": present,
             "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }, "reason": if ready { "AllPresent" } else { "Creating" }}],
         });
-        let requeue = if spec["requeueNow"].as_bool() == Some(true) { Requeue::Now } else { Requeue::Done };
-        Ok(ReconcileResponse { children, status: Some(status.to_string()), requeue })
+        let requeue = if spec["requeueNow"].as_bool() == Some(true) {
+            Requeue::Now
+        } else {
+            Requeue::Done
+        };
+        Ok(ReconcileResponse {
+            children,
+            status: Some(status.to_string()),
+            requeue,
+        })
     }
 
     fn finalize(request: FinalizeRequest) -> Result<FinalizeResponse, ReconcileError> {
         let parent = parse(&request.parent)?;
         let spec = &parent["spec"];
         match spec["finalizeAfterMs"].as_u64() {
-            Some(ms) if spec["release"].as_bool() != Some(true) => Ok(FinalizeResponse::AgainAfter(ms)),
+            Some(ms) if spec["release"].as_bool() != Some(true) => {
+                Ok(FinalizeResponse::AgainAfter(ms))
+            }
             _ => Ok(FinalizeResponse::Complete),
         }
     }
