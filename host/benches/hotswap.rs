@@ -4,7 +4,10 @@
 //! `cargo bench -p weir --bench hotswap` (after `plugins/build.sh`; `WEIR_BENCH_BLOGS=N`, default 100).
 //! `blog-v2.wasm` adds the label `weir.dev/hot-swapped=v2` to every child; `blog.wasm` removes it.
 
-#![expect(clippy::unwrap_used, reason = "a benchmark without its setup has nothing to measure")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a benchmark without its setup has nothing to measure"
+)]
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -23,15 +26,26 @@ fn root() -> PathBuf {
 }
 
 fn kind(group: &str, version: &str, kind: &str, plural: &str) -> ResourceKind {
-    ResourceKind { group: group.into(), version: version.into(), kind: kind.into(), plural: plural.into(), namespaced: true }
+    ResourceKind {
+        group: group.into(),
+        version: version.into(),
+        kind: kind.into(),
+        plural: plural.into(),
+        namespaced: true,
+    }
 }
 
 /// Children in `default` carrying the v2 label.
 async fn labelled(client: &kube::Client) -> usize {
     let lp = ListParams::default().labels("weir.dev/hot-swapped=v2");
     let mut n = 0;
-    for k in [kind("", "v1", "ConfigMap", "configmaps"), kind("apps", "v1", "Deployment", "deployments"), kind("", "v1", "Service", "services")] {
-        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &k.api_resource());
+    for k in [
+        kind("", "v1", "ConfigMap", "configmaps"),
+        kind("apps", "v1", "Deployment", "deployments"),
+        kind("", "v1", "Service", "services"),
+    ] {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(client.clone(), "default", &k.api_resource());
         n += api.list(&lp).await.map_or(0, |l| l.items.len());
     }
     n
@@ -55,23 +69,50 @@ fn put(dir: &Path, file: &str) -> Instant {
 }
 
 async fn host(client: &kube::Client, engine: &Engine, dir: &Path) -> HotHost {
-    let config = HotHostConfig { host: HostConfig::default(), plugins: Config::new(dir), limits: Limits::default(), install_crds: false };
-    HotHost::start(client.clone(), engine.clone(), config).await.unwrap()
+    let config = HotHostConfig {
+        host: HostConfig::default(),
+        plugins: Config::new(dir),
+        limits: Limits::default(),
+        install_crds: false,
+    };
+    HotHost::start(client.clone(), engine.clone(), config)
+        .await
+        .unwrap()
 }
 
 #[tokio::main]
 async fn main() {
-    let blogs: usize = std::env::var("WEIR_BENCH_BLOGS").ok().and_then(|n| n.parse().ok()).unwrap_or(100);
-    let sim = WorkloadSimulation { ready_after: Duration::from_millis(100) };
-    let emulator = Emulator::start(EmulatorConfig { workloads: Some(sim), ..EmulatorConfig::default() }).await.unwrap();
+    let blogs: usize = std::env::var("WEIR_BENCH_BLOGS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(100);
+    let sim = WorkloadSimulation {
+        ready_after: Duration::from_millis(100),
+    };
+    let emulator = Emulator::start(EmulatorConfig {
+        workloads: Some(sim),
+        ..EmulatorConfig::default()
+    })
+    .await
+    .unwrap();
     let client = emulator.client();
-    let engine = Engine::new(EngineConfig { cache_dir: Some(root().join("target/plugin-cache")), ..EngineConfig::default() }).unwrap();
-    let blog = engine.load_file(&root().join("target/plugins/blog.wasm"), Limits::default()).unwrap();
+    let engine = Engine::new(EngineConfig {
+        cache_dir: Some(root().join("target/plugin-cache")),
+        ..EngineConfig::default()
+    })
+    .unwrap();
+    let blog = engine
+        .load_file(&root().join("target/plugins/blog.wasm"), Limits::default())
+        .unwrap();
     install_crd(&client, blog.info()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     put(dir.path(), "blog.wasm");
     let mut running = host(&client, &engine, dir.path()).await;
-    let parents: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &blog.info().parent.api_resource());
+    let parents: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &blog.info().parent.api_resource(),
+    );
     for i in 0..blogs {
         let obj = serde_json::from_value(json!({
             "apiVersion": "weir.dev/v1alpha1", "kind": "Blog",
@@ -80,32 +121,69 @@ async fn main() {
         .unwrap();
         parents.create(&PostParams::default(), &obj).await.unwrap();
     }
-    let services: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &kind("", "v1", "Service", "services").api_resource());
-    until("every Blog has its children", async || services.list(&ListParams::default()).await.is_ok_and(|l| l.items.len() == blogs)).await;
+    let services: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &kind("", "v1", "Service", "services").api_resource(),
+    );
+    until("every Blog has its children", async || {
+        services
+            .list(&ListParams::default())
+            .await
+            .is_ok_and(|l| l.items.len() == blogs)
+    })
+    .await;
 
-    println!("{blogs} Blogs ({} children); ms from the file's rename", 3 * blogs);
-    println!("{:<10} {:>6} {:>18} {:>22}", "how", "round", "new version served", "last child updated");
+    println!(
+        "{blogs} Blogs ({} children); ms from the file's rename",
+        3 * blogs
+    );
+    println!(
+        "{:<10} {:>6} {:>18} {:>22}",
+        "how", "round", "new version served", "last child updated"
+    );
     let mut hot = Vec::new();
     let mut restart = Vec::new();
     for round in 0..ROUNDS {
-        let (file, want) = if round % 2 == 0 { ("blog-v2.wasm", 3 * blogs) } else { ("blog.wasm", 0) };
+        let (file, want) = if round % 2 == 0 {
+            ("blog-v2.wasm", 3 * blogs)
+        } else {
+            ("blog.wasm", 0)
+        };
         let before = running.catalog().rows()[0].sha256.clone();
         let renamed = put(dir.path(), file);
-        let served = until("the new version is served", async || running.catalog().rows().first().is_some_and(|r| r.sha256 != before)).await;
-        let done = until("every child is updated", async || labelled(&client).await == want).await;
+        let served = until("the new version is served", async || {
+            running
+                .catalog()
+                .rows()
+                .first()
+                .is_some_and(|r| r.sha256 != before)
+        })
+        .await;
+        let done = until("every child is updated", async || {
+            labelled(&client).await == want
+        })
+        .await;
         let (s, d) = ((served - renamed).as_millis(), (done - renamed).as_millis());
         println!("{:<10} {round:>6} {s:>18} {d:>22}", "hot swap");
         hot.push(d);
     }
     for round in 0..ROUNDS {
         // The alternative without hot-loading: stop the host, replace the file, start again.
-        let (file, want) = if round % 2 == 0 { ("blog-v2.wasm", 3 * blogs) } else { ("blog.wasm", 0) };
+        let (file, want) = if round % 2 == 0 {
+            ("blog-v2.wasm", 3 * blogs)
+        } else {
+            ("blog.wasm", 0)
+        };
         let renamed = Instant::now();
         running.shutdown().await;
         put(dir.path(), file);
         running = host(&client, &engine, dir.path()).await;
         let served = until("the host is ready", async || running.is_ready()).await;
-        let done = until("every child is updated", async || labelled(&client).await == want).await;
+        let done = until("every child is updated", async || {
+            labelled(&client).await == want
+        })
+        .await;
         let (s, d) = ((served - renamed).as_millis(), (done - renamed).as_millis());
         println!("{:<10} {round:>6} {s:>18} {d:>22}", "restart");
         restart.push(d);
@@ -113,7 +191,10 @@ async fn main() {
     hot.sort();
     restart.sort();
     let (h, r) = (hot[ROUNDS / 2], restart[ROUNDS / 2]);
-    println!("median last child: hot swap {h} ms, restart {r} ms, ratio {:.2}", h as f64 / r.max(1) as f64);
+    println!(
+        "median last child: hot swap {h} ms, restart {r} ms, ratio {:.2}",
+        h as f64 / r.max(1) as f64
+    );
     running.shutdown().await;
     emulator.shutdown().await;
 }

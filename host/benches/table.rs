@@ -14,7 +14,9 @@ const WARMUP: usize = 300;
 const SAMPLES: usize = 3000;
 
 /// Times `SAMPLES` single calls after a warm-up; returns (median, p90).
-fn measure(mut call: impl FnMut() -> anyhow::Result<common::Answer>) -> anyhow::Result<(Duration, Duration)> {
+fn measure(
+    mut call: impl FnMut() -> anyhow::Result<common::Answer>,
+) -> anyhow::Result<(Duration, Duration)> {
     for _ in 0..WARMUP {
         std::hint::black_box(call()?);
     }
@@ -39,17 +41,35 @@ fn main() -> anyhow::Result<()> {
     common::check_agree(&[
         ("native", common::native(&input)?),
         ("wasm fresh", common::wasm_fresh(&fresh, &input)?),
-        ("wasm fresh (on-demand)", common::wasm_fresh(&on_demand, &input)?),
+        (
+            "wasm fresh (on-demand)",
+            common::wasm_fresh(&on_demand, &input)?,
+        ),
         ("wasm reused", common::wasm_reused(&mut reused, &input)?),
         ("http", webhook.call(&input)?),
     ])?;
 
     let rows = [
-        ("(a) native Rust function", measure(|| common::native(&input))?),
-        ("(b) WASM, fresh instance per call (pooling allocator: the host's default)", measure(|| common::wasm_fresh(&fresh, &input))?),
-        ("(b') WASM, fresh instance per call, on-demand allocator", measure(|| common::wasm_fresh(&on_demand, &input))?),
-        ("(c) WASM, reused instance", measure(|| common::wasm_reused(&mut reused, &input))?),
-        ("(d) native behind keep-alive HTTP on loopback", measure(|| webhook.call(&input))?),
+        (
+            "(a) native Rust function",
+            measure(|| common::native(&input))?,
+        ),
+        (
+            "(b) WASM, fresh instance per call (pooling allocator: the host's default)",
+            measure(|| common::wasm_fresh(&fresh, &input))?,
+        ),
+        (
+            "(b') WASM, fresh instance per call, on-demand allocator",
+            measure(|| common::wasm_fresh(&on_demand, &input))?,
+        ),
+        (
+            "(c) WASM, reused instance",
+            measure(|| common::wasm_reused(&mut reused, &input))?,
+        ),
+        (
+            "(d) native behind keep-alive HTTP on loopback",
+            measure(|| webhook.call(&input))?,
+        ),
     ];
 
     let base = rows[0].1.0.as_secs_f64();

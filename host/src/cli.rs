@@ -50,17 +50,29 @@ impl Cli {
     pub fn run(self) -> anyhow::Result<ExitCode> {
         match &self.command {
             Command::Test(args) => test(&self, args),
-            Command::Run(args) => args.execute(self.engine_config()).map(|()| ExitCode::SUCCESS).map_err(Into::into),
-            Command::Dev(args) => args.execute(self.engine_config()).map(|()| ExitCode::SUCCESS).map_err(Into::into),
+            Command::Run(args) => args
+                .execute(self.engine_config())
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(Into::into),
+            Command::Dev(args) => args
+                .execute(self.engine_config())
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(Into::into),
             Command::Plugins(args) => {
                 let runtime = tokio::runtime::Runtime::new()?;
-                print!("{}", weir::listing::table(&runtime.block_on(weir::listing::fetch(&args.addr))?));
+                print!(
+                    "{}",
+                    weir::listing::table(&runtime.block_on(weir::listing::fetch(&args.addr))?)
+                );
                 Ok(ExitCode::SUCCESS)
             }
             Command::Emulator(args) => emulator(args).map(|()| ExitCode::SUCCESS),
             Command::Rbac(args) => {
                 let engine = Engine::new(self.engine_config())?;
-                print!("{}", weir::rbac::render(&engine, &args.plugins, &args.name)?);
+                print!(
+                    "{}",
+                    weir::rbac::render(&engine, &args.plugins, &args.name)?
+                );
                 Ok(ExitCode::SUCCESS)
             }
         }
@@ -68,8 +80,15 @@ impl Cli {
 
     /// The engine settings every subcommand shares.
     pub fn engine_config(&self) -> EngineConfig {
-        let cache_dir = if self.no_cache { None } else { self.cache_dir.clone().or_else(default_cache_dir) };
-        EngineConfig { cache_dir, ..EngineConfig::default() }
+        let cache_dir = if self.no_cache {
+            None
+        } else {
+            self.cache_dir.clone().or_else(default_cache_dir)
+        };
+        EngineConfig {
+            cache_dir,
+            ..EngineConfig::default()
+        }
     }
 }
 
@@ -128,7 +147,11 @@ fn test(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
     let summary = weir::fixtures::run_dir(&plugin, &args.fixtures)
         .with_context(|| format!("testing {}", plugin.label()))?;
     summary.write_report(&mut std::io::stdout().lock())?;
-    Ok(if summary.failed() == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if summary.failed() == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// Arguments of `weir emulator`.
@@ -155,18 +178,32 @@ fn emulator(args: &EmulatorArgs) -> anyhow::Result<()> {
 
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
-        let workloads = (!args.no_workloads)
-            .then(|| WorkloadSimulation { ready_after: Duration::from_millis(args.ready_after_ms) });
-        let config = EmulatorConfig { workloads, port: args.port, ..EmulatorConfig::default() };
-        let emulator = Emulator::start(config).await.context("starting the emulator")?;
-        if let Some(dir) = args.kubeconfig.parent().filter(|d| !d.as_os_str().is_empty()) {
+        let workloads = (!args.no_workloads).then(|| WorkloadSimulation {
+            ready_after: Duration::from_millis(args.ready_after_ms),
+        });
+        let config = EmulatorConfig {
+            workloads,
+            port: args.port,
+            ..EmulatorConfig::default()
+        };
+        let emulator = Emulator::start(config)
+            .await
+            .context("starting the emulator")?;
+        if let Some(dir) = args
+            .kubeconfig
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+        {
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         }
         emulator
             .write_kubeconfig(&args.kubeconfig)
             .with_context(|| format!("writing {}", args.kubeconfig.display()))?;
         println!("Kubernetes API emulator at {}", emulator.url());
-        println!("kubectl --kubeconfig {} get namespaces", args.kubeconfig.display());
+        println!(
+            "kubectl --kubeconfig {} get namespaces",
+            args.kubeconfig.display()
+        );
         weir::run::shutdown_signal().await;
         emulator.shutdown().await;
         Ok(())

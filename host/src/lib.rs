@@ -1,5 +1,29 @@
 //! Weir: a Kubernetes reconcile host whose reconcile logic comes as sandboxed
 //! WebAssembly components.
+//!
+//! The host owns every conversation with the API server; a plugin only maps
+//! *parent + observed children* to *desired children + status + requeue*.
+//! For each plugin the data path is, in order (all wired in one function,
+//! `Controller::reconcile` in [`reconcile`]):
+//!
+//! 1. [`reconcile::source`]: watch events on the parent kind (For) and on the
+//!    child kinds (Owns, mapped to their controller owner) become keys.
+//! 2. [`reconcile::queue`]: keys dedupe, never run twice at once, back off
+//!    exponentially on errors, and a key that keeps writing is throttled as a
+//!    hot loop.
+//! 3. [`reconcile::cache`]: the parent and its children are read from the
+//!    reflector stores, children through an owner-UID index (the seed's Indexer).
+//! 4. [`reconcile::invoke`]: the plugin runs in a fresh [`plugin::Plugin`]
+//!    instance under a CPU deadline and a memory cap, in its own span.
+//! 5. [`reconcile::validate`] and [`reconcile::apply`]: the answer is checked
+//!    (declared kinds, the parent's namespace, nobody else's objects), applied
+//!    server-side only where it differs from the cache, and stale children pruned.
+//! 6. [`reconcile::status`]: `observedGeneration`, the `Ready` and `Reconciled`
+//!    conditions, finalizers and Events.
+//!
+//! Around it: [`plugin`] loads and sandboxes components, [`hotload`] swaps them
+//! without a restart, [`run`] is `weir run`, [`dev`] is `weir dev` on the
+//! embedded emulator (crate `weir-emulator`), [`fixtures`] is `weir test`.
 
 pub mod dev;
 pub mod fixtures;
@@ -12,3 +36,7 @@ pub mod rbac;
 pub mod reconcile;
 pub mod run;
 pub mod server;
+
+pub use plugin::{Engine, EngineConfig, Limits, Plugin};
+pub use reconcile::{Controller, ControllerConfig};
+pub use run::{Host, HostConfig};

@@ -68,26 +68,58 @@ pub struct Listed {
 
 /// Fetches `/plugins` from the host's operations port at `addr` (`host:port`).
 pub async fn fetch(addr: &str) -> Result<Vec<Listed>, ListingError> {
-    let http = |source| ListingError::Http { addr: addr.to_owned(), source };
+    let http = |source| ListingError::Http {
+        addr: addr.to_owned(),
+        source,
+    };
     let stream = tokio::net::TcpStream::connect(addr)
         .await
-        .map_err(|source| ListingError::Connect { addr: addr.to_owned(), source })?;
-    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await.map_err(http)?;
+        .map_err(|source| ListingError::Connect {
+            addr: addr.to_owned(),
+            source,
+        })?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(http)?;
     tokio::spawn(connection);
-    let request = Request::get("/plugins").header(hyper::header::HOST, addr).body(Empty::<Bytes>::new());
+    let request = Request::get("/plugins")
+        .header(hyper::header::HOST, addr)
+        .body(Empty::<Bytes>::new());
     // A fixed path and a host:port header always make a valid request.
     let request = request.unwrap_or_default();
     let response = sender.send_request(request).await.map_err(http)?;
     if !response.status().is_success() {
-        return Err(ListingError::Status { addr: addr.to_owned(), status: response.status().as_u16() });
+        return Err(ListingError::Status {
+            addr: addr.to_owned(),
+            status: response.status().as_u16(),
+        });
     }
-    let body = response.into_body().collect().await.map_err(http)?.to_bytes();
-    serde_json::from_slice(&body).map_err(|source| ListingError::Decode { addr: addr.to_owned(), source })
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(http)?
+        .to_bytes();
+    serde_json::from_slice(&body).map_err(|source| ListingError::Decode {
+        addr: addr.to_owned(),
+        source,
+    })
 }
 
 /// The listing as an aligned table, one plugin per line.
 pub fn table(plugins: &[Listed]) -> String {
-    let mut rows = vec![["NAME", "VERSION", "KIND", "SHA256", "LOADED AT", "RECONCILES", "FILE"].map(str::to_owned)];
+    let mut rows = vec![
+        [
+            "NAME",
+            "VERSION",
+            "KIND",
+            "SHA256",
+            "LOADED AT",
+            "RECONCILES",
+            "FILE",
+        ]
+        .map(str::to_owned),
+    ];
     for p in plugins {
         let count = |r: &str| p.reconciles.get(r).copied().unwrap_or(0);
         rows.push([
@@ -96,14 +128,24 @@ pub fn table(plugins: &[Listed]) -> String {
             p.kind.clone(),
             p.sha256.get(..12).unwrap_or(&p.sha256).to_owned(),
             p.loaded_at.clone(),
-            format!("{} ok, {} failed", count("success"), count("error") + count("refused")),
+            format!(
+                "{} ok, {} failed",
+                count("success"),
+                count("error") + count("refused")
+            ),
             p.file.clone(),
         ]);
     }
-    let widths: Vec<usize> = (0..7).map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..7)
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
     let mut out = String::new();
     for row in rows {
-        let cells: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
     }
@@ -125,7 +167,12 @@ mod tests {
         let text = table(&listed);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 2, "{text}");
-        assert!(lines[1].starts_with("blog  0.1.0    Blog.weir.dev  24a12032b659  2026-11-30T10:00:00Z  7 ok, 3 failed"), "{text}");
+        assert!(
+            lines[1].starts_with(
+                "blog  0.1.0    Blog.weir.dev  24a12032b659  2026-11-30T10:00:00Z  7 ok, 3 failed"
+            ),
+            "{text}"
+        );
         assert_eq!(lines[0].find("KIND"), lines[1].find("Blog.weir.dev"));
     }
 }

@@ -1,7 +1,10 @@
 //! Every manifest in `deploy/` applies with the real kubectl (to the emulator), and the
 //! checked-in ClusterRole is what `weir rbac` computes from the shipped plugins.
 
-#![expect(clippy::unwrap_used, reason = "a test fails loudly at the step that broke")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly at the step that broke"
+)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,11 +24,18 @@ async fn sh(kubeconfig: &Path, script: &str) -> String {
         .args(["-euo", "pipefail", "-c", script])
         .current_dir(root())
         .env("KUBECONFIG", kubeconfig)
-        .env("PATH", format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default()))
+        .env(
+            "PATH",
+            format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default()),
+        )
         .output()
         .await
         .unwrap();
-    assert!(out.status.success(), "{script}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{script}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -57,7 +67,13 @@ async fn stand_in_rbac(emulator: &Emulator) {
                     "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
         }))
         .unwrap();
-        api.patch(&name, &PatchParams::apply("deploy-test"), &Patch::Apply(&crd)).await.unwrap();
+        api.patch(
+            &name,
+            &PatchParams::apply("deploy-test"),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .unwrap();
     }
     tokio::time::sleep(Duration::from_millis(200)).await;
 }
@@ -74,48 +90,96 @@ async fn every_manifest_in_deploy_applies_with_kubectl() {
     // The base: namespace, CRD, RBAC, the host; then a server-side dry run of the same must
     // find nothing to refuse (the manifests are stable under re-apply).
     let applied = sh(kc, "kubectl apply --server-side -k deploy/").await;
-    sh(kc, "kubectl apply --server-side --dry-run=server -k deploy/").await;
+    sh(
+        kc,
+        "kubectl apply --server-side --dry-run=server -k deploy/",
+    )
+    .await;
     for object in [
-        "namespace/weir", "customresourcedefinition.apiextensions.k8s.io/blogs.weir.dev",
-        "serviceaccount/weir", "clusterrole.rbac.authorization.k8s.io/weir",
-        "clusterrolebinding.rbac.authorization.k8s.io/weir", "role.rbac.authorization.k8s.io/weir-leader-election",
-        "rolebinding.rbac.authorization.k8s.io/weir-leader-election", "deployment.apps/weir", "service/weir-metrics",
+        "namespace/weir",
+        "customresourcedefinition.apiextensions.k8s.io/blogs.weir.dev",
+        "serviceaccount/weir",
+        "clusterrole.rbac.authorization.k8s.io/weir",
+        "clusterrolebinding.rbac.authorization.k8s.io/weir",
+        "role.rbac.authorization.k8s.io/weir-leader-election",
+        "rolebinding.rbac.authorization.k8s.io/weir-leader-election",
+        "deployment.apps/weir",
+        "service/weir-metrics",
     ] {
         assert!(applied.contains(object), "{object} not applied:\n{applied}");
     }
-    let deployment: Value = serde_json::from_str(&sh(kc, "kubectl get -n weir deployment weir -o json").await).unwrap();
+    let deployment: Value =
+        serde_json::from_str(&sh(kc, "kubectl get -n weir deployment weir -o json").await).unwrap();
     let spec = &deployment["spec"]["template"]["spec"];
     let container = &spec["containers"][0];
     assert_eq!(deployment["spec"]["replicas"], 2);
     assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
-    assert!(container["args"].as_array().unwrap().contains(&json!("--leader-elect")));
+    assert!(
+        container["args"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("--leader-elect"))
+    );
     assert_eq!(spec["volumes"][0]["configMap"]["name"], "weir-plugins");
     assert_eq!(spec["serviceAccountName"], "weir");
 
     // Delivery 1: the plugins ConfigMap, as binaryData, made by the script.
     let plugin = root().join("target/plugins/scenario.wasm");
     let bytes = std::fs::read(&plugin).expect("run plugins/build.sh first");
-    sh(kc, &format!("deploy/plugins/configmap.sh {} | kubectl apply --server-side -f -", plugin.display())).await;
-    let data = sh(kc, "kubectl get -n weir configmap weir-plugins -o jsonpath='{.binaryData.scenario\\.wasm}'").await;
-    assert_eq!(data.len(), bytes.len().div_ceil(3) * 4, "the component is stored whole, base64");
+    sh(
+        kc,
+        &format!(
+            "deploy/plugins/configmap.sh {} | kubectl apply --server-side -f -",
+            plugin.display()
+        ),
+    )
+    .await;
+    let data = sh(
+        kc,
+        "kubectl get -n weir configmap weir-plugins -o jsonpath='{.binaryData.scenario\\.wasm}'",
+    )
+    .await;
+    assert_eq!(
+        data.len(),
+        bytes.len().div_ceil(3) * 4,
+        "the component is stored whole, base64"
+    );
 
     // Delivery 2: the image-volume overlay (dry run: the same Deployment, another volume).
-    let overlay = sh(kc, "kubectl apply --server-side --dry-run=server -k deploy/plugins/image/ -o json").await;
+    let overlay = sh(
+        kc,
+        "kubectl apply --server-side --dry-run=server -k deploy/plugins/image/ -o json",
+    )
+    .await;
     assert!(overlay.contains("weir-plugins:0.1.0"), "{overlay}");
 
     // The examples, on the CRD the base installed.
     let examples = sh(kc, "kubectl apply -f deploy/examples/").await;
-    assert!(examples.contains("blog.weir.dev/hello created"), "{examples}");
+    assert!(
+        examples.contains("blog.weir.dev/hello created"),
+        "{examples}"
+    );
     emulator.shutdown().await;
 }
 
 #[test]
 fn the_checked_in_cluster_role_is_what_weir_rbac_computes_for_the_blog_plugin() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(root().join("target/plugins/blog.wasm"), dir.path().join("blog.wasm")).expect("run plugins/build.sh first");
-    let engine = Engine::new(EngineConfig { cache_dir: Some(root().join("target/plugin-cache")), ..EngineConfig::default() }).unwrap();
+    std::fs::copy(
+        root().join("target/plugins/blog.wasm"),
+        dir.path().join("blog.wasm"),
+    )
+    .expect("run plugins/build.sh first");
+    let engine = Engine::new(EngineConfig {
+        cache_dir: Some(root().join("target/plugin-cache")),
+        ..EngineConfig::default()
+    })
+    .unwrap();
     let rendered = weir::rbac::render(&engine, dir.path(), "weir").unwrap();
     let checked_in = std::fs::read_to_string(root().join("deploy/rbac/cluster-role.yaml")).unwrap();
-    assert_eq!(checked_in, rendered, "deploy/rbac/cluster-role.yaml is stale: regenerate it with `weir rbac --plugins DIR`");
+    assert_eq!(
+        checked_in, rendered,
+        "deploy/rbac/cluster-role.yaml is stale: regenerate it with `weir rbac --plugins DIR`"
+    );
 }

@@ -1,7 +1,10 @@
 //! `weir dev` as a user runs it: a process, the real kubectl, a Blog applied, children and
 //! `Ready` seen, and a clean stop on SIGINT or SIGTERM.
 
-#![expect(clippy::unwrap_used, reason = "a test fails loudly at the step that broke")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly at the step that broke"
+)]
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -31,8 +34,11 @@ impl Dev {
         let plugin_dir = dir.path().join("plugins");
         std::fs::create_dir(&plugin_dir).unwrap();
         for name in plugins {
-            std::fs::copy(root().join("target/plugins").join(name), plugin_dir.join(name))
-                .unwrap_or_else(|e| panic!("{name}: {e}; run plugins/build.sh first"));
+            std::fs::copy(
+                root().join("target/plugins").join(name),
+                plugin_dir.join(name),
+            )
+            .unwrap_or_else(|e| panic!("{name}: {e}; run plugins/build.sh first"));
         }
         let kubeconfig = dir.path().join(".weir/kubeconfig");
         let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
@@ -58,7 +64,13 @@ impl Dev {
                 }
             }
         });
-        Dev { child, lines, seen: Vec::new(), kubeconfig, _dir: dir }
+        Dev {
+            child,
+            lines,
+            seen: Vec::new(),
+            kubeconfig,
+            _dir: dir,
+        }
     }
 
     /// Waits for an output line containing every one of `parts`.
@@ -75,18 +87,33 @@ impl Dev {
                 Err(_) => break,
             }
         }
-        panic!("no line with {parts:?}; output so far:\n{}", self.seen.join("\n"));
+        panic!(
+            "no line with {parts:?}; output so far:\n{}",
+            self.seen.join("\n")
+        );
     }
 
     fn kubectl(&self, args: &[&str]) -> String {
-        let out = Command::new(KUBECTL).arg("--kubeconfig").arg(&self.kubeconfig).args(args).output().unwrap();
-        assert!(out.status.success(), "kubectl {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new(KUBECTL)
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     }
 
     /// Sends `signal` and waits for a clean exit.
     fn stop(mut self, signal: &str) {
-        let status = Command::new("kill").args([signal, &self.child.id().to_string()]).status().unwrap();
+        let status = Command::new("kill")
+            .args([signal, &self.child.id().to_string()])
+            .status()
+            .unwrap();
         assert!(status.success());
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
@@ -94,12 +121,19 @@ impl Dev {
                 assert!(status.success(), "weir dev exited with {status}");
                 break;
             }
-            assert!(Instant::now() < deadline, "weir dev did not stop within 30 s of {signal}");
+            assert!(
+                Instant::now() < deadline,
+                "weir dev did not stop within 30 s of {signal}"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
         // The reader thread drains what was printed before the exit.
         self.seen.extend(self.lines.try_iter());
-        assert!(self.seen.iter().any(|l| l.contains("stopping")), "{}", self.seen.join("\n"));
+        assert!(
+            self.seen.iter().any(|l| l.contains("stopping")),
+            "{}",
+            self.seen.join("\n")
+        );
     }
 }
 
@@ -111,7 +145,10 @@ fn http_get(addr: &str, path: &str) -> String {
     let mut response = String::new();
     stream.read_to_string(&mut response).unwrap();
     let (head, body) = response.split_once("\r\n\r\n").unwrap();
-    assert!(head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(
+        head.starts_with("HTTP/1.0 200") || head.starts_with("HTTP/1.1 200"),
+        "{head}"
+    );
     body.to_owned()
 }
 
@@ -125,8 +162,12 @@ fn weir_dev_serves_a_blog_applied_with_kubectl_and_stops_on_sigint() {
     dev.expect_line(&["plugin blog", "serves Blog.weir.dev"]);
     // The plugin's CRD is installed before its controller starts.
     let deadline = Instant::now() + Duration::from_secs(30);
-    while Command::new(KUBECTL).arg("--kubeconfig").arg(&dev.kubeconfig).args(["get", "crd", "blogs.weir.dev"])
-        .output().is_ok_and(|o| !o.status.success())
+    while Command::new(KUBECTL)
+        .arg("--kubeconfig")
+        .arg(&dev.kubeconfig)
+        .args(["get", "crd", "blogs.weir.dev"])
+        .output()
+        .is_ok_and(|o| !o.status.success())
     {
         assert!(Instant::now() < deadline, "the Blog CRD was not installed");
         std::thread::sleep(Duration::from_millis(100));
@@ -134,28 +175,78 @@ fn weir_dev_serves_a_blog_applied_with_kubectl_and_stops_on_sigint() {
 
     let examples = root().join("deploy/examples/blog.yaml");
     dev.kubectl(&["apply", "-f", examples.to_str().unwrap()]);
-    dev.expect_line(&["Blog default/hello: Ready=True", "3 children", "ConfigMap/hello-page", "Deployment/hello", "Service/hello"]);
-    dev.kubectl(&["wait", "--for=condition=Ready", "blog/hello", "--timeout=30s"]);
-    let replicas = dev.kubectl(&["get", "deployment", "hello", "-o", "jsonpath={.status.readyReplicas}"]);
+    dev.expect_line(&[
+        "Blog default/hello: Ready=True",
+        "3 children",
+        "ConfigMap/hello-page",
+        "Deployment/hello",
+        "Service/hello",
+    ]);
+    dev.kubectl(&[
+        "wait",
+        "--for=condition=Ready",
+        "blog/hello",
+        "--timeout=30s",
+    ]);
+    let replicas = dev.kubectl(&[
+        "get",
+        "deployment",
+        "hello",
+        "-o",
+        "jsonpath={.status.readyReplicas}",
+    ]);
     assert_eq!(replicas, "2");
 
     // `/plugins` lists what is served, with the file's hash and reconcile counts.
-    let addr = listing.split("http://").nth(1).and_then(|rest| rest.split('/').next()).unwrap();
+    let addr = listing
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap();
     let plugins: serde_json::Value = serde_json::from_str(&http_get(addr, "/plugins")).unwrap();
     assert_eq!(plugins.as_array().map(Vec::len), Some(1), "{plugins}");
     let blog = &plugins[0];
-    assert_eq!((&blog["name"], &blog["version"], &blog["kind"]), (&"blog".into(), &"0.1.0".into(), &"Blog.weir.dev".into()));
+    assert_eq!(
+        (&blog["name"], &blog["version"], &blog["kind"]),
+        (&"blog".into(), &"0.1.0".into(), &"Blog.weir.dev".into())
+    );
     let bytes = std::fs::read(root().join("target/plugins/blog.wasm")).unwrap();
-    assert_eq!(blog["sha256"], hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes)));
-    assert!(blog["loadedAt"].as_str().is_some_and(|t| t.ends_with('Z')), "{blog}");
-    assert!(blog["reconciles"]["success"].as_u64().is_some_and(|n| n >= 2), "{blog}");
-    let listed = Command::new(env!("CARGO_BIN_EXE_weir")).args(["plugins", "--addr", addr]).output().unwrap();
+    assert_eq!(
+        blog["sha256"],
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes))
+    );
+    assert!(
+        blog["loadedAt"].as_str().is_some_and(|t| t.ends_with('Z')),
+        "{blog}"
+    );
+    assert!(
+        blog["reconciles"]["success"]
+            .as_u64()
+            .is_some_and(|n| n >= 2),
+        "{blog}"
+    );
+    let listed = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["plugins", "--addr", addr])
+        .output()
+        .unwrap();
     let listed = String::from_utf8(listed.stdout).unwrap();
-    assert!(listed.lines().nth(1).is_some_and(|l| l.starts_with("blog ") && l.contains("Blog.weir.dev")), "{listed}");
+    assert!(
+        listed
+            .lines()
+            .nth(1)
+            .is_some_and(|l| l.starts_with("blog ") && l.contains("Blog.weir.dev")),
+        "{listed}"
+    );
     let metrics = http_get(addr, "/metrics");
-    assert!(metrics.contains(r#"weir_plugin_changes_total{change="added"} 1"#), "{metrics}");
+    assert!(
+        metrics.contains(r#"weir_plugin_changes_total{change="added"} 1"#),
+        "{metrics}"
+    );
     assert!(metrics.contains("weir_plugins_served 1"), "{metrics}");
-    assert!(!metrics.contains("weir_plugin_refusals_total{"), "nothing refused: {metrics}");
+    assert!(
+        !metrics.contains("weir_plugin_refusals_total{"),
+        "nothing refused: {metrics}"
+    );
     dev.stop("-INT");
 }
 

@@ -1,7 +1,10 @@
 //! Hot-loading with the real sandbox: bad files are refused while the served version keeps
 //! serving, ConfigMap-style swaps and slow copies are picked up once, complete.
 
-#![expect(clippy::unwrap_used, reason = "a test fails loudly at the step that broke")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly at the step that broke"
+)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -9,7 +12,9 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc::UnboundedReceiver;
-use weir::hotload::{Config, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, Refusal, Timing};
+use weir::hotload::{
+    Config, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, Refusal, Timing,
+};
 use weir::plugin::{Engine, EngineConfig, Limits, Plugin};
 
 fn root() -> PathBuf {
@@ -19,7 +24,8 @@ fn root() -> PathBuf {
 /// A built plugin's bytes (`plugins/build.sh` makes them).
 fn built(name: &str) -> Vec<u8> {
     let path = root().join("target/plugins").join(name);
-    fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}; run plugins/build.sh first", path.display()))
+    fs::read(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}; run plugins/build.sh first", path.display()))
 }
 
 fn sha(bytes: &[u8]) -> String {
@@ -33,9 +39,19 @@ fn component_of(wit: &str, world: &str) -> Vec<u8> {
     let world = resolve.select_world(&[pkg], Some(world)).unwrap();
     let mangling = wit_parser::ManglingAndAbi::Legacy(wit_parser::LiftLowerAbi::Sync);
     let mut module = wit_component::dummy_module(&resolve, world, mangling);
-    wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8)
-        .unwrap();
-    wit_component::ComponentEncoder::default().validate(true).module(&module).unwrap().encode().unwrap()
+    wit_component::embed_component_metadata(
+        &mut module,
+        &resolve,
+        world,
+        wit_component::StringEncoding::UTF8,
+    )
+    .unwrap();
+    wit_component::ComponentEncoder::default()
+        .validate(true)
+        .module(&module)
+        .unwrap()
+        .encode()
+        .unwrap()
 }
 
 fn contract() -> String {
@@ -59,14 +75,26 @@ fn watch() -> Watched {
     })
     .unwrap();
     let config = Config {
-        timing: Timing { settle: Duration::from_millis(100), grace: Duration::from_millis(1000) },
+        timing: Timing {
+            settle: Duration::from_millis(100),
+            grace: Duration::from_millis(1000),
+        },
         ..Config::new(dir.path())
     };
     let metrics = HotloadMetrics::default();
-    let loader = EngineLoader { engine, limits: Limits::default() };
+    let loader = EngineLoader {
+        engine,
+        limits: Limits::default(),
+    };
     let (loader, events) = HotLoader::start(config, loader, metrics.clone()).unwrap();
     let catalog = loader.catalog();
-    Watched { dir, _loader: loader, events, metrics, catalog }
+    Watched {
+        dir,
+        _loader: loader,
+        events,
+        metrics,
+        catalog,
+    }
 }
 
 impl Watched {
@@ -102,8 +130,12 @@ impl Watched {
 
 fn describe(event: &PluginEvent<Plugin>) -> String {
     match event {
-        PluginEvent::Added { file, plugin } => format!("added {} {}", file.display(), plugin.label()),
-        PluginEvent::Replaced { file, new, .. } => format!("replaced {} {}", file.display(), new.label()),
+        PluginEvent::Added { file, plugin } => {
+            format!("added {} {}", file.display(), plugin.label())
+        }
+        PluginEvent::Replaced { file, new, .. } => {
+            format!("replaced {} {}", file.display(), new.label())
+        }
         PluginEvent::Removed { file, .. } => format!("removed {}", file.display()),
         PluginEvent::Refused { file, reason } => format!("refused {} {reason:?}", file.display()),
     }
@@ -125,7 +157,11 @@ async fn bad_files_are_refused_and_the_served_version_keeps_serving() {
     w.put("blog.wasm", &v2);
     match w.next().await {
         PluginEvent::Replaced { old, new, .. } => {
-            assert_eq!((old.sha256(), new.sha256()), (sha(&v1).as_str(), sha(&v2).as_str()), "v1 served until v2 came");
+            assert_eq!(
+                (old.sha256(), new.sha256()),
+                (sha(&v1).as_str(), sha(&v2).as_str()),
+                "v1 served until v2 came"
+            );
         }
         other => panic!("expected the replacement, got {}", describe(&other)),
     }
@@ -133,15 +169,30 @@ async fn bad_files_are_refused_and_the_served_version_keeps_serving() {
     let mut other_major = contract().replace("weir:reconciler@0.1.0", "weir:reconciler@1.0.0");
     other_major.push('\n');
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
-        ("corrupt", b"\0asm this is not a component at all".to_vec(), "blog.wasm"),
+        (
+            "corrupt",
+            b"\0asm this is not a component at all".to_vec(),
+            "blog.wasm",
+        ),
         ("truncated", v2[..v2.len() / 2].to_vec(), "blog.wasm"),
         (
             "another world",
-            component_of("package other:thing@1.0.0;\nworld other { export run: func() -> u32; }", "other"),
+            component_of(
+                "package other:thing@1.0.0;\nworld other { export run: func() -> u32; }",
+                "other",
+            ),
             "does not implement weir:reconciler",
         ),
-        ("another major version", component_of(&other_major, "reconciler"), "weir:reconciler@1.0.0"),
-        ("describe traps", component_of(&contract(), "reconciler"), "describe() failed"),
+        (
+            "another major version",
+            component_of(&other_major, "reconciler"),
+            "weir:reconciler@1.0.0",
+        ),
+        (
+            "describe traps",
+            component_of(&contract(), "reconciler"),
+            "describe() failed",
+        ),
     ];
     for (case, bytes, expected) in &cases {
         w.put("blog.wasm", bytes);
@@ -158,7 +209,10 @@ async fn bad_files_are_refused_and_the_served_version_keeps_serving() {
     // A good file again: served, and the refusals are history.
     w.put("blog.wasm", &v1);
     match w.next().await {
-        PluginEvent::Replaced { old, new, .. } => assert_eq!((old.sha256(), new.sha256()), (sha(&v2).as_str(), sha(&v1).as_str())),
+        PluginEvent::Replaced { old, new, .. } => assert_eq!(
+            (old.sha256(), new.sha256()),
+            (sha(&v2).as_str(), sha(&v1).as_str())
+        ),
         other => panic!("expected v1 back, got {}", describe(&other)),
     }
 }
@@ -202,7 +256,11 @@ async fn a_file_written_slowly_in_chunks_is_loaded_once_complete() {
         other => panic!("expected the complete file, got {}", describe(&other)),
     }
     w.quiet(Duration::from_millis(1500)).await;
-    assert_eq!(w.metrics.refusals("invalid"), 0, "no partial file was refused");
+    assert_eq!(
+        w.metrics.refusals("invalid"),
+        0,
+        "no partial file was refused"
+    );
 }
 
 #[cfg(unix)]

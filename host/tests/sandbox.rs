@@ -15,7 +15,11 @@ use weir::plugin::{
 
 fn chaos_wasm() -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/chaos.wasm");
-    assert!(path.exists(), "{} is missing: run plugins/build.sh first", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing: run plugins/build.sh first",
+        path.display()
+    );
     path
 }
 
@@ -27,7 +31,11 @@ fn engine() -> &'static Engine {
 /// The chaos plugin under default limits, shared by the tests (as a host shares it).
 fn chaos() -> &'static Plugin {
     static PLUGIN: OnceLock<Plugin> = OnceLock::new();
-    PLUGIN.get_or_init(|| engine().load_file(&chaos_wasm(), Limits::default()).unwrap())
+    PLUGIN.get_or_init(|| {
+        engine()
+            .load_file(&chaos_wasm(), Limits::default())
+            .unwrap()
+    })
 }
 
 fn request(name: &str, spec: serde_json::Value) -> ReconcileRequest {
@@ -37,12 +45,17 @@ fn request(name: &str, spec: serde_json::Value) -> ReconcileRequest {
         "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}")},
         "spec": spec,
     });
-    ReconcileRequest { parent: parent.to_string(), children: vec![] }
+    ReconcileRequest {
+        parent: parent.to_string(),
+        children: vec![],
+    }
 }
 
 /// After any failure, the same loaded plugin must still answer a good call.
 fn assert_next_good_call_succeeds(plugin: &Plugin) {
-    let answer = plugin.reconcile(&request("after", json!({"mode": "ok"}))).unwrap();
+    let answer = plugin
+        .reconcile(&request("after", json!({"mode": "ok"})))
+        .unwrap();
     assert_eq!(answer.children.len(), 1);
     assert_eq!(answer.children[0]["metadata"]["name"], "after");
 }
@@ -50,7 +63,10 @@ fn assert_next_good_call_succeeds(plugin: &Plugin) {
 #[test]
 fn describe_is_read_once_at_load() {
     let info = chaos().info();
-    assert_eq!((info.name.as_str(), info.version.as_str()), ("chaos", "0.1.0"));
+    assert_eq!(
+        (info.name.as_str(), info.version.as_str()),
+        ("chaos", "0.1.0")
+    );
     assert_eq!(info.parent.api_version(), "test.weir.dev/v1");
     assert_eq!(info.children[0].kind, "ConfigMap");
     assert_eq!(info.finalizer.as_deref(), Some("test.weir.dev/chaos"));
@@ -60,10 +76,14 @@ fn describe_is_read_once_at_load() {
 
 #[test]
 fn a_good_call_returns_children_status_and_requeue() {
-    let answer = chaos().reconcile(&request("calm", json!({"mode": "ok"}))).unwrap();
+    let answer = chaos()
+        .reconcile(&request("calm", json!({"mode": "ok"})))
+        .unwrap();
     assert_eq!(
         answer.children,
-        vec![json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "calm"}, "data": {"mode": "ok"}})]
+        vec![
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "calm"}, "data": {"mode": "ok"}})
+        ]
     );
     assert_eq!(answer.status, Some(json!({"mode": "ok"})));
     assert_eq!(answer.requeue, Requeue::Done);
@@ -72,25 +92,61 @@ fn a_good_call_returns_children_status_and_requeue() {
 #[test]
 fn an_infinite_loop_is_interrupted_at_its_deadline() {
     let timeout = Duration::from_millis(300);
-    let plugin = engine().load_file(&chaos_wasm(), Limits { timeout, ..Limits::default() }).unwrap();
+    let plugin = engine()
+        .load_file(
+            &chaos_wasm(),
+            Limits {
+                timeout,
+                ..Limits::default()
+            },
+        )
+        .unwrap();
     let started = Instant::now();
-    let err = plugin.reconcile(&request("spin", json!({"mode": "loop"}))).unwrap_err();
+    let err = plugin
+        .reconcile(&request("spin", json!({"mode": "loop"})))
+        .unwrap_err();
     let took = started.elapsed();
-    assert!(matches!(err, CallError::Timeout { timeout: t, .. } if t == timeout), "{err:?}");
-    assert!(took >= timeout - Duration::from_millis(20), "stopped early, after {took:?}");
-    assert!(took < timeout + Duration::from_millis(700), "stopped late, after {took:?}");
+    assert!(
+        matches!(err, CallError::Timeout { timeout: t, .. } if t == timeout),
+        "{err:?}"
+    );
+    assert!(
+        took >= timeout - Duration::from_millis(20),
+        "stopped early, after {took:?}"
+    );
+    assert!(
+        took < timeout + Duration::from_millis(700),
+        "stopped late, after {took:?}"
+    );
     assert_eq!(err.kind(), ErrorKind::Transient);
-    assert_eq!(err.to_string(), "plugin chaos@0.1.0 did not answer within 300ms");
+    assert_eq!(
+        err.to_string(),
+        "plugin chaos@0.1.0 did not answer within 300ms"
+    );
     assert_next_good_call_succeeds(&plugin);
 }
 
 #[test]
 fn a_memory_bomb_is_refused_memory_and_reported_out_of_memory() {
     let limit = 16 << 20;
-    let plugin = engine().load_file(&chaos_wasm(), Limits { memory: limit, ..Limits::default() }).unwrap();
-    let err = plugin.reconcile(&request("hog", json!({"mode": "memory"}))).unwrap_err();
+    let plugin = engine()
+        .load_file(
+            &chaos_wasm(),
+            Limits {
+                memory: limit,
+                ..Limits::default()
+            },
+        )
+        .unwrap();
+    let err = plugin
+        .reconcile(&request("hog", json!({"mode": "memory"})))
+        .unwrap_err();
     match &err {
-        CallError::OutOfMemory { plugin, requested, limit: l } => {
+        CallError::OutOfMemory {
+            plugin,
+            requested,
+            limit: l,
+        } => {
             assert_eq!(plugin, "chaos@0.1.0");
             assert_eq!(*l, limit);
             assert!(*requested > limit, "requested {requested}");
@@ -103,18 +159,33 @@ fn a_memory_bomb_is_refused_memory_and_reported_out_of_memory() {
 
 #[test]
 fn a_panic_is_a_trap_naming_the_plugin() {
-    let err = chaos().reconcile(&request("crash", json!({"mode": "trap"}))).unwrap_err();
-    assert!(matches!(&err, CallError::Trap { plugin, .. } if plugin == "chaos@0.1.0"), "{err:?}");
+    let err = chaos()
+        .reconcile(&request("crash", json!({"mode": "trap"})))
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Trap { plugin, .. } if plugin == "chaos@0.1.0"),
+        "{err:?}"
+    );
     let text = err.to_string();
-    assert!(text.starts_with("plugin chaos@0.1.0 trapped: wasm trap: wasm `unreachable` instruction executed"), "{text}");
-    assert!(text.contains("chaos: deliberate trap for crash"), "the panic message is kept: {text}");
+    assert!(
+        text.starts_with(
+            "plugin chaos@0.1.0 trapped: wasm trap: wasm `unreachable` instruction executed"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("chaos: deliberate trap for crash"),
+        "the panic message is kept: {text}"
+    );
     assert_eq!(err.kind(), ErrorKind::Permanent);
     assert_next_good_call_succeeds(chaos());
 }
 
 #[test]
 fn an_oversized_response_is_refused() {
-    let err = chaos().reconcile(&request("flood", json!({"mode": "oversized"}))).unwrap_err();
+    let err = chaos()
+        .reconcile(&request("flood", json!({"mode": "oversized"})))
+        .unwrap_err();
     match err {
         CallError::ResponseTooLarge { size, limit, .. } => {
             assert_eq!(limit, Limits::default().max_response_bytes);
@@ -122,13 +193,23 @@ fn an_oversized_response_is_refused() {
         }
         other => panic!("expected ResponseTooLarge, got {other:?}"),
     }
-    let small = chaos().reconcile(&request("trickle", json!({"mode": "oversized", "bytes": 1000}))).unwrap();
-    assert_eq!(small.children[0]["data"]["filler"].as_str().map(str::len), Some(1000));
+    let small = chaos()
+        .reconcile(&request(
+            "trickle",
+            json!({"mode": "oversized", "bytes": 1000}),
+        ))
+        .unwrap();
+    assert_eq!(
+        small.children[0]["data"]["filler"].as_str().map(str::len),
+        Some(1000)
+    );
 }
 
 #[test]
 fn invalid_json_is_an_invalid_response() {
-    let err = chaos().reconcile(&request("liar", json!({"mode": "invalid-json"}))).unwrap_err();
+    let err = chaos()
+        .reconcile(&request("liar", json!({"mode": "invalid-json"})))
+        .unwrap_err();
     assert!(
         matches!(&err, CallError::InvalidResponse { reason, .. } if reason.starts_with("child #0: not JSON")),
         "{err:?}"
@@ -165,29 +246,51 @@ fn finalize_answers_complete_or_again_after() {
 #[test]
 fn a_runaway_call_does_not_hold_up_calls_on_other_threads() {
     let timeout = Duration::from_millis(800);
-    let plugin = engine().load_file(&chaos_wasm(), Limits { timeout, ..Limits::default() }).unwrap();
+    let plugin = engine()
+        .load_file(
+            &chaos_wasm(),
+            Limits {
+                timeout,
+                ..Limits::default()
+            },
+        )
+        .unwrap();
     let spinner = {
         let plugin = plugin.clone();
         std::thread::spawn(move || plugin.reconcile(&request("spin", json!({"mode": "loop"}))))
     };
     let started = Instant::now();
     for i in 0..5 {
-        let answer = chaos().reconcile(&request(&format!("calm-{i}"), json!({"mode": "ok"}))).unwrap();
+        let answer = chaos()
+            .reconcile(&request(&format!("calm-{i}"), json!({"mode": "ok"})))
+            .unwrap();
         assert_eq!(answer.requeue, Requeue::Done);
     }
-    assert!(started.elapsed() < timeout, "good calls waited for the spinning one");
-    assert!(matches!(spinner.join().unwrap(), Err(CallError::Timeout { .. })));
+    assert!(
+        started.elapsed() < timeout,
+        "good calls waited for the spinning one"
+    );
+    assert!(matches!(
+        spinner.join().unwrap(),
+        Err(CallError::Timeout { .. })
+    ));
 }
 
 #[test]
 fn a_reused_instance_answers_repeatedly_and_recovers_after_a_trap() {
     let mut instance = ReusedInstance::new(chaos().clone());
     for name in ["one", "two"] {
-        let answer = instance.reconcile(&request(name, json!({"mode": "ok"}))).unwrap();
+        let answer = instance
+            .reconcile(&request(name, json!({"mode": "ok"})))
+            .unwrap();
         assert_eq!(answer.children[0]["metadata"]["name"], name);
     }
-    let err = instance.reconcile(&request("crash", json!({"mode": "trap"}))).unwrap_err();
+    let err = instance
+        .reconcile(&request("crash", json!({"mode": "trap"})))
+        .unwrap_err();
     assert!(matches!(err, CallError::Trap { .. }), "{err:?}");
-    let answer = instance.reconcile(&request("three", json!({"mode": "ok"}))).unwrap();
+    let answer = instance
+        .reconcile(&request("three", json!({"mode": "ok"})))
+        .unwrap();
     assert_eq!(answer.children[0]["metadata"]["name"], "three");
 }

@@ -12,7 +12,11 @@ use weir::plugin::{Engine, EngineConfig, Limits, LoadError, ReconcileRequest};
 
 fn chaos_wasm() -> PathBuf {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/chaos.wasm");
-    assert!(path.exists(), "{} is missing: run plugins/build.sh first", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing: run plugins/build.sh first",
+        path.display()
+    );
     path
 }
 
@@ -22,7 +26,9 @@ fn engine() -> Engine {
 
 #[test]
 fn a_missing_file_is_an_io_error_naming_it() {
-    let err = engine().load_file(Path::new("/nonexistent/p.wasm"), Limits::default()).unwrap_err();
+    let err = engine()
+        .load_file(Path::new("/nonexistent/p.wasm"), Limits::default())
+        .unwrap_err();
     assert!(matches!(err, LoadError::Io { .. }), "{err:?}");
     assert_eq!(err.to_string(), "cannot read plugin /nonexistent/p.wasm");
 }
@@ -30,17 +36,26 @@ fn a_missing_file_is_an_io_error_naming_it() {
 #[test]
 fn bytes_that_are_not_a_component_are_refused_before_compiling() {
     let core_module = b"\0asm\x01\0\0\0";
-    let err = engine().load_bytes("core.wasm", core_module, Limits::default()).unwrap_err();
+    let err = engine()
+        .load_bytes("core.wasm", core_module, Limits::default())
+        .unwrap_err();
     assert!(matches!(err, LoadError::NotAComponent { .. }), "{err:?}");
-    assert!(err.to_string().contains("core.wasm is not a WebAssembly component (a core WebAssembly module"));
-    let err = engine().load_bytes("notes.txt", b"hello", Limits::default()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("core.wasm is not a WebAssembly component (a core WebAssembly module")
+    );
+    let err = engine()
+        .load_bytes("notes.txt", b"hello", Limits::default())
+        .unwrap_err();
     assert!(err.to_string().contains("no WebAssembly header"), "{err}");
 }
 
 #[test]
 fn a_component_without_the_exports_is_the_wrong_contract() {
     let empty_component = b"\0asm\x0d\0\x01\0";
-    let err = engine().load_bytes("empty.wasm", empty_component, Limits::default()).unwrap_err();
+    let err = engine()
+        .load_bytes("empty.wasm", empty_component, Limits::default())
+        .unwrap_err();
     assert!(matches!(err, LoadError::WrongContract { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
@@ -56,19 +71,35 @@ fn dummy_component(wit: &str) -> Vec<u8> {
     let world = resolve.select_world(&[pkg], Some("reconciler")).unwrap();
     let mangling = wit_parser::ManglingAndAbi::Legacy(wit_parser::LiftLowerAbi::Sync);
     let mut module = wit_component::dummy_module(&resolve, world, mangling);
-    wit_component::embed_component_metadata(&mut module, &resolve, world, wit_component::StringEncoding::UTF8)
-        .unwrap();
-    wit_component::ComponentEncoder::default().validate(true).module(&module).unwrap().encode().unwrap()
+    wit_component::embed_component_metadata(
+        &mut module,
+        &resolve,
+        world,
+        wit_component::StringEncoding::UTF8,
+    )
+    .unwrap();
+    wit_component::ComponentEncoder::default()
+        .validate(true)
+        .module(&module)
+        .unwrap()
+        .encode()
+        .unwrap()
 }
 
 fn contract() -> String {
-    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wit/reconciler.wit")).unwrap()
+    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wit/reconciler.wit"))
+        .unwrap()
 }
 
 #[test]
 fn a_component_built_against_another_contract_version_is_refused_by_name() {
-    let wit = contract().replace("package weir:reconciler@0.1.0;", "package weir:reconciler@0.2.0;");
-    let err = engine().load_bytes("future.wasm", &dummy_component(&wit), Limits::default()).unwrap_err();
+    let wit = contract().replace(
+        "package weir:reconciler@0.1.0;",
+        "package weir:reconciler@0.2.0;",
+    );
+    let err = engine()
+        .load_bytes("future.wasm", &dummy_component(&wit), Limits::default())
+        .unwrap_err();
     assert!(matches!(err, LoadError::WrongContract { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
@@ -78,22 +109,55 @@ fn a_component_built_against_another_contract_version_is_refused_by_name() {
 
 #[test]
 fn a_describe_that_traps_fails_the_load() {
-    let err = engine().load_bytes("dummy.wasm", &dummy_component(&contract()), Limits::default()).unwrap_err();
+    let err = engine()
+        .load_bytes(
+            "dummy.wasm",
+            &dummy_component(&contract()),
+            Limits::default(),
+        )
+        .unwrap_err();
     assert!(matches!(err, LoadError::Describe { .. }), "{err:?}");
-    assert!(err.to_string().starts_with("plugin dummy.wasm: describe() failed: plugin dummy.wasm trapped"), "{err}");
+    assert!(
+        err.to_string()
+            .starts_with("plugin dummy.wasm: describe() failed: plugin dummy.wasm trapped"),
+        "{err}"
+    );
 }
 
 #[test]
 fn compiled_code_is_cached_and_reused_by_an_engine_with_the_same_config() {
     let dir = tempfile::tempdir().unwrap();
-    let config = EngineConfig { cache_dir: Some(dir.path().to_path_buf()), ..EngineConfig::default() };
-    let first = Engine::new(config.clone()).unwrap().load_file(&chaos_wasm(), Limits::default()).unwrap();
-    assert_eq!(artifacts(dir.path()).len(), 1, "one compiled artifact is cached");
-    let second = Engine::new(config).unwrap().load_file(&chaos_wasm(), Limits::default()).unwrap();
-    assert_eq!(artifacts(dir.path()).len(), 1, "a second load compiled again");
+    let config = EngineConfig {
+        cache_dir: Some(dir.path().to_path_buf()),
+        ..EngineConfig::default()
+    };
+    let first = Engine::new(config.clone())
+        .unwrap()
+        .load_file(&chaos_wasm(), Limits::default())
+        .unwrap();
+    assert_eq!(
+        artifacts(dir.path()).len(),
+        1,
+        "one compiled artifact is cached"
+    );
+    let second = Engine::new(config)
+        .unwrap()
+        .load_file(&chaos_wasm(), Limits::default())
+        .unwrap();
+    assert_eq!(
+        artifacts(dir.path()).len(),
+        1,
+        "a second load compiled again"
+    );
     assert_eq!(first.sha256(), second.sha256());
-    let req = ReconcileRequest { parent: json!({"metadata": {"name": "c"}, "spec": {}}).to_string(), children: vec![] };
-    assert_eq!(second.reconcile(&req).unwrap(), first.reconcile(&req).unwrap());
+    let req = ReconcileRequest {
+        parent: json!({"metadata": {"name": "c"}, "spec": {}}).to_string(),
+        children: vec![],
+    };
+    assert_eq!(
+        second.reconcile(&req).unwrap(),
+        first.reconcile(&req).unwrap()
+    );
 }
 
 /// Compiled code in the cache, leaving out the statistics and temporary
@@ -127,7 +191,9 @@ impl Write for Captured {
 
 #[test]
 fn guest_logs_and_output_become_events_in_the_callers_span() {
-    let plugin = engine().load_file(&chaos_wasm(), Limits::default()).unwrap();
+    let plugin = engine()
+        .load_file(&chaos_wasm(), Limits::default())
+        .unwrap();
     let captured = Captured::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
@@ -138,7 +204,12 @@ fn guest_logs_and_output_become_events_in_the_callers_span() {
     tracing::subscriber::with_default(subscriber, || {
         let _span = tracing::info_span!("reconcile", key = "default/loud").entered();
         let parent = json!({"metadata": {"name": "loud"}, "spec": {"mode": "log"}});
-        plugin.reconcile(&ReconcileRequest { parent: parent.to_string(), children: vec![] }).unwrap();
+        plugin
+            .reconcile(&ReconcileRequest {
+                parent: parent.to_string(),
+                children: vec![],
+            })
+            .unwrap();
     });
     let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
     for (level, message) in [
@@ -150,20 +221,38 @@ fn guest_logs_and_output_become_events_in_the_callers_span() {
         ("INFO", "chaos stdout for loud"),
         ("WARN", "chaos stderr for loud"),
     ] {
-        let line = text.lines().find(|l| l.contains(message)).unwrap_or_else(|| panic!("no {message:?} in:\n{text}"));
+        let line = text
+            .lines()
+            .find(|l| l.contains(message))
+            .unwrap_or_else(|| panic!("no {message:?} in:\n{text}"));
         assert!(line.contains(level), "{line}");
-        assert!(line.contains(r#"reconcile{key="default/loud"}"#), "not in the span: {line}");
-        assert!(line.contains(r#"plugin="chaos@0.1.0""#) || line.contains("plugin=chaos@0.1.0"), "{line}");
+        assert!(
+            line.contains(r#"reconcile{key="default/loud"}"#),
+            "not in the span: {line}"
+        );
+        assert!(
+            line.contains(r#"plugin="chaos@0.1.0""#) || line.contains("plugin=chaos@0.1.0"),
+            "{line}"
+        );
     }
 }
 
 #[test]
 fn a_call_from_spawn_blocking_in_a_tokio_runtime_can_use_wasi() {
-    let plugin = engine().load_file(&chaos_wasm(), Limits::default()).unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let plugin = engine()
+        .load_file(&chaos_wasm(), Limits::default())
+        .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
     let call = runtime.spawn_blocking(move || {
         let parent = json!({"metadata": {"name": "loud"}, "spec": {"mode": "log"}});
-        plugin.reconcile(&ReconcileRequest { parent: parent.to_string(), children: vec![] })
+        plugin.reconcile(&ReconcileRequest {
+            parent: parent.to_string(),
+            children: vec![],
+        })
     });
     let answer = runtime.block_on(call).unwrap().unwrap();
     assert_eq!(answer.status, Some(json!({"mode": "log"})));

@@ -14,14 +14,17 @@ use weir::plugin::{Engine, EngineConfig, Limits};
 use weir_e2e::{CONVERGE, TestEnv, eventually, fast_config, kinds, plugin, wait_ready};
 
 fn built(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugins").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/plugins")
+        .join(name)
 }
 
 /// Copies a built plugin into `dir` as `name` the way an installer should: a hidden temporary,
 /// then a rename. Returns when the rename is done.
 fn install(dir: &Path, built_name: &str, name: &str) -> Result<()> {
     let tmp = dir.join(format!(".{name}.tmp"));
-    std::fs::copy(built(built_name), &tmp).with_context(|| format!("{built_name}: run plugins/build.sh"))?;
+    std::fs::copy(built(built_name), &tmp)
+        .with_context(|| format!("{built_name}: run plugins/build.sh"))?;
     std::fs::rename(&tmp, dir.join(name))?;
     Ok(())
 }
@@ -29,13 +32,24 @@ fn install(dir: &Path, built_name: &str, name: &str) -> Result<()> {
 /// A hot-loading host on `dir`, watching only this test's namespace.
 async fn hot_host(env: &TestEnv, dir: &Path) -> Result<HotHost> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let engine = Engine::new(EngineConfig { cache_dir: Some(root.join("target/plugin-cache")), ..EngineConfig::default() })?;
+    let engine = Engine::new(EngineConfig {
+        cache_dir: Some(root.join("target/plugin-cache")),
+        ..EngineConfig::default()
+    })?;
     let plugins = Config {
-        timing: Timing { settle: Duration::from_millis(100), grace: Duration::from_secs(1) },
+        timing: Timing {
+            settle: Duration::from_millis(100),
+            grace: Duration::from_secs(1),
+        },
         debounce: Duration::from_millis(20),
         ..Config::new(dir)
     };
-    let config = HotHostConfig { host: fast_config(&env.namespace), plugins, limits: Limits::default(), install_crds: false };
+    let config = HotHostConfig {
+        host: fast_config(&env.namespace),
+        plugins,
+        limits: Limits::default(),
+        install_crds: false,
+    };
     Ok(HotHost::start(env.client.clone(), engine, config).await?)
 }
 
@@ -58,7 +72,12 @@ async fn a_new_plugin_version_reaches_every_child_of_100_blogs_without_a_restart
     let host = hot_host(&env, dir.path()).await?;
     const BLOGS: usize = 100;
     for i in 0..BLOGS {
-        env.create(&kinds::blog(), &format!("blog-{i}"), json!({"title": format!("Blog {i}"), "replicas": 1})).await?;
+        env.create(
+            &kinds::blog(),
+            &format!("blog-{i}"),
+            json!({"title": format!("Blog {i}"), "replicas": 1}),
+        )
+        .await?;
     }
     let blogs = env.api(&kinds::blog());
     for i in 0..BLOGS {
@@ -70,7 +89,11 @@ async fn a_new_plugin_version_reaches_every_child_of_100_blogs_without_a_restart
     install(dir.path(), "blog-v2.wasm", "blog.wasm")?;
     let renamed = Instant::now();
     eventually("v2 is served", CONVERGE, || async {
-        host.catalog().rows().first().is_some_and(|r| r.sha256 != v1).then_some(())
+        host.catalog()
+            .rows()
+            .first()
+            .is_some_and(|r| r.sha256 != v1)
+            .then_some(())
     })
     .await?;
     let swapped = renamed.elapsed();
@@ -91,16 +114,33 @@ async fn a_new_plugin_version_reaches_every_child_of_100_blogs_without_a_restart
     wait_ready(&blogs, "blog-0").await?;
 
     // A corrupt upgrade is refused and v2 keeps reconciling.
-    std::fs::write(dir.path().join(".blog.wasm.tmp"), b"\0asm\x0d\0\x01\0 truncated")?;
-    std::fs::rename(dir.path().join(".blog.wasm.tmp"), dir.path().join("blog.wasm"))?;
+    std::fs::write(
+        dir.path().join(".blog.wasm.tmp"),
+        b"\0asm\x0d\0\x01\0 truncated",
+    )?;
+    std::fs::rename(
+        dir.path().join(".blog.wasm.tmp"),
+        dir.path().join("blog.wasm"),
+    )?;
     eventually("the corrupt file is refused", CONVERGE, || async {
         (host.hotload_metrics().refusals("invalid") == 1).then_some(())
     })
     .await?;
-    env.create(&kinds::blog(), "after", json!({"title": "after the bad file", "replicas": 1})).await?;
+    env.create(
+        &kinds::blog(),
+        "after",
+        json!({"title": "after the bad file", "replicas": 1}),
+    )
+    .await?;
     wait_ready(&blogs, "after").await?;
     let page = env.api(&kinds::config_map()).get("after-page").await?;
-    assert_eq!(page.labels().get("weir.dev/hot-swapped").map(String::as_str), Some("v2"), "v2 still serves");
+    assert_eq!(
+        page.labels()
+            .get("weir.dev/hot-swapped")
+            .map(String::as_str),
+        Some("v2"),
+        "v2 still serves"
+    );
     host.shutdown().await;
     Ok(())
 }
@@ -112,19 +152,42 @@ async fn removing_the_plugin_stops_its_controller_and_leaves_the_children() -> R
     let dir = tempfile::tempdir()?;
     install(dir.path(), "blog.wasm", "blog.wasm")?;
     let host = hot_host(&env, dir.path()).await?;
-    env.create(&kinds::blog(), "kept", json!({"title": "kept", "replicas": 1})).await?;
+    env.create(
+        &kinds::blog(),
+        "kept",
+        json!({"title": "kept", "replicas": 1}),
+    )
+    .await?;
     wait_ready(&env.api(&kinds::blog()), "kept").await?;
 
     std::fs::remove_file(dir.path().join("blog.wasm"))?;
-    eventually("the plugin is unloaded", CONVERGE, || async { host.catalog().is_empty().then_some(()) }).await?;
-    env.create(&kinds::blog(), "orphan", json!({"title": "nobody serves me", "replicas": 1})).await?;
-    env.patch_spec(&kinds::blog(), "kept", json!({"replicas": 3})).await?;
+    eventually("the plugin is unloaded", CONVERGE, || async {
+        host.catalog().is_empty().then_some(())
+    })
+    .await?;
+    env.create(
+        &kinds::blog(),
+        "orphan",
+        json!({"title": "nobody serves me", "replicas": 1}),
+    )
+    .await?;
+    env.patch_spec(&kinds::blog(), "kept", json!({"replicas": 3}))
+        .await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let config_maps = env.api(&kinds::config_map());
-    assert!(config_maps.get_opt("orphan-page").await?.is_none(), "no controller reconciles new Blogs");
-    assert!(config_maps.get_opt("kept-page").await?.is_some(), "children stay when their plugin goes");
+    assert!(
+        config_maps.get_opt("orphan-page").await?.is_none(),
+        "no controller reconciles new Blogs"
+    );
+    assert!(
+        config_maps.get_opt("kept-page").await?.is_some(),
+        "children stay when their plugin goes"
+    );
     let deployment = env.api(&kinds::deployment()).get("kept").await?;
-    assert_eq!(deployment.data["spec"]["replicas"], 1, "the stopped controller changed nothing");
+    assert_eq!(
+        deployment.data["spec"]["replicas"], 1,
+        "the stopped controller changed nothing"
+    );
 
     install(dir.path(), "blog.wasm", "blog.wasm")?;
     wait_ready(&env.api(&kinds::blog()), "orphan").await?;
@@ -140,21 +203,40 @@ async fn a_plugin_for_another_crd_starts_while_the_first_keeps_working() -> Resu
     let dir = tempfile::tempdir()?;
     install(dir.path(), "blog.wasm", "blog.wasm")?;
     let host = hot_host(&env, dir.path()).await?;
-    env.create(&kinds::blog(), "first", json!({"title": "first", "replicas": 1})).await?;
+    env.create(
+        &kinds::blog(),
+        "first",
+        json!({"title": "first", "replicas": 1}),
+    )
+    .await?;
     let blogs = env.api(&kinds::blog());
     wait_ready(&blogs, "first").await?;
 
     install(dir.path(), "scenario.wasm", "scenario.wasm")?;
-    eventually("two plugins are served", CONVERGE, || async { (host.catalog().len() == 2).then_some(()) }).await?;
-    env.create(&kinds::scenario(), "s", json!({"configMaps": ["a"]})).await?;
-    wait_ready(&env.api(&kinds::scenario()), "s").await?;
-    env.create(&kinds::blog(), "second", json!({"title": "second", "replicas": 1})).await?;
-    wait_ready(&blogs, "second").await?;
-    env.patch_spec(&kinds::blog(), "first", json!({"replicas": 2})).await?;
-    eventually("the first Blog's Deployment is scaled", CONVERGE, || async {
-        let d = env.api(&kinds::deployment()).get("first").await.ok()?;
-        (d.data["spec"]["replicas"] == 2).then_some(())
+    eventually("two plugins are served", CONVERGE, || async {
+        (host.catalog().len() == 2).then_some(())
     })
+    .await?;
+    env.create(&kinds::scenario(), "s", json!({"configMaps": ["a"]}))
+        .await?;
+    wait_ready(&env.api(&kinds::scenario()), "s").await?;
+    env.create(
+        &kinds::blog(),
+        "second",
+        json!({"title": "second", "replicas": 1}),
+    )
+    .await?;
+    wait_ready(&blogs, "second").await?;
+    env.patch_spec(&kinds::blog(), "first", json!({"replicas": 2}))
+        .await?;
+    eventually(
+        "the first Blog's Deployment is scaled",
+        CONVERGE,
+        || async {
+            let d = env.api(&kinds::deployment()).get("first").await.ok()?;
+            (d.data["spec"]["replicas"] == 2).then_some(())
+        },
+    )
     .await?;
     host.shutdown().await;
     Ok(())

@@ -1,7 +1,10 @@
 //! End-to-end tests: one binary, one module per scenario. Each runs on the embedded emulator,
 //! or on the cluster `KUBECONFIG` names. Plugins come from `target/plugins` (`plugins/build.sh`).
 
-#![expect(clippy::unwrap_used, reason = "in a test, a failed unwrap is a failed assertion")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "in a test, a failed unwrap is a failed assertion"
+)]
 
 mod blog_lifecycle;
 mod converged_writes_nothing;
@@ -11,6 +14,7 @@ mod failing_plugin_backs_off;
 mod hot_loading;
 mod hot_loop_is_throttled;
 mod leader_election;
+mod other_languages;
 mod refused_answers_write_nothing;
 mod restart_converges;
 mod unwanted_children_are_pruned;

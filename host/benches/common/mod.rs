@@ -36,14 +36,23 @@ pub struct Input {
 impl Input {
     pub fn load() -> anyhow::Result<Input> {
         let path = workspace().join(FIXTURE);
-        let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
         let fixture = weir::fixtures::parse(&text)?;
-        Ok(Input { parent: fixture.parent, observed: fixture.observed })
+        Ok(Input {
+            parent: fixture.parent,
+            observed: fixture.observed,
+        })
     }
 
     /// Bytes of JSON in one request, for the table's caption.
     pub fn json_bytes(&self) -> usize {
-        self.parent.to_string().len() + self.observed.iter().map(|o| o.to_string().len()).sum::<usize>()
+        self.parent.to_string().len()
+            + self
+                .observed
+                .iter()
+                .map(|o| o.to_string().len())
+                .sum::<usize>()
     }
 
     fn request(&self) -> ReconcileRequest {
@@ -65,15 +74,23 @@ pub fn native(input: &Input) -> anyhow::Result<Answer> {
 
 fn native_of(parent: &Value, observed: Vec<Value>) -> anyhow::Result<Answer> {
     let observed = observed.into_iter().map(Child::json).collect();
-    let out = testing::reconcile::<BlogReconciler>(parent, observed).map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    let out = testing::reconcile::<BlogReconciler>(parent, observed)
+        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
     Ok((out.children.into_iter().collect(), out.status))
 }
 
 /// The Blog component, loaded from `target/plugins/blog.wasm`.
 pub fn blog_plugin(pooling: bool) -> anyhow::Result<Plugin> {
     let path = workspace().join("target/plugins/blog.wasm");
-    anyhow::ensure!(path.exists(), "{} is missing: run plugins/build.sh first", path.display());
-    let engine = Engine::new(EngineConfig { pooling, ..EngineConfig::default() })?;
+    anyhow::ensure!(
+        path.exists(),
+        "{} is missing: run plugins/build.sh first",
+        path.display()
+    );
+    let engine = Engine::new(EngineConfig {
+        pooling,
+        ..EngineConfig::default()
+    })?;
     Ok(engine.load_file(&path, Limits::default())?)
 }
 
@@ -97,26 +114,34 @@ pub struct Webhook {
     sender: SendRequest<Full<Bytes>>,
 }
 
-async fn serve_reconcile(body: Bytes) -> Result<axum::Json<Value>, (axum::http::StatusCode, String)> {
+async fn serve_reconcile(
+    body: Bytes,
+) -> Result<axum::Json<Value>, (axum::http::StatusCode, String)> {
     let bad = |e: String| (axum::http::StatusCode::BAD_REQUEST, e);
     let request: Value = serde_json::from_slice(&body).map_err(|e| bad(e.to_string()))?;
     let observed = request["children"].as_array().cloned().unwrap_or_default();
-    let (children, status) = native_of(&request["parent"], observed).map_err(|e| bad(e.to_string()))?;
+    let (children, status) =
+        native_of(&request["parent"], observed).map_err(|e| bad(e.to_string()))?;
     Ok(axum::Json(json!({"children": children, "status": status})))
 }
 
 impl Webhook {
     /// Starts the server on 127.0.0.1 and opens one HTTP/1.1 connection to it.
     pub fn start() -> anyhow::Result<Webhook> {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
         let sender = runtime.block_on(async {
-            let listener = tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+            let listener =
+                tokio::net::TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0))).await?;
             let addr = listener.local_addr()?;
             let app = Router::new().route("/reconcile", post(serve_reconcile));
             tokio::spawn(async move { axum::serve(listener, app).await });
             let stream = tokio::net::TcpStream::connect(addr).await?;
             stream.set_nodelay(true)?;
-            let (sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+            let (sender, connection) =
+                hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
             tokio::spawn(connection);
             anyhow::Ok(sender)
         })?;
@@ -134,12 +159,22 @@ impl Webhook {
         let bytes = self.runtime.block_on(async move {
             sender.ready().await?;
             let response = sender.send_request(request).await?;
-            anyhow::ensure!(response.status().is_success(), "webhook answered {}", response.status());
+            anyhow::ensure!(
+                response.status().is_success(),
+                "webhook answered {}",
+                response.status()
+            );
             anyhow::Ok(response.into_body().collect().await?.to_bytes())
         })?;
         let mut answer: Value = serde_json::from_slice(&bytes)?;
         let children = answer["children"].as_array().cloned().unwrap_or_default();
-        Ok((children, answer.get_mut("status").map(Value::take).filter(|s| !s.is_null())))
+        Ok((
+            children,
+            answer
+                .get_mut("status")
+                .map(Value::take)
+                .filter(|s| !s.is_null()),
+        ))
     }
 }
 

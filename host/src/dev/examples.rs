@@ -56,20 +56,31 @@ pub async fn apply_dir(client: &Client, dir: &Path) -> Result<Vec<String>, Apply
         .map_err(read_err(dir))?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml" || e == "json"))
+        .filter(|p| {
+            p.extension()
+                .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+        })
         .collect();
     files.sort();
     let mut lines = Vec::new();
     for path in files {
         let text = std::fs::read_to_string(&path).map_err(read_err(&path))?;
         for (index, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
-            let value = serde_yaml::Value::deserialize(doc)
-                .map_err(|source| ApplyError::Parse { path: path.clone(), index, source })?;
+            let value =
+                serde_yaml::Value::deserialize(doc).map_err(|source| ApplyError::Parse {
+                    path: path.clone(),
+                    index,
+                    source,
+                })?;
             if value.is_null() {
                 continue;
             }
-            let obj: DynamicObject = serde_yaml::from_value(value)
-                .map_err(|source| ApplyError::Parse { path: path.clone(), index, source })?;
+            let obj: DynamicObject =
+                serde_yaml::from_value(value).map_err(|source| ApplyError::Parse {
+                    path: path.clone(),
+                    index,
+                    source,
+                })?;
             lines.push(apply_one(client, &path, obj).await?);
         }
     }
@@ -90,14 +101,29 @@ async fn apply_one(client: &Client, path: &Path, obj: DynamicObject) -> Result<S
         None => (String::new(), types.api_version.clone()),
     };
     let gvk = GroupVersionKind::gvk(&group, &version, &types.kind);
-    let (resource, caps) = discovery::pinned_kind(client, &gvk).await.map_err(api_err)?;
+    let (resource, caps) = discovery::pinned_kind(client, &gvk)
+        .await
+        .map_err(api_err)?;
     let (api, at): (Api<DynamicObject>, String) = match caps.scope {
         Scope::Namespaced => {
             let ns = obj.namespace().unwrap_or_else(|| "default".to_owned());
-            (Api::namespaced_with(client.clone(), &ns, &resource), format!("{ns}/"))
+            (
+                Api::namespaced_with(client.clone(), &ns, &resource),
+                format!("{ns}/"),
+            )
         }
         Scope::Cluster => (Api::all_with(client.clone(), &resource), String::new()),
     };
-    api.patch(&name, &PatchParams::apply("weir-dev").force(), &Patch::Apply(&obj)).await.map_err(api_err)?;
-    Ok(format!("applied {} {at}{name} from {}", types.kind, path.display()))
+    api.patch(
+        &name,
+        &PatchParams::apply("weir-dev").force(),
+        &Patch::Apply(&obj),
+    )
+    .await
+    .map_err(api_err)?;
+    Ok(format!(
+        "applied {} {at}{name} from {}",
+        types.kind,
+        path.display()
+    ))
 }

@@ -103,10 +103,24 @@ impl DevArgs {
     }
 
     async fn run(&self, engine: EngineConfig) -> Result<(), DevError> {
-        let workloads = Some(WorkloadSimulation { ready_after: Duration::from_millis(self.ready_after_ms) });
-        let emulator = Emulator::start(EmulatorConfig { workloads, port: self.port, ..EmulatorConfig::default() }).await?;
-        if let Some(dir) = self.kubeconfig.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| DevError::KubeconfigDir { path: dir.to_owned(), source })?;
+        let workloads = Some(WorkloadSimulation {
+            ready_after: Duration::from_millis(self.ready_after_ms),
+        });
+        let emulator = Emulator::start(EmulatorConfig {
+            workloads,
+            port: self.port,
+            ..EmulatorConfig::default()
+        })
+        .await?;
+        if let Some(dir) = self
+            .kubeconfig
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(dir).map_err(|source| DevError::KubeconfigDir {
+                path: dir.to_owned(),
+                source,
+            })?;
         }
         emulator.write_kubeconfig(&self.kubeconfig)?;
         let kubectl = format!("kubectl --kubeconfig {}", self.kubeconfig.display());
@@ -116,7 +130,10 @@ impl DevArgs {
         let engine = Engine::new(engine)?;
         let config = HotHostConfig {
             host: HostConfig {
-                controller: ControllerConfig { instance: "weir-dev".into(), ..ControllerConfig::default() },
+                controller: ControllerConfig {
+                    instance: "weir-dev".into(),
+                    ..ControllerConfig::default()
+                },
                 listen: Some(self.listen),
                 ..HostConfig::default()
             },
@@ -126,7 +143,11 @@ impl DevArgs {
         };
         let host = HotHost::start(emulator.client(), engine, config).await?;
         if let Some(addr) = host.addr() {
-            let from = if self.plugin_files.is_empty() { self.plugins.display().to_string() } else { format!("{:?}", self.plugin_files) };
+            let from = if self.plugin_files.is_empty() {
+                self.plugins.display().to_string()
+            } else {
+                format!("{:?}", self.plugin_files)
+            };
             println!("weir dev: plugins from {from} (listed at http://{addr}/plugins)");
         }
         let live = !self.plain && std::io::stdout().is_terminal();
@@ -156,17 +177,29 @@ impl DevArgs {
 impl DevArgs {
     /// The directory to watch, and the file names to serve from it if `--plugin` was given.
     fn watched(&self) -> Result<hotload::Config, DevError> {
-        let Some(first) = self.plugin_files.first() else { return Ok(hotload::Config::new(&self.plugins)) };
-        let dir = first.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        let Some(first) = self.plugin_files.first() else {
+            return Ok(hotload::Config::new(&self.plugins));
+        };
+        let dir = first
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."));
         let mut names = std::collections::BTreeSet::new();
         for file in &self.plugin_files {
-            let same_dir = file.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new(".")) == dir;
+            let same_dir = file
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."))
+                == dir;
             match file.file_name() {
                 Some(name) if same_dir => names.insert(name.to_owned()),
                 _ => return Err(DevError::PluginFiles(self.plugin_files.clone())),
             };
         }
-        Ok(hotload::Config { only: Some(names), ..hotload::Config::new(dir) })
+        Ok(hotload::Config {
+            only: Some(names),
+            ..hotload::Config::new(dir)
+        })
     }
 }
 
@@ -179,5 +212,8 @@ async fn wait_ready(host: &HotHost, dir: &std::path::Path) -> Result<(), DevErro
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Err(DevError::NotReady { dir: dir.to_owned(), secs: SECS })
+    Err(DevError::NotReady {
+        dir: dir.to_owned(),
+        secs: SECS,
+    })
 }

@@ -35,7 +35,11 @@ pub(crate) async fn show(client: Client, catalog: Catalog, kubectl: String, live
         let now = snapshot(&client, &catalog).await;
         let mut text = Vec::new();
         // Writing into a Vec cannot fail.
-        let _ = if live { draw(&mut text, &now, &kubectl) } else { print_changes(&mut text, &last, &now) };
+        let _ = if live {
+            draw(&mut text, &now, &kubectl)
+        } else {
+            print_changes(&mut text, &last, &now)
+        };
         {
             let mut out = std::io::stdout().lock();
             // A closed stdout is not worth stopping the host for.
@@ -55,25 +59,52 @@ async fn snapshot(client: &Client, catalog: &Catalog) -> Snapshot {
         let short = row.sha256.get(..12).unwrap_or(&row.sha256);
         snap.plugins.insert(
             row.kind.clone(),
-            format!("plugin {} {} serves {} (sha256 {short}, from {})", row.name, row.version, row.kind, row.file.display()),
+            format!(
+                "plugin {} {} serves {} (sha256 {short}, from {})",
+                row.name,
+                row.version,
+                row.kind,
+                row.file.display()
+            ),
         );
         let info = &row.info;
-        let parents: Api<DynamicObject> = Api::all_with(client.clone(), &info.parent.api_resource());
-        let Ok(parents) = parents.list(&ListParams::default()).await else { continue };
+        let parents: Api<DynamicObject> =
+            Api::all_with(client.clone(), &info.parent.api_resource());
+        let Ok(parents) = parents.list(&ListParams::default()).await else {
+            continue;
+        };
         let mut children: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         for kind in &info.children {
             let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.api_resource());
-            let Ok(list) = api.list(&ListParams::default()).await else { continue };
+            let Ok(list) = api.list(&ListParams::default()).await else {
+                continue;
+            };
             for child in list {
-                if let Some(owner) = child.owner_references().iter().find(|o| o.controller == Some(true)) {
-                    children.entry(owner.uid.clone()).or_default().insert(format!("{}/{}", kind.kind, child.name_any()));
+                if let Some(owner) = child
+                    .owner_references()
+                    .iter()
+                    .find(|o| o.controller == Some(true))
+                {
+                    children
+                        .entry(owner.uid.clone())
+                        .or_default()
+                        .insert(format!("{}/{}", kind.kind, child.name_any()));
                 }
             }
         }
         for parent in parents {
-            let key = format!("{} {}/{}", info.parent.kind, parent.namespace().unwrap_or_default(), parent.name_any());
-            let owned = parent.uid().and_then(|uid| children.remove(&uid)).unwrap_or_default();
-            snap.parents.insert(key.clone(), parent_line(&key, &parent, &owned));
+            let key = format!(
+                "{} {}/{}",
+                info.parent.kind,
+                parent.namespace().unwrap_or_default(),
+                parent.name_any()
+            );
+            let owned = parent
+                .uid()
+                .and_then(|uid| children.remove(&uid))
+                .unwrap_or_default();
+            snap.parents
+                .insert(key.clone(), parent_line(&key, &parent, &owned));
         }
     }
     snap
@@ -84,7 +115,12 @@ fn parent_line(key: &str, parent: &DynamicObject, children: &BTreeSet<String>) -
         parent.data["status"]["conditions"]
             .as_array()
             .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
-            .map(|c| (c["status"].as_str().unwrap_or("?").to_owned(), c["reason"].as_str().unwrap_or("").to_owned()))
+            .map(|c| {
+                (
+                    c["status"].as_str().unwrap_or("?").to_owned(),
+                    c["reason"].as_str().unwrap_or("").to_owned(),
+                )
+            })
     };
     let ready = match condition("Ready") {
         Some((status, reason)) if reason.is_empty() => format!("Ready={status}"),
@@ -97,7 +133,10 @@ fn parent_line(key: &str, parent: &DynamicObject, children: &BTreeSet<String>) -
         None => String::new(),
     };
     let list = children.iter().cloned().collect::<Vec<_>>().join(", ");
-    format!("{key}: {ready}{reconciled}, {} children [{list}]", children.len())
+    format!(
+        "{key}: {ready}{reconciled}, {} children [{list}]",
+        children.len()
+    )
 }
 
 fn draw(out: &mut impl Write, snap: &Snapshot, kubectl: &str) -> std::io::Result<()> {
@@ -109,7 +148,10 @@ fn draw(out: &mut impl Write, snap: &Snapshot, kubectl: &str) -> std::io::Result
         writeln!(out, "  compiling {file} ...")?;
     }
     if snap.plugins.is_empty() {
-        writeln!(out, "  no plugin loaded yet (build one into the plugins directory)")?;
+        writeln!(
+            out,
+            "  no plugin loaded yet (build one into the plugins directory)"
+        )?;
     }
     for line in snap.plugins.values() {
         writeln!(out, "  {line}")?;
@@ -135,35 +177,55 @@ fn print_changes(out: &mut impl Write, last: &Snapshot, now: &Snapshot) -> std::
             writeln!(out, "{line}")?;
         }
     }
-    for kind in last.plugins.keys().filter(|k| !now.plugins.contains_key(*k)) {
-        writeln!(out, "plugin for {kind} removed (its objects and children stay as they are)")?;
+    for kind in last
+        .plugins
+        .keys()
+        .filter(|k| !now.plugins.contains_key(*k))
+    {
+        writeln!(
+            out,
+            "plugin for {kind} removed (its objects and children stay as they are)"
+        )?;
     }
     for (key, line) in &now.parents {
         if last.parents.get(key) != Some(line) {
             writeln!(out, "{line}")?;
         }
     }
-    for key in last.parents.keys().filter(|k| !now.parents.contains_key(*k)) {
+    for key in last
+        .parents
+        .keys()
+        .filter(|k| !now.parents.contains_key(*k))
+    {
         writeln!(out, "{key}: deleted")?;
     }
     Ok(())
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "a test fails loudly at the step that broke")]
+#[expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly at the step that broke"
+)]
 mod tests {
     use super::*;
 
     fn snap(parents: &[(&str, &str)]) -> Snapshot {
         Snapshot {
-            parents: parents.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect(),
+            parents: parents
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
             ..Snapshot::default()
         }
     }
 
     #[test]
     fn plain_output_prints_only_what_changed() {
-        let a = snap(&[("Blog d/a", "a: Ready=False"), ("Blog d/b", "b: Ready=True")]);
+        let a = snap(&[
+            ("Blog d/a", "a: Ready=False"),
+            ("Blog d/b", "b: Ready=True"),
+        ]);
         let b = snap(&[("Blog d/a", "a: Ready=True"), ("Blog d/b", "b: Ready=True")]);
         let mut out = Vec::new();
         print_changes(&mut out, &a, &b).unwrap();
@@ -178,7 +240,9 @@ mod tests {
         let now = Snapshot {
             loading: Some("plugins/blog.wasm".into()),
             plugins: BTreeMap::new(),
-            parents: (0..MAX_ROWS + 5).map(|i| (format!("Blog d/{i:03}"), format!("line {i:03}"))).collect(),
+            parents: (0..MAX_ROWS + 5)
+                .map(|i| (format!("Blog d/{i:03}"), format!("line {i:03}")))
+                .collect(),
         };
         let mut out = Vec::new();
         draw(&mut out, &now, "kubectl --kubeconfig k").unwrap();
@@ -186,7 +250,10 @@ mod tests {
         assert!(text.contains("kubectl --kubeconfig k get blogs"));
         assert!(text.contains("compiling plugins/blog.wasm ..."));
         assert!(text.contains("no plugin loaded yet"));
-        assert!(text.contains(&format!("line {:03}", MAX_ROWS - 1)) && !text.contains(&format!("line {MAX_ROWS:03}")));
+        assert!(
+            text.contains(&format!("line {:03}", MAX_ROWS - 1))
+                && !text.contains(&format!("line {MAX_ROWS:03}"))
+        );
         assert!(text.contains("... and 5 more"));
     }
 

@@ -43,7 +43,12 @@ pub struct Catalog {
 impl Catalog {
     /// The rows, ordered by kind.
     pub fn rows(&self) -> Vec<CatalogRow> {
-        self.rows.read().unwrap_or_else(PoisonError::into_inner).values().cloned().collect()
+        self.rows
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect()
     }
 
     /// Whether every file found so far has been loaded or refused at least once (none is
@@ -58,7 +63,10 @@ impl Catalog {
 
     /// The file being loaded (compiled) right now, if any.
     pub fn loading(&self) -> Option<PathBuf> {
-        self.loading.read().unwrap_or_else(PoisonError::into_inner).clone()
+        self.loading
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     pub(crate) fn set_loading(&self, file: Option<PathBuf>) {
@@ -67,7 +75,10 @@ impl Catalog {
 
     /// Number of kinds served.
     pub fn len(&self) -> usize {
-        self.rows.read().unwrap_or_else(PoisonError::into_inner).len()
+        self.rows
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Whether nothing is served.
@@ -78,7 +89,10 @@ impl Catalog {
     pub(crate) fn apply<P: Loaded>(&self, event: &PluginEvent<P>) {
         let mut rows = self.rows.write().unwrap_or_else(PoisonError::into_inner);
         match event {
-            PluginEvent::Added { file, plugin } | PluginEvent::Replaced { file, new: plugin, .. } => {
+            PluginEvent::Added { file, plugin }
+            | PluginEvent::Replaced {
+                file, new: plugin, ..
+            } => {
                 rows.insert(KindKey::of(plugin.info()), row(file, plugin));
             }
             PluginEvent::Removed { plugin, .. } => {

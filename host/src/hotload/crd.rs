@@ -41,9 +41,13 @@ pub enum CrdError {
 /// Server-side applies the plugin's CRD (if it ships one) and waits until its kind is served.
 /// Returns whether there was a CRD to install.
 pub async fn install_crd(client: &Client, info: &PluginInfo) -> Result<bool, CrdError> {
-    let Some(text) = &info.crd else { return Ok(false) };
-    let crd: DynamicObject =
-        serde_yaml::from_str(text).map_err(|source| CrdError::Parse { plugin: info.name.clone(), source })?;
+    let Some(text) = &info.crd else {
+        return Ok(false);
+    };
+    let crd: DynamicObject = serde_yaml::from_str(text).map_err(|source| CrdError::Parse {
+        plugin: info.name.clone(),
+        source,
+    })?;
     let name = crd.metadata.name.clone().unwrap_or_default();
     let crds = ResourceKind {
         group: "apiextensions.k8s.io".into(),
@@ -53,9 +57,16 @@ pub async fn install_crd(client: &Client, info: &PluginInfo) -> Result<bool, Crd
         namespaced: false,
     };
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &crds.api_resource());
-    api.patch(&name, &PatchParams::apply("weir-dev").force(), &Patch::Apply(&crd))
-        .await
-        .map_err(|source| CrdError::Apply { plugin: info.name.clone(), source })?;
+    api.patch(
+        &name,
+        &PatchParams::apply("weir-dev").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .map_err(|source| CrdError::Apply {
+        plugin: info.name.clone(),
+        source,
+    })?;
     let parents: Api<DynamicObject> = Api::all_with(client.clone(), &info.parent.api_resource());
     for _ in 0..200 {
         if parents.list(&ListParams::default().limit(1)).await.is_ok() {
@@ -63,5 +74,8 @@ pub async fn install_crd(client: &Client, info: &PluginInfo) -> Result<bool, Crd
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    Err(CrdError::NotServed { plugin: info.name.clone(), kind: info.parent.kind.clone() })
+    Err(CrdError::NotServed {
+        plugin: info.name.clone(),
+        kind: info.parent.kind.clone(),
+    })
 }

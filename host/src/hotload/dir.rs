@@ -31,7 +31,10 @@ pub struct KindKey {
 impl KindKey {
     /// The parent kind a plugin declares.
     pub fn of(info: &PluginInfo) -> Self {
-        Self { group: info.parent.group.clone(), kind: info.parent.kind.clone() }
+        Self {
+            group: info.parent.group.clone(),
+            kind: info.parent.kind.clone(),
+        }
     }
 }
 
@@ -70,12 +73,19 @@ impl Stamp {
 
     fn from_meta(meta: &fs::Metadata) -> io::Result<Self> {
         let (dev, ino) = dev_ino(meta);
-        Ok(Self { len: meta.len(), mtime: meta.modified()?, dev, ino })
+        Ok(Self {
+            len: meta.len(),
+            mtime: meta.modified()?,
+            dev,
+            ino,
+        })
     }
 
     /// How long ago the file was last written, by the wall clock.
     fn age(&self) -> Duration {
-        SystemTime::now().duration_since(self.mtime).unwrap_or(Duration::ZERO)
+        SystemTime::now()
+            .duration_since(self.mtime)
+            .unwrap_or(Duration::ZERO)
     }
 }
 
@@ -163,7 +173,12 @@ struct Entry<P> {
 
 impl<P> Default for Entry<P> {
     fn default() -> Self {
-        Self { serving: None, decided: None, blocked_on: None, settling: None }
+        Self {
+            serving: None,
+            decided: None,
+            blocked_on: None,
+            settling: None,
+        }
     }
 }
 
@@ -195,15 +210,25 @@ pub(crate) struct DirState<P> {
 
 impl<P: Loaded> DirState<P> {
     pub(crate) fn new(dir: PathBuf, timing: Timing, only: Option<BTreeSet<OsString>>) -> Self {
-        Self { dir, timing, only, files: BTreeMap::new(), owners: HashMap::new() }
+        Self {
+            dir,
+            timing,
+            only,
+            files: BTreeMap::new(),
+            owners: HashMap::new(),
+        }
     }
 
     /// Stats every `*.wasm` file and says which are ready to load.
     pub(crate) fn observe(&mut self, now: Instant) -> io::Result<Observation<P>> {
         let present = self.list()?;
         let mut events = Vec::new();
-        let gone: Vec<PathBuf> =
-            self.files.keys().filter(|f| !present.contains_key(*f)).cloned().collect();
+        let gone: Vec<PathBuf> = self
+            .files
+            .keys()
+            .filter(|f| !present.contains_key(*f))
+            .cloned()
+            .collect();
         for file in gone {
             if let Some(entry) = self.files.remove(&file)
                 && let Some(plugin) = entry.serving
@@ -282,7 +307,10 @@ impl<P: Loaded> DirState<P> {
         if let Some(serving) = self.owners.get(&kind)
             && serving != file
         {
-            let reason = Refusal::Conflict { kind: kind.clone(), serving: serving.clone() };
+            let reason = Refusal::Conflict {
+                kind: kind.clone(),
+                serving: serving.clone(),
+            };
             return self.refuse(file, stamp, reason, Some(kind));
         }
         let entry = self.files.entry(file.to_path_buf()).or_default();
@@ -298,14 +326,21 @@ impl<P: Loaded> DirState<P> {
             }
             Some(old) if old.sha256() == plugin.sha256() => Vec::new(),
             Some(old) if KindKey::of(old.info()) == kind => {
-                vec![PluginEvent::Replaced { file, old, new: plugin }]
+                vec![PluginEvent::Replaced {
+                    file,
+                    old,
+                    new: plugin,
+                }]
             }
             Some(old) => {
                 // Same file, another kind: the old kind stops, the new one starts.
                 self.release(&KindKey::of(old.info()));
                 self.owners.insert(kind, file.clone());
                 vec![
-                    PluginEvent::Removed { file: file.clone(), plugin: old },
+                    PluginEvent::Removed {
+                        file: file.clone(),
+                        plugin: old,
+                    },
                     PluginEvent::Added { file, plugin },
                 ]
             }
@@ -323,7 +358,10 @@ impl<P: Loaded> DirState<P> {
         entry.decided = Some(stamp);
         entry.settling = None;
         entry.blocked_on = blocked_on;
-        vec![PluginEvent::Refused { file: file.to_path_buf(), reason }]
+        vec![PluginEvent::Refused {
+            file: file.to_path_buf(),
+            reason,
+        }]
     }
 
     /// Frees `kind` and lets files refused for claiming it try again.
@@ -343,11 +381,17 @@ impl<P: Loaded> DirState<P> {
         let mut out = BTreeMap::new();
         for item in fs::read_dir(&self.dir)? {
             let path = item?.path();
-            let Some(name) = path.file_name().and_then(|n| n.to_str()) else { continue };
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
             if name.starts_with('.') || !name.ends_with(".wasm") {
                 continue;
             }
-            if self.only.as_ref().is_some_and(|only| !only.contains(std::ffi::OsStr::new(name))) {
+            if self
+                .only
+                .as_ref()
+                .is_some_and(|only| !only.contains(std::ffi::OsStr::new(name)))
+            {
                 continue;
             }
             // A dangling symlink or a file removed since `read_dir` is simply absent.

@@ -1,4 +1,7 @@
-#![expect(clippy::unwrap_used, reason = "a test fails loudly at the step that broke")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a test fails loudly at the step that broke"
+)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -46,10 +49,16 @@ fn load(file: &Path) -> Result<Fake, String> {
         finalizer: None,
         crd: None,
     };
-    Ok(Fake { info, sha: hex::encode(Sha256::digest(text.as_bytes())) })
+    Ok(Fake {
+        info,
+        sha: hex::encode(Sha256::digest(text.as_bytes())),
+    })
 }
 
-const TIMING: Timing = Timing { settle: Duration::from_millis(200), grace: Duration::from_secs(2) };
+const TIMING: Timing = Timing {
+    settle: Duration::from_millis(200),
+    grace: Duration::from_secs(2),
+};
 
 struct Dir {
     tmp: tempfile::TempDir,
@@ -100,13 +109,28 @@ fn summary(events: &[PluginEvent<Fake>]) -> Vec<String> {
     events
         .iter()
         .map(|e| match e {
-            PluginEvent::Added { file: f, plugin } => format!("added {} {}", file(f), plugin.info.version),
-            PluginEvent::Replaced { file: f, old, new } => {
-                format!("replaced {} {}->{}", file(f), old.info.version, new.info.version)
+            PluginEvent::Added { file: f, plugin } => {
+                format!("added {} {}", file(f), plugin.info.version)
             }
-            PluginEvent::Removed { file: f, plugin } => format!("removed {} {}", file(f), plugin.info.version),
-            PluginEvent::Refused { file: f, reason: Refusal::Invalid(_) } => format!("refused {} invalid", file(f)),
-            PluginEvent::Refused { file: f, reason: Refusal::Conflict { kind, serving } } => {
+            PluginEvent::Replaced { file: f, old, new } => {
+                format!(
+                    "replaced {} {}->{}",
+                    file(f),
+                    old.info.version,
+                    new.info.version
+                )
+            }
+            PluginEvent::Removed { file: f, plugin } => {
+                format!("removed {} {}", file(f), plugin.info.version)
+            }
+            PluginEvent::Refused {
+                file: f,
+                reason: Refusal::Invalid(_),
+            } => format!("refused {} invalid", file(f)),
+            PluginEvent::Refused {
+                file: f,
+                reason: Refusal::Conflict { kind, serving },
+            } => {
                 format!("refused {} {kind} served by {}", file(f), file(serving))
             }
         })
@@ -118,7 +142,10 @@ fn a_file_quiet_for_the_settle_time_loads_on_first_sight() {
     let mut dir = Dir::new();
     dir.write("blog.wasm", "blog 1 Blog END", OLD);
     assert_eq!(summary(&dir.scan()), ["added blog.wasm 1"]);
-    assert!(dir.scan().is_empty(), "an unchanged file is not loaded twice");
+    assert!(
+        dir.scan().is_empty(),
+        "an unchanged file is not loaded twice"
+    );
 }
 
 #[test]
@@ -127,9 +154,16 @@ fn a_fresh_file_waits_until_its_stamp_holds_for_the_settle_time() {
     dir.write("blog.wasm", "blog 1 Blog END", Duration::ZERO);
     let t0 = Instant::now();
     assert!(dir.scan_at(t0).is_empty());
-    assert!(dir.state.next_due(t0).is_some_and(|d| d > Duration::from_millis(100)));
+    assert!(
+        dir.state
+            .next_due(t0)
+            .is_some_and(|d| d > Duration::from_millis(100))
+    );
     assert!(dir.scan_at(t0 + Duration::from_millis(100)).is_empty());
-    assert_eq!(summary(&dir.scan_at(t0 + Duration::from_millis(250))), ["added blog.wasm 1"]);
+    assert_eq!(
+        summary(&dir.scan_at(t0 + Duration::from_millis(250))),
+        ["added blog.wasm 1"]
+    );
 }
 
 #[test]
@@ -144,7 +178,10 @@ fn a_file_that_keeps_changing_is_never_loaded_half_written() {
     assert!(dir.scan_at(t0 + Duration::from_millis(300)).is_empty());
     dir.write("blog.wasm", "blog 1 Blog END", Duration::ZERO);
     assert!(dir.scan_at(t0 + Duration::from_millis(400)).is_empty());
-    assert_eq!(summary(&dir.scan_at(t0 + Duration::from_millis(700))), ["added blog.wasm 1"]);
+    assert_eq!(
+        summary(&dir.scan_at(t0 + Duration::from_millis(700))),
+        ["added blog.wasm 1"]
+    );
 }
 
 #[test]
@@ -153,10 +190,16 @@ fn a_young_file_that_fails_to_load_is_retried_not_refused() {
     let t0 = Instant::now();
     // Written 300 ms ago (settled) but still incomplete: a writer that pauses.
     dir.write("blog.wasm", "blog 1", Duration::from_millis(300));
-    assert!(dir.scan_at(t0).is_empty(), "no refusal within the grace time");
+    assert!(
+        dir.scan_at(t0).is_empty(),
+        "no refusal within the grace time"
+    );
     assert!(dir.state.next_due(t0).is_some());
     dir.write("blog.wasm", "blog 1 Blog END", OLD);
-    assert_eq!(summary(&dir.scan_at(t0 + Duration::from_millis(10))), ["added blog.wasm 1"]);
+    assert_eq!(
+        summary(&dir.scan_at(t0 + Duration::from_millis(10))),
+        ["added blog.wasm 1"]
+    );
 }
 
 #[test]
@@ -168,7 +211,11 @@ fn an_invalid_file_is_refused_once_and_the_previous_version_keeps_serving() {
     assert_eq!(summary(&dir.scan()), ["refused blog.wasm invalid"]);
     assert!(dir.scan().is_empty(), "refused once, not on every scan");
     dir.write("blog.wasm", "blog 2 Blog END", OLD);
-    assert_eq!(summary(&dir.scan()), ["replaced blog.wasm 1->2"], "version 1 served until now");
+    assert_eq!(
+        summary(&dir.scan()),
+        ["replaced blog.wasm 1->2"],
+        "version 1 served until now"
+    );
 }
 
 #[test]
@@ -179,7 +226,10 @@ fn a_new_version_replaces_and_the_same_bytes_again_change_nothing() {
     dir.write("blog.wasm", "blog 2 Blog END", OLD);
     assert_eq!(summary(&dir.scan()), ["replaced blog.wasm 1->2"]);
     dir.write("blog.wasm", "blog 2 Blog END", Duration::from_secs(30));
-    assert!(dir.scan().is_empty(), "touching a file is not a new version");
+    assert!(
+        dir.scan().is_empty(),
+        "touching a file is not a new version"
+    );
 }
 
 #[test]
@@ -189,7 +239,10 @@ fn a_second_file_for_a_served_kind_is_refused_naming_both_and_takes_over_when_th
     dir.write("b.wasm", "other 1 Blog END", OLD);
     assert_eq!(
         summary(&dir.scan()),
-        ["added a.wasm 1", "refused b.wasm Blog.weir.dev served by a.wasm"]
+        [
+            "added a.wasm 1",
+            "refused b.wasm Blog.weir.dev served by a.wasm"
+        ]
     );
     fs::remove_file(dir.path("a.wasm")).unwrap();
     assert_eq!(summary(&dir.scan()), ["removed a.wasm 1", "added b.wasm 1"]);
@@ -200,7 +253,10 @@ fn a_removed_file_stops_its_kind_and_other_kinds_keep_serving() {
     let mut dir = Dir::new();
     dir.write("blog.wasm", "blog 1 Blog END", OLD);
     dir.write("shop.wasm", "shop 1 Shop END", OLD);
-    assert_eq!(summary(&dir.scan()), ["added blog.wasm 1", "added shop.wasm 1"]);
+    assert_eq!(
+        summary(&dir.scan()),
+        ["added blog.wasm 1", "added shop.wasm 1"]
+    );
     fs::remove_file(dir.path("blog.wasm")).unwrap();
     assert_eq!(summary(&dir.scan()), ["removed blog.wasm 1"]);
 }
@@ -224,7 +280,11 @@ fn a_file_changed_while_it_was_being_loaded_is_not_served() {
     let outcome = load(&file);
     dir.write("blog.wasm", "blog 2 Blog END", OLD);
     let still = Stamp::of(&path).ok();
-    assert!(dir.state.decide(&file, stamp, still, outcome, now).is_empty());
+    assert!(
+        dir.state
+            .decide(&file, stamp, still, outcome, now)
+            .is_empty()
+    );
     assert_eq!(summary(&dir.scan()), ["added blog.wasm 2"]);
 }
 
@@ -240,7 +300,10 @@ fn a_configmap_style_data_symlink_swap_is_a_new_version() {
     symlink("..data/blog.wasm", dir.path("blog.wasm")).unwrap();
     let t0 = Instant::now();
     assert!(dir.scan_at(t0).is_empty(), "just written: settling");
-    assert_eq!(summary(&dir.scan_at(t0 + TIMING.settle)), ["added blog.wasm 1"]);
+    assert_eq!(
+        summary(&dir.scan_at(t0 + TIMING.settle)),
+        ["added blog.wasm 1"]
+    );
     // The update: a new timestamped directory, then `..data` renamed over atomically.
     fs::create_dir(dir.path("..2026_02")).unwrap();
     fs::write(dir.path("..2026_02/blog.wasm"), "blog 2 Blog END").unwrap();
@@ -248,8 +311,14 @@ fn a_configmap_style_data_symlink_swap_is_a_new_version() {
     fs::rename(dir.path("..data_tmp"), dir.path("..data")).unwrap();
     fs::remove_dir_all(dir.path("..2026_01")).unwrap();
     let t1 = t0 + TIMING.settle * 2;
-    assert!(dir.scan_at(t1).is_empty(), "the new target is just written: settling");
-    assert_eq!(summary(&dir.scan_at(t1 + TIMING.settle)), ["replaced blog.wasm 1->2"]);
+    assert!(
+        dir.scan_at(t1).is_empty(),
+        "the new target is just written: settling"
+    );
+    assert_eq!(
+        summary(&dir.scan_at(t1 + TIMING.settle)),
+        ["replaced blog.wasm 1->2"]
+    );
 }
 
 #[test]
@@ -264,8 +333,16 @@ fn hidden_files_and_other_extensions_are_ignored() {
 #[test]
 fn a_directory_limited_to_some_names_ignores_the_others() {
     let mut dir = Dir::new();
-    dir.state = DirState::new(dir.tmp.path().to_path_buf(), TIMING, Some(["blog.wasm".into()].into()));
+    dir.state = DirState::new(
+        dir.tmp.path().to_path_buf(),
+        TIMING,
+        Some(["blog.wasm".into()].into()),
+    );
     dir.write("blog-js.wasm", "blogjs 1 Blog END", OLD);
     dir.write("blog.wasm", "blog 1 Blog END", OLD);
-    assert_eq!(summary(&dir.scan()), ["added blog.wasm 1"], "no conflict with a file not asked for");
+    assert_eq!(
+        summary(&dir.scan()),
+        ["added blog.wasm 1"],
+        "no conflict with a file not asked for"
+    );
 }

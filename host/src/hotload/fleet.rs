@@ -57,16 +57,26 @@ pub(crate) struct FleetView {
 impl FleetView {
     /// Kinds with a running controller.
     pub(crate) fn len(&self) -> usize {
-        self.controllers.read().unwrap_or_else(PoisonError::into_inner).len()
+        self.controllers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Whether every controller's caches hold their first full list.
     pub(crate) fn synced(&self) -> bool {
-        self.controllers.read().unwrap_or_else(PoisonError::into_inner).values().all(|c| c.cache().is_synced())
+        self.controllers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .all(|c| c.cache().is_synced())
     }
 
     fn set(&self, kind: KindKey, controller: Option<Arc<Controller>>) {
-        let mut map = self.controllers.write().unwrap_or_else(PoisonError::into_inner);
+        let mut map = self
+            .controllers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         match controller {
             Some(c) => map.insert(kind, c),
             None => map.remove(&kind),
@@ -124,19 +134,36 @@ impl Fleet {
         let mut sources = JoinSet::new();
         controller.start_sources(&mut sources);
         let stop = CancellationToken::new();
-        let workers = tokio::spawn(lead_then_work(controller.clone(), self.leading.clone(), stop.clone()));
+        let workers = tokio::spawn(lead_then_work(
+            controller.clone(),
+            self.leading.clone(),
+            stop.clone(),
+        ));
         info!(plugin = %label, %kind, "controller started");
         self.view.set(kind.clone(), Some(controller.clone()));
-        self.running.insert(kind, Running { controller, sources, workers, stop });
+        self.running.insert(
+            kind,
+            Running {
+                controller,
+                sources,
+                workers,
+                stop,
+            },
+        );
     }
 
     /// Stops `kind`'s controller once its in-flight reconciles are done.
     async fn stop(&mut self, kind: &KindKey) {
-        let Some(mut running) = self.running.remove(kind) else { return };
+        let Some(mut running) = self.running.remove(kind) else {
+            return;
+        };
         self.view.set(kind.clone(), None);
         running.stop.cancel();
         running.controller.shutdown();
-        if tokio::time::timeout(DRAIN, &mut running.workers).await.is_err() {
+        if tokio::time::timeout(DRAIN, &mut running.workers)
+            .await
+            .is_err()
+        {
             warn!(%kind, "in-flight reconciles did not finish in {DRAIN:?}; stopping them");
             running.workers.abort();
         }
@@ -155,7 +182,11 @@ impl Fleet {
 
 /// Runs the workers while this replica leads; the sources run regardless, so a
 /// standby's caches are warm when it takes over.
-async fn lead_then_work(controller: Arc<Controller>, leading: Option<watch::Receiver<bool>>, stop: CancellationToken) {
+async fn lead_then_work(
+    controller: Arc<Controller>,
+    leading: Option<watch::Receiver<bool>>,
+    stop: CancellationToken,
+) {
     if let Some(mut leading) = leading {
         tokio::select! {
             () = stop.cancelled() => return,

@@ -22,7 +22,7 @@ use super::fleet::{Fleet, FleetView};
 use super::{Catalog, CatalogRow, Config, HotLoader, HotloadMetrics, Loader, PluginEvent, Result};
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
-use crate::plugin::{Engine, LoadError, Limits, Plugin, PluginInfo};
+use crate::plugin::{Engine, Limits, LoadError, Plugin, PluginInfo};
 use crate::run::HostConfig;
 use crate::server;
 
@@ -83,8 +83,12 @@ impl HotHost {
         let hotload_metrics = HotloadMetrics::default();
         hotload_metrics.register(metrics.registry_mut());
         let metrics = Arc::new(metrics);
-        let loader = EngineLoader { engine, limits: config.limits };
-        let (hot, events) = HotLoader::start(config.plugins.clone(), loader, hotload_metrics.clone())?;
+        let loader = EngineLoader {
+            engine,
+            limits: config.limits,
+        };
+        let (hot, events) =
+            HotLoader::start(config.plugins.clone(), loader, hotload_metrics.clone())?;
         let leadership = match &config.host.leader {
             Some(lc) => Some(Leadership::start(client.clone(), lc).await?),
             None => None,
@@ -105,14 +109,25 @@ impl HotHost {
                 let ready: server::Readiness = Arc::new(move || ready(&catalog, &v));
                 let extra = Router::new()
                     .route("/plugins", get(plugins))
-                    .with_state(Listing { catalog: hot.catalog(), metrics: metrics.clone() });
+                    .with_state(Listing {
+                        catalog: hot.catalog(),
+                        metrics: metrics.clone(),
+                    });
                 Some(server::serve_with(listen, metrics.clone(), ready, stop.clone(), extra).await?)
             }
             None => None,
         };
         let installer = config.install_crds.then(|| client_for_crds.clone());
         let main = tokio::spawn(drive(fleet, events, leadership, installer, stop.clone()));
-        Ok(HotHost { loader: hot, metrics, hotload_metrics, view, stop, main, addr })
+        Ok(HotHost {
+            loader: hot,
+            metrics,
+            hotload_metrics,
+            view,
+            stop,
+            main,
+            addr,
+        })
     }
 
     /// The plugins served right now.
@@ -200,7 +215,9 @@ async fn drive(
 
 /// Resolves once this replica led and then stopped leading; never without election.
 async fn lost(leading: &mut Option<watch::Receiver<bool>>) {
-    let Some(rx) = leading else { return std::future::pending().await };
+    let Some(rx) = leading else {
+        return std::future::pending().await;
+    };
     if rx.wait_for(|l| *l).await.is_ok() {
         let _ = rx.wait_for(|l| !*l).await;
     }

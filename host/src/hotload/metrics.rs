@@ -58,15 +58,27 @@ impl HotloadMetrics {
             "Time to load (compile or fetch precompiled) and validate one plugin file",
             self.compile_seconds.clone(),
         );
-        registry.register("weir_plugins_served", "Parent kinds served by a plugin", self.served.clone());
+        registry.register(
+            "weir_plugins_served",
+            "Parent kinds served by a plugin",
+            self.served.clone(),
+        );
     }
 
     pub(crate) fn refused(&self, reason: &str) {
-        self.refusals.get_or_create(&ReasonLabels { reason: reason.to_owned() }).inc();
+        self.refusals
+            .get_or_create(&ReasonLabels {
+                reason: reason.to_owned(),
+            })
+            .inc();
     }
 
     pub(crate) fn changed(&self, change: &str, served: usize) {
-        self.changes.get_or_create(&ChangeLabels { change: change.to_owned() }).inc();
+        self.changes
+            .get_or_create(&ChangeLabels {
+                change: change.to_owned(),
+            })
+            .inc();
         self.served.set(i64::try_from(served).unwrap_or(i64::MAX));
     }
 
@@ -76,6 +88,10 @@ impl HotloadMetrics {
 
     /// How many files were refused for `reason` (`invalid` or `conflict`).
     pub fn refusals(&self, reason: &str) -> u64 {
-        self.refusals.get_or_create(&ReasonLabels { reason: reason.to_owned() }).get()
+        self.refusals
+            .get_or_create(&ReasonLabels {
+                reason: reason.to_owned(),
+            })
+            .get()
     }
 }

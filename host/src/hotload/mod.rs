@@ -36,8 +36,8 @@ use std::time::Duration;
 
 pub use catalog::{Catalog, CatalogRow};
 pub use crd::{CrdError, install_crd};
-pub use host::{EngineLoader, HotHost, HotHostConfig};
 pub use dir::{KindKey, Loaded, PluginEvent, Refusal, Timing};
+pub use host::{EngineLoader, HotHost, HotHostConfig};
 pub use metrics::HotloadMetrics;
 pub use watcher::HotLoader;
 
@@ -104,7 +104,10 @@ impl Config {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
-            timing: Timing { settle: Duration::from_millis(100), grace: Duration::from_secs(2) },
+            timing: Timing {
+                settle: Duration::from_millis(100),
+                grace: Duration::from_secs(2),
+            },
             debounce: Duration::from_millis(50),
             rescan_every: Duration::from_secs(10),
             only: None,

@@ -35,7 +35,10 @@ impl HotLoader {
         }
         let (wake_tx, wake_rx) = mpsc::channel::<()>();
         let keep_awake = wake_tx.clone();
-        let watch_err = |source| Error::Watch { dir: config.dir.clone(), source };
+        let watch_err = |source| Error::Watch {
+            dir: config.dir.clone(),
+            source,
+        };
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
             if let Err(err) = event {
                 warn!(error = %err, "plugins directory watch error; the periodic scan covers it");
@@ -45,7 +48,9 @@ impl HotLoader {
         })
         .map_err(watch_err)?;
         // Non-recursive: a ConfigMap swap renames `..data` inside DIR itself.
-        watcher.watch(&config.dir, RecursiveMode::NonRecursive).map_err(watch_err)?;
+        watcher
+            .watch(&config.dir, RecursiveMode::NonRecursive)
+            .map_err(watch_err)?;
         let (events_tx, events_rx) = unbounded_channel();
         let catalog = Catalog::default();
         let run = Run {
@@ -60,7 +65,14 @@ impl HotLoader {
             .name("weir-hotload".into())
             .spawn(move || run.run(&wake_rx))
             .map_err(Error::Thread)?;
-        Ok((Self { _watcher: watcher, _wake: keep_awake, catalog }, events_rx))
+        Ok((
+            Self {
+                _watcher: watcher,
+                _wake: keep_awake,
+                catalog,
+            },
+            events_rx,
+        ))
     }
 
     /// The plugins served right now.
@@ -100,7 +112,11 @@ impl<L: Loader> Run<L> {
             wait = if freed {
                 Duration::ZERO
             } else {
-                self.state.next_due(now).map_or(self.config.rescan_every, |d| d.min(self.config.rescan_every))
+                self.state
+                    .next_due(now)
+                    .map_or(self.config.rescan_every, |d| {
+                        d.min(self.config.rescan_every)
+                    })
             };
         }
     }
@@ -135,10 +151,17 @@ impl<L: Loader> Run<L> {
             self.metrics.loaded_in(took.as_secs_f64());
             let still = Stamp::of(&file).ok();
             match &outcome {
-                Ok(_) => info!(file = %file.display(), took_ms = took.as_millis(), "plugin file compiled and checked"),
-                Err(err) => debug!(file = %file.display(), took_ms = took.as_millis(), error = %err, "plugin file did not load"),
+                Ok(_) => {
+                    info!(file = %file.display(), took_ms = took.as_millis(), "plugin file compiled and checked")
+                }
+                Err(err) => {
+                    debug!(file = %file.display(), took_ms = took.as_millis(), error = %err, "plugin file did not load")
+                }
             }
-            for event in self.state.decide(&file, stamp, still, outcome, Instant::now()) {
+            for event in self
+                .state
+                .decide(&file, stamp, still, outcome, Instant::now())
+            {
                 freed |= matches!(event, PluginEvent::Removed { .. });
                 self.emit(event);
             }
@@ -171,8 +194,10 @@ impl<L: Loader> Run<L> {
                 match reason {
                     Refusal::Invalid(why) => warn!(file = %name(file), reason = "invalid",
                         "refused plugin {}: {why}; what served before keeps serving", name(file)),
-                    Refusal::Conflict { kind, serving } => warn!(file = %name(file), reason = "conflict",
-                        "refused plugin {}: kind {kind} is already served by {}", name(file), name(serving)),
+                    Refusal::Conflict { kind, serving } => {
+                        warn!(file = %name(file), reason = "conflict",
+                        "refused plugin {}: kind {kind} is already served by {}", name(file), name(serving))
+                    }
                 }
             }
         }
@@ -182,7 +207,10 @@ impl<L: Loader> Run<L> {
 }
 
 fn name(file: &Path) -> String {
-    file.file_name().map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into_owned())
+    file.file_name().map_or_else(
+        || file.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    )
 }
 
 /// A loader error shown with all its sources, on one line.
@@ -199,4 +227,3 @@ impl std::fmt::Display for Chain {
         Ok(())
     }
 }
-

@@ -14,13 +14,20 @@ use super::types;
 
 impl From<types::ReconcileRequest> for ReconcileRequest {
     fn from(r: types::ReconcileRequest) -> Self {
-        Self { parent: r.parent, children: r.children }
+        Self {
+            parent: r.parent,
+            children: r.children,
+        }
     }
 }
 
 impl From<types::FinalizeRequest> for FinalizeRequest {
     fn from(r: types::FinalizeRequest) -> Self {
-        Self { parent: r.parent, children: r.children, finalizer: r.finalizer }
+        Self {
+            parent: r.parent,
+            children: r.children,
+            finalizer: r.finalizer,
+        }
     }
 }
 

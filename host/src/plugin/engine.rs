@@ -42,7 +42,11 @@ pub struct EngineConfig {
 
 impl Default for EngineConfig {
     fn default() -> Self {
-        Self { cache_dir: None, epoch_tick: Duration::from_millis(10), pooling: true }
+        Self {
+            cache_dir: None,
+            epoch_tick: Duration::from_millis(10),
+            pooling: true,
+        }
     }
 }
 
@@ -119,7 +123,9 @@ struct Inner {
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Engine").field("epoch_tick", &self.inner.tick).finish_non_exhaustive()
+        f.debug_struct("Engine")
+            .field("epoch_tick", &self.inner.tick)
+            .finish_non_exhaustive()
     }
 }
 
@@ -137,7 +143,9 @@ impl Engine {
         let mut wasm = wasmtime::Config::new();
         // Guests (Rust, componentize-py, StarlingMonkey) use linear memory
         // only; without the GC proposals no collector has to be linked.
-        wasm.wasm_component_model(true).epoch_interruption(true).gc_support(false);
+        wasm.wasm_component_model(true)
+            .epoch_interruption(true)
+            .gc_support(false);
         if config.pooling {
             let mut pool = wasmtime::PoolingAllocationConfig::new();
             // Reset memory by memset instead of unmapping it, so the next
@@ -179,34 +187,61 @@ impl Engine {
                 })
                 .map_err(|e| engine_err(format!("starting the epoch thread: {e}")))?;
         }
-        Ok(Engine { inner: Arc::new(Inner { engine, linker, tick, stop_ticker }) })
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                engine,
+                linker,
+                tick,
+                stop_ticker,
+            }),
+        })
     }
 
     /// Loads a component file; see [`Engine::load_bytes`].
     pub fn load_file(&self, path: &Path, limits: Limits) -> Result<Plugin, LoadError> {
-        let bytes = std::fs::read(path)
-            .map_err(|source| LoadError::Io { path: path.display().to_string(), source })?;
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
         self.load_bytes(&path.display().to_string(), &bytes, limits)
     }
 
     /// Compiles (or fetches from the cache) a component, checks it implements
     /// the contract, links it once, and calls `describe`. `name_hint` names
     /// the plugin in errors until it has described itself.
-    pub fn load_bytes(&self, name_hint: &str, bytes: &[u8], limits: Limits) -> Result<Plugin, LoadError> {
+    pub fn load_bytes(
+        &self,
+        name_hint: &str,
+        bytes: &[u8],
+        limits: Limits,
+    ) -> Result<Plugin, LoadError> {
         let path = name_hint.to_string();
-        check_component_header(bytes).map_err(|found| LoadError::NotAComponent { path: path.clone(), found })?;
+        check_component_header(bytes).map_err(|found| LoadError::NotAComponent {
+            path: path.clone(),
+            found,
+        })?;
         let sha256 = hex::encode(Sha256::digest(bytes));
-        let component = Component::from_binary(&self.inner.engine, bytes)
-            .map_err(|e| LoadError::Compile { path: path.clone(), source: e.into() })?;
-        check_contract(&self.inner.engine, &component)
-            .map_err(|reason| LoadError::WrongContract { path: path.clone(), reason })?;
-        let pre = self
-            .inner
-            .linker
-            .instantiate_pre(&component)
-            .map_err(|e| LoadError::WrongContract { path: path.clone(), reason: format!("{e:#}") })?;
-        let pre = ReconcilerPre::new(pre)
-            .map_err(|e| LoadError::WrongContract { path: path.clone(), reason: format!("{e:#}") })?;
+        let component =
+            Component::from_binary(&self.inner.engine, bytes).map_err(|e| LoadError::Compile {
+                path: path.clone(),
+                source: e.into(),
+            })?;
+        check_contract(&self.inner.engine, &component).map_err(|reason| {
+            LoadError::WrongContract {
+                path: path.clone(),
+                reason,
+            }
+        })?;
+        let pre = self.inner.linker.instantiate_pre(&component).map_err(|e| {
+            LoadError::WrongContract {
+                path: path.clone(),
+                reason: format!("{e:#}"),
+            }
+        })?;
+        let pre = ReconcilerPre::new(pre).map_err(|e| LoadError::WrongContract {
+            path: path.clone(),
+            reason: format!("{e:#}"),
+        })?;
         Plugin::new(self.clone(), pre, sha256, limits, path)
     }
 
@@ -227,7 +262,9 @@ impl Engine {
 fn check_component_header(bytes: &[u8]) -> Result<(), &'static str> {
     match bytes {
         [0, b'a', b's', b'm', _, _, 1, 0, ..] => Ok(()),
-        [0, b'a', b's', b'm', _, _, 0, 0, ..] => Err("a core WebAssembly module; build with a component target such as wasm32-wasip2"),
+        [0, b'a', b's', b'm', _, _, 0, 0, ..] => {
+            Err("a core WebAssembly module; build with a component target such as wasm32-wasip2")
+        }
         _ => Err("no WebAssembly header"),
     }
 }
@@ -238,7 +275,9 @@ fn check_contract(engine: &wasmtime::Engine, component: &Component) -> Result<()
     let (major, minor, _) = CONTRACT_VERSION;
     let ty = component.component_type();
     for (name, _) in ty.imports(engine) {
-        let Some(rest) = name.strip_prefix("weir:reconciler/") else { continue };
+        let Some(rest) = name.strip_prefix("weir:reconciler/") else {
+            continue;
+        };
         let Some((_, version)) = rest.split_once('@') else {
             return Err(format!("imports {name} without a version"));
         };

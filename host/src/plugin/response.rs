@@ -38,7 +38,11 @@ pub(super) fn check(
             Err(e) => return Err(Refusal::Invalid(format!("status is not JSON: {e}"))),
         },
     };
-    Ok(ReconcileResponse { children, status, requeue: raw.requeue.into() })
+    Ok(ReconcileResponse {
+        children,
+        status,
+        requeue: raw.requeue.into(),
+    })
 }
 
 /// One desired child: a JSON object naming its kind and name, of a kind the
@@ -47,14 +51,22 @@ fn child(index: usize, text: &str, info: &PluginInfo) -> Result<Value, Refusal> 
     let invalid = |why: String| Refusal::Invalid(format!("child #{index}: {why}"));
     let value: Value = serde_json::from_str(text).map_err(|e| invalid(format!("not JSON: {e}")))?;
     let field = |v: &Value, name: &str| v.get(name).and_then(Value::as_str).map(str::to_owned);
-    let (Some(api_version), Some(kind)) = (field(&value, "apiVersion"), field(&value, "kind")) else {
+    let (Some(api_version), Some(kind)) = (field(&value, "apiVersion"), field(&value, "kind"))
+    else {
         return Err(invalid("a child needs `apiVersion` and `kind`".into()));
     };
-    let name = value.get("metadata").and_then(|m| field(m, "name")).unwrap_or_default();
+    let name = value
+        .get("metadata")
+        .and_then(|m| field(m, "name"))
+        .unwrap_or_default();
     if name.is_empty() {
         return Err(invalid(format!("{kind} has no metadata.name")));
     }
-    if !info.children.iter().any(|k| k.kind == kind && k.api_version() == api_version) {
+    if !info
+        .children
+        .iter()
+        .any(|k| k.kind == kind && k.api_version() == api_version)
+    {
         return Err(invalid(format!(
             "{api_version} {kind} {name:?} is not among the child kinds the plugin declared"
         )));

@@ -124,7 +124,10 @@ struct Inner {
 
 impl std::fmt::Debug for Plugin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Plugin").field("plugin", &self.inner.label).field("sha256", &self.inner.sha256).finish()
+        f.debug_struct("Plugin")
+            .field("plugin", &self.inner.label)
+            .field("sha256", &self.inner.sha256)
+            .finish()
     }
 }
 
@@ -137,13 +140,27 @@ impl Plugin {
         limits: Limits,
         path: String,
     ) -> Result<Plugin, LoadError> {
-        let describe_err = |reason: String| LoadError::Describe { path: path.clone(), reason };
-        let raw = run(&engine, &pre, &limits, &path, |store, guest| guest.call_describe(store))
-            .map_err(|e| describe_err(e.to_string()))?;
+        let describe_err = |reason: String| LoadError::Describe {
+            path: path.clone(),
+            reason,
+        };
+        let raw = run(&engine, &pre, &limits, &path, |store, guest| {
+            guest.call_describe(store)
+        })
+        .map_err(|e| describe_err(e.to_string()))?;
         let info: PluginInfo = raw.into();
         check_info(&info).map_err(describe_err)?;
         let label = format!("{}@{}", info.name, info.version);
-        Ok(Plugin { inner: Arc::new(Inner { engine, pre, info, sha256, limits, label }) })
+        Ok(Plugin {
+            inner: Arc::new(Inner {
+                engine,
+                pre,
+                info,
+                sha256,
+                limits,
+                label,
+            }),
+        })
     }
 
     /// What the plugin said about itself at load.
@@ -192,13 +209,21 @@ impl Plugin {
         let raw = answer.map_err(|e| self.plugin_error(e))?;
         let limit = self.inner.limits.max_response_bytes;
         response::check(raw, &self.inner.info, limit).map_err(|refusal| match refusal {
-            Refusal::TooLarge(size) => CallError::ResponseTooLarge { plugin, size, limit },
+            Refusal::TooLarge(size) => CallError::ResponseTooLarge {
+                plugin,
+                size,
+                limit,
+            },
             Refusal::Invalid(reason) => CallError::InvalidResponse { plugin, reason },
         })
     }
 
     fn plugin_error(&self, e: bindings::ReconcileError) -> CallError {
-        CallError::Plugin { plugin: self.inner.label.clone(), kind: e.kind.into(), message: e.message }
+        CallError::Plugin {
+            plugin: self.inner.label.clone(),
+            kind: e.kind.into(),
+            message: e.message,
+        }
     }
 
     fn run<R>(
@@ -215,7 +240,13 @@ impl Plugin {
         let mut store = new_store(&inner.engine, &inner.limits, &inner.label);
         match inner.pre.instantiate(&mut store) {
             Ok(guest) => Ok((store, guest)),
-            Err(e) => Err(classify(e, store.data(), &inner.limits, &inner.label, Stage::Instantiate)),
+            Err(e) => Err(classify(
+                e,
+                store.data(),
+                &inner.limits,
+                &inner.label,
+                Stage::Instantiate,
+            )),
         }
     }
 
@@ -267,17 +298,33 @@ enum Stage {
     Call,
 }
 
-fn classify(e: wasmtime::Error, state: &State, limits: &Limits, label: &str, stage: Stage) -> CallError {
+fn classify(
+    e: wasmtime::Error,
+    state: &State,
+    limits: &Limits,
+    label: &str,
+    stage: Stage,
+) -> CallError {
     let plugin = label.to_string();
     let trap = e.downcast_ref::<Trap>().copied();
     if trap == Some(Trap::Interrupt) {
-        return CallError::Timeout { plugin, timeout: limits.timeout };
+        return CallError::Timeout {
+            plugin,
+            timeout: limits.timeout,
+        };
     }
     if let Some(requested) = state.limiter.refused {
-        return CallError::OutOfMemory { plugin, requested, limit: limits.memory };
+        return CallError::OutOfMemory {
+            plugin,
+            requested,
+            limit: limits.memory,
+        };
     }
     if let (None, Stage::Instantiate) = (trap, stage) {
-        return CallError::Instantiate { plugin, reason: format!("{e:#}") };
+        return CallError::Instantiate {
+            plugin,
+            reason: format!("{e:#}"),
+        };
     }
     // The guest backtrace is for the developer, not for a status condition.
     tracing::debug!(plugin = %label, error = ?e, "plugin trapped");
@@ -296,11 +343,16 @@ fn check_info(info: &PluginInfo) -> Result<(), String> {
     }
     for kind in std::iter::once(&info.parent).chain(&info.children) {
         if kind.version.is_empty() || kind.kind.is_empty() || kind.plural.is_empty() {
-            return Err(format!("resource kind {kind:?} needs version, kind and plural"));
+            return Err(format!(
+                "resource kind {kind:?} needs version, kind and plural"
+            ));
         }
     }
     if let Some(child) = info.children.iter().find(|k| !k.namespaced) {
-        return Err(format!("child kind {} is cluster-scoped; children must be namespaced", child.kind));
+        return Err(format!(
+            "child kind {} is cluster-scoped; children must be namespaced",
+            child.kind
+        ));
     }
     Ok(())
 }

@@ -53,11 +53,19 @@ impl State {
     pub(super) fn flush_output(&mut self) {
         let stdout = self.stdout.contents();
         let stderr = self.stderr.contents();
-        let new = |all: &[u8], seen: usize| String::from_utf8_lossy(all.get(seen..).unwrap_or_default()).into_owned();
-        for line in new(&stdout, self.emitted.0).lines().filter(|l| !l.trim().is_empty()) {
+        let new = |all: &[u8], seen: usize| {
+            String::from_utf8_lossy(all.get(seen..).unwrap_or_default()).into_owned()
+        };
+        for line in new(&stdout, self.emitted.0)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+        {
             tracing::info!(plugin = %self.plugin, stream = "stdout", "{line}");
         }
-        for line in new(&stderr, self.emitted.1).lines().filter(|l| !l.trim().is_empty()) {
+        for line in new(&stderr, self.emitted.1)
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+        {
             tracing::warn!(plugin = %self.plugin, stream = "stderr", "{line}");
         }
         self.emitted = (stdout.len(), stderr.len());
@@ -83,7 +91,10 @@ impl State {
 
 impl WasiView for State {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -116,7 +127,11 @@ pub(super) struct MemoryLimiter {
 
 impl MemoryLimiter {
     fn new(limit: usize) -> Self {
-        Self { limit, used: 0, refused: None }
+        Self {
+            limit,
+            used: 0,
+            refused: None,
+        }
     }
 }
 

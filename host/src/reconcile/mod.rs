@@ -1,6 +1,6 @@
 //! The reconcile loop of one plugin: watch → queue → cache → plugin → apply → status.
 //!
-//! [`Controller::reconcile`] is the whole data path in one function; each stage lives in
+//! `Controller::reconcile` is the whole data path in one function; each stage lives in
 //! its own module:
 //! ① [`source`] watch events → keys, ② [`queue`] dedupe, backoff, hot-loop guard,
 //! ③ [`cache`] stores and owner index, ④ [`invoke`] the plugin call,

@@ -356,5 +356,8 @@ fn describe_declares_the_blog_kind_its_children_and_the_finalizer() {
     // The CRD is the checked-in YAML; it must say what the Rust type generates.
     let crd: Value = serde_yaml::from_str(info.crd.as_deref().unwrap()).unwrap();
     assert_eq!(crd["metadata"]["name"], "blogs.weir.dev");
-    assert_eq!(crd, serde_json::to_value(<Blog as kube::CustomResourceExt>::crd()).unwrap());
+    assert_eq!(
+        crd,
+        serde_json::to_value(<Blog as kube::CustomResourceExt>::crd()).unwrap()
+    );
 }

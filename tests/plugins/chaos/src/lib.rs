@@ -17,7 +17,11 @@
 //!
 //! `finalize` answers `againAfter(spec.finalizeAfterMs)` when that is set, else `complete`.
 
-#[allow(unsafe_code, missing_docs, reason = "wit-bindgen generates unsafe FFI glue without docs")]
+#[allow(
+    unsafe_code,
+    missing_docs,
+    reason = "wit-bindgen generates unsafe FFI glue without docs"
+)]
 mod bindings {
     wit_bindgen::generate!({
         path: "../../../wit",
@@ -30,7 +34,8 @@ mod bindings {
 
 use bindings::weir::reconciler::types::{ErrorKind, LogLevel, Requeue, ResourceKind};
 use bindings::{
-    FinalizeRequest, FinalizeResponse, Guest, PluginInfo, ReconcileError, ReconcileRequest, ReconcileResponse, log,
+    FinalizeRequest, FinalizeResponse, Guest, PluginInfo, ReconcileError, ReconcileRequest,
+    ReconcileResponse, log,
 };
 use serde_json::{Value, json};
 
@@ -82,14 +87,12 @@ fn spin_forever() -> ! {
 
 impl Guest for Chaos {
     fn describe() -> PluginInfo {
-        let kind = |group: &str, version: &str, kind: &str, plural: &str| {
-            ResourceKind {
-                group: group.into(),
-                version: version.into(),
-                kind: kind.into(),
-                plural: plural.into(),
-                namespaced: true,
-            }
+        let kind = |group: &str, version: &str, kind: &str, plural: &str| ResourceKind {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced: true,
         };
         PluginInfo {
             name: "chaos".into(),
@@ -104,7 +107,10 @@ impl Guest for Chaos {
     fn reconcile(request: ReconcileRequest) -> Result<ReconcileResponse, ReconcileError> {
         let parent: Value = serde_json::from_str(&request.parent)
             .map_err(|e| permanent(format!("parent is not JSON: {e}")))?;
-        let name = parent["metadata"]["name"].as_str().unwrap_or("chaos").to_string();
+        let name = parent["metadata"]["name"]
+            .as_str()
+            .unwrap_or("chaos")
+            .to_string();
         let spec = &parent["spec"];
         let mode = spec["mode"].as_str().unwrap_or("ok");
         match mode {
@@ -135,8 +141,13 @@ impl Guest for Chaos {
                     Some("transient") => ErrorKind::Transient,
                     _ => ErrorKind::Permanent,
                 };
-                let message = spec["message"].as_str().unwrap_or("chaos: failing on request");
-                Err(ReconcileError { kind, message: message.into() })
+                let message = spec["message"]
+                    .as_str()
+                    .unwrap_or("chaos: failing on request");
+                Err(ReconcileError {
+                    kind,
+                    message: message.into(),
+                })
             }
             "log" => {
                 for (level, word) in [
