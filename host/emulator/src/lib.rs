@@ -44,13 +44,16 @@
 //!   the broadcast buffer gets an in-stream 410 and must re-list, like after etcd compaction.
 //!
 //! # Example
+//! Start the emulator, create a Deployment with the real `kubectl`, and watch
+//! it with kube's `watcher` until the simulated rollout completes.
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> anyhow::Result<()> {
 //! use futures::{StreamExt, TryStreamExt};
 //! use k8s_openapi::api::apps::v1::Deployment;
-//! use kube::api::{Api, PostParams};
+//! use kube::api::Api;
 //! use kube::runtime::{WatchStreamExt, watcher};
+//! use tokio::io::AsyncWriteExt;
 //! use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 //!
 //! let config = EmulatorConfig {
@@ -58,17 +61,27 @@
 //!     ..EmulatorConfig::default()
 //! };
 //! let emulator = Emulator::start(config).await?;
-//! let deployments: Api<Deployment> = Api::namespaced(emulator.client(), "default");
-//! let deployment: Deployment = serde_json::from_value(serde_json::json!({
-//!     "apiVersion": "apps/v1", "kind": "Deployment",
-//!     "metadata": {"name": "web"},
-//!     "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
-//!              "template": {"metadata": {"labels": {"app": "web"}},
-//!                           "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}
-//! }))?;
-//! deployments.create(&PostParams::default(), &deployment).await?;
+//! let dir = tempfile::tempdir()?;
+//! let kubeconfig = dir.path().join("kubeconfig");
+//! emulator.write_kubeconfig(&kubeconfig)?;
+//!
+//! let mut kubectl = tokio::process::Command::new("kubectl")
+//!     .arg("--kubeconfig").arg(&kubeconfig)
+//!     .args(["apply", "-f", "-"])
+//!     .stdin(std::process::Stdio::piped())
+//!     .spawn()?;
+//! let manifest = r#"{"apiVersion": "apps/v1", "kind": "Deployment",
+//!   "metadata": {"name": "web", "namespace": "default"},
+//!   "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+//!            "template": {"metadata": {"labels": {"app": "web"}},
+//!                         "spec": {"containers": [{"name": "web", "image": "nginx"}]}}}}"#;
+//! let mut stdin = kubectl.stdin.take().expect("stdin is piped");
+//! stdin.write_all(manifest.as_bytes()).await?;
+//! drop(stdin);
+//! assert!(kubectl.wait().await?.success(), "kubectl apply failed");
 //!
 //! // Watch until the simulated rollout reports two available replicas.
+//! let deployments: Api<Deployment> = Api::namespaced(emulator.client(), "default");
 //! let mut stream = watcher(deployments, watcher::Config::default()).applied_objects().boxed();
 //! while let Some(d) = stream.try_next().await? {
 //!     if d.status.and_then(|s| s.available_replicas) == Some(2) {
