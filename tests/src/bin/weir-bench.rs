@@ -297,6 +297,9 @@ async fn measure(
         .filter(|r| r.is_write())
         .count()
         .saturating_sub(blogs);
+    if std::env::var_os("WEIR_BENCH_DEBUG").is_some() {
+        print_writes(system, &log);
+    }
 
     // Quiet period: let the last echoes settle, then count writes over more than one resync.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -333,6 +336,37 @@ async fn measure(
         resync_writes,
         rss_mib,
     })
+}
+
+/// Breaks the writes of `log` down by method, resource (and subresource) and response code,
+/// to show where a requests/Blog figure above the minimum comes from.
+fn print_writes(system: &str, log: &[weir_emulator::RequestRecord]) {
+    let mut counts = std::collections::BTreeMap::<String, usize>::new();
+    for r in log.iter().filter(|r| r.is_write()) {
+        let segments: Vec<&str> = r.path.split('/').collect();
+        let resource = segments
+            .iter()
+            .position(|s| *s == "namespaces")
+            .map(|i| {
+                segments
+                    .iter()
+                    .skip(i + 2)
+                    .step_by(2)
+                    .copied()
+                    .collect::<Vec<_>>()
+                    .join("/")
+            })
+            .unwrap_or_else(|| r.path.clone());
+        *counts
+            .entry(format!(
+                "{} {resource} {} {:?}",
+                r.method, r.status, r.content_type
+            ))
+            .or_default() += 1;
+    }
+    for (what, n) in counts {
+        eprintln!("{system}: {n:>7} × {what}");
+    }
 }
 
 fn print(rows: &[Row]) {
