@@ -90,7 +90,9 @@ impl Leadership {
         drop(is_leader);
         match task.await {
             Ok(Ok(_)) => tracing::info!("leader lease released"),
-            Ok(Err(e)) => tracing::warn!(error = %e, "releasing the leader lease failed"),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %crate::chain::Chain(&e), "releasing the leader lease failed")
+            }
             Err(e) => tracing::warn!(error = %e, "the leader election task failed"),
         }
     }

@@ -25,6 +25,7 @@
 //! without a restart, [`run`] is `weir run`, [`dev`] is `weir dev` on the
 //! embedded emulator (crate `weir-emulator`), [`fixtures`] is `weir test`.
 
+mod chain;
 pub mod dev;
 pub mod fixtures;
 pub mod hotload;

@@ -144,10 +144,6 @@ fn with_kind(role: ClusterRole) -> serde_json::Value {
 }
 
 #[cfg(test)]
-#[expect(
-    clippy::unwrap_used,
-    reason = "a test fails loudly at the step that broke"
-)]
 mod tests {
     use super::*;
     use crate::plugin::ResourceKind;

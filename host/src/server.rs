@@ -99,10 +99,6 @@ pub async fn serve_with(
 }
 
 #[cfg(test)]
-#[expect(
-    clippy::unwrap_used,
-    reason = "in a test, a failed unwrap is a failed assertion"
-)]
 mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
 

@@ -18,6 +18,15 @@ pub struct ApiError {
     pub details: Option<Value>,
 }
 
+/// The `resource.group` form kube-apiserver names objects by; core resources have no group suffix.
+fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
 impl ApiError {
     /// A failure with an arbitrary code and reason.
     pub fn new(code: u16, reason: &str, message: impl Into<String>) -> Self {
@@ -31,22 +40,14 @@ impl ApiError {
 
     /// `404 NotFound` for a named object of a resource.
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
-        let qualified = if group.is_empty() {
-            resource.to_string()
-        } else {
-            format!("{resource}.{group}")
-        };
+        let qualified = qualified(group, resource);
         ApiError::new(404, "NotFound", format!("{qualified} \"{name}\" not found"))
             .with_details(json!({"name": name, "group": group, "kind": resource}))
     }
 
     /// `409 AlreadyExists` on create of an existing name.
     pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
-        let qualified = if group.is_empty() {
-            resource.to_string()
-        } else {
-            format!("{resource}.{group}")
-        };
+        let qualified = qualified(group, resource);
         ApiError::new(
             409,
             "AlreadyExists",
@@ -55,13 +56,29 @@ impl ApiError {
         .with_details(json!({"name": name, "group": group, "kind": resource}))
     }
 
+    /// `409 Conflict` unless the write's `resourceVersion` is empty ("unconditional") or the
+    /// stored one: kube-apiserver's optimistic concurrency.
+    pub fn check_resource_version(
+        group: &str,
+        resource: &str,
+        name: &str,
+        requested: &str,
+        stored: &str,
+    ) -> Result<(), Self> {
+        if requested.is_empty() || requested == stored {
+            return Ok(());
+        }
+        Err(Self::conflict(
+            group,
+            resource,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ))
+    }
+
     /// `409 Conflict`, e.g. a stale resourceVersion or a failed precondition.
     pub fn conflict(group: &str, resource: &str, name: &str, why: &str) -> Self {
-        let qualified = if group.is_empty() {
-            resource.to_string()
-        } else {
-            format!("{resource}.{group}")
-        };
+        let qualified = qualified(group, resource);
         ApiError::new(
             409,
             "Conflict",
@@ -77,11 +94,7 @@ impl ApiError {
 
     /// `422 Invalid` with one cause per offending field.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<(String, String)>) -> Self {
-        let qualified = if group.is_empty() {
-            kind.to_string()
-        } else {
-            format!("{kind}.{group}")
-        };
+        let qualified = qualified(group, kind);
         let summary: Vec<String> = causes.iter().map(|(f, m)| format!("{f}: {m}")).collect();
         let causes: Vec<Value> = causes
             .iter()

@@ -76,32 +76,14 @@ fn read_entries(obj: &Value) -> Vec<Entry> {
     else {
         return Vec::new();
     };
+    let text = |e: &Value, key: &str| e.get(key).and_then(Value::as_str).map(String::from);
     list.iter()
         .map(|e| Entry {
-            manager: e
-                .get("manager")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            operation: e
-                .get("operation")
-                .and_then(Value::as_str)
-                .unwrap_or("Update")
-                .to_string(),
-            api_version: e
-                .get("apiVersion")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            time: e
-                .get("time")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
-            subresource: e
-                .get("subresource")
-                .and_then(Value::as_str)
-                .map(String::from),
+            manager: text(e, "manager").unwrap_or_default(),
+            operation: text(e, "operation").unwrap_or_else(|| "Update".to_string()),
+            api_version: text(e, "apiVersion").unwrap_or_default(),
+            time: text(e, "time").unwrap_or_default(),
+            subresource: text(e, "subresource"),
             fields: e
                 .get("fieldsV1")
                 .map(fieldset::from_fields_v1)

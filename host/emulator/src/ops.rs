@@ -242,15 +242,13 @@ pub fn update(
             key.name
         )));
     }
-    let rv = object::resource_version(&body);
-    if !rv.is_empty() && rv != object::resource_version(&old) {
-        return Err(ApiError::conflict(
-            &rt.group,
-            &rt.plural,
-            &key.name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
-    }
+    ApiError::check_resource_version(
+        &rt.group,
+        &rt.plural,
+        &key.name,
+        object::resource_version(&body),
+        object::resource_version(&old),
+    )?;
     commit(store, rt, key, &old, body, status, opts, true)
 }
 
@@ -343,15 +341,13 @@ pub fn patch(
         }
         PatchType::Apply => {}
     }
-    let rv = object::resource_version(&doc);
-    if !rv.is_empty() && rv != object::resource_version(&old) {
-        return Err(ApiError::conflict(
-            &rt.group,
-            &rt.plural,
-            &key.name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
-    }
+    ApiError::check_resource_version(
+        &rt.group,
+        &rt.plural,
+        &key.name,
+        object::resource_version(&doc),
+        object::resource_version(&old),
+    )?;
     commit(store, rt, key, &old, doc, status, opts, true)
 }
 

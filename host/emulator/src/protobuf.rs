@@ -192,7 +192,6 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "tests may unwrap")]
 mod tests {
     use super::*;
 

@@ -108,15 +108,13 @@ pub fn handle(
         }
         _ => return Err(ApiError::method_not_allowed()),
     };
-    let rv = object::resource_version(&wanted);
-    if !rv.is_empty() && rv != object::resource_version(&current) {
-        return Err(ApiError::conflict(
-            &rt.group,
-            &rt.plural,
-            &key.name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
-    }
+    ApiError::check_resource_version(
+        &rt.group,
+        &rt.plural,
+        &key.name,
+        object::resource_version(&wanted),
+        object::resource_version(&current),
+    )?;
     let replicas = wanted
         .pointer("/spec/replicas")
         .and_then(Value::as_i64)

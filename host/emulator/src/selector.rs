@@ -155,7 +155,6 @@ impl FieldSelector {
 }
 
 #[cfg(test)]
-#[expect(clippy::unwrap_used, reason = "tests may unwrap")]
 mod tests {
     use super::*;
     use serde_json::json;

@@ -203,10 +203,6 @@ fn print_changes(out: &mut impl Write, last: &Snapshot, now: &Snapshot) -> std::
 }
 
 #[cfg(test)]
-#[expect(
-    clippy::unwrap_used,
-    reason = "a test fails loudly at the step that broke"
-)]
 mod tests {
     use super::*;
 

@@ -1,8 +1,3 @@
-#![expect(
-    clippy::unwrap_used,
-    reason = "a test fails loudly at the step that broke"
-)]
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};

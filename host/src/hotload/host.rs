@@ -194,7 +194,7 @@ async fn drive(
                         match super::install_crd(client, plugin.info()).await {
                             Ok(true) => tracing::info!(plugin = %plugin.label(), kind = %plugin.info().parent.kind, "CRD installed"),
                             Ok(false) => {}
-                            Err(e) => tracing::warn!(error = %e, "the controller starts anyway; its watch retries until the kind is served"),
+                            Err(e) => tracing::warn!(error = %crate::chain::Chain(&e), "the controller starts anyway; its watch retries until the kind is served"),
                         }
                     }
                     fleet.apply(event).await

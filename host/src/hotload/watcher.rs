@@ -1,6 +1,5 @@
 //! The loader thread: wake on watch events or timers, scan, load, emit.
 
-use std::error::Error as StdError;
 use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -8,6 +7,8 @@ use std::time::{Duration, Instant};
 use notify::{RecursiveMode, Watcher as _};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tracing::{debug, info, warn};
+
+use crate::chain::Chain;
 
 use super::dir::{DirState, KindKey, Loaded, PluginEvent, Refusal, Stamp};
 use super::{Catalog, Config, Error, HotloadMetrics, Loader, Result};
@@ -145,7 +146,7 @@ impl<L: Loader> Run<L> {
             info!(file = %file.display(), "loading plugin");
             let started = Instant::now();
             self.catalog.set_loading(Some(file.clone()));
-            let outcome = self.loader.load(&file).map_err(|e| Chain(Box::new(e)));
+            let outcome = self.loader.load(&file).map_err(|e| Chain(&e).to_string());
             self.catalog.set_loading(None);
             let took = started.elapsed();
             self.metrics.loaded_in(took.as_secs_f64());
@@ -211,19 +212,4 @@ fn name(file: &Path) -> String {
         || file.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     )
-}
-
-/// A loader error shown with all its sources, on one line.
-struct Chain(Box<dyn StdError + Send + Sync>);
-
-impl std::fmt::Display for Chain {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.0)?;
-        let mut source = self.0.source();
-        while let Some(err) = source {
-            write!(f, ": {err}")?;
-            source = err.source();
-        }
-        Ok(())
-    }
 }

@@ -29,6 +29,7 @@ use self::invoke::{Invoker, PluginError, Reconciler};
 use self::queue::{Finish, ObjectKey, Queue, QueueConfig};
 use self::source::{Echoes, Informers, Route, Target};
 use self::status::{ParentWriter, Reconciled};
+use crate::chain::Chain;
 use crate::metrics::Metrics;
 use crate::plugin::{ErrorKind, FinalizeResponse, Requeue};
 
@@ -314,7 +315,7 @@ impl Controller {
 
             // ⑥ Show the outcome on the parent.
             if let Err(e) = self.parents.patch_status(&parent, &status).await {
-                tracing::warn!(error = %e, "status patch failed");
+                tracing::warn!(error = %Chain(&e), "status patch failed");
                 return Outcome::new(Finish::Retry, "error");
             }
             let finish = match answer.requeue {
@@ -348,7 +349,7 @@ impl Controller {
             &status::now(),
         );
         if let Err(se) = self.parents.patch_status(parent, &status).await {
-            tracing::warn!(error = %se, "status patch failed");
+            tracing::warn!(error = %Chain(&se), "status patch failed");
         }
         Outcome::new(finish, result)
     }
@@ -357,16 +358,10 @@ impl Controller {
         &self,
         key: &ObjectKey,
         parent: &DynamicObject,
-        e: &(dyn std::error::Error + Send + Sync),
+        e: &(dyn std::error::Error + Send + Sync + 'static),
         permanent: bool,
     ) -> Outcome {
-        let mut message = e.to_string();
-        let mut source = e.source();
-        while let Some(s) = source {
-            message.push_str(": ");
-            message.push_str(&s.to_string());
-            source = s.source();
-        }
+        let message = Chain(e).to_string();
         let kind = if permanent {
             ErrorKind::Permanent
         } else {
@@ -393,7 +388,7 @@ impl Controller {
         match self.parents.set_finalizers(&parent, finalizers).await {
             Ok(written) => Ok(Arc::new(written)),
             Err(e) => {
-                tracing::warn!(error = %e, "adding the finalizer failed");
+                tracing::warn!(error = %Chain(&e), "adding the finalizer failed");
                 Err(Outcome::new(Finish::Retry, "error"))
             }
         }
@@ -415,7 +410,7 @@ impl Controller {
                 match self.parents.set_finalizers(parent, rest).await {
                     Ok(_) => Outcome::new(Finish::Done, "success"),
                     Err(e) => {
-                        tracing::warn!(error = %e, "removing the finalizer failed");
+                        tracing::warn!(error = %Chain(&e), "removing the finalizer failed");
                         Outcome::new(Finish::Retry, "error")
                     }
                 }

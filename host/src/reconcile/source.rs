@@ -15,6 +15,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 
 use super::cache::{Store, key_of};
 use super::queue::{Cause, ObjectKey, Queue};
+use crate::chain::Chain;
 use crate::plugin::ResourceKind;
 
 /// What Weir itself last did to an object, to recognise its watch echo.
@@ -180,7 +181,7 @@ pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Info
         let event = match event {
             Ok(event) => event,
             Err(e) => {
-                tracing::warn!(kind = %kind.kind, error = %e, "watch failed; retrying");
+                tracing::warn!(kind = %kind.kind, error = %Chain(&e), "watch failed; retrying");
                 continue;
             }
         };

@@ -13,6 +13,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{Map, Value, json};
 
 use super::source::Echoes;
+use crate::chain::Chain;
 use crate::metrics::Metrics;
 use crate::plugin::ResourceKind;
 
@@ -287,7 +288,7 @@ impl ParentWriter {
         };
         self.metrics.wrote(&self.plugin, "event", "events");
         if let Err(e) = self.recorder.publish(&event, &reference).await {
-            tracing::warn!(parent = %Self::name(parent), error = %e, "could not publish an Event");
+            tracing::warn!(parent = %Self::name(parent), error = %Chain(&e), "could not publish an Event");
         }
     }
 }
@@ -298,10 +299,6 @@ pub fn now() -> String {
 }
 
 #[cfg(test)]
-#[expect(
-    clippy::unwrap_used,
-    reason = "in a test, a failed unwrap is a failed assertion"
-)]
 mod tests {
     use super::*;
 

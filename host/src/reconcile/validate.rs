@@ -304,22 +304,24 @@ pub fn holds(live: &Value, desired: &Value) -> bool {
 }
 
 /// [`holds`] for a cached child: compares everything but `apiVersion`/`kind`, which list
-/// responses may omit.
+/// responses may omit. Runs for every child on every reconcile, so it reads the body in place
+/// and serialises only the (small) metadata, not a deep copy of the whole live object.
 pub fn live_holds(live: &DynamicObject, desired: &Value) -> bool {
-    let Ok(live) = serde_json::to_value(live) else {
-        return false;
-    };
     let Some(d) = desired.as_object() else {
         return false;
     };
-    let Some(l) = live.as_object() else {
-        return false;
-    };
+    // A body-less object (`data: null`) serialises to its metadata alone.
+    let body = live.data.as_object();
     d.iter()
         .filter(|(k, _)| *k != "apiVersion" && *k != "kind")
-        .all(|(k, dv)| match l.get(k) {
-            Some(lv) => holds(lv, dv),
-            None => dv.is_null(),
+        .all(|(k, dv)| {
+            if k == "metadata" {
+                return serde_json::to_value(&live.metadata).is_ok_and(|lv| holds(&lv, dv));
+            }
+            match body.and_then(|b| b.get(k)) {
+                Some(lv) => holds(lv, dv),
+                None => dv.is_null(),
+            }
         })
 }
 

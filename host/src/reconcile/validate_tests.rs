@@ -1,8 +1,3 @@
-#![expect(
-    clippy::unwrap_used,
-    reason = "in a test, a failed unwrap is a failed assertion"
-)]
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::runtime::watcher;
 use serde_json::json;
@@ -269,4 +264,32 @@ fn holds_ignores_server_defaults_but_not_changed_or_missing_fields() {
         &no_annotation,
         &json!({"metadata": {"annotations": {"a": "b"}}})
     ));
+}
+
+#[test]
+fn a_cached_child_holds_its_manifest_until_its_body_or_metadata_differ() {
+    // A list response may omit apiVersion/kind; the live copy still holds the manifest.
+    let mut live: DynamicObject =
+        serde_json::from_value(json!({"metadata": {"name": "a", "namespace": "default",
+            "uid": "u1", "labels": {"app": "web"}}, "data": {"a": "b", "added": "by-server"}}))
+        .unwrap();
+    live.types = None;
+    let desired = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "a", "labels": {"app": "web"}}, "data": {"a": "b"}});
+    assert!(live_holds(&live, &desired));
+    let edited = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "a", "labels": {"app": "web"}}, "data": {"a": "changed"}});
+    assert!(!live_holds(&live, &edited));
+    let relabelled = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "a", "labels": {"app": "api"}}, "data": {"a": "b"}});
+    assert!(!live_holds(&live, &relabelled));
+    let new_field = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "a"}, "binaryData": {"k": "dg=="}});
+    assert!(!live_holds(&live, &new_field));
+    // A body-less live object holds a manifest of metadata alone.
+    assert!(live_holds(
+        &live_cm("a", None),
+        &json!({"metadata": {"name": "a"}})
+    ));
+    assert!(!live_holds(&live_cm("a", None), &cm("a")));
 }
