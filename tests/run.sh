@@ -31,4 +31,9 @@ step "guest SDK native tests (Python, JavaScript)"
 guest-sdk/test.sh
 
 step "cargo test (unit, sandbox, emulator, end-to-end)"
-cargo test --workspace --no-fail-fast
+log="$root/target/cargo-test.log"
+cargo test --workspace --no-fail-fast 2>&1 | tee "$log"
+# One closing line for the whole run: cargo's own last line is the last
+# crate's doc tests, which is often "0 passed".
+awk '/^test result:/ { passed += $4; failed += $6 }
+     END { printf "cargo test: %d passed, %d failed\n", passed, failed }' "$log"
