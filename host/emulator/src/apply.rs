@@ -69,6 +69,43 @@ impl Entry {
     }
 }
 
+/// The entry of `manager`'s `operation` (on subresource `sub`), added empty,
+/// stamped `now` and `api_version`, when the manager has none yet.
+fn entry_of<'a>(
+    entries: &'a mut Vec<Entry>,
+    manager: &str,
+    operation: &str,
+    sub: Option<&str>,
+    api_version: &str,
+    now: &str,
+) -> &'a mut Entry {
+    let index = match entries
+        .iter()
+        .position(|e| e.same_owner(manager, operation, sub))
+    {
+        Some(index) => index,
+        None => {
+            entries.push(Entry {
+                manager: manager.to_string(),
+                operation: operation.to_string(),
+                api_version: api_version.to_string(),
+                time: now.to_string(),
+                subresource: sub.map(String::from),
+                fields: BTreeSet::new(),
+            });
+            entries.len() - 1
+        }
+    };
+    &mut entries[index]
+}
+
+fn api_version_of(obj: &Value) -> String {
+    obj.get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string()
+}
+
 fn read_entries(obj: &Value) -> Vec<Entry> {
     let Some(list) = obj
         .pointer("/metadata/managedFields")
@@ -278,31 +315,13 @@ pub fn apply(
         fieldset::remove_at(&mut obj, p);
     }
 
-    let api_version = cfg
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    match entries
-        .iter_mut()
-        .find(|e| e.same_owner(manager, "Apply", sub))
-    {
-        Some(e) => {
-            if e.fields != applied {
-                e.time = now.to_string();
-            }
-            e.fields = applied;
-            e.api_version = api_version;
-        }
-        None => entries.push(Entry {
-            manager: manager.to_string(),
-            operation: "Apply".into(),
-            api_version,
-            time: now.to_string(),
-            subresource: sub.map(String::from),
-            fields: applied,
-        }),
+    let api_version = api_version_of(cfg);
+    let entry = entry_of(&mut entries, manager, "Apply", sub, &api_version, now);
+    if entry.fields != applied {
+        entry.time = now.to_string();
     }
+    entry.fields = applied;
+    entry.api_version = api_version;
     prune(&mut entries, &obj);
     write_entries(&mut obj, entries);
     Ok(obj)
@@ -327,28 +346,16 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: 
         for e in entries.iter_mut() {
             e.fields.retain(|p| !changed.contains(p));
         }
-        let api_version = new
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        match entries
-            .iter_mut()
-            .find(|e| e.same_owner(manager, "Update", sub))
-        {
-            Some(e) => {
-                e.fields.extend(changed);
-                e.time = now.to_string();
-            }
-            None => entries.push(Entry {
-                manager: manager.to_string(),
-                operation: "Update".into(),
-                api_version,
-                time: now.to_string(),
-                subresource: sub.map(String::from),
-                fields: changed,
-            }),
-        }
+        let entry = entry_of(
+            &mut entries,
+            manager,
+            "Update",
+            sub,
+            &api_version_of(new),
+            now,
+        );
+        entry.fields.extend(changed);
+        entry.time = now.to_string();
     }
     prune(&mut entries, new);
     write_entries(new, entries);

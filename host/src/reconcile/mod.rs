@@ -286,8 +286,9 @@ impl Controller {
                 &reconciled,
                 &status::now(),
             );
-            let status_changes = status::merge_diff(parent.data.get("status"), &status).is_some();
-            let busy = !writes.is_empty() || status_changes || answer.requeue == Requeue::Now;
+            let mut status_diff = status::merge_diff(parent.data.get("status"), &status);
+            let busy =
+                !writes.is_empty() || status_diff.is_some() || answer.requeue == Requeue::Now;
             let verdict = self.queue.guard(key, busy);
             if verdict.flagged {
                 // A stable message, so a throttled loop does not also rewrite its status each time.
@@ -304,6 +305,7 @@ impl Controller {
                     &hot,
                     &status::now(),
                 );
+                status_diff = status::merge_diff(parent.data.get("status"), &status);
                 if verdict.streak == self.config.queue.hot_loop_threshold {
                     let note =
                         format!("{message} ({} consecutive busy reconciles)", verdict.streak);
@@ -314,7 +316,7 @@ impl Controller {
             }
 
             // ⑥ Show the outcome on the parent.
-            if let Err(e) = self.parents.patch_status(&parent, &status).await {
+            if let Err(e) = self.parents.patch_status_diff(&parent, status_diff).await {
                 tracing::warn!(error = %Chain(&e), "status patch failed");
                 return Outcome::new(Finish::Retry, "error");
             }

@@ -215,7 +215,18 @@ impl ParentWriter {
         parent: &DynamicObject,
         desired: &Value,
     ) -> Result<bool, StatusError> {
-        let Some(diff) = merge_diff(parent.data.get("status"), desired) else {
+        self.patch_status_diff(parent, merge_diff(parent.data.get("status"), desired))
+            .await
+    }
+
+    /// Sends a status diff already computed with [`merge_diff`] (the reconcile
+    /// path computes it once for the hot-loop guard); `None` writes nothing.
+    pub async fn patch_status_diff(
+        &self,
+        parent: &DynamicObject,
+        diff: Option<Value>,
+    ) -> Result<bool, StatusError> {
+        let Some(diff) = diff else {
             return Ok(false);
         };
         let name = parent.metadata.name.clone().unwrap_or_default();
