@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::json;
-use weir::hotload::{Config, HotHost, HotHostConfig, install_crd};
+use weir::hotload::{Config, install_crd};
+use weir::manager::{Manager, ManagerConfig, PluginSource};
 use weir::plugin::{Engine, EngineConfig, Limits, ResourceKind};
-use weir::run::HostConfig;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
 const ROUNDS: usize = 4;
@@ -68,14 +68,13 @@ fn put(dir: &Path, file: &str) -> Instant {
     Instant::now()
 }
 
-async fn host(client: &kube::Client, engine: &Engine, dir: &Path) -> HotHost {
-    let config = HotHostConfig {
-        host: HostConfig::default(),
-        plugins: Config::new(dir),
-        limits: Limits::default(),
-        install_crds: false,
+/// The host `weir run --plugins DIR` starts.
+async fn host(client: &kube::Client, engine: &Engine, dir: &Path) -> Manager {
+    let source = PluginSource::Directory {
+        config: Config::new(dir),
+        engine: engine.clone(),
     };
-    HotHost::start(client.clone(), engine.clone(), config)
+    Manager::start(client.clone(), source, ManagerConfig::default())
         .await
         .unwrap()
 }

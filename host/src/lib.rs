@@ -21,8 +21,10 @@
 //! 6. [`reconcile::status`]: `observedGeneration`, the `Ready` and `Reconciled`
 //!    conditions, finalizers and Events.
 //!
-//! Around it: [`plugin`] loads and sandboxes components, [`hotload`] swaps them
-//! without a restart, [`run`] is `weir run`, [`dev`] is `weir dev` on the
+//! Around it: [`manager`] is the one host every entry point starts (the informer
+//! registry shared by all plugins, leader election, the operations server, the
+//! plugin source); [`plugin`] loads and sandboxes components, [`hotload`] follows
+//! a plugins directory, [`run`] is `weir run`, [`dev`] is `weir dev` on the
 //! embedded emulator (crate `weir-emulator`), [`fixtures`] is `weir test`.
 
 mod chain;
@@ -31,6 +33,7 @@ pub mod fixtures;
 pub mod hotload;
 pub mod leader;
 pub mod listing;
+pub mod manager;
 pub mod metrics;
 pub mod plugin;
 pub mod rbac;
@@ -40,4 +43,4 @@ pub mod server;
 
 pub use plugin::{Engine, EngineConfig, Limits, Plugin};
 pub use reconcile::{Controller, ControllerConfig};
-pub use run::{Host, HostConfig};
+pub use manager::{Manager, ManagerConfig, PluginSource};

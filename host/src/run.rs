@@ -1,24 +1,18 @@
-//! `weir run`: connect to a cluster, load the plugins, and run one controller per plugin.
+//! `weir run`: connect to a cluster and run the host on a plugins directory until SIGTERM.
 //!
-//! [`Host`] is the same thing as a library, so the end-to-end tests run the production code
-//! path in-process (and can start two of them, or kill one mid-way).
+//! The host itself is [`crate::manager::Manager`], which `weir dev`, the end-to-end suite and
+//! the benchmarks start too; this module only reads the command line and the kubeconfig.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use kube::Client;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
-use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
 
-use crate::leader::{LeaderConfig, LeaderError, Leadership};
-use crate::metrics::Metrics;
-use crate::plugin::{Engine, EngineConfig, Limits};
-use crate::reconcile::invoke::Reconciler;
-use crate::reconcile::{Controller, ControllerConfig};
-use crate::server::{self, ServerError};
+use crate::leader::LeaderConfig;
+use crate::manager::{Manager, ManagerConfig, PluginSource};
+use crate::plugin::{Engine, EngineConfig};
+use crate::reconcile::ControllerConfig;
 
 /// Why the host could not start or stopped early.
 #[derive(Debug, thiserror::Error)]
@@ -41,17 +35,8 @@ pub enum RunError {
     /// The client could not be built from the configuration.
     #[error("cannot build a Kubernetes client")]
     Client(#[source] kube::Error),
-    /// The plugin directory could not be read.
-    #[error("cannot read the plugin directory {path}")]
-    PluginDir {
-        /// The directory.
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A plugin failed to load.
-    #[error("cannot load plugin {path}")]
+    /// The WebAssembly engine could not start.
+    #[error("cannot start the plugin engine for {path}")]
     Load {
         /// The component file.
         path: PathBuf,
@@ -59,185 +44,12 @@ pub enum RunError {
         #[source]
         source: crate::plugin::LoadError,
     },
-    /// The plugin directory holds no `.wasm` component.
-    #[error("no plugin (*.wasm) in {0}")]
-    NoPlugins(PathBuf),
-    /// The operations server failed.
+    /// The host could not start.
     #[error(transparent)]
-    Server(#[from] ServerError),
-    /// Leader election failed.
-    #[error(transparent)]
-    Leader(#[from] LeaderError),
-    /// The plugins directory could not be watched, or the hot-loading host could not start.
-    #[error(transparent)]
-    Hotload(#[from] crate::hotload::Error),
+    Manager(#[from] crate::manager::ManagerError),
     /// The async runtime could not start.
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
-}
-
-/// Everything the host runs with.
-#[derive(Clone, Debug)]
-pub struct HostConfig {
-    /// Per-controller tuning (workers, resync, backoff, hot-loop guard).
-    pub controller: ControllerConfig,
-    /// Plugin calls in flight at once, across all plugins.
-    pub max_concurrent_calls: usize,
-    /// Lease-based leader election; `None` runs as the only replica.
-    pub leader: Option<LeaderConfig>,
-    /// Where to serve `/metrics`, `/healthz`, `/readyz`; `None` serves nothing.
-    pub listen: Option<SocketAddr>,
-}
-
-impl Default for HostConfig {
-    fn default() -> Self {
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
-        Self {
-            controller: ControllerConfig::default(),
-            max_concurrent_calls: workers * 2,
-            leader: None,
-            listen: None,
-        }
-    }
-}
-
-/// A running host: one controller per plugin, sharing a metrics registry and a call semaphore.
-pub struct Host {
-    metrics: Arc<Metrics>,
-    controllers: Vec<Arc<Controller>>,
-    stop: CancellationToken,
-    main: tokio::task::JoinHandle<()>,
-    addr: Option<SocketAddr>,
-}
-
-impl Host {
-    /// Starts watching at once and reconciling once leader (or at once without election).
-    pub async fn start(
-        client: Client,
-        plugins: Vec<Arc<dyn Reconciler>>,
-        config: HostConfig,
-    ) -> Result<Host, RunError> {
-        let metrics = Arc::new(Metrics::new());
-        let permits = Arc::new(Semaphore::new(config.max_concurrent_calls.max(1)));
-        let informers = crate::reconcile::source::Informers::default();
-        let controllers: Vec<Arc<Controller>> = plugins
-            .into_iter()
-            .map(|p| {
-                let c = Controller::with_informers(
-                    client.clone(),
-                    p,
-                    permits.clone(),
-                    metrics.clone(),
-                    config.controller.clone(),
-                    &informers,
-                );
-                Arc::new(c)
-            })
-            .collect();
-        let stop = CancellationToken::new();
-        let addr = match config.listen {
-            Some(listen) => {
-                let caches: Vec<_> = controllers.iter().map(|c| c.cache().clone()).collect();
-                let ready: server::Readiness =
-                    Arc::new(move || caches.iter().all(|c| c.is_synced()));
-                Some(server::serve(listen, metrics.clone(), ready, stop.clone()).await?)
-            }
-            None => None,
-        };
-        let leadership = match &config.leader {
-            Some(lc) => Some(Leadership::start(client.clone(), lc).await?),
-            None => None,
-        };
-        let main = tokio::spawn(supervise(controllers.clone(), leadership, stop.clone()));
-        Ok(Host {
-            metrics,
-            controllers,
-            stop,
-            main,
-            addr,
-        })
-    }
-
-    /// The host's metrics (API writes, reconciles, ...).
-    pub fn metrics(&self) -> &Arc<Metrics> {
-        &self.metrics
-    }
-
-    /// The bound address of the operations server, if any.
-    pub fn addr(&self) -> Option<SocketAddr> {
-        self.addr
-    }
-
-    /// Whether every cache has its first full list.
-    pub fn is_ready(&self) -> bool {
-        self.controllers.iter().all(|c| c.cache().is_synced())
-    }
-
-    /// Graceful stop (SIGTERM): no new reconciles, in-flight ones finish, the lease is released.
-    pub async fn shutdown(self) {
-        self.stop.cancel();
-        if let Err(e) = self.main.await {
-            tracing::warn!(error = %e, "host task failed");
-        }
-    }
-
-    /// Hard stop, as if the process were killed: nothing finishes, the lease is not released.
-    pub fn kill(self) {
-        self.main.abort();
-        self.stop.cancel();
-    }
-
-    /// Waits until the host stops by itself (it lost its leadership) or `stop` is cancelled.
-    pub async fn wait(&mut self) {
-        let _ = (&mut self.main).await;
-    }
-}
-
-/// Runs sources at once, workers while leading; stops on cancel or a lost lease.
-async fn supervise(
-    controllers: Vec<Arc<Controller>>,
-    mut leadership: Option<Leadership>,
-    stop: CancellationToken,
-) {
-    let mut sources = JoinSet::new();
-    for c in &controllers {
-        c.start_sources(&mut sources);
-    }
-    if let Some(l) = leadership.as_mut() {
-        tokio::select! {
-            () = stop.cancelled() => {
-                sources.abort_all();
-                if let Some(l) = leadership { l.release().await; }
-                return;
-            }
-            won = l.acquired() => if !won { return },
-        }
-        tracing::info!("became the leader");
-    }
-    let mut workers = JoinSet::new();
-    for c in &controllers {
-        workers.spawn(c.clone().run_workers());
-    }
-    let lost = async {
-        match leadership.as_mut() {
-            Some(l) => {
-                let _ = l.is_leader.wait_for(|leading| !*leading).await;
-            }
-            None => std::future::pending::<()>().await,
-        }
-    };
-    tokio::select! {
-        () = stop.cancelled() => tracing::info!("shutting down: finishing in-flight reconciles"),
-        () = lost => tracing::error!("lost the leader lease: stopping"),
-    }
-    for c in &controllers {
-        c.shutdown();
-    }
-    while workers.join_next().await.is_some() {}
-    sources.abort_all();
-    if let Some(l) = leadership {
-        l.release().await;
-    }
 }
 
 /// A client for `--kubeconfig PATH`, or the usual inference (KUBECONFIG, ~/.kube/config, in-cluster).
@@ -261,36 +73,6 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, RunError> {
         })?,
     };
     Client::try_from(config).map_err(RunError::Client)
-}
-
-/// Loads every `*.wasm` component in `dir` (sorted by name).
-pub fn load_plugins(dir: &Path, engine: &Engine) -> Result<Vec<Arc<dyn Reconciler>>, RunError> {
-    let entries = std::fs::read_dir(dir).map_err(|source| RunError::PluginDir {
-        path: dir.to_owned(),
-        source,
-    })?;
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
-        .collect();
-    paths.sort();
-    if paths.is_empty() {
-        return Err(RunError::NoPlugins(dir.to_owned()));
-    }
-    paths
-        .into_iter()
-        .map(|path| {
-            let plugin = engine
-                .load_file(&path, Limits::default())
-                .map_err(|source| RunError::Load {
-                    path: path.clone(),
-                    source,
-                })?;
-            tracing::info!(plugin = %plugin.label(), path = %path.display(), "loaded plugin");
-            Ok(Arc::new(plugin) as Arc<dyn Reconciler>)
-        })
-        .collect()
 }
 
 /// Arguments of `weir run`.
@@ -327,13 +109,13 @@ pub struct RunArgs {
 
 impl RunArgs {
     /// The host configuration these arguments describe.
-    pub fn host_config(&self) -> HostConfig {
+    pub fn manager_config(&self) -> ManagerConfig {
         let identity = self.identity.clone().unwrap_or_else(default_identity);
         let leader = self.leader_elect.then(|| LeaderConfig {
             namespace: self.lease_namespace.clone(),
             ..LeaderConfig::new(identity.clone())
         });
-        HostConfig {
+        ManagerConfig {
             controller: ControllerConfig {
                 workers: self.workers,
                 resync: std::time::Duration::from_secs(self.resync_secs),
@@ -343,7 +125,7 @@ impl RunArgs {
             },
             leader,
             listen: Some(self.listen),
-            ..HostConfig::default()
+            ..ManagerConfig::default()
         }
     }
 
@@ -354,7 +136,7 @@ impl RunArgs {
             &self.plugins,
             self.kubeconfig.as_deref(),
             engine,
-            self.host_config(),
+            self.manager_config(),
         ))
     }
 }
@@ -363,26 +145,23 @@ fn default_identity() -> String {
     std::env::var("HOSTNAME").unwrap_or_else(|_| format!("weir-{}", std::process::id()))
 }
 
-/// Connects, loads the plugins in `dir` and runs until SIGTERM or Ctrl-C.
+/// Connects, serves the plugins in `dir` (following it as files change) until SIGTERM or Ctrl-C.
 pub async fn run(
     dir: &Path,
     kubeconfig: Option<&Path>,
     engine: EngineConfig,
-    config: HostConfig,
+    config: ManagerConfig,
 ) -> Result<(), RunError> {
     let client = client(kubeconfig).await?;
     let engine = Engine::new(engine).map_err(|source| RunError::Load {
         path: dir.to_owned(),
         source,
     })?;
-    // Plugins come and go while the host runs: see `crate::hotload`.
-    let hot = crate::hotload::HotHostConfig {
-        host: config,
-        plugins: crate::hotload::Config::new(dir),
-        limits: Limits::default(),
-        install_crds: false,
+    let source = PluginSource::Directory {
+        config: crate::hotload::Config::new(dir),
+        engine,
     };
-    let mut host = crate::hotload::HotHost::start(client, engine, hot).await?;
+    let mut host = Manager::start(client, source, config).await?;
     if let Some(addr) = host.addr() {
         tracing::info!(%addr, plugins = %dir.display(), "serving /metrics, /healthz, /readyz, /plugins; watching the plugins directory");
     }

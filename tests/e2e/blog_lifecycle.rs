@@ -12,7 +12,7 @@ use weir_e2e::{
 async fn a_new_blog_gets_its_children_and_becomes_ready() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let blog = plugin("blog")?;
-    env.install_crd(blog.as_ref()).await?;
+    env.install_crd(&blog).await?;
     let host = env.host(&[blog]).await?;
     env.create(
         &kinds::blog(),
@@ -64,7 +64,7 @@ async fn a_new_blog_gets_its_children_and_becomes_ready() -> anyhow::Result<()> 
 async fn changing_replicas_scales_the_deployment() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let blog = plugin("blog")?;
-    env.install_crd(blog.as_ref()).await?;
+    env.install_crd(&blog).await?;
     let host = env.host(&[blog]).await?;
     let blogs = env.api(&kinds::blog());
     env.create(&kinds::blog(), "b", json!({"title": "t", "replicas": 2}))
@@ -88,7 +88,7 @@ async fn changing_replicas_scales_the_deployment() -> anyhow::Result<()> {
 async fn a_deleted_child_is_recreated() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let blog = plugin("blog")?;
-    env.install_crd(blog.as_ref()).await?;
+    env.install_crd(&blog).await?;
     let host = env.host(&[blog]).await?;
     env.create(&kinds::blog(), "b", json!({"title": "t", "replicas": 1}))
         .await?;

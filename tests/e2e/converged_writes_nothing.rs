@@ -10,7 +10,7 @@ use weir_e2e::{TestEnv, fast_config, kinds, plugin, wait_ready};
 async fn converged_blogs_cost_no_writes_over_several_resyncs() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let blog = plugin("blog")?;
-    env.install_crd(blog.as_ref()).await?;
+    env.install_crd(&blog).await?;
     let mut config = fast_config(&env.namespace);
     config.controller.resync = Duration::from_millis(300);
     let host = env.host_with(&[blog], config).await?;

@@ -12,7 +12,7 @@ async fn the_finalizer_holds_until_cleanup_completes_then_children_are_collected
 -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let scenario = plugin("scenario")?;
-    env.install_crd(scenario.as_ref()).await?;
+    env.install_crd(&scenario).await?;
     let host = env.host(&[scenario]).await?;
     let parents = env.api(&kinds::scenario());
     let cms = env.api(&kinds::config_map());

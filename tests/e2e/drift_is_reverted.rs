@@ -17,7 +17,7 @@ fn as_user() -> PatchParams {
 async fn hand_edits_of_a_child_are_reverted() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let blog = plugin("blog")?;
-    env.install_crd(blog.as_ref()).await?;
+    env.install_crd(&blog).await?;
     let host = env.host(&[blog]).await?;
     env.create(&kinds::blog(), "b", json!({"title": "t", "replicas": 2}))
         .await?;

@@ -11,7 +11,7 @@ use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds, plugin};
 async fn retries_of_a_transient_failure_come_at_growing_intervals() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let scenario = plugin("scenario")?;
-    env.install_crd(scenario.as_ref()).await?;
+    env.install_crd(&scenario).await?;
     let host = env.host(&[scenario]).await?;
     env.create(
         &kinds::scenario(),
@@ -93,7 +93,7 @@ async fn retries_of_a_transient_failure_come_at_growing_intervals() -> anyhow::R
 async fn a_permanent_failure_is_reported_and_not_retried() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let scenario = plugin("scenario")?;
-    env.install_crd(scenario.as_ref()).await?;
+    env.install_crd(&scenario).await?;
     let host = env.host(&[scenario]).await?;
     env.create(
         &kinds::scenario(),

@@ -1,56 +1,24 @@
 //! Hot-loading on a running host: a new Blog version relabels every child of 100 Blogs without a
-//! restart; removing a plugin stops its controller (children stay); a plugin for another CRD
+//! restart or a re-list; removing a plugin stops its controller (children stay); a plugin for another CRD
 //! starts beside a working one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use kube::ResourceExt;
 use kube::api::ListParams;
 use serde_json::json;
-use weir::hotload::{Config, HotHost, HotHostConfig, Timing};
-use weir::plugin::{Engine, EngineConfig, Limits};
-use weir_e2e::{CONVERGE, TestEnv, eventually, fast_config, kinds, plugin, wait_ready};
-
-fn built(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../target/plugins")
-        .join(name)
-}
+use weir_e2e::{CONVERGE, TestEnv, built, eventually, kinds, plugin, wait_ready};
 
 /// Copies a built plugin into `dir` as `name` the way an installer should: a hidden temporary,
 /// then a rename. Returns when the rename is done.
-fn install(dir: &Path, built_name: &str, name: &str) -> Result<()> {
+pub fn install(dir: &Path, built_name: &str, name: &str) -> Result<()> {
     let tmp = dir.join(format!(".{name}.tmp"));
     std::fs::copy(built(built_name), &tmp)
         .with_context(|| format!("{built_name}: run plugins/build.sh"))?;
     std::fs::rename(&tmp, dir.join(name))?;
     Ok(())
-}
-
-/// A hot-loading host on `dir`, watching only this test's namespace.
-async fn hot_host(env: &TestEnv, dir: &Path) -> Result<HotHost> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let engine = Engine::new(EngineConfig {
-        cache_dir: Some(root.join("target/plugin-cache")),
-        ..EngineConfig::default()
-    })?;
-    let plugins = Config {
-        timing: Timing {
-            settle: Duration::from_millis(100),
-            grace: Duration::from_secs(1),
-        },
-        debounce: Duration::from_millis(20),
-        ..Config::new(dir)
-    };
-    let config = HotHostConfig {
-        host: fast_config(&env.namespace),
-        plugins,
-        limits: Limits::default(),
-        install_crds: false,
-    };
-    Ok(HotHost::start(env.client.clone(), engine, config).await?)
 }
 
 /// Children of every kind in the namespace that carry `label`.
@@ -66,10 +34,10 @@ async fn labelled(env: &TestEnv, label: &str) -> usize {
 #[tokio::test]
 async fn a_new_plugin_version_reaches_every_child_of_100_blogs_without_a_restart() -> Result<()> {
     let env = TestEnv::start().await?;
-    env.install_crd(plugin("blog")?.as_ref()).await?;
+    env.install_crd(&plugin("blog")?).await?;
     let dir = tempfile::tempdir()?;
     install(dir.path(), "blog.wasm", "blog.wasm")?;
-    let host = hot_host(&env, dir.path()).await?;
+    let host = env.host_on_directory(dir.path()).await?;
     const BLOGS: usize = 100;
     for i in 0..BLOGS {
         env.create(
@@ -85,6 +53,11 @@ async fn a_new_plugin_version_reaches_every_child_of_100_blogs_without_a_restart
     }
     assert_eq!(labelled(&env, "weir.dev/hot-swapped=v2").await, 0);
 
+    let child_kinds = [kinds::config_map(), kinds::deployment(), kinds::service()];
+    let lists_before: Vec<Option<usize>> = std::iter::once(kinds::blog())
+        .chain(child_kinds.clone())
+        .map(|k| env.lists_of(&k))
+        .collect();
     let v1 = host.catalog().rows()[0].sha256.clone();
     install(dir.path(), "blog-v2.wasm", "blog.wasm")?;
     let renamed = Instant::now();
@@ -108,6 +81,14 @@ async fn a_new_plugin_version_reaches_every_child_of_100_blogs_without_a_restart
         swapped.as_millis(),
         3 * BLOGS,
         took.as_millis()
+    );
+    let lists_after: Vec<Option<usize>> = std::iter::once(kinds::blog())
+        .chain(child_kinds)
+        .map(|k| env.lists_of(&k))
+        .collect();
+    assert_eq!(
+        lists_before, lists_after,
+        "the swap re-listed nothing: Blogs, ConfigMaps, Deployments, Services"
     );
     assert_eq!(host.catalog().rows().len(), 1, "one plugin serves Blog");
     assert_eq!(host.hotload_metrics().refusals("invalid"), 0);
@@ -148,10 +129,10 @@ async fn a_new_plugin_version_reaches_every_child_of_100_blogs_without_a_restart
 #[tokio::test]
 async fn removing_the_plugin_stops_its_controller_and_leaves_the_children() -> Result<()> {
     let env = TestEnv::start().await?;
-    env.install_crd(plugin("blog")?.as_ref()).await?;
+    env.install_crd(&plugin("blog")?).await?;
     let dir = tempfile::tempdir()?;
     install(dir.path(), "blog.wasm", "blog.wasm")?;
-    let host = hot_host(&env, dir.path()).await?;
+    let host = env.host_on_directory(dir.path()).await?;
     env.create(
         &kinds::blog(),
         "kept",
@@ -198,11 +179,11 @@ async fn removing_the_plugin_stops_its_controller_and_leaves_the_children() -> R
 #[tokio::test]
 async fn a_plugin_for_another_crd_starts_while_the_first_keeps_working() -> Result<()> {
     let env = TestEnv::start().await?;
-    env.install_crd(plugin("blog")?.as_ref()).await?;
-    env.install_crd(plugin("scenario")?.as_ref()).await?;
+    env.install_crd(&plugin("blog")?).await?;
+    env.install_crd(&plugin("scenario")?).await?;
     let dir = tempfile::tempdir()?;
     install(dir.path(), "blog.wasm", "blog.wasm")?;
-    let host = hot_host(&env, dir.path()).await?;
+    let host = env.host_on_directory(dir.path()).await?;
     env.create(
         &kinds::blog(),
         "first",

@@ -10,7 +10,7 @@ use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds, plugin};
 async fn a_never_settling_plugin_is_flagged_and_throttled() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let scenario = plugin("scenario")?;
-    env.install_crd(scenario.as_ref()).await?;
+    env.install_crd(&scenario).await?;
     let host = env.host(&[scenario]).await?;
     let parents = env.api(&kinds::scenario());
     env.create(&kinds::scenario(), "churn", json!({"churn": true}))
@@ -41,7 +41,7 @@ async fn a_never_settling_plugin_is_flagged_and_throttled() -> anyhow::Result<()
 async fn requeue_now_forever_is_throttled_too() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let scenario = plugin("scenario")?;
-    env.install_crd(scenario.as_ref()).await?;
+    env.install_crd(&scenario).await?;
     let host = env.host(&[scenario]).await?;
     env.create(
         &kinds::scenario(),

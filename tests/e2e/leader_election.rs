@@ -10,7 +10,7 @@ use weir_e2e::{TestEnv, fast_config, kinds, plugin, wait_ready};
 async fn only_the_leader_writes_and_the_standby_takes_over() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let blog = plugin("blog")?;
-    env.install_crd(blog.as_ref()).await?;
+    env.install_crd(&blog).await?;
     let config = |id: &str| {
         let mut c = fast_config(&env.namespace);
         c.leader = Some(LeaderConfig {

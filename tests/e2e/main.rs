@@ -13,6 +13,7 @@ mod drift_is_reverted;
 mod failing_plugin_backs_off;
 mod hot_loading;
 mod hot_loop_is_throttled;
+mod informers_are_shared;
 mod leader_election;
 mod other_languages;
 mod refused_answers_write_nothing;

@@ -10,7 +10,7 @@ use weir_e2e::{CONVERGE, TestEnv, controlled_by, eventually, kinds, plugin, wait
 async fn blog_scenario_with(component: &str) -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let blog = plugin(component)?;
-    env.install_crd(blog.as_ref()).await?;
+    env.install_crd(&blog).await?;
     let host = env.host(&[blog]).await?;
     env.create(
         &kinds::blog(),

@@ -21,7 +21,7 @@ async fn another_namespace_an_undeclared_kind_and_a_foreign_object_are_refused()
 -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let scenario = plugin("scenario")?;
-    env.install_crd(scenario.as_ref()).await?;
+    env.install_crd(&scenario).await?;
     let other = format!("{}-other", env.namespace);
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": other}}))?;
     kube::Api::<Namespace>::all(env.client.clone())

@@ -10,7 +10,7 @@ use weir_e2e::{TestEnv, kinds, plugin, wait_ready};
 async fn a_host_killed_mid_way_and_restarted_converges_without_duplicates() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let blog = plugin("blog")?;
-    env.install_crd(blog.as_ref()).await?;
+    env.install_crd(&blog).await?;
     for i in 0..30 {
         env.create(
             &kinds::blog(),

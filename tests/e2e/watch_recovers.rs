@@ -14,7 +14,7 @@ async fn dropped_watches_and_a_410_are_recovered_from() -> anyhow::Result<()> {
         );
     };
     let blog = plugin("blog")?;
-    env.install_crd(blog.as_ref()).await?;
+    env.install_crd(&blog).await?;
     let host = env.host(&[blog]).await?;
     let blogs = env.api(&kinds::blog());
     env.create(&kinds::blog(), "b", json!({"title": "t", "replicas": 1}))

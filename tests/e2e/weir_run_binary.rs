@@ -21,7 +21,7 @@ async fn weir_run_reconciles_a_blog_and_exits_on_sigterm() -> anyhow::Result<()>
         anyhow::bail!("this scenario starts the binary against the emulator; unset KUBECONFIG");
     };
     let blog = plugin("blog")?;
-    env.install_crd(blog.as_ref()).await?;
+    env.install_crd(&blog).await?;
     let dir = std::env::temp_dir().join(format!("weir-run-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("plugins"))?;
     std::fs::copy(

@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -15,11 +15,11 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-use weir::plugin::{Engine, EngineConfig, Limits, ResourceKind};
+use weir::hotload::{Config, Timing};
+use weir::manager::{Manager, ManagerConfig, PluginSource};
+use weir::plugin::{Engine, EngineConfig, Limits, Plugin, ResourceKind};
 use weir::reconcile::ControllerConfig;
-use weir::reconcile::invoke::Reconciler;
 use weir::reconcile::queue::QueueConfig;
-use weir::run::{Host, HostConfig};
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
 pub mod native_twin;
@@ -43,7 +43,8 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-fn engine() -> Result<&'static Engine> {
+/// The engine every test shares, with the compile cache under `target/`.
+pub fn engine() -> Result<&'static Engine> {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
     if let Some(e) = ENGINE.get() {
         return Ok(e);
@@ -57,22 +58,38 @@ fn engine() -> Result<&'static Engine> {
 }
 
 /// Loads `target/plugins/<name>.wasm` in the real sandbox.
-pub fn plugin(name: &str) -> Result<Arc<dyn Reconciler>> {
+pub fn plugin(name: &str) -> Result<Plugin> {
     let path = workspace_root()
         .join("target/plugins")
         .join(format!("{name}.wasm"));
     if !path.exists() {
         bail!("{} is missing: run plugins/build.sh first", path.display());
     }
-    let loaded = engine()?
+    engine()?
         .load_file(&path, Limits::default())
-        .with_context(|| format!("loading {}", path.display()))?;
-    Ok(Arc::new(loaded))
+        .with_context(|| format!("loading {}", path.display()))
+}
+
+/// `target/plugins/<name>`, as built by `plugins/build.sh`.
+pub fn built(name: &str) -> PathBuf {
+    workspace_root().join("target/plugins").join(name)
+}
+
+/// How the directory source watches in tests: short settle times.
+pub fn fast_directory(dir: &Path) -> Config {
+    Config {
+        timing: Timing {
+            settle: Duration::from_millis(100),
+            grace: Duration::from_secs(1),
+        },
+        debounce: Duration::from_millis(20),
+        ..Config::new(dir)
+    }
 }
 
 /// A host configuration with short delays, so scenarios finish in seconds.
-pub fn fast_config(namespace: &str) -> HostConfig {
-    HostConfig {
+pub fn fast_config(namespace: &str) -> ManagerConfig {
+    ManagerConfig {
         controller: ControllerConfig {
             workers: 4,
             resync: Duration::from_secs(600),
@@ -88,7 +105,7 @@ pub fn fast_config(namespace: &str) -> HostConfig {
             instance: "e2e".into(),
             namespace: Some(namespace.to_owned()),
         },
-        ..HostConfig::default()
+        ..ManagerConfig::default()
     }
 }
 
@@ -134,7 +151,7 @@ impl TestEnv {
     }
 
     /// Installs the CRD a plugin ships and waits until its kind is served.
-    pub async fn install_crd(&self, plugin: &dyn Reconciler) -> Result<()> {
+    pub async fn install_crd(&self, plugin: &Plugin) -> Result<()> {
         let info = plugin.info();
         let Some(text) = &info.crd else {
             bail!("plugin {} ships no CRD", info.name)
@@ -168,18 +185,51 @@ impl TestEnv {
         Ok(())
     }
 
-    /// A host watching this test's namespace with `plugins`, fast settings.
-    pub async fn host(&self, plugins: &[Arc<dyn Reconciler>]) -> Result<Host> {
+    /// The host `weir run` starts, serving `plugins`, watching this test's namespace, fast settings.
+    pub async fn host(&self, plugins: &[Plugin]) -> Result<Manager> {
         self.host_with(plugins, fast_config(&self.namespace)).await
     }
 
-    /// A host with `config`.
-    pub async fn host_with(
-        &self,
-        plugins: &[Arc<dyn Reconciler>],
-        config: HostConfig,
-    ) -> Result<Host> {
-        Ok(Host::start(self.client.clone(), plugins.to_vec(), config).await?)
+    /// The host with `config`, serving a fixed list of plugins.
+    pub async fn host_with(&self, plugins: &[Plugin], config: ManagerConfig) -> Result<Manager> {
+        let source = PluginSource::Fixed(plugins.to_vec());
+        Ok(Manager::start(self.client.clone(), source, config).await?)
+    }
+
+    /// The host serving the plugins directory `dir` (as `weir run --plugins DIR` does), fast settings.
+    pub async fn host_on_directory(&self, dir: &Path) -> Result<Manager> {
+        let source = PluginSource::Directory {
+            config: fast_directory(dir),
+            engine: engine()?.clone(),
+        };
+        Ok(Manager::start(self.client.clone(), source, fast_config(&self.namespace)).await?)
+    }
+
+    /// List (not watch) requests the emulator served for `kind` in this test's namespace so
+    /// far; `None` against a real cluster.
+    pub fn lists_of(&self, kind: &ResourceKind) -> Option<usize> {
+        self.requests_of(kind, false)
+    }
+
+    /// Watch requests the emulator served for `kind` in this test's namespace so far.
+    pub fn watches_of(&self, kind: &ResourceKind) -> Option<usize> {
+        self.requests_of(kind, true)
+    }
+
+    fn requests_of(&self, kind: &ResourceKind, watch: bool) -> Option<usize> {
+        let e = self.emulator.as_ref()?;
+        let prefix = if kind.group.is_empty() {
+            format!("/api/{}", kind.version)
+        } else {
+            format!("/apis/{}/{}", kind.group, kind.version)
+        };
+        let path = format!("{prefix}/namespaces/{}/{}", self.namespace, kind.plural);
+        Some(
+            e.requests()
+                .iter()
+                .filter(|r| r.method == "GET" && r.path == path && r.is_watch() == watch)
+                .count(),
+        )
     }
 
     /// Objects of `kind` in this test's namespace.

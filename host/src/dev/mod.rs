@@ -2,7 +2,7 @@
 //!
 //! One process runs the embedded API server (Deployments turn ready after a
 //! short delay, as KWOK fakes kubelets), writes a kubeconfig for `kubectl`,
-//! runs the hot-loading host on `--plugins DIR` (installing each plugin's CRD
+//! runs the host (`crate::manager::Manager`) on `--plugins DIR` (installing each plugin's CRD
 //! as it loads), optionally applies example objects, and shows what happens:
 //! a compact live view on a terminal, plain lines otherwise. Rebuilding a
 //! plugin into DIR is picked up live.
@@ -18,10 +18,10 @@ use std::time::Duration;
 use clap::Args;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
-use crate::hotload::{self, HotHost, HotHostConfig};
-use crate::plugin::{Engine, EngineConfig, Limits, LoadError};
+use crate::hotload;
+use crate::manager::{Manager, ManagerConfig, ManagerError, PluginSource};
+use crate::plugin::{Engine, EngineConfig, LoadError};
 use crate::reconcile::ControllerConfig;
-use crate::run::HostConfig;
 
 pub use examples::{ApplyError, apply_dir};
 
@@ -48,7 +48,7 @@ pub enum DevError {
     Engine(#[from] LoadError),
     /// The host could not start.
     #[error(transparent)]
-    Host(#[from] hotload::Error),
+    Host(#[from] ManagerError),
     /// The example objects could not be applied.
     #[error(transparent)]
     Apply(#[from] Box<ApplyError>),
@@ -128,20 +128,20 @@ impl DevArgs {
         println!("weir dev: use it with   {kubectl} get blogs");
 
         let engine = Engine::new(engine)?;
-        let config = HotHostConfig {
-            host: HostConfig {
-                controller: ControllerConfig {
-                    instance: "weir-dev".into(),
-                    ..ControllerConfig::default()
-                },
-                listen: Some(self.listen),
-                ..HostConfig::default()
+        let config = ManagerConfig {
+            controller: ControllerConfig {
+                instance: "weir-dev".into(),
+                ..ControllerConfig::default()
             },
-            plugins: self.watched()?,
-            limits: Limits::default(),
+            listen: Some(self.listen),
             install_crds: true,
+            ..ManagerConfig::default()
         };
-        let host = HotHost::start(emulator.client(), engine, config).await?;
+        let source = PluginSource::Directory {
+            config: self.watched()?,
+            engine,
+        };
+        let host = Manager::start(emulator.client(), source, config).await?;
         if let Some(addr) = host.addr() {
             let from = if self.plugin_files.is_empty() {
                 self.plugins.display().to_string()
@@ -204,7 +204,7 @@ impl DevArgs {
 }
 
 /// Waits until the plugins present at start are loaded and their kinds are served.
-async fn wait_ready(host: &HotHost, dir: &std::path::Path) -> Result<(), DevError> {
+async fn wait_ready(host: &Manager, dir: &std::path::Path) -> Result<(), DevError> {
     const SECS: u64 = 120;
     for _ in 0..SECS * 20 {
         if host.is_ready() && host.catalog().loading().is_none() {

@@ -1,6 +1,7 @@
 //! Hot-loading: watch the plugins directory and turn file changes into plugin changes.
 //!
-//! `weir run --plugins DIR` and `weir dev` start one [`HotLoader`] on DIR. It
+//! The host's directory source (`crate::manager::PluginSource::Directory`, which `weir run
+//! --plugins DIR` and `weir dev` use) starts one [`HotLoader`] on DIR. It
 //! loads every settled `*.wasm` file (one at a time, off the reconcile path,
 //! logging how long each compile took) and sends a [`PluginEvent`] for each
 //! change in what DIR serves:
@@ -24,8 +25,6 @@
 mod catalog;
 mod crd;
 mod dir;
-mod fleet;
-mod host;
 mod metrics;
 mod watcher;
 
@@ -37,7 +36,6 @@ use std::time::Duration;
 pub use catalog::{Catalog, CatalogRow};
 pub use crd::{CrdError, install_crd};
 pub use dir::{KindKey, Loaded, PluginEvent, Refusal, Timing};
-pub use host::{EngineLoader, HotHost, HotHostConfig};
 pub use metrics::HotloadMetrics;
 pub use watcher::HotLoader;
 
@@ -59,12 +57,6 @@ pub enum Error {
     /// The background thread could not be started.
     #[error("cannot start the plugin loader thread")]
     Thread(#[source] std::io::Error),
-    /// The operations server could not start.
-    #[error(transparent)]
-    Server(#[from] crate::server::ServerError),
-    /// Leader election could not start.
-    #[error(transparent)]
-    Leader(#[from] crate::leader::LeaderError),
 }
 
 /// Result of this module.
@@ -112,5 +104,30 @@ impl Config {
             rescan_every: Duration::from_secs(10),
             only: None,
         }
+    }
+}
+
+/// Loads files with the sandbox's engine (its compile cache makes a reload of known bytes cheap).
+pub struct EngineLoader {
+    /// The shared engine.
+    pub engine: crate::plugin::Engine,
+    /// Limits every loaded plugin's calls run under.
+    pub limits: crate::plugin::Limits,
+}
+
+impl Loader for EngineLoader {
+    type Plugin = crate::plugin::Plugin;
+    type Error = crate::plugin::LoadError;
+    fn load(&self, file: &Path) -> std::result::Result<Self::Plugin, Self::Error> {
+        self.engine.load_file(file, self.limits)
+    }
+}
+
+impl Loaded for crate::plugin::Plugin {
+    fn info(&self) -> &crate::plugin::PluginInfo {
+        crate::plugin::Plugin::info(self)
+    }
+    fn sha256(&self) -> String {
+        crate::plugin::Plugin::sha256(self).to_owned()
     }
 }

@@ -167,6 +167,11 @@ impl Store {
             .collect()
     }
 
+    /// Every cached object.
+    pub fn objects(&self) -> Vec<Arc<DynamicObject>> {
+        self.read().objects.values().cloned().collect()
+    }
+
     /// Every cached key (for the periodic resync).
     pub fn keys(&self) -> Vec<ObjectKey> {
         self.read().objects.keys().cloned().collect()

@@ -8,13 +8,14 @@
 
 pub mod apply;
 pub mod cache;
+pub mod error;
 pub mod invoke;
 pub mod queue;
 pub mod source;
 pub mod status;
 pub mod validate;
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
 use kube::Client;
@@ -25,13 +26,14 @@ use tracing::Instrument;
 
 use self::apply::Applier;
 use self::cache::Cache;
-use self::invoke::{Invoker, PluginError, Reconciler};
-use self::queue::{Finish, ObjectKey, Queue, QueueConfig};
-use self::source::{Echoes, Informers, Route, Target};
+use self::error::{Policy, ReconcileError, ResultLabel};
+use self::invoke::{Invoker, Reconciler};
+use self::queue::{Cause, Finish, ObjectKey, Queue, QueueConfig};
+use self::source::{Echoes, Informers, Route, Subscription, Target};
 use self::status::{ParentWriter, Reconciled};
 use crate::chain::Chain;
 use crate::metrics::Metrics;
-use crate::plugin::{ErrorKind, FinalizeResponse, Requeue};
+use crate::plugin::{FinalizeResponse, PluginInfo, Requeue};
 
 /// Tuning of a controller.
 #[derive(Clone, Debug)]
@@ -60,154 +62,183 @@ impl Default for ControllerConfig {
     }
 }
 
-/// How one reconcile ended, for the queue and the metrics.
-struct Outcome {
-    finish: Finish,
-    result: &'static str,
+/// One plugin version bound to the stores of the kinds it declared.
+///
+/// A hot swap replaces the whole binding at once; a reconcile takes the binding once at its
+/// start and finishes on it, so it never mixes two versions.
+struct Binding {
+    invoker: Invoker,
+    cache: Cache,
+    applier: Applier,
+    parents: ParentWriter,
+    /// Held for the subscriptions' sake: dropping the binding unsubscribes its kinds.
+    _subscriptions: Vec<Subscription>,
 }
 
-impl Outcome {
-    fn new(finish: Finish, result: &'static str) -> Self {
-        Self { finish, result }
+impl Binding {
+    fn info(&self) -> &PluginInfo {
+        self.invoker.info()
     }
 }
 
-/// Everything one plugin's reconcile loop needs.
+/// The reconcile loop of one parent kind. The plugin serving it can be swapped in place
+/// ([`Controller::swap`]): the queue, the workers and the caches stay.
 pub struct Controller {
-    invoker: Invoker,
-    parent_informer: Arc<source::Informer>,
-    child_informers: Vec<Arc<source::Informer>>,
-    cache: Arc<Cache>,
+    current: RwLock<Arc<Binding>>,
+    parts: Parts,
+}
+
+/// What a controller keeps across plugin versions.
+struct Parts {
+    informers: Arc<Informers>,
+    permits: Arc<Semaphore>,
     queue: Arc<Queue>,
-    applier: Applier,
-    parents: ParentWriter,
     echoes: Arc<Echoes>,
     metrics: Arc<Metrics>,
     client: Client,
     config: ControllerConfig,
 }
 
-impl Controller {
-    /// A controller for `plugin` with watches of its own; nothing runs until
-    /// [`Controller::start_sources`] and [`Controller::run_workers`].
-    pub fn new(
-        client: Client,
-        plugin: Arc<dyn Reconciler>,
-        permits: Arc<Semaphore>,
-        metrics: Arc<Metrics>,
-        config: ControllerConfig,
-    ) -> Self {
-        Self::with_informers(
-            client,
-            plugin,
-            permits,
-            metrics,
-            config,
-            &Informers::default(),
-        )
-    }
-
-    /// A controller whose child watches and stores are shared through `informers` with the
-    /// other controllers of the same host (all must start their sources in one task set).
-    pub fn with_informers(
-        client: Client,
-        plugin: Arc<dyn Reconciler>,
-        permits: Arc<Semaphore>,
-        metrics: Arc<Metrics>,
-        config: ControllerConfig,
-        informers: &Informers,
-    ) -> Self {
+impl Parts {
+    /// Subscribes `plugin`'s kinds and builds its writers.
+    fn bind(&self, plugin: Arc<dyn Reconciler>) -> Binding {
         let info = plugin.info().clone();
-        let echoes = Arc::new(Echoes::default());
-        // The parent kind is this plugin's alone; child kinds are shared.
-        let parent_informer = Arc::new(source::Informer::new(info.parent.clone()));
-        let child_informers: Vec<_> = info.children.iter().map(|k| informers.get(k)).collect();
-        let cache = Cache::from_stores(
-            parent_informer.store.clone(),
-            child_informers.iter().map(|i| i.store.clone()).collect(),
-        );
-        Self {
-            parent_informer,
-            child_informers,
-            cache: Arc::new(cache),
-            queue: Arc::new(Queue::new(config.queue.clone())),
-            applier: Applier::new(client.clone(), &info.name, metrics.clone(), echoes.clone()),
-            parents: ParentWriter::new(
-                client.clone(),
-                info.parent.clone(),
-                &info.name,
-                &config.instance,
-                metrics.clone(),
-                echoes.clone(),
-            ),
-            invoker: Invoker::new(plugin, permits, metrics.clone()),
-            echoes,
-            metrics,
-            client,
-            config,
-        }
-    }
-
-    /// The stores this controller reads from (for `/readyz`).
-    pub fn cache(&self) -> &Arc<Cache> {
-        &self.cache
-    }
-
-    /// Starts the watches and the resync; they run until `tasks` is dropped or aborted.
-    pub fn start_sources(self: &Arc<Self>, tasks: &mut JoinSet<()>) {
-        let info = self.invoker.info();
-        let ns = &self.config.namespace;
         let target = |route| Target {
             route,
             queue: self.queue.clone(),
             echoes: self.echoes.clone(),
         };
-        if self.parent_informer.subscribe(target(Route::Parent)) {
-            tasks.spawn(source::watch(
+        let parent = self.informers.subscribe(&info.parent, target(Route::Parent));
+        let children: Vec<Subscription> = info
+            .children
+            .iter()
+            .map(|kind| {
+                self.informers
+                    .subscribe(kind, target(Route::Owner(info.parent.clone())))
+            })
+            .collect();
+        let cache = Cache::from_stores(
+            parent.store().clone(),
+            children.iter().map(|s| s.store().clone()).collect(),
+        );
+        let mut subscriptions = children;
+        subscriptions.push(parent);
+        Binding {
+            applier: Applier::new(
                 self.client.clone(),
-                ns.clone(),
-                self.parent_informer.clone(),
-            ));
+                &info.name,
+                self.metrics.clone(),
+                self.echoes.clone(),
+            ),
+            parents: ParentWriter::new(
+                self.client.clone(),
+                info.parent.clone(),
+                &info.name,
+                &self.config.instance,
+                self.metrics.clone(),
+                self.echoes.clone(),
+            ),
+            invoker: Invoker::new(plugin, self.permits.clone(), self.metrics.clone()),
+            cache,
+            _subscriptions: subscriptions,
         }
-        for informer in &self.child_informers {
-            if informer.subscribe(target(Route::Owner(info.parent.clone()))) {
-                tasks.spawn(source::watch(
-                    self.client.clone(),
-                    ns.clone(),
-                    informer.clone(),
-                ));
-            }
+    }
+}
+
+impl Controller {
+    /// A controller for `plugin`, subscribed to its kinds in the host's informer registry (so
+    /// their events start arriving); nothing is reconciled until [`Controller::run_workers`].
+    pub fn new(
+        client: Client,
+        informers: Arc<Informers>,
+        plugin: Arc<dyn Reconciler>,
+        permits: Arc<Semaphore>,
+        metrics: Arc<Metrics>,
+        config: ControllerConfig,
+    ) -> Self {
+        let parts = Parts {
+            queue: Arc::new(Queue::new(config.queue.clone())),
+            echoes: Arc::new(Echoes::default()),
+            informers,
+            permits,
+            metrics,
+            client,
+            config,
+        };
+        Self {
+            current: RwLock::new(Arc::new(parts.bind(plugin))),
+            parts,
         }
-        tasks.spawn(source::resync(
-            self.cache.parents.clone(),
-            self.queue.clone(),
-            self.config.resync,
-        ));
     }
 
-    /// Runs `workers` workers until [`Controller::shutdown`]; in-flight reconciles finish.
+    fn binding(&self) -> Arc<Binding> {
+        self.current
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Serves the kind with `plugin` from now on, in place: kinds both versions declare keep
+    /// their watches and caches (no re-list), reconciles in flight finish on the old version,
+    /// and every parent is enqueued once so the new logic reaches all of them.
+    pub fn swap(&self, plugin: Arc<dyn Reconciler>) {
+        // Subscribing before the old binding lets go keeps shared kinds' counts above zero; the
+        // new parent subscription enqueues every cached parent.
+        let binding = Arc::new(self.parts.bind(plugin));
+        let old = std::mem::replace(
+            &mut *self.current.write().unwrap_or_else(PoisonError::into_inner),
+            binding,
+        );
+        tracing::info!(from = %old.info().version, to = %self.binding().info().version, kind = %old.info().parent.kind, "plugin swapped in place");
+    }
+
+    /// The plugin serving the kind now.
+    pub fn info(&self) -> PluginInfo {
+        self.binding().info().clone()
+    }
+
+    /// Whether every store this controller reads holds its first full list (`/readyz`).
+    pub fn is_synced(&self) -> bool {
+        self.binding().cache.is_synced()
+    }
+
+    /// Enqueues every cached parent every `resync` period (the level-triggered safety net),
+    /// until the task is dropped.
+    pub async fn resync(self: Arc<Self>) {
+        let period = self.parts.config.resync;
+        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+        loop {
+            tick.tick().await;
+            let keys = self.binding().cache.parents.keys();
+            tracing::debug!(parents = keys.len(), "periodic resync");
+            for key in keys {
+                self.parts.queue.add(key, Cause::Resync);
+            }
+        }
+    }
+
+    /// Runs `workers` workers once the caches are synced, until [`Controller::shutdown`];
+    /// in-flight reconciles finish.
     pub async fn run_workers(self: Arc<Self>) {
-        while !self.cache.is_synced() {
+        while !self.is_synced() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let mut workers = JoinSet::new();
-        for _ in 0..self.config.workers.max(1) {
+        for _ in 0..self.parts.config.workers.max(1) {
             let this = self.clone();
             workers.spawn(async move {
-                while let Some(key) = this.queue.next().await {
-                    this.metrics
-                        .queue_depth(&this.invoker.info().name, this.queue.depth());
+                while let Some(key) = this.parts.queue.next().await {
+                    let binding = this.binding();
+                    let name = &binding.info().name;
+                    this.parts.metrics.queue_depth(name, this.parts.queue.depth());
                     let started = Instant::now();
-                    let outcome = this.reconcile(&key).await;
-                    this.metrics.reconciled(
-                        &this.invoker.info().name,
-                        outcome.result,
-                        started.elapsed(),
-                    );
-                    if outcome.finish == Finish::Retry {
-                        this.metrics.backed_off(&this.invoker.info().name);
+                    let (finish, label) = this.reconcile(&binding, &key).await;
+                    this.parts.metrics
+                        .reconciled(name, label.as_str(), started.elapsed());
+                    if finish == Finish::Retry {
+                        this.parts.metrics.backed_off(name);
                     }
-                    this.queue.finish(&key, outcome.finish);
+                    this.parts.queue.finish(&key, finish);
                 }
             });
         }
@@ -216,170 +247,150 @@ impl Controller {
 
     /// Stops handing out keys; `run_workers` returns once in-flight reconciles are done.
     pub fn shutdown(&self) {
-        self.queue.shutdown();
+        self.parts.queue.shutdown();
     }
 
-    /// One reconcile of one key: the seed's loop, top to bottom.
-    async fn reconcile(&self, key: &ObjectKey) -> Outcome {
-        let info = self.invoker.info();
-        let attempt = self.queue.failures(key) + 1;
+    /// One reconcile of one key in its own span; errors go through [`Controller::error_policy`].
+    async fn reconcile(&self, b: &Binding, key: &ObjectKey) -> (Finish, ResultLabel) {
+        let info = b.info();
+        let attempt = self.parts.queue.failures(key) + 1;
         let span = tracing::info_span!("reconcile", plugin = %info.name, version = %info.version, kind = %info.parent.kind, key = %key, attempt);
         async move {
-            // ③ Read the parent and the children it controls from the cache, never the API.
-            let Some(parent) = self.cache.parents.get(key) else {
-                return Outcome::new(Finish::Done, "gone");
+            // ③ Read the parent from the cache, never the API. Deleted means done.
+            let Some(parent) = b.cache.parents.get(key) else {
+                return (Finish::Done, ResultLabel::Gone);
             };
-            let uid = parent.metadata.uid.clone().unwrap_or_default();
-            let children = self.cache.children_of(&uid);
-
-            // Deletion: finalize, then let the API server's GC remove the children.
-            if parent.metadata.deletion_timestamp.is_some() {
-                return self.finalize(&parent, &children).await;
+            match self.reconcile_parent(b, key, parent.clone()).await {
+                Ok(finish) => (finish, ResultLabel::Success),
+                Err(e) => self.error_policy(b, key, &parent, &e).await,
             }
-            let parent = match self.ensure_finalizer(parent).await {
-                Ok(parent) => parent,
-                Err(outcome) => return outcome,
-            };
-
-            // ④ Ask the plugin for the desired children and status.
-            let answer = match self.invoker.reconcile(&parent, &children).await {
-                Ok(answer) => answer,
-                Err(e) => return self.failed(key, &parent, e).await,
-            };
-
-            // ⑤ Validate the whole answer, then apply what differs and prune what is gone.
-            let desired = match validate::validate(info, &parent, answer.children, &self.cache) {
-                Ok(desired) => desired,
-                Err(refusal) => {
-                    let e = PluginError::refused(format!(
-                        "plugin {}: answer refused: {refusal}",
-                        info.name
-                    ));
-                    return self.failed(key, &parent, e).await;
-                }
-            };
-            let writes = match self.applier.apply(&desired).await {
-                Ok(applied) => match self
-                    .applier
-                    .prune(&desired, &children, &info.children)
-                    .await
-                {
-                    Ok(pruned) => applied.into_iter().chain(pruned).collect::<Vec<_>>(),
-                    Err(e) => return self.write_failed(key, &parent, &e, e.is_permanent()).await,
-                },
-                Err(e) => return self.write_failed(key, &parent, &e, e.is_permanent()).await,
-            };
-            if !writes.is_empty() {
-                // One Event per reconcile that changed children, not one per child: Events are writes too.
-                let note: Vec<String> = writes.iter().map(ToString::to_string).collect();
-                self.parents
-                    .event(&parent, false, "Applied", "Reconcile", note.join(", "))
-                    .await;
-            }
-
-            // ② The hot-loop guard counts reconciles that write or ask to run again at once.
-            let reconciled = Reconciled::ok();
-            let mut status = status::desired_status(
-                parent.data.get("status"),
-                answer.status,
-                parent.metadata.generation,
-                &reconciled,
-                &status::now(),
-            );
-            let mut status_diff = status::merge_diff(parent.data.get("status"), &status);
-            let busy =
-                !writes.is_empty() || status_diff.is_some() || answer.requeue == Requeue::Now;
-            let verdict = self.queue.guard(key, busy);
-            if verdict.flagged {
-                // A stable message, so a throttled loop does not also rewrite its status each time.
-                let message =
-                    "reconciles keep writing or requeueing without an outside change; throttled"
-                        .to_owned();
-                tracing::warn!(streak = verdict.streak, "hot loop");
-                self.metrics.hot_loop(&info.name);
-                let hot = Reconciled::failed("HotLoop", message.clone());
-                status = status::desired_status(
-                    parent.data.get("status"),
-                    Some(status.clone()),
-                    parent.metadata.generation,
-                    &hot,
-                    &status::now(),
-                );
-                status_diff = status::merge_diff(parent.data.get("status"), &status);
-                if verdict.streak == self.config.queue.hot_loop_threshold {
-                    let note =
-                        format!("{message} ({} consecutive busy reconciles)", verdict.streak);
-                    self.parents
-                        .event(&parent, true, "HotLoop", "Reconcile", note)
-                        .await;
-                }
-            }
-
-            // ⑥ Show the outcome on the parent.
-            if let Err(e) = self.parents.patch_status_diff(&parent, status_diff).await {
-                tracing::warn!(error = %Chain(&e), "status patch failed");
-                return Outcome::new(Finish::Retry, "error");
-            }
-            let finish = match answer.requeue {
-                Requeue::Done => Finish::Done,
-                Requeue::Now => Finish::Now,
-                Requeue::After(d) => Finish::After(d),
-            };
-            Outcome::new(finish, "success")
         }
         .instrument(span)
         .await
     }
 
-    /// A failed plugin call or a refused answer: record it on the parent and retry or wait.
-    async fn failed(&self, key: &ObjectKey, parent: &DynamicObject, e: PluginError) -> Outcome {
-        let (reason, finish, result) = match e.kind {
-            _ if e.refused => ("Refused", Finish::Failed, "refused"),
-            ErrorKind::Transient => ("TransientError", Finish::Retry, "error"),
-            ErrorKind::Permanent => ("PermanentError", Finish::Failed, "error"),
-        };
-        tracing::warn!(error = %e.message, %reason, "reconcile failed");
-        self.queue.guard(key, false);
-        self.parents
-            .event(parent, true, reason, "Reconcile", e.message.clone())
-            .await;
-        let status = status::desired_status(
+    /// The happy path, top to bottom: the seed's loop.
+    async fn reconcile_parent(
+        &self,
+        b: &Binding,
+        key: &ObjectKey,
+        parent: Arc<DynamicObject>,
+    ) -> Result<Finish, ReconcileError> {
+        let info = b.info();
+        let uid = parent.metadata.uid.clone().unwrap_or_default();
+        let children = b.cache.children_of(&uid);
+
+        // Deletion: finalize, then let the API server's GC remove the children.
+        if parent.metadata.deletion_timestamp.is_some() {
+            return self.finalize(b, &parent, &children).await;
+        }
+        let parent = self.ensure_finalizer(b, parent).await?;
+
+        // ④ Ask the plugin for the desired children and status.
+        let answer = b
+            .invoker
+            .reconcile(&parent, &children)
+            .await
+            .map_err(ReconcileError::Plugin)?;
+
+        // ⑤ Validate the whole answer, then apply what differs and prune what is gone.
+        let desired = validate::validate(info, &parent, answer.children, &b.cache).map_err(
+            |refusal| ReconcileError::Refused {
+                plugin: format!("{}@{}", info.name, info.version),
+                refusal,
+            },
+        )?;
+        let mut writes = b.applier.apply(&desired).await?;
+        writes.extend(b.applier.prune(&desired, &children, &info.children).await?);
+        if !writes.is_empty() {
+            // One Event per reconcile that changed children, not one per child: Events are writes too.
+            let note: Vec<String> = writes.iter().map(ToString::to_string).collect();
+            b.parents
+                .event(&parent, false, "Applied", "Reconcile", note.join(", "))
+                .await;
+        }
+
+        // ② The hot-loop guard counts reconciles that write or ask to run again at once.
+        let mut status = status::desired_status(
             parent.data.get("status"),
-            None,
+            answer.status,
             parent.metadata.generation,
-            &Reconciled::failed(reason, e.message),
+            &Reconciled::ok(),
             &status::now(),
         );
-        if let Err(se) = self.parents.patch_status(parent, &status).await {
-            tracing::warn!(error = %Chain(&se), "status patch failed");
+        let mut status_diff = status::merge_diff(parent.data.get("status"), &status);
+        let busy = !writes.is_empty() || status_diff.is_some() || answer.requeue == Requeue::Now;
+        let verdict = self.parts.queue.guard(key, busy);
+        if verdict.flagged {
+            // A stable message, so a throttled loop does not also rewrite its status each time.
+            let message =
+                "reconciles keep writing or requeueing without an outside change; throttled";
+            tracing::warn!(streak = verdict.streak, "hot loop");
+            self.parts.metrics.hot_loop(&info.name);
+            status = status::desired_status(
+                parent.data.get("status"),
+                Some(status),
+                parent.metadata.generation,
+                &Reconciled::failed("HotLoop", message),
+                &status::now(),
+            );
+            status_diff = status::merge_diff(parent.data.get("status"), &status);
+            if verdict.streak == self.parts.config.queue.hot_loop_threshold {
+                let note = format!("{message} ({} consecutive busy reconciles)", verdict.streak);
+                b.parents
+                    .event(&parent, true, "HotLoop", "Reconcile", note)
+                    .await;
+            }
         }
-        Outcome::new(finish, result)
+
+        // ⑥ Show the outcome on the parent.
+        b.parents.patch_status_diff(&parent, status_diff).await?;
+        Ok(match answer.requeue {
+            Requeue::Done => Finish::Done,
+            Requeue::Now => Finish::Now,
+            Requeue::After(d) => Finish::After(d),
+        })
     }
 
-    async fn write_failed(
+    /// The one place an error becomes a condition, an Event, a metric label and a queue decision.
+    async fn error_policy(
         &self,
+        b: &Binding,
         key: &ObjectKey,
         parent: &DynamicObject,
-        e: &(dyn std::error::Error + Send + Sync + 'static),
-        permanent: bool,
-    ) -> Outcome {
-        let message = Chain(e).to_string();
-        let kind = if permanent {
-            ErrorKind::Permanent
-        } else {
-            ErrorKind::Transient
-        };
-        self.failed(key, parent, PluginError::new(kind, message))
-            .await
+        error: &ReconcileError,
+    ) -> (Finish, ResultLabel) {
+        let policy = Policy::of(error);
+        let message = Chain(error).to_string();
+        tracing::warn!(error = %message, reason = policy.reason, "reconcile failed");
+        // A failure is neither busy nor an outside change for the hot-loop guard.
+        self.parts.queue.guard(key, false);
+        b.parents
+            .event(parent, true, policy.reason, "Reconcile", message.clone())
+            .await;
+        if policy.report {
+            let status = status::desired_status(
+                parent.data.get("status"),
+                None,
+                parent.metadata.generation,
+                &Reconciled::failed(policy.reason, message),
+                &status::now(),
+            );
+            if let Err(se) = b.parents.patch_status(parent, &status).await {
+                tracing::warn!(error = %Chain(&se), "status patch failed");
+            }
+        }
+        (policy.finish, policy.label)
     }
 
     /// Adds the plugin's finalizer to a live parent that lacks it, and carries on with the
     /// parent as written (so a new parent costs one reconcile, not two).
     async fn ensure_finalizer(
         &self,
+        b: &Binding,
         parent: Arc<DynamicObject>,
-    ) -> Result<Arc<DynamicObject>, Outcome> {
-        let Some(finalizer) = self.invoker.info().finalizer.as_ref() else {
+    ) -> Result<Arc<DynamicObject>, ReconcileError> {
+        let Some(finalizer) = b.info().finalizer.as_ref() else {
             return Ok(parent);
         };
         let mut finalizers = parent.metadata.finalizers.clone().unwrap_or_default();
@@ -387,49 +398,34 @@ impl Controller {
             return Ok(parent);
         }
         finalizers.push(finalizer.clone());
-        match self.parents.set_finalizers(&parent, finalizers).await {
-            Ok(written) => Ok(Arc::new(written)),
-            Err(e) => {
-                tracing::warn!(error = %Chain(&e), "adding the finalizer failed");
-                Err(Outcome::new(Finish::Retry, "error"))
-            }
-        }
+        Ok(Arc::new(b.parents.set_finalizers(&parent, finalizers).await?))
     }
 
     /// The parent is being deleted: run the plugin's cleanup, then release the finalizer.
-    async fn finalize(&self, parent: &DynamicObject, children: &[Arc<DynamicObject>]) -> Outcome {
-        let Some(finalizer) = self.invoker.info().finalizer.clone() else {
-            return Outcome::new(Finish::Done, "success");
+    async fn finalize(
+        &self,
+        b: &Binding,
+        parent: &DynamicObject,
+        children: &[Arc<DynamicObject>],
+    ) -> Result<Finish, ReconcileError> {
+        let Some(finalizer) = b.info().finalizer.clone() else {
+            return Ok(Finish::Done);
         };
         let finalizers = parent.metadata.finalizers.clone().unwrap_or_default();
         if !finalizers.contains(&finalizer) {
-            return Outcome::new(Finish::Done, "success");
+            return Ok(Finish::Done);
         }
-        match self.invoker.finalize(parent, children, &finalizer).await {
-            Ok(FinalizeResponse::AgainAfter(d)) => Outcome::new(Finish::After(d), "success"),
-            Ok(FinalizeResponse::Complete) => {
+        match b
+            .invoker
+            .finalize(parent, children, &finalizer)
+            .await
+            .map_err(ReconcileError::Finalize)?
+        {
+            FinalizeResponse::AgainAfter(d) => Ok(Finish::After(d)),
+            FinalizeResponse::Complete => {
                 let rest = finalizers.into_iter().filter(|f| *f != finalizer).collect();
-                match self.parents.set_finalizers(parent, rest).await {
-                    Ok(_) => Outcome::new(Finish::Done, "success"),
-                    Err(e) => {
-                        tracing::warn!(error = %Chain(&e), "removing the finalizer failed");
-                        Outcome::new(Finish::Retry, "error")
-                    }
-                }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e.message, "finalize failed");
-                self.parents
-                    .event(parent, true, "FinalizeFailed", "Finalize", e.message)
-                    .await;
-                Outcome::new(
-                    if e.kind == ErrorKind::Transient {
-                        Finish::Retry
-                    } else {
-                        Finish::Failed
-                    },
-                    "error",
-                )
+                b.parents.set_finalizers(parent, rest).await?;
+                Ok(Finish::Done)
             }
         }
     }

@@ -4,6 +4,7 @@
 //! so the hot-loop guard can forgive the first and count the second.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -114,7 +115,7 @@ pub struct Target {
 pub struct Informer {
     /// The cache of this kind.
     pub store: Arc<Store>,
-    targets: Mutex<Vec<Arc<Target>>>,
+    targets: Mutex<Vec<(u64, Arc<Target>)>>,
 }
 
 impl Informer {
@@ -126,34 +127,130 @@ impl Informer {
         }
     }
 
-    /// Adds a controller's target; returns whether it is the first (so the caller starts the watch).
-    pub fn subscribe(&self, target: Target) -> bool {
-        let mut targets = self.targets.lock().unwrap_or_else(|p| p.into_inner());
-        targets.push(Arc::new(target));
-        targets.len() == 1
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(u64, Arc<Target>)>> {
+        self.targets.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn targets(&self) -> Vec<Arc<Target>> {
-        self.targets
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.lock().iter().map(|(_, t)| t.clone()).collect()
     }
 }
 
-/// The informers of one host, by kind, so controllers share them.
-#[derive(Default)]
+/// The host's informer registry: one watch and one store per kind (in the host's namespace
+/// scope), shared by every controller that reads the kind, reference-counted by
+/// [`Subscription`]s.
+///
+/// The watch tasks belong to the registry, not to a subscriber: the first subscription of a
+/// kind starts its watch, the last one to be dropped stops it and frees the store, so a
+/// controller that stops (a plugin removed or swapped) never interrupts another's events.
 pub struct Informers {
-    by_kind: Mutex<HashMap<ResourceKind, Arc<Informer>>>,
+    client: Client,
+    namespace: Option<String>,
+    by_kind: Mutex<HashMap<ResourceKind, Shared>>,
+    next_id: AtomicU64,
+}
+
+/// One kind's informer and the task that feeds it.
+struct Shared {
+    informer: Arc<Informer>,
+    watch: tokio::task::JoinHandle<()>,
 }
 
 impl Informers {
-    /// The informer of `kind`, created on first use.
-    pub fn get(&self, kind: &ResourceKind) -> Arc<Informer> {
-        let mut map = self.by_kind.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(kind.clone())
-            .or_insert_with(|| Arc::new(Informer::new(kind.clone())))
-            .clone()
+    /// An empty registry whose watches use `client`, in `namespace` or cluster-wide.
+    pub fn new(client: Client, namespace: Option<String>) -> Arc<Self> {
+        Arc::new(Self {
+            client,
+            namespace,
+            by_kind: Mutex::new(HashMap::new()),
+            next_id: AtomicU64::new(0),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ResourceKind, Shared>> {
+        self.by_kind.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Routes `kind`'s events to `target` until the returned handle is dropped, starting the
+    /// kind's watch if nobody watched it. Must be called inside the Tokio runtime.
+    ///
+    /// A parent target that joins an informer which has already listed its kind gets every
+    /// cached key at once: the watch will not list it again for this subscriber.
+    pub fn subscribe(self: &Arc<Self>, kind: &ResourceKind, target: Target) -> Subscription {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let target = Arc::new(target);
+        let informer = {
+            let mut by_kind = self.lock();
+            let shared = by_kind.entry(kind.clone()).or_insert_with(|| {
+                let informer = Arc::new(Informer::new(kind.clone()));
+                let watch = tokio::spawn(watch(
+                    self.client.clone(),
+                    self.namespace.clone(),
+                    informer.clone(),
+                ));
+                Shared { informer, watch }
+            });
+            shared.informer.lock().push((id, target.clone()));
+            shared.informer.clone()
+        };
+        if informer.store.is_synced() {
+            for obj in informer.store.objects() {
+                if let Some(key) = target.route.key(&obj) {
+                    target.queue.add(key, Cause::Outside);
+                }
+            }
+        }
+        Subscription {
+            registry: self.clone(),
+            kind: kind.clone(),
+            id,
+            store: informer.store.clone(),
+        }
+    }
+
+    fn unsubscribe(&self, kind: &ResourceKind, id: u64) {
+        let mut by_kind = self.lock();
+        let Some(shared) = by_kind.get(kind) else {
+            return;
+        };
+        let last = {
+            let mut targets = shared.informer.lock();
+            targets.retain(|(t, _)| *t != id);
+            targets.is_empty()
+        };
+        if last && let Some(shared) = by_kind.remove(kind) {
+            shared.watch.abort();
+            tracing::debug!(kind = %kind.kind, "last subscriber gone: watch stopped");
+        }
+    }
+
+    /// The kinds watched right now, with their number of subscribers.
+    pub fn watched(&self) -> Vec<(ResourceKind, usize)> {
+        self.lock()
+            .iter()
+            .map(|(k, s)| (k.clone(), s.informer.lock().len()))
+            .collect()
+    }
+}
+
+/// A controller's interest in one kind; dropping it unsubscribes (see [`Informers`]).
+pub struct Subscription {
+    registry: Arc<Informers>,
+    kind: ResourceKind,
+    id: u64,
+    store: Arc<Store>,
+}
+
+impl Subscription {
+    /// The shared store of the kind.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.registry.unsubscribe(&self.kind, self.id);
     }
 }
 
@@ -257,19 +354,50 @@ mod tests {
         }
     }
 
-    #[test]
-    fn controllers_owning_the_same_kind_share_one_informer_and_one_watch() {
-        let informers = Informers::default();
-        let a = informers.get(&kind("ConfigMap"));
-        let b = informers.get(&kind("ConfigMap"));
-        assert!(Arc::ptr_eq(&a, &b), "one store per kind");
-        assert!(!Arc::ptr_eq(&a, &informers.get(&kind("Service"))));
-        assert!(
-            a.subscribe(target()),
-            "the first subscriber starts the watch"
-        );
-        assert!(!b.subscribe(target()), "later subscribers reuse it");
-        assert_eq!(a.targets().len(), 2);
+    /// A client whose watches fail and retry for ever: the registry's bookkeeping is what is tested.
+    fn offline_client() -> Client {
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("a valid URL"));
+        Client::try_from(config).expect("a client for a fixed URL")
+    }
+
+    #[tokio::test]
+    async fn controllers_reading_the_same_kind_share_one_watch_until_the_last_unsubscribes() {
+        let informers = Informers::new(offline_client(), None);
+        let a = informers.subscribe(&kind("ConfigMap"), target());
+        let b = informers.subscribe(&kind("ConfigMap"), target());
+        let s = informers.subscribe(&kind("Service"), target());
+        assert!(Arc::ptr_eq(a.store(), b.store()), "one store per kind");
+        let count = |k: &str| {
+            informers
+                .watched()
+                .into_iter()
+                .find(|(w, _)| w.kind == k)
+                .map(|(_, n)| n)
+        };
+        assert_eq!(count("ConfigMap"), Some(2));
+        assert_eq!(count("Service"), Some(1));
+        drop(a);
+        assert_eq!(count("ConfigMap"), Some(1), "the other subscriber keeps the watch");
+        drop(b);
+        assert_eq!(count("ConfigMap"), None, "the last unsubscribe stops the watch");
+        assert_eq!(count("Service"), Some(1));
+        drop(s);
+        assert!(informers.watched().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_parent_target_joining_a_listed_informer_gets_every_cached_key() {
+        let informers = Informers::new(offline_client(), None);
+        let first = informers.subscribe(&kind("Widget"), target());
+        let mut obj = DynamicObject::new("w1", &kind("Widget").api_resource()).within("default");
+        obj.metadata.resource_version = Some("1".into());
+        first.store().apply(watcher::Event::Init);
+        first.store().apply(watcher::Event::InitApply(obj));
+        first.store().apply(watcher::Event::InitDone);
+        let late = target();
+        let queue = late.queue.clone();
+        let _second = informers.subscribe(&kind("Widget"), late);
+        assert_eq!(queue.depth(), 1, "the cached parent is enqueued for the late subscriber");
     }
 
     #[test]

@@ -107,18 +107,14 @@ async fn serve(system: &str, kubeconfig: &Path, copies: usize) -> Result<()> {
                 .await;
         }
         "weir" => {
-            let blog = weir_e2e::plugin("blog")?;
-            let plugins: Vec<Arc<dyn Reconciler>> = if copies <= 1 {
-                vec![blog]
-            } else {
-                (0..copies)
-                    .map(|n| Arc::new(Renamed::new(blog.clone(), n)) as Arc<dyn Reconciler>)
-                    .collect()
-            };
-            let mut config = weir::run::HostConfig::default();
+            if copies > 1 {
+                bail!("the ten-plugin row moves to ten distinct components");
+            }
+            let plugins = vec![weir_e2e::plugin("blog")?];
+            let mut config = weir::ManagerConfig::default();
             config.controller.workers = WORKERS;
             config.controller.resync = Duration::from_secs(RESYNC_SECS);
-            let host = weir::run::Host::start(client, plugins, config).await?;
+            let host = weir::Manager::start(client, weir::PluginSource::Fixed(plugins), config).await?;
             println!("STARTED");
             std::future::pending::<()>().await;
             drop(host);

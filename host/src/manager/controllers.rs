@@ -1,13 +1,11 @@
-//! The running controllers, one per served kind, started, restarted and stopped as plugins change.
+//! The running controllers, one per served parent kind: started, swapped in place, stopped.
 //!
-//! A new version of a plugin gets a fresh controller rather than a pointer swap
-//! inside the old one: the old controller stops handing out keys and its
-//! in-flight reconciles finish on the old version, then the new controller
-//! lists the kind again, so every object is reconciled by the new logic (its
-//! desired state may have changed), and any new child kinds it declares get
-//! their watches. No key is ever reconciled by both versions at once.
+//! A new version of a plugin is swapped *inside* its running controller: the queue, the workers
+//! and the caches stay (no re-list), reconciles in flight finish on the old version, and every
+//! parent of the kind is enqueued once so the new logic reaches all of them. Kinds only the old
+//! version declared are unsubscribed; kinds only the new one declares get their watches.
 //!
-//! Stopping a kind (its file removed) leaves its children as they are.
+//! Stopping a kind (its plugin removed) leaves its children as they are.
 
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
@@ -15,14 +13,15 @@ use std::time::Duration;
 
 use kube::Client;
 use tokio::sync::{Semaphore, watch};
-use tokio::task::{JoinHandle, JoinSet};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::dir::{KindKey, PluginEvent};
+use crate::hotload::{KindKey, PluginEvent};
 use crate::metrics::Metrics;
 use crate::plugin::Plugin;
 use crate::reconcile::invoke::Reconciler;
+use crate::reconcile::source::Informers;
 use crate::reconcile::{Controller, ControllerConfig};
 
 /// How long a stopping controller may take to finish its in-flight reconciles.
@@ -31,32 +30,33 @@ const DRAIN: Duration = Duration::from_secs(30);
 /// One kind's controller and its tasks.
 struct Running {
     controller: Arc<Controller>,
-    sources: JoinSet<()>,
     workers: JoinHandle<()>,
+    resync: JoinHandle<()>,
     stop: CancellationToken,
 }
 
-/// The controllers by kind; [`FleetView`] reads it from the operations server.
-pub(crate) struct Fleet {
+/// The controllers by kind.
+pub(super) struct Controllers {
     client: Client,
+    informers: Arc<Informers>,
     permits: Arc<Semaphore>,
     metrics: Arc<Metrics>,
     config: ControllerConfig,
     /// `None`: the only replica, always leading.
     leading: Option<watch::Receiver<bool>>,
     running: HashMap<KindKey, Running>,
-    view: FleetView,
+    view: ControllersView,
 }
 
-/// The controllers' caches, shared with `/readyz`.
+/// The controllers as the operations server and [`super::Manager`] see them.
 #[derive(Clone, Default)]
-pub(crate) struct FleetView {
-    controllers: Arc<RwLock<HashMap<KindKey, Arc<Controller>>>>,
+pub(super) struct ControllersView {
+    controllers: Arc<RwLock<HashMap<KindKey, (Arc<Controller>, Vec<tokio::task::AbortHandle>)>>>,
 }
 
-impl FleetView {
+impl ControllersView {
     /// Kinds with a running controller.
-    pub(crate) fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.controllers
             .read()
             .unwrap_or_else(PoisonError::into_inner)
@@ -64,56 +64,90 @@ impl FleetView {
     }
 
     /// Whether every controller's caches hold their first full list.
-    pub(crate) fn synced(&self) -> bool {
+    pub(super) fn synced(&self) -> bool {
         self.controllers
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
-            .all(|c| c.cache().is_synced())
+            .all(|(c, _)| c.is_synced())
     }
 
-    fn set(&self, kind: KindKey, controller: Option<Arc<Controller>>) {
+    /// Kinds whose caches are not synced yet.
+    pub(super) fn unsynced(&self) -> Vec<String> {
+        self.controllers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter(|(_, (c, _))| !c.is_synced())
+            .map(|(k, _)| k.to_string())
+            .collect()
+    }
+
+    /// Stops every task at once (a hard kill).
+    pub(super) fn abort_all(&self) {
+        for (_, tasks) in self
+            .controllers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+        {
+            tasks.iter().for_each(tokio::task::AbortHandle::abort);
+        }
+    }
+
+    fn set(&self, kind: KindKey, running: Option<&Running>) {
         let mut map = self
             .controllers
             .write()
             .unwrap_or_else(PoisonError::into_inner);
-        match controller {
-            Some(c) => map.insert(kind, c),
+        match running {
+            Some(r) => map.insert(
+                kind,
+                (
+                    r.controller.clone(),
+                    vec![r.workers.abort_handle(), r.resync.abort_handle()],
+                ),
+            ),
             None => map.remove(&kind),
         };
     }
 }
 
-impl Fleet {
-    pub(crate) fn new(
+impl Controllers {
+    pub(super) fn new(
         client: Client,
+        informers: Arc<Informers>,
+        permits: Arc<Semaphore>,
         metrics: Arc<Metrics>,
         config: ControllerConfig,
-        max_concurrent_calls: usize,
         leading: Option<watch::Receiver<bool>>,
     ) -> Self {
         Self {
             client,
-            permits: Arc::new(Semaphore::new(max_concurrent_calls.max(1))),
+            informers,
+            permits,
             metrics,
             config,
             leading,
             running: HashMap::new(),
-            view: FleetView::default(),
+            view: ControllersView::default(),
         }
     }
 
-    pub(crate) fn view(&self) -> FleetView {
+    pub(super) fn view(&self) -> ControllersView {
         self.view.clone()
     }
 
-    /// Makes the running controllers follow one change of the plugins directory.
-    pub(crate) async fn apply(&mut self, event: PluginEvent<Plugin>) {
+    /// Makes the running controllers follow one change of the plugin source.
+    pub(super) async fn apply(&mut self, event: PluginEvent<Plugin>) {
         match event {
             PluginEvent::Added { plugin, .. } => self.start(plugin),
             PluginEvent::Replaced { new, .. } => {
-                self.stop(&KindKey::of(new.info())).await;
-                self.start(new);
+                let kind = KindKey::of(new.info());
+                match self.running.get(&kind) {
+                    Some(running) => running.controller.swap(Arc::new(new)),
+                    None => self.start(new),
+                }
             }
             PluginEvent::Removed { plugin, .. } => self.stop(&KindKey::of(plugin.info())).await,
             PluginEvent::Refused { .. } => {}
@@ -126,30 +160,28 @@ impl Fleet {
         let reconciler: Arc<dyn Reconciler> = Arc::new(plugin);
         let controller = Arc::new(Controller::new(
             self.client.clone(),
+            self.informers.clone(),
             reconciler,
             self.permits.clone(),
             self.metrics.clone(),
             self.config.clone(),
         ));
-        let mut sources = JoinSet::new();
-        controller.start_sources(&mut sources);
         let stop = CancellationToken::new();
         let workers = tokio::spawn(lead_then_work(
             controller.clone(),
             self.leading.clone(),
             stop.clone(),
         ));
+        let resync = tokio::spawn(controller.clone().resync());
         info!(plugin = %label, %kind, "controller started");
-        self.view.set(kind.clone(), Some(controller.clone()));
-        self.running.insert(
-            kind,
-            Running {
-                controller,
-                sources,
-                workers,
-                stop,
-            },
-        );
+        let running = Running {
+            controller,
+            workers,
+            resync,
+            stop,
+        };
+        self.view.set(kind.clone(), Some(&running));
+        self.running.insert(kind, running);
     }
 
     /// Stops `kind`'s controller once its in-flight reconciles are done.
@@ -160,6 +192,7 @@ impl Fleet {
         self.view.set(kind.clone(), None);
         running.stop.cancel();
         running.controller.shutdown();
+        running.resync.abort();
         if tokio::time::timeout(DRAIN, &mut running.workers)
             .await
             .is_err()
@@ -167,12 +200,12 @@ impl Fleet {
             warn!(%kind, "in-flight reconciles did not finish in {DRAIN:?}; stopping them");
             running.workers.abort();
         }
-        running.sources.abort_all();
+        // Dropping the last handle on the controller unsubscribes its kinds.
         info!(%kind, "controller stopped; its children are left as they are");
     }
 
     /// Stops every controller (graceful shutdown).
-    pub(crate) async fn shutdown(&mut self) {
+    pub(super) async fn shutdown(&mut self) {
         let kinds: Vec<KindKey> = self.running.keys().cloned().collect();
         for kind in kinds {
             self.stop(&kind).await;
@@ -180,8 +213,8 @@ impl Fleet {
     }
 }
 
-/// Runs the workers while this replica leads; the sources run regardless, so a
-/// standby's caches are warm when it takes over.
+/// Runs the workers while this replica leads; the watches run regardless, so a standby's
+/// caches are warm when it takes over.
 async fn lead_then_work(
     controller: Arc<Controller>,
     leading: Option<watch::Receiver<bool>>,
@@ -193,18 +226,17 @@ async fn lead_then_work(
             won = leading.wait_for(|l| *l) => if won.is_err() { return },
         }
     }
+    // Dropping `run_workers` would abort reconciles in flight: only the wait is raced with
+    // `stop`; once running, the workers end through `Controller::shutdown`.
     tokio::select! {
-        () = stop.cancelled() => {}
+        () = stop.cancelled() => return,
         () = wait_synced(&controller) => {}
-    }
-    if stop.is_cancelled() {
-        return;
     }
     controller.run_workers().await;
 }
 
 async fn wait_synced(controller: &Controller) {
-    while !controller.cache().is_synced() {
+    while !controller.is_synced() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -1,0 +1,299 @@
+//! The one host: everything a Weir process runs, whoever starts it.
+//!
+//! `weir run`, `weir dev`, the end-to-end suite and the benchmarks all start a [`Manager`].
+//! It owns, for the whole process: the informer registry (one watch and one store per kind,
+//! shared by every plugin), the plugin-call semaphore, the metrics, leader election, the
+//! operations server (`/metrics`, `/healthz`, `/readyz`, `/plugins`) and one [`PluginSource`]
+//! (a fixed list of components, or a hot-loaded directory). Its event loop turns the source's
+//! [`PluginEvent`]s into controllers: started, swapped in place, stopped.
+
+mod controllers;
+mod ops;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use kube::Client;
+use tokio::sync::{Semaphore, mpsc, watch};
+use tokio_util::sync::CancellationToken;
+
+use self::controllers::{Controllers, ControllersView};
+use crate::hotload::{
+    self, Catalog, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, install_crd,
+};
+use crate::leader::{LeaderConfig, LeaderError, Leadership};
+use crate::metrics::Metrics;
+use crate::plugin::{Engine, Limits, Plugin};
+use crate::reconcile::ControllerConfig;
+use crate::reconcile::source::Informers;
+use crate::server::ServerError;
+
+/// Why the host could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ManagerError {
+    /// The plugins directory could not be watched.
+    #[error(transparent)]
+    Hotload(#[from] hotload::Error),
+    /// The operations server could not bind its address.
+    #[error(transparent)]
+    Server(#[from] ServerError),
+    /// Leader election could not start.
+    #[error(transparent)]
+    Leader(#[from] LeaderError),
+}
+
+/// Where the host's plugins come from.
+pub enum PluginSource {
+    /// These components, loaded already, for the host's whole life.
+    Fixed(Vec<Plugin>),
+    /// Every `*.wasm` component of a directory, followed as files come, change and go.
+    Directory {
+        /// The directory and how it is watched.
+        config: hotload::Config,
+        /// The engine that compiles the files (its compile cache makes reloads cheap).
+        engine: Engine,
+    },
+}
+
+/// Everything the host runs with.
+#[derive(Clone, Debug)]
+pub struct ManagerConfig {
+    /// Per-controller tuning (workers, resync, backoff, hot-loop guard, namespace).
+    pub controller: ControllerConfig,
+    /// Plugin calls in flight at once, across all plugins.
+    pub max_concurrent_calls: usize,
+    /// Limits of every plugin call (for plugins the directory source loads).
+    pub limits: Limits,
+    /// Lease-based leader election; `None` runs as the only replica.
+    pub leader: Option<LeaderConfig>,
+    /// Where to serve `/metrics`, `/healthz`, `/readyz`, `/plugins`; `None` serves nothing.
+    pub listen: Option<SocketAddr>,
+    /// Install each plugin's CRD before starting its controller (`weir dev`; in a cluster
+    /// CRDs are deployed, and the host has no right to write them).
+    pub install_crds: bool,
+}
+
+impl Default for ManagerConfig {
+    fn default() -> Self {
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        Self {
+            controller: ControllerConfig::default(),
+            max_concurrent_calls: cpus * 2,
+            limits: Limits::default(),
+            leader: None,
+            listen: None,
+            install_crds: false,
+        }
+    }
+}
+
+/// A running host.
+pub struct Manager {
+    catalog: Catalog,
+    metrics: Arc<Metrics>,
+    hotload_metrics: HotloadMetrics,
+    informers: Arc<Informers>,
+    view: ControllersView,
+    stop: CancellationToken,
+    main: tokio::task::JoinHandle<()>,
+    addr: Option<SocketAddr>,
+    /// Keeps the directory watcher alive (dropping it stops the loader thread).
+    _loader: Option<HotLoader>,
+}
+
+impl Manager {
+    /// Starts the host: the source's plugins get controllers (watching at once, reconciling
+    /// once this replica leads), and the operations server answers.
+    pub async fn start(
+        client: Client,
+        source: PluginSource,
+        config: ManagerConfig,
+    ) -> Result<Manager, ManagerError> {
+        let mut metrics = Metrics::new();
+        let hotload_metrics = HotloadMetrics::default();
+        hotload_metrics.register(metrics.registry_mut());
+        let metrics = Arc::new(metrics);
+        let (events, catalog, loader) = match source {
+            PluginSource::Fixed(plugins) => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                let catalog = Catalog::default();
+                for plugin in plugins {
+                    let event = PluginEvent::Added {
+                        file: plugin.label().into(),
+                        plugin,
+                    };
+                    catalog.apply(&event);
+                    // The receiver is held below: the send cannot fail.
+                    let _ = tx.send(event);
+                }
+                catalog.mark_scanned();
+                (rx, catalog, None)
+            }
+            PluginSource::Directory { config: dir, engine } => {
+                let loader = EngineLoader {
+                    engine,
+                    limits: config.limits,
+                };
+                let (hot, rx) = HotLoader::start(dir, loader, hotload_metrics.clone())?;
+                (rx, hot.catalog(), Some(hot))
+            }
+        };
+        let leadership = match &config.leader {
+            Some(lc) => Some(Leadership::start(client.clone(), lc).await?),
+            None => None,
+        };
+        let informers = Informers::new(client.clone(), config.controller.namespace.clone());
+        let controllers = Controllers::new(
+            client.clone(),
+            informers.clone(),
+            Arc::new(Semaphore::new(config.max_concurrent_calls.max(1))),
+            metrics.clone(),
+            config.controller.clone(),
+            leadership.as_ref().map(|l| l.is_leader.clone()),
+        );
+        let view = controllers.view();
+        let stop = CancellationToken::new();
+        let addr = match config.listen {
+            Some(listen) => Some(
+                ops::serve(listen, catalog.clone(), view.clone(), metrics.clone(), stop.clone())
+                    .await?,
+            ),
+            None => None,
+        };
+        let installer = config.install_crds.then_some(client);
+        let main = tokio::spawn(drive(controllers, events, leadership, installer, stop.clone()));
+        Ok(Manager {
+            catalog,
+            metrics,
+            hotload_metrics,
+            informers,
+            view,
+            stop,
+            main,
+            addr,
+            _loader: loader,
+        })
+    }
+
+    /// The plugins served right now.
+    pub fn catalog(&self) -> Catalog {
+        self.catalog.clone()
+    }
+
+    /// The host's metrics (API writes, reconciles, ...).
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Refusals and changes counted by the directory source.
+    pub fn hotload_metrics(&self) -> &HotloadMetrics {
+        &self.hotload_metrics
+    }
+
+    /// The kinds the host watches right now, each with its number of subscribed controllers.
+    pub fn watched(&self) -> Vec<(crate::plugin::ResourceKind, usize)> {
+        self.informers.watched()
+    }
+
+    /// The bound address of the operations server, if any.
+    pub fn addr(&self) -> Option<SocketAddr> {
+        self.addr
+    }
+
+    /// Whether the source was read once and every served kind's caches hold their first list.
+    pub fn is_ready(&self) -> bool {
+        ops::ready(&self.catalog, &self.view)
+    }
+
+    /// Graceful stop (SIGTERM): no new reconciles, in-flight ones finish, the lease is released.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        if let Err(e) = self.main.await {
+            tracing::warn!(error = %e, "host task failed");
+        }
+    }
+
+    /// Hard stop, as if the process were killed: nothing finishes, the lease is not released.
+    pub fn kill(self) {
+        self.main.abort();
+        self.stop.cancel();
+        self.view.abort_all();
+    }
+
+    /// Waits until the host stops by itself (it lost its leadership).
+    pub async fn wait(&mut self) {
+        let _ = (&mut self.main).await;
+    }
+}
+
+/// Applies plugin events to the controllers until stopped or the lease is lost.
+async fn drive(
+    mut controllers: Controllers,
+    mut events: mpsc::UnboundedReceiver<PluginEvent<Plugin>>,
+    leadership: Option<Leadership>,
+    installer: Option<Client>,
+    stop: CancellationToken,
+) {
+    let mut leading = leadership.as_ref().map(|l| l.is_leader.clone());
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => {
+                tracing::info!("shutting down: finishing in-flight reconciles");
+                break;
+            }
+            event = events.recv() => match event {
+                Some(event) => {
+                    if let Some(client) = &installer {
+                        install(client, &event).await;
+                    }
+                    controllers.apply(event).await;
+                }
+                // The fixed source has sent everything: keep serving.
+                None => {
+                    tokio::select! {
+                        () = stop.cancelled() => {}
+                        () = lost(&mut leading) => tracing::error!("lost the leader lease: stopping"),
+                    }
+                    break;
+                }
+            },
+            () = lost(&mut leading) => {
+                tracing::error!("lost the leader lease: stopping");
+                break;
+            }
+        }
+    }
+    controllers.shutdown().await;
+    if let Some(l) = leadership {
+        l.release().await;
+    }
+}
+
+/// `weir dev`: installs the CRD of a plugin about to be served.
+async fn install(client: &Client, event: &PluginEvent<Plugin>) {
+    let (PluginEvent::Added { plugin, .. } | PluginEvent::Replaced { new: plugin, .. }) = event
+    else {
+        return;
+    };
+    match install_crd(client, plugin.info()).await {
+        Ok(true) => {
+            tracing::info!(plugin = %plugin.label(), kind = %plugin.info().parent.kind, "CRD installed");
+        }
+        Ok(false) => {}
+        Err(e) => tracing::warn!(
+            plugin = %plugin.label(),
+            error = %crate::chain::Chain(&e),
+            "the controller starts anyway; its watch retries until the kind is served"
+        ),
+    }
+}
+
+/// Resolves once this replica led and then stopped leading; never without election.
+async fn lost(leading: &mut Option<watch::Receiver<bool>>) {
+    let Some(rx) = leading else {
+        return std::future::pending().await;
+    };
+    if rx.wait_for(|l| *l).await.is_ok() {
+        let _ = rx.wait_for(|l| !*l).await;
+    }
+}

@@ -1,0 +1,82 @@
+//! The operations server of the host: readiness from the plugin source and the caches, and
+//! `/plugins` (what is served, with its reconcile counts) beside `/metrics` and `/healthz`.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::routing::get;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use super::controllers::ControllersView;
+use crate::hotload::{Catalog, CatalogRow};
+use crate::metrics::Metrics;
+use crate::reconcile::error::ResultLabel;
+use crate::server::{self, ServerError};
+
+/// Ready: the source was read once, every served kind has a controller, and their caches
+/// hold their first full list.
+pub(super) fn ready(catalog: &Catalog, view: &ControllersView) -> bool {
+    catalog.scanned() && view.len() == catalog.len() && view.synced()
+}
+
+/// Serves `/metrics`, `/healthz`, `/readyz` and `/plugins` on `listen` until `stop`.
+pub(super) async fn serve(
+    listen: SocketAddr,
+    catalog: Catalog,
+    view: ControllersView,
+    metrics: Arc<Metrics>,
+    stop: CancellationToken,
+) -> Result<SocketAddr, ServerError> {
+    let readiness: server::Readiness = {
+        let (catalog, view) = (catalog.clone(), view.clone());
+        Arc::new(move || ready(&catalog, &view))
+    };
+    let extra = Router::new()
+        .route("/plugins", get(plugins))
+        .with_state(Listing {
+            catalog,
+            view,
+            metrics: metrics.clone(),
+        });
+    server::serve_with(listen, metrics, readiness, stop, extra).await
+}
+
+#[derive(Clone)]
+struct Listing {
+    catalog: Catalog,
+    view: ControllersView,
+    metrics: Arc<Metrics>,
+}
+
+/// A served plugin with its reconcile counts, as `/plugins` lists it.
+#[derive(Serialize)]
+struct Listed {
+    #[serde(flatten)]
+    row: CatalogRow,
+    synced: bool,
+    reconciles: BTreeMap<&'static str, u64>,
+}
+
+async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
+    let unsynced = listing.view.unsynced();
+    let rows = listing.catalog.rows();
+    axum::Json(
+        rows.into_iter()
+            .map(|row| {
+                let reconciles = ResultLabel::ALL
+                    .into_iter()
+                    .map(|r| (r.as_str(), listing.metrics.reconciles_of(&row.name, r.as_str())))
+                    .collect();
+                Listed {
+                    synced: !unsynced.contains(&row.kind),
+                    row,
+                    reconciles,
+                }
+            })
+            .collect(),
+    )
+}

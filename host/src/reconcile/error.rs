@@ -1,0 +1,171 @@
+//! How a reconcile ends when it does not succeed: one typed error, one policy that acts on it.
+//!
+//! The happy path (`Controller::reconcile`) is written with `?` and returns a [`ReconcileError`]
+//! that keeps each typed source. [`Policy::of`] is the one place that turns such an error into
+//! what the user and the queue see: the `Reconciled` condition's reason, the Event, the metric
+//! label and the queue's decision (kube-runtime splits `reconcile` and `error_policy` the same way).
+
+use super::apply::ApplyError;
+use super::invoke::PluginError;
+use super::queue::Finish;
+use super::status::StatusError;
+use super::validate::Refusal;
+use crate::plugin::ErrorKind;
+
+/// Why one reconcile of one parent failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    /// The plugin call failed: a trap, a timeout, or an error the plugin returned.
+    #[error(transparent)]
+    Plugin(PluginError),
+    /// The plugin answered, and the host refused the answer; nothing was written.
+    #[error("plugin {plugin}: answer refused: {refusal}")]
+    Refused {
+        /// The plugin's name and version.
+        plugin: String,
+        /// What was wrong with the answer.
+        #[source]
+        refusal: Refusal,
+    },
+    /// Writing (or pruning) a child failed.
+    #[error(transparent)]
+    Apply(#[from] ApplyError),
+    /// Writing the parent's status or finalizers failed.
+    #[error(transparent)]
+    Parent(#[from] StatusError),
+    /// The plugin's cleanup of a parent being deleted failed.
+    #[error("finalize failed: {0}")]
+    Finalize(PluginError),
+}
+
+/// The label a reconcile's outcome carries in `weir_reconciles_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ResultLabel {
+    /// The answer was applied (or the parent's cleanup finished).
+    Success,
+    /// A call or a write failed.
+    Error,
+    /// The answer broke the contract and was refused.
+    Refused,
+    /// The parent is gone from the cache: deleted means done.
+    Gone,
+}
+
+impl ResultLabel {
+    /// The metric label value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Error => "error",
+            Self::Refused => "refused",
+            Self::Gone => "gone",
+        }
+    }
+
+    /// Every label, for listings.
+    pub const ALL: [ResultLabel; 4] = [Self::Success, Self::Error, Self::Refused, Self::Gone];
+}
+
+/// What the host does about one [`ReconcileError`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// The `Reconciled` condition's reason (and the Event's), CamelCase.
+    pub reason: &'static str,
+    /// Whether the condition is written: a failed status write cannot report itself.
+    pub report: bool,
+    /// What the queue does with the key.
+    pub finish: Finish,
+    /// The metric label.
+    pub label: ResultLabel,
+}
+
+impl Policy {
+    /// The one mapping from an error to its condition, Event, metric and queue decision.
+    pub fn of(error: &ReconcileError) -> Self {
+        let (reason, report, finish, label) = match error {
+            ReconcileError::Refused { .. } => ("Refused", true, Finish::Failed, ResultLabel::Refused),
+            ReconcileError::Plugin(e) if e.refused => {
+                ("Refused", true, Finish::Failed, ResultLabel::Refused)
+            }
+            ReconcileError::Plugin(e) => match e.kind {
+                ErrorKind::Transient => ("TransientError", true, Finish::Retry, ResultLabel::Error),
+                ErrorKind::Permanent => ("PermanentError", true, Finish::Failed, ResultLabel::Error),
+            },
+            ReconcileError::Apply(e) if e.is_permanent() => {
+                ("PermanentError", true, Finish::Failed, ResultLabel::Error)
+            }
+            ReconcileError::Apply(_) => ("TransientError", true, Finish::Retry, ResultLabel::Error),
+            ReconcileError::Parent(_) => ("StatusWriteFailed", false, Finish::Retry, ResultLabel::Error),
+            ReconcileError::Finalize(e) => (
+                "FinalizeFailed",
+                false,
+                if e.kind == ErrorKind::Transient {
+                    Finish::Retry
+                } else {
+                    Finish::Failed
+                },
+                ResultLabel::Error,
+            ),
+        };
+        Self {
+            reason,
+            report,
+            finish,
+            label,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reconcile::queue::ObjectKey;
+
+    fn plugin_error(kind: ErrorKind) -> ReconcileError {
+        ReconcileError::Plugin(PluginError::new(kind, "plugin blog@1: boom"))
+    }
+
+    #[test]
+    fn a_transient_plugin_failure_is_retried_with_backoff_and_reported() {
+        let p = Policy::of(&plugin_error(ErrorKind::Transient));
+        assert_eq!((p.reason, p.finish, p.label), ("TransientError", Finish::Retry, ResultLabel::Error));
+        assert!(p.report);
+    }
+
+    #[test]
+    fn a_permanent_plugin_failure_waits_for_a_change() {
+        let p = Policy::of(&plugin_error(ErrorKind::Permanent));
+        assert_eq!((p.reason, p.finish), ("PermanentError", Finish::Failed));
+    }
+
+    #[test]
+    fn a_refused_answer_is_labelled_refused_and_not_retried() {
+        let e = ReconcileError::Refused {
+            plugin: "blog@1".into(),
+            refusal: Refusal::Duplicate {
+                kind: "ConfigMap".into(),
+                name: "x".into(),
+            },
+        };
+        assert_eq!(
+            e.to_string(),
+            r#"plugin blog@1: answer refused: child ConfigMap "x" appears twice"#
+        );
+        let p = Policy::of(&e);
+        assert_eq!((p.reason, p.finish, p.label), ("Refused", Finish::Failed, ResultLabel::Refused));
+        let contract = ReconcileError::Plugin(PluginError::refused("response too large"));
+        assert_eq!(Policy::of(&contract).label, ResultLabel::Refused);
+    }
+
+    #[test]
+    fn a_failed_status_write_is_retried_without_trying_to_report_itself() {
+        let e = ReconcileError::Parent(StatusError::Status {
+            kind: "Blog".into(),
+            name: ObjectKey::new("ns", "b").to_string(),
+            source: kube::Error::LinesCodecMaxLineLengthExceeded,
+        });
+        let p = Policy::of(&e);
+        assert!(!p.report);
+        assert_eq!((p.finish, p.label), (Finish::Retry, ResultLabel::Error));
+    }
+}
