@@ -63,23 +63,24 @@ impl ControllersView {
             .len()
     }
 
-    /// Whether every controller's caches hold their first full list.
+    /// Whether every controller's caches hold their first full list. A controller whose
+    /// kinds the API server does not serve fails its own readiness (`/plugins`), not the host's.
     pub(super) fn synced(&self) -> bool {
         self.controllers
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
-            .all(|(c, _)| c.is_synced())
+            .all(|(c, _)| c.is_synced() || !c.unserved().is_empty())
     }
 
-    /// Kinds whose caches are not synced yet.
-    pub(super) fn unsynced(&self) -> Vec<String> {
+    /// Per served kind (`Kind.group`): whether its caches are synced, and the declared kinds
+    /// the API server does not serve.
+    pub(super) fn states(&self) -> HashMap<String, (bool, Vec<String>)> {
         self.controllers
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .filter(|(_, (c, _))| !c.is_synced())
-            .map(|(k, _)| k.to_string())
+            .map(|(k, (c, _))| (k.to_string(), (c.is_synced(), c.unserved())))
             .collect()
     }
 

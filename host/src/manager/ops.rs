@@ -57,12 +57,15 @@ struct Listing {
 struct Listed {
     #[serde(flatten)]
     row: CatalogRow,
+    /// Its caches hold their first full list.
     synced: bool,
+    /// Kinds it declared that the API server does not serve (the plugin is not ready).
+    unserved: Vec<String>,
     reconciles: BTreeMap<&'static str, u64>,
 }
 
 async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
-    let unsynced = listing.view.unsynced();
+    let states = listing.view.states();
     let rows = listing.catalog.rows();
     axum::Json(
         rows.into_iter()
@@ -71,8 +74,10 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
                     .into_iter()
                     .map(|r| (r.as_str(), listing.metrics.reconciles_of(&row.name, r.as_str())))
                     .collect();
+                let (synced, unserved) = states.get(&row.kind).cloned().unwrap_or_default();
                 Listed {
-                    synced: !unsynced.contains(&row.kind),
+                    synced,
+                    unserved,
                     row,
                     reconciles,
                 }

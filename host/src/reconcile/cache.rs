@@ -37,6 +37,8 @@ pub struct Store {
     kind: ResourceKind,
     inner: RwLock<Inner>,
     synced: AtomicBool,
+    /// The API server answered the last list with 404: the kind is not served (yet).
+    unserved: AtomicBool,
 }
 
 #[derive(Default)]
@@ -95,6 +97,7 @@ impl Store {
             kind,
             inner: RwLock::new(Inner::default()),
             synced: AtomicBool::new(false),
+            unserved: AtomicBool::new(false),
         }
     }
 
@@ -140,10 +143,21 @@ impl Store {
                 let objects = inner.relist.take().unwrap_or_default();
                 inner.replace(objects);
                 drop(inner);
+                self.unserved.store(false, Ordering::Release);
                 self.synced.store(true, Ordering::Release);
                 None
             }
         }
+    }
+
+    /// Records whether the API server serves this kind (its list answered 404, or a list came).
+    pub fn set_unserved(&self, unserved: bool) {
+        self.unserved.store(unserved, Ordering::Release);
+    }
+
+    /// Whether the last list of this kind failed because the API server does not serve it.
+    pub fn is_unserved(&self) -> bool {
+        self.unserved.load(Ordering::Acquire)
     }
 
     /// Whether the first full list has been received.
@@ -232,6 +246,15 @@ impl Cache {
     /// Whether every store has received its first full list (`/readyz`).
     pub fn is_synced(&self) -> bool {
         self.parents.is_synced() && self.children.iter().all(|s| s.is_synced())
+    }
+
+    /// The kinds among these stores that the API server does not serve.
+    pub fn unserved(&self) -> Vec<String> {
+        std::iter::once(&self.parents)
+            .chain(&self.children)
+            .filter(|s| s.is_unserved())
+            .map(|s| s.kind.kind.clone())
+            .collect()
     }
 }
 

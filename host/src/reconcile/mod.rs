@@ -202,6 +202,12 @@ impl Controller {
         self.binding().cache.is_synced()
     }
 
+    /// Kinds this controller declared that the API server does not serve: the plugin is not
+    /// ready, but it does not hold back the host's readiness.
+    pub fn unserved(&self) -> Vec<String> {
+        self.binding().cache.unserved()
+    }
+
     /// Enqueues every cached parent every `resync` period (the level-triggered safety net),
     /// until the task is dropped.
     pub async fn resync(self: Arc<Self>) {

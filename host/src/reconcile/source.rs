@@ -278,7 +278,9 @@ pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Info
         let event = match event {
             Ok(event) => event,
             Err(e) => {
-                tracing::warn!(kind = %kind.kind, error = %Chain(&e), "watch failed; retrying");
+                let unserved = matches!(&e, watcher::Error::InitialListFailed(kube::Error::Api(s)) if s.code == 404);
+                store.set_unserved(unserved);
+                tracing::warn!(kind = %kind.kind, unserved, error = %Chain(&e), "watch failed; retrying");
                 continue;
             }
         };
