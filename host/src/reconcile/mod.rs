@@ -8,6 +8,7 @@
 
 pub mod apply;
 pub mod cache;
+pub mod echoes;
 pub mod invoke;
 pub mod queue;
 pub mod source;
@@ -25,9 +26,10 @@ use tracing::Instrument;
 
 use self::apply::Applier;
 use self::cache::Cache;
+use self::echoes::Echoes;
 use self::invoke::{Invoker, PluginError, Reconciler};
 use self::queue::{Finish, ObjectKey, Queue, QueueConfig};
-use self::source::{Echoes, Informers, Route, Target};
+use self::source::{Informers, Route, Target};
 use self::status::{ParentWriter, Reconciled};
 use crate::chain::Chain;
 use crate::metrics::Metrics;
