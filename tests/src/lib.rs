@@ -98,6 +98,8 @@ pub fn fast_config(namespace: &str) -> ManagerConfig {
                 max_delay: Duration::from_secs(2),
                 hot_loop_threshold: 5,
                 hot_loop_delay: Duration::from_millis(500),
+                // Scaled down with the other delays: the scenarios' 100 ms polls are deliberate.
+                min_requeue_after: Duration::from_millis(50),
                 qps: 1000.0,
                 burst: 1000,
                 ..QueueConfig::default()

@@ -11,8 +11,8 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 
 use super::cache::key_of;
+use super::echoes::Echoes;
 use super::queue::ObjectKey;
-use super::source::Echoes;
 use super::validate::{DesiredChild, live_holds};
 use crate::metrics::Metrics;
 

@@ -5,9 +5,12 @@
 //! ① [`source`] watch events → keys, ② [`queue`] dedupe, backoff, hot-loop guard,
 //! ③ [`cache`] stores and owner index, ④ [`invoke`] the plugin call,
 //! ⑤ [`validate`] + [`apply`] checks and writes, ⑥ [`status`] status, finalizer, Events.
+//! Beside them: [`echoes`] tells the watch echo of the host's own writes from outside changes,
+//! and [`error`] maps a failed reconcile to its condition, Event, metric and queue decision.
 
 pub mod apply;
 pub mod cache;
+pub mod echoes;
 pub mod error;
 pub mod invoke;
 pub mod queue;
@@ -26,10 +29,11 @@ use tracing::Instrument;
 
 use self::apply::Applier;
 use self::cache::Cache;
+use self::echoes::Echoes;
 use self::error::{Policy, ReconcileError, ResultLabel};
 use self::invoke::{Invoker, Reconciler};
 use self::queue::{Cause, Finish, ObjectKey, Queue, QueueConfig};
-use self::source::{Echoes, Informers, Route, Subscription, Target};
+use self::source::{Informers, Route, Subscription, Target};
 use self::status::{ParentWriter, Reconciled};
 use crate::chain::Chain;
 use crate::metrics::Metrics;
@@ -325,7 +329,13 @@ impl Controller {
             &status::now(),
         );
         let mut status_diff = status::merge_diff(parent.data.get("status"), &status);
-        let busy = !writes.is_empty() || status_diff.is_some() || answer.requeue == Requeue::Now;
+        let finish = match answer.requeue {
+            Requeue::Done => Finish::Done,
+            Requeue::Now => Finish::Now,
+            Requeue::After(d) => Finish::After(d),
+        };
+        // A requeue sooner than the floor counts like `Now`: every fast path is throttled.
+        let busy = !writes.is_empty() || status_diff.is_some() || self.parts.queue.requeues_soon(finish);
         let verdict = self.parts.queue.guard(key, busy);
         if verdict.flagged {
             // A stable message, so a throttled loop does not also rewrite its status each time.
@@ -351,11 +361,7 @@ impl Controller {
 
         // ⑥ Show the outcome on the parent.
         b.parents.patch_status_diff(&parent, status_diff).await?;
-        Ok(match answer.requeue {
-            Requeue::Done => Finish::Done,
-            Requeue::Now => Finish::Now,
-            Requeue::After(d) => Finish::After(d),
-        })
+        Ok(finish)
     }
 
     /// The one place an error becomes a condition, an Event, a metric label and a queue decision.

@@ -15,61 +15,10 @@ use kube::core::TypeMeta;
 use kube::runtime::{WatchStreamExt, watcher};
 
 use super::cache::{Store, key_of};
+use super::echoes::Echoes;
 use super::queue::{Cause, ObjectKey, Queue};
 use crate::chain::Chain;
 use crate::plugin::ResourceKind;
-
-/// What Weir itself last did to an object, to recognise its watch echo.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Wrote {
-    /// An apply or patch that produced this resourceVersion.
-    Version(String),
-    /// A delete.
-    Deleted,
-}
-
-/// Weir's own recent writes, by kind and key; an entry is consumed by its echo.
-#[derive(Default)]
-pub struct Echoes {
-    writes: Mutex<HashMap<(String, ObjectKey), Wrote>>,
-}
-
-impl Echoes {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(String, ObjectKey), Wrote>> {
-        self.writes.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Weir wrote `obj` (of `kind`), which now has the returned resourceVersion.
-    pub fn wrote(&self, kind: &str, obj: &DynamicObject) {
-        if let Some(rv) = obj.metadata.resource_version.clone() {
-            self.lock()
-                .insert((kind.to_owned(), key_of(obj)), Wrote::Version(rv));
-        }
-    }
-
-    /// Weir deleted the object of `kind` with `key`.
-    pub fn deleted(&self, kind: &str, key: &ObjectKey) {
-        self.lock()
-            .insert((kind.to_owned(), key.clone()), Wrote::Deleted);
-    }
-
-    /// Whether this event is the echo of Weir's own write (consuming the record if so).
-    fn is_echo(&self, kind: &str, obj: &DynamicObject, deleted: bool) -> bool {
-        let k = (kind.to_owned(), key_of(obj));
-        let mut writes = self.lock();
-        let echo = match writes.get(&k) {
-            Some(Wrote::Deleted) => deleted,
-            Some(Wrote::Version(rv)) => {
-                !deleted && obj.metadata.resource_version.as_ref() == Some(rv)
-            }
-            None => false,
-        };
-        if echo {
-            writes.remove(&k);
-        }
-        echo
-    }
-}
 
 /// Which parent a watched object should enqueue.
 #[derive(Clone, Debug)]
@@ -310,12 +259,9 @@ pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Info
                 relisted.push((target, key));
                 continue;
             }
-            let cause = if target.echoes.is_echo(&kind.kind, &obj, deleted) {
-                Cause::Echo
-            } else {
-                Cause::Outside
-            };
-            target.queue.add(key, cause);
+            target
+                .echoes
+                .enqueue(&target.queue, key, &kind.kind, &obj, deleted);
         }
     }
 }
@@ -400,26 +346,5 @@ mod tests {
         let queue = late.queue.clone();
         let _second = informers.subscribe(&kind("Widget"), late);
         assert_eq!(queue.depth(), 1, "the cached parent is enqueued for the late subscriber");
-    }
-
-    #[test]
-    fn only_the_echo_of_weirs_own_write_is_an_echo_and_only_once() {
-        let echoes = Echoes::default();
-        let mut obj = DynamicObject::new("x", &kind("ConfigMap").api_resource()).within("default");
-        obj.metadata.resource_version = Some("7".into());
-        echoes.wrote("ConfigMap", &obj);
-        assert!(echoes.is_echo("ConfigMap", &obj, false));
-        assert!(
-            !echoes.is_echo("ConfigMap", &obj, false),
-            "consumed by its echo"
-        );
-        echoes.wrote("ConfigMap", &obj);
-        obj.metadata.resource_version = Some("8".into());
-        assert!(
-            !echoes.is_echo("ConfigMap", &obj, false),
-            "a later change by someone else is outside"
-        );
-        echoes.deleted("ConfigMap", &key_of(&obj));
-        assert!(echoes.is_echo("ConfigMap", &obj, true));
     }
 }

@@ -12,7 +12,7 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{Map, Value, json};
 
-use super::source::Echoes;
+use super::echoes::Echoes;
 use crate::chain::Chain;
 use crate::metrics::Metrics;
 use crate::plugin::ResourceKind;

@@ -1,0 +1,383 @@
+//! Recognises the watch echo of the host's own writes, whether the event or the write's return comes first.
+//!
+//! The hot-loop guard forgives outside changes and counts Weir's own, so each watch event must
+//! be told apart. Writers record what they wrote ([`Echoes::wrote`], [`Echoes::deleted`]): the
+//! kind, the object and the resourceVersion the API server returned. The watch handler hands
+//! each event to [`Echoes::enqueue`], which enqueues the parent as [`Cause::Echo`] if the event
+//! carries a recorded write, and as [`Cause::Outside`] otherwise.
+//!
+//! The watch event often beats the API call's return. Such an event is enqueued as outside (it
+//! might be: the parent must run) and remembered; when the write then returns with that
+//! resourceVersion, the event is reclassified and its outside change withdrawn with
+//! [`Queue::retract_outside`]. That is enough because the queue does not reset the hot-loop
+//! streak when an outside change is added but when the key is next judged, and a reconcile
+//! awaits its writes: a write's early echo is always retracted before the streak is judged.
+//! The classification and the enqueue happen under one lock, so a write returning in between
+//! cannot retract an outside change that is not there yet.
+//!
+//! Memory stays bounded: at most a few entries per object, writes forgotten after
+//! [`WRITE_TTL`], unmatched events after [`EVENT_TTL`], and everything about an object once
+//! its deletion is seen.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use kube::api::DynamicObject;
+use tokio::time::Instant;
+
+use super::cache::key_of;
+use super::queue::{Cause, ObjectKey, Queue};
+
+/// How long a write waits for its echo; a later echo counts as an outside change.
+pub const WRITE_TTL: Duration = Duration::from_secs(60);
+/// How long an event that matched no write waits for a write returning with its resourceVersion.
+pub const EVENT_TTL: Duration = Duration::from_secs(10);
+/// Writes, and unmatched events, remembered per object (the oldest go first).
+const PER_OBJECT: usize = 8;
+/// Expired entries are swept at most this often.
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+/// One change to an object, as written by Weir or seen in a watch event.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Change {
+    /// An apply or patch that produced this resourceVersion.
+    Version(String),
+    /// A delete.
+    Deleted,
+}
+
+/// A watch event that matched no write: the outside change it caused, so it can be withdrawn.
+struct Seen {
+    change: Change,
+    at: Instant,
+    queue: Weak<Queue>,
+    parent: ObjectKey,
+}
+
+/// What is remembered of one object.
+#[derive(Default)]
+struct Trail {
+    wrote: VecDeque<(Change, Instant)>,
+    seen: VecDeque<Seen>,
+}
+
+impl Trail {
+    fn is_empty(&self) -> bool {
+        self.wrote.is_empty() && self.seen.is_empty()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    objects: HashMap<(String, ObjectKey), Trail>,
+    swept: Option<Instant>,
+}
+
+impl State {
+    /// Drops expired entries, at most once per [`SWEEP_EVERY`].
+    fn sweep(&mut self, now: Instant) {
+        if self
+            .swept
+            .is_some_and(|t| now.saturating_duration_since(t) < SWEEP_EVERY)
+        {
+            return;
+        }
+        self.swept = Some(now);
+        self.objects.retain(|_, trail| {
+            trail
+                .wrote
+                .retain(|(_, at)| now.saturating_duration_since(*at) < WRITE_TTL);
+            trail
+                .seen
+                .retain(|s| now.saturating_duration_since(s.at) < EVENT_TTL);
+            !trail.is_empty()
+        });
+    }
+}
+
+/// Weir's own recent writes and the unmatched events that may yet turn out to be their echoes,
+/// by kind and object key. One per controller, shared by its writers and its watch targets.
+#[derive(Default)]
+pub struct Echoes {
+    state: Mutex<State>,
+}
+
+impl Echoes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        // A poisoned lock only means a panicking writer; the maps themselves stay consistent.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Weir wrote `obj` (of `kind`), which now has the returned resourceVersion.
+    pub fn wrote(&self, kind: &str, obj: &DynamicObject) {
+        if let Some(rv) = obj.metadata.resource_version.clone() {
+            self.record(kind, key_of(obj), Change::Version(rv), Instant::now());
+        }
+    }
+
+    /// Weir deleted (or is deleting) the object of `kind` with `key`.
+    pub fn deleted(&self, kind: &str, key: &ObjectKey) {
+        self.record(kind, key.clone(), Change::Deleted, Instant::now());
+    }
+
+    /// Enqueues `parent` in `queue` for a watch event on `obj` (of `kind`; `deleted` for a
+    /// delete event), as the echo of Weir's own write or as an outside change. Returns the cause.
+    pub fn enqueue(
+        &self,
+        queue: &Arc<Queue>,
+        parent: ObjectKey,
+        kind: &str,
+        obj: &DynamicObject,
+        deleted: bool,
+    ) -> Cause {
+        self.observe(queue, parent, kind, obj, deleted, Instant::now())
+    }
+
+    fn record(&self, kind: &str, key: ObjectKey, change: Change, now: Instant) {
+        let mut st = self.lock();
+        st.sweep(now);
+        let id = (kind.to_owned(), key);
+        let trail = st.objects.entry(id.clone()).or_default();
+        if let Some(i) = trail.seen.iter().position(|s| s.change == change) {
+            // The echo came first and was enqueued as outside: withdraw that.
+            if let Some(seen) = trail.seen.remove(i)
+                && let Some(queue) = seen.queue.upgrade()
+            {
+                queue.retract_outside(&seen.parent);
+            }
+            if change == Change::Deleted || trail.is_empty() {
+                st.objects.remove(&id);
+            }
+            return;
+        }
+        trail.wrote.push_back((change, now));
+        if trail.wrote.len() > PER_OBJECT {
+            trail.wrote.pop_front();
+        }
+    }
+
+    fn observe(
+        &self,
+        queue: &Arc<Queue>,
+        parent: ObjectKey,
+        kind: &str,
+        obj: &DynamicObject,
+        deleted: bool,
+        now: Instant,
+    ) -> Cause {
+        let change = if deleted {
+            Some(Change::Deleted)
+        } else {
+            obj.metadata.resource_version.clone().map(Change::Version)
+        };
+        let mut st = self.lock();
+        st.sweep(now);
+        let id = (kind.to_owned(), key_of(obj));
+        let trail = st.objects.entry(id.clone()).or_default();
+        let written = change
+            .as_ref()
+            .and_then(|c| trail.wrote.iter().position(|(w, _)| w == c));
+        let cause = if let Some(i) = written {
+            // Consumed by its echo, with any older write whose echo will not come now.
+            trail.wrote.drain(..=i);
+            Cause::Echo
+        } else {
+            if let Some(change) = change {
+                trail.seen.push_back(Seen {
+                    change,
+                    at: now,
+                    queue: Arc::downgrade(queue),
+                    parent: parent.clone(),
+                });
+                if trail.seen.len() > PER_OBJECT {
+                    trail.seen.pop_front();
+                }
+            }
+            Cause::Outside
+        };
+        if deleted {
+            // The object is gone: none of its versions will echo any more. Only an unmatched
+            // delete is kept, for Weir's own delete call returning late.
+            trail.wrote.clear();
+            trail.seen.retain(|s| s.change == Change::Deleted);
+        }
+        if trail.is_empty() {
+            st.objects.remove(&id);
+        }
+        // Under the lock: a write returning now retracts after this add, never before it.
+        queue.add(parent, cause);
+        cause
+    }
+
+    #[cfg(test)]
+    fn remembered(&self) -> usize {
+        self.lock()
+            .objects
+            .values()
+            .map(|t| t.wrote.len() + t.seen.len())
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::api::{ApiResource, GroupVersionKind};
+
+    use super::*;
+    use crate::reconcile::queue::QueueConfig;
+
+    fn config_map(rv: &str) -> DynamicObject {
+        let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "ConfigMap"));
+        let mut obj = DynamicObject::new("x", &ar).within("default");
+        obj.metadata.resource_version = Some(rv.into());
+        obj
+    }
+
+    fn parent() -> ObjectKey {
+        ObjectKey::new("default", "parent")
+    }
+
+    /// A queue whose parent key has a busy streak of 2 (threshold 5).
+    fn busy_queue() -> Arc<Queue> {
+        let queue = Arc::new(Queue::new(QueueConfig {
+            hot_loop_threshold: 5,
+            ..QueueConfig::default()
+        }));
+        queue.guard(&parent(), true);
+        queue.guard(&parent(), true);
+        queue
+    }
+
+    fn event(echoes: &Echoes, queue: &Arc<Queue>, obj: &DynamicObject) -> Cause {
+        echoes.enqueue(queue, parent(), "ConfigMap", obj, false)
+    }
+
+    #[test]
+    fn the_echo_of_a_write_that_returned_first_is_an_echo_and_only_once() {
+        let (echoes, queue) = (Echoes::default(), busy_queue());
+        echoes.wrote("ConfigMap", &config_map("7"));
+        assert_eq!(event(&echoes, &queue, &config_map("7")), Cause::Echo);
+        assert_eq!(echoes.remembered(), 0, "consumed by its echo");
+        assert_eq!(event(&echoes, &queue, &config_map("7")), Cause::Outside);
+        assert_eq!(
+            echoes.enqueue(&queue, parent(), "Secret", &config_map("7"), false),
+            Cause::Outside,
+            "per kind"
+        );
+    }
+
+    #[test]
+    fn the_echo_of_a_write_that_returned_first_does_not_reset_the_streak() {
+        let (echoes, queue) = (Echoes::default(), busy_queue());
+        echoes.wrote("ConfigMap", &config_map("7"));
+        event(&echoes, &queue, &config_map("7"));
+        assert_eq!(queue.guard(&parent(), true).streak, 3);
+    }
+
+    #[test]
+    fn the_echo_that_arrives_before_its_write_returns_does_not_reset_the_streak() {
+        let (echoes, queue) = (Echoes::default(), busy_queue());
+        let cause = event(&echoes, &queue, &config_map("7"));
+        assert_eq!(cause, Cause::Outside, "not yet known as an echo");
+        echoes.wrote("ConfigMap", &config_map("7"));
+        assert_eq!(echoes.remembered(), 0, "matched and forgotten");
+        assert_eq!(
+            queue.guard(&parent(), true).streak,
+            3,
+            "reclassified as an echo"
+        );
+    }
+
+    #[test]
+    fn an_outside_change_with_another_resource_version_still_resets_the_streak() {
+        let (echoes, queue) = (Echoes::default(), busy_queue());
+        echoes.wrote("ConfigMap", &config_map("7"));
+        assert_eq!(event(&echoes, &queue, &config_map("8")), Cause::Outside);
+        assert_eq!(queue.guard(&parent(), true).streak, 1);
+
+        let (echoes, queue) = (Echoes::default(), busy_queue());
+        event(&echoes, &queue, &config_map("8"));
+        echoes.wrote("ConfigMap", &config_map("9"));
+        assert_eq!(
+            queue.guard(&parent(), true).streak,
+            1,
+            "event first, other write"
+        );
+    }
+
+    #[test]
+    fn several_writes_in_flight_are_each_recognised() {
+        let (echoes, queue) = (Echoes::default(), busy_queue());
+        echoes.wrote("ConfigMap", &config_map("7"));
+        echoes.wrote("ConfigMap", &config_map("8"));
+        assert_eq!(event(&echoes, &queue, &config_map("7")), Cause::Echo);
+        assert_eq!(event(&echoes, &queue, &config_map("8")), Cause::Echo);
+    }
+
+    #[test]
+    fn weirs_own_delete_is_an_echo_and_clears_the_object() {
+        let (echoes, queue) = (Echoes::default(), busy_queue());
+        let obj = config_map("7");
+        echoes.wrote("ConfigMap", &obj);
+        echoes.deleted("ConfigMap", &key_of(&obj));
+        let cause = echoes.enqueue(&queue, parent(), "ConfigMap", &obj, true);
+        assert_eq!(cause, Cause::Echo);
+        assert_eq!(echoes.remembered(), 0);
+    }
+
+    #[test]
+    fn a_delete_by_someone_else_clears_what_was_remembered_of_the_object() {
+        let (echoes, queue) = (Echoes::default(), busy_queue());
+        echoes.wrote("ConfigMap", &config_map("7"));
+        event(&echoes, &queue, &config_map("6"));
+        let cause = echoes.enqueue(&queue, parent(), "ConfigMap", &config_map("9"), true);
+        assert_eq!(cause, Cause::Outside);
+        assert_eq!(echoes.remembered(), 1, "only the unmatched delete");
+        assert_eq!(event(&echoes, &queue, &config_map("7")), Cause::Outside);
+    }
+
+    #[test]
+    fn remembered_writes_and_events_expire() {
+        let (echoes, queue) = (Echoes::default(), busy_queue());
+        let t0 = Instant::now();
+        echoes.record(
+            "ConfigMap",
+            ObjectKey::new("default", "a"),
+            Change::Version("1".into()),
+            t0,
+        );
+        echoes.observe(&queue, parent(), "ConfigMap", &config_map("2"), false, t0);
+        assert_eq!(echoes.remembered(), 2);
+        let later = t0 + EVENT_TTL;
+        echoes.record(
+            "ConfigMap",
+            ObjectKey::new("default", "b"),
+            Change::Deleted,
+            later,
+        );
+        assert_eq!(
+            echoes.remembered(),
+            2,
+            "the event expired, the write not yet"
+        );
+        let much_later = later + WRITE_TTL;
+        echoes.record(
+            "ConfigMap",
+            ObjectKey::new("default", "c"),
+            Change::Deleted,
+            much_later,
+        );
+        assert_eq!(echoes.remembered(), 1, "only the newest write is left");
+    }
+
+    #[test]
+    fn the_memory_of_one_object_is_bounded() {
+        let (echoes, queue) = (Echoes::default(), busy_queue());
+        for rv in 0..100 {
+            echoes.wrote("ConfigMap", &config_map(&format!("w{rv}")));
+            event(&echoes, &queue, &config_map(&format!("e{rv}")));
+        }
+        assert_eq!(echoes.remembered(), 2 * PER_OBJECT);
+    }
+}
