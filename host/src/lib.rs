@@ -33,6 +33,7 @@ pub mod leader;
 pub mod listing;
 pub mod metrics;
 pub mod plugin;
+pub mod policy;
 pub mod rbac;
 pub mod reconcile;
 pub mod run;

@@ -10,6 +10,7 @@ pub mod apply;
 pub mod cache;
 pub mod invoke;
 pub mod queue;
+pub mod redact;
 pub mod source;
 pub mod status;
 pub mod validate;
