@@ -69,10 +69,13 @@ impl Cli {
             Command::Emulator(args) => emulator(args).map(|()| ExitCode::SUCCESS),
             Command::Rbac(args) => {
                 let engine = Engine::new(self.engine_config())?;
-                print!(
-                    "{}",
-                    weir::rbac::render(&engine, &args.plugins, &args.name)?
-                );
+                let options = weir::rbac::RbacOptions {
+                    plugins: &args.plugins,
+                    name: &args.name,
+                    policy: args.policy.as_deref(),
+                    skip_refused: args.skip_refused,
+                };
+                weir::rbac::print(&engine, &options)?;
                 Ok(ExitCode::SUCCESS)
             }
         }
@@ -117,6 +120,12 @@ pub struct RbacArgs {
     /// Name of the ClusterRole.
     #[arg(long, default_value = "weir")]
     pub name: String,
+    /// Admission policy (YAML): allowed parents, child kinds and Secret types; default: the safe one.
+    #[arg(long)]
+    pub policy: Option<PathBuf>,
+    /// Print the role for the admitted plugins instead of failing when some are refused.
+    #[arg(long)]
+    pub skip_refused: bool,
 }
 
 /// Arguments of `weir test`.

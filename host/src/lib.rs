@@ -36,6 +36,7 @@ pub mod listing;
 pub mod manager;
 pub mod metrics;
 pub mod plugin;
+pub mod policy;
 pub mod rbac;
 pub mod reconcile;
 pub mod run;

@@ -1,4 +1,4 @@
-//! `weir rbac`: the least-privilege ClusterRole for a set of plugins, from what they declare.
+//! `weir rbac`: the least-privilege ClusterRole for a set of plugins, from what the host will admit.
 //!
 //! Everything the host writes or watches follows from the plugins' `describe()`:
 //! the parent kind (watch it, patch its finalizers and its status) and each
@@ -7,6 +7,15 @@
 //! is its output for the plugins shipped here (a test keeps the two equal).
 //! Leader election's Lease lives in the host's namespace and is granted by a
 //! Role beside it, not here.
+//!
+//! A claim is not a grant: rules come only from plugins [`crate::policy::admit`] accepts
+//! (under `--policy FILE`, or the default policy), with kinds checked against the static
+//! table of Kubernetes' built-in API (no cluster needed). So no wildcard, no cluster-scoped
+//! kind, no RBAC, Namespace or CRD kind is ever granted. A refused plugin makes the command
+//! fail with every reason, printing nothing: a ClusterRole silently missing a plugin would
+//! only move the failure to the host's start. `--skip-refused` prints the role for the
+//! others, with the refusals as comments. Sensitive grants (Secrets) are flagged by a
+//! `# WARNING:` comment at the top and on stderr.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -15,6 +24,7 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::plugin::{Engine, Limits, LoadError, PluginInfo};
+use crate::policy::{self, Admitted, Policy, PolicyError, PolicyRefusal, WellKnown};
 
 /// Why the rules could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -31,9 +41,19 @@ pub enum RbacError {
     /// A plugin did not load, so what it needs is unknown.
     #[error(transparent)]
     Load(#[from] LoadError),
+    /// The policy file could not be used.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+    /// Plugins the policy refuses (without `--skip-refused`).
+    #[error("{} plugin(s) refused by the policy, so no ClusterRole is printed (--skip-refused leaves them out):{}", .0.len(), bullets(.0))]
+    Refused(Vec<PolicyRefusal>),
     /// The ClusterRole could not be written as YAML.
     #[error("cannot render the ClusterRole as YAML")]
     Yaml(#[from] serde_yaml::Error),
+}
+
+fn bullets(refusals: &[PolicyRefusal]) -> String {
+    refusals.iter().map(|r| format!("\n  - {r}")).collect()
 }
 
 /// Verbs on a parent kind: watch it, and merge-patch its finalizers.
@@ -50,10 +70,11 @@ const CHILD: &[&str] = &[
 /// The host records Events (`events.k8s.io/v1`) on parents.
 const EVENTS: &[&str] = &["create", "patch"];
 
-/// The ClusterRole `name` granting what the host needs to serve `plugins`.
+/// The ClusterRole `name` granting what the host needs to serve `plugins` (admitted ones
+/// only: their kinds are concrete, namespaced and allowed).
 ///
 /// Rules are merged per API group and verb set and sorted, so the output is stable.
-pub fn cluster_role(name: &str, plugins: &[PluginInfo]) -> ClusterRole {
+pub fn cluster_role(name: &str, plugins: &[Admitted]) -> ClusterRole {
     // (group, verbs) -> resources
     let mut grants: BTreeMap<(String, &'static [&'static str]), BTreeSet<String>> = BTreeMap::new();
     let mut grant = |group: &str, resource: String, verbs: &'static [&'static str]| {
@@ -63,7 +84,7 @@ pub fn cluster_role(name: &str, plugins: &[PluginInfo]) -> ClusterRole {
             .insert(resource);
     };
     grant("events.k8s.io", "events".into(), EVENTS);
-    for info in plugins {
+    for info in plugins.iter().map(Admitted::info) {
         let parent = &info.parent;
         grant(&parent.group, parent.plural.clone(), PARENT);
         grant(&parent.group, format!("{}/status", parent.plural), STATUS);
@@ -99,9 +120,49 @@ pub fn cluster_role(name: &str, plugins: &[PluginInfo]) -> ClusterRole {
     }
 }
 
-/// Loads every `*.wasm` in `dir` (sorted) and renders their ClusterRole as YAML, with a
-/// header saying which plugins it was made from.
+/// What `weir rbac` prints: the manifest, and the warnings also meant for stderr.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rendered {
+    /// The ClusterRole as YAML, headed by comments (warnings, sources, refusals).
+    pub yaml: String,
+    /// One line per sensitive grant or skipped plugin.
+    pub warnings: Vec<String>,
+}
+
+/// Options of `weir rbac`.
+#[derive(Clone, Copy, Debug)]
+pub struct RbacOptions<'a> {
+    /// Directory of plugin components (`*.wasm`).
+    pub plugins: &'a Path,
+    /// Name of the ClusterRole.
+    pub name: &'a str,
+    /// The admission policy (`--policy FILE`); `None`: the default policy.
+    pub policy: Option<&'a Path>,
+    /// Leave refused plugins out instead of failing.
+    pub skip_refused: bool,
+}
+
+/// `weir rbac`: prints the ClusterRole on stdout and its warnings on stderr.
+pub fn print(engine: &Engine, options: &RbacOptions<'_>) -> Result<(), RbacError> {
+    let policy = Policy::load_or_default(options.policy)?;
+    let infos = load_dir(engine, options.plugins)?;
+    let rendered = role_for(options.name, &infos, &policy, options.skip_refused)?;
+    for warning in &rendered.warnings {
+        eprintln!("warning: {warning}");
+    }
+    print!("{}", rendered.yaml);
+    Ok(())
+}
+
+/// Loads every `*.wasm` in `dir` (sorted) and renders their ClusterRole under the default
+/// policy as YAML, failing if any plugin is refused.
 pub fn render(engine: &Engine, dir: &Path, name: &str) -> Result<String, RbacError> {
+    let infos = load_dir(engine, dir)?;
+    Ok(role_for(name, &infos, &Policy::default(), false)?.yaml)
+}
+
+/// What every `*.wasm` in `dir` (sorted) says about itself.
+fn load_dir(engine: &Engine, dir: &Path) -> Result<Vec<PluginInfo>, RbacError> {
     let dir_err = |source| RbacError::Dir {
         path: dir.to_owned(),
         source,
@@ -117,19 +178,66 @@ pub fn render(engine: &Engine, dir: &Path, name: &str) -> Result<String, RbacErr
     for file in &files {
         infos.push(engine.load_file(file, Limits::default())?.info().clone());
     }
-    let mut out = String::from(
+    Ok(infos)
+}
+
+/// The ClusterRole for the plugins of `infos` that `policy` admits (offline: kinds resolve
+/// against [`WellKnown`]), with a header saying which plugins it was made from. Refused
+/// plugins fail the whole rendering unless `skip_refused`.
+pub fn role_for(
+    name: &str,
+    infos: &[PluginInfo],
+    policy: &Policy,
+    skip_refused: bool,
+) -> Result<Rendered, RbacError> {
+    let mut admitted = Vec::new();
+    let mut refused = Vec::new();
+    for info in infos {
+        match policy::admit(policy, info, &WellKnown) {
+            Ok(a) => admitted.push(a),
+            Err(refusal) => refused.push(refusal),
+        }
+    }
+    if !refused.is_empty() && !skip_refused {
+        return Err(RbacError::Refused(refused));
+    }
+    let mut warnings = Vec::new();
+    for a in &admitted {
+        let info = a.info();
+        for kind in a.sensitive_children() {
+            warnings.push(format!(
+                "plugin {}@{} writes {}s: the host is granted {} on {} in every namespace (it watches them all to find this plugin's; the plugin sees only its own, without their data)",
+                info.name,
+                info.version,
+                kind.kind,
+                CHILD.join("/"),
+                kind.plural
+            ));
+        }
+    }
+    for refusal in &refused {
+        warnings.push(format!("refused, nothing granted: {refusal}"));
+    }
+    let mut out = String::new();
+    for warning in &warnings {
+        out.push_str(&format!("# WARNING: {warning}\n"));
+    }
+    out.push_str(
         "# Generated by `weir rbac --plugins DIR` (least privilege for these plugins; rerun it when a plugin\n# declares new child kinds, or add rules by hand for anything else the host should do) from:\n",
     );
-    for info in &infos {
+    for info in admitted.iter().map(Admitted::info) {
         out.push_str(&format!(
             "#   {} {} ({}.{})\n",
             info.name, info.version, info.parent.kind, info.parent.group
         ));
     }
     out.push_str(&serde_yaml::to_string(&with_kind(cluster_role(
-        name, &infos,
+        name, &admitted,
     )))?);
-    Ok(out)
+    Ok(Rendered {
+        yaml: out,
+        warnings,
+    })
 }
 
 /// k8s-openapi leaves `apiVersion`/`kind` to the serializer of the typed value;
@@ -158,9 +266,9 @@ mod tests {
         }
     }
 
-    fn plugin(parent: ResourceKind, children: Vec<ResourceKind>) -> PluginInfo {
+    fn plugin(name: &str, parent: ResourceKind, children: Vec<ResourceKind>) -> PluginInfo {
         PluginInfo {
-            name: "p".into(),
+            name: name.into(),
             version: "1".into(),
             parent,
             children,
@@ -169,7 +277,29 @@ mod tests {
         }
     }
 
-    fn rules(role: &ClusterRole) -> Vec<(String, Vec<String>, Vec<String>)> {
+    /// The Blog plugin as it describes itself (its real CRD, its three children).
+    fn blog() -> PluginInfo {
+        let mut parent = kind("weir.dev", "Blog", "blogs");
+        parent.version = "v1alpha1".into();
+        let mut info = plugin(
+            "blog",
+            parent,
+            vec![
+                kind("", "ConfigMap", "configmaps"),
+                kind("apps", "Deployment", "deployments"),
+                kind("", "Service", "services"),
+            ],
+        );
+        info.crd = Some(include_str!("../../deploy/crd/blog.yaml").into());
+        info
+    }
+
+    fn secrets() -> ResourceKind {
+        kind("", "Secret", "secrets")
+    }
+
+    fn rules(yaml: &str) -> Vec<(String, Vec<String>, Vec<String>)> {
+        let role: ClusterRole = serde_yaml::from_str(yaml).unwrap();
         role.rules
             .iter()
             .flatten()
@@ -183,63 +313,160 @@ mod tests {
             .collect()
     }
 
-    #[test]
-    fn a_plugin_gets_its_parent_with_status_and_finalizers_and_full_rights_on_its_children_only() {
-        let blog = plugin(
-            kind("weir.dev", "Blog", "blogs"),
-            vec![
-                kind("", "ConfigMap", "configmaps"),
-                kind("apps", "Deployment", "deployments"),
-                kind("", "Service", "services"),
-            ],
-        );
-        let role = cluster_role("weir", &[blog]);
-        let got = rules(&role);
-        let child = CHILD.iter().map(|v| v.to_string()).collect::<Vec<_>>();
-        assert!(
-            got.contains(&(
-                "".into(),
-                vec!["configmaps".into(), "services".into()],
-                child.clone()
-            )),
-            "{got:?}"
-        );
-        assert!(got.contains(&("apps".into(), vec!["deployments".into()], child)));
-        assert!(got.contains(&(
-            "weir.dev".into(),
-            vec!["blogs".into()],
-            PARENT.iter().map(|v| v.to_string()).collect()
-        )));
-        assert!(got.contains(&(
-            "weir.dev".into(),
-            vec!["blogs/status".into()],
-            STATUS.iter().map(|v| v.to_string()).collect()
-        )));
-        assert!(got.contains(&(
-            "weir.dev".into(),
-            vec!["blogs/finalizers".into()],
-            vec!["update".to_string()]
-        )));
-        assert!(
-            !got.iter()
-                .any(|(_, res, _)| res.iter().any(|r| r == "secrets" || r == "*")),
-            "nothing undeclared"
-        );
+    fn verbs(v: &[&str]) -> Vec<String> {
+        v.iter().map(|v| v.to_string()).collect()
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        verbs(v)
     }
 
     #[test]
-    fn two_plugins_sharing_a_child_group_merge_into_one_rule() {
+    fn the_blog_plugin_gets_exactly_its_parent_with_status_and_finalizers_and_its_children() {
+        let rendered = role_for("weir", &[blog()], &Policy::default(), false).unwrap();
+        assert!(rendered.warnings.is_empty());
+        assert!(
+            rendered.yaml.starts_with("# Generated by `weir rbac"),
+            "{}",
+            rendered.yaml
+        );
+        assert!(rendered.yaml.contains("#   blog 1 (Blog.weir.dev)\n"));
+        let mut got = rules(&rendered.yaml);
+        got.sort();
+        let mut want = vec![
+            (
+                "".to_string(),
+                strings(&["configmaps", "services"]),
+                verbs(CHILD),
+            ),
+            ("apps".into(), strings(&["deployments"]), verbs(CHILD)),
+            ("events.k8s.io".into(), strings(&["events"]), verbs(EVENTS)),
+            ("weir.dev".into(), strings(&["blogs"]), verbs(PARENT)),
+            (
+                "weir.dev".into(),
+                strings(&["blogs/finalizers"]),
+                verbs(FINALIZERS),
+            ),
+            ("weir.dev".into(), strings(&["blogs/status"]), verbs(STATUS)),
+        ];
+        want.sort();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn two_plugins_sharing_a_child_group_merge_into_one_rule_and_secrets_come_with_a_warning() {
         let a = plugin(
+            "a",
             kind("a.dev", "A", "as"),
             vec![kind("", "ConfigMap", "configmaps")],
         );
-        let b = plugin(
-            kind("b.dev", "B", "bs"),
-            vec![kind("", "Secret", "secrets")],
-        );
-        let got = rules(&cluster_role("weir", &[a, b]));
+        let b = plugin("b", kind("b.dev", "B", "bs"), vec![secrets()]);
+        let rendered = role_for("weir", &[a, b], &Policy::default(), false).unwrap();
+        let got = rules(&rendered.yaml);
         let core: Vec<_> = got.iter().filter(|(g, _, _)| g.is_empty()).collect();
         assert_eq!(core.len(), 1, "{got:?}");
         assert_eq!(core[0].1, ["configmaps", "secrets"]);
+        assert_eq!(rendered.warnings.len(), 1, "{:?}", rendered.warnings);
+        assert!(rendered.warnings[0].contains("plugin b@1 writes Secrets"));
+        let first = rendered.yaml.lines().next().unwrap();
+        assert!(
+            first.starts_with("# WARNING: plugin b@1 writes Secrets"),
+            "{first}"
+        );
+    }
+
+    /// Plugins claiming what no policy (or not this one) grants, each beside an honest one.
+    fn claims(policy: &Policy, claim: ResourceKind) -> (RbacError, Rendered) {
+        let honest = plugin(
+            "honest",
+            kind("h.dev", "H", "hs"),
+            vec![kind("", "ConfigMap", "configmaps")],
+        );
+        let greedy = plugin("greedy", kind("g.dev", "G", "gs"), vec![claim]);
+        let infos = [honest, greedy];
+        let err = role_for("weir", &infos, policy, false).unwrap_err();
+        let skipped = role_for("weir", &infos, policy, true).unwrap();
+        (err, skipped)
+    }
+
+    #[test]
+    fn a_plugin_claiming_forbidden_kinds_gets_none_of_them_and_fails_the_command() {
+        let no_secrets = Policy {
+            children: Policy::default()
+                .children
+                .into_iter()
+                .filter(|gk| gk.kind != "Secret")
+                .collect(),
+            ..Policy::default()
+        };
+        let cases = [
+            (no_secrets, secrets(), "secrets"),
+            (
+                Policy::default(),
+                kind("", "Namespace", "namespaces"),
+                "namespaces",
+            ),
+            (
+                Policy::default(),
+                kind(
+                    "apiextensions.k8s.io",
+                    "CustomResourceDefinition",
+                    "customresourcedefinitions",
+                ),
+                "customresourcedefinitions",
+            ),
+            (
+                Policy::default(),
+                kind("rbac.authorization.k8s.io", "RoleBinding", "rolebindings"),
+                "rolebindings",
+            ),
+            (Policy::default(), kind("*", "*", "*"), "*"),
+            (Policy::default(), kind("", "ConfigMap", "*"), "*"),
+        ];
+        for (policy, claim, resource) in cases {
+            let (err, skipped) = claims(&policy, claim.clone());
+            let message = err.to_string();
+            assert!(
+                matches!(&err, RbacError::Refused(r) if r.len() == 1)
+                    && message.contains("plugin greedy@1"),
+                "{claim:?}: {message}"
+            );
+            let got = rules(&skipped.yaml);
+            assert!(
+                !got.iter()
+                    .any(|(_, res, _)| res.iter().any(|r| r == resource)),
+                "{claim:?} granted: {got:?}"
+            );
+            assert!(
+                !got.iter().any(|(g, _, _)| g == "g.dev"),
+                "a refused plugin gets nothing, not even its parent: {got:?}"
+            );
+            assert!(got.iter().any(|(g, _, _)| g == "h.dev"), "{got:?}");
+            assert!(
+                skipped
+                    .yaml
+                    .lines()
+                    .any(|l| l.starts_with("# WARNING: refused, nothing granted: plugin greedy@1")),
+                "{}",
+                skipped.yaml
+            );
+            assert!(!skipped.yaml.contains("#   greedy"));
+        }
+    }
+
+    #[test]
+    fn a_plugin_declaring_a_builtin_parent_or_a_lying_scope_is_refused() {
+        let secret_parent = plugin("thief", secrets(), vec![]);
+        assert!(matches!(
+            role_for("weir", &[secret_parent], &Policy::default(), false),
+            Err(RbacError::Refused(_))
+        ));
+        let mut namespaces = kind("", "ConfigMap", "configmaps");
+        namespaces.namespaced = false;
+        let liar = plugin("liar", kind("l.dev", "L", "ls"), vec![namespaces]);
+        assert!(matches!(
+            role_for("weir", &[liar], &Policy::default(), false),
+            Err(RbacError::Refused(_))
+        ));
     }
 }

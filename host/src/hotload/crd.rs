@@ -28,6 +28,9 @@ pub enum CrdError {
         #[source]
         source: kube::Error,
     },
+    /// The CRD does not define exactly the plugin's parent kind (checked before installing it).
+    #[error(transparent)]
+    Refused(#[from] crate::policy::PolicyRefusal),
     /// The kind was not served in time after the CRD was created.
     #[error("plugin {plugin}: kind {kind} not served 10 s after installing its CRD")]
     NotServed {
@@ -39,11 +42,14 @@ pub enum CrdError {
 }
 
 /// Server-side applies the plugin's CRD (if it ships one) and waits until its kind is served.
-/// Returns whether there was a CRD to install.
+/// Returns whether there was a CRD to install. A CRD that does not define exactly the
+/// plugin's parent kind is refused before anything is written (it is force-applied, so it
+/// could otherwise redefine someone else's kind).
 pub async fn install_crd(client: &Client, info: &PluginInfo) -> Result<bool, CrdError> {
     let Some(text) = &info.crd else {
         return Ok(false);
     };
+    crate::policy::check_crd(info)?;
     let crd: DynamicObject = serde_yaml::from_str(text).map_err(|source| CrdError::Parse {
         plugin: info.name.clone(),
         source,

@@ -14,6 +14,7 @@ pub mod echoes;
 pub mod error;
 pub mod invoke;
 pub mod queue;
+pub mod redact;
 pub mod source;
 pub mod status;
 pub mod validate;

@@ -1,0 +1,621 @@
+//! What a plugin may declare: the host's admission of a plugin, before it watches or writes anything.
+//!
+//! A plugin's `describe()` is a claim. The host grants it (watches, RBAC, writes) only after
+//! [`admit`] has checked it against a [`Policy`] the cluster admin controls and against what
+//! the API server really serves ([`kinds`]), never against the plugin's own flags:
+//!
+//! - **Parent**: a custom resource defined by the plugin's own CRD (which must define exactly
+//!   that kind, [`crd`]), or a custom resource of a non-Kubernetes group installed beforehand
+//!   (`deploy/crd/`). A built-in kind (`v1/Secret`, `apps/v1/Deployment`) is refused unless
+//!   the policy lists it in `builtinParents`: a plugin reconciling Secrets would see every
+//!   Secret in the cluster. Cluster-scoped parents are refused (children live in the
+//!   parent's namespace, so a cluster-scoped parent could only ever write cluster-wide).
+//! - **Children**: only kinds the policy allows, only namespaced ones (by discovery), with the
+//!   plural the API server serves them under, and never access-control, API-shape or
+//!   admission kinds ([`kinds::is_never`]) whatever the policy says.
+//! - **Names**: every group, version, kind and plural is a concrete name: no `*`, no
+//!   subresource (`pods/exec`), nothing empty.
+//! - **Secrets** stay write-only: observed Secrets reach the plugin without their data
+//!   (`reconcile::redact`), and a desired Secret must have an allowed `type`
+//!   ([`Policy::check_desired`]).
+//!
+//! Kubewarden users will recognise the stance (deny by default, settings per deployment);
+//! Metacontroller users, who grant a controller whatever RBAC they write by hand, get the same
+//! power through `--policy FILE`, with the dangerous kinds fenced off for good.
+
+mod crd;
+pub mod kinds;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use self::kinds::{Discovered, Resolve, Resolved, Scope, WellKnown};
+use crate::plugin::{PluginInfo, ResourceKind};
+
+/// A kind by API group and name, version-free (as RBAC and admins think of it).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupKind {
+    /// API group; empty (or absent) for the core group.
+    #[serde(default)]
+    pub group: String,
+    /// Kind, e.g. `Deployment`.
+    pub kind: String,
+}
+
+impl GroupKind {
+    /// `group`/`kind`.
+    pub fn new(group: &str, kind: &str) -> Self {
+        Self {
+            group: group.to_owned(),
+            kind: kind.to_owned(),
+        }
+    }
+
+    fn of(kind: &ResourceKind) -> Self {
+        Self::new(&kind.group, &kind.kind)
+    }
+}
+
+impl fmt::Display for GroupKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.group.is_empty() {
+            write!(f, "{}", self.kind)
+        } else {
+            write!(f, "{}.{}", self.kind, self.group)
+        }
+    }
+}
+
+/// What the cluster admin lets plugins declare (`--policy FILE`, YAML); absent fields keep
+/// their safe default, unknown fields are an error (a typo must not widen nothing silently).
+///
+/// ```yaml
+/// # No Secrets at all, and allow one extra child kind.
+/// children:
+///   - {kind: ConfigMap}
+///   - {group: apps, kind: Deployment}
+///   - {group: cert-manager.io, kind: Certificate}
+/// secretTypes: []
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Policy {
+    /// Built-in kinds a plugin may reconcile as its parent. **Default: none.** A parent is
+    /// watched cluster-wide and handed to the plugin whole, and the host patches its
+    /// finalizers: a plugin parented on `Secret` reads every Secret in the cluster.
+    pub builtin_parents: Vec<GroupKind>,
+    /// Kinds a plugin may create as children. **Default: [`DEFAULT_CHILDREN`]**, the
+    /// namespaced kinds an application is made of. Cluster-scoped kinds and
+    /// [`kinds::is_never`] kinds are refused even when listed here.
+    pub children: Vec<GroupKind>,
+    /// The `type`s a desired Secret may have (a Secret without one is `Opaque`).
+    /// **Default: [`DEFAULT_SECRET_TYPES`]**, which leaves out
+    /// `kubernetes.io/service-account-token` (the token controller would fill it with a live
+    /// token of any ServiceAccount of the namespace, for a workload the plugin writes to
+    /// mount and send anywhere) and `bootstrap.kubernetes.io/token` (a node-joining
+    /// credential). Empty: no Secret may be written.
+    pub secret_types: Vec<String>,
+}
+
+/// The default child kinds, each with why (`group`, `kind`):
+/// - `ConfigMap`, `Service`: configuration and an in-cluster address, what most apps need.
+///   (A `LoadBalancer` or `externalIPs` Service is for the cluster's admission to judge.)
+/// - `Secret`: write-only to the plugin (observed Secrets arrive without data), and only of
+///   [`DEFAULT_SECRET_TYPES`].
+/// - `ServiceAccount`: a workload's own identity; a new one holds no permissions, and a
+///   plugin can neither bind roles nor mint its tokens.
+/// - `PersistentVolumeClaim`: an app's storage.
+/// - `apps` `Deployment`, `StatefulSet`; `batch` `Job`, `CronJob`: the workloads. (Not
+///   `DaemonSet`, one Pod per node, infrastructure rather than application; nor bare Pods.)
+/// - `policy` `PodDisruptionBudget`, `autoscaling` `HorizontalPodAutoscaler`: their upkeep.
+/// - `networking.k8s.io` `Ingress`: exposing the app (narrow it where tenants share an
+///   ingress controller and could claim each other's host names). Not `NetworkPolicy`:
+///   policies add up, so one more can open traffic a namespace's default-deny closes.
+pub const DEFAULT_CHILDREN: &[(&str, &str)] = &[
+    ("", "ConfigMap"),
+    ("", "Secret"),
+    ("", "Service"),
+    ("", "ServiceAccount"),
+    ("", "PersistentVolumeClaim"),
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("batch", "Job"),
+    ("batch", "CronJob"),
+    ("policy", "PodDisruptionBudget"),
+    ("autoscaling", "HorizontalPodAutoscaler"),
+    ("networking.k8s.io", "Ingress"),
+];
+
+/// The default Secret types: the ones whose content the writer supplies in full.
+pub const DEFAULT_SECRET_TYPES: &[&str] = &[
+    "Opaque",
+    "kubernetes.io/tls",
+    "kubernetes.io/basic-auth",
+    "kubernetes.io/ssh-auth",
+    "kubernetes.io/dockerconfigjson",
+    "kubernetes.io/dockercfg",
+];
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            builtin_parents: Vec::new(),
+            children: DEFAULT_CHILDREN
+                .iter()
+                .map(|(g, k)| GroupKind::new(g, k))
+                .collect(),
+            secret_types: DEFAULT_SECRET_TYPES
+                .iter()
+                .map(|t| (*t).to_owned())
+                .collect(),
+        }
+    }
+}
+
+/// Why a policy file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    /// The file could not be read.
+    #[error("cannot read the policy {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a policy (bad YAML, an unknown field).
+    #[error("the policy {} does not parse", path.display())]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error.
+        #[source]
+        source: serde_yaml::Error,
+    },
+    /// The policy allows a kind no plugin may ever declare.
+    #[error("the policy {} allows {kind}, which no plugin may declare (access control, API shape, admission or Namespace)", path.display())]
+    Never {
+        /// The file.
+        path: PathBuf,
+        /// The kind.
+        kind: GroupKind,
+    },
+}
+
+impl Policy {
+    /// Reads a policy from a YAML file.
+    pub fn load(path: &Path) -> Result<Self, PolicyError> {
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let policy: Self = serde_yaml::from_str(&text).map_err(|source| PolicyError::Parse {
+            path: path.to_owned(),
+            source,
+        })?;
+        let never = policy
+            .builtin_parents
+            .iter()
+            .chain(&policy.children)
+            .find(|gk| kinds::is_never(&gk.group, &gk.kind));
+        if let Some(kind) = never {
+            return Err(PolicyError::Never {
+                path: path.to_owned(),
+                kind: kind.clone(),
+            });
+        }
+        Ok(policy)
+    }
+
+    /// The policy in `path`, or the default one.
+    pub fn load_or_default(path: Option<&Path>) -> Result<Self, PolicyError> {
+        path.map_or_else(|| Ok(Self::default()), Self::load)
+    }
+
+    /// Checks one desired child of an admitted plugin (JSON, as the plugin answered) against
+    /// what admission cannot see: a Secret's `type` must be one of `secret_types`.
+    pub fn check_desired(&self, info: &PluginInfo, child: &Value) -> Result<(), PolicyRefusal> {
+        let is_secret = child.get("apiVersion").and_then(Value::as_str) == Some("v1")
+            && child.get("kind").and_then(Value::as_str) == Some("Secret");
+        if !is_secret {
+            return Ok(());
+        }
+        let secret_type = child
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("Opaque");
+        if self.secret_types.iter().any(|t| t == secret_type) {
+            return Ok(());
+        }
+        Err(PolicyRefusal::SecretType {
+            plugin: label(info),
+            name: child
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            secret_type: secret_type.to_owned(),
+        })
+    }
+}
+
+/// Why a plugin (or one of its answers) is refused. Every message names the plugin and the kind.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyRefusal {
+    /// A declared group, version, kind or plural is not one concrete name (`*`, a
+    /// subresource such as `pods/exec`, an empty or malformed name).
+    #[error(
+        "plugin {plugin}: {role} {field} {value:?} is not a concrete name (no wildcards, subresources or empty names)"
+    )]
+    NotConcrete {
+        /// The plugin (`name@version`).
+        plugin: String,
+        /// `parent` or `child`.
+        role: &'static str,
+        /// `group`, `version`, `kind` or `plural`.
+        field: &'static str,
+        /// What the plugin declared.
+        value: String,
+    },
+    /// A kind no plugin may declare, whatever the policy (see [`kinds::is_never`]).
+    #[error(
+        "plugin {plugin}: {role} {kind} is never allowed (access control, API shape, admission or Namespace)"
+    )]
+    Never {
+        /// The plugin.
+        plugin: String,
+        /// `parent` or `child`.
+        role: &'static str,
+        /// The kind.
+        kind: String,
+    },
+    /// The parent is a built-in kind the policy does not list in `builtinParents`.
+    #[error(
+        "plugin {plugin}: parent {kind} is a built-in kind; a plugin reconciles a custom resource of its own unless the policy's builtinParents lists it"
+    )]
+    BuiltinParent {
+        /// The plugin.
+        plugin: String,
+        /// The kind.
+        kind: String,
+    },
+    /// The plugin's CRD is not YAML or JSON (or holds more than one document).
+    #[error("plugin {plugin}: its CRD does not parse as one YAML or JSON document")]
+    CrdParse {
+        /// The plugin.
+        plugin: String,
+        /// The parser's error.
+        #[source]
+        source: serde_yaml::Error,
+    },
+    /// The plugin's CRD does not define exactly its parent kind.
+    #[error("plugin {plugin}: its CRD does not define exactly its parent {kind}: {reason}")]
+    CrdMismatch {
+        /// The plugin.
+        plugin: String,
+        /// The declared parent.
+        kind: String,
+        /// What differs.
+        reason: String,
+    },
+    /// The parent is served cluster-wide; children live in the parent's namespace.
+    #[error("plugin {plugin}: parent {kind} is cluster-scoped; only namespaced parents are served")]
+    ClusterScopedParent {
+        /// The plugin.
+        plugin: String,
+        /// The kind.
+        kind: String,
+    },
+    /// A child kind the policy's `children` does not list.
+    #[error("plugin {plugin}: child {kind} is not allowed by the policy (its `children` list)")]
+    ChildNotAllowed {
+        /// The plugin.
+        plugin: String,
+        /// The kind.
+        kind: String,
+    },
+    /// A child kind served cluster-wide (by discovery, whatever the plugin says).
+    #[error("plugin {plugin}: child {kind} is cluster-scoped; children must be namespaced")]
+    ClusterScopedChild {
+        /// The plugin.
+        plugin: String,
+        /// The kind.
+        kind: String,
+    },
+    /// The API server does not serve this group/version/kind.
+    #[error("plugin {plugin}: {role} {kind} is not served by the API server")]
+    NotServed {
+        /// The plugin.
+        plugin: String,
+        /// `parent` or `child`.
+        role: &'static str,
+        /// The kind.
+        kind: String,
+    },
+    /// Offline, a child kind outside the table of well-known kinds cannot be checked.
+    #[error(
+        "plugin {plugin}: child {kind} is not a well-known kind, so its scope cannot be checked without a cluster"
+    )]
+    Unverifiable {
+        /// The plugin.
+        plugin: String,
+        /// The kind.
+        kind: String,
+    },
+    /// The declared plural or scope differs from what the API server serves.
+    #[error("plugin {plugin}: {role} {kind} is declared as {declared} but served as {served}")]
+    Misdeclared {
+        /// The plugin.
+        plugin: String,
+        /// `parent` or `child`.
+        role: &'static str,
+        /// The kind.
+        kind: String,
+        /// What the plugin said (plural, scope).
+        declared: String,
+        /// What the API server serves.
+        served: String,
+    },
+    /// A desired Secret has a `type` the policy does not allow.
+    #[error(
+        "plugin {plugin}: Secret {name:?} has type {secret_type:?}, which the policy's secretTypes does not allow"
+    )]
+    SecretType {
+        /// The plugin.
+        plugin: String,
+        /// The Secret's name.
+        name: String,
+        /// Its type.
+        secret_type: String,
+    },
+}
+
+/// A plugin the policy admitted: the only way to a ClusterRole or a controller.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Admitted {
+    info: PluginInfo,
+    parent_crd: bool,
+}
+
+impl Admitted {
+    /// What the plugin declared, every kind checked.
+    pub fn info(&self) -> &PluginInfo {
+        &self.info
+    }
+
+    /// Whether the parent kind is defined by the CRD the plugin ships.
+    pub fn parent_from_own_crd(&self) -> bool {
+        self.parent_crd
+    }
+
+    /// The child kinds worth a warning wherever they are granted (Secrets: the host watches
+    /// every Secret of the cluster to serve them, even if the plugin only sees its own, redacted).
+    pub fn sensitive_children(&self) -> impl Iterator<Item = &ResourceKind> {
+        self.info
+            .children
+            .iter()
+            .filter(|k| k.group.is_empty() && k.kind == "Secret")
+    }
+}
+
+/// Admits `info` under `policy`, resolving kinds with `kinds` (the cluster's discovery, or
+/// [`WellKnown`] offline). The first refusal wins.
+pub fn admit(
+    policy: &Policy,
+    info: &PluginInfo,
+    kinds: &dyn Resolve,
+) -> Result<Admitted, PolicyRefusal> {
+    concrete(info, "parent", &info.parent)?;
+    for child in &info.children {
+        concrete(info, "child", child)?;
+    }
+    let parent_crd = admit_parent(policy, info, kinds)?;
+    for child in &info.children {
+        admit_child(policy, info, child, kinds)?;
+    }
+    Ok(Admitted {
+        info: info.clone(),
+        parent_crd,
+    })
+}
+
+/// Checks that the CRD a plugin ships defines exactly its parent kind (for `weir dev`, which
+/// installs it). `Ok(false)`: the plugin ships none.
+pub fn check_crd(info: &PluginInfo) -> Result<bool, PolicyRefusal> {
+    match &info.crd {
+        Some(text) => crd::check(info, text).map(|_| true),
+        None => Ok(false),
+    }
+}
+
+fn admit_parent(
+    policy: &Policy,
+    info: &PluginInfo,
+    kinds: &dyn Resolve,
+) -> Result<bool, PolicyRefusal> {
+    let parent = &info.parent;
+    if kinds::is_never(&parent.group, &parent.kind) {
+        return Err(PolicyRefusal::Never {
+            plugin: label(info),
+            role: "parent",
+            kind: describe(parent),
+        });
+    }
+    let own_crd = match &info.crd {
+        Some(text) => {
+            crd::check(info, text)?;
+            true
+        }
+        None => false,
+    };
+    let builtin = !own_crd && kinds::is_builtin_group(&parent.group);
+    if builtin && !policy.builtin_parents.contains(&GroupKind::of(parent)) {
+        return Err(PolicyRefusal::BuiltinParent {
+            plugin: label(info),
+            kind: describe(parent),
+        });
+    }
+    match kinds.resolve(parent) {
+        Resolved::Served { plural, scope } => served_as(info, "parent", parent, &plural, scope)?,
+        // A CRD not installed yet (by `weir dev`, or `deploy/crd/` applied alongside the host).
+        Resolved::NotServed if !builtin => {}
+        Resolved::NotServed => {
+            return Err(PolicyRefusal::NotServed {
+                plugin: label(info),
+                role: "parent",
+                kind: describe(parent),
+            });
+        }
+        Resolved::Unknown => {}
+    }
+    if !parent.namespaced {
+        return Err(PolicyRefusal::ClusterScopedParent {
+            plugin: label(info),
+            kind: describe(parent),
+        });
+    }
+    Ok(own_crd)
+}
+
+fn admit_child(
+    policy: &Policy,
+    info: &PluginInfo,
+    child: &ResourceKind,
+    kinds: &dyn Resolve,
+) -> Result<(), PolicyRefusal> {
+    let kind = || describe(child);
+    if kinds::is_never(&child.group, &child.kind) {
+        return Err(PolicyRefusal::Never {
+            plugin: label(info),
+            role: "child",
+            kind: kind(),
+        });
+    }
+    if !policy.children.contains(&GroupKind::of(child)) {
+        return Err(PolicyRefusal::ChildNotAllowed {
+            plugin: label(info),
+            kind: kind(),
+        });
+    }
+    match kinds.resolve(child) {
+        Resolved::Served {
+            scope: Scope::Cluster,
+            ..
+        } => Err(PolicyRefusal::ClusterScopedChild {
+            plugin: label(info),
+            kind: kind(),
+        }),
+        Resolved::Served { plural, scope } => served_as(info, "child", child, &plural, scope),
+        Resolved::NotServed => Err(PolicyRefusal::NotServed {
+            plugin: label(info),
+            role: "child",
+            kind: kind(),
+        }),
+        Resolved::Unknown => Err(PolicyRefusal::Unverifiable {
+            plugin: label(info),
+            kind: kind(),
+        }),
+    }
+}
+
+/// The declared plural and scope must be what the API server serves: the host watches and
+/// RBAC grants by plural, and lists cluster-wide or per namespace by scope.
+fn served_as(
+    info: &PluginInfo,
+    role: &'static str,
+    kind: &ResourceKind,
+    plural: &str,
+    scope: Scope,
+) -> Result<(), PolicyRefusal> {
+    let served_namespaced = scope == Scope::Namespaced;
+    if kind.plural == plural && kind.namespaced == served_namespaced {
+        return Ok(());
+    }
+    let shape = |plural: &str, namespaced: bool| {
+        format!(
+            "{plural} ({})",
+            if namespaced {
+                "namespaced"
+            } else {
+                "cluster-scoped"
+            }
+        )
+    };
+    Err(PolicyRefusal::Misdeclared {
+        plugin: label(info),
+        role,
+        kind: describe(kind),
+        declared: shape(&kind.plural, kind.namespaced),
+        served: shape(plural, served_namespaced),
+    })
+}
+
+/// Every name must be a concrete Kubernetes name: a DNS subdomain group (or the core group),
+/// a lowercase alphanumeric version, an alphanumeric kind and a DNS-label plural.
+fn concrete(
+    info: &PluginInfo,
+    role: &'static str,
+    kind: &ResourceKind,
+) -> Result<(), PolicyRefusal> {
+    let label_ok = |s: &str| {
+        !s.is_empty()
+            && s.len() <= 63
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !s.starts_with('-')
+            && !s.ends_with('-')
+    };
+    let checks: [(&'static str, &str, bool); 4] = [
+        (
+            "group",
+            &kind.group,
+            kind.group.is_empty()
+                || (kind.group.len() <= 253 && kind.group.split('.').all(label_ok)),
+        ),
+        (
+            "version",
+            &kind.version,
+            !kind.version.is_empty()
+                && kind
+                    .version
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()),
+        ),
+        (
+            "kind",
+            &kind.kind,
+            kind.kind
+                .bytes()
+                .next()
+                .is_some_and(|b| b.is_ascii_alphabetic())
+                && kind.kind.bytes().all(|b| b.is_ascii_alphanumeric()),
+        ),
+        ("plural", &kind.plural, label_ok(&kind.plural)),
+    ];
+    match checks.into_iter().find(|(_, _, ok)| !ok) {
+        None => Ok(()),
+        Some((field, value, _)) => Err(PolicyRefusal::NotConcrete {
+            plugin: label(info),
+            role,
+            field,
+            value: value.to_owned(),
+        }),
+    }
+}
+
+/// `name@version`, as the plugin's label elsewhere in the host.
+fn label(info: &PluginInfo) -> String {
+    format!("{}@{}", info.name, info.version)
+}
+
+/// `apps/v1 Deployment`.
+fn describe(kind: &ResourceKind) -> String {
+    format!("{} {}", kind.api_version(), kind.kind)
+}
