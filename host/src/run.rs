@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use kube::Client;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
@@ -12,6 +13,7 @@ use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 use crate::leader::LeaderConfig;
 use crate::manager::{Manager, ManagerConfig, PluginSource};
 use crate::plugin::{Engine, EngineConfig};
+use crate::policy::Policy;
 use crate::reconcile::ControllerConfig;
 
 /// Why the host could not start or stopped early.
@@ -47,6 +49,9 @@ pub enum RunError {
     /// The host could not start.
     #[error(transparent)]
     Manager(#[from] crate::manager::ManagerError),
+    /// The `--policy` file could not be read.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::PolicyError),
     /// The async runtime could not start.
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
@@ -105,17 +110,21 @@ pub struct RunArgs {
     /// Watch and reconcile only this namespace (default: the whole cluster).
     #[arg(long)]
     pub namespace: Option<String>,
+    /// What plugins may declare (YAML; see `weir::policy`); default: the safe built-in policy.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
 }
 
 impl RunArgs {
-    /// The host configuration these arguments describe.
-    pub fn manager_config(&self) -> ManagerConfig {
+    /// The host configuration these arguments describe (reads the `--policy` file).
+    pub fn manager_config(&self) -> Result<ManagerConfig, RunError> {
+        let policy = Policy::load_or_default(self.policy.as_deref())?;
         let identity = self.identity.clone().unwrap_or_else(default_identity);
         let leader = self.leader_elect.then(|| LeaderConfig {
             namespace: self.lease_namespace.clone(),
             ..LeaderConfig::new(identity.clone())
         });
-        ManagerConfig {
+        Ok(ManagerConfig {
             controller: ControllerConfig {
                 workers: self.workers,
                 resync: std::time::Duration::from_secs(self.resync_secs),
@@ -125,8 +134,9 @@ impl RunArgs {
             },
             leader,
             listen: Some(self.listen),
+            policy: Arc::new(policy),
             ..ManagerConfig::default()
-        }
+        })
     }
 
     /// Runs the host until SIGTERM or Ctrl-C (blocking: it owns its async runtime).
@@ -136,7 +146,7 @@ impl RunArgs {
             &self.plugins,
             self.kubeconfig.as_deref(),
             engine,
-            self.manager_config(),
+            self.manager_config()?,
         ))
     }
 }

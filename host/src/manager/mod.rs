@@ -7,6 +7,7 @@
 //! (a fixed list of components, or a hot-loaded directory). Its event loop turns the source's
 //! [`PluginEvent`]s into controllers: started, swapped in place, stopped.
 
+mod admission;
 mod controllers;
 mod ops;
 
@@ -17,6 +18,7 @@ use kube::Client;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
 use self::controllers::{Controllers, ControllersView};
 use crate::hotload::{
     self, Catalog, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, install_crd,
@@ -24,6 +26,7 @@ use crate::hotload::{
 use crate::leader::{LeaderConfig, LeaderError, Leadership};
 use crate::metrics::Metrics;
 use crate::plugin::{Engine, Limits, Plugin};
+use crate::policy::Policy;
 use crate::reconcile::ControllerConfig;
 use crate::reconcile::source::Informers;
 use crate::server::ServerError;
@@ -40,6 +43,15 @@ pub enum ManagerError {
     /// Leader election could not start.
     #[error(transparent)]
     Leader(#[from] LeaderError),
+    /// A plugin of the fixed list was not admitted.
+    #[error("plugin {plugin} is not admitted")]
+    Admission {
+        /// `name@version`.
+        plugin: String,
+        /// Why.
+        #[source]
+        source: AdmissionError,
+    },
 }
 
 /// Where the host's plugins come from.
@@ -71,6 +83,8 @@ pub struct ManagerConfig {
     /// Install each plugin's CRD before starting its controller (`weir dev`; in a cluster
     /// CRDs are deployed, and the host has no right to write them).
     pub install_crds: bool,
+    /// What plugins may declare (parents, children, Secret types).
+    pub policy: Arc<Policy>,
 }
 
 impl Default for ManagerConfig {
@@ -83,6 +97,7 @@ impl Default for ManagerConfig {
             leader: None,
             listen: None,
             install_crds: false,
+            policy: Arc::new(Policy::default()),
         }
     }
 }
@@ -113,11 +128,18 @@ impl Manager {
         let hotload_metrics = HotloadMetrics::default();
         hotload_metrics.register(metrics.registry_mut());
         let metrics = Arc::new(metrics);
+        let admission = Admission::new(client.clone(), config.policy.clone());
         let (events, catalog, loader) = match source {
             PluginSource::Fixed(plugins) => {
                 let (tx, rx) = mpsc::unbounded_channel();
                 let catalog = Catalog::default();
                 for plugin in plugins {
+                    admission.admit(plugin.info()).await.map_err(|source| {
+                        ManagerError::Admission {
+                            plugin: plugin.label().to_owned(),
+                            source,
+                        }
+                    })?;
                     let event = PluginEvent::Added {
                         file: plugin.label().into(),
                         plugin,
@@ -130,9 +152,13 @@ impl Manager {
                 (rx, catalog, None)
             }
             PluginSource::Directory { config: dir, engine } => {
-                let loader = EngineLoader {
-                    engine,
-                    limits: config.limits,
+                let loader = AdmittingLoader {
+                    inner: EngineLoader {
+                        engine,
+                        limits: config.limits,
+                    },
+                    admission,
+                    runtime: tokio::runtime::Handle::current(),
                 };
                 let (hot, rx) = HotLoader::start(dir, loader, hotload_metrics.clone())?;
                 (rx, hot.catalog(), Some(hot))
@@ -264,6 +290,8 @@ async fn drive(
         }
     }
     controllers.shutdown().await;
+    // The lease is released once every receiver of its state is gone.
+    drop((controllers, leading));
     if let Some(l) = leadership {
         l.release().await;
     }

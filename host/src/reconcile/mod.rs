@@ -290,17 +290,19 @@ impl Controller {
         let info = b.info();
         let uid = parent.metadata.uid.clone().unwrap_or_default();
         let children = b.cache.children_of(&uid);
+        // The plugin sees its Secrets without their data (a content hash instead).
+        let observed: Vec<Arc<DynamicObject>> = children.iter().map(redact::for_plugin).collect();
 
         // Deletion: finalize, then let the API server's GC remove the children.
         if parent.metadata.deletion_timestamp.is_some() {
-            return self.finalize(b, &parent, &children).await;
+            return self.finalize(b, &parent, &observed).await;
         }
         let parent = self.ensure_finalizer(b, parent).await?;
 
         // ④ Ask the plugin for the desired children and status.
         let answer = b
             .invoker
-            .reconcile(&parent, &children)
+            .reconcile(&parent, &observed)
             .await
             .map_err(ReconcileError::Plugin)?;
 
