@@ -248,13 +248,11 @@ impl Controller {
             };
 
             // ⑤ Validate the whole answer, then apply what differs and prune what is gone.
-            let desired = match validate::validate(info, &parent, answer.children, &self.cache) {
+            let policy = validate::ValidationPolicy::default();
+            let desired = match validate::validate(info, &parent, &answer, &self.cache, &policy) {
                 Ok(desired) => desired,
                 Err(refusal) => {
-                    let e = PluginError::refused(format!(
-                        "plugin {}: answer refused: {refusal}",
-                        info.name
-                    ));
+                    let e = PluginError::refused(validate::refusal_message(info, &refusal));
                     return self.failed(key, &parent, e).await;
                 }
             };
