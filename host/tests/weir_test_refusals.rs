@@ -185,6 +185,21 @@ fn expecting_a_refusal_of_an_answer_the_host_accepts_fails() {
     );
 }
 
+#[test]
+fn the_blog_fixtures_pass_the_hosts_validation() {
+    let wasm = workspace().join("target/plugins/blog.wasm");
+    assert!(
+        wasm.exists(),
+        "{} is missing: run plugins/build.sh first",
+        wasm.display()
+    );
+    let engine = Engine::new(EngineConfig::default()).unwrap();
+    let blog = engine.load_file(&wasm, Limits::default()).unwrap();
+    let summary = run_dir(&blog, &workspace().join("plugins/blog/fixtures")).unwrap();
+    assert_eq!(summary.failed(), 0, "{}", report(&summary));
+    assert!(summary.passed() > 0);
+}
+
 /// A fresh directory of this test's own under the system's temporary directory.
 fn tempdir(name: &str) -> PathBuf {
     let dir =
