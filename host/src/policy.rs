@@ -219,6 +219,16 @@ impl Policy {
         path.map_or_else(|| Ok(Self::default()), Self::load)
     }
 
+    /// What the answer validation (`reconcile::validate`) may let through under this policy.
+    pub fn validation(&self) -> crate::reconcile::validate::ValidationPolicy {
+        crate::reconcile::validate::ValidationPolicy {
+            allow_service_account_tokens: self
+                .secret_types
+                .iter()
+                .any(|t| t == crate::reconcile::validate::SERVICE_ACCOUNT_TOKEN_TYPE),
+        }
+    }
+
     /// Checks one desired child of an admitted plugin (JSON, as the plugin answered) against
     /// what admission cannot see: a Secret's `type` must be one of `secret_types`.
     pub fn check_desired(&self, info: &PluginInfo, child: &Value) -> Result<(), PolicyRefusal> {

@@ -130,6 +130,7 @@ impl RunArgs {
                 resync: std::time::Duration::from_secs(self.resync_secs),
                 instance: identity,
                 namespace: self.namespace.clone(),
+                validation: policy.validation(),
                 ..ControllerConfig::default()
             },
             leader,

@@ -19,12 +19,11 @@ pub enum ReconcileError {
     #[error(transparent)]
     Plugin(PluginError),
     /// The plugin answered, and the host refused the answer; nothing was written.
-    #[error("plugin {plugin}: answer refused: {refusal}")]
+    #[error("{message}")]
     Refused {
-        /// The plugin's name and version.
-        plugin: String,
-        /// What was wrong with the answer.
-        #[source]
+        /// What `weir test` prints for the same answer (`validate::refusal_message`).
+        message: String,
+        /// What was wrong with the answer (already in `message`, so not a `#[source]`).
         refusal: Refusal,
     },
     /// Writing (or pruning) a child failed.
@@ -140,16 +139,18 @@ mod tests {
 
     #[test]
     fn a_refused_answer_is_labelled_refused_and_not_retried() {
+        let refusal = Refusal::Duplicate {
+            kind: "ConfigMap".into(),
+            name: "x".into(),
+        };
         let e = ReconcileError::Refused {
-            plugin: "blog@1".into(),
-            refusal: Refusal::Duplicate {
-                kind: "ConfigMap".into(),
-                name: "x".into(),
-            },
+            message: format!("plugin blog: answer refused: {refusal}"),
+            refusal,
         };
         assert_eq!(
-            e.to_string(),
-            r#"plugin blog@1: answer refused: child ConfigMap "x" appears twice"#
+            crate::chain::Chain(&e).to_string(),
+            r#"plugin blog: answer refused: child ConfigMap "x" appears twice"#,
+            "the refusal is said once"
         );
         let p = Policy::of(&e);
         assert_eq!((p.reason, p.finish, p.label), ("Refused", Finish::Failed, ResultLabel::Refused));

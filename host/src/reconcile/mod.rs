@@ -53,6 +53,8 @@ pub struct ControllerConfig {
     pub instance: String,
     /// Watch and reconcile only this namespace; `None` watches the whole cluster.
     pub namespace: Option<String>,
+    /// What the answer validation allows beyond the defaults (from the host's policy).
+    pub validation: validate::ValidationPolicy,
 }
 
 impl Default for ControllerConfig {
@@ -63,6 +65,7 @@ impl Default for ControllerConfig {
             queue: QueueConfig::default(),
             instance: "weir".into(),
             namespace: None,
+            validation: validate::ValidationPolicy::default(),
         }
     }
 }
@@ -307,12 +310,17 @@ impl Controller {
             .map_err(ReconcileError::Plugin)?;
 
         // ⑤ Validate the whole answer, then apply what differs and prune what is gone.
-        let desired = validate::validate(info, &parent, answer.children, &b.cache).map_err(
-            |refusal| ReconcileError::Refused {
-                plugin: format!("{}@{}", info.name, info.version),
-                refusal,
-            },
-        )?;
+        let desired = validate::validate(
+            info,
+            &parent,
+            &answer,
+            &b.cache,
+            &self.parts.config.validation,
+        )
+        .map_err(|refusal| ReconcileError::Refused {
+            message: validate::refusal_message(info, &refusal),
+            refusal,
+        })?;
         let mut writes = b.applier.apply(&desired).await?;
         writes.extend(b.applier.prune(&desired, &children, &info.children).await?);
         if !writes.is_empty() {

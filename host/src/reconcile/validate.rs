@@ -1,8 +1,13 @@
-//! ⑤a Validation of the plugin's answer: nothing is written unless every desired child passes.
+//! ⑤a Validation of the plugin's answer: nothing is written unless the whole answer passes.
 //!
 //! A plugin is untrusted: it may only create the kinds it declared, only in its parent's
 //! namespace, and never take over an object someone else controls. The host, not the plugin,
 //! stamps ownership, so every child it writes is garbage-collected with its parent.
+//!
+//! [`validate`] is a pure function of the plugin's declaration, the parent, the answer and a
+//! [`LiveObjects`] lookup: the controller passes its [`Cache`], `weir test` the fixture's
+//! observed objects, so a fixture fails offline exactly when the host would refuse the answer,
+//! with the same [`refusal_message`].
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -13,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use super::cache::{Cache, controller_uid};
 use super::queue::ObjectKey;
-use crate::plugin::{PluginInfo, ResourceKind};
+use crate::plugin::{PluginInfo, ReconcileResponse, ResourceKind};
 
 /// Label on every child naming the UID of the parent that controls it.
 pub const PARENT_UID_LABEL: &str = "weir.dev/parent-uid";
@@ -24,6 +29,44 @@ pub const MANIFEST_HASH_ANNOTATION: &str = "weir.dev/manifest-hash";
 pub const MAX_CHILDREN: usize = 256;
 /// Largest serialised child (etcd stores at most 1.5 MiB per object).
 pub const MAX_CHILD_BYTES: usize = 1 << 20;
+/// Largest serialised desired status: it shares the parent's 1.5 MiB with the spec and metadata.
+pub const MAX_STATUS_BYTES: usize = 1 << 20;
+/// The Secret type the API server fills with a token of the ServiceAccount the Secret names.
+pub const SERVICE_ACCOUNT_TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
+
+/// What the host lets a plugin's answer do beyond the defaults; `Default` is the strict policy.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ValidationPolicy {
+    /// Allow Secret children of type `kubernetes.io/service-account-token`. Off by default: the
+    /// API server's token controller fills such a Secret with a token of whichever ServiceAccount
+    /// its annotation names, so a plugin could mint (and read back) a credential it was never
+    /// given. Other Secret types hold only what the plugin wrote itself, so they stay allowed.
+    pub allow_service_account_tokens: bool,
+}
+
+/// The live objects the validation checks desired children against (ownership of a name).
+pub trait LiveObjects {
+    /// The object of this kind under this key, if one exists.
+    fn get(&self, api_version: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>>;
+}
+
+impl LiveObjects for Cache {
+    fn get(&self, api_version: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
+        self.child_store(api_version, kind)?.get(key)
+    }
+}
+
+impl<T: LiveObjects + ?Sized> LiveObjects for Arc<T> {
+    fn get(&self, api_version: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
+        (**self).get(api_version, kind, key)
+    }
+}
+
+/// The text the host puts in the parent's condition and Event when it refuses an answer;
+/// `weir test` prints the same.
+pub fn refusal_message(info: &PluginInfo, refusal: &Refusal) -> String {
+    format!("plugin {}: answer refused: {refusal}", info.name)
+}
 
 /// Why the plugin's answer was refused. Permanent: retrying the same answer cannot help.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -96,6 +139,34 @@ pub enum Refusal {
         /// `not owned by any controller` or `controlled by <uid>`.
         owner: String,
     },
+    /// A child carries `metadata.finalizers`: it could outlive its parent's deletion forever.
+    #[error(
+        "child {kind} {name:?} carries finalizers {finalizers}; a plugin may not put finalizers on its children"
+    )]
+    Finalizers {
+        /// Kind of the child.
+        kind: String,
+        /// Name of the child.
+        name: String,
+        /// The finalizers, as JSON.
+        finalizers: String,
+    },
+    /// A Secret child of the type the API server fills with a ServiceAccount's token.
+    #[error(
+        "child Secret {name:?} is of type kubernetes.io/service-account-token; the API server would fill it with a ServiceAccount token, which this host does not allow plugins to request"
+    )]
+    ServiceAccountToken {
+        /// Name of the Secret.
+        name: String,
+    },
+    /// The desired status is larger than [`MAX_STATUS_BYTES`] once serialised.
+    #[error("the desired status ({size} bytes) exceeds the limit of {limit} bytes")]
+    StatusTooLarge {
+        /// Its serialised size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
 }
 
 /// One child that passed validation, ready to apply.
@@ -127,19 +198,31 @@ pub fn is_valid_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 253 && name.split('.').all(label_ok)
 }
 
-/// Checks the plugin's desired children against its declaration and the cache, and stamps
-/// the host-owned fields. Either every child passes or nothing is returned.
+/// Checks the plugin's whole answer (desired children and status) against its declaration,
+/// `policy` and the `live` objects, and stamps the host-owned fields on the children. Either
+/// the whole answer passes or nothing is returned; nothing here talks to the cluster.
 pub fn validate(
     info: &PluginInfo,
     parent: &DynamicObject,
-    desired: Vec<Value>,
-    cache: &Cache,
+    answer: &ReconcileResponse,
+    live: &dyn LiveObjects,
+    policy: &ValidationPolicy,
 ) -> Result<Vec<DesiredChild>, Refusal> {
+    let desired = &answer.children;
     if desired.len() > MAX_CHILDREN {
         return Err(Refusal::TooLarge {
             what: format!("{} children", desired.len()),
             limit: MAX_CHILDREN,
         });
+    }
+    if let Some(status) = &answer.status {
+        let size = json_len(status);
+        if size > MAX_STATUS_BYTES {
+            return Err(Refusal::StatusTooLarge {
+                size,
+                limit: MAX_STATUS_BYTES,
+            });
+        }
     }
     let parent_ns = parent.metadata.namespace.clone().unwrap_or_default();
     let parent_uid = parent.metadata.uid.clone().unwrap_or_default();
@@ -154,16 +237,16 @@ pub fn validate(
     });
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(desired.len());
-    for (index, mut child) in desired.into_iter().enumerate() {
-        let api_version = str_at(&child, &["apiVersion"]).ok_or(Refusal::Malformed {
+    for (index, child) in desired.iter().enumerate() {
+        let api_version = str_at(child, &["apiVersion"]).ok_or(Refusal::Malformed {
             index,
             field: "apiVersion",
         })?;
-        let kind_name = str_at(&child, &["kind"]).ok_or(Refusal::Malformed {
+        let kind_name = str_at(child, &["kind"]).ok_or(Refusal::Malformed {
             index,
             field: "kind",
         })?;
-        let name = str_at(&child, &["metadata", "name"]).ok_or(Refusal::Malformed {
+        let name = str_at(child, &["metadata", "name"]).ok_or(Refusal::Malformed {
             index,
             field: "metadata.name",
         })?;
@@ -183,7 +266,7 @@ pub fn validate(
                 name,
             });
         };
-        let wanted_ns = str_at(&child, &["metadata", "namespace"])
+        let wanted_ns = str_at(child, &["metadata", "namespace"])
             .unwrap_or(&parent_ns)
             .to_owned();
         if parent_ns.is_empty() || wanted_ns != parent_ns {
@@ -206,10 +289,9 @@ pub fn validate(
                 name,
             });
         }
+        check_content(child, &kind_name, &name, policy)?;
         let key = ObjectKey::new(parent_ns.clone(), name.clone());
-        let live = cache
-            .child_store(&api_version, &kind_name)
-            .and_then(|s| s.get(&key));
+        let live = live.get(&api_version, &kind_name, &key);
         if let Some(live) = &live {
             let controller = controller_uid(live);
             if controller != Some(parent_uid.as_str()) {
@@ -224,8 +306,9 @@ pub fn validate(
                 });
             }
         }
+        let mut child = child.clone();
         stamp(&mut child, &parent_ns, &owner, &parent_uid);
-        let size = serde_json::to_vec(&child).map_or(usize::MAX, |b| b.len());
+        let size = json_len(&child);
         if size > MAX_CHILD_BYTES {
             return Err(Refusal::TooLarge {
                 what: format!("{kind_name} {name:?} ({size} bytes)"),
@@ -240,6 +323,54 @@ pub fn validate(
         });
     }
     Ok(out)
+}
+
+/// The answer-side rules on a child's content: no finalizers, no self-filling credentials.
+fn check_content(
+    child: &Value,
+    kind: &str,
+    name: &str,
+    policy: &ValidationPolicy,
+) -> Result<(), Refusal> {
+    let finalizers = child.get("metadata").and_then(|m| m.get("finalizers"));
+    let harmless = |f: &Value| f.is_null() || f.as_array().is_some_and(Vec::is_empty);
+    if let Some(finalizers) = finalizers.filter(|f| !harmless(f)) {
+        return Err(Refusal::Finalizers {
+            kind: kind.to_owned(),
+            name: name.to_owned(),
+            finalizers: finalizers.to_string(),
+        });
+    }
+    // Only the core Secret: the kind is declared, so apiVersion `v1` is the API server's own.
+    if kind == "Secret"
+        && str_at(child, &["apiVersion"]) == Some("v1")
+        && str_at(child, &["type"]) == Some(SERVICE_ACCOUNT_TOKEN_TYPE)
+        && !policy.allow_service_account_tokens
+    {
+        return Err(Refusal::ServiceAccountToken {
+            name: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// Bytes of `value` serialised as compact JSON, counted without building the text.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
+    }
 }
 
 /// Sets the host-owned fields and drops the server-owned ones a plugin may have copied.

@@ -3,6 +3,7 @@ use kube::runtime::watcher;
 use serde_json::json;
 
 use super::*;
+use crate::plugin::Requeue;
 
 fn kind(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceKind {
     ResourceKind {
@@ -22,6 +23,7 @@ fn info() -> PluginInfo {
         children: vec![
             kind("", "v1", "ConfigMap", "configmaps", true),
             kind("apps", "v1", "Deployment", "deployments", true),
+            kind("", "v1", "Secret", "secrets", true),
             kind(
                 "rbac.authorization.k8s.io",
                 "v1",
@@ -46,6 +48,25 @@ fn cache() -> Cache {
     Cache::new(i.parent, &i.children)
 }
 
+fn answer(children: Vec<Value>) -> ReconcileResponse {
+    ReconcileResponse {
+        children,
+        status: None,
+        requeue: Requeue::Done,
+    }
+}
+
+/// The strict default policy, the test plugin's declaration and parent.
+fn check(children: Vec<Value>, live: &Cache) -> Result<Vec<DesiredChild>, Refusal> {
+    validate(
+        &info(),
+        &parent(),
+        &answer(children),
+        live,
+        &ValidationPolicy::default(),
+    )
+}
+
 fn cm(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}})
 }
@@ -68,7 +89,7 @@ fn live_cm(name: &str, controller: Option<&str>) -> DynamicObject {
 
 #[test]
 fn the_host_stamps_namespace_owner_reference_label_and_hash() {
-    let out = validate(&info(), &parent(), vec![cm("page")], &cache()).unwrap();
+    let out = check(vec![cm("page")], &cache()).unwrap();
     let m = &out[0].manifest;
     assert_eq!(m["metadata"]["namespace"], "default");
     let owner = &m["metadata"]["ownerReferences"][0];
@@ -87,7 +108,7 @@ fn owner_references_and_server_fields_from_the_plugin_are_replaced() {
     c["metadata"]["ownerReferences"] = json!([{"uid": "someone-else", "controller": true}]);
     c["metadata"]["resourceVersion"] = json!("42");
     c["status"] = json!({"x": 1});
-    let out = validate(&info(), &parent(), vec![c], &cache()).unwrap();
+    let out = check(vec![c], &cache()).unwrap();
     let m = &out[0].manifest;
     assert_eq!(
         m["metadata"]["ownerReferences"].as_array().map(Vec::len),
@@ -100,10 +121,10 @@ fn owner_references_and_server_fields_from_the_plugin_are_replaced() {
 
 #[test]
 fn a_different_manifest_gets_a_different_hash() {
-    let a = validate(&info(), &parent(), vec![cm("page")], &cache()).unwrap();
+    let a = check(vec![cm("page")], &cache()).unwrap();
     let mut changed = cm("page");
     changed["data"]["a"] = json!("c");
-    let b = validate(&info(), &parent(), vec![changed], &cache()).unwrap();
+    let b = check(vec![changed], &cache()).unwrap();
     let hash =
         |d: &DesiredChild| d.manifest["metadata"]["annotations"][MANIFEST_HASH_ANNOTATION].clone();
     assert_ne!(hash(&a[0]), hash(&b[0]));
@@ -111,10 +132,10 @@ fn a_different_manifest_gets_a_different_hash() {
 
 #[test]
 fn an_undeclared_kind_is_refused() {
-    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
-    let err = validate(&info(), &parent(), vec![cm("ok"), secret], &cache()).unwrap_err();
+    let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}});
+    let err = check(vec![cm("ok"), service], &cache()).unwrap_err();
     assert!(
-        matches!(err, Refusal::UndeclaredKind { ref kind, .. } if kind == "Secret"),
+        matches!(err, Refusal::UndeclaredKind { ref kind, .. } if kind == "Service"),
         "{err}"
     );
 }
@@ -123,7 +144,7 @@ fn an_undeclared_kind_is_refused() {
 fn a_declared_kind_under_another_api_version_is_refused() {
     let d = json!({"apiVersion": "apps/v1beta1", "kind": "Deployment", "metadata": {"name": "d"}});
     assert!(matches!(
-        validate(&info(), &parent(), vec![d], &cache()),
+        check(vec![d], &cache()),
         Err(Refusal::UndeclaredKind { .. })
     ));
 }
@@ -132,7 +153,7 @@ fn a_declared_kind_under_another_api_version_is_refused() {
 fn cluster_scoped_children_are_refused() {
     let cr = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}});
     assert!(matches!(
-        validate(&info(), &parent(), vec![cr], &cache()),
+        check(vec![cr], &cache()),
         Err(Refusal::UndeclaredKind { .. })
     ));
 }
@@ -141,7 +162,7 @@ fn cluster_scoped_children_are_refused() {
 fn another_namespace_is_refused() {
     let mut c = cm("page");
     c["metadata"]["namespace"] = json!("kube-system");
-    let err = validate(&info(), &parent(), vec![c], &cache()).unwrap_err();
+    let err = check(vec![c], &cache()).unwrap_err();
     assert!(
         matches!(err, Refusal::Namespace { ref wanted, .. } if wanted == "kube-system"),
         "{err}"
@@ -152,7 +173,7 @@ fn another_namespace_is_refused() {
 fn the_parents_own_namespace_may_be_spelled_out() {
     let mut c = cm("page");
     c["metadata"]["namespace"] = json!("default");
-    assert!(validate(&info(), &parent(), vec![c], &cache()).is_ok());
+    assert!(check(vec![c], &cache()).is_ok());
 }
 
 #[test]
@@ -166,7 +187,7 @@ fn invalid_names_are_refused() {
         "a..b",
         &"x".repeat(254),
     ] {
-        let r = validate(&info(), &parent(), vec![cm(bad)], &cache());
+        let r = check(vec![cm(bad)], &cache());
         assert!(
             matches!(r, Err(Refusal::InvalidName { .. })),
             "{bad:?} accepted"
@@ -177,9 +198,7 @@ fn invalid_names_are_refused() {
 
 #[test]
 fn missing_fields_are_refused_with_the_field_named() {
-    let r = validate(
-        &info(),
-        &parent(),
+    let r = check(
         vec![json!({"apiVersion": "v1", "kind": "ConfigMap"})],
         &cache(),
     );
@@ -190,7 +209,7 @@ fn missing_fields_are_refused_with_the_field_named() {
             field: "metadata.name"
         }
     );
-    let r = validate(&info(), &parent(), vec![json!("not an object")], &cache());
+    let r = check(vec![json!("not an object")], &cache());
     assert!(matches!(
         r,
         Err(Refusal::Malformed {
@@ -202,7 +221,7 @@ fn missing_fields_are_refused_with_the_field_named() {
 
 #[test]
 fn duplicates_are_refused() {
-    let r = validate(&info(), &parent(), vec![cm("a"), cm("a")], &cache());
+    let r = check(vec![cm("a"), cm("a")], &cache());
     assert!(matches!(r, Err(Refusal::Duplicate { .. })));
 }
 
@@ -210,13 +229,13 @@ fn duplicates_are_refused() {
 fn too_many_or_too_large_children_are_refused() {
     let many: Vec<Value> = (0..=MAX_CHILDREN).map(|i| cm(&format!("c{i}"))).collect();
     assert!(matches!(
-        validate(&info(), &parent(), many, &cache()),
+        check(many, &cache()),
         Err(Refusal::TooLarge { .. })
     ));
     let mut big = cm("big");
     big["data"]["a"] = json!("x".repeat(MAX_CHILD_BYTES));
     assert!(matches!(
-        validate(&info(), &parent(), vec![big], &cache()),
+        check(vec![big], &cache()),
         Err(Refusal::TooLarge { .. })
     ));
 }
@@ -225,7 +244,7 @@ fn too_many_or_too_large_children_are_refused() {
 fn an_existing_object_controlled_by_another_owner_is_refused() {
     let c = cache();
     c.children[0].apply(watcher::Event::Apply(live_cm("page", Some("uid-other"))));
-    let err = validate(&info(), &parent(), vec![cm("page")], &c).unwrap_err();
+    let err = check(vec![cm("page")], &c).unwrap_err();
     assert!(
         matches!(err, Refusal::Foreign { ref owner, .. } if owner.contains("uid-other")),
         "{err}"
@@ -236,7 +255,7 @@ fn an_existing_object_controlled_by_another_owner_is_refused() {
 fn an_existing_unowned_object_is_refused() {
     let c = cache();
     c.children[0].apply(watcher::Event::Apply(live_cm("page", None)));
-    let err = validate(&info(), &parent(), vec![cm("page")], &c).unwrap_err();
+    let err = check(vec![cm("page")], &c).unwrap_err();
     assert!(matches!(err, Refusal::Foreign { .. }), "{err}");
 }
 
@@ -244,8 +263,155 @@ fn an_existing_unowned_object_is_refused() {
 fn an_existing_object_this_parent_controls_is_passed_with_its_live_copy() {
     let c = cache();
     c.children[0].apply(watcher::Event::Apply(live_cm("page", Some("uid-parent"))));
-    let out = validate(&info(), &parent(), vec![cm("page")], &c).unwrap();
+    let out = check(vec![cm("page")], &c).unwrap();
     assert!(out[0].live.is_some());
+}
+
+#[test]
+fn a_child_with_finalizers_is_refused() {
+    let mut c = cm("page");
+    c["metadata"]["finalizers"] = json!(["example.com/keep"]);
+    let err = check(vec![c], &cache()).unwrap_err();
+    assert!(
+        matches!(err, Refusal::Finalizers { ref finalizers, .. } if finalizers.contains("example.com/keep")),
+        "{err}"
+    );
+    assert!(err.to_string().contains("may not put finalizers"), "{err}");
+}
+
+#[test]
+fn an_empty_or_null_finalizer_list_is_not_a_finalizer() {
+    for empty in [json!([]), Value::Null] {
+        let mut c = cm("page");
+        c["metadata"]["finalizers"] = empty;
+        assert!(check(vec![c], &cache()).is_ok());
+    }
+}
+
+fn secret(name: &str, type_: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name}, "type": type_})
+}
+
+#[test]
+fn a_service_account_token_secret_is_refused_by_default() {
+    let token = secret("token", SERVICE_ACCOUNT_TOKEN_TYPE);
+    let err = check(vec![token], &cache()).unwrap_err();
+    assert_eq!(
+        err,
+        Refusal::ServiceAccountToken {
+            name: "token".into()
+        }
+    );
+    assert!(
+        err.to_string()
+            .contains("kubernetes.io/service-account-token"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_service_account_token_secret_passes_when_the_policy_allows_it() {
+    let policy = ValidationPolicy {
+        allow_service_account_tokens: true,
+    };
+    let token = secret("token", SERVICE_ACCOUNT_TOKEN_TYPE);
+    let out = validate(&info(), &parent(), &answer(vec![token]), &cache(), &policy).unwrap();
+    assert_eq!(out[0].manifest["type"], SERVICE_ACCOUNT_TOKEN_TYPE);
+}
+
+#[test]
+fn secrets_of_types_the_plugin_fills_itself_pass() {
+    let children = vec![
+        secret("opaque", "Opaque"),
+        secret("pull", "kubernetes.io/dockerconfigjson"),
+        secret("tls", "kubernetes.io/tls"),
+    ];
+    assert_eq!(check(children, &cache()).unwrap().len(), 3);
+}
+
+#[test]
+fn a_status_larger_than_the_limit_is_refused_and_one_within_it_passes() {
+    // `{"x":"…"}` is the filler plus 8 bytes.
+    let status = |filler: usize| json!({"x": "y".repeat(filler)});
+    let mut a = answer(vec![cm("page")]);
+    a.status = Some(status(MAX_STATUS_BYTES - 8));
+    let policy = ValidationPolicy::default();
+    assert!(validate(&info(), &parent(), &a, &cache(), &policy).is_ok());
+    a.status = Some(status(MAX_STATUS_BYTES - 7));
+    let err = validate(&info(), &parent(), &a, &cache(), &policy).unwrap_err();
+    assert_eq!(
+        err,
+        Refusal::StatusTooLarge {
+            size: MAX_STATUS_BYTES + 1,
+            limit: MAX_STATUS_BYTES
+        }
+    );
+}
+
+#[test]
+fn the_refusal_message_names_the_plugin_and_the_reason() {
+    let refusal = Refusal::Duplicate {
+        kind: "ConfigMap".into(),
+        name: "a".into(),
+    };
+    assert_eq!(
+        refusal_message(&info(), &refusal),
+        "plugin blog: answer refused: child ConfigMap \"a\" appears twice"
+    );
+}
+
+/// Live objects from a list, as `weir test` has them.
+struct Listed(Vec<(String, Arc<DynamicObject>)>);
+
+impl LiveObjects for Listed {
+    fn get(&self, _: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
+        self.0
+            .iter()
+            .find(|(k, o)| {
+                k == kind
+                    && o.metadata.name.as_deref() == Some(key.name.as_str())
+                    && o.metadata.namespace == key.namespace
+            })
+            .map(|(_, o)| o.clone())
+    }
+}
+
+#[test]
+fn any_lookup_of_live_objects_decides_ownership() {
+    let live = Listed(vec![(
+        "ConfigMap".into(),
+        Arc::new(live_cm("taken", Some("uid-other"))),
+    )]);
+    let policy = ValidationPolicy::default();
+    let refused = validate(
+        &info(),
+        &parent(),
+        &answer(vec![cm("taken")]),
+        &live,
+        &policy,
+    );
+    assert!(
+        matches!(refused, Err(Refusal::Foreign { .. })),
+        "{refused:?}"
+    );
+    let free = validate(
+        &info(),
+        &parent(),
+        &answer(vec![cm("free")]),
+        &live,
+        &policy,
+    );
+    assert!(free.is_ok());
+}
+
+#[test]
+fn the_cache_is_a_lookup_of_live_objects_by_kind_and_key() {
+    let c = cache();
+    c.children[0].apply(watcher::Event::Apply(live_cm("page", None)));
+    let key = ObjectKey::new("default", "page");
+    assert!(LiveObjects::get(&c, "v1", "ConfigMap", &key).is_some());
+    assert!(LiveObjects::get(&c, "apps/v1", "Deployment", &key).is_none());
+    assert!(LiveObjects::get(&c, "v1", "ConfigMap", &ObjectKey::new("other", "page")).is_none());
 }
 
 #[test]

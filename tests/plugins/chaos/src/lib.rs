@@ -15,6 +15,20 @@
 //! | `error`         | fails with `spec.errorKind` (`transient`/`permanent`) and `spec.message` |
 //! | `log`           | logs at every level and writes to stdout and stderr, then `ok` |
 //!
+//! Modes whose answer the sandbox accepts but the host's validation refuses
+//! (fixtures in `fixtures-refused/`); each answers status `{mode: <mode>}`:
+//!
+//! | `spec.mode`     | what `reconcile` asks for                                    |
+//! |-----------------|--------------------------------------------------------------|
+//! | `elsewhere`     | the ConfigMap in `spec.namespace` (default `kube-system`)    |
+//! | `duplicate`     | the same ConfigMap twice                                     |
+//! | `invalid-name`  | a ConfigMap named `<name>_Not_A_Name`                        |
+//! | `many`          | `spec.count` ConfigMaps `<name>-<i>` (default 257)           |
+//! | `finalizers`    | the ConfigMap with finalizer `test.weir.dev/keep`            |
+//! | `token`         | a Secret of type `kubernetes.io/service-account-token`       |
+//! | `huge-status`   | the ConfigMap and a status with a `spec.bytes` filler (default 2 MiB) |
+//! | `adopt`         | the ConfigMap and one named `spec.target` (default `foreign`) |
+//!
 //! `finalize` answers `againAfter(spec.finalizeAfterMs)` when that is set, else `complete`.
 
 #[allow(
@@ -31,6 +45,8 @@ mod bindings {
     use super::Chaos;
     export!(Chaos);
 }
+
+mod refused;
 
 use bindings::weir::reconciler::types::{ErrorKind, LogLevel, Requeue, ResourceKind};
 use bindings::{
@@ -98,7 +114,10 @@ impl Guest for Chaos {
             name: "chaos".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             parent: kind("test.weir.dev", "v1", "Chaos", "chaoses"),
-            children: vec![kind("", "v1", "ConfigMap", "configmaps")],
+            children: vec![
+                kind("", "v1", "ConfigMap", "configmaps"),
+                kind("", "v1", "Secret", "secrets"),
+            ],
             finalizer: Some("test.weir.dev/chaos".into()),
             crd: None,
         }
@@ -163,7 +182,8 @@ impl Guest for Chaos {
                 eprintln!("chaos stderr for {name}");
                 Ok(ok_response(&name, mode))
             }
-            other => Err(permanent(format!("chaos: unknown spec.mode {other:?}"))),
+            other => refused::answer(other, &name, spec)
+                .ok_or_else(|| permanent(format!("chaos: unknown spec.mode {other:?}"))),
         }
     }
 
