@@ -13,6 +13,13 @@ step() { printf '\n==> %s\n' "$*"; }
 step "toolchain: wasm32-wasip2 target"
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
 
+step "the production build (--no-default-features) leaves out the emulator"
+tree=$(cargo tree -p weir --no-default-features -e normal --prefix none)
+if grep -q '^weir-emulator ' <<<"$tree"; then
+  echo "weir-emulator is a normal dependency of weir without the \`dev\` feature" >&2
+  exit 1
+fi
+
 step "kubectl (the end-to-end and emulator tests drive the real one)"
 if ! command -v kubectl >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq kubernetes-client

@@ -36,13 +36,23 @@ pub enum Command {
     /// Reconcile with every plugin in a directory against a cluster, until SIGTERM.
     Run(weir::run::RunArgs),
     /// Run everything on this machine: the API emulator, the host and a live view (no cluster).
+    #[cfg(feature = "dev")]
     Dev(weir::dev::DevArgs),
+    /// Not in this build (needs the `dev` cargo feature): the API emulator, the host and a live view.
+    #[cfg(not(feature = "dev"))]
+    #[command(disable_help_flag = true)]
+    Dev(NotBuilt),
     /// Print the ClusterRole the plugins in a directory need (from their `describe()`).
     Rbac(RbacArgs),
     /// List the plugins a running host serves (from its `/plugins` endpoint).
     Plugins(PluginsArgs),
     /// Serve only the embedded Kubernetes API emulator, for kubectl and kube-rs, until Ctrl-C.
+    #[cfg(feature = "dev")]
     Emulator(EmulatorArgs),
+    /// Not in this build (needs the `dev` cargo feature): the embedded Kubernetes API emulator.
+    #[cfg(not(feature = "dev"))]
+    #[command(disable_help_flag = true)]
+    Emulator(NotBuilt),
 }
 
 impl Cli {
@@ -54,6 +64,7 @@ impl Cli {
                 .execute(self.engine_config())
                 .map(|()| ExitCode::SUCCESS)
                 .map_err(Into::into),
+            #[cfg(feature = "dev")]
             Command::Dev(args) => args
                 .execute(self.engine_config())
                 .map(|()| ExitCode::SUCCESS)
@@ -66,7 +77,13 @@ impl Cli {
                 );
                 Ok(ExitCode::SUCCESS)
             }
+            #[cfg(feature = "dev")]
             Command::Emulator(args) => emulator(args).map(|()| ExitCode::SUCCESS),
+            #[cfg(not(feature = "dev"))]
+            Command::Dev(_) | Command::Emulator(_) => {
+                eprintln!("{NOT_BUILT}");
+                Ok(ExitCode::FAILURE)
+            }
             Command::Rbac(args) => {
                 let engine = Engine::new(self.engine_config())?;
                 let options = weir::rbac::RbacOptions {
@@ -163,7 +180,23 @@ fn test(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// What `weir dev` and `weir emulator` answer in a build without the `dev` feature.
+#[cfg(not(feature = "dev"))]
+const NOT_BUILT: &str = "weir was built without the `dev` feature: `cargo install weir` / `cargo build -p weir` \
+    (default features) includes `weir dev` and `weir emulator`";
+
+/// Whatever follows `weir dev` or `weir emulator` in a build without the `dev`
+/// feature: accepted unparsed, so that the answer is how to get them.
+#[cfg(not(feature = "dev"))]
+#[derive(Debug, Args)]
+pub struct NotBuilt {
+    /// Ignored.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, hide = true)]
+    pub args: Vec<String>,
+}
+
 /// Arguments of `weir emulator`.
+#[cfg(feature = "dev")]
 #[derive(Debug, Args)]
 pub struct EmulatorArgs {
     /// Where to write a kubeconfig pointing at the emulator.
@@ -182,6 +215,7 @@ pub struct EmulatorArgs {
 }
 
 /// Serves the emulator until Ctrl-C or SIGTERM, printing where it listens.
+#[cfg(feature = "dev")]
 fn emulator(args: &EmulatorArgs) -> anyhow::Result<()> {
     use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 

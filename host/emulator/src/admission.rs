@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::apierror::{ApiError, ApiResult};
-use crate::ops::{Validation, WriteOpts};
+use crate::opts::{Validation, WriteOpts};
 use crate::resources::ResourceType;
 use crate::store::Store;
 use crate::{crd, object, schema};

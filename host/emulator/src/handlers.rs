@@ -10,12 +10,26 @@ use serde_json::{Value, json};
 
 use crate::apierror::{ApiError, ApiResult};
 use crate::gc::{self, Propagation};
-use crate::ops::{self, Outcome, PatchType, Validation, WriteOpts};
-use crate::routes::{Target, json_response};
+use crate::http_util::json_response;
+use crate::ops::{self, Outcome, PatchType};
+use crate::opts::{Validation, WriteOpts};
+use crate::resources::{self, ResourceType};
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::store::ObjKey;
 use crate::{object, scale, table, watch};
+
+/// A parsed resource URL.
+pub struct Target {
+    /// The served resource type.
+    pub rt: ResourceType,
+    /// Namespace from the URL, if any.
+    pub ns: Option<String>,
+    /// Object name, if the URL names one.
+    pub name: Option<String>,
+    /// Subresource (`status`, `scale`), if any.
+    pub sub: Option<String>,
+}
 
 /// One parsed resource request.
 pub struct Request {
@@ -118,11 +132,7 @@ fn selectors(req: &Request) -> ApiResult<(LabelSelector, FieldSelector)> {
     Ok((labels, fields))
 }
 
-fn outcome_response(
-    rt: &crate::resources::ResourceType,
-    out: Outcome,
-    metadata_only: bool,
-) -> Response {
+fn outcome_response(rt: &ResourceType, out: Outcome, metadata_only: bool) -> Response {
     let code = if out.created {
         StatusCode::CREATED
     } else {
@@ -131,7 +141,7 @@ fn outcome_response(
     let body = if metadata_only {
         partial(&out.object)
     } else {
-        ops::serve(rt, &out.object)
+        resources::serve(rt, &out.object)
     };
     let mut resp = json_response(code, &body);
     for w in out.warnings {
@@ -187,7 +197,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request) -> ApiResult<Response> {
                     include,
                 ),
                 _ if req.metadata_only() => partial(&obj),
-                _ => ops::serve(&rt, &obj),
+                _ => resources::serve(&rt, &obj),
             };
             Ok(json_response(StatusCode::OK, &body))
         }
@@ -233,7 +243,7 @@ pub async fn handle(shared: Arc<Shared>, req: Request) -> ApiResult<Response> {
     }
 }
 
-fn check_status(rt: &crate::resources::ResourceType, sub: Option<&str>) -> ApiResult<bool> {
+fn check_status(rt: &ResourceType, sub: Option<&str>) -> ApiResult<bool> {
     match sub {
         Some("status") if rt.has_status => Ok(true),
         Some(_) => Err(ApiError::new(
@@ -320,7 +330,7 @@ fn list(shared: &Shared, req: &Request) -> ApiResult<Response> {
             if metadata_only {
                 partial(o)
             } else {
-                ops::serve(rt, o)
+                resources::serve(rt, o)
             }
         })
         .collect();
@@ -421,7 +431,10 @@ fn delete(shared: &Shared, req: &Request, key: &ObjKey) -> ApiResult<Response> {
         }
     }
     if req.param("dryRun") == Some("All") {
-        return Ok(json_response(StatusCode::OK, &ops::serve(rt, &current)));
+        return Ok(json_response(
+            StatusCode::OK,
+            &resources::serve(rt, &current),
+        ));
     }
     let (obj, removed) = gc::delete(&mut store, key, policy)
         .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
@@ -431,7 +444,7 @@ fn delete(shared: &Shared, req: &Request, key: &ObjKey) -> ApiResult<Response> {
                             "details": {"name": key.name, "group": rt.group, "kind": rt.plural, "uid": object::uid(&obj)}});
         return Ok(json_response(StatusCode::OK, &status));
     }
-    Ok(json_response(StatusCode::OK, &ops::serve(rt, &obj)))
+    Ok(json_response(StatusCode::OK, &resources::serve(rt, &obj)))
 }
 
 fn delete_collection(shared: &Shared, req: &Request) -> ApiResult<Response> {
@@ -453,7 +466,7 @@ fn delete_collection(shared: &Shared, req: &Request) -> ApiResult<Response> {
             name: object::name(&o).to_string(),
         };
         if let Some((last, _)) = gc::delete(&mut store, &key, policy) {
-            items.push(ops::serve(rt, &last));
+            items.push(resources::serve(rt, &last));
         }
     }
     gc::settle(&mut store);

@@ -2,22 +2,41 @@
 //!
 //! The emulator serves the Kubernetes REST API on `127.0.0.1` from an in-memory store, so that
 //! unmodified clients — kube's `Client`, `watcher` and `reflector`, and the real `kubectl` — work
-//! against it. What it implements, module by module:
+//! against it.
 //!
-//! 1. [`resources`](crate) — built-in kinds (namespaces, configmaps, secrets, services,
-//!    serviceaccounts, core and `events.k8s.io` events, deployments, replicasets, leases, CRDs)
-//!    plus every kind a CustomResourceDefinition declares, served as soon as the CRD is created.
-//! 2. `store` — one global, monotonic resourceVersion; uid, creationTimestamp, generation
+//! # Reading order
+//! The modules are layered bottom-up: each one imports only from modules listed before it here
+//! (and declared before it below), never from a later one, so the crate reads in this order.
+//!
+//! 1. Shared helpers: `http_util` (JSON responses, query strings), `object` (paths into JSON
+//!    objects, resourceVersion), `fieldset` (field paths of `managedFields`), `selector` (label
+//!    and field selectors), `schema` (CRD `openAPIV3Schema` validation, 422 with field paths, and
+//!    pruning), `protobuf` (the few protobuf bodies kubectl sends), `apierror` (failures as
+//!    `Status`), `config` (the public settings and [`RequestRecord`]), `opts` (what a write asks
+//!    for: field manager, `fieldValidation`, dry run, force).
+//! 2. `resources` — the registry of served kinds: built-ins (namespaces, configmaps, secrets,
+//!    services, serviceaccounts, core and `events.k8s.io` events, deployments, replicasets,
+//!    leases, CRDs) plus every kind a CustomResourceDefinition declares, served as soon as the
+//!    CRD is created; `discovery` and `openapi`, the documents kubectl reads from it.
+//! 3. `store` — one global, monotonic resourceVersion; uid, creationTimestamp, generation
 //!    (bumped on spec changes only); a bounded event history for watch resumption.
-//! 3. `watch` — resume from a resourceVersion, bookmarks, `sendInitialEvents`, and an in-stream
-//!    `410 Expired` when the version is older than the history.
-//! 4. `ops`, `patch`, `apply` — optimistic concurrency, merge/JSON/strategic merge patches,
-//!    server-side apply with `managedFields`, conflicts and field removal, `/status` and `/scale`.
-//! 5. `gc` — finalizers, `deletionTimestamp`, Background/Foreground/Orphan propagation,
-//!    owner-reference garbage collection, `DeleteOptions.preconditions`.
-//! 6. `schema` — CRD `openAPIV3Schema` validation (422 with field paths) and pruning.
-//! 7. `workload` — optional: Deployments become Available after a delay, as KWOK fakes kubelets.
-//! 8. `discovery`, `openapi` — what kubectl needs for `get`, `apply`, `edit`, `scale`, `wait`.
+//! 4. The rules of one write: `patch` (merge, JSON and strategic merge patches), `apply`
+//!    (server-side apply with `managedFields`, conflicts and field removal), `crd` (a stored
+//!    CRD registers its kinds), `gc` (finalizers, `deletionTimestamp`, Background/Foreground/Orphan
+//!    propagation, owner-reference garbage collection), `admission` (checks, defaults, schema).
+//! 5. `ops` — the writes themselves: create, update, patch, apply, delete, with optimistic
+//!    concurrency and `DeleteOptions.preconditions`.
+//! 6. `shared` — the state of a running emulator: the store under its lock, the request log, and
+//!    the signal that ends every watch.
+//! 7. What a request can ask for on top of it: `table` (`Table` output), `watch` (resume from a
+//!    resourceVersion, bookmarks, `sendInitialEvents`, in-stream `410 Expired`), `scale` (the
+//!    `/scale` subresource); and `workload`, the optional background task that makes Deployments
+//!    Available after a delay, as KWOK fakes kubelets.
+//! 8. `handlers` — one resource request: get, list, watch, create, update, patch, delete, `/status`.
+//! 9. `routes` — URL paths laid out as kube-apiserver does, dispatched to discovery, OpenAPI or
+//!    the handlers.
+//! 10. `server` — the router with the middleware that keeps the request log.
+//! 11. This file — the facade: [`Emulator`] starts the server and the workload task.
 //!
 //! # Deliberate simplifications
 //! - No authentication, authorization or RBAC: every request is allowed. Plain HTTP only.
@@ -93,29 +112,43 @@
 //! # }
 //! ```
 
-mod admission;
+// In reading order (see above): each module imports only from the ones declared before it.
+mod http_util;
+mod object;
+mod fieldset;
+mod selector;
+mod schema;
+mod protobuf;
 mod apierror;
+mod config;
+mod opts;
+
+mod resources;
+mod discovery;
+mod openapi;
+
+mod store;
+
+mod patch;
 mod apply;
 mod crd;
-mod discovery;
-mod fieldset;
 mod gc;
-mod handlers;
-mod object;
-mod openapi;
+mod admission;
+
 mod ops;
-mod patch;
-mod protobuf;
-mod resources;
-mod routes;
-mod scale;
-mod schema;
-mod selector;
-mod server;
-mod store;
+
+mod shared;
+
 mod table;
 mod watch;
+mod scale;
 mod workload;
+
+mod handlers;
+
+mod routes;
+
+mod server;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -124,6 +157,9 @@ use std::time::Duration;
 
 use kube::config::{Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
 
+use crate::shared::Shared;
+
+pub use config::{EmulatorConfig, RequestRecord, WorkloadSimulation};
 pub use discovery::KUBE_VERSION;
 
 /// Why the emulator could not start or write its kubeconfig.
@@ -170,76 +206,10 @@ pub enum Error {
     },
 }
 
-/// Deployment status simulation, the way KWOK fakes kubelets.
-#[derive(Clone, Debug)]
-pub struct WorkloadSimulation {
-    /// How long after a change a Deployment reports all replicas ready and Available.
-    pub ready_after: Duration,
-}
-
-/// How to start an emulator.
-#[derive(Clone, Debug)]
-pub struct EmulatorConfig {
-    /// Deployment status simulation; `None` leaves status untouched.
-    pub workloads: Option<WorkloadSimulation>,
-    /// How many events the watch history keeps; older resourceVersions answer 410.
-    pub watch_history: usize,
-    /// Port on 127.0.0.1; 0 picks a free one.
-    pub port: u16,
-    /// How often watches with `allowWatchBookmarks=true` receive a BOOKMARK.
-    pub bookmark_interval: Duration,
-}
-
-impl Default for EmulatorConfig {
-    fn default() -> Self {
-        EmulatorConfig {
-            workloads: None,
-            watch_history: 10_000,
-            port: 0,
-            bookmark_interval: Duration::from_secs(1),
-        }
-    }
-}
-
-/// One request the emulator served, for tests to assert on.
-#[derive(Clone, Debug)]
-pub struct RequestRecord {
-    /// HTTP method.
-    pub method: http::Method,
-    /// URL path.
-    pub path: String,
-    /// Raw query string.
-    pub query: String,
-    /// Response status code.
-    pub status: u16,
-    /// `fieldManager` query parameter, if given.
-    pub field_manager: Option<String>,
-    /// Request Content-Type, if given.
-    pub content_type: Option<String>,
-}
-
-impl RequestRecord {
-    /// Whether the request could change state (POST, PUT, PATCH, DELETE).
-    pub fn is_write(&self) -> bool {
-        matches!(
-            self.method,
-            http::Method::POST | http::Method::PUT | http::Method::PATCH | http::Method::DELETE
-        )
-    }
-
-    /// Whether the request opened a watch.
-    pub fn is_watch(&self) -> bool {
-        self.method == http::Method::GET
-            && server::form_pairs(&self.query)
-                .iter()
-                .any(|(k, v)| k == "watch" && (v == "true" || v == "1"))
-    }
-}
-
 /// A running emulator; dropping it without [`Emulator::shutdown`] stops the server task too.
 pub struct Emulator {
     addr: SocketAddr,
-    shared: Arc<server::Shared>,
+    shared: Arc<Shared>,
     client: kube::Client,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
@@ -256,7 +226,7 @@ impl Emulator {
         let addr = listener
             .local_addr()
             .map_err(|source| Error::Bind { port, source })?;
-        let shared = server::Shared::new(config.clone());
+        let shared = Shared::new(config.clone());
         shared.set_address(addr.to_string());
         let url = format!("http://{addr}");
         let client = client_for(&url)?;

@@ -4,33 +4,10 @@ use serde_json::{Value, json};
 
 use crate::apierror::{ApiError, ApiResult};
 use crate::apply::{self, Scope};
-use crate::resources::ResourceType;
+use crate::opts::WriteOpts;
+use crate::resources::{ResourceType, serve};
 use crate::store::{ObjKey, Store};
 use crate::{admission, crd, gc, object, patch};
-
-/// How unknown fields are treated (`fieldValidation`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Validation {
-    /// Unknown fields fail the request.
-    Strict,
-    /// Unknown fields are dropped with a warning.
-    Warn,
-    /// Unknown fields are dropped silently.
-    Ignore,
-}
-
-/// Options every write carries.
-#[derive(Clone, Debug)]
-pub struct WriteOpts {
-    /// The field manager recorded in `managedFields`.
-    pub manager: String,
-    /// The `fieldValidation` mode.
-    pub validation: Validation,
-    /// `dryRun=All`: compute the result but store nothing.
-    pub dry_run: bool,
-    /// `force` for server-side apply.
-    pub force: bool,
-}
 
 /// What a write produced.
 #[derive(Debug)]
@@ -68,16 +45,6 @@ impl PatchType {
             _ => return None,
         })
     }
-}
-
-/// Rewrite `apiVersion`/`kind` to what the serving endpoint speaks.
-pub fn serve(rt: &ResourceType, obj: &Value) -> Value {
-    let mut v = obj.clone();
-    if let Some(m) = v.as_object_mut() {
-        m.insert("apiVersion".into(), Value::String(rt.api_version()));
-        m.insert("kind".into(), Value::String(rt.kind.clone()));
-    }
-    v
 }
 
 fn scope_for(rt: &ResourceType, status: bool) -> Scope {

@@ -72,6 +72,16 @@ impl ResourceType {
     }
 }
 
+/// Rewrite `apiVersion`/`kind` to what the serving endpoint speaks.
+pub fn serve(rt: &ResourceType, obj: &Value) -> Value {
+    let mut v = obj.clone();
+    if let Some(m) = v.as_object_mut() {
+        m.insert("apiVersion".into(), Value::String(rt.api_version()));
+        m.insert("kind".into(), Value::String(rt.kind.clone()));
+    }
+    v
+}
+
 fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceType {
     ResourceType {
         group: group.into(),

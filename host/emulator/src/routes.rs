@@ -2,26 +2,16 @@
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, Method, StatusCode, Uri};
-use serde_json::Value;
 
 use crate::apierror::ApiError;
-use crate::handlers::{self, Request};
-use crate::resources::ResourceType;
-use crate::server::Shared;
+use crate::handlers::{self, Request, Target};
+use crate::http_util::{form_pairs, json_response};
+use crate::shared::Shared;
 use crate::{discovery, openapi};
-
-/// A JSON response with the given status.
-pub fn json_response(code: StatusCode, body: &Value) -> Response {
-    Response::builder()
-        .status(code)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
-        .unwrap_or_else(|_| Response::new(Body::empty()))
-}
 
 fn not_found() -> Response {
     ApiError::new(
@@ -30,18 +20,6 @@ fn not_found() -> Response {
         "the server could not find the requested resource",
     )
     .into_response()
-}
-
-/// A parsed resource URL.
-pub struct Target {
-    /// The served resource type.
-    pub rt: ResourceType,
-    /// Namespace from the URL, if any.
-    pub ns: Option<String>,
-    /// Object name, if the URL names one.
-    pub name: Option<String>,
-    /// Subresource (`status`, `scale`), if any.
-    pub sub: Option<String>,
 }
 
 fn parse_target(shared: &Shared, segs: &[&str]) -> Option<Target> {
@@ -124,7 +102,7 @@ pub async fn dispatch(
     let req = Request {
         method,
         target,
-        query: crate::server::form_pairs(&query),
+        query: form_pairs(&query),
         headers,
         body,
     };

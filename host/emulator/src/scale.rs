@@ -6,10 +6,11 @@ use http::{HeaderMap, Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::apierror::{ApiError, ApiResult};
-use crate::ops::{self, PatchType, WriteOpts};
+use crate::http_util::json_response;
+use crate::ops::{self, PatchType};
+use crate::opts::WriteOpts;
 use crate::resources::{ResourceType, ScaleSpec};
-use crate::routes::json_response;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::store::ObjKey;
 use crate::{object, patch};
 

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::resources::ResourceType;
+use crate::resources::{self, ResourceType};
 
 /// Whether the Accept header prefers a `meta.k8s.io/v1` Table.
 pub fn wanted(accept: &str) -> bool {
@@ -206,7 +206,7 @@ fn row(rt: &ResourceType, cols: &[(Value, Cell)], obj: &Value, include: Include)
             r["object"] = json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
                                  "metadata": obj.get("metadata").cloned().unwrap_or(json!({}))});
         }
-        Include::Object => r["object"] = crate::ops::serve(rt, obj),
+        Include::Object => r["object"] = resources::serve(rt, obj),
     }
     r
 }

@@ -13,7 +13,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::resources::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::store::{Event, EventType};
 
 /// What one watch request asked for.
@@ -92,7 +92,7 @@ impl WatchParams {
         if self.metadata_only {
             json!({"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj.get("metadata").cloned().unwrap_or(json!({}))})
         } else {
-            crate::ops::serve(&self.rt, obj)
+            crate::resources::serve(&self.rt, obj)
         }
     }
 

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::WorkloadSimulation;
+use crate::config::WorkloadSimulation;
 use crate::object;
-use crate::ops::{self, Validation, WriteOpts};
+use crate::ops;
+use crate::opts::{Validation, WriteOpts};
 use crate::resources::ResKey;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::store::{EventType, ObjKey};
 
 const MANAGER: &str = "deployment-controller";

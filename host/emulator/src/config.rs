@@ -1,0 +1,71 @@
+//! The emulator's public settings and the record of one served request.
+
+use std::time::Duration;
+
+use crate::http_util::form_pairs;
+
+/// Deployment status simulation, the way KWOK fakes kubelets.
+#[derive(Clone, Debug)]
+pub struct WorkloadSimulation {
+    /// How long after a change a Deployment reports all replicas ready and Available.
+    pub ready_after: Duration,
+}
+
+/// How to start an emulator.
+#[derive(Clone, Debug)]
+pub struct EmulatorConfig {
+    /// Deployment status simulation; `None` leaves status untouched.
+    pub workloads: Option<WorkloadSimulation>,
+    /// How many events the watch history keeps; older resourceVersions answer 410.
+    pub watch_history: usize,
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// How often watches with `allowWatchBookmarks=true` receive a BOOKMARK.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for EmulatorConfig {
+    fn default() -> Self {
+        EmulatorConfig {
+            workloads: None,
+            watch_history: 10_000,
+            port: 0,
+            bookmark_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// One request the emulator served, for tests to assert on.
+#[derive(Clone, Debug)]
+pub struct RequestRecord {
+    /// HTTP method.
+    pub method: http::Method,
+    /// URL path.
+    pub path: String,
+    /// Raw query string.
+    pub query: String,
+    /// Response status code.
+    pub status: u16,
+    /// `fieldManager` query parameter, if given.
+    pub field_manager: Option<String>,
+    /// Request Content-Type, if given.
+    pub content_type: Option<String>,
+}
+
+impl RequestRecord {
+    /// Whether the request could change state (POST, PUT, PATCH, DELETE).
+    pub fn is_write(&self) -> bool {
+        matches!(
+            self.method,
+            http::Method::POST | http::Method::PUT | http::Method::PATCH | http::Method::DELETE
+        )
+    }
+
+    /// Whether the request opened a watch.
+    pub fn is_watch(&self) -> bool {
+        self.method == http::Method::GET
+            && form_pairs(&self.query)
+                .iter()
+                .any(|(k, v)| k == "watch" && (v == "true" || v == "1"))
+    }
+}
