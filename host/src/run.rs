@@ -130,7 +130,6 @@ impl RunArgs {
                 resync: std::time::Duration::from_secs(self.resync_secs),
                 instance: identity,
                 namespace: self.namespace.clone(),
-                validation: policy.validation(),
                 ..ControllerConfig::default()
             },
             leader,

@@ -106,6 +106,7 @@ pub fn fast_config(namespace: &str) -> ManagerConfig {
             },
             instance: "e2e".into(),
             namespace: Some(namespace.to_owned()),
+            ..ControllerConfig::default()
         },
         ..ManagerConfig::default()
     }

@@ -174,7 +174,10 @@ impl Manager {
             informers.clone(),
             Arc::new(Semaphore::new(config.max_concurrent_calls.max(1))),
             metrics.clone(),
-            config.controller.clone(),
+            ControllerConfig {
+                validation: config.policy.validation(),
+                ..config.controller.clone()
+            },
             leadership.as_ref().map(|l| l.is_leader.clone()),
         );
         let view = controllers.view();

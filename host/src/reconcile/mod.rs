@@ -53,7 +53,8 @@ pub struct ControllerConfig {
     pub instance: String,
     /// Watch and reconcile only this namespace; `None` watches the whole cluster.
     pub namespace: Option<String>,
-    /// What the answer validation allows beyond the defaults (from the host's policy).
+    /// What the answer validation allows beyond the defaults (the manager sets it from the
+    /// host's policy).
     pub validation: validate::ValidationPolicy,
 }
 
