@@ -5,9 +5,12 @@
 
 use std::time::Duration;
 
+// Exports are called asynchronously so that a call can be cancelled while
+// the guest waits in the host (a WASI sleep); the `log` import stays sync.
 wasmtime::component::bindgen!({
     path: "../wit",
     world: "reconciler",
+    exports: { default: async },
 });
 
 use super::types;

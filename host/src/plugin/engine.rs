@@ -1,8 +1,11 @@
 //! Compiles and links plugin components: one wasmtime engine, an epoch ticker, a compile cache.
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -119,6 +122,8 @@ struct Inner {
     linker: Linker<State>,
     tick: Duration,
     stop_ticker: Arc<AtomicBool>,
+    /// Drives the timers of calls (their deadlines, a guest's WASI sleeps).
+    timers: &'static tokio::runtime::Runtime,
 }
 
 impl std::fmt::Debug for Engine {
@@ -167,12 +172,16 @@ impl Engine {
         }
         let engine = wasmtime::Engine::new(&wasm).map_err(|e| engine_err(format!("{e:#}")))?;
 
+        // Async WASI: a guest waiting in the host (a sleep, a poll) is a
+        // pending future the call's deadline can cancel, where the sync
+        // linker would block the thread past it.
         let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
             .map_err(|e| engine_err(format!("linking WASI: {e:#}")))?;
         Reconciler::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)
             .map_err(|e| engine_err(format!("linking the log import: {e:#}")))?;
 
+        let timers = timer_runtime().map_err(engine_err)?;
         let stop_ticker = Arc::new(AtomicBool::new(false));
         let tick = config.epoch_tick.max(Duration::from_millis(1));
         {
@@ -193,6 +202,7 @@ impl Engine {
                 linker,
                 tick,
                 stop_ticker,
+                timers,
             }),
         })
     }
@@ -249,12 +259,63 @@ impl Engine {
         &self.inner.engine
     }
 
+    /// Runs a call's future on the current thread until it ends or `timeout`
+    /// passes (then it is dropped, cancelling the guest wherever it is), with
+    /// the sandbox's timer runtime entered so that the deadline and the
+    /// guest's WASI timers fire. Works from any thread, inside a Tokio runtime or
+    /// not (the timer runtime has a thread of its own); it blocks the thread
+    /// like the sync calls did, and async callers use `spawn_blocking`.
+    pub(super) fn block_with_deadline<F: Future>(
+        &self,
+        timeout: Duration,
+        future: F,
+    ) -> Result<F::Output, tokio::time::error::Elapsed> {
+        let _timers = self.inner.timers.enter();
+        // Built inside the runtime context: the timeout's timer needs it.
+        let mut future = pin!(async { tokio::time::timeout(timeout, future).await });
+        let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        loop {
+            if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+                return out;
+            }
+            std::thread::park();
+        }
+    }
+
     /// Epoch ticks that make up `timeout`, rounded up so a call gets at least
     /// `timeout` minus one tick.
     pub(super) fn ticks(&self, timeout: Duration) -> u64 {
         let tick = self.inner.tick.as_nanos().max(1);
         (timeout.as_nanos().div_ceil(tick)).max(1) as u64
     }
+}
+
+/// Wakes the thread blocked in [`Engine::block_with_deadline`] (a spurious wake-up only
+/// polls once more).
+struct Unpark(std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// One small runtime for the timers of all engines, created on first use and
+/// never dropped (dropping a runtime inside another one's task panics).
+fn timer_runtime() -> Result<&'static tokio::runtime::Runtime, String> {
+    static TIMERS: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    TIMERS
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("weir-plugin-timers")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("starting the plugin timer runtime: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
 /// Tells a component from a core module or garbage before wasmtime's error

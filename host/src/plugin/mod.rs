@@ -16,16 +16,19 @@
 mod bindings;
 mod engine;
 mod limits;
+mod log;
 mod response;
 mod reused;
 mod sandbox;
 mod store;
+mod text;
 mod types;
 
 pub use engine::{CONTRACT_VERSION, Engine, EngineConfig, LoadError};
 pub use limits::Limits;
 pub use reused::ReusedInstance;
 pub use sandbox::{CallError, Plugin};
+pub use text::truncate;
 pub use types::{
     ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
     Requeue, ResourceKind,

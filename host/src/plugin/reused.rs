@@ -26,22 +26,15 @@ impl ReusedInstance {
     }
 
     /// Like [`Plugin::reconcile`], in the kept instance, under the same limits
-    /// (the deadline is re-armed for each call).
+    /// (the deadline and log budget are re-armed for each call).
     pub fn reconcile(&mut self, req: &ReconcileRequest) -> Result<ReconcileResponse, CallError> {
-        let (mut store, guest) = match self.live.take() {
-            Some(live) => live,
-            None => self.plugin.instantiate()?,
-        };
-        self.plugin.arm(&mut store);
         let request = bindings::ReconcileRequest::from(req.clone());
-        let answer = guest.call_reconcile(&mut store, &request);
-        store.data_mut().flush_output();
-        match answer {
-            Ok(answer) => {
-                self.live = Some((store, guest));
-                self.plugin.check_reconcile(answer)
-            }
-            Err(e) => Err(self.plugin.classify(e, store.data())),
-        }
+        let (answer, live) = self
+            .plugin
+            .run_reused(self.live.take(), async |store, guest| {
+                guest.call_reconcile(store, &request).await
+            })?;
+        self.live = Some(live);
+        self.plugin.check_reconcile(answer)
     }
 }

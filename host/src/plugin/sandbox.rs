@@ -5,8 +5,13 @@
 //! its heap or hit a limit cannot affect the next reconcile, and calls never
 //! wait on each other. That costs one instantiation per call; the benchmark
 //! (`host/benches/README.md`) measures it against a reused instance.
+//!
+//! The deadline covers everything: wasm code is interrupted at the next
+//! epoch tick past it, and the call runs as a future under a wall-clock
+//! timeout, so a guest waiting in the host (a WASI sleep) is cancelled by
+//! dropping it (wasmtime's epochs alone cover wasm code only).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use wasmtime::{Store, Trap};
@@ -14,8 +19,10 @@ use wasmtime::{Store, Trap};
 use super::bindings::{self, Reconciler, ReconcilerPre};
 use super::engine::{Engine, LoadError};
 use super::limits::Limits;
+use super::log::LogRate;
 use super::response::{self, Refusal};
 use super::store::State;
+use super::text::truncate_owned;
 use super::types::{
     ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
 };
@@ -61,14 +68,21 @@ pub enum CallError {
         limit: usize,
     },
     /// The answer carries more JSON than the response cap.
-    #[error("plugin {plugin} answered {size} bytes, more than the {limit}-byte limit")]
+    #[error(
+        "plugin {plugin} answered {}{size} bytes, more than the {limit}-byte limit",
+        if *exact { "" } else { "over " }
+    )]
     ResponseTooLarge {
         /// `name@version`.
         plugin: String,
-        /// Bytes of JSON in the answer.
+        /// Bytes of JSON in the answer, or, when `exact` is false, the
+        /// bytes the host copied before it stopped copying.
         size: usize,
         /// The limit.
         limit: usize,
+        /// Whether `size` is the whole answer (false: the answer was so large
+        /// the host refused to copy it out of the guest).
+        exact: bool,
     },
     /// The answer breaks the contract (not JSON, not an object, an undeclared kind...).
     #[error("plugin {plugin} gave an invalid answer: {reason}")]
@@ -120,6 +134,8 @@ struct Inner {
     limits: Limits,
     /// `name@version`.
     label: String,
+    /// The log-line rate all calls of this plugin share.
+    log_rate: Arc<Mutex<LogRate>>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -144,10 +160,17 @@ impl Plugin {
             path: path.clone(),
             reason,
         };
-        let raw = run(&engine, &pre, &limits, &path, |store, guest| {
-            guest.call_describe(store)
-        })
-        .map_err(|e| describe_err(e.to_string()))?;
+        let log_rate = LogRate::new(limits.log_lines_per_second);
+        let call = Call {
+            engine: &engine,
+            pre: &pre,
+            limits: &limits,
+            label: &path,
+            log_rate: &log_rate,
+        };
+        let raw = call
+            .run(async |store, guest| guest.call_describe(store).await)
+            .map_err(|e| describe_err(e.to_string()))?;
         let info: PluginInfo = raw.into();
         check_info(&info).map_err(describe_err)?;
         let label = format!("{}@{}", info.name, info.version);
@@ -159,6 +182,7 @@ impl Plugin {
                 sha256,
                 limits,
                 label,
+                log_rate,
             }),
         })
     }
@@ -183,18 +207,20 @@ impl Plugin {
         self.inner.limits
     }
 
-    /// Computes the desired children and status of one parent. Blocks for up to
-    /// the timeout: async callers use `spawn_blocking` and enter their span there.
+    /// Computes the desired children and status of one parent. Blocks the
+    /// thread for at most the timeout, whatever the guest does (the guest
+    /// runs on this thread, in the caller's span): async callers use
+    /// `spawn_blocking` and enter their span there.
     pub fn reconcile(&self, req: &ReconcileRequest) -> Result<ReconcileResponse, CallError> {
         let request = bindings::ReconcileRequest::from(req.clone());
-        let answer = self.run(|store, guest| guest.call_reconcile(store, &request))?;
+        let answer = self.run(async |store, guest| guest.call_reconcile(store, &request).await)?;
         self.check_reconcile(answer)
     }
 
     /// One cleanup step of a parent being deleted. Blocking, like `reconcile`.
     pub fn finalize(&self, req: &FinalizeRequest) -> Result<FinalizeResponse, CallError> {
         let request = bindings::FinalizeRequest::from(req.clone());
-        match self.run(|store, guest| guest.call_finalize(store, &request))? {
+        match self.run(async |store, guest| guest.call_finalize(store, &request).await)? {
             Ok(answer) => Ok(answer.into()),
             Err(e) => Err(self.plugin_error(e)),
         }
@@ -213,81 +239,132 @@ impl Plugin {
                 plugin,
                 size,
                 limit,
+                exact: true,
             },
-            Refusal::Invalid(reason) => CallError::InvalidResponse { plugin, reason },
+            Refusal::Invalid(reason) => CallError::InvalidResponse {
+                plugin,
+                reason: truncate_owned(reason, self.inner.limits.max_error_bytes),
+            },
         })
     }
 
+    /// The plugin's own error, its message cut to the error cap.
     fn plugin_error(&self, e: bindings::ReconcileError) -> CallError {
         CallError::Plugin {
             plugin: self.inner.label.clone(),
             kind: e.kind.into(),
-            message: e.message,
+            message: truncate_owned(e.message, self.inner.limits.max_error_bytes),
+        }
+    }
+
+    fn call(&self) -> Call<'_> {
+        let inner = &*self.inner;
+        Call {
+            engine: &inner.engine,
+            pre: &inner.pre,
+            limits: &inner.limits,
+            label: &inner.label,
+            log_rate: &inner.log_rate,
         }
     }
 
     fn run<R>(
         &self,
-        call: impl FnOnce(&mut Store<State>, &Reconciler) -> wasmtime::Result<R>,
+        call: impl AsyncFnOnce(&mut Store<State>, &Reconciler) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        let inner = &*self.inner;
-        run(&inner.engine, &inner.pre, &inner.limits, &inner.label, call)
+        self.call().run(call)
     }
 
-    /// A new store with this plugin's limits armed, for [`super::ReusedInstance`].
-    pub(super) fn instantiate(&self) -> Result<(Store<State>, Reconciler), CallError> {
-        let inner = &*self.inner;
-        let mut store = new_store(&inner.engine, &inner.limits, &inner.label);
-        match inner.pre.instantiate(&mut store) {
-            Ok(guest) => Ok((store, guest)),
-            Err(e) => Err(classify(
-                e,
-                store.data(),
-                &inner.limits,
-                &inner.label,
-                Stage::Instantiate,
-            )),
+    /// Runs `call` on a kept store (for [`super::ReusedInstance`]): re-arms
+    /// its deadline and budgets, instantiates if `guest` is `None`, and
+    /// types the failure like a fresh call's. On failure the instance must
+    /// be dropped (a cancelled call leaves it unusable).
+    pub(super) fn run_reused<R>(
+        &self,
+        live: Option<(Store<State>, Reconciler)>,
+        call: impl AsyncFnOnce(&mut Store<State>, &Reconciler) -> wasmtime::Result<R>,
+    ) -> Result<(R, (Store<State>, Reconciler)), CallError> {
+        let c = self.call();
+        let (mut store, guest) = match live {
+            Some((mut store, guest)) => {
+                store.data_mut().limiter.refused = None;
+                store.set_epoch_deadline(c.engine.ticks(c.limits.timeout));
+                (store, Some(guest))
+            }
+            None => (c.new_store(), None),
+        };
+        let outcome = c.engine.block_with_deadline(c.limits.timeout, async {
+            let guest = match guest {
+                Some(guest) => guest,
+                None => (c.pre.instantiate_async(&mut store).await)
+                    .map_err(|e| (e, Stage::Instantiate))?,
+            };
+            let answer = call(&mut store, &guest)
+                .await
+                .map_err(|e| (e, Stage::Call))?;
+            Ok::<_, (wasmtime::Error, Stage)>((answer, guest))
+        });
+        store.data_mut().flush_output();
+        let (answer, guest) = c.outcome(outcome, &store)?;
+        Ok((answer, (store, guest)))
+    }
+}
+
+/// What one call needs of its plugin (borrowed, so `describe` can run
+/// before the plugin exists).
+struct Call<'a> {
+    engine: &'a Engine,
+    pre: &'a ReconcilerPre<State>,
+    limits: &'a Limits,
+    label: &'a str,
+    log_rate: &'a Arc<Mutex<LogRate>>,
+}
+
+impl Call<'_> {
+    fn new_store(&self) -> Store<State> {
+        let state = State::new(self.label, self.limits, self.log_rate.clone());
+        let mut store = Store::new(self.engine.wasmtime(), state);
+        store.limiter(|state| &mut state.limiter);
+        store.set_epoch_deadline(self.engine.ticks(self.limits.timeout));
+        store.epoch_deadline_trap();
+        // Bounds what the host copies out of the guest per lift, so an
+        // oversized answer is refused before the host allocates it.
+        store.set_hostcall_fuel(self.limits.host_copy_bytes());
+        store
+    }
+
+    /// One call in a fresh store: instantiate, call, forward the guest's
+    /// output to `tracing`, and type the failure if there is one.
+    fn run<R>(
+        &self,
+        call: impl AsyncFnOnce(&mut Store<State>, &Reconciler) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        let mut store = self.new_store();
+        let outcome = self.engine.block_with_deadline(self.limits.timeout, async {
+            let guest = (self.pre.instantiate_async(&mut store).await)
+                .map_err(|e| (e, Stage::Instantiate))?;
+            call(&mut store, &guest).await.map_err(|e| (e, Stage::Call))
+        });
+        store.data_mut().flush_output();
+        self.outcome(outcome, &store)
+    }
+
+    /// Types the end of a call: past the deadline (the future was dropped
+    /// wherever the guest was), failed, or answered.
+    fn outcome<R>(
+        &self,
+        outcome: Result<Result<R, (wasmtime::Error, Stage)>, tokio::time::error::Elapsed>,
+        store: &Store<State>,
+    ) -> Result<R, CallError> {
+        match outcome {
+            Err(_elapsed) => Err(CallError::Timeout {
+                plugin: self.label.to_string(),
+                timeout: self.limits.timeout,
+            }),
+            Ok(Ok(answer)) => Ok(answer),
+            Ok(Err((e, stage))) => Err(classify(e, store.data(), self.limits, self.label, stage)),
         }
     }
-
-    /// Re-arms the deadline of a reused store before its next call, and
-    /// forgets a refused grow the guest survived, so it cannot colour the
-    /// classification of a later failure.
-    pub(super) fn arm(&self, store: &mut Store<State>) {
-        store.data_mut().limiter.refused = None;
-        store.set_epoch_deadline(self.inner.engine.ticks(self.inner.limits.timeout));
-    }
-
-    /// Maps a failed call of a reused instance like a fresh one's.
-    pub(super) fn classify(&self, e: wasmtime::Error, state: &State) -> CallError {
-        classify(e, state, &self.inner.limits, &self.inner.label, Stage::Call)
-    }
-}
-
-fn new_store(engine: &Engine, limits: &Limits, label: &str) -> Store<State> {
-    let mut store = Store::new(engine.wasmtime(), State::new(label, limits.memory));
-    store.limiter(|state| &mut state.limiter);
-    store.set_epoch_deadline(engine.ticks(limits.timeout));
-    store.epoch_deadline_trap();
-    store
-}
-
-/// One call in a fresh store: instantiate, call, forward the guest's output
-/// to `tracing`, and type the failure if there is one.
-fn run<R>(
-    engine: &Engine,
-    pre: &ReconcilerPre<State>,
-    limits: &Limits,
-    label: &str,
-    call: impl FnOnce(&mut Store<State>, &Reconciler) -> wasmtime::Result<R>,
-) -> Result<R, CallError> {
-    let mut store = new_store(engine, limits, label);
-    let result = match pre.instantiate(&mut store) {
-        Ok(guest) => call(&mut store, &guest).map_err(|e| (e, Stage::Call)),
-        Err(e) => Err((e, Stage::Instantiate)),
-    };
-    store.data_mut().flush_output();
-    result.map_err(|(e, stage)| classify(e, store.data(), limits, label, stage))
 }
 
 /// Which stage failed decides what an unexplained error means: while
@@ -313,6 +390,21 @@ fn classify(
             timeout: limits.timeout,
         };
     }
+    // Hostcall fuel ran out while lifting the answer (no guest frames on
+    // the error: the guest had returned). wasmtime's error type is private,
+    // so it is recognised by its text (the version is pinned).
+    if let (Stage::Call, None, true) = (
+        stage,
+        e.downcast_ref::<wasmtime::WasmBacktrace>(),
+        format!("{e:#}").contains("fuel allocated for hostcalls has been exhausted"),
+    ) {
+        return CallError::ResponseTooLarge {
+            plugin,
+            size: limits.host_copy_bytes(),
+            limit: limits.max_response_bytes,
+            exact: false,
+        };
+    }
     if let Some(requested) = state.limiter.refused {
         return CallError::OutOfMemory {
             plugin,
@@ -332,7 +424,10 @@ fn classify(
     if let Some(stderr) = state.stderr_tail() {
         message = format!("{message} (stderr: {stderr})");
     }
-    CallError::Trap { plugin, message }
+    CallError::Trap {
+        plugin,
+        message: truncate_owned(message, limits.max_error_bytes),
+    }
 }
 
 /// `describe` must name the plugin and its kinds; children must be namespaced

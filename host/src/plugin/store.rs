@@ -1,14 +1,18 @@
 //! Per-call guest state: WASI with nothing granted, the memory limiter, and the `log` import.
 
+use std::sync::{Arc, Mutex};
+
 use wasmtime::ResourceLimiter;
 use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
 use super::bindings::{self, LogLevel};
+use super::limits::Limits;
+use super::log::{CallLog, Level, LogRate};
 
 /// How much of a guest's stdout or stderr one call may write before writes
-/// fail; what fits is re-emitted as `tracing` events after the call.
+/// fail; what fits is re-emitted through the call's log budget after the call.
 const CAPTURE_BYTES: usize = 256 * 1024;
 
 /// The data of one `Store`: everything a guest can reach.
@@ -20,14 +24,14 @@ pub(super) struct State {
     stderr: MemoryOutputPipe,
     /// Bytes of stdout and stderr already re-emitted (a reused store keeps its pipes).
     emitted: (usize, usize),
-    /// `name@version`, attached to every event the guest causes.
-    plugin: String,
+    /// The log budget of the current call.
+    log: CallLog,
 }
 
 impl State {
     /// WASI p2 with no preopens, environment, arguments or sockets (the
     /// builder's defaults), so that Python/JS guests link but reach nothing.
-    pub(super) fn new(plugin: &str, memory_limit: usize) -> Self {
+    pub(super) fn new(plugin: &str, limits: &Limits, log_rate: Arc<Mutex<LogRate>>) -> Self {
         let stdout = MemoryOutputPipe::new(CAPTURE_BYTES);
         let stderr = MemoryOutputPipe::new(CAPTURE_BYTES);
         let wasi = WasiCtxBuilder::new()
@@ -40,35 +44,33 @@ impl State {
         Self {
             wasi,
             table: ResourceTable::new(),
-            limiter: MemoryLimiter::new(memory_limit),
+            limiter: MemoryLimiter::new(limits.memory),
             stdout,
             stderr,
             emitted: (0, 0),
-            plugin: plugin.to_string(),
+            log: CallLog::new(plugin, limits, log_rate),
         }
     }
 
-    /// Re-emits what the guest wrote since the last flush to stdout (info)
-    /// and stderr (warn) in the current span, one event per line.
+    /// Ends a call's logging: re-emits what the guest wrote since the last
+    /// flush to stdout (info) and stderr (warn), one event per line, under
+    /// the call's log budget, then reports dropped lines once.
     pub(super) fn flush_output(&mut self) {
         let stdout = self.stdout.contents();
         let stderr = self.stderr.contents();
         let new = |all: &[u8], seen: usize| {
             String::from_utf8_lossy(all.get(seen..).unwrap_or_default()).into_owned()
         };
-        for line in new(&stdout, self.emitted.0)
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-        {
-            tracing::info!(plugin = %self.plugin, stream = "stdout", "{line}");
-        }
-        for line in new(&stderr, self.emitted.1)
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-        {
-            tracing::warn!(plugin = %self.plugin, stream = "stderr", "{line}");
+        for (text, level, stream) in [
+            (new(&stdout, self.emitted.0), Level::Info, "stdout"),
+            (new(&stderr, self.emitted.1), Level::Warn, "stderr"),
+        ] {
+            for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                self.log.line(level, stream, line);
+            }
         }
         self.emitted = (stdout.len(), stderr.len());
+        self.log.finish();
     }
 }
 
@@ -104,14 +106,14 @@ impl bindings::ReconcilerImports for State {
     /// The guest runs on the caller's thread, so the caller's span (the
     /// reconcile span) is current here and the event lands inside it.
     fn log(&mut self, level: LogLevel, message: String) {
-        let plugin = self.plugin.as_str();
-        match level {
-            LogLevel::Trace => tracing::trace!(plugin, "{message}"),
-            LogLevel::Debug => tracing::debug!(plugin, "{message}"),
-            LogLevel::Info => tracing::info!(plugin, "{message}"),
-            LogLevel::Warn => tracing::warn!(plugin, "{message}"),
-            LogLevel::Error => tracing::error!(plugin, "{message}"),
-        }
+        let level = match level {
+            LogLevel::Trace => Level::Trace,
+            LogLevel::Debug => Level::Debug,
+            LogLevel::Info => Level::Info,
+            LogLevel::Warn => Level::Warn,
+            LogLevel::Error => Level::Error,
+        };
+        self.log.line(level, "log", &message);
     }
 }
 

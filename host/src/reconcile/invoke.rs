@@ -1,7 +1,10 @@
 //! ④ The plugin call: off the async executor, under a semaphore, inside the reconcile's span.
 //!
-//! Plugin calls block for up to their timeout; running them on the executor's threads would
-//! stall every watch and worker, so they go to `spawn_blocking` with a bounded number in flight.
+//! Plugin calls block for up to their timeout (the sandbox's deadline covers a guest waiting in
+//! the host too); running them on the executor's threads would stall every watch and worker, so
+//! they go to `spawn_blocking` with a bounded number in flight. The host's call slots are shared
+//! by its plugins, and one plugin may hold at most a share of them ([`plugin_share`]), so a
+//! plugin whose calls all run to their deadline slows itself down, not the others.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -79,10 +82,20 @@ impl Reconciler for crate::plugin::Plugin {
     }
 }
 
+/// The most of a host's `total` call slots one plugin may hold: half, and at least one. Half
+/// leaves the other plugins as many slots as the busiest one, and lets a single plugin still
+/// use the host when it is alone.
+pub fn plugin_share(total: usize) -> usize {
+    (total / 2).max(1)
+}
+
 /// Calls one plugin with bounded concurrency.
 pub struct Invoker {
     plugin: Arc<dyn Reconciler>,
+    /// The host's call slots, shared by all its plugins.
     permits: Arc<Semaphore>,
+    /// This plugin's share of them, taken before a shared slot.
+    own: Arc<Semaphore>,
     metrics: Arc<Metrics>,
 }
 
@@ -92,15 +105,31 @@ fn to_json(obj: &DynamicObject) -> String {
 }
 
 impl Invoker {
-    /// An invoker sharing `permits` with the host's other plugins.
+    /// An invoker sharing `permits` with the host's other plugins, holding at most
+    /// [`plugin_share`] of them. The share is computed from the slots free now, which is
+    /// all of them when the host creates its controllers before any call; a caller that
+    /// knows the total uses [`Invoker::with_share`].
     pub fn new(
         plugin: Arc<dyn Reconciler>,
         permits: Arc<Semaphore>,
         metrics: Arc<Metrics>,
     ) -> Self {
+        let share = plugin_share(permits.available_permits());
+        Self::with_share(plugin, permits, share, metrics)
+    }
+
+    /// An invoker sharing `permits` with the host's other plugins, holding at most `share`
+    /// of them at once (at least one).
+    pub fn with_share(
+        plugin: Arc<dyn Reconciler>,
+        permits: Arc<Semaphore>,
+        share: usize,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         Self {
             plugin,
             permits,
+            own: Arc::new(Semaphore::new(share.max(1))),
             metrics,
         }
     }
@@ -116,12 +145,15 @@ impl Invoker {
         f: impl FnOnce(&dyn Reconciler) -> Result<R, PluginError> + Send + 'static,
     ) -> Result<R, PluginError> {
         let name = self.plugin.info().name.clone();
-        let _permit = self.permits.clone().acquire_owned().await.map_err(|_| {
+        let closed = |_| {
             PluginError::new(
                 ErrorKind::Transient,
                 format!("plugin {name}: host is shutting down"),
             )
-        })?;
+        };
+        // This plugin's slot first, so a plugin at its share waits without holding a shared one.
+        let _own = self.own.clone().acquire_owned().await.map_err(closed)?;
+        let _permit = self.permits.clone().acquire_owned().await.map_err(closed)?;
         let plugin = self.plugin.clone();
         let span = tracing::Span::current();
         let started = Instant::now();
@@ -163,5 +195,149 @@ impl Invoker {
             finalizer: finalizer.to_owned(),
         };
         self.call(move |p| p.finalize(&req)).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex};
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::plugin::{Requeue, ResourceKind};
+
+    /// A native plugin whose calls block until the test opens the gate, counting how many run.
+    struct Stuck {
+        info: PluginInfo,
+        gate: Arc<(Mutex<bool>, Condvar)>,
+        running: AtomicUsize,
+        most: AtomicUsize,
+    }
+
+    fn info(name: &str) -> PluginInfo {
+        let kind = |kind: &str| ResourceKind {
+            group: "test.weir.dev".into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            plural: format!("{}s", kind.to_lowercase()),
+            namespaced: true,
+        };
+        PluginInfo {
+            name: name.into(),
+            version: "0.1.0".into(),
+            parent: kind("Parent"),
+            children: vec![kind("Child")],
+            finalizer: None,
+            crd: None,
+        }
+    }
+
+    impl Reconciler for Stuck {
+        fn info(&self) -> &PluginInfo {
+            &self.info
+        }
+        fn reconcile(&self, _: &ReconcileRequest) -> Result<ReconcileResponse, PluginError> {
+            let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+            self.most.fetch_max(now, Ordering::SeqCst);
+            let (open, cvar) = &*self.gate;
+            let mut open = open
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            while !*open {
+                open = cvar
+                    .wait(open)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            self.running.fetch_sub(1, Ordering::SeqCst);
+            Ok(ReconcileResponse {
+                children: vec![],
+                status: None,
+                requeue: Requeue::Done,
+            })
+        }
+        fn finalize(&self, _: &FinalizeRequest) -> Result<FinalizeResponse, PluginError> {
+            Ok(FinalizeResponse::Complete)
+        }
+    }
+
+    fn parent() -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": "test.weir.dev/v1", "kind": "Parent",
+            "metadata": {"name": "p", "namespace": "default"},
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_plugin_holds_half_of_the_hosts_call_slots_and_at_least_one() {
+        assert_eq!(plugin_share(8), 4);
+        assert_eq!(plugin_share(3), 1);
+        assert_eq!(plugin_share(1), 1);
+        assert_eq!(plugin_share(0), 1);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_plugins_stuck_calls_do_not_block_another_plugins_call() {
+        let permits = Arc::new(Semaphore::new(4));
+        let metrics = Arc::new(Metrics::new());
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let stuck = Arc::new(Stuck {
+            info: info("stuck"),
+            gate: gate.clone(),
+            running: AtomicUsize::new(0),
+            most: AtomicUsize::new(0),
+        });
+        let stuck_invoker = Arc::new(Invoker::new(
+            stuck.clone(),
+            permits.clone(),
+            metrics.clone(),
+        ));
+        let calls: Vec<_> = (0..4)
+            .map(|_| {
+                let invoker = stuck_invoker.clone();
+                tokio::spawn(async move { invoker.reconcile(&parent(), &[]).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            stuck.running.load(Ordering::SeqCst),
+            2,
+            "the stuck plugin holds its share"
+        );
+
+        let calm = Arc::new(Stuck {
+            info: info("calm"),
+            gate: Arc::new((Mutex::new(true), Condvar::new())),
+            running: AtomicUsize::new(0),
+            most: AtomicUsize::new(0),
+        });
+        let calm_invoker = Invoker::new(calm, permits.clone(), metrics);
+        let answer = tokio::time::timeout(
+            Duration::from_secs(5),
+            calm_invoker.reconcile(&parent(), &[]),
+        )
+        .await;
+        assert!(
+            matches!(answer, Ok(Ok(_))),
+            "the other plugin's call waited: {answer:?}"
+        );
+
+        *gate
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+        gate.1.notify_all();
+        for call in calls {
+            assert!(matches!(call.await, Ok(Ok(_))));
+        }
+        assert_eq!(
+            stuck.most.load(Ordering::SeqCst),
+            2,
+            "never more than its share at once"
+        );
+        assert_eq!(permits.available_permits(), 4);
     }
 }

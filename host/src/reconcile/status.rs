@@ -75,6 +75,11 @@ impl Reconciled {
     }
 }
 
+/// Bytes Kubernetes accepts in a condition message.
+const MAX_CONDITION_MESSAGE: usize = 32_768;
+/// Bytes Kubernetes accepts in an Event note.
+const MAX_EVENT_NOTE: usize = 1_024;
+
 fn condition_status(ok: bool) -> &'static str {
     if ok { "True" } else { "False" }
 }
@@ -115,7 +120,7 @@ pub fn desired_status(
         "type": "Reconciled",
         "status": condition_status(reconciled.ok),
         "reason": reconciled.reason,
-        "message": reconciled.message,
+        "message": crate::plugin::truncate(&reconciled.message, MAX_CONDITION_MESSAGE),
     }));
     let live_conditions = live_obj
         .and_then(|s| s.get("conditions"))
@@ -293,7 +298,7 @@ impl ParentWriter {
                 EventType::Normal
             },
             reason: reason.into(),
-            note: Some(note),
+            note: Some(crate::plugin::truncate(&note, MAX_EVENT_NOTE).into_owned()),
             action: action.into(),
             secondary: None,
         };
@@ -368,6 +373,25 @@ mod tests {
         assert_eq!(
             s["observedGeneration"], 1,
             "the new generation was not reconciled"
+        );
+    }
+
+    #[test]
+    fn a_huge_failure_message_is_cut_to_what_kubernetes_accepts_in_a_condition() {
+        let message = "x".repeat(1 << 20);
+        let s = desired_status(
+            None,
+            None,
+            Some(1),
+            &Reconciled::failed("PermanentError", message),
+            "T",
+        );
+        let kept = s["conditions"][0]["message"].as_str().unwrap_or_default();
+        assert!(kept.len() <= MAX_CONDITION_MESSAGE, "{}", kept.len());
+        assert!(
+            kept.ends_with(" bytes]") && kept.contains("… [truncated "),
+            "{}",
+            &kept[kept.len() - 40..]
         );
     }
 
