@@ -43,6 +43,6 @@ pub mod reconcile;
 pub mod run;
 pub mod server;
 
+pub use manager::{Manager, ManagerConfig, PluginSource};
 pub use plugin::{Engine, EngineConfig, Limits, Plugin};
 pub use reconcile::{Controller, ControllerConfig};
-pub use manager::{Manager, ManagerConfig, PluginSource};

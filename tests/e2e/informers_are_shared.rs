@@ -26,9 +26,11 @@ async fn plugins_owning_the_same_kind_share_one_watch_and_removing_one_leaves_th
     install(dir.path(), "blog.wasm", "blog.wasm")?;
     install(dir.path(), "scenario.wasm", "scenario.wasm")?;
     let host = env.host_on_directory(dir.path()).await?;
-    eventually("both plugins serve and their caches are synced", CONVERGE, || async {
-        (host.catalog().len() == 2 && host.is_ready()).then_some(())
-    })
+    eventually(
+        "both plugins serve and their caches are synced",
+        CONVERGE,
+        || async { (host.catalog().len() == 2 && host.is_ready()).then_some(()) },
+    )
     .await?;
     env.create(&kinds::blog(), "b", json!({"title": "t", "replicas": 1}))
         .await?;
@@ -38,7 +40,11 @@ async fn plugins_owning_the_same_kind_share_one_watch_and_removing_one_leaves_th
     wait_ready(&env.api(&kinds::scenario()), "s").await?;
 
     let cm = kinds::config_map();
-    assert_eq!(subscribers(&host, "ConfigMap"), 2, "both plugins read ConfigMaps");
+    assert_eq!(
+        subscribers(&host, "ConfigMap"),
+        2,
+        "both plugins read ConfigMaps"
+    );
     assert_eq!(subscribers(&host, "Deployment"), 1);
     let (lists, watches) = (env.lists_of(&cm), env.watches_of(&cm));
     if env.emulator.is_some() {

@@ -20,7 +20,7 @@ use tracing::{info, warn};
 use crate::hotload::{KindKey, PluginEvent};
 use crate::metrics::Metrics;
 use crate::plugin::Plugin;
-use crate::reconcile::invoke::Reconciler;
+use crate::reconcile::invoke::{Reconciler, plugin_share};
 use crate::reconcile::source::Informers;
 use crate::reconcile::{Controller, ControllerConfig};
 
@@ -40,6 +40,8 @@ pub(super) struct Controllers {
     client: Client,
     informers: Arc<Informers>,
     permits: Arc<Semaphore>,
+    /// How many call slots one plugin may hold (`invoke::plugin_share`).
+    share: usize,
     metrics: Arc<Metrics>,
     config: ControllerConfig,
     /// `None`: the only replica, always leading.
@@ -118,15 +120,17 @@ impl Controllers {
     pub(super) fn new(
         client: Client,
         informers: Arc<Informers>,
-        permits: Arc<Semaphore>,
+        slots: usize,
         metrics: Arc<Metrics>,
         config: ControllerConfig,
         leading: Option<watch::Receiver<bool>>,
     ) -> Self {
+        let slots = slots.max(1);
         Self {
             client,
             informers,
-            permits,
+            permits: Arc::new(Semaphore::new(slots)),
+            share: plugin_share(slots),
             metrics,
             config,
             leading,
@@ -163,7 +167,7 @@ impl Controllers {
             self.client.clone(),
             self.informers.clone(),
             reconciler,
-            self.permits.clone(),
+            (self.permits.clone(), self.share),
             self.metrics.clone(),
             self.config.clone(),
         ));

@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kube::Client;
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
@@ -72,7 +72,7 @@ pub enum PluginSource {
 pub struct ManagerConfig {
     /// Per-controller tuning (workers, resync, backoff, hot-loop guard, namespace).
     pub controller: ControllerConfig,
-    /// Plugin calls in flight at once, across all plugins.
+    /// Plugin calls in flight at once, across all plugins; one plugin may hold half of them.
     pub max_concurrent_calls: usize,
     /// Limits of every plugin call (for plugins the directory source loads).
     pub limits: Limits,
@@ -151,7 +151,10 @@ impl Manager {
                 catalog.mark_scanned();
                 (rx, catalog, None)
             }
-            PluginSource::Directory { config: dir, engine } => {
+            PluginSource::Directory {
+                config: dir,
+                engine,
+            } => {
                 let loader = AdmittingLoader {
                     inner: EngineLoader {
                         engine,
@@ -172,7 +175,7 @@ impl Manager {
         let controllers = Controllers::new(
             client.clone(),
             informers.clone(),
-            Arc::new(Semaphore::new(config.max_concurrent_calls.max(1))),
+            config.max_concurrent_calls,
             metrics.clone(),
             ControllerConfig {
                 validation: config.policy.validation(),
@@ -184,13 +187,25 @@ impl Manager {
         let stop = CancellationToken::new();
         let addr = match config.listen {
             Some(listen) => Some(
-                ops::serve(listen, catalog.clone(), view.clone(), metrics.clone(), stop.clone())
-                    .await?,
+                ops::serve(
+                    listen,
+                    catalog.clone(),
+                    view.clone(),
+                    metrics.clone(),
+                    stop.clone(),
+                )
+                .await?,
             ),
             None => None,
         };
         let installer = config.install_crds.then_some(client);
-        let main = tokio::spawn(drive(controllers, events, leadership, installer, stop.clone()));
+        let main = tokio::spawn(drive(
+            controllers,
+            events,
+            leadership,
+            installer,
+            stop.clone(),
+        ));
         Ok(Manager {
             catalog,
             metrics,

@@ -72,7 +72,12 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
             .map(|row| {
                 let reconciles = ResultLabel::ALL
                     .into_iter()
-                    .map(|r| (r.as_str(), listing.metrics.reconciles_of(&row.name, r.as_str())))
+                    .map(|r| {
+                        (
+                            r.as_str(),
+                            listing.metrics.reconciles_of(&row.name, r.as_str()),
+                        )
+                    })
                     .collect();
                 let (synced, unserved) = states.get(&row.kind).cloned().unwrap_or_default();
                 Listed {

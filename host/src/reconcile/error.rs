@@ -82,19 +82,28 @@ impl Policy {
     /// The one mapping from an error to its condition, Event, metric and queue decision.
     pub fn of(error: &ReconcileError) -> Self {
         let (reason, report, finish, label) = match error {
-            ReconcileError::Refused { .. } => ("Refused", true, Finish::Failed, ResultLabel::Refused),
+            ReconcileError::Refused { .. } => {
+                ("Refused", true, Finish::Failed, ResultLabel::Refused)
+            }
             ReconcileError::Plugin(e) if e.refused => {
                 ("Refused", true, Finish::Failed, ResultLabel::Refused)
             }
             ReconcileError::Plugin(e) => match e.kind {
                 ErrorKind::Transient => ("TransientError", true, Finish::Retry, ResultLabel::Error),
-                ErrorKind::Permanent => ("PermanentError", true, Finish::Failed, ResultLabel::Error),
+                ErrorKind::Permanent => {
+                    ("PermanentError", true, Finish::Failed, ResultLabel::Error)
+                }
             },
             ReconcileError::Apply(e) if e.is_permanent() => {
                 ("PermanentError", true, Finish::Failed, ResultLabel::Error)
             }
             ReconcileError::Apply(_) => ("TransientError", true, Finish::Retry, ResultLabel::Error),
-            ReconcileError::Parent(_) => ("StatusWriteFailed", false, Finish::Retry, ResultLabel::Error),
+            ReconcileError::Parent(_) => (
+                "StatusWriteFailed",
+                false,
+                Finish::Retry,
+                ResultLabel::Error,
+            ),
             ReconcileError::Finalize(e) => (
                 "FinalizeFailed",
                 false,
@@ -127,7 +136,10 @@ mod tests {
     #[test]
     fn a_transient_plugin_failure_is_retried_with_backoff_and_reported() {
         let p = Policy::of(&plugin_error(ErrorKind::Transient));
-        assert_eq!((p.reason, p.finish, p.label), ("TransientError", Finish::Retry, ResultLabel::Error));
+        assert_eq!(
+            (p.reason, p.finish, p.label),
+            ("TransientError", Finish::Retry, ResultLabel::Error)
+        );
         assert!(p.report);
     }
 
@@ -153,7 +165,10 @@ mod tests {
             "the refusal is said once"
         );
         let p = Policy::of(&e);
-        assert_eq!((p.reason, p.finish, p.label), ("Refused", Finish::Failed, ResultLabel::Refused));
+        assert_eq!(
+            (p.reason, p.finish, p.label),
+            ("Refused", Finish::Failed, ResultLabel::Refused)
+        );
         let contract = ReconcileError::Plugin(PluginError::refused("response too large"));
         assert_eq!(Policy::of(&contract).label, ResultLabel::Refused);
     }

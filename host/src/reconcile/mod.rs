@@ -101,6 +101,8 @@ pub struct Controller {
 struct Parts {
     informers: Arc<Informers>,
     permits: Arc<Semaphore>,
+    /// How many of `permits` this plugin may hold at once.
+    share: usize,
     queue: Arc<Queue>,
     echoes: Arc<Echoes>,
     metrics: Arc<Metrics>,
@@ -117,7 +119,9 @@ impl Parts {
             queue: self.queue.clone(),
             echoes: self.echoes.clone(),
         };
-        let parent = self.informers.subscribe(&info.parent, target(Route::Parent));
+        let parent = self
+            .informers
+            .subscribe(&info.parent, target(Route::Parent));
         let children: Vec<Subscription> = info
             .children
             .iter()
@@ -147,7 +151,12 @@ impl Parts {
                 self.metrics.clone(),
                 self.echoes.clone(),
             ),
-            invoker: Invoker::new(plugin, self.permits.clone(), self.metrics.clone()),
+            invoker: Invoker::with_share(
+                plugin,
+                self.permits.clone(),
+                self.share,
+                self.metrics.clone(),
+            ),
             cache,
             _subscriptions: subscriptions,
         }
@@ -157,15 +166,17 @@ impl Parts {
 impl Controller {
     /// A controller for `plugin`, subscribed to its kinds in the host's informer registry (so
     /// their events start arriving); nothing is reconciled until [`Controller::run_workers`].
+    /// `permits` are the host's call slots; `share` how many of them this plugin may hold.
     pub fn new(
         client: Client,
         informers: Arc<Informers>,
         plugin: Arc<dyn Reconciler>,
-        permits: Arc<Semaphore>,
+        (permits, share): (Arc<Semaphore>, usize),
         metrics: Arc<Metrics>,
         config: ControllerConfig,
     ) -> Self {
         let parts = Parts {
+            share,
             queue: Arc::new(Queue::new(config.queue.clone())),
             echoes: Arc::new(Echoes::default()),
             informers,
@@ -245,10 +256,13 @@ impl Controller {
                 while let Some(key) = this.parts.queue.next().await {
                     let binding = this.binding();
                     let name = &binding.info().name;
-                    this.parts.metrics.queue_depth(name, this.parts.queue.depth());
+                    this.parts
+                        .metrics
+                        .queue_depth(name, this.parts.queue.depth());
                     let started = Instant::now();
                     let (finish, label) = this.reconcile(&binding, &key).await;
-                    this.parts.metrics
+                    this.parts
+                        .metrics
                         .reconciled(name, label.as_str(), started.elapsed());
                     if finish == Finish::Retry {
                         this.parts.metrics.backed_off(name);
@@ -347,7 +361,8 @@ impl Controller {
             Requeue::After(d) => Finish::After(d),
         };
         // A requeue sooner than the floor counts like `Now`: every fast path is throttled.
-        let busy = !writes.is_empty() || status_diff.is_some() || self.parts.queue.requeues_soon(finish);
+        let busy =
+            !writes.is_empty() || status_diff.is_some() || self.parts.queue.requeues_soon(finish);
         let verdict = self.parts.queue.guard(key, busy);
         if verdict.flagged {
             // A stable message, so a throttled loop does not also rewrite its status each time.
@@ -422,7 +437,9 @@ impl Controller {
             return Ok(parent);
         }
         finalizers.push(finalizer.clone());
-        Ok(Arc::new(b.parents.set_finalizers(&parent, finalizers).await?))
+        Ok(Arc::new(
+            b.parents.set_finalizers(&parent, finalizers).await?,
+        ))
     }
 
     /// The parent is being deleted: run the plugin's cleanup, then release the finalizer.

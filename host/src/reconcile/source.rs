@@ -325,9 +325,17 @@ mod tests {
         assert_eq!(count("ConfigMap"), Some(2));
         assert_eq!(count("Service"), Some(1));
         drop(a);
-        assert_eq!(count("ConfigMap"), Some(1), "the other subscriber keeps the watch");
+        assert_eq!(
+            count("ConfigMap"),
+            Some(1),
+            "the other subscriber keeps the watch"
+        );
         drop(b);
-        assert_eq!(count("ConfigMap"), None, "the last unsubscribe stops the watch");
+        assert_eq!(
+            count("ConfigMap"),
+            None,
+            "the last unsubscribe stops the watch"
+        );
         assert_eq!(count("Service"), Some(1));
         drop(s);
         assert!(informers.watched().is_empty());
@@ -345,6 +353,10 @@ mod tests {
         let late = target();
         let queue = late.queue.clone();
         let _second = informers.subscribe(&kind("Widget"), late);
-        assert_eq!(queue.depth(), 1, "the cached parent is enqueued for the late subscriber");
+        assert_eq!(
+            queue.depth(),
+            1,
+            "the cached parent is enqueued for the late subscriber"
+        );
     }
 }

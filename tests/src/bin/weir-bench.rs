@@ -114,7 +114,8 @@ async fn serve(system: &str, kubeconfig: &Path, copies: usize) -> Result<()> {
             let mut config = weir::ManagerConfig::default();
             config.controller.workers = WORKERS;
             config.controller.resync = Duration::from_secs(RESYNC_SECS);
-            let host = weir::Manager::start(client, weir::PluginSource::Fixed(plugins), config).await?;
+            let host =
+                weir::Manager::start(client, weir::PluginSource::Fixed(plugins), config).await?;
             println!("STARTED");
             std::future::pending::<()>().await;
             drop(host);
