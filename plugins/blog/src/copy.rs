@@ -18,7 +18,10 @@ use crate::{Blog, BlogReconciler};
 /// The copy's number, from `WEIR_BLOG_COPY` at compile time.
 macro_rules! copy {
     () => {
-        env!("WEIR_BLOG_COPY")
+        env!(
+            "WEIR_BLOG_COPY",
+            "the bench-copy feature needs WEIR_BLOG_COPY=N at compile time (plugins/build.sh ten)"
+        )
     };
 }
 

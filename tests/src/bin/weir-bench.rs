@@ -204,7 +204,10 @@ fn spawn(setup: &Setup, dir: &Path, kubeconfig: &Path) -> Result<Children> {
                 if let Some(ns) = ns {
                     cmd.args(["--namespace", ns]);
                 }
-                let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn()?;
+                let mut child = cmd
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::inherit())
+                    .spawn()?;
                 let stdout = child.stdout.take().context("twin stdout")?;
                 children.0.push(child);
                 let mut line = String::new();
@@ -267,7 +270,8 @@ async fn install(emulator: &Emulator, targets: &[Target]) -> Result<()> {
         let crd = blog_crd(t.copy);
         let name = crd["metadata"]["name"].as_str().unwrap_or_default();
         crds.patch(name, &apply, &Patch::Apply(&crd)).await?;
-        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": t.namespace}});
+        let ns =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": t.namespace}});
         namespaces
             .patch(&t.namespace, &apply, &Patch::Apply(&ns))
             .await?;
@@ -408,7 +412,10 @@ fn print(rows: &[Row]) {
         "| {:<28} | {:>6} | {:>11} | {:>13} | {:>17} | {:>12} |",
         "controller", "Blogs", "all Ready s", "requests/Blog", "writes, 2 resyncs", "peak RSS MiB"
     );
-    println!("|{:-<30}|{:->8}|{:->13}|{:->15}|{:->19}|{:->14}|", "", "", "", "", "", "");
+    println!(
+        "|{:-<30}|{:->8}|{:->13}|{:->15}|{:->19}|{:->14}|",
+        "", "", "", "", "", ""
+    );
     for r in rows {
         println!(
             "| {:<28} | {:>6} | {:>11.2} | {:>13.2} | {:>17} | {:>12.1} |",
@@ -422,7 +429,10 @@ fn print_ratios(pairs: &[(&Row, &Row)]) {
         "\n| {:<28} | {:>6} | {:>11} | {:>13} | {:>12} |",
         "Weir / twin", "Blogs", "all Ready", "requests/Blog", "peak RSS"
     );
-    println!("|{:-<30}|{:->8}|{:->13}|{:->15}|{:->14}|", "", "", "", "", "");
+    println!(
+        "|{:-<30}|{:->8}|{:->13}|{:->15}|{:->14}|",
+        "", "", "", "", ""
+    );
     for (w, n) in pairs {
         println!(
             "| {:<28} | {:>6} | {:>10.2}x | {:>12.2}x | {:>11.2}x |",
@@ -461,7 +471,10 @@ async fn bench(cli: Cli) -> Result<()> {
             .weir
             .clone()
             .unwrap_or_else(|| root().join("target/release/weir"));
-        Some(built(path, "build it with `cargo build --release -p weir --bin weir`")?)
+        Some(built(
+            path,
+            "build it with `cargo build --release -p weir --bin weir`",
+        )?)
     } else {
         None
     };
@@ -483,7 +496,11 @@ async fn bench(cli: Cli) -> Result<()> {
 
     let mut rows = Vec::new();
     let mut pairs = Vec::new();
-    let blogs = if cli.ten_only { &[][..] } else { &cli.blogs[..] };
+    let blogs = if cli.ten_only {
+        &[][..]
+    } else {
+        &cli.blogs[..]
+    };
     for &n in blogs {
         let targets = [Target {
             kind: blog_kind(None),
