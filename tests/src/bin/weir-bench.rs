@@ -427,7 +427,7 @@ fn print(rows: &[Row]) {
 fn print_ratios(pairs: &[(&Row, &Row)]) {
     println!(
         "\n| {:<28} | {:>6} | {:>11} | {:>13} | {:>12} |",
-        "Weir / twin", "Blogs", "all Ready", "requests/Blog", "peak RSS"
+        "Weir / twin(s)", "Blogs", "all Ready", "requests/Blog", "peak RSS"
     );
     println!(
         "|{:-<30}|{:->8}|{:->13}|{:->15}|{:->14}|",
@@ -436,7 +436,7 @@ fn print_ratios(pairs: &[(&Row, &Row)]) {
     for (w, n) in pairs {
         println!(
             "| {:<28} | {:>6} | {:>10.2}x | {:>12.2}x | {:>11.2}x |",
-            format!("{} / {}", w.system, n.system),
+            w.system,
             w.blogs,
             w.seconds / n.seconds,
             w.requests_per_blog / n.requests_per_blog,
