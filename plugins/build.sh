@@ -2,6 +2,8 @@
 # Builds every plugin component into target/plugins/<name>.wasm.
 #   plugins/build.sh            Rust plugins (the Blog plugin and the test plugins)
 #   plugins/build.sh all        also the Python and JavaScript plugins
+#   plugins/build.sh ten        also the Blog under ten kinds Blog0..Blog9, for the benchmark's
+#                               ten-plugin row: target/plugins/ten/blog{0..9}.wasm
 # Idempotent: installs the wasm32-wasip2 target if it is missing.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,10 +49,25 @@ build_guests() {
   echo "blog-js.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 }
 
+# Ten distinct components: the Blog built with `bench-copy` and WEIR_BLOG_COPY=0..9, in a target
+# directory of their own so they never replace the normal Blog's build output. Only the Blog crate
+# is recompiled from one copy to the next (cargo tracks the variable).
+build_ten() {
+  mkdir -p "$out/ten"
+  local n
+  for n in 0 1 2 3 4 5 6 7 8 9; do
+    WEIR_BLOG_COPY=$n CARGO_TARGET_DIR="$root/target/ten" cargo build --manifest-path "$root/Cargo.toml" \
+      --target wasm32-wasip2 --profile plugin -p weir-plugin-blog --features bench-copy
+    cp "$root/target/ten/wasm32-wasip2/plugin/weir_plugin_blog.wasm" "$out/ten/blog$n.wasm"
+  done
+  ls -l "$out/ten"
+}
+
 build_rust
 case "${1:-rust}" in
   rust) ;;
   all) build_guests ;;
-  *) echo "usage: plugins/build.sh [rust|all]" >&2; exit 2 ;;
+  ten) build_ten ;;
+  *) echo "usage: plugins/build.sh [rust|all|ten]" >&2; exit 2 ;;
 esac
 ls -l "$out"

@@ -13,6 +13,9 @@
 //! - a requeue after `resync`, like Weir's resync.
 //!
 //! It emits no Events (Weir emits one per Blog) and has no hot-loop guard or metrics.
+//!
+//! Its Blog type is fixed at compile time, so the benchmark's ten-plugin row (Weir serving ten
+//! kinds) runs ten twins, each confined to a namespace of its own, rather than ten twin kinds.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -238,19 +241,32 @@ fn error_policy(_: Arc<Blog>, _: &finalizer::Error<TwinError>, _: Arc<Ctx>) -> A
     Action::requeue(Duration::from_secs(1))
 }
 
-/// A reflector over every object of kind `K`, and the stream of changed objects that fills it.
+/// All objects of kind `K`, or those of one namespace.
+fn api<K>(client: &Client, namespace: Option<&str>) -> Api<K>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// A reflector over every object of kind `K` (in `namespace`, if given), and the stream of
+/// changed objects that fills it.
 fn cached<K>(
     client: &Client,
+    namespace: Option<&str>,
 ) -> (
     Store<K>,
     impl Stream<Item = Result<K, watcher::Error>> + Send + 'static,
 )
 where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync,
-    K: 'static,
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+    K: Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
     let (store, writer) = reflector::store();
-    let events = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+    let events = watcher(api::<K>(client, namespace), watcher::Config::default())
         .default_backoff()
         .modify(|obj| obj.managed_fields_mut().clear())
         .reflect(writer)
@@ -258,12 +274,12 @@ where
     (store, events)
 }
 
-/// Runs the twin over every Blog in the cluster until the process ends.
-pub async fn run(client: Client, workers: u16, resync: Duration) {
+/// Runs the twin over every Blog in the cluster (or in `namespace`) until the process ends.
+pub async fn run(client: Client, namespace: Option<&str>, workers: u16, resync: Duration) {
     let (blogs, blog_writer) = reflector::store();
     // Only spec changes (generation, which deletion bumps too) and finalizer changes (the
     // helper waits for its own patch) start a reconcile; status writes do not.
-    let blog_events = watcher(Api::<Blog>::all(client.clone()), watcher::Config::default())
+    let blog_events = watcher(api::<Blog>(&client, namespace), watcher::Config::default())
         .default_backoff()
         .modify(|blog| blog.managed_fields_mut().clear())
         .reflect(blog_writer)
@@ -272,9 +288,9 @@ pub async fn run(client: Client, workers: u16, resync: Duration) {
             predicates::generation.combine(predicates::finalizers),
             PredicateConfig::default(),
         );
-    let (config_maps, config_map_events) = cached::<ConfigMap>(&client);
-    let (deployments, deployment_events) = cached::<Deployment>(&client);
-    let (services, service_events) = cached::<Service>(&client);
+    let (config_maps, config_map_events) = cached::<ConfigMap>(&client, namespace);
+    let (deployments, deployment_events) = cached::<Deployment>(&client, namespace);
+    let (services, service_events) = cached::<Service>(&client, namespace);
     let ctx = Arc::new(Ctx {
         client,
         config_maps,

@@ -50,10 +50,13 @@ pub(super) struct Controllers {
     view: ControllersView,
 }
 
+/// A running controller and the handles that stop its tasks at once.
+type Handles = (Arc<Controller>, Vec<tokio::task::AbortHandle>);
+
 /// The controllers as the operations server and [`super::Manager`] see them.
 #[derive(Clone, Default)]
 pub(super) struct ControllersView {
-    controllers: Arc<RwLock<HashMap<KindKey, (Arc<Controller>, Vec<tokio::task::AbortHandle>)>>>,
+    controllers: Arc<RwLock<HashMap<KindKey, Handles>>>,
 }
 
 impl ControllersView {

@@ -6,6 +6,8 @@
 //! `README.md` specifies every child field by field for the Python and
 //! JavaScript ports, and `fixtures/` pins it.
 
+#[cfg(feature = "bench-copy")]
+pub mod copy;
 mod manifests;
 mod status;
 mod types;
@@ -79,7 +81,10 @@ impl Reconciler for BlogReconciler {
     }
 }
 
+#[cfg(not(feature = "bench-copy"))]
 weir_guest_sdk::export!(BlogReconciler);
+#[cfg(feature = "bench-copy")]
+weir_guest_sdk::export!(copy::BlogCopyReconciler);
 
 /// Rejects what the CRD schema would reject, for parents that bypassed it,
 /// and names the field, since the message is what the user sees.

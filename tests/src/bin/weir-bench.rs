@@ -1,90 +1,105 @@
-//! The host benchmark: N Blogs created at once on the emulator, reconciled by Weir (the WASM
-//! Blog plugin) and by the native twin, each in its own process; prints a table.
+//! The host benchmark: the shipped `weir run` binary against the native twin, each a child
+//! process of this one, on N Blogs created at once on the emulator; prints a table.
 //!
-//! `cargo run -p weir-e2e --bin weir-bench -- [--blogs 1000]` (plugins built by `plugins/build.sh`).
-//! The controller under test runs as a child process (`weir-bench serve weir|native ...`) so its
-//! peak RSS is its own; the emulator runs in this process, and its request log counts the child's
-//! requests (this process's own creates and polls are subtracted).
+//! ```text
+//! cargo build --release -p weir --bin weir && cargo build --release -p weir-e2e --bin weir-bench
+//! plugins/build.sh ten      # the Blog plugin, and the ten Blog kinds of the ten-plugin row
+//! target/release/weir-bench --blogs 1000 --blogs 10000 --ten 100
+//! ```
+//!
+//! The emulator runs in this process; its request log counts the children's requests (this
+//! process's own creates and polls are subtracted). Each child's peak RSS is its own `VmHWM`.
+//! `weir-bench serve native KUBECONFIG [--namespace NS]` is the twin's process (internal).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand, ValueEnum};
 use futures::{StreamExt, TryStreamExt};
 use kube::CustomResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use weir::plugin::{
-    FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
-    ResourceKind,
-};
-use weir::reconcile::invoke::{PluginError, Reconciler};
-use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+use weir::plugin::ResourceKind;
+use weir_emulator::{Emulator, EmulatorConfig, RequestRecord, WorkloadSimulation};
 
 const RESYNC_SECS: u64 = 3;
 const WORKERS: usize = 8;
+/// Kinds (Weir) or twin processes of the ten-plugin row.
+const TEN: usize = 10;
+
+/// Weir (the `weir run` binary) against the native kube-runtime twin, on the embedded emulator.
+#[derive(Debug, Parser)]
+#[command(name = "weir-bench", args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    internal: Option<Internal>,
+    /// Blogs of one row (repeat, or separate by commas: `--blogs 1000,10000`).
+    #[arg(long, value_delimiter = ',', default_value = "1000")]
+    blogs: Vec<usize>,
+    /// Also the ten-plugin row: ten distinct Blog components (`plugins/build.sh ten`) in one
+    /// `weir run`, against ten twin processes, with this many Blogs each (default 100).
+    #[arg(long, num_args = 0..=1, default_missing_value = "100", value_name = "BLOGS_EACH")]
+    ten: Option<usize>,
+    /// Only the ten-plugin row (no `--blogs` rows).
+    #[arg(long, requires = "ten")]
+    ten_only: bool,
+    /// The `weir` binary measured [default: target/release/weir].
+    #[arg(long, value_name = "PATH")]
+    weir: Option<PathBuf>,
+    /// Measure only one side (no ratios).
+    #[arg(long, value_enum)]
+    only: Option<Side>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Internal {
+    /// Runs the native twin (the benchmark's own child process).
+    #[command(hide = true)]
+    Serve {
+        /// Which controller (only the twin runs from this binary; Weir is `weir run`).
+        system: Served,
+        /// The emulator's kubeconfig.
+        kubeconfig: PathBuf,
+        /// Watch and reconcile only this namespace.
+        #[arg(long)]
+        namespace: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Served {
+    Native,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Side {
+    Weir,
+    Native,
+}
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// The Blog plugin under another kind name (`Blog3`, plural `blogs3`), for the 10-plugin RSS row.
-struct Renamed {
-    inner: Arc<dyn Reconciler>,
-    info: PluginInfo,
+/// The controller under test and what it serves.
+enum Setup {
+    /// One `weir run` process over these plugin components.
+    Weir {
+        binary: PathBuf,
+        plugins: Vec<PathBuf>,
+    },
+    /// One twin process per namespace (`None`: one twin over the whole cluster).
+    Twins { namespaces: Vec<Option<String>> },
 }
 
-impl Renamed {
-    fn new(inner: Arc<dyn Reconciler>, n: usize) -> Self {
-        let mut info = inner.info().clone();
-        info.name = format!("blog{n}");
-        info.parent.kind = format!("Blog{n}");
-        info.parent.plural = format!("blogs{n}");
-        info.crd = Some(renamed_crd(n).to_string());
-        Self { inner, info }
-    }
-
-    fn restore(parent: &str) -> String {
-        let mut v: Value = serde_json::from_str(parent).unwrap_or_default();
-        v["kind"] = json!("Blog");
-        v.to_string()
-    }
-}
-
-impl Reconciler for Renamed {
-    fn info(&self) -> &PluginInfo {
-        &self.info
-    }
-    fn reconcile(&self, req: &ReconcileRequest) -> Result<ReconcileResponse, PluginError> {
-        self.inner.reconcile(&ReconcileRequest {
-            parent: Self::restore(&req.parent),
-            children: req.children.clone(),
-        })
-    }
-    fn finalize(&self, req: &FinalizeRequest) -> Result<FinalizeResponse, PluginError> {
-        self.inner.finalize(&FinalizeRequest {
-            parent: Self::restore(&req.parent),
-            ..req.clone()
-        })
-    }
-}
-
-fn blog_crd() -> Value {
-    serde_json::to_value(weir_plugin_blog::Blog::crd()).unwrap_or_default()
-}
-
-fn renamed_crd(n: usize) -> Value {
-    let mut crd = blog_crd();
-    crd["metadata"]["name"] = json!(format!("blogs{n}.weir.dev"));
-    crd["spec"]["names"]["kind"] = json!(format!("Blog{n}"));
-    crd["spec"]["names"]["plural"] = json!(format!("blogs{n}"));
-    crd["spec"]["names"]["singular"] = json!(format!("blog{n}"));
-    crd["spec"]["names"]["listKind"] = json!(format!("Blog{n}List"));
-    crd["spec"]["names"]["shortNames"] = json!([]);
-    crd
+/// Blogs of one kind in one namespace.
+struct Target {
+    kind: ResourceKind,
+    copy: Option<usize>,
+    namespace: String,
 }
 
 fn blog_kind(copy: Option<usize>) -> ResourceKind {
@@ -97,32 +112,49 @@ fn blog_kind(copy: Option<usize>) -> ResourceKind {
     }
 }
 
-/// `weir-bench serve weir|native KUBECONFIG COPIES`: the controller under test.
-async fn serve(system: &str, kubeconfig: &Path, copies: usize) -> Result<()> {
-    let client = weir::run::client(Some(kubeconfig)).await?;
-    match system {
-        "native" => {
-            println!("STARTED");
-            weir_e2e::native_twin::run(client, WORKERS as u16, Duration::from_secs(RESYNC_SECS))
-                .await;
-        }
-        "weir" => {
-            if copies > 1 {
-                bail!("the ten-plugin row moves to ten distinct components");
-            }
-            let plugins = vec![weir_e2e::plugin("blog")?];
-            let mut config = weir::ManagerConfig::default();
-            config.controller.workers = WORKERS;
-            config.controller.resync = Duration::from_secs(RESYNC_SECS);
-            let host =
-                weir::Manager::start(client, weir::PluginSource::Fixed(plugins), config).await?;
-            println!("STARTED");
-            std::future::pending::<()>().await;
-            drop(host);
-        }
-        other => bail!("unknown system {other}"),
+/// The Blog's CRD, or the one `plugins/build.sh ten` builds copy `n` with (the same renaming
+/// as `weir_plugin_blog::copy`).
+fn blog_crd(copy: Option<usize>) -> Value {
+    let mut crd = serde_json::to_value(weir_plugin_blog::Blog::crd()).unwrap_or_default();
+    if let Some(n) = copy {
+        crd["metadata"]["name"] = json!(format!("blogs{n}.weir.dev"));
+        let names = &mut crd["spec"]["names"];
+        names["kind"] = json!(format!("Blog{n}"));
+        names["plural"] = json!(format!("blogs{n}"));
+        names["singular"] = json!(format!("blog{n}"));
+        names["listKind"] = json!(format!("Blog{n}List"));
+        names["shortNames"] = Value::Null;
     }
-    Ok(())
+    crd
+}
+
+/// The children under test; killed when dropped, so no error path leaves one behind.
+struct Children(Vec<Child>);
+
+impl Children {
+    /// Sum of the children's peak resident set sizes.
+    fn peak_rss_mib(&self) -> f64 {
+        self.0.iter().map(|c| peak_rss_mib(c.id())).sum()
+    }
+
+    /// Fails if a child has exited (a bad flag, a failed start).
+    fn check_running(&mut self) -> Result<()> {
+        for child in &mut self.0 {
+            if let Some(status) = child.try_wait()? {
+                bail!("the controller under test exited early: {status}");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 fn peak_rss_mib(pid: u32) -> f64 {
@@ -136,31 +168,67 @@ fn peak_rss_mib(pid: u32) -> f64 {
     kib / 1024.0
 }
 
-struct Row {
-    system: String,
-    blogs: usize,
-    seconds: f64,
-    requests_per_blog: f64,
-    writes_per_blog: f64,
-    resync_writes: usize,
-    rss_mib: f64,
+/// Starts the controller(s) of `setup` against the emulator of `kubeconfig`.
+fn spawn(setup: &Setup, dir: &Path, kubeconfig: &Path) -> Result<Children> {
+    match setup {
+        Setup::Weir { binary, plugins } => {
+            let plugin_dir = dir.join("plugins");
+            std::fs::create_dir_all(&plugin_dir)?;
+            for p in plugins {
+                let name = p.file_name().context("plugin file name")?;
+                std::fs::copy(p, plugin_dir.join(name))
+                    .with_context(|| format!("copying {}", p.display()))?;
+            }
+            // A fresh compile cache: every run starts as a new pod would, compiling its plugins.
+            let child = Command::new(binary)
+                .args(["--log", "warn", "--cache-dir"])
+                .arg(dir.join("cache"))
+                .args(["run", "--plugins"])
+                .arg(&plugin_dir)
+                .arg("--kubeconfig")
+                .arg(kubeconfig)
+                .args(["--workers", &WORKERS.to_string()])
+                .args(["--resync-secs", &RESYNC_SECS.to_string()])
+                .args(["--listen", "127.0.0.1:0"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .with_context(|| format!("starting {}", binary.display()))?;
+            Ok(Children(vec![child]))
+        }
+        Setup::Twins { namespaces } => {
+            let mut children = Children(Vec::new());
+            for ns in namespaces {
+                let mut cmd = Command::new(std::env::current_exe()?);
+                cmd.args(["serve", "native"]).arg(kubeconfig);
+                if let Some(ns) = ns {
+                    cmd.args(["--namespace", ns]);
+                }
+                let mut child = cmd
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::inherit())
+                    .spawn()?;
+                let stdout = child.stdout.take().context("twin stdout")?;
+                children.0.push(child);
+                let mut line = String::new();
+                BufReader::new(stdout).read_line(&mut line)?;
+                if !line.starts_with("STARTED") {
+                    bail!("the native twin did not start: {line:?}");
+                }
+            }
+            Ok(children)
+        }
+    }
 }
 
-fn spawn_child(system: &str, kubeconfig: &Path, copies: usize) -> Result<Child> {
-    let mut child = Command::new(std::env::current_exe()?)
-        .args(["serve", system])
-        .arg(kubeconfig)
-        .arg(copies.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()?;
-    let stdout = child.stdout.take().context("child stdout")?;
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line)?;
-    if !line.starts_with("STARTED") {
-        bail!("the {system} controller did not start: {line:?}");
+/// The path suffix of the parent watch each target needs before the clock starts.
+fn watch_suffix(setup: &Setup, target: &Target) -> String {
+    match setup {
+        Setup::Twins { namespaces } if namespaces.iter().any(Option::is_some) => {
+            format!("/namespaces/{}/{}", target.namespace, target.kind.plural)
+        }
+        _ => format!("/{}", target.kind.plural),
     }
-    Ok(child)
 }
 
 fn is_ready(obj: &DynamicObject) -> bool {
@@ -174,21 +242,16 @@ fn is_ready(obj: &DynamicObject) -> bool {
     current && ready
 }
 
-/// Creates `per_kind` Blogs of each kind and measures until all are Ready.
-async fn measure(
-    system: &str,
-    kinds: &[ResourceKind],
-    per_kind: usize,
-    copies: usize,
-) -> Result<Row> {
-    let emulator = Emulator::start(EmulatorConfig {
-        workloads: Some(WorkloadSimulation {
-            ready_after: Duration::from_millis(50),
-        }),
-        watch_history: 200_000,
-        ..EmulatorConfig::default()
-    })
-    .await?;
+struct Row {
+    system: String,
+    blogs: usize,
+    seconds: f64,
+    requests_per_blog: f64,
+    resync_writes: usize,
+    rss_mib: f64,
+}
+
+async fn install(emulator: &Emulator, targets: &[Target]) -> Result<()> {
     let client = emulator.client();
     let crds: Api<DynamicObject> = Api::all_with(
         client.clone(),
@@ -201,41 +264,50 @@ async fn measure(
         }
         .api_resource(),
     );
-    for (i, _) in kinds.iter().enumerate() {
-        let crd = if copies > 1 {
-            renamed_crd(i)
-        } else {
-            blog_crd()
-        };
-        let name = crd["metadata"]["name"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        crds.patch(
-            &name,
-            &PatchParams::apply("bench").force(),
-            &Patch::Apply(&crd),
-        )
-        .await?;
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+    let apply = PatchParams::apply("bench").force();
+    for t in targets {
+        let crd = blog_crd(t.copy);
+        let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+        crds.patch(name, &apply, &Patch::Apply(&crd)).await?;
+        let ns =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": t.namespace}});
+        namespaces
+            .patch(&t.namespace, &apply, &Patch::Apply(&ns))
+            .await?;
     }
-    let dir = std::env::temp_dir().join(format!(
-        "weir-bench-{}-{system}-{copies}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir)?;
-    let kubeconfig = dir.join("kubeconfig");
+    Ok(())
+}
+
+/// Creates `per_target` Blogs for each target and measures until all are Ready, then over
+/// two resyncs.
+async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usize) -> Result<Row> {
+    let emulator = Emulator::start(EmulatorConfig {
+        workloads: Some(WorkloadSimulation {
+            ready_after: Duration::from_millis(50),
+        }),
+        watch_history: 200_000,
+        ..EmulatorConfig::default()
+    })
+    .await?;
+    let client = emulator.client();
+    install(&emulator, targets).await?;
+    let dir = tempfile::Builder::new().prefix("weir-bench-").tempdir()?;
+    let kubeconfig = dir.path().join("kubeconfig");
     emulator.write_kubeconfig(&kubeconfig)?;
-    let mut child = spawn_child(system, &kubeconfig, copies)?;
-    // Started means watching: wait until every parent kind has a watch open.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !kinds.iter().all(|k| {
+    let mut children = spawn(setup, dir.path(), &kubeconfig)?;
+    // Watching means started: wait until every parent kind has a watch open.
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let suffixes: Vec<String> = targets.iter().map(|t| watch_suffix(setup, t)).collect();
+    while !suffixes.iter().all(|s| {
         emulator
             .requests()
             .iter()
-            .any(|r| r.is_watch() && r.path.ends_with(&format!("/{}", k.plural)))
+            .any(|r| r.is_watch() && r.path.ends_with(s.as_str()))
     }) {
+        children.check_running()?;
         if Instant::now() > deadline {
-            bail!("{system} never watched its parents");
+            bail!("{label} never watched its parents");
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -244,61 +316,54 @@ async fn measure(
 
     let started = Instant::now();
     let mut ours = 0usize;
-    for kind in kinds {
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(client.clone(), "default", &kind.api_resource());
-        futures::stream::iter(0..per_kind)
+    let apis: Vec<(Api<DynamicObject>, &Target)> = targets
+        .iter()
+        .map(|t| {
+            let api = Api::namespaced_with(client.clone(), &t.namespace, &t.kind.api_resource());
+            (api, t)
+        })
+        .collect();
+    for (api, t) in &apis {
+        futures::stream::iter(0..per_target)
             .map(|i| {
-                let api = api.clone();
                 let obj: DynamicObject = serde_json::from_value(json!({
-                    "apiVersion": kind.api_version(), "kind": kind.kind,
-                    "metadata": {"name": format!("{}-{i}", kind.plural)},
+                    "apiVersion": t.kind.api_version(), "kind": t.kind.kind,
+                    "metadata": {"name": format!("{}-{i}", t.kind.plural)},
                     "spec": {"title": format!("Blog {i}"), "replicas": 2},
                 }))
-                .unwrap_or_else(|_| DynamicObject::new("invalid", &kind.api_resource()));
+                .unwrap_or_else(|_| DynamicObject::new("invalid", &t.kind.api_resource()));
                 async move { api.create(&PostParams::default(), &obj).await }
             })
             .buffer_unordered(64)
             .try_collect::<Vec<_>>()
             .await?;
-        ours += per_kind;
+        ours += per_target;
     }
+    let blogs = targets.len() * per_target;
     loop {
         let mut ready = 0;
-        for kind in kinds {
-            let api: Api<DynamicObject> =
-                Api::namespaced_with(client.clone(), "default", &kind.api_resource());
-            ready += api
-                .list(&Default::default())
-                .await?
-                .items
-                .iter()
-                .filter(|o| is_ready(o))
-                .count();
+        for (api, _) in &apis {
+            let list = api.list(&Default::default()).await?;
+            ready += list.items.iter().filter(|o| is_ready(o)).count();
             ours += 1;
         }
-        if ready == kinds.len() * per_kind {
+        if ready == blogs {
             break;
         }
-        if started.elapsed() > Duration::from_secs(600) {
-            bail!("{system}: only {ready} Blogs Ready after 10 minutes");
+        children.check_running()?;
+        if started.elapsed() > Duration::from_secs(900) {
+            bail!("{label}: only {ready} of {blogs} Blogs Ready after 15 minutes");
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let seconds = started.elapsed().as_secs_f64();
     let log = emulator.requests();
-    let blogs = kinds.len() * per_kind;
     let requests = log.len().saturating_sub(ours);
-    let writes = log
-        .iter()
-        .filter(|r| r.is_write())
-        .count()
-        .saturating_sub(blogs);
     if std::env::var_os("WEIR_BENCH_DEBUG").is_some() {
-        print_writes(system, &log);
+        print_writes(label, &log);
     }
 
-    // Quiet period: let the last echoes settle, then count writes over more than one resync.
+    // Quiet period: let the last echoes settle, then count writes over two resyncs.
     tokio::time::sleep(Duration::from_millis(500)).await;
     emulator.clear_requests();
     tokio::time::sleep(Duration::from_secs(RESYNC_SECS * 2 + 1)).await;
@@ -307,29 +372,14 @@ async fn measure(
         .iter()
         .filter(|r| r.is_write() && !r.path.contains("/leases"))
         .count();
-    if std::env::var_os("WEIR_BENCH_DEBUG").is_some() {
-        for r in quiet.iter().filter(|r| r.is_write()).take(8) {
-            eprintln!(
-                "{system}: quiet-period write {} {} {:?}",
-                r.method, r.path, r.field_manager
-            );
-        }
-    }
-    let rss_mib = peak_rss_mib(child.id());
-    let _ = child.kill();
-    let _ = child.wait();
+    let rss_mib = children.peak_rss_mib();
+    drop(children);
     emulator.shutdown().await;
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(Row {
-        system: if copies > 1 {
-            format!("{system} ({copies} plugins)")
-        } else {
-            system.to_owned()
-        },
+        system: label.to_owned(),
         blogs,
         seconds,
         requests_per_blog: requests as f64 / blogs as f64,
-        writes_per_blog: writes as f64 / blogs as f64,
         resync_writes,
         rss_mib,
     })
@@ -337,7 +387,7 @@ async fn measure(
 
 /// Breaks the writes of `log` down by method, resource (and subresource) and response code,
 /// to show where a requests/Blog figure above the minimum comes from.
-fn print_writes(system: &str, log: &[weir_emulator::RequestRecord]) {
+fn print_writes(system: &str, log: &[RequestRecord]) {
     let mut counts = std::collections::BTreeMap::<String, usize>::new();
     for r in log.iter().filter(|r| r.is_write()) {
         let segments: Vec<&str> = r.path.split('/').collect();
@@ -345,21 +395,12 @@ fn print_writes(system: &str, log: &[weir_emulator::RequestRecord]) {
             .iter()
             .position(|s| *s == "namespaces")
             .map(|i| {
-                segments
-                    .iter()
-                    .skip(i + 2)
-                    .step_by(2)
-                    .copied()
-                    .collect::<Vec<_>>()
-                    .join("/")
+                let rest: Vec<&str> = segments.iter().skip(i + 2).step_by(2).copied().collect();
+                rest.join("/")
             })
             .unwrap_or_else(|| r.path.clone());
-        *counts
-            .entry(format!(
-                "{} {resource} {} {:?}",
-                r.method, r.status, r.content_type
-            ))
-            .or_default() += 1;
+        let what = format!("{} {resource} {} {:?}", r.method, r.status, r.content_type);
+        *counts.entry(what).or_default() += 1;
     }
     for (what, n) in counts {
         eprintln!("{system}: {n:>7} × {what}");
@@ -368,86 +409,188 @@ fn print_writes(system: &str, log: &[weir_emulator::RequestRecord]) {
 
 fn print(rows: &[Row]) {
     println!(
-        "| {:<22} | {:>6} | {:>12} | {:>12} | {:>10} | {:>20} | {:>13} |",
-        "controller",
-        "Blogs",
-        "all Ready s",
-        "requests/Blog",
-        "writes/Blog",
-        "writes, 2 resyncs",
-        "peak RSS MiB"
+        "| {:<28} | {:>6} | {:>11} | {:>13} | {:>17} | {:>12} |",
+        "controller", "Blogs", "all Ready s", "requests/Blog", "writes, 2 resyncs", "peak RSS MiB"
     );
     println!(
-        "|{:-<24}|{:->8}|{:->14}|{:->14}|{:->12}|{:->22}|{:->15}|",
-        "", "", "", "", "", "", ""
+        "|{:-<30}|{:->8}|{:->13}|{:->15}|{:->19}|{:->14}|",
+        "", "", "", "", "", ""
     );
     for r in rows {
         println!(
-            "| {:<22} | {:>6} | {:>12.2} | {:>12.2} | {:>10.2} | {:>20} | {:>13.1} |",
-            r.system,
-            r.blogs,
-            r.seconds,
-            r.requests_per_blog,
-            r.writes_per_blog,
-            r.resync_writes,
-            r.rss_mib
+            "| {:<28} | {:>6} | {:>11.2} | {:>13.2} | {:>17} | {:>12.1} |",
+            r.system, r.blogs, r.seconds, r.requests_per_blog, r.resync_writes, r.rss_mib
         );
     }
 }
 
+fn print_ratios(pairs: &[(&Row, &Row)]) {
+    println!(
+        "\n| {:<28} | {:>6} | {:>11} | {:>13} | {:>12} |",
+        "Weir / twin(s)", "Blogs", "all Ready", "requests/Blog", "peak RSS"
+    );
+    println!(
+        "|{:-<30}|{:->8}|{:->13}|{:->15}|{:->14}|",
+        "", "", "", "", ""
+    );
+    for (w, n) in pairs {
+        println!(
+            "| {:<28} | {:>6} | {:>10.2}x | {:>12.2}x | {:>11.2}x |",
+            w.system,
+            w.blogs,
+            w.seconds / n.seconds,
+            w.requests_per_blog / n.requests_per_blog,
+            w.rss_mib / n.rss_mib
+        );
+    }
+}
+
+/// Adds the measured rows of one size; a Weir and a twin row make a pair for the ratios.
+fn push(rows: &mut Vec<Row>, pairs: &mut Vec<(usize, usize)>, w: Option<Row>, t: Option<Row>) {
+    let pair = w.is_some() && t.is_some();
+    rows.extend(w);
+    rows.extend(t);
+    if pair {
+        pairs.push((rows.len() - 2, rows.len() - 1));
+    }
+}
+
+/// `path`, or an error naming the command that builds it.
+fn built(path: PathBuf, how: &str) -> Result<PathBuf> {
+    if path.exists() {
+        Ok(path)
+    } else {
+        bail!("{} is missing: {how}", path.display())
+    }
+}
+
+async fn bench(cli: Cli) -> Result<()> {
+    let measures = |side| cli.only.is_none_or(|only| only == side);
+    let weir = if measures(Side::Weir) {
+        let path = cli
+            .weir
+            .clone()
+            .unwrap_or_else(|| root().join("target/release/weir"));
+        Some(built(
+            path,
+            "build it with `cargo build --release -p weir --bin weir`",
+        )?)
+    } else {
+        None
+    };
+    let blog = built(
+        root().join("target/plugins/blog.wasm"),
+        "run plugins/build.sh first",
+    )?;
+    let ten_plugins = match cli.ten {
+        Some(_) if weir.is_some() => (0..TEN)
+            .map(|n| {
+                built(
+                    root().join(format!("target/plugins/ten/blog{n}.wasm")),
+                    "run `plugins/build.sh ten` first",
+                )
+            })
+            .collect::<Result<Vec<_>>>()?,
+        _ => Vec::new(),
+    };
+
+    let mut rows = Vec::new();
+    let mut pairs = Vec::new();
+    let blogs = if cli.ten_only {
+        &[][..]
+    } else {
+        &cli.blogs[..]
+    };
+    for &n in blogs {
+        let targets = [Target {
+            kind: blog_kind(None),
+            copy: None,
+            namespace: "default".into(),
+        }];
+        let w = match &weir {
+            Some(binary) => {
+                let setup = Setup::Weir {
+                    binary: binary.clone(),
+                    plugins: vec![blog.clone()],
+                };
+                Some(measure("weir run", &setup, &targets, n).await?)
+            }
+            None => None,
+        };
+        let t = if measures(Side::Native) {
+            let setup = Setup::Twins {
+                namespaces: vec![None],
+            };
+            Some(measure("native twin", &setup, &targets, n).await?)
+        } else {
+            None
+        };
+        push(&mut rows, &mut pairs, w, t);
+    }
+    if let Some(each) = cli.ten {
+        let namespaces: Vec<String> = (0..TEN).map(|n| format!("bench-{n}")).collect();
+        let w = match &weir {
+            Some(binary) => {
+                let targets: Vec<Target> = (0..TEN)
+                    .map(|n| Target {
+                        kind: blog_kind(Some(n)),
+                        copy: Some(n),
+                        namespace: namespaces[n].clone(),
+                    })
+                    .collect();
+                let setup = Setup::Weir {
+                    binary: binary.clone(),
+                    plugins: ten_plugins,
+                };
+                Some(measure("weir run, 10 plugins", &setup, &targets, each).await?)
+            }
+            None => None,
+        };
+        let t = if measures(Side::Native) {
+            let targets: Vec<Target> = namespaces
+                .iter()
+                .map(|ns| Target {
+                    kind: blog_kind(None),
+                    copy: None,
+                    namespace: ns.clone(),
+                })
+                .collect();
+            let setup = Setup::Twins {
+                namespaces: namespaces.into_iter().map(Some).collect(),
+            };
+            Some(measure("10 native twins (sum)", &setup, &targets, each).await?)
+        } else {
+            None
+        };
+        push(&mut rows, &mut pairs, w, t);
+    }
+    print(&rows);
+    if !pairs.is_empty() {
+        let pairs: Vec<(&Row, &Row)> = pairs.iter().map(|&(a, b)| (&rows[a], &rows[b])).collect();
+        print_ratios(&pairs);
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("serve") {
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_writer(std::io::stderr)
-            .try_init();
-        let system = args.get(1).context("serve weir|native KUBECONFIG COPIES")?;
-        let kubeconfig = PathBuf::from(args.get(2).context("kubeconfig path")?);
-        let copies = args.get(3).and_then(|c| c.parse().ok()).unwrap_or(1);
-        return serve(system, &kubeconfig, copies).await;
+    let cli = Cli::parse();
+    match cli.internal {
+        Some(Internal::Serve {
+            system: Served::Native,
+            kubeconfig,
+            namespace,
+        }) => {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+                .with_writer(std::io::stderr)
+                .try_init();
+            let client = weir::run::client(Some(&kubeconfig)).await?;
+            println!("STARTED");
+            let resync = Duration::from_secs(RESYNC_SECS);
+            weir_e2e::native_twin::run(client, namespace.as_deref(), WORKERS as u16, resync).await;
+            Ok(())
+        }
+        None => bench(cli).await,
     }
-    let blogs = args
-        .iter()
-        .position(|a| a == "--blogs")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(1000);
-    if !root().join("target/plugins/blog.wasm").exists() {
-        bail!("target/plugins/blog.wasm is missing: run plugins/build.sh first");
-    }
-    let only = args
-        .iter()
-        .position(|a| a == "--only")
-        .and_then(|i| args.get(i + 1));
-    if let Some(system) = only {
-        print(&[measure(system, &[blog_kind(None)], blogs, 1).await?]);
-        return Ok(());
-    }
-    let mut rows = Vec::new();
-    rows.push(measure("weir", &[blog_kind(None)], blogs, 1).await?);
-    rows.push(measure("native", &[blog_kind(None)], blogs, 1).await?);
-    print(&rows);
-    let (w, n) = (&rows[0], &rows[1]);
-    println!(
-        "\nWeir / native time to all Ready: {:.2}x",
-        w.seconds / n.seconds
-    );
-
-    let per = 100;
-    let mut rss = Vec::new();
-    rss.push(measure("weir", &[blog_kind(None)], per, 1).await?);
-    let ten: Vec<ResourceKind> = (0..10).map(|n| blog_kind(Some(n))).collect();
-    rss.push(measure("weir", &ten, per, 10).await?);
-    rss.push(measure("native", &[blog_kind(None)], per, 1).await?);
-    println!();
-    print(&rss);
-    println!(
-        "\nRSS: Weir with 10 plugins {:.1} MiB vs 10 native twin processes ≈ 10 × {:.1} = {:.1} MiB",
-        rss[1].rss_mib,
-        rss[2].rss_mib,
-        rss[2].rss_mib * 10.0
-    );
-    Ok(())
 }
