@@ -21,6 +21,7 @@ use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 use crate::hotload;
 use crate::manager::{Manager, ManagerConfig, ManagerError, PluginSource};
 use crate::plugin::{Engine, EngineConfig, LoadError};
+use crate::policy::Policy;
 use crate::reconcile::ControllerConfig;
 
 pub use examples::{ApplyError, apply_dir};
@@ -49,6 +50,9 @@ pub enum DevError {
     /// The host could not start.
     #[error(transparent)]
     Host(#[from] ManagerError),
+    /// The `--policy` file could not be read.
+    #[error(transparent)]
+    Policy(#[from] crate::policy::PolicyError),
     /// The example objects could not be applied.
     #[error(transparent)]
     Apply(#[from] Box<ApplyError>),
@@ -93,6 +97,9 @@ pub struct DevArgs {
     /// Plain log lines even on a terminal.
     #[arg(long)]
     pub plain: bool,
+    /// What plugins may declare (YAML; see `weir::policy`); default: the safe built-in policy.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
 }
 
 impl DevArgs {
@@ -135,6 +142,7 @@ impl DevArgs {
             },
             listen: Some(self.listen),
             install_crds: true,
+            policy: std::sync::Arc::new(Policy::load_or_default(self.policy.as_deref())?),
             ..ManagerConfig::default()
         };
         let source = PluginSource::Directory {
