@@ -48,9 +48,9 @@ pub enum ManagerError {
     Admission {
         /// `name@version`.
         plugin: String,
-        /// Why.
+        /// Why (boxed: a refusal is large, and rare).
         #[source]
-        source: AdmissionError,
+        source: Box<AdmissionError>,
     },
 }
 
@@ -137,7 +137,7 @@ impl Manager {
                     admission.admit(plugin.info()).await.map_err(|source| {
                         ManagerError::Admission {
                             plugin: plugin.label().to_owned(),
-                            source,
+                            source: Box::new(source),
                         }
                     })?;
                     let event = PluginEvent::Added {
