@@ -328,7 +328,7 @@ impl Controller {
         let desired = validate::validate(
             info,
             &parent,
-            &answer,
+            (answer.children, answer.status.as_ref()),
             &b.cache,
             &self.parts.config.validation,
         )

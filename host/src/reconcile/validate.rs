@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use super::cache::{Cache, controller_uid};
 use super::queue::ObjectKey;
-use crate::plugin::{PluginInfo, ReconcileResponse, ResourceKind};
+use crate::plugin::{PluginInfo, ResourceKind};
 
 /// Label on every child naming the UID of the parent that controls it.
 pub const PARENT_UID_LABEL: &str = "weir.dev/parent-uid";
@@ -198,24 +198,23 @@ pub fn is_valid_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 253 && name.split('.').all(label_ok)
 }
 
-/// Checks the plugin's whole answer (desired children and status) against its declaration,
+/// Checks the plugin's whole answer (desired children, taken to be stamped, and status) against its declaration,
 /// `policy` and the `live` objects, and stamps the host-owned fields on the children. Either
 /// the whole answer passes or nothing is returned; nothing here talks to the cluster.
 pub fn validate(
     info: &PluginInfo,
     parent: &DynamicObject,
-    answer: &ReconcileResponse,
+    (desired, status): (Vec<Value>, Option<&Value>),
     live: &dyn LiveObjects,
     policy: &ValidationPolicy,
 ) -> Result<Vec<DesiredChild>, Refusal> {
-    let desired = &answer.children;
     if desired.len() > MAX_CHILDREN {
         return Err(Refusal::TooLarge {
             what: format!("{} children", desired.len()),
             limit: MAX_CHILDREN,
         });
     }
-    if let Some(status) = &answer.status {
+    if let Some(status) = status {
         let size = json_len(status);
         if size > MAX_STATUS_BYTES {
             return Err(Refusal::StatusTooLarge {
@@ -237,16 +236,16 @@ pub fn validate(
     });
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(desired.len());
-    for (index, child) in desired.iter().enumerate() {
-        let api_version = str_at(child, &["apiVersion"]).ok_or(Refusal::Malformed {
+    for (index, mut child) in desired.into_iter().enumerate() {
+        let api_version = str_at(&child, &["apiVersion"]).ok_or(Refusal::Malformed {
             index,
             field: "apiVersion",
         })?;
-        let kind_name = str_at(child, &["kind"]).ok_or(Refusal::Malformed {
+        let kind_name = str_at(&child, &["kind"]).ok_or(Refusal::Malformed {
             index,
             field: "kind",
         })?;
-        let name = str_at(child, &["metadata", "name"]).ok_or(Refusal::Malformed {
+        let name = str_at(&child, &["metadata", "name"]).ok_or(Refusal::Malformed {
             index,
             field: "metadata.name",
         })?;
@@ -266,7 +265,7 @@ pub fn validate(
                 name,
             });
         };
-        let wanted_ns = str_at(child, &["metadata", "namespace"])
+        let wanted_ns = str_at(&child, &["metadata", "namespace"])
             .unwrap_or(&parent_ns)
             .to_owned();
         if parent_ns.is_empty() || wanted_ns != parent_ns {
@@ -289,7 +288,7 @@ pub fn validate(
                 name,
             });
         }
-        check_content(child, &kind_name, &name, policy)?;
+        check_content(&child, &kind_name, &name, policy)?;
         let key = ObjectKey::new(parent_ns.clone(), name.clone());
         let live = live.get(&api_version, &kind_name, &key);
         if let Some(live) = &live {
@@ -306,7 +305,6 @@ pub fn validate(
                 });
             }
         }
-        let mut child = child.clone();
         stamp(&mut child, &parent_ns, &owner, &parent_uid);
         let size = json_len(&child);
         if size > MAX_CHILD_BYTES {

@@ -3,7 +3,6 @@ use kube::runtime::watcher;
 use serde_json::json;
 
 use super::*;
-use crate::plugin::Requeue;
 
 fn kind(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceKind {
     ResourceKind {
@@ -48,20 +47,12 @@ fn cache() -> Cache {
     Cache::new(i.parent, &i.children)
 }
 
-fn answer(children: Vec<Value>) -> ReconcileResponse {
-    ReconcileResponse {
-        children,
-        status: None,
-        requeue: Requeue::Done,
-    }
-}
-
 /// The strict default policy, the test plugin's declaration and parent.
 fn check(children: Vec<Value>, live: &Cache) -> Result<Vec<DesiredChild>, Refusal> {
     validate(
         &info(),
         &parent(),
-        &answer(children),
+        (children, None),
         live,
         &ValidationPolicy::default(),
     )
@@ -315,7 +306,7 @@ fn a_service_account_token_secret_passes_when_the_policy_allows_it() {
         allow_service_account_tokens: true,
     };
     let token = secret("token", SERVICE_ACCOUNT_TOKEN_TYPE);
-    let out = validate(&info(), &parent(), &answer(vec![token]), &cache(), &policy).unwrap();
+    let out = validate(&info(), &parent(), (vec![token], None), &cache(), &policy).unwrap();
     assert_eq!(out[0].manifest["type"], SERVICE_ACCOUNT_TOKEN_TYPE);
 }
 
@@ -333,12 +324,27 @@ fn secrets_of_types_the_plugin_fills_itself_pass() {
 fn a_status_larger_than_the_limit_is_refused_and_one_within_it_passes() {
     // `{"x":"…"}` is the filler plus 8 bytes.
     let status = |filler: usize| json!({"x": "y".repeat(filler)});
-    let mut a = answer(vec![cm("page")]);
-    a.status = Some(status(MAX_STATUS_BYTES - 8));
     let policy = ValidationPolicy::default();
-    assert!(validate(&info(), &parent(), &a, &cache(), &policy).is_ok());
-    a.status = Some(status(MAX_STATUS_BYTES - 7));
-    let err = validate(&info(), &parent(), &a, &cache(), &policy).unwrap_err();
+    let within = status(MAX_STATUS_BYTES - 8);
+    assert!(
+        validate(
+            &info(),
+            &parent(),
+            (vec![cm("page")], Some(&within)),
+            &cache(),
+            &policy
+        )
+        .is_ok()
+    );
+    let over = status(MAX_STATUS_BYTES - 7);
+    let err = validate(
+        &info(),
+        &parent(),
+        (vec![cm("page")], Some(&over)),
+        &cache(),
+        &policy,
+    )
+    .unwrap_err();
     assert_eq!(
         err,
         Refusal::StatusTooLarge {
@@ -386,7 +392,7 @@ fn any_lookup_of_live_objects_decides_ownership() {
     let refused = validate(
         &info(),
         &parent(),
-        &answer(vec![cm("taken")]),
+        (vec![cm("taken")], None),
         &live,
         &policy,
     );
@@ -394,13 +400,7 @@ fn any_lookup_of_live_objects_decides_ownership() {
         matches!(refused, Err(Refusal::Foreign { .. })),
         "{refused:?}"
     );
-    let free = validate(
-        &info(),
-        &parent(),
-        &answer(vec![cm("free")]),
-        &live,
-        &policy,
-    );
+    let free = validate(&info(), &parent(), (vec![cm("free")], None), &live, &policy);
     assert!(free.is_ok());
 }
 
