@@ -1,9 +1,8 @@
 //! Each way a plugin can misbehave is stopped with its typed error within its
 //! limit, and the host keeps serving good calls afterwards.
 
-#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
+use crate::built;
 
-use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -12,16 +11,6 @@ use weir::plugin::{
     CallError, Engine, EngineConfig, ErrorKind, FinalizeRequest, FinalizeResponse, Limits, Plugin,
     ReconcileRequest, Requeue, ReusedInstance,
 };
-
-fn chaos_wasm() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/chaos.wasm");
-    assert!(
-        path.exists(),
-        "{} is missing: run plugins/build.sh first",
-        path.display()
-    );
-    path
-}
 
 fn engine() -> &'static Engine {
     static ENGINE: OnceLock<Engine> = OnceLock::new();
@@ -33,7 +22,7 @@ fn chaos() -> &'static Plugin {
     static PLUGIN: OnceLock<Plugin> = OnceLock::new();
     PLUGIN.get_or_init(|| {
         engine()
-            .load_file(&chaos_wasm(), Limits::default())
+            .load_file(&built("chaos.wasm"), Limits::default())
             .unwrap()
     })
 }
@@ -94,7 +83,7 @@ fn an_infinite_loop_is_interrupted_at_its_deadline() {
     let timeout = Duration::from_millis(300);
     let plugin = engine()
         .load_file(
-            &chaos_wasm(),
+            &built("chaos.wasm"),
             Limits {
                 timeout,
                 ..Limits::default()
@@ -131,7 +120,7 @@ fn a_memory_bomb_is_refused_memory_and_reported_out_of_memory() {
     let limit = 16 << 20;
     let plugin = engine()
         .load_file(
-            &chaos_wasm(),
+            &built("chaos.wasm"),
             Limits {
                 memory: limit,
                 ..Limits::default()
@@ -253,7 +242,7 @@ fn a_runaway_call_does_not_hold_up_calls_on_other_threads() {
     let timeout = Duration::from_millis(800);
     let plugin = engine()
         .load_file(
-            &chaos_wasm(),
+            &built("chaos.wasm"),
             Limits {
                 timeout,
                 ..Limits::default()

@@ -1,24 +1,13 @@
 //! Loading refuses what is not a reconciler with an error naming the file,
 //! caches compiled code, and routes the guest's logs into the caller's span.
 
-#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
-
+use crate::built;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use weir::plugin::{Engine, EngineConfig, Limits, LoadError, ReconcileRequest};
-
-fn chaos_wasm() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/chaos.wasm");
-    assert!(
-        path.exists(),
-        "{} is missing: run plugins/build.sh first",
-        path.display()
-    );
-    path
-}
 
 fn engine() -> Engine {
     Engine::new(EngineConfig::default()).unwrap()
@@ -133,7 +122,7 @@ fn compiled_code_is_cached_and_reused_by_an_engine_with_the_same_config() {
     };
     let first = Engine::new(config.clone())
         .unwrap()
-        .load_file(&chaos_wasm(), Limits::default())
+        .load_file(&built("chaos.wasm"), Limits::default())
         .unwrap();
     assert_eq!(
         artifacts(dir.path()).len(),
@@ -142,7 +131,7 @@ fn compiled_code_is_cached_and_reused_by_an_engine_with_the_same_config() {
     );
     let second = Engine::new(config)
         .unwrap()
-        .load_file(&chaos_wasm(), Limits::default())
+        .load_file(&built("chaos.wasm"), Limits::default())
         .unwrap();
     assert_eq!(
         artifacts(dir.path()).len(),
@@ -192,7 +181,7 @@ impl Write for Captured {
 #[test]
 fn guest_logs_and_output_become_events_in_the_callers_span() {
     let plugin = engine()
-        .load_file(&chaos_wasm(), Limits::default())
+        .load_file(&built("chaos.wasm"), Limits::default())
         .unwrap();
     let captured = Captured::default();
     let writer = captured.clone();
@@ -240,7 +229,7 @@ fn guest_logs_and_output_become_events_in_the_callers_span() {
 #[test]
 fn a_call_from_spawn_blocking_in_a_tokio_runtime_can_use_wasi() {
     let plugin = engine()
-        .load_file(&chaos_wasm(), Limits::default())
+        .load_file(&built("chaos.wasm"), Limits::default())
         .unwrap();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

@@ -6,7 +6,8 @@
     reason = "a test fails loudly at the step that broke"
 )]
 
-use std::path::{Path, PathBuf};
+use crate::workspace;
+use std::path::Path;
 use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
@@ -14,15 +15,11 @@ use serde_json::{Value, json};
 use weir::plugin::{Engine, EngineConfig, ResourceKind};
 use weir_emulator::{Emulator, EmulatorConfig};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// Runs kubectl (the real one, /usr/bin/kubectl, first on PATH) or a shell pipeline using it and returns stdout; panics with stderr on failure.
 async fn sh(kubeconfig: &Path, script: &str) -> String {
     let out = tokio::process::Command::new("bash")
         .args(["-euo", "pipefail", "-c", script])
-        .current_dir(root())
+        .current_dir(workspace())
         .env("KUBECONFIG", kubeconfig)
         .env(
             "PATH",
@@ -125,7 +122,7 @@ async fn every_manifest_in_deploy_applies_with_kubectl() {
     assert_eq!(spec["serviceAccountName"], "weir");
 
     // Delivery 1: the plugins ConfigMap, as binaryData, made by the script.
-    let plugin = root().join("target/plugins/scenario.wasm");
+    let plugin = workspace().join("target/plugins/scenario.wasm");
     let bytes = std::fs::read(&plugin).expect("run plugins/build.sh first");
     sh(
         kc,
@@ -167,17 +164,18 @@ async fn every_manifest_in_deploy_applies_with_kubectl() {
 fn the_checked_in_cluster_role_is_what_weir_rbac_computes_for_the_blog_plugin() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(
-        root().join("target/plugins/blog.wasm"),
+        workspace().join("target/plugins/blog.wasm"),
         dir.path().join("blog.wasm"),
     )
     .expect("run plugins/build.sh first");
     let engine = Engine::new(EngineConfig {
-        cache_dir: Some(root().join("target/plugin-cache")),
+        cache_dir: Some(workspace().join("target/plugin-cache")),
         ..EngineConfig::default()
     })
     .unwrap();
     let rendered = weir::rbac::render(&engine, dir.path(), "weir").unwrap();
-    let checked_in = std::fs::read_to_string(root().join("deploy/rbac/cluster-role.yaml")).unwrap();
+    let checked_in =
+        std::fs::read_to_string(workspace().join("deploy/rbac/cluster-role.yaml")).unwrap();
     assert_eq!(
         checked_in, rendered,
         "deploy/rbac/cluster-role.yaml is stale: regenerate it with `weir rbac --plugins DIR`"

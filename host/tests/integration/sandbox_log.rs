@@ -1,10 +1,6 @@
 //! A guest's log lines are bounded per line, per call and per second, are
 //! reported when dropped, and cannot forge a line of the host's own log.
 
-#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
-
-mod guests;
-
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::io::Write;
@@ -98,7 +94,7 @@ fn log_call(plugin: &Plugin, name: &str) -> (Vec<Seen>, String) {
 fn chaos(limits: Limits) -> Plugin {
     Engine::new(EngineConfig::default())
         .unwrap()
-        .load_file(&guests::chaos_wasm(), limits)
+        .load_file(&crate::built("chaos.wasm"), limits)
         .unwrap()
 }
 

@@ -1,14 +1,9 @@
 //! `weir test` runs a real component against fixture files, prints diffs and
 //! convergence failures, and sets its exit code accordingly.
 
-#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
+use crate::workspace;
 
-use std::path::PathBuf;
 use std::process::Command;
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// Runs `weir test chaos.wasm tests/plugins/chaos/fixtures/<set>`.
 fn weir_test(set: &str) -> (bool, String) {

@@ -1,8 +1,7 @@
 //! `weir test` runs the host's answer validation: an answer that meets the fixture's own
 //! expectations but that the host would refuse fails, with the host's refusal message.
 
-#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
-
+use crate::workspace;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
@@ -11,10 +10,6 @@ use weir::plugin::{Engine, EngineConfig, Limits, Plugin, PluginInfo};
 use weir::reconcile::validate::{
     MAX_CHILDREN, MAX_STATUS_BYTES, Refusal, ValidationPolicy, refusal_message,
 };
-
-fn workspace() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 fn chaos() -> Plugin {
     let wasm = workspace().join("target/plugins/chaos.wasm");

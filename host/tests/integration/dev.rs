@@ -6,17 +6,14 @@
     reason = "a test fails loudly at the step that broke"
 )]
 
+use crate::workspace;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const KUBECTL: &str = "/usr/bin/kubectl";
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 struct Dev {
     child: Child,
@@ -35,7 +32,7 @@ impl Dev {
         std::fs::create_dir(&plugin_dir).unwrap();
         for name in plugins {
             std::fs::copy(
-                root().join("target/plugins").join(name),
+                workspace().join("target/plugins").join(name),
                 plugin_dir.join(name),
             )
             .unwrap_or_else(|e| panic!("{name}: {e}; run plugins/build.sh first"));
@@ -50,7 +47,7 @@ impl Dev {
         let mut child = command
             .arg("--kubeconfig")
             .arg(&kubeconfig)
-            .env("WEIR_CACHE_DIR", root().join("target/plugin-cache"))
+            .env("WEIR_CACHE_DIR", workspace().join("target/plugin-cache"))
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -173,7 +170,7 @@ fn weir_dev_serves_a_blog_applied_with_kubectl_and_stops_on_sigint() {
         std::thread::sleep(Duration::from_millis(100));
     }
 
-    let examples = root().join("deploy/examples/blog.yaml");
+    let examples = workspace().join("deploy/examples/blog.yaml");
     dev.kubectl(&["apply", "-f", examples.to_str().unwrap()]);
     dev.expect_line(&[
         "Blog default/hello: Ready=True",
@@ -210,7 +207,7 @@ fn weir_dev_serves_a_blog_applied_with_kubectl_and_stops_on_sigint() {
         (&blog["name"], &blog["version"], &blog["kind"]),
         (&"blog".into(), &"0.1.0".into(), &"Blog.weir.dev".into())
     );
-    let bytes = std::fs::read(root().join("target/plugins/blog.wasm")).unwrap();
+    let bytes = std::fs::read(workspace().join("target/plugins/blog.wasm")).unwrap();
     assert_eq!(
         blog["sha256"],
         hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&bytes))

@@ -2,9 +2,7 @@
 //! the host (WASI) is stopped at the same deadline as a looping one, with the
 //! same error; and a plugin's own error message is cut at the sandbox boundary.
 
-#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
-
-mod guests;
+use crate::guests;
 
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -103,7 +101,7 @@ fn a_sleeping_call_from_inside_a_tokio_runtime_is_stopped_too() {
 #[test]
 fn a_huge_plugin_error_message_is_cut_at_the_sandbox_boundary() {
     let chaos = engine()
-        .load_file(&guests::chaos_wasm(), Limits::default())
+        .load_file(&crate::built("chaos.wasm"), Limits::default())
         .unwrap();
     let message = "é".repeat(1 << 19);
     let spec = json!({"mode": "error", "errorKind": "permanent", "message": message});

@@ -65,16 +65,6 @@ pub fn request(name: &str) -> ReconcileRequest {
     }
 }
 
-pub fn chaos_wasm() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins/chaos.wasm");
-    assert!(
-        path.exists(),
-        "{} is missing: run plugins/build.sh first",
-        path.display()
-    );
-    path
-}
-
 fn contract() -> String {
     std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wit/reconciler.wit"))
         .unwrap()

@@ -6,8 +6,9 @@
     reason = "a test fails loudly at the step that broke"
 )]
 
+use crate::workspace;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
@@ -17,13 +18,9 @@ use weir::hotload::{
 };
 use weir::plugin::{Engine, EngineConfig, Limits, Plugin};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// A built plugin's bytes (`plugins/build.sh` makes them).
 fn built(name: &str) -> Vec<u8> {
-    let path = root().join("target/plugins").join(name);
+    let path = workspace().join("target/plugins").join(name);
     fs::read(&path)
         .unwrap_or_else(|e| panic!("{}: {e}; run plugins/build.sh first", path.display()))
 }
@@ -55,7 +52,7 @@ fn component_of(wit: &str, world: &str) -> Vec<u8> {
 }
 
 fn contract() -> String {
-    fs::read_to_string(root().join("wit/reconciler.wit")).unwrap()
+    fs::read_to_string(workspace().join("wit/reconciler.wit")).unwrap()
 }
 
 struct Watched {
@@ -70,7 +67,7 @@ struct Watched {
 fn watch() -> Watched {
     let dir = tempfile::tempdir().unwrap();
     let engine = Engine::new(EngineConfig {
-        cache_dir: Some(root().join("target/plugin-cache")),
+        cache_dir: Some(workspace().join("target/plugin-cache")),
         ..EngineConfig::default()
     })
     .unwrap();

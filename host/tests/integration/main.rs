@@ -1,0 +1,41 @@
+//! The `weir` crate's integration tests, one binary so the crate and wasmtime are linked once:
+//! the sandbox against real and hand-written components, loading and hot-loading, `weir test`,
+//! `weir dev` as a process, the `deploy/` manifests, and the production feature set.
+//!
+//! The one test that watches the whole process's memory lives apart, in `sandbox_copy.rs`.
+
+#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
+
+use std::path::PathBuf;
+
+mod guests;
+
+mod sandbox;
+mod sandbox_deadline;
+mod sandbox_load;
+mod sandbox_log;
+
+mod hotload;
+mod sandbox_weir_test;
+mod weir_test_refusals;
+
+mod deploy;
+#[cfg(feature = "dev")]
+mod dev;
+mod features;
+
+/// The checkout's root.
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `target/plugins/<file>`, as `plugins/build.sh` builds it; fails the test when it is missing.
+pub fn built(file: &str) -> PathBuf {
+    let path = workspace().join("target/plugins").join(file);
+    assert!(
+        path.exists(),
+        "{} is missing: run plugins/build.sh first",
+        path.display()
+    );
+    path
+}
