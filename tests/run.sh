@@ -28,8 +28,12 @@ fi
 step "build every plugin (Rust, Python, JavaScript)"
 plugins/build.sh all
 
+step "build the workspace's tests once (and with them target/debug/weir)"
+# One feature resolution for everything: a bare `cargo build -p weir` resolves kube's and
+# wasmparser's features differently from the workspace's tests and would compile wasmtime twice.
+cargo test --workspace --no-run
+
 step "Blog fixtures against every language's component"
-cargo build -p weir --bin weir
 for p in blog blog-py blog-js; do
   target/debug/weir test "target/plugins/$p.wasm" plugins/blog/fixtures
 done
