@@ -41,11 +41,10 @@ build_guests() {
     echo "warning: deploy/crd/blog.yaml is missing; blog-py and blog-js will ship no CRD" >&2
   fi
   start=$(date +%s%N)
-  PYTHONPATH="$root/guest-sdk/python" "$root/target/venv/bin/python" -m weir_reconciler.build \
-    blog:Blog --path "$root/plugins/blog-py" "${crd[@]}" -o "$out/blog-py.wasm"
+  "$root/target/venv/bin/weir-py" build blog:Blog --path "$root/plugins/blog-py" "${crd[@]}" -o "$out/blog-py.wasm"
   echo "blog-py.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
   start=$(date +%s%N)
-  node "$root/guest-sdk/js/bin/componentize.js" "$root/plugins/blog-js/src/blog.js" "${crd[@]}" -o "$out/blog-js.wasm"
+  node "$root/guest-sdk/js/bin/componentize.js" build "$root/plugins/blog-js/src/blog.js" "${crd[@]}" -o "$out/blog-js.wasm"
   echo "blog-js.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 }
 

@@ -5,13 +5,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use weir::plugin::{Engine, EngineConfig, Limits};
 
 /// Weir runs Kubernetes reconcilers that come as sandboxed WebAssembly components.
 #[derive(Debug, Parser)]
-#[command(name = "weir", version, about)]
+#[command(name = "weir", version = weir::plugin::VERSION_LINE, about)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
@@ -19,6 +19,9 @@ pub struct Cli {
     /// Log filter, as in `RUST_LOG` (e.g. `info`, `weir=debug`).
     #[arg(long, global = true, env = "WEIR_LOG", default_value = "warn")]
     pub log: String,
+    /// Log lines as text for people or as JSON objects for a log pipeline.
+    #[arg(long, global = true, env = "WEIR_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     /// Where compiled plugins are cached (keyed by content hash and engine
     /// settings) so that loading a Python/JS plugin takes milliseconds, not seconds.
     #[arg(long, global = true, env = "WEIR_CACHE_DIR")]
@@ -28,9 +31,20 @@ pub struct Cli {
     pub no_cache: bool,
 }
 
+/// How log lines are written (to stderr).
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per event.
+    Json,
+}
+
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Create a plugin project (Rust, Python or JavaScript) in a new directory.
+    New(weir::scaffold::NewArgs),
     /// Run a plugin component against fixture files, offline (no cluster).
     Test(TestArgs),
     /// Reconcile with every plugin in a directory against a cluster, until SIGTERM.
@@ -53,6 +67,8 @@ pub enum Command {
     #[cfg(not(feature = "dev"))]
     #[command(disable_help_flag = true)]
     Emulator(NotBuilt),
+    /// Print a shell completion script, e.g. `weir completions bash > ~/.local/share/bash-completion/completions/weir`.
+    Completions(CompletionsArgs),
 }
 
 impl Cli {
@@ -60,6 +76,19 @@ impl Cli {
     pub fn run(self) -> anyhow::Result<ExitCode> {
         match &self.command {
             Command::Test(args) => test(&self, args),
+            Command::New(args) => args
+                .execute()
+                .map(|()| ExitCode::SUCCESS)
+                .map_err(Into::into),
+            Command::Completions(args) => {
+                clap_complete::generate(
+                    args.shell,
+                    &mut Cli::command(),
+                    "weir",
+                    &mut std::io::stdout(),
+                );
+                Ok(ExitCode::SUCCESS)
+            }
             Command::Run(args) => args
                 .execute(self.engine_config())
                 .map(|()| ExitCode::SUCCESS)
@@ -118,6 +147,14 @@ fn default_cache_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
     Some(base.join("weir"))
+}
+
+/// Arguments of `weir completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// Arguments of `weir plugins`.

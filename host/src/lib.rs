@@ -25,7 +25,7 @@
 //! registry shared by all plugins, leader election, the operations server, the
 //! plugin source); [`plugin`] loads and sandboxes components, [`hotload`] follows
 //! a plugins directory, [`run`] is `weir run`, [`dev`] is `weir dev` on the
-//! embedded emulator (crate `weir-emulator`), [`fixtures`] is `weir test`.
+//! embedded emulator (crate `weir-emulator`), [`fixtures`] is `weir test`, [`scaffold`] is `weir new`.
 
 mod chain;
 #[cfg(feature = "dev")]
@@ -41,6 +41,7 @@ pub mod policy;
 pub mod rbac;
 pub mod reconcile;
 pub mod run;
+pub mod scaffold;
 pub mod server;
 
 pub use manager::{Manager, ManagerConfig, PluginSource};

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The build command: bundles a plugin module with the SDK and turns it into a WebAssembly component.
+// The `weir-js` command: bundles a plugin module with the SDK and turns it into a WebAssembly component.
 //
-//   weir-componentize plugins/blog-js/src/blog.js --crd deploy/crd/blog.yaml -o target/plugins/blog-js.wasm
+//   weir-js build plugins/blog-js/src/blog.js --crd deploy/crd/blog.yaml -o target/plugins/blog-js.wasm
 //
 // The plugin module default-exports its `Reconciler` subclass (or an
 // instance). esbuild bundles it, with any npm packages it imports, into one
@@ -11,7 +11,7 @@
 
 import { componentize } from '@bytecodealliance/componentize-js';
 import { build } from 'esbuild';
-import { realpathSync } from 'node:fs';
+import { existsSync, realpathSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -19,7 +19,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const sdkDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const defaultWit = resolve(sdkDir, '..', '..', 'wit');
+// The contract: inside the package (`npm pack` copies it in), or the checkout's wit/ beside the SDK.
+const defaultWit = existsSync(join(sdkDir, 'wit')) ? join(sdkDir, 'wit') : resolve(sdkDir, '..', '..', 'wit');
 const WORLD = 'reconciler';
 // wasi:http would otherwise be imported; a plugin has no network.
 const DISABLED_FEATURES = ['http', 'fetch-event'];
@@ -90,11 +91,11 @@ async function main() {
     allowPositionals: true,
     options: { out: { type: 'string', short: 'o' }, wit: { type: 'string' }, crd: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
   });
-  if (values.help || positionals.length !== 1 || !values.out) {
-    console.error(`usage: weir-componentize <plugin.js> -o <component.wasm> [--crd <file>] [--wit <dir>] (default wit: ${defaultWit})`);
+  if (values.help || positionals.length !== 2 || positionals[0] !== 'build' || !values.out) {
+    console.error(`usage: weir-js build <plugin.js> -o <component.wasm> [--crd <file>] [--wit <dir>] (default wit: ${defaultWit})`);
     process.exit(values.help ? 0 : 2);
   }
-  const size = await buildComponent({ plugin: positionals[0], out: values.out, wit: values.wit, crd: values.crd });
+  const size = await buildComponent({ plugin: positionals[1], out: values.out, wit: values.wit, crd: values.crd });
   console.error(`wrote ${values.out} (${size} bytes)`);
 }
 

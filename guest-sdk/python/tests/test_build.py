@@ -5,7 +5,8 @@ import contextlib
 import io
 import unittest
 
-from weir_reconciler.build import APP_MODULE, WORLD, app_source, main
+from weir_reconciler import cli
+from weir_reconciler.build import APP_MODULE, DEFAULT_WIT, WORLD, app_source, main
 
 
 class AppSourceTest(unittest.TestCase):
@@ -30,6 +31,22 @@ class AppSourceTest(unittest.TestCase):
         with self.assertRaises(SystemExit) as caught, contextlib.redirect_stderr(io.StringIO()):
             main(["blog", "-o", "/dev/null"])
         self.assertEqual(caught.exception.code, 2)
+
+
+class WeirPyTest(unittest.TestCase):
+    def test_an_unknown_command_is_refused(self):
+        with contextlib.redirect_stderr(io.StringIO()) as err:
+            self.assertEqual(cli.main(["frobnicate"]), 2)
+        self.assertIn("unknown command", err.getvalue())
+
+    def test_build_passes_its_arguments_to_the_build_command(self):
+        with self.assertRaises(SystemExit) as caught, contextlib.redirect_stderr(io.StringIO()) as err:
+            cli.main(["build", "blog", "-o", "/dev/null"])
+        self.assertEqual(caught.exception.code, 2)
+        self.assertIn("weir-py build", err.getvalue())
+
+    def test_the_contract_is_found_in_the_package_or_the_checkout(self):
+        self.assertTrue((DEFAULT_WIT / "reconciler.wit").is_file(), DEFAULT_WIT)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ A plugin subclasses `Reconciler` and returns an `Outcome`::
                 raise PermanentError("spec.text is required")
             return Outcome.apply([config_map(parent.name, {"text": parent.spec["text"]})])
 
-`python -m weir_reconciler.build` turns it into a component (see README.md).
+`weir-py build` (or `python -m weir_reconciler.build`) turns it into a component (see README.md).
 """
 
 from .objects import (

@@ -1,6 +1,7 @@
 """The build command: turns a `Reconciler` subclass into a WebAssembly component.
 
-    python -m weir_reconciler.build blog:Blog --path plugins/blog-py --crd deploy/crd/blog.yaml -o blog-py.wasm
+    weir-py build blog:Blog --path plugins/blog-py --crd deploy/crd/blog.yaml -o blog-py.wasm
+    python -m weir_reconciler.build blog:Blog ...      (the same, without the installed script)
 
 It writes a tiny app module that exports the class through `guest.export`
 and runs componentize-py on it, with the SDK and the plugin on the path.
@@ -18,8 +19,10 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-SDK_DIR = Path(__file__).resolve().parent.parent
-DEFAULT_WIT = SDK_DIR.parent.parent / "wit"
+PACKAGE_DIR = Path(__file__).resolve().parent
+# The contract: inside the installed package, or the checkout's wit/ when run from the source tree.
+PACKAGED_WIT = PACKAGE_DIR / "wit"
+DEFAULT_WIT = PACKAGED_WIT if PACKAGED_WIT.is_dir() else PACKAGE_DIR.parent.parent.parent / "wit"
 WORLD = "reconciler"
 # componentize-py wants the app module's name to differ from the world's.
 APP_MODULE = "weir_plugin_main"
@@ -39,12 +42,12 @@ def componentize_py() -> str:
     """componentize-py from PATH, or next to this interpreter (a venv's bin/)."""
     found = shutil.which("componentize-py") or shutil.which("componentize-py", path=str(Path(sys.executable).parent))
     if found is None:
-        raise SystemExit("componentize-py not found: pip install -r guest-sdk/python/requirements.txt")
+        raise SystemExit("componentize-py not found: install this SDK with pip (it depends on componentize-py)")
     return found
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m weir_reconciler.build", description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None, prog: str = "python -m weir_reconciler.build") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("target", help="MODULE:CLASS of the Reconciler subclass, e.g. blog:Blog")
     parser.add_argument("-p", "--path", action="append", default=[], help="directory holding the plugin's modules (repeatable)")
     parser.add_argument("-o", "--output", required=True, help="the component file to write")
@@ -59,8 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     crd = Path(args.crd).read_text(encoding="utf-8") if args.crd else None
     with tempfile.TemporaryDirectory(prefix="weir-py-") as staging:
         Path(staging, f"{APP_MODULE}.py").write_text(app_source(module, cls, crd), encoding="utf-8")
+        # Only the SDK's own modules go in, never the rest of the directory it was installed into.
+        shutil.copytree(PACKAGE_DIR, Path(staging, PACKAGE_DIR.name), ignore=shutil.ignore_patterns("wit", "__pycache__"))
         command = [componentize_py(), "-d", args.wit, "-w", WORLD, "componentize", APP_MODULE, "-p", staging]
-        for p in [*args.path, str(SDK_DIR)]:
+        for p in args.path:
             command += ["-p", p]
         command += ["-o", args.output]
         return subprocess.run(command).returncode

@@ -19,6 +19,9 @@ use super::store::State;
 /// The contract version this host speaks (the package version of `wit/reconciler.wit`).
 pub const CONTRACT_VERSION: (u64, u64, u64) = (0, 1, 0);
 
+/// `weir --version`: this host's version and the contract it serves (`CONTRACT_VERSION`).
+pub const VERSION_LINE: &str = concat!(env!("CARGO_PKG_VERSION"), " (weir:reconciler@0.1.0)");
+
 /// Bytes of each pooled memory and table kept mapped between instances.
 const POOL_KEEP_RESIDENT: usize = 4 << 20;
 

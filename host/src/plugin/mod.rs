@@ -24,7 +24,7 @@ mod store;
 mod text;
 mod types;
 
-pub use engine::{CONTRACT_VERSION, Engine, EngineConfig, LoadError};
+pub use engine::{CONTRACT_VERSION, Engine, EngineConfig, LoadError, VERSION_LINE};
 pub use limits::Limits;
 pub use reused::ReusedInstance;
 pub use sandbox::{CallError, Plugin};

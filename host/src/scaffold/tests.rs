@@ -1,0 +1,153 @@
+use super::*;
+
+fn sdk() -> PathBuf {
+    default_sdk()
+}
+
+#[test]
+fn a_dashed_name_becomes_an_upper_camel_case_kind() {
+    let project = Project::new("my-app2", Lang::Rust, "example.dev", None, &sdk()).unwrap();
+    assert_eq!(project.kind, "MyApp2");
+    assert_eq!(
+        project.fill("{{plural}}.{{group}} {{module}}"),
+        "myapp2s.example.dev my_app2"
+    );
+}
+
+#[test]
+fn names_kinds_and_groups_that_kubernetes_or_the_languages_refuse_are_refused() {
+    for name in ["My-App", "1app", "app-", "app_x", ""] {
+        let refused = Project::new(name, Lang::Rust, "example.dev", None, &sdk());
+        assert!(
+            matches!(refused, Err(ScaffoldError::InvalidName(_))),
+            "{name:?}"
+        );
+    }
+    let kind = Project::new("app", Lang::Rust, "example.dev", Some("my-kind"), &sdk());
+    assert!(matches!(kind, Err(ScaffoldError::InvalidKind(_))));
+    for group in ["example", "Example.dev", "example..dev"] {
+        let refused = Project::new("app", Lang::Rust, group, None, &sdk());
+        assert!(
+            matches!(refused, Err(ScaffoldError::InvalidGroup(_))),
+            "{group:?}"
+        );
+    }
+}
+
+#[test]
+fn an_sdk_directory_without_the_languages_package_is_refused() {
+    let empty = tempfile::tempdir().unwrap();
+    for lang in [Lang::Rust, Lang::Python, Lang::Js] {
+        let refused = Project::new("app", lang, "example.dev", None, empty.path());
+        assert!(matches!(refused, Err(ScaffoldError::SdkNotFound { .. })));
+    }
+}
+
+#[test]
+fn every_language_gets_its_files_with_every_placeholder_filled() {
+    let root = tempfile::tempdir().unwrap();
+    for (lang, own) in [
+        (Lang::Rust, ["Cargo.toml", "src/lib.rs"]),
+        (Lang::Python, ["requirements.txt", "src/hello_app.py"]),
+        (Lang::Js, ["package.json", "src/hello-app.js"]),
+    ] {
+        let project = Project::new("hello-app", lang, "demo.example.dev", None, &sdk()).unwrap();
+        let dir = root.path().join(format!("{lang:?}"));
+        let files = project.write(&dir).unwrap();
+        for file in own
+            .iter()
+            .chain(&["build.sh", "README.md", "examples/hello-app.yaml"])
+        {
+            assert!(dir.join(file).is_file(), "{lang:?}: {file} missing");
+        }
+        assert_eq!(
+            std::fs::read_dir(dir.join("fixtures")).unwrap().count(),
+            2,
+            "{lang:?}: two fixtures"
+        );
+        for file in &files {
+            let text = std::fs::read_to_string(file).unwrap();
+            assert!(
+                !text.contains("{{"),
+                "{}: a placeholder is left",
+                file.display()
+            );
+            assert!(
+                !text.contains("}}"),
+                "{}: a placeholder is left",
+                file.display()
+            );
+        }
+        let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+        assert!(
+            readme.contains("weir test hello-app.wasm fixtures/"),
+            "{readme}"
+        );
+        assert!(readme.contains("kind HelloApp") || readme.contains("`HelloApp`"));
+    }
+}
+
+#[test]
+fn a_directory_that_is_not_empty_is_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("mine.txt"), "keep").unwrap();
+    let project = Project::new("app", Lang::Js, "example.dev", None, &sdk()).unwrap();
+    assert!(matches!(
+        project.write(dir.path()),
+        Err(ScaffoldError::Exists(_))
+    ));
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn the_parent_in_the_fixtures_is_the_kind_of_the_crd() {
+    let project = Project::new("app", Lang::Python, "acme.io", Some("Widget"), &sdk()).unwrap();
+    let crd: serde_yaml::Value =
+        serde_yaml::from_str(&project.fill(include_str!("templates/common/crd.yaml"))).unwrap();
+    assert_eq!(crd["metadata"]["name"].as_str(), Some("widgets.acme.io"));
+    assert_eq!(crd["spec"]["names"]["kind"].as_str(), Some("Widget"));
+    let fixture = project.fill(include_str!(
+        "templates/common/fixtures/01-new-object-gets-its-config-map.yaml"
+    ));
+    let case = crate::fixtures::parse(&fixture).unwrap();
+    assert_eq!(case.parent["apiVersion"], "acme.io/v1alpha1");
+    assert_eq!(case.parent["kind"], "Widget");
+}
+
+#[test]
+fn the_version_line_names_the_contract_the_engine_checks() {
+    let (major, minor, patch) = crate::plugin::CONTRACT_VERSION;
+    let contract = format!("weir:reconciler@{major}.{minor}.{patch}");
+    assert!(crate::plugin::VERSION_LINE.ends_with(&format!("({contract})")));
+    let wit = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/reconciler.wit"),
+    )
+    .unwrap();
+    assert!(wit.contains(&format!("package {contract};")));
+}
+
+#[test]
+fn every_sdk_package_is_versioned_with_the_contract() {
+    let (major, minor, _) = crate::plugin::CONTRACT_VERSION;
+    let series = format!("\"{major}.{minor}.");
+    let sdk = sdk();
+    for (file, line) in [
+        ("Cargo.toml", "version.workspace = true"),
+        ("python/pyproject.toml", "version = "),
+        ("js/package.json", "\"version\": "),
+    ] {
+        let text = std::fs::read_to_string(sdk.join(file)).unwrap();
+        let found = text
+            .lines()
+            .find(|l| l.trim_start().starts_with(line))
+            .unwrap();
+        assert!(
+            file == "Cargo.toml" || found.contains(&series),
+            "{file}: {found}"
+        );
+    }
+    assert!(
+        env!("CARGO_PKG_VERSION").starts_with(&series[1..]),
+        "the workspace version is the Rust SDK's"
+    );
+}
