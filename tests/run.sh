@@ -41,6 +41,9 @@ done
 step "guest SDK native tests (Python, JavaScript)"
 guest-sdk/test.sh
 
+step "weir new: each language scaffolded outside the checkout, built, weir test"
+WEIR="$root/target/debug/weir" guest-sdk/scaffold-test.sh
+
 step "cargo test (unit, sandbox, emulator, end-to-end)"
 log="$root/target/cargo-test.log"
 cargo test --workspace --no-fail-fast 2>&1 | tee "$log"
