@@ -33,7 +33,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 pub use self::kinds::{Discovered, Resolve, Resolved, Scope, WellKnown};
 use crate::plugin::{PluginInfo, ResourceKind};
