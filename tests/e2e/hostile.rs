@@ -129,6 +129,28 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
     env.install_crd(&plugin("hostile")?).await?;
     let other = user_objects(&env).await?;
 
+    // A sleeping guest blocks in WASI, not in wasm code: the deadline must still stop it.
+    let sleeper = plugin("hostile")?;
+    let sleep_took = tokio::task::spawn_blocking(move || {
+        let parent =
+            json!({"metadata": {"name": "s", "namespace": "n"}, "spec": {"attack": "sleep"}});
+        let t = Instant::now();
+        let outcome = sleeper.reconcile(&weir::plugin::ReconcileRequest {
+            parent: parent.to_string(),
+            children: vec![],
+        });
+        (t.elapsed(), outcome.is_err())
+    })
+    .await?;
+    println!(
+        "a sleeping call returned after {:.2?} (timed out: {})",
+        sleep_took.0, sleep_took.1
+    );
+    assert!(
+        sleep_took.0 < Duration::from_secs(2) && sleep_took.1,
+        "{sleep_took:?}"
+    );
+
     let dir = tempfile::tempdir()?;
     let mut files = vec!["blog".to_owned(), "hostile".to_owned()];
     files.extend(VARIANTS.iter().map(|v| format!("hostile-{v}")));
@@ -152,8 +174,18 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
     })
     .await?;
     println!("host ready after {:.1?}", started.elapsed());
+    // The same Blog on the idle host, for the ratio.
+    let idle_started = Instant::now();
+    env.create(
+        &kinds::blog(),
+        "idle",
+        json!({"title": "Idle", "replicas": 1}),
+    )
+    .await?;
+    checks::blog_converged(&env, "idle", BLOG_BUDGET).await?;
+    let idle_took = idle_started.elapsed();
 
-    // The attacks: the stuck guests first, so they hold the slots when the rest arrive.
+    // The attacks.
     let kind = attack_kind();
     let target = |attack: &str| match attack {
         "user-secret" => "user-credentials".to_owned(),
@@ -162,23 +194,11 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
         "net" => api_server_address(&env),
         _ => String::new(),
     };
-    let mut attacks = Vec::new();
-    for (attack, copies) in STUCK {
-        for i in 0..*copies {
-            attacks.push((format!("{attack}-{i}"), *attack));
-        }
-    }
-    attacks.extend(ATTACKS.iter().map(|a| ((*a).to_owned(), *a)));
-    for (name, attack) in &attacks {
-        env.create(
-            &kind,
-            name,
-            json!({"attack": attack, "target": target(attack)}),
-        )
-        .await?;
-    }
-    // finalize-zero loops once its parent is deleted (after the host holds its finalizer).
+    // finalize-zero first: it loops once its parent is deleted, after the host holds its
+    // finalizer (before the stuck guests hold the plugin's call slots).
     let parents = env.api(&kind);
+    env.create(&kind, "finalize-zero", json!({"attack": "finalize-zero"}))
+        .await?;
     eventually(
         "finalize-zero holds the finalizer",
         EVIDENCE_BUDGET,
@@ -191,6 +211,22 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
     parents
         .delete("finalize-zero", &DeleteParams::default())
         .await?;
+    // Then the stuck guests, so they hold the slots when the rest arrive.
+    let mut attacks = Vec::new();
+    for (attack, copies) in STUCK {
+        for i in 0..*copies {
+            attacks.push((format!("{attack}-{i}"), *attack));
+        }
+    }
+    attacks.extend(ATTACKS.iter().map(|a| ((*a).to_owned(), *a)));
+    for (name, attack) in attacks.iter().filter(|(n, _)| n != "finalize-zero") {
+        env.create(
+            &kind,
+            name,
+            json!({"attack": attack, "target": target(attack)}),
+        )
+        .await?;
+    }
 
     // A Blog created while every attack runs.
     let blog_started = Instant::now();
@@ -204,7 +240,11 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
     let blog_took = blog_started.elapsed();
 
     // Calls over a quiet window, once every loop had time to be caught.
-    println!("attacks running after {:.1?}", started.elapsed());
+    println!(
+        "attacks running after {:.1?} ({} hostile calls so far)",
+        started.elapsed(),
+        hostile_calls(&host)
+    );
     let calls_before = hostile_calls(&host);
     let churn_before = checks::churn_deletes(&env);
     let window = Duration::from_secs(5);
@@ -231,9 +271,19 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
     let verdicts = checks::judge(&world, &all, EVIDENCE_BUDGET).await;
 
     println!(
-        "the Blog converged in {blog_took:.2?} beside {} attacks",
-        all.len()
+        "the Blog converged in {blog_took:.2?} beside {} attacks ({idle_took:.2?} on the idle host, ratio {:.1})",
+        all.len(),
+        blog_took.as_secs_f64() / idle_took.as_secs_f64()
     );
+    // Of this test process (host, emulator and test together), not of the shipped binary.
+    let peak = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM"))
+                .map(str::to_owned)
+        });
+    println!("test process peak RSS: {}", peak.unwrap_or_default());
     let mut contained = 0;
     for (attack, verdict) in all.iter().zip(&verdicts) {
         match verdict {
@@ -245,7 +295,11 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
         }
     }
     println!("{contained} of {} attacks contained", all.len());
-    println!("(test wall time {:.1?})", started.elapsed());
+    println!(
+        "(test wall time {:.1?}, {} hostile calls in all)",
+        started.elapsed(),
+        hostile_calls(&host)
+    );
     let blog = blog.with_context(|| format!("the Blog did not converge within {BLOG_BUDGET:?}"))?;
     assert!(blog_took <= BLOG_BUDGET, "the Blog took {blog_took:?}");
     assert_eq!(
