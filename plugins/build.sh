@@ -17,11 +17,19 @@ build_rust() {
     [weir-plugin-blog]=blog
     [weir-plugin-chaos]=chaos
     [weir-plugin-scenario]=scenario
+    [weir-plugin-hostile]=hostile
   )
   # Blog "v2" for the host's hot-swap test (same plugin plus one label on every child), built
   # first so that target/wasm32-wasip2 ends up holding the normal Blog.
   cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin -p weir-plugin-blog --features hotswap-label
   cp "$root/target/wasm32-wasip2/plugin/weir_plugin_blog.wasm" "$out/blog-v2.wasm"
+  # The hostile plugin's variants whose attack is their describe() (tests/e2e/hostile.rs), each
+  # its own component; built before the plain hostile plugin for the same reason.
+  local variant
+  for variant in parent-secret claims wildcard crd-other unserved; do
+    cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin -p weir-plugin-hostile --features "$variant"
+    cp "$root/target/wasm32-wasip2/plugin/weir_plugin_hostile.wasm" "$out/hostile-$variant.wasm"
+  done
   local args=()
   for c in "${!crates[@]}"; do args+=(-p "$c"); done
   cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin "${args[@]}"

@@ -16,8 +16,9 @@
 //! - **Names**: every group, version, kind and plural is a concrete name: no `*`, no
 //!   subresource (`pods/exec`), nothing empty.
 //! - **Secrets** stay write-only: observed Secrets reach the plugin without their data
-//!   (`reconcile::redact`), and a desired Secret must have an allowed `type`
-//!   ([`Policy::check_desired`]).
+//!   (`reconcile::redact`), and a desired Secret must have a `type` the policy's
+//!   `secretTypes` lists: [`Policy::validation`] hands that list to the answer validation
+//!   (`reconcile::validate`), the one place it is checked.
 //!
 //! Kubewarden users will recognise the stance (deny by default, settings per deployment);
 //! Metacontroller users, who grant a controller whatever RBAC they write by hand, get the same
@@ -32,7 +33,6 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 pub use self::kinds::{Discovered, Resolve, Resolved, Scope, WellKnown};
 use crate::plugin::{PluginInfo, ResourceKind};
@@ -219,40 +219,12 @@ impl Policy {
         path.map_or_else(|| Ok(Self::default()), Self::load)
     }
 
-    /// What the answer validation (`reconcile::validate`) may let through under this policy.
+    /// What the answer validation (`reconcile::validate`) may let through under this policy:
+    /// the one place a desired Secret's `type` is checked against `secret_types`.
     pub fn validation(&self) -> crate::reconcile::validate::ValidationPolicy {
         crate::reconcile::validate::ValidationPolicy {
-            allow_service_account_tokens: self
-                .secret_types
-                .iter()
-                .any(|t| t == crate::reconcile::validate::SERVICE_ACCOUNT_TOKEN_TYPE),
+            secret_types: self.secret_types.clone(),
         }
-    }
-
-    /// Checks one desired child of an admitted plugin (JSON, as the plugin answered) against
-    /// what admission cannot see: a Secret's `type` must be one of `secret_types`.
-    pub fn check_desired(&self, info: &PluginInfo, child: &Value) -> Result<(), PolicyRefusal> {
-        let is_secret = child.get("apiVersion").and_then(Value::as_str) == Some("v1")
-            && child.get("kind").and_then(Value::as_str) == Some("Secret");
-        if !is_secret {
-            return Ok(());
-        }
-        let secret_type = child
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or("Opaque");
-        if self.secret_types.iter().any(|t| t == secret_type) {
-            return Ok(());
-        }
-        Err(PolicyRefusal::SecretType {
-            plugin: label(info),
-            name: child
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            secret_type: secret_type.to_owned(),
-        })
     }
 }
 
@@ -372,18 +344,6 @@ pub enum PolicyRefusal {
         declared: String,
         /// What the API server serves.
         served: String,
-    },
-    /// A desired Secret has a `type` the policy does not allow.
-    #[error(
-        "plugin {plugin}: Secret {name:?} has type {secret_type:?}, which the policy's secretTypes does not allow"
-    )]
-    SecretType {
-        /// The plugin.
-        plugin: String,
-        /// The Secret's name.
-        name: String,
-        /// Its type.
-        secret_type: String,
     },
 }
 

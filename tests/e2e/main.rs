@@ -11,6 +11,7 @@ mod converged_writes_nothing;
 mod deletion_runs_the_finalizer;
 mod drift_is_reverted;
 mod failing_plugin_backs_off;
+mod hostile;
 mod hot_loading;
 mod hot_loop_is_throttled;
 mod informers_are_shared;

@@ -378,40 +378,35 @@ fn a_removed_version_of_a_builtin_kind_is_not_served() {
 }
 
 #[test]
-fn secrets_are_admitted_as_sensitive_and_their_type_is_checked_per_answer() {
+fn secrets_are_admitted_as_sensitive_and_their_type_is_left_to_the_answer_validation() {
     let secrets = kind("", "v1", "Secret", "secrets");
     let info = with_children(blog(), vec![secrets]);
     let admitted = admit(&Policy::default(), &info, &WellKnown).unwrap();
     assert_eq!(admitted.sensitive_children().count(), 1);
 
-    let secret = |t: Option<&str>| {
-        let mut s =
-            serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
-        if let Some(t) = t {
-            s["type"] = t.into();
-        }
-        s
-    };
-    let policy = Policy::default();
-    assert!(policy.check_desired(&info, &secret(None)).is_ok());
-    assert!(
-        policy
-            .check_desired(&info, &secret(Some("kubernetes.io/tls")))
-            .is_ok()
+    let default = Policy::default().validation();
+    assert_eq!(
+        default,
+        crate::reconcile::validate::ValidationPolicy::default()
     );
-    let e = policy
-        .check_desired(&info, &secret(Some("kubernetes.io/service-account-token")))
-        .unwrap_err();
-    assert!(matches!(e, PolicyRefusal::SecretType { .. }), "{e:?}");
-    assert!(e.to_string().contains("p@1"), "{e}");
-    let configmap = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "type": "x"});
-    assert!(policy.check_desired(&info, &configmap).is_ok());
-
+    for allowed in [
+        "Opaque",
+        "kubernetes.io/tls",
+        "kubernetes.io/dockerconfigjson",
+    ] {
+        assert!(default.allows_secret_type(allowed), "{allowed}");
+    }
+    for credential in [
+        "kubernetes.io/service-account-token",
+        "bootstrap.kubernetes.io/token",
+    ] {
+        assert!(!default.allows_secret_type(credential), "{credential}");
+    }
     let none = Policy {
         secret_types: vec![],
         ..Policy::default()
     };
-    assert!(none.check_desired(&info, &secret(None)).is_err());
+    assert!(!none.validation().allows_secret_type("Opaque"));
 }
 
 #[test]

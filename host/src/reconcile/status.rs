@@ -79,6 +79,8 @@ impl Reconciled {
 const MAX_CONDITION_MESSAGE: usize = 32_768;
 /// Bytes Kubernetes accepts in an Event note.
 const MAX_EVENT_NOTE: usize = 1_024;
+/// Bytes Kubernetes accepts in a condition reason.
+const MAX_CONDITION_REASON: usize = 1_024;
 
 fn condition_status(ok: bool) -> &'static str {
     if ok { "True" } else { "False" }
@@ -127,6 +129,17 @@ pub fn desired_status(
         .and_then(Value::as_array);
     for c in &mut conditions {
         let Some(c) = c.as_object_mut() else { continue };
+        // The plugin's own conditions get the caps the host's have (metav1.Condition's).
+        for (field, max) in [
+            ("message", MAX_CONDITION_MESSAGE),
+            ("reason", MAX_CONDITION_REASON),
+        ] {
+            if let Some(Value::String(text)) = c.get_mut(field)
+                && text.len() > max
+            {
+                *text = crate::plugin::truncate(text, max).into_owned();
+            }
+        }
         let ty = c.get("type").cloned();
         let st = c.get("status").cloned();
         let previous = live_conditions
@@ -330,6 +343,18 @@ mod tests {
         assert_eq!(conds[1]["type"], "Reconciled");
         assert_eq!(conds[1]["status"], "True");
         assert_eq!(conds[1]["reason"], "Reconciled");
+    }
+
+    #[test]
+    fn a_plugin_condition_message_and_reason_are_capped_like_the_hosts() {
+        let plugin = json!({"conditions": [{"type": "Ready", "status": "True",
+            "reason": "R".repeat(5_000), "message": "M".repeat(100_000)}]});
+        let s = desired_status(None, Some(plugin), Some(1), &Reconciled::ok(), "T1");
+        let ready = &s["conditions"][0];
+        let message = ready["message"].as_str().unwrap();
+        assert!(message.len() <= MAX_CONDITION_MESSAGE, "{}", message.len());
+        assert!(message.starts_with("MMM"));
+        assert!(ready["reason"].as_str().unwrap().len() <= MAX_CONDITION_REASON);
     }
 
     #[test]

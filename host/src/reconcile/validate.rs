@@ -34,14 +34,35 @@ pub const MAX_STATUS_BYTES: usize = 1 << 20;
 /// The Secret type the API server fills with a token of the ServiceAccount the Secret names.
 pub const SERVICE_ACCOUNT_TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
 
-/// What the host lets a plugin's answer do beyond the defaults; `Default` is the strict policy.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What the host lets a plugin's answer carry, from the cluster admin's policy
+/// ([`crate::policy::Policy::validation`]); `Default` is the default policy's.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ValidationPolicy {
-    /// Allow Secret children of type `kubernetes.io/service-account-token`. Off by default: the
-    /// API server's token controller fills such a Secret with a token of whichever ServiceAccount
-    /// its annotation names, so a plugin could mint (and read back) a credential it was never
-    /// given. Other Secret types hold only what the plugin wrote itself, so they stay allowed.
-    pub allow_service_account_tokens: bool,
+    /// The `type`s a desired Secret may have (none: `Opaque`); any other is refused with
+    /// [`Refusal::SecretType`]. The one rule for credential-bearing Secrets: by default
+    /// ([`crate::policy::DEFAULT_SECRET_TYPES`]) it leaves out [`SERVICE_ACCOUNT_TOKEN_TYPE`],
+    /// which the API server's token controller fills with a token of whichever ServiceAccount
+    /// its annotation names (a credential the plugin was never given), and
+    /// `bootstrap.kubernetes.io/token`. The allowed types hold only what the plugin wrote.
+    pub secret_types: Vec<String>,
+}
+
+impl Default for ValidationPolicy {
+    fn default() -> Self {
+        Self {
+            secret_types: crate::policy::DEFAULT_SECRET_TYPES
+                .iter()
+                .map(|t| (*t).to_owned())
+                .collect(),
+        }
+    }
+}
+
+impl ValidationPolicy {
+    /// Whether a desired Secret of `secret_type` may be written.
+    pub fn allows_secret_type(&self, secret_type: &str) -> bool {
+        self.secret_types.iter().any(|t| t == secret_type)
+    }
 }
 
 /// The live objects the validation checks desired children against (ownership of a name).
@@ -151,13 +172,16 @@ pub enum Refusal {
         /// The finalizers, as JSON.
         finalizers: String,
     },
-    /// A Secret child of the type the API server fills with a ServiceAccount's token.
+    /// A Secret child of a `type` the policy's `secretTypes` does not list (by default the
+    /// credential-bearing ones the API server fills, such as a ServiceAccount's token).
     #[error(
-        "child Secret {name:?} is of type kubernetes.io/service-account-token; the API server would fill it with a ServiceAccount token, which this host does not allow plugins to request"
+        "child Secret {name:?} is of type {secret_type}, which the host's policy (secretTypes) does not let a plugin write: credential-bearing types such as kubernetes.io/service-account-token are filled by the API server"
     )]
-    ServiceAccountToken {
+    SecretType {
         /// Name of the Secret.
         name: String,
+        /// Its type.
+        secret_type: String,
     },
     /// The desired status is larger than [`MAX_STATUS_BYTES`] once serialised.
     #[error("the desired status ({size} bytes) exceeds the limit of {limit} bytes")]
@@ -340,14 +364,14 @@ fn check_content(
         });
     }
     // Only the core Secret: the kind is declared, so apiVersion `v1` is the API server's own.
-    if kind == "Secret"
-        && str_at(child, &["apiVersion"]) == Some("v1")
-        && str_at(child, &["type"]) == Some(SERVICE_ACCOUNT_TOKEN_TYPE)
-        && !policy.allow_service_account_tokens
-    {
-        return Err(Refusal::ServiceAccountToken {
-            name: name.to_owned(),
-        });
+    if kind == "Secret" && str_at(child, &["apiVersion"]) == Some("v1") {
+        let secret_type = str_at(child, &["type"]).unwrap_or("Opaque");
+        if !policy.allows_secret_type(secret_type) {
+            return Err(Refusal::SecretType {
+                name: name.to_owned(),
+                secret_type: secret_type.to_owned(),
+            });
+        }
     }
     Ok(())
 }

@@ -289,8 +289,9 @@ fn a_service_account_token_secret_is_refused_by_default() {
     let err = check(vec![token], &cache()).unwrap_err();
     assert_eq!(
         err,
-        Refusal::ServiceAccountToken {
-            name: "token".into()
+        Refusal::SecretType {
+            name: "token".into(),
+            secret_type: SERVICE_ACCOUNT_TOKEN_TYPE.into(),
         }
     );
     assert!(
@@ -302,12 +303,32 @@ fn a_service_account_token_secret_is_refused_by_default() {
 
 #[test]
 fn a_service_account_token_secret_passes_when_the_policy_allows_it() {
-    let policy = ValidationPolicy {
-        allow_service_account_tokens: true,
-    };
+    let mut policy = ValidationPolicy::default();
+    policy.secret_types.push(SERVICE_ACCOUNT_TOKEN_TYPE.into());
     let token = secret("token", SERVICE_ACCOUNT_TOKEN_TYPE);
     let out = validate(&info(), &parent(), (vec![token], None), &cache(), &policy).unwrap();
     assert_eq!(out[0].manifest["type"], SERVICE_ACCOUNT_TOKEN_TYPE);
+}
+
+#[test]
+fn a_secret_of_a_type_the_policy_leaves_out_is_refused_even_opaque() {
+    let policy = ValidationPolicy {
+        secret_types: vec!["kubernetes.io/tls".into()],
+    };
+    let untyped = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "plain"}});
+    let err = validate(&info(), &parent(), (vec![untyped], None), &cache(), &policy).unwrap_err();
+    assert_eq!(
+        err,
+        Refusal::SecretType {
+            name: "plain".into(),
+            secret_type: "Opaque".into(),
+        }
+    );
+    let bootstrap = secret("join", "bootstrap.kubernetes.io/token");
+    let err = check(vec![bootstrap], &cache()).unwrap_err();
+    assert!(matches!(err, Refusal::SecretType { .. }), "{err:?}");
+    let tls = secret("tls", "kubernetes.io/tls");
+    assert!(validate(&info(), &parent(), (vec![tls], None), &cache(), &policy).is_ok());
 }
 
 #[test]

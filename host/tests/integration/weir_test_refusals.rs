@@ -75,8 +75,9 @@ fn expected_refusals(info: &PluginInfo) -> Vec<(&'static str, String)> {
         }),
         (
             "06-service-account-token.yaml",
-            Refusal::ServiceAccountToken {
+            Refusal::SecretType {
                 name: "minted".into(),
+                secret_type: "kubernetes.io/service-account-token".into(),
             },
         ),
         (
@@ -153,9 +154,10 @@ fn the_policy_decides_whether_a_service_account_token_is_refused() {
     let plugin = chaos();
     let strict = run_dir(&plugin, &dir).unwrap();
     assert_eq!(strict.failed(), 1, "{}", report(&strict));
-    let lenient = ValidationPolicy {
-        allow_service_account_tokens: true,
-    };
+    let mut lenient = ValidationPolicy::default();
+    lenient
+        .secret_types
+        .push("kubernetes.io/service-account-token".into());
     let allowed = run_dir_with(&plugin, &dir, &lenient).unwrap();
     assert_eq!(allowed.failed(), 0, "{}", report(&allowed));
 }

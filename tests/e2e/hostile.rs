@@ -1,0 +1,312 @@
+//! Hostile plugins beside the Blog in one host: every attack is contained, judged from the
+//! API server's state, and a Blog created while they all run converges within 10 s.
+//!
+//! The `hostile` plugin (`tests/plugins/hostile`) runs one attack per `Attack` parent; its
+//! variants, whose attack is what they declare, sit in the same plugins directory and must be
+//! refused by admission (or, for the one whose kind is not served, fail only their own readiness).
+
+mod checks;
+mod parents;
+
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
+use kube::api::{DeleteParams, PostParams};
+use serde_json::json;
+use weir::manager::{Manager, PluginSource};
+use weir_e2e::{TestEnv, built, engine, eventually, fast_config, fast_directory, kinds, plugin};
+
+use self::checks::{Attack, World};
+
+/// The variants `plugins/build.sh` builds (`target/plugins/hostile-<variant>.wasm`).
+const VARIANTS: &[&str] = &[
+    "parent-secret",
+    "claims",
+    "wildcard",
+    "crd-other",
+    "unserved",
+];
+
+/// Attacks run on several parents at once: guests that never answer, to starve the call slots.
+const STUCK: &[(&str, usize)] = &[("sleep", 4), ("spin", 2)];
+
+/// The `Attack` parents' attacks, one parent each (after the stuck ones).
+const ATTACKS: &[&str] = &[
+    "token-secret",
+    "read-secret",
+    "user-secret",
+    "huge-error",
+    "log-flood",
+    "log-forge",
+    "stdio",
+    "requeue-zero",
+    "requeue-now",
+    "finalize-zero",
+    "churn",
+    "huge-status",
+    "huge-answer",
+    "conditions-flood",
+    "child-finalizers",
+    "forge-owner",
+    "elsewhere",
+    "adopt",
+    "duplicate",
+    "invalid-name",
+    "many",
+    "invalid-json",
+    "memory",
+    "trap",
+    "env",
+    "fs",
+    "net",
+];
+
+/// How long the Blog may take to converge while the attacks run.
+const BLOG_BUDGET: Duration = Duration::from_secs(10);
+/// How long the attacks get to show their evidence.
+const EVIDENCE_BUDGET: Duration = Duration::from_secs(30);
+
+fn attack_kind() -> weir::plugin::ResourceKind {
+    weir::plugin::ResourceKind {
+        group: "test.weir.dev".into(),
+        version: "v1".into(),
+        kind: "Attack".into(),
+        plural: "attacks".into(),
+        namespaced: true,
+    }
+}
+
+/// The user's objects the attacks aim at: a Secret, a ConfigMap, another namespace.
+async fn user_objects(env: &TestEnv) -> anyhow::Result<String> {
+    let secret: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "user-credentials"},
+        "data": {"password": checks::USER_PASSWORD_B64},
+    }))?;
+    env.typed::<Secret>()
+        .create(&PostParams::default(), &secret)
+        .await?;
+    let foreign: ConfigMap =
+        serde_json::from_value(json!({"metadata": {"name": "foreign"}, "data": {"mine": "yes"}}))?;
+    env.typed::<ConfigMap>()
+        .create(&PostParams::default(), &foreign)
+        .await?;
+    let other = format!("{}-other", env.namespace);
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": other}}))?;
+    kube::Api::<Namespace>::all(env.client.clone())
+        .create(&PostParams::default(), &ns)
+        .await?;
+    Ok(other)
+}
+
+/// `host:port` of the API server, for the network attack (something surely listening).
+fn api_server_address(env: &TestEnv) -> String {
+    env.emulator
+        .as_ref()
+        .map(|e| e.url())
+        .unwrap_or_else(|| "https://127.0.0.1:443".into())
+        .split("://")
+        .last()
+        .unwrap_or_default()
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// The hostile plugin's calls so far (reconciles and finalizes, whatever their result).
+pub fn hostile_calls(host: &Manager) -> u64 {
+    ["success", "error", "refused", "gone"]
+        .iter()
+        .map(|r| host.metrics().reconciles_of("hostile", r))
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_converges()
+-> anyhow::Result<()> {
+    let started = Instant::now();
+    let env = TestEnv::start().await?;
+    env.install_crd(&plugin("blog")?).await?;
+    env.install_crd(&plugin("hostile")?).await?;
+    let other = user_objects(&env).await?;
+
+    // A sleeping guest blocks in WASI, not in wasm code: the deadline must still stop it.
+    let sleeper = plugin("hostile")?;
+    let sleep_took = tokio::task::spawn_blocking(move || {
+        let parent =
+            json!({"metadata": {"name": "s", "namespace": "n"}, "spec": {"attack": "sleep"}});
+        let t = Instant::now();
+        let outcome = sleeper.reconcile(&weir::plugin::ReconcileRequest {
+            parent: parent.to_string(),
+            children: vec![],
+        });
+        (t.elapsed(), outcome.is_err())
+    })
+    .await?;
+    println!(
+        "a sleeping call returned after {:.2?} (timed out: {})",
+        sleep_took.0, sleep_took.1
+    );
+    assert!(
+        sleep_took.0 < Duration::from_secs(2) && sleep_took.1,
+        "{sleep_took:?}"
+    );
+
+    let dir = tempfile::tempdir()?;
+    let mut files = vec!["blog".to_owned(), "hostile".to_owned()];
+    files.extend(VARIANTS.iter().map(|v| format!("hostile-{v}")));
+    for file in &files {
+        let name = format!("{file}.wasm");
+        std::fs::copy(built(&name), dir.path().join(&name))
+            .with_context(|| format!("{name} is missing: run plugins/build.sh first"))?;
+    }
+    // Four call slots, as a two-core host has by default: what the sleeping guests starved.
+    let config = weir::manager::ManagerConfig {
+        max_concurrent_calls: 4,
+        ..fast_config(&env.namespace)
+    };
+    let source = PluginSource::Directory {
+        config: fast_directory(dir.path()),
+        engine: engine()?.clone(),
+    };
+    let host = Manager::start(env.client.clone(), source, config).await?;
+    eventually("the plugins directory is scanned", BLOG_BUDGET, || async {
+        (host.catalog().scanned() && host.is_ready()).then_some(())
+    })
+    .await?;
+    println!("host ready after {:.1?}", started.elapsed());
+    // The same Blog on the idle host, for the ratio.
+    let idle_started = Instant::now();
+    env.create(
+        &kinds::blog(),
+        "idle",
+        json!({"title": "Idle", "replicas": 1}),
+    )
+    .await?;
+    checks::blog_converged(&env, "idle", BLOG_BUDGET).await?;
+    let idle_took = idle_started.elapsed();
+
+    // The attacks.
+    let kind = attack_kind();
+    let target = |attack: &str| match attack {
+        "user-secret" => "user-credentials".to_owned(),
+        "elsewhere" => other.clone(),
+        "adopt" => "foreign".to_owned(),
+        "net" => api_server_address(&env),
+        _ => String::new(),
+    };
+    // finalize-zero first: it loops once its parent is deleted, after the host holds its
+    // finalizer (before the stuck guests hold the plugin's call slots).
+    let parents = env.api(&kind);
+    env.create(&kind, "finalize-zero", json!({"attack": "finalize-zero"}))
+        .await?;
+    eventually(
+        "finalize-zero holds the finalizer",
+        EVIDENCE_BUDGET,
+        || async {
+            let p = parents.get("finalize-zero").await.ok()?;
+            (!p.metadata.finalizers.unwrap_or_default().is_empty()).then_some(())
+        },
+    )
+    .await?;
+    parents
+        .delete("finalize-zero", &DeleteParams::default())
+        .await?;
+    // Then the stuck guests, so they hold the slots when the rest arrive.
+    let mut attacks = Vec::new();
+    for (attack, copies) in STUCK {
+        for i in 0..*copies {
+            attacks.push((format!("{attack}-{i}"), *attack));
+        }
+    }
+    attacks.extend(ATTACKS.iter().map(|a| ((*a).to_owned(), *a)));
+    for (name, attack) in attacks.iter().filter(|(n, _)| n != "finalize-zero") {
+        env.create(
+            &kind,
+            name,
+            json!({"attack": attack, "target": target(attack)}),
+        )
+        .await?;
+    }
+
+    // A Blog created while every attack runs.
+    let blog_started = Instant::now();
+    env.create(
+        &kinds::blog(),
+        "survivor",
+        json!({"title": "Still here", "replicas": 1}),
+    )
+    .await?;
+    let blog = checks::blog_converged(&env, "survivor", BLOG_BUDGET).await;
+    let blog_took = blog_started.elapsed();
+
+    // Calls over a quiet window, once every loop had time to be caught.
+    println!(
+        "attacks running after {:.1?} ({} hostile calls so far)",
+        started.elapsed(),
+        hostile_calls(&host)
+    );
+    let calls_before = hostile_calls(&host);
+    let churn_before = checks::churn_deletes(&env);
+    let window = Duration::from_secs(5);
+    tokio::time::sleep(window).await;
+    let calls = hostile_calls(&host) - calls_before;
+    let churned = checks::churn_deletes(&env)
+        .zip(churn_before)
+        .map(|(a, b)| a - b);
+
+    let world = World {
+        env: &env,
+        host: &host,
+        other: &other,
+        window,
+        calls_in_window: calls,
+        churn_deletes_in_window: churned,
+        sha_before_fill: std::sync::Mutex::new(None),
+    };
+    let mut all: Vec<Attack> = VARIANTS.iter().map(|v| Attack::Variant(v)).collect();
+    all.extend(attacks.iter().map(|(name, attack)| Attack::Parent {
+        name: name.clone(),
+        attack,
+    }));
+    let verdicts = checks::judge(&world, &all, EVIDENCE_BUDGET).await;
+
+    println!(
+        "the Blog converged in {blog_took:.2?} beside {} attacks ({idle_took:.2?} on the idle host, ratio {:.1})",
+        all.len(),
+        blog_took.as_secs_f64() / idle_took.as_secs_f64()
+    );
+    // Of this test process (host, emulator and test together), not of the shipped binary.
+    let peak = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM"))
+                .map(str::to_owned)
+        });
+    println!("test process peak RSS: {}", peak.unwrap_or_default());
+    let mut contained = 0;
+    for (attack, verdict) in all.iter().zip(&verdicts) {
+        match verdict {
+            Ok(evidence) => {
+                contained += 1;
+                println!("contained   {attack}: {evidence}");
+            }
+            Err(why) => println!("NOT CONTAINED {attack}: {why}"),
+        }
+    }
+    println!("{contained} of {} attacks contained", all.len());
+    println!(
+        "(test wall time {:.1?}, {} hostile calls in all)",
+        started.elapsed(),
+        hostile_calls(&host)
+    );
+    let blog = blog.with_context(|| format!("the Blog did not converge within {BLOG_BUDGET:?}"))?;
+    assert!(blog_took <= BLOG_BUDGET, "the Blog took {blog_took:?}");
+    assert_eq!(
+        blog, 3,
+        "the Blog has its ConfigMap, Deployment and Service"
+    );
+    assert_eq!(contained, all.len(), "every attack is contained");
+    host.shutdown().await;
+    Ok(())
+}
