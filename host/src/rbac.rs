@@ -272,6 +272,7 @@ mod tests {
             version: "1".into(),
             parent,
             children,
+            related: vec![],
             finalizer: None,
             crd: None,
         }

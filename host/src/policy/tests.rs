@@ -23,6 +23,7 @@ fn plugin(parent: ResourceKind) -> PluginInfo {
         version: "1".into(),
         parent,
         children: vec![],
+        related: vec![],
         finalizer: None,
         crd: None,
     }
