@@ -43,8 +43,12 @@ pub struct MirrorSpec {
 
 /// What the plugin reports.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct MirrorStatus {
-    /// `Ready`.
+    /// The `metadata.generation` this status describes (set by the host).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Ready` (from the plugin) and the host's own conditions.
     #[serde(default)]
     pub conditions: Vec<Condition>,
 }
@@ -94,6 +98,7 @@ impl Reconciler for Mirrors {
             };
             let status = MirrorStatus {
                 conditions: vec![Condition::new("Ready", false, "SourceNotFound", message)],
+                ..MirrorStatus::default()
             };
             return Ok(Outcome::apply(vec![]).status(status));
         };
@@ -102,6 +107,7 @@ impl Reconciler for Mirrors {
         copy.data = Some(BTreeMap::from([("value".to_owned(), value)]));
         let status = MirrorStatus {
             conditions: vec![Condition::new("Ready", true, "Copied", "the key is copied")],
+            ..MirrorStatus::default()
         };
         Ok(Outcome::apply(vec![copy.into()]).status(status))
     }
