@@ -129,10 +129,7 @@ async fn a_plugin_reads_a_config_map_it_does_not_own_and_hears_only_its_changes(
     })
     .await?;
     let message = refused["message"].as_str().unwrap_or_default();
-    assert!(
-        message.contains(r#"namespace "kube-system""#),
-        "{message}"
-    );
+    assert!(message.contains(r#"namespace "kube-system""#), "{message}");
     copied_value(&env, "h1{}").await?;
     host.shutdown().await;
     Ok(())
