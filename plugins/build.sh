@@ -18,6 +18,7 @@ build_rust() {
     [weir-plugin-chaos]=chaos
     [weir-plugin-scenario]=scenario
     [weir-plugin-hostile]=hostile
+    [weir-plugin-related]=related
   )
   # Blog "v2" for the host's hot-swap test (same plugin plus one label on every child), built
   # first so that target/wasm32-wasip2 ends up holding the normal Blog.

@@ -12,15 +12,23 @@ use crate::Error;
 /// (status included); in [`testing`](crate::testing) results they are the
 /// children the plugin asked for. Two sets are equal when they hold the same
 /// JSON texts in the same order.
+///
+/// In `reconcile` and `finalize` the set also carries the related objects the
+/// plugin selected ([`Children::related`]).
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Children(Vec<Entry>);
+pub struct Children(Vec<Entry>, Vec<Entry>);
+
+/// The related objects a plugin selected (`Reconciler::select`) that exist,
+/// looked up by Rust type and name like children. Secrets come without their data.
+#[derive(Debug, Clone, Copy)]
+pub struct Related<'a>(&'a [Entry]);
 
 /// One child: what lookups match on, and the text a typed lookup decodes.
 ///
 /// Only this head is parsed up front: building a `Value` tree of every
 /// observed child cost more than the whole rest of a Blog reconcile.
 #[derive(Debug, Clone, PartialEq)]
-struct Entry {
+pub(crate) struct Entry {
     head: Head,
     json: String,
 }
@@ -54,7 +62,18 @@ impl Children {
                 })
             })
             .collect::<Result<_, _>>()
-            .map(Children)
+            .map(|entries| Children(entries, Vec::new()))
+    }
+
+    /// The same children, with the related objects from their JSON texts.
+    pub(crate) fn with_related(mut self, texts: Vec<String>) -> Result<Self, serde_json::Error> {
+        self.1 = Self::from_json(texts)?.0;
+        Ok(self)
+    }
+
+    /// The related objects the plugin selected that exist (empty for a plugin without related kinds).
+    pub fn related(&self) -> Related<'_> {
+        Related(&self.1)
     }
 
     /// The child of type `K` called `name`, if there is one.
@@ -64,10 +83,7 @@ impl Children {
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        self.of_kind::<K>()
-            .find(|entry| entry.head.metadata.name == name)
-            .map(decode)
-            .transpose()
+        get(&self.0, name)
     }
 
     /// Every child of type `K`.
@@ -75,7 +91,7 @@ impl Children {
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        self.of_kind::<K>().map(decode).collect()
+        list(&self.0)
     }
 
     /// Every child as JSON, in the order given (each parsed on the way out).
@@ -97,12 +113,61 @@ impl Children {
     pub(crate) fn into_json(self) -> Vec<String> {
         self.0.into_iter().map(|entry| entry.json).collect()
     }
+}
 
-    fn of_kind<K: k8s_openapi::Resource>(&self) -> impl Iterator<Item = &Entry> {
-        self.0
-            .iter()
-            .filter(|entry| entry.head.api_version == K::API_VERSION && entry.head.kind == K::KIND)
+impl Related<'_> {
+    /// The selected object of type `K` called `name`, if it exists.
+    ///
+    /// Fails (permanently) only when the object does not decode as a `K`.
+    pub fn get<K>(&self, name: &str) -> Result<Option<K>, Error>
+    where
+        K: k8s_openapi::Resource + DeserializeOwned,
+    {
+        get(self.0, name)
     }
+
+    /// Every selected object of type `K`, sorted by name.
+    pub fn list<K>(&self) -> Result<Vec<K>, Error>
+    where
+        K: k8s_openapi::Resource + DeserializeOwned,
+    {
+        let mut entries: Vec<&Entry> = of_kind::<K>(self.0).collect();
+        entries.sort_by(|a, b| a.head.metadata.name.cmp(&b.head.metadata.name));
+        entries.into_iter().map(decode).collect()
+    }
+
+    /// How many selected objects exist.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether no selected object exists.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+fn of_kind<K: k8s_openapi::Resource>(entries: &[Entry]) -> impl Iterator<Item = &Entry> {
+    entries
+        .iter()
+        .filter(|entry| entry.head.api_version == K::API_VERSION && entry.head.kind == K::KIND)
+}
+
+fn get<K>(entries: &[Entry], name: &str) -> Result<Option<K>, Error>
+where
+    K: k8s_openapi::Resource + DeserializeOwned,
+{
+    of_kind::<K>(entries)
+        .find(|entry| entry.head.metadata.name == name)
+        .map(decode)
+        .transpose()
+}
+
+fn list<K>(entries: &[Entry]) -> Result<Vec<K>, Error>
+where
+    K: k8s_openapi::Resource + DeserializeOwned,
+{
+    of_kind::<K>(entries).map(decode).collect()
 }
 
 fn decode<K: k8s_openapi::Resource + DeserializeOwned>(entry: &Entry) -> Result<K, Error> {
@@ -135,6 +200,7 @@ impl FromIterator<Value> for Children {
                     json: object.to_string(),
                 })
                 .collect(),
+            Vec::new(),
         )
     }
 }

@@ -1,11 +1,14 @@
 //! Binds the typed API to the contract's WIT world inside the component (wasm32 only).
+//!
+//! The SDK builds `weir:reconciler@0.2.0` components (`wit/0.2.0`); a plugin
+//! that declares no related kinds selects nothing and behaves as before.
 
 use std::marker::PhantomData;
 
 use crate::{Finalize, Kind, Reconciler, Requeue, log::Level, wire};
 
 wit_bindgen::generate!({
-    path: "../wit",
+    path: "../wit/0.2.0",
     world: "reconciler",
     export_macro_name: "__export_reconciler",
     pub_export_macro: true,
@@ -24,13 +27,20 @@ impl<R: Reconciler> Guest for Adapter<R> {
             version: info.version,
             parent: kind(info.parent),
             children: info.children.into_iter().map(kind).collect(),
+            related: info.related.into_iter().map(kind).collect(),
             finalizer: info.finalizer,
             crd: info.crd,
         }
     }
 
+    fn select(parent: String) -> Result<Vec<wit::Selection>, ReconcileError> {
+        let selections = wire::select::<R>(&parent).map_err(error)?;
+        selections.into_iter().map(selection).collect()
+    }
+
     fn reconcile(request: ReconcileRequest) -> Result<ReconcileResponse, ReconcileError> {
-        let response = wire::reconcile::<R>(&request.parent, request.children).map_err(error)?;
+        let response = wire::reconcile::<R>(&request.parent, request.children, request.related)
+            .map_err(error)?;
         Ok(ReconcileResponse {
             children: response.children,
             status: response.status,
@@ -43,7 +53,9 @@ impl<R: Reconciler> Guest for Adapter<R> {
     }
 
     fn finalize(request: FinalizeRequest) -> Result<FinalizeResponse, ReconcileError> {
-        match wire::finalize::<R>(&request.parent, request.children).map_err(error)? {
+        match wire::finalize::<R>(&request.parent, request.children, request.related)
+            .map_err(error)?
+        {
             Finalize::Complete => Ok(FinalizeResponse::Complete),
             Finalize::AgainAfter(delay) => Ok(FinalizeResponse::AgainAfter(millis(delay))),
         }
@@ -69,6 +81,45 @@ fn kind(kind: Kind) -> wit::ResourceKind {
         plural: kind.plural,
         namespaced: kind.namespaced,
     }
+}
+
+/// A selection in the contract's types; an operator Kubernetes does not know is the plugin's
+/// permanent error.
+fn selection(s: crate::Selection) -> Result<wit::Selection, ReconcileError> {
+    let selector = match s.selector {
+        crate::Selector::Name(name) => wit::Selector::Name(name),
+        crate::Selector::Labels(l) => {
+            let mut expressions = Vec::new();
+            for r in l.match_expressions.unwrap_or_default() {
+                let operator = match r.operator.as_str() {
+                    "In" => wit::SelectorOperator::In,
+                    "NotIn" => wit::SelectorOperator::NotIn,
+                    "Exists" => wit::SelectorOperator::Exists,
+                    "DoesNotExist" => wit::SelectorOperator::DoesNotExist,
+                    other => {
+                        return Err(error(crate::Error::permanent(format!(
+                            "label selector operator {other:?} is not In, NotIn, Exists or DoesNotExist"
+                        ))));
+                    }
+                };
+                expressions.push(wit::LabelRequirement {
+                    key: r.key,
+                    operator,
+                    values: r.values.unwrap_or_default(),
+                });
+            }
+            wit::Selector::Labels(wit::LabelSelector {
+                match_labels: l.match_labels.unwrap_or_default().into_iter().collect(),
+                match_expressions: expressions,
+            })
+        }
+    };
+    Ok(wit::Selection {
+        api_version: s.api_version,
+        kind: s.kind,
+        namespace: s.namespace,
+        selector,
+    })
 }
 
 fn error(error: crate::Error) -> ReconcileError {

@@ -52,6 +52,11 @@
 //! assert_eq!(page.data.unwrap()["text"], "hi");
 //! ```
 //!
+//! Related objects (contract `weir:reconciler@0.2.0`): a plugin that reads
+//! objects it does not own declares their kinds in [`Reconciler::related`],
+//! says per parent what it reads in [`Reconciler::select`], and finds what
+//! exists in `observed.related()` ([`Children::related`]).
+//!
 //! Build the component with `cargo build --target wasm32-wasip2 --profile plugin`
 //! (or `plugins/build.sh`), then check it offline with `weir test`.
 
@@ -61,6 +66,7 @@ mod error;
 pub mod log;
 mod outcome;
 mod reconciler;
+mod selection;
 pub mod testing;
 mod wire;
 
@@ -69,11 +75,12 @@ mod wire;
 #[path = "export.rs"]
 pub mod __private;
 
-pub use children::Children;
+pub use children::{Children, Related};
 pub use condition::Condition;
 pub use error::{Error, Result};
 pub use outcome::{Child, Finalize, Outcome, Requeue};
 pub use reconciler::{Kind, Reconciler};
+pub use selection::{Selection, Selector};
 
 /// Exports a [`Reconciler`] as the plugin's component interface.
 ///

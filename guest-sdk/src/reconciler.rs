@@ -2,11 +2,11 @@
 
 use std::any::TypeId;
 
-use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::{ClusterResourceScope, NamespaceResourceScope};
 use kube::{CustomResourceExt, Resource};
 use serde::de::DeserializeOwned;
 
-use crate::{Children, Error, Finalize, Outcome};
+use crate::{Children, Error, Finalize, Outcome, Selection};
 
 /// A reconciler: a pure function from a parent and its observed children to
 /// the children and status the parent should have.
@@ -30,6 +30,22 @@ pub trait Reconciler {
 
     /// The kinds this plugin creates; the host refuses any other kind.
     fn children() -> Vec<Kind>;
+
+    /// The kinds this plugin reads beyond its children (related objects): a
+    /// ConfigMap the user points at, a Namespace's labels... Read-only. The
+    /// default: none.
+    fn related() -> Vec<Kind> {
+        Vec::new()
+    }
+
+    /// The related objects to read for `parent`, of [`related`](Self::related)
+    /// kinds only; called before every `reconcile` and `finalize`, which find
+    /// those that exist in [`Children::related`]. A change to a selected object
+    /// (or its creation) reconciles the parent again. The default: nothing.
+    fn select(parent: &Self::Parent) -> Result<Vec<Selection>, Error> {
+        let _ = parent;
+        Ok(Vec::new())
+    }
 
     /// The parent's CustomResourceDefinition (YAML or JSON), for `describe`.
     ///
@@ -79,6 +95,18 @@ impl Kind {
             kind: K::KIND.to_owned(),
             plural: K::URL_PATH_SEGMENT.to_owned(),
             namespaced: true,
+        }
+    }
+
+    /// The kind of a cluster-scoped k8s-openapi type, such as `Namespace`: only
+    /// for [`Reconciler::related`] (children are namespaced).
+    pub fn of_cluster<K: k8s_openapi::Resource<Scope = ClusterResourceScope>>() -> Self {
+        Kind {
+            group: K::GROUP.to_owned(),
+            version: K::VERSION.to_owned(),
+            kind: K::KIND.to_owned(),
+            plural: K::URL_PATH_SEGMENT.to_owned(),
+            namespaced: false,
         }
     }
 

@@ -23,7 +23,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use crate::wire::Info;
-use crate::{Child, Children, Error, Finalize, Reconciler, Requeue, wire};
+use crate::{Child, Children, Error, Finalize, Reconciler, Requeue, Selection, wire};
 
 /// A reconcile answer decoded back from JSON, for assertions.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,8 +60,25 @@ pub fn reconcile<R: Reconciler>(
     parent: &impl Serialize,
     observed: Vec<Child>,
 ) -> Result<Reconciled, Error> {
+    reconcile_with_related::<R>(parent, observed, Vec::new())
+}
+
+/// What the plugin's `select` answers for `parent`.
+pub fn select<R: Reconciler>(parent: &impl Serialize) -> Result<Vec<Selection>, Error> {
+    let (parent, _) = to_wire(parent, Vec::new())?;
+    wire::select::<R>(&parent)
+}
+
+/// Like [`reconcile`], with the selected `related` objects the host would pass (only those
+/// that exist: a test gives exactly what the cluster would hold).
+pub fn reconcile_with_related<R: Reconciler>(
+    parent: &impl Serialize,
+    observed: Vec<Child>,
+    related: Vec<Child>,
+) -> Result<Reconciled, Error> {
     let (parent, children) = to_wire(parent, observed)?;
-    let response = wire::reconcile::<R>(&parent, children)?;
+    let (_, related) = to_wire(&(), related)?;
+    let response = wire::reconcile::<R>(&parent, children, related)?;
     let children = Children::from_json(response.children)
         .map_err(|e| Error::permanent(format!("a desired child is not a JSON object: {e}")))?;
     let status = response.status.as_deref().map(from_wire).transpose()?;
@@ -78,7 +95,7 @@ pub fn finalize<R: Reconciler>(
     observed: Vec<Child>,
 ) -> Result<Finalize, Error> {
     let (parent, children) = to_wire(parent, observed)?;
-    wire::finalize::<R>(&parent, children)
+    wire::finalize::<R>(&parent, children, Vec::new())
 }
 
 fn to_wire(parent: &impl Serialize, observed: Vec<Child>) -> Result<(String, Vec<String>), Error> {

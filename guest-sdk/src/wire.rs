@@ -3,7 +3,7 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{Children, Error, Finalize, Kind, Outcome, Reconciler, Requeue};
+use crate::{Children, Error, Finalize, Kind, Outcome, Reconciler, Requeue, Selection};
 
 /// What a plugin says about itself (the contract's `plugin-info`).
 #[derive(Debug, Clone, PartialEq)]
@@ -16,6 +16,8 @@ pub struct Info {
     pub parent: Kind,
     /// [`Reconciler::children`].
     pub children: Vec<Kind>,
+    /// [`Reconciler::related`].
+    pub related: Vec<Kind>,
     /// [`Reconciler::FINALIZER`].
     pub finalizer: Option<String>,
     /// The parent's CustomResourceDefinition as JSON.
@@ -35,17 +37,24 @@ pub(crate) fn describe<R: Reconciler>() -> Info {
         version: R::VERSION.to_owned(),
         parent: Kind::of_custom::<R::Parent>(),
         children: R::children(),
+        related: R::related(),
         finalizer: R::FINALIZER.map(str::to_owned),
         crd: R::crd(),
     }
 }
 
+pub(crate) fn select<R: Reconciler>(parent: &str) -> Result<Vec<Selection>, Error> {
+    let parent = decode_parent::<R::Parent>(parent)?;
+    R::select(&parent)
+}
+
 pub(crate) fn reconcile<R: Reconciler>(
     parent: &str,
     children: Vec<String>,
+    related: Vec<String>,
 ) -> Result<Response, Error> {
     let parent = decode_parent::<R::Parent>(parent)?;
-    let observed = decode_children(children)?;
+    let observed = decode_children(children, related)?;
     let outcome = R::reconcile(&parent, &observed)?;
     encode(outcome)
 }
@@ -53,9 +62,10 @@ pub(crate) fn reconcile<R: Reconciler>(
 pub(crate) fn finalize<R: Reconciler>(
     parent: &str,
     children: Vec<String>,
+    related: Vec<String>,
 ) -> Result<Finalize, Error> {
     let parent = decode_parent::<R::Parent>(parent)?;
-    let observed = decode_children(children)?;
+    let observed = decode_children(children, related)?;
     R::finalize(&parent, &observed)
 }
 
@@ -76,9 +86,11 @@ fn decode_parent<P: kube::Resource<DynamicType = ()> + DeserializeOwned>(
         .map_err(|e| Error::permanent(format!("{kind} {key} is invalid: {e}")))
 }
 
-fn decode_children(children: Vec<String>) -> Result<Children, Error> {
+fn decode_children(children: Vec<String>, related: Vec<String>) -> Result<Children, Error> {
     Children::from_json(children)
-        .map_err(|e| Error::permanent(format!("an observed child is not a JSON object: {e}")))
+        .map_err(|e| Error::permanent(format!("an observed child is not a JSON object: {e}")))?
+        .with_related(related)
+        .map_err(|e| Error::permanent(format!("a related object is not a JSON object: {e}")))
 }
 
 fn encode(outcome: Outcome) -> Result<Response, Error> {

@@ -83,6 +83,7 @@ fn request(fixture: &Path) -> anyhow::Result<ReconcileRequest> {
             .iter()
             .map(serde_json::to_string)
             .collect::<Result<_, _>>()?,
+        related: Vec::new(),
     })
 }
 

@@ -101,6 +101,11 @@ pub struct Policy {
     /// mount and send anywhere) and `bootstrap.kubernetes.io/token` (a node-joining
     /// credential). Empty: no Secret may be written.
     pub secret_types: Vec<String>,
+    /// Kinds a plugin may read as related objects (contract 0.2.0: read-only, in the parent's
+    /// namespace, or cluster-wide for a cluster-scoped kind). **Default: [`DEFAULT_CHILDREN`]
+    /// and `Namespace`** (its labels). Secrets reach the plugin without their data.
+    /// [`kinds::is_never`] kinds other than `Namespace` are refused even when listed here.
+    pub related: Vec<GroupKind>,
 }
 
 /// The default child kinds, each with why (`group`, `kind`):
@@ -153,6 +158,11 @@ impl Default for Policy {
             secret_types: DEFAULT_SECRET_TYPES
                 .iter()
                 .map(|t| (*t).to_owned())
+                .collect(),
+            related: DEFAULT_CHILDREN
+                .iter()
+                .chain(&[("", "Namespace")])
+                .map(|(g, k)| GroupKind::new(g, k))
                 .collect(),
         }
     }
@@ -239,7 +249,7 @@ pub enum PolicyRefusal {
     NotConcrete {
         /// The plugin (`name@version`).
         plugin: String,
-        /// `parent` or `child`.
+        /// `parent`, `child` or `related`.
         role: &'static str,
         /// `group`, `version`, `kind` or `plural`.
         field: &'static str,
@@ -253,7 +263,7 @@ pub enum PolicyRefusal {
     Never {
         /// The plugin.
         plugin: String,
-        /// `parent` or `child`.
+        /// `parent`, `child` or `related`.
         role: &'static str,
         /// The kind.
         kind: String,
@@ -303,6 +313,16 @@ pub enum PolicyRefusal {
         /// The kind.
         kind: String,
     },
+    /// A related kind the policy's `related` does not list.
+    #[error(
+        "plugin {plugin}: related kind {kind} is not allowed by the policy (its `related` list)"
+    )]
+    RelatedNotAllowed {
+        /// The plugin.
+        plugin: String,
+        /// The kind.
+        kind: String,
+    },
     /// A child kind served cluster-wide (by discovery, whatever the plugin says).
     #[error("plugin {plugin}: child {kind} is cluster-scoped; children must be namespaced")]
     ClusterScopedChild {
@@ -316,7 +336,7 @@ pub enum PolicyRefusal {
     NotServed {
         /// The plugin.
         plugin: String,
-        /// `parent` or `child`.
+        /// `parent`, `child` or `related`.
         role: &'static str,
         /// The kind.
         kind: String,
@@ -336,7 +356,7 @@ pub enum PolicyRefusal {
     Misdeclared {
         /// The plugin.
         plugin: String,
-        /// `parent` or `child`.
+        /// `parent`, `child` or `related`.
         role: &'static str,
         /// The kind.
         kind: String,
@@ -365,12 +385,13 @@ impl Admitted {
         self.parent_crd
     }
 
-    /// The child kinds worth a warning wherever they are granted (Secrets: the host watches
-    /// every Secret of the cluster to serve them, even if the plugin only sees its own, redacted).
+    /// The child and related kinds worth a warning wherever they are granted (Secrets: the host
+    /// watches every Secret of the cluster to serve them, even if the plugin only sees its own, redacted).
     pub fn sensitive_children(&self) -> impl Iterator<Item = &ResourceKind> {
         self.info
             .children
             .iter()
+            .chain(&self.info.related)
             .filter(|k| k.group.is_empty() && k.kind == "Secret")
     }
 }
@@ -386,9 +407,15 @@ pub fn admit(
     for child in &info.children {
         concrete(info, "child", child)?;
     }
+    for related in &info.related {
+        concrete(info, "related", related)?;
+    }
     let parent_crd = admit_parent(policy, info, kinds)?;
     for child in &info.children {
         admit_child(policy, info, child, kinds)?;
+    }
+    for related in &info.related {
+        admit_related(policy, info, related, kinds)?;
     }
     Ok(Admitted {
         info: info.clone(),
@@ -486,6 +513,44 @@ fn admit_child(
         Resolved::NotServed => Err(PolicyRefusal::NotServed {
             plugin: label(info),
             role: "child",
+            kind: kind(),
+        }),
+        Resolved::Unknown => Err(PolicyRefusal::Unverifiable {
+            plugin: label(info),
+            kind: kind(),
+        }),
+    }
+}
+
+/// A related kind is read, never written: allowed by the policy's `related` list, never an
+/// access-control, API-shape or admission kind (reading `Namespace` is fine), and declared at
+/// the scope the API server serves it at.
+fn admit_related(
+    policy: &Policy,
+    info: &PluginInfo,
+    related: &ResourceKind,
+    kinds: &dyn Resolve,
+) -> Result<(), PolicyRefusal> {
+    let kind = || describe(related);
+    let namespace = related.group.is_empty() && related.kind == "Namespace";
+    if kinds::is_never(&related.group, &related.kind) && !namespace {
+        return Err(PolicyRefusal::Never {
+            plugin: label(info),
+            role: "related",
+            kind: kind(),
+        });
+    }
+    if !policy.related.contains(&GroupKind::of(related)) {
+        return Err(PolicyRefusal::RelatedNotAllowed {
+            plugin: label(info),
+            kind: kind(),
+        });
+    }
+    match kinds.resolve(related) {
+        Resolved::Served { plural, scope } => served_as(info, "related", related, &plural, scope),
+        Resolved::NotServed => Err(PolicyRefusal::NotServed {
+            plugin: label(info),
+            role: "related",
             kind: kind(),
         }),
         Resolved::Unknown => Err(PolicyRefusal::Unverifiable {

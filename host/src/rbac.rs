@@ -1,8 +1,8 @@
 //! `weir rbac`: the least-privilege ClusterRole for a set of plugins, from what the host will admit.
 //!
 //! Everything the host writes or watches follows from the plugins' `describe()`:
-//! the parent kind (watch it, patch its finalizers and its status) and each
-//! child kind (watch, apply, prune). So the ClusterRole is computed, not
+//! the parent kind (watch it, patch its finalizers and its status), each
+//! child kind (watch, apply, prune) and each related kind (get, list, watch: never a write). So the ClusterRole is computed, not
 //! hand-kept: `weir rbac --plugins DIR` prints it, and `deploy/rbac/cluster-role.yaml`
 //! is its output for the plugins shipped here (a test keeps the two equal).
 //! Leader election's Lease lives in the host's namespace and is granted by a
@@ -67,6 +67,8 @@ const FINALIZERS: &[&str] = &["update"];
 const CHILD: &[&str] = &[
     "get", "list", "watch", "create", "update", "patch", "delete",
 ];
+/// Verbs on a related kind: the host watches it for the plugin and never writes it.
+const RELATED: &[&str] = &["get", "list", "watch"];
 /// The host records Events (`events.k8s.io/v1`) on parents.
 const EVENTS: &[&str] = &["create", "patch"];
 
@@ -95,6 +97,9 @@ pub fn cluster_role(name: &str, plugins: &[Admitted]) -> ClusterRole {
         );
         for child in &info.children {
             grant(&child.group, child.plural.clone(), CHILD);
+        }
+        for related in &info.related {
+            grant(&related.group, related.plural.clone(), RELATED);
         }
     }
     let rules = grants
@@ -272,6 +277,7 @@ mod tests {
             version: "1".into(),
             parent,
             children,
+            related: vec![],
             finalizer: None,
             crd: None,
         }
@@ -351,6 +357,36 @@ mod tests {
         ];
         want.sort();
         assert_eq!(got, want);
+    }
+
+    #[test]
+    fn related_kinds_are_granted_read_verbs_only_and_nothing_undeclared() {
+        let mut reader = blog();
+        reader.related = vec![kind("", "ConfigMap", "configmaps"), secrets()];
+        let rendered = role_for("weir", &[reader], &Policy::default(), false).unwrap();
+        let got = rules(&rendered.yaml);
+        assert!(
+            got.contains(&(
+                "".to_string(),
+                strings(&["configmaps", "secrets"]),
+                verbs(RELATED)
+            )),
+            "{got:?}"
+        );
+        let writable: Vec<_> = got
+            .iter()
+            .filter(|(g, _, v)| g.is_empty() && v.contains(&"create".to_string()))
+            .collect();
+        assert_eq!(
+            writable,
+            vec![&(
+                "".to_string(),
+                strings(&["configmaps", "services"]),
+                verbs(CHILD)
+            )],
+            "reading Secrets grants no write on them"
+        );
+        assert!(!rendered.warnings.is_empty(), "related Secrets are flagged");
     }
 
     #[test]

@@ -18,6 +18,7 @@ mod informers_are_shared;
 mod leader_election;
 mod other_languages;
 mod refused_answers_write_nothing;
+mod related_objects;
 mod restart_converges;
 mod unwanted_children_are_pruned;
 mod watch_recovers;

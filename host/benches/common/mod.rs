@@ -59,6 +59,7 @@ impl Input {
         ReconcileRequest {
             parent: self.parent.to_string(),
             children: self.observed.iter().map(Value::to_string).collect(),
+            related: Vec::new(),
         }
     }
 }

@@ -41,6 +41,7 @@ fn load(file: &Path) -> Result<Fake, String> {
         version: version.into(),
         parent,
         children: vec![],
+        related: vec![],
         finalizer: None,
         crd: None,
     };

@@ -1,21 +1,120 @@
-//! The generated bindings of `wit/reconciler.wit`, kept private to the sandbox.
+//! The generated bindings of every contract version (`wit/README.md`), kept private to the sandbox.
 //!
-//! Everything outside `plugin` sees the plain types of `types.rs`; converting
-//! here means a change of the WIT touches this file and nothing else.
+//! Everything outside `plugin` sees the plain types of `types.rs` and `selection.rs`; each
+//! version's conversions live here, so a new WIT version touches this file and the call sites of
+//! its new exports, nothing else. [`RawAnswer`] is a reconcile answer of either version before
+//! the sandbox checks it.
 
 use std::time::Duration;
 
-// Exports are called asynchronously so that a call can be cancelled while
-// the guest waits in the host (a WASI sleep); the `log` import stays sync.
-wasmtime::component::bindgen!({
-    path: "../wit",
-    world: "reconciler",
-    exports: { default: async },
-});
-
+use super::selection::{LabelRequirement, LabelSelector, Selection, Selector, SelectorOperator};
 use super::types;
 
-impl From<types::ReconcileRequest> for ReconcileRequest {
+/// `weir:reconciler@0.1.0` (`wit/reconciler.wit`).
+pub(super) mod v1 {
+    // Exports are called asynchronously so that a call can be cancelled while
+    // the guest waits in the host (a WASI sleep); the `log` import stays sync.
+    wasmtime::component::bindgen!({
+        path: "../wit/reconciler.wit",
+        world: "reconciler",
+        exports: { default: async },
+    });
+}
+
+/// `weir:reconciler@0.2.0` (`wit/0.2.0/reconciler.wit`).
+pub(super) mod v2 {
+    wasmtime::component::bindgen!({
+        path: "../wit/0.2.0",
+        world: "reconciler",
+        exports: { default: async },
+    });
+}
+
+/// A reconcile answer of either version, as the guest returned it.
+pub(super) struct RawAnswer {
+    pub children: Vec<String>,
+    pub status: Option<String>,
+    pub requeue: types::Requeue,
+}
+
+/// A plugin's own error of either version.
+pub(super) struct RawError {
+    pub kind: types::ErrorKind,
+    pub message: String,
+}
+
+macro_rules! shared_conversions {
+    ($v:ident) => {
+        impl From<$v::weir::reconciler::types::ResourceKind> for types::ResourceKind {
+            fn from(k: $v::weir::reconciler::types::ResourceKind) -> Self {
+                Self {
+                    group: k.group,
+                    version: k.version,
+                    kind: k.kind,
+                    plural: k.plural,
+                    namespaced: k.namespaced,
+                }
+            }
+        }
+
+        impl From<$v::ReconcileError> for RawError {
+            fn from(e: $v::ReconcileError) -> Self {
+                use $v::weir::reconciler::types::ErrorKind;
+                Self {
+                    kind: match e.kind {
+                        ErrorKind::Transient => types::ErrorKind::Transient,
+                        ErrorKind::Permanent => types::ErrorKind::Permanent,
+                    },
+                    message: e.message,
+                }
+            }
+        }
+
+        impl From<$v::ReconcileResponse> for RawAnswer {
+            fn from(r: $v::ReconcileResponse) -> Self {
+                use $v::weir::reconciler::types::Requeue;
+                Self {
+                    children: r.children,
+                    status: r.status,
+                    requeue: match r.requeue {
+                        Requeue::Done => types::Requeue::Done,
+                        Requeue::Now => types::Requeue::Now,
+                        Requeue::After(ms) => types::Requeue::After(Duration::from_millis(ms)),
+                    },
+                }
+            }
+        }
+
+        impl From<$v::FinalizeResponse> for types::FinalizeResponse {
+            fn from(r: $v::FinalizeResponse) -> Self {
+                match r {
+                    $v::FinalizeResponse::Complete => Self::Complete,
+                    $v::FinalizeResponse::AgainAfter(ms) => {
+                        Self::AgainAfter(Duration::from_millis(ms))
+                    }
+                }
+            }
+        }
+
+        impl From<$v::LogLevel> for super::log::Level {
+            fn from(level: $v::LogLevel) -> Self {
+                match level {
+                    $v::LogLevel::Trace => Self::Trace,
+                    $v::LogLevel::Debug => Self::Debug,
+                    $v::LogLevel::Info => Self::Info,
+                    $v::LogLevel::Warn => Self::Warn,
+                    $v::LogLevel::Error => Self::Error,
+                }
+            }
+        }
+    };
+}
+
+shared_conversions!(v1);
+shared_conversions!(v2);
+
+impl From<types::ReconcileRequest> for v1::ReconcileRequest {
+    /// A 0.1.0 plugin declares no related kinds, so it is never given any.
     fn from(r: types::ReconcileRequest) -> Self {
         Self {
             parent: r.parent,
@@ -24,7 +123,7 @@ impl From<types::ReconcileRequest> for ReconcileRequest {
     }
 }
 
-impl From<types::FinalizeRequest> for FinalizeRequest {
+impl From<types::FinalizeRequest> for v1::FinalizeRequest {
     fn from(r: types::FinalizeRequest) -> Self {
         Self {
             parent: r.parent,
@@ -34,55 +133,83 @@ impl From<types::FinalizeRequest> for FinalizeRequest {
     }
 }
 
-impl From<weir::reconciler::types::ResourceKind> for types::ResourceKind {
-    fn from(k: weir::reconciler::types::ResourceKind) -> Self {
+impl From<types::ReconcileRequest> for v2::ReconcileRequest {
+    fn from(r: types::ReconcileRequest) -> Self {
         Self {
-            group: k.group,
-            version: k.version,
-            kind: k.kind,
-            plural: k.plural,
-            namespaced: k.namespaced,
+            parent: r.parent,
+            children: r.children,
+            related: r.related,
         }
     }
 }
 
-impl From<PluginInfo> for types::PluginInfo {
-    fn from(i: PluginInfo) -> Self {
+impl From<types::FinalizeRequest> for v2::FinalizeRequest {
+    fn from(r: types::FinalizeRequest) -> Self {
+        Self {
+            parent: r.parent,
+            children: r.children,
+            related: r.related,
+            finalizer: r.finalizer,
+        }
+    }
+}
+
+impl From<v1::PluginInfo> for types::PluginInfo {
+    fn from(i: v1::PluginInfo) -> Self {
         Self {
             name: i.name,
             version: i.version,
             parent: i.parent.into(),
             children: i.children.into_iter().map(Into::into).collect(),
+            related: Vec::new(),
             finalizer: i.finalizer,
             crd: i.crd,
         }
     }
 }
 
-impl From<weir::reconciler::types::ErrorKind> for types::ErrorKind {
-    fn from(k: weir::reconciler::types::ErrorKind) -> Self {
-        match k {
-            weir::reconciler::types::ErrorKind::Transient => Self::Transient,
-            weir::reconciler::types::ErrorKind::Permanent => Self::Permanent,
+impl From<v2::PluginInfo> for types::PluginInfo {
+    fn from(i: v2::PluginInfo) -> Self {
+        Self {
+            name: i.name,
+            version: i.version,
+            parent: i.parent.into(),
+            children: i.children.into_iter().map(Into::into).collect(),
+            related: i.related.into_iter().map(Into::into).collect(),
+            finalizer: i.finalizer,
+            crd: i.crd,
         }
     }
 }
 
-impl From<weir::reconciler::types::Requeue> for types::Requeue {
-    fn from(r: weir::reconciler::types::Requeue) -> Self {
-        match r {
-            weir::reconciler::types::Requeue::Done => Self::Done,
-            weir::reconciler::types::Requeue::Now => Self::Now,
-            weir::reconciler::types::Requeue::After(ms) => Self::After(Duration::from_millis(ms)),
-        }
-    }
-}
-
-impl From<FinalizeResponse> for types::FinalizeResponse {
-    fn from(r: FinalizeResponse) -> Self {
-        match r {
-            FinalizeResponse::Complete => Self::Complete,
-            FinalizeResponse::AgainAfter(ms) => Self::AgainAfter(Duration::from_millis(ms)),
+impl From<v2::Selection> for Selection {
+    fn from(s: v2::Selection) -> Self {
+        use v2::weir::reconciler::types as wit;
+        let selector = match s.selector {
+            wit::Selector::Name(name) => Selector::Name(name),
+            wit::Selector::Labels(l) => Selector::Labels(LabelSelector {
+                match_labels: l.match_labels.into_iter().collect(),
+                match_expressions: l
+                    .match_expressions
+                    .into_iter()
+                    .map(|r| LabelRequirement {
+                        key: r.key,
+                        operator: match r.operator {
+                            wit::SelectorOperator::In => SelectorOperator::In,
+                            wit::SelectorOperator::NotIn => SelectorOperator::NotIn,
+                            wit::SelectorOperator::Exists => SelectorOperator::Exists,
+                            wit::SelectorOperator::DoesNotExist => SelectorOperator::DoesNotExist,
+                        },
+                        values: r.values,
+                    })
+                    .collect(),
+            }),
+        };
+        Self {
+            api_version: s.api_version,
+            kind: s.kind,
+            namespace: s.namespace,
+            selector,
         }
     }
 }

@@ -11,13 +11,16 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 
-use super::bindings::{Reconciler, ReconcilerPre};
+use super::bindings::{v1, v2};
+use super::guest::Pre;
 use super::limits::Limits;
 use super::sandbox::Plugin;
 use super::store::State;
+use super::types::Contract;
 
-/// The contract version this host speaks (the package version of `wit/reconciler.wit`).
-pub const CONTRACT_VERSION: (u64, u64, u64) = (0, 1, 0);
+/// The newest contract version this host speaks (`wit/0.2.0/reconciler.wit`); it loads every
+/// version of [`Contract::ALL`].
+pub const CONTRACT_VERSION: (u64, u64, u64) = (0, 2, 0);
 
 /// `weir --version`: this host's version and the contract it serves (`CONTRACT_VERSION`).
 pub const VERSION_LINE: &str = concat!(env!("CARGO_PKG_VERSION"), " (weir:reconciler@0.1.0)");
@@ -91,8 +94,8 @@ pub enum LoadError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// The component targets another world or another major version of the contract.
-    #[error("plugin {path} does not implement weir:reconciler@{host}: {reason}", host = contract_version())]
+    /// The component targets another world or a version of the contract this host does not speak.
+    #[error("plugin {path} does not implement weir:reconciler@{host}: {reason}", host = contract_versions())]
     WrongContract {
         /// The file.
         path: String,
@@ -109,9 +112,9 @@ pub enum LoadError {
     },
 }
 
-fn contract_version() -> String {
-    let (major, minor, patch) = CONTRACT_VERSION;
-    format!("{major}.{minor}.{patch}")
+fn contract_versions() -> String {
+    let versions: Vec<&str> = Contract::ALL.iter().map(|c| c.version()).collect();
+    versions.join(" or ")
 }
 
 /// The shared WebAssembly engine: cheap to clone, safe to share between threads.
@@ -122,7 +125,8 @@ pub struct Engine {
 
 struct Inner {
     engine: wasmtime::Engine,
-    linker: Linker<State>,
+    /// One linker per contract version: each links its own `log` import and `types` instance.
+    linkers: [(Contract, Linker<State>); 2],
     tick: Duration,
     stop_ticker: Arc<AtomicBool>,
     /// Drives the timers of calls (their deadlines, a guest's WASI sleeps).
@@ -178,11 +182,29 @@ impl Engine {
         // Async WASI: a guest waiting in the host (a sleep, a poll) is a
         // pending future the call's deadline can cancel, where the sync
         // linker would block the thread past it.
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)
-            .map_err(|e| engine_err(format!("linking WASI: {e:#}")))?;
-        Reconciler::add_to_linker::<_, wasmtime::component::HasSelf<_>>(&mut linker, |s| s)
-            .map_err(|e| engine_err(format!("linking the log import: {e:#}")))?;
+        let linker = |contract: Contract| -> Result<Linker<State>, LoadError> {
+            let mut linker = Linker::new(&engine);
+            wasmtime_wasi::p2::add_to_linker_async(&mut linker)
+                .map_err(|e| engine_err(format!("linking WASI: {e:#}")))?;
+            let linked =
+                match contract {
+                    Contract::V0_1 => v1::Reconciler::add_to_linker::<
+                        _,
+                        wasmtime::component::HasSelf<_>,
+                    >(&mut linker, |s| s),
+                    Contract::V0_2 => v2::Reconciler::add_to_linker::<
+                        _,
+                        wasmtime::component::HasSelf<_>,
+                    >(&mut linker, |s| s),
+                };
+            linked
+                .map_err(|e| engine_err(format!("linking the log import of {contract}: {e:#}")))?;
+            Ok(linker)
+        };
+        let linkers = [
+            (Contract::V0_1, linker(Contract::V0_1)?),
+            (Contract::V0_2, linker(Contract::V0_2)?),
+        ];
 
         let timers = timer_runtime().map_err(engine_err)?;
         let stop_ticker = Arc::new(AtomicBool::new(false));
@@ -202,7 +224,7 @@ impl Engine {
         Ok(Engine {
             inner: Arc::new(Inner {
                 engine,
-                linker,
+                linkers,
                 tick,
                 stop_ticker,
                 timers,
@@ -239,22 +261,21 @@ impl Engine {
                 path: path.clone(),
                 source: e.into(),
             })?;
-        check_contract(&self.inner.engine, &component).map_err(|reason| {
-            LoadError::WrongContract {
-                path: path.clone(),
-                reason,
-            }
-        })?;
-        let pre = self.inner.linker.instantiate_pre(&component).map_err(|e| {
-            LoadError::WrongContract {
-                path: path.clone(),
-                reason: format!("{e:#}"),
-            }
-        })?;
-        let pre = ReconcilerPre::new(pre).map_err(|e| LoadError::WrongContract {
+        let wrong = |reason: String| LoadError::WrongContract {
             path: path.clone(),
-            reason: format!("{e:#}"),
-        })?;
+            reason,
+        };
+        let contract = contract_of(&self.inner.engine, &component).map_err(wrong)?;
+        let linker = self
+            .inner
+            .linkers
+            .iter()
+            .find_map(|(c, l)| (*c == contract).then_some(l))
+            .ok_or_else(|| wrong(format!("no linker for {contract}")))?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .map_err(|e| wrong(format!("{e:#}")))?;
+        let pre = Pre::new(contract, pre).map_err(|e| wrong(format!("{e:#}")))?;
         Plugin::new(self.clone(), pre, sha256, limits, path)
     }
 
@@ -333,11 +354,14 @@ fn check_component_header(bytes: &[u8]) -> Result<(), &'static str> {
     }
 }
 
-/// Refuses a component built against another version of `weir:reconciler`
-/// with a message that says which, instead of a missing-import error.
-fn check_contract(engine: &wasmtime::Engine, component: &Component) -> Result<(), String> {
-    let (major, minor, _) = CONTRACT_VERSION;
+/// Which contract version a component was built against: the version of the
+/// `weir:reconciler` interfaces it imports (every guest that logs or uses the
+/// shared types imports `types`), or, importing none, the exports it has (only
+/// 0.2.0 has `select`). A version this host does not speak is refused with a
+/// message that says which, instead of a missing-import error.
+fn contract_of(engine: &wasmtime::Engine, component: &Component) -> Result<Contract, String> {
     let ty = component.component_type();
+    let mut found: Option<Contract> = None;
     for (name, _) in ty.imports(engine) {
         let Some(rest) = name.strip_prefix("weir:reconciler/") else {
             continue;
@@ -346,17 +370,32 @@ fn check_contract(engine: &wasmtime::Engine, component: &Component) -> Result<()
             return Err(format!("imports {name} without a version"));
         };
         let mut parts = version.split('.').map(|p| p.parse::<u64>().ok());
-        let (Some(Some(m)), Some(Some(n))) = (parts.next(), parts.next()) else {
+        let (Some(Some(major)), Some(Some(minor))) = (parts.next(), parts.next()) else {
             return Err(format!("imports {name}: unreadable version"));
         };
-        if m != major || (major == 0 && n != minor) {
-            return Err(format!("built against weir:reconciler@{version}"));
+        let contract = match (major, minor) {
+            (0, 1) => Contract::V0_1,
+            (0, 2) => Contract::V0_2,
+            _ => return Err(format!("built against weir:reconciler@{version}")),
+        };
+        if found.is_some_and(|f| f != contract) {
+            return Err(format!("imports two versions of weir:reconciler ({name})"));
         }
+        found = Some(contract);
     }
-    for export in ["describe", "reconcile", "finalize"] {
+    let contract = found.unwrap_or(if ty.get_export(engine, "select").is_some() {
+        Contract::V0_2
+    } else {
+        Contract::V0_1
+    });
+    let exports: &[&str] = match contract {
+        Contract::V0_1 => &["describe", "reconcile", "finalize"],
+        Contract::V0_2 => &["describe", "select", "reconcile", "finalize"],
+    };
+    for export in exports {
         if ty.get_export(engine, export).is_none() {
             return Err(format!("it does not export `{export}`"));
         }
     }
-    Ok(())
+    Ok(contract)
 }

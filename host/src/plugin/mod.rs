@@ -7,7 +7,7 @@
 //! let engine = Engine::new(EngineConfig::default())?;
 //! let plugin = engine.load_file("target/plugins/blog.wasm".as_ref(), Limits::default())?;
 //! let parent = r#"{"apiVersion":"weir.dev/v1alpha1","kind":"Blog","metadata":{"name":"b"},"spec":{"title":"Hi"}}"#;
-//! let answer = plugin.reconcile(&ReconcileRequest { parent: parent.into(), children: vec![] })?;
+//! let answer = plugin.reconcile(&ReconcileRequest { parent: parent.into(), ..Default::default() })?;
 //! println!("{} wants {} children", plugin.info().name, answer.children.len());
 //! # Ok(())
 //! # }
@@ -15,11 +15,13 @@
 
 mod bindings;
 mod engine;
+mod guest;
 mod limits;
 mod log;
 mod response;
 mod reused;
 mod sandbox;
+mod selection;
 mod store;
 mod text;
 mod types;
@@ -28,8 +30,9 @@ pub use engine::{CONTRACT_VERSION, Engine, EngineConfig, LoadError, VERSION_LINE
 pub use limits::Limits;
 pub use reused::ReusedInstance;
 pub use sandbox::{CallError, Plugin};
+pub use selection::{LabelRequirement, LabelSelector, Selection, Selector, SelectorOperator};
 pub use text::truncate;
 pub use types::{
-    ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
-    Requeue, ResourceKind,
+    Contract, ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest,
+    ReconcileResponse, Requeue, ResourceKind,
 };

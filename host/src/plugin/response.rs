@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::bindings;
+use super::bindings::RawAnswer;
 use super::types::{PluginInfo, ReconcileResponse};
 
 /// Why an answer was refused.
@@ -15,7 +15,7 @@ pub(super) enum Refusal {
 
 /// Size-checks, parses and validates a successful reconcile answer.
 pub(super) fn check(
-    raw: bindings::ReconcileResponse,
+    raw: RawAnswer,
     info: &PluginInfo,
     max_bytes: usize,
 ) -> Result<ReconcileResponse, Refusal> {
@@ -41,7 +41,7 @@ pub(super) fn check(
     Ok(ReconcileResponse {
         children,
         status,
-        requeue: raw.requeue.into(),
+        requeue: raw.requeue,
     })
 }
 

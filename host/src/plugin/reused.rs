@@ -8,7 +8,7 @@
 
 use wasmtime::Store;
 
-use super::bindings::{self, Reconciler};
+use super::guest::Guest;
 use super::sandbox::{CallError, Plugin};
 use super::store::State;
 use super::types::{ReconcileRequest, ReconcileResponse};
@@ -16,7 +16,7 @@ use super::types::{ReconcileRequest, ReconcileResponse};
 /// An instance of a plugin that stays alive between calls.
 pub struct ReusedInstance {
     plugin: Plugin,
-    live: Option<(Store<State>, Reconciler)>,
+    live: Option<(Store<State>, Guest)>,
 }
 
 impl ReusedInstance {
@@ -28,11 +28,10 @@ impl ReusedInstance {
     /// Like [`Plugin::reconcile`], in the kept instance, under the same limits
     /// (the deadline and log budget are re-armed for each call).
     pub fn reconcile(&mut self, req: &ReconcileRequest) -> Result<ReconcileResponse, CallError> {
-        let request = bindings::ReconcileRequest::from(req.clone());
         let (answer, live) = self
             .plugin
             .run_reused(self.live.take(), async |store, guest| {
-                guest.call_reconcile(store, &request).await
+                guest.reconcile(store, req).await
             })?;
         self.live = Some(live);
         self.plugin.check_reconcile(answer)

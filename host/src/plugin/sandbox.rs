@@ -16,15 +16,18 @@ use std::time::Duration;
 
 use wasmtime::{Store, Trap};
 
-use super::bindings::{self, Reconciler, ReconcilerPre};
+use super::bindings::{RawAnswer, RawError};
 use super::engine::{Engine, LoadError};
+use super::guest::{Guest, Pre};
 use super::limits::Limits;
 use super::log::LogRate;
 use super::response::{self, Refusal};
+use super::selection::Selection;
 use super::store::State;
 use super::text::truncate_owned;
 use super::types::{
-    ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
+    Contract, ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest,
+    ReconcileResponse,
 };
 
 /// Why a call did not produce a usable answer. Each variant names the plugin
@@ -128,7 +131,7 @@ pub struct Plugin {
 
 struct Inner {
     engine: Engine,
-    pre: ReconcilerPre<State>,
+    pre: Pre,
     info: PluginInfo,
     sha256: String,
     limits: Limits,
@@ -151,7 +154,7 @@ impl Plugin {
     /// Finishes a load by calling `describe` under the plugin's limits.
     pub(super) fn new(
         engine: Engine,
-        pre: ReconcilerPre<State>,
+        pre: Pre,
         sha256: String,
         limits: Limits,
         path: String,
@@ -168,10 +171,9 @@ impl Plugin {
             label: &path,
             log_rate: &log_rate,
         };
-        let raw = call
-            .run(async |store, guest| guest.call_describe(store).await)
+        let info = call
+            .run(async |store, guest| guest.describe(store).await)
             .map_err(|e| describe_err(e.to_string()))?;
-        let info: PluginInfo = raw.into();
         check_info(&info).map_err(describe_err)?;
         let label = format!("{}@{}", info.name, info.version);
         Ok(Plugin {
@@ -207,29 +209,42 @@ impl Plugin {
         self.inner.limits
     }
 
+    /// The contract version the component was built against.
+    pub fn contract(&self) -> Contract {
+        self.inner.pre.contract()
+    }
+
+    /// The related objects the plugin wants to read for `parent` (its JSON). Blocking, like
+    /// `reconcile`. A 0.1.0 plugin selects nothing, without a call. The answer is not checked
+    /// against the declaration here: the reconcile loop refuses it on the parent (see
+    /// `reconcile::related`).
+    pub fn select(&self, parent: &str) -> Result<Vec<Selection>, CallError> {
+        if self.contract() == Contract::V0_1 {
+            return Ok(Vec::new());
+        }
+        self.run(async |store, guest| guest.select(store, parent).await)?
+            .map_err(|e| self.plugin_error(e))
+    }
+
     /// Computes the desired children and status of one parent. Blocks the
     /// thread for at most the timeout, whatever the guest does (the guest
     /// runs on this thread, in the caller's span): async callers use
     /// `spawn_blocking` and enter their span there.
     pub fn reconcile(&self, req: &ReconcileRequest) -> Result<ReconcileResponse, CallError> {
-        let request = bindings::ReconcileRequest::from(req.clone());
-        let answer = self.run(async |store, guest| guest.call_reconcile(store, &request).await)?;
+        let answer = self.run(async |store, guest| guest.reconcile(store, req).await)?;
         self.check_reconcile(answer)
     }
 
     /// One cleanup step of a parent being deleted. Blocking, like `reconcile`.
     pub fn finalize(&self, req: &FinalizeRequest) -> Result<FinalizeResponse, CallError> {
-        let request = bindings::FinalizeRequest::from(req.clone());
-        match self.run(async |store, guest| guest.call_finalize(store, &request).await)? {
-            Ok(answer) => Ok(answer.into()),
-            Err(e) => Err(self.plugin_error(e)),
-        }
+        self.run(async |store, guest| guest.finalize(store, req).await)?
+            .map_err(|e| self.plugin_error(e))
     }
 
     /// Validates a raw reconcile answer (shared with [`super::ReusedInstance`]).
     pub(super) fn check_reconcile(
         &self,
-        answer: Result<bindings::ReconcileResponse, bindings::ReconcileError>,
+        answer: Result<RawAnswer, RawError>,
     ) -> Result<ReconcileResponse, CallError> {
         let plugin = self.inner.label.clone();
         let raw = answer.map_err(|e| self.plugin_error(e))?;
@@ -249,10 +264,10 @@ impl Plugin {
     }
 
     /// The plugin's own error, its message cut to the error cap.
-    fn plugin_error(&self, e: bindings::ReconcileError) -> CallError {
+    fn plugin_error(&self, e: RawError) -> CallError {
         CallError::Plugin {
             plugin: self.inner.label.clone(),
-            kind: e.kind.into(),
+            kind: e.kind,
             message: truncate_owned(e.message, self.inner.limits.max_error_bytes),
         }
     }
@@ -270,7 +285,7 @@ impl Plugin {
 
     fn run<R>(
         &self,
-        call: impl AsyncFnOnce(&mut Store<State>, &Reconciler) -> wasmtime::Result<R>,
+        call: impl AsyncFnOnce(&mut Store<State>, &Guest) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         self.call().run(call)
     }
@@ -281,9 +296,9 @@ impl Plugin {
     /// be dropped (a cancelled call leaves it unusable).
     pub(super) fn run_reused<R>(
         &self,
-        live: Option<(Store<State>, Reconciler)>,
-        call: impl AsyncFnOnce(&mut Store<State>, &Reconciler) -> wasmtime::Result<R>,
-    ) -> Result<(R, (Store<State>, Reconciler)), CallError> {
+        live: Option<(Store<State>, Guest)>,
+        call: impl AsyncFnOnce(&mut Store<State>, &Guest) -> wasmtime::Result<R>,
+    ) -> Result<(R, (Store<State>, Guest)), CallError> {
         let c = self.call();
         let (mut store, guest) = match live {
             Some((mut store, guest)) => {
@@ -296,8 +311,9 @@ impl Plugin {
         let outcome = c.engine.block_with_deadline(c.limits.timeout, async {
             let guest = match guest {
                 Some(guest) => guest,
-                None => (c.pre.instantiate_async(&mut store).await)
-                    .map_err(|e| (e, Stage::Instantiate))?,
+                None => {
+                    (c.pre.instantiate(&mut store).await).map_err(|e| (e, Stage::Instantiate))?
+                }
             };
             let answer = call(&mut store, &guest)
                 .await
@@ -314,7 +330,7 @@ impl Plugin {
 /// before the plugin exists).
 struct Call<'a> {
     engine: &'a Engine,
-    pre: &'a ReconcilerPre<State>,
+    pre: &'a Pre,
     limits: &'a Limits,
     label: &'a str,
     log_rate: &'a Arc<Mutex<LogRate>>,
@@ -337,12 +353,12 @@ impl Call<'_> {
     /// output to `tracing`, and type the failure if there is one.
     fn run<R>(
         &self,
-        call: impl AsyncFnOnce(&mut Store<State>, &Reconciler) -> wasmtime::Result<R>,
+        call: impl AsyncFnOnce(&mut Store<State>, &Guest) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         let mut store = self.new_store();
         let outcome = self.engine.block_with_deadline(self.limits.timeout, async {
-            let guest = (self.pre.instantiate_async(&mut store).await)
-                .map_err(|e| (e, Stage::Instantiate))?;
+            let guest =
+                (self.pre.instantiate(&mut store).await).map_err(|e| (e, Stage::Instantiate))?;
             call(&mut store, &guest).await.map_err(|e| (e, Stage::Call))
         });
         store.data_mut().flush_output();
@@ -440,6 +456,13 @@ fn check_info(info: &PluginInfo) -> Result<(), String> {
         if kind.version.is_empty() || kind.kind.is_empty() || kind.plural.is_empty() {
             return Err(format!(
                 "resource kind {kind:?} needs version, kind and plural"
+            ));
+        }
+    }
+    for kind in &info.related {
+        if kind.version.is_empty() || kind.kind.is_empty() || kind.plural.is_empty() {
+            return Err(format!(
+                "related kind {kind:?} needs version, kind and plural"
             ));
         }
     }

@@ -7,7 +7,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use super::bindings::{self, LogLevel};
+use super::bindings::{v1, v2};
 use super::limits::Limits;
 use super::log::{CallLog, Level, LogRate};
 
@@ -100,20 +100,20 @@ impl WasiView for State {
     }
 }
 
-impl bindings::weir::reconciler::types::Host for State {}
+impl v1::weir::reconciler::types::Host for State {}
+impl v2::weir::reconciler::types::Host for State {}
 
-impl bindings::ReconcilerImports for State {
-    /// The guest runs on the caller's thread, so the caller's span (the
-    /// reconcile span) is current here and the event lands inside it.
-    fn log(&mut self, level: LogLevel, message: String) {
-        let level = match level {
-            LogLevel::Trace => Level::Trace,
-            LogLevel::Debug => Level::Debug,
-            LogLevel::Info => Level::Info,
-            LogLevel::Warn => Level::Warn,
-            LogLevel::Error => Level::Error,
-        };
-        self.log.line(level, "log", &message);
+/// The guest runs on the caller's thread, so the caller's span (the reconcile span) is current
+/// in the `log` import and the event lands inside it.
+impl v1::ReconcilerImports for State {
+    fn log(&mut self, level: v1::LogLevel, message: String) {
+        self.log.line(level.into(), "log", &message);
+    }
+}
+
+impl v2::ReconcilerImports for State {
+    fn log(&mut self, level: v2::LogLevel, message: String) {
+        self.log.line(level.into(), "log", &message);
     }
 }
 

@@ -56,6 +56,9 @@ pub struct PluginInfo {
     pub parent: ResourceKind,
     /// The kinds this plugin may create.
     pub children: Vec<ResourceKind>,
+    /// The kinds this plugin may read beyond its children (contract 0.2.0; none for 0.1.0).
+    #[serde(default)]
+    pub related: Vec<ResourceKind>,
     /// Finalizer the host holds on each parent, if the plugin needs cleanup.
     pub finalizer: Option<String>,
     /// The parent kind's CRD manifest (YAML or JSON), if the plugin ships it.
@@ -69,6 +72,8 @@ pub struct ReconcileRequest {
     pub parent: String,
     /// The children the parent controls (each a JSON object).
     pub children: Vec<String>,
+    /// The selected related objects that exist (each a JSON object; Secrets redacted).
+    pub related: Vec<String>,
 }
 
 /// When to reconcile again, apart from watch events.
@@ -100,6 +105,8 @@ pub struct FinalizeRequest {
     pub parent: String,
     /// The children the parent controls (each a JSON object).
     pub children: Vec<String>,
+    /// The selected related objects that exist (each a JSON object; Secrets redacted).
+    pub related: Vec<String>,
     /// The finalizer the host holds for this plugin.
     pub finalizer: String,
 }
@@ -121,4 +128,34 @@ pub enum ErrorKind {
     Transient,
     /// Report and wait for the parent to change.
     Permanent,
+}
+
+/// The version of `weir:reconciler` a component was built against (`wit/README.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Contract {
+    /// `weir:reconciler@0.1.0`: no related objects.
+    #[serde(rename = "0.1.0")]
+    V0_1,
+    /// `weir:reconciler@0.2.0`: related kinds and `select`.
+    #[serde(rename = "0.2.0")]
+    V0_2,
+}
+
+impl Contract {
+    /// Every version this host loads, oldest first.
+    pub const ALL: [Contract; 2] = [Contract::V0_1, Contract::V0_2];
+
+    /// `major.minor.patch`.
+    pub fn version(self) -> &'static str {
+        match self {
+            Contract::V0_1 => "0.1.0",
+            Contract::V0_2 => "0.2.0",
+        }
+    }
+}
+
+impl std::fmt::Display for Contract {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "weir:reconciler@{}", self.version())
+    }
 }

@@ -295,14 +295,19 @@ pub struct Discovered {
 }
 
 impl Discovered {
-    /// Asks the API server about the parent and child kinds of `info` (one request per kind,
+    /// Asks the API server about the parent, child and related kinds of `info` (one request per kind,
     /// with kube's `discovery::pinned_kind`). A kind or group the server does not serve is
     /// [`Resolved::NotServed`]; any other failure (network, authorization) is an error, so a
     /// flaky API server never turns into a refusal.
     pub async fn for_plugin(client: &Client, info: &PluginInfo) -> Result<Self, kube::Error> {
         let mut found = Self::default();
         found
-            .add(client, std::iter::once(&info.parent).chain(&info.children))
+            .add(
+                client,
+                std::iter::once(&info.parent)
+                    .chain(&info.children)
+                    .chain(&info.related),
+            )
             .await?;
         Ok(found)
     }

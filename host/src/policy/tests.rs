@@ -23,6 +23,7 @@ fn plugin(parent: ResourceKind) -> PluginInfo {
         version: "1".into(),
         parent,
         children: vec![],
+        related: vec![],
         finalizer: None,
         crd: None,
     }
@@ -459,4 +460,57 @@ fn the_default_policy_allows_no_never_kind_and_only_namespaced_well_known_childr
         }
     }
     assert!(!policy.secret_types.iter().any(|t| t.contains("token")));
+}
+
+#[test]
+fn related_kinds_are_admitted_from_the_related_list_at_their_served_scope() {
+    let mut namespaces = kind("", "v1", "Namespace", "namespaces");
+    namespaces.namespaced = false;
+    let mut info = blog();
+    info.related = vec![
+        configmaps(),
+        kind("", "v1", "Secret", "secrets"),
+        namespaces.clone(),
+    ];
+    let admitted = admit(&Policy::default(), &info, &WellKnown).unwrap();
+    assert_eq!(
+        admitted.sensitive_children().count(),
+        1,
+        "the related Secrets are flagged"
+    );
+
+    // Declared namespaced, served cluster-wide: refused like a lying child.
+    namespaces.namespaced = true;
+    info.related = vec![namespaces];
+    assert!(matches!(
+        refused(&info),
+        PolicyRefusal::Misdeclared {
+            role: "related",
+            ..
+        }
+    ));
+    // Access control stays fenced off, and the list is the admin's.
+    info.related = vec![kind("rbac.authorization.k8s.io", "v1", "Role", "roles")];
+    assert!(matches!(
+        refused(&info),
+        PolicyRefusal::Never {
+            role: "related",
+            ..
+        }
+    ));
+    info.related = vec![configmaps()];
+    let policy = Policy {
+        related: vec![],
+        ..Policy::default()
+    };
+    let e = admit(&policy, &info, &WellKnown).unwrap_err();
+    assert!(
+        matches!(e, PolicyRefusal::RelatedNotAllowed { .. }),
+        "{e:?}"
+    );
+    assert!(
+        e.to_string()
+            .contains("related kind v1 ConfigMap is not allowed"),
+        "{e}"
+    );
 }

@@ -208,6 +208,9 @@ pub struct Cache {
     pub parents: Arc<Store>,
     /// Children, one store per declared kind (Owns).
     pub children: Vec<Arc<Store>>,
+    /// Related objects, one store per declared related kind (Watches): read for the plugin,
+    /// never written.
+    pub related: Vec<Arc<Store>>,
 }
 
 impl Cache {
@@ -220,12 +223,23 @@ impl Cache {
                 .cloned()
                 .map(|k| Arc::new(Store::new(k)))
                 .collect(),
+            related: Vec::new(),
         }
     }
 
     /// A cache over existing stores (shared with other controllers).
     pub fn from_stores(parents: Arc<Store>, children: Vec<Arc<Store>>) -> Self {
-        Self { parents, children }
+        Self {
+            parents,
+            children,
+            related: Vec::new(),
+        }
+    }
+
+    /// The same cache, also reading the stores of related kinds (for readiness).
+    pub fn with_related(mut self, related: Vec<Arc<Store>>) -> Self {
+        self.related = related;
+        self
     }
 
     /// Every child the parent with `uid` controls, across all child kinds.
@@ -245,13 +259,16 @@ impl Cache {
 
     /// Whether every store has received its first full list (`/readyz`).
     pub fn is_synced(&self) -> bool {
-        self.parents.is_synced() && self.children.iter().all(|s| s.is_synced())
+        self.parents.is_synced()
+            && self.children.iter().all(|s| s.is_synced())
+            && self.related.iter().all(|s| s.is_synced())
     }
 
     /// The kinds among these stores that the API server does not serve.
     pub fn unserved(&self) -> Vec<String> {
         std::iter::once(&self.parents)
             .chain(&self.children)
+            .chain(&self.related)
             .filter(|s| s.is_unserved())
             .map(|s| s.kind.kind.clone())
             .collect()

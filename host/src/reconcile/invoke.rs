@@ -16,6 +16,7 @@ use tracing::Instrument;
 use crate::metrics::Metrics;
 use crate::plugin::{
     ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
+    Selection,
 };
 
 /// A plugin failure as the reconcile loop sees it: retry or report.
@@ -62,6 +63,12 @@ fn from_call(e: crate::plugin::CallError) -> PluginError {
 pub trait Reconciler: Send + Sync + 'static {
     /// What the plugin declared at load.
     fn info(&self) -> &PluginInfo;
+    /// The related objects to read for a parent (its JSON). Blocking. A plugin without related
+    /// kinds selects nothing (the default).
+    fn select(&self, parent: &str) -> Result<Vec<Selection>, PluginError> {
+        let _ = parent;
+        Ok(Vec::new())
+    }
     /// One reconcile. Blocking.
     fn reconcile(&self, req: &ReconcileRequest) -> Result<ReconcileResponse, PluginError>;
     /// One cleanup step. Blocking.
@@ -71,6 +78,10 @@ pub trait Reconciler: Send + Sync + 'static {
 impl Reconciler for crate::plugin::Plugin {
     fn info(&self) -> &PluginInfo {
         crate::plugin::Plugin::info(self)
+    }
+
+    fn select(&self, parent: &str) -> Result<Vec<Selection>, PluginError> {
+        crate::plugin::Plugin::select(self, parent).map_err(from_call)
     }
 
     fn reconcile(&self, req: &ReconcileRequest) -> Result<ReconcileResponse, PluginError> {
@@ -169,15 +180,23 @@ impl Invoker {
         })
     }
 
-    /// The plugin's answer for `parent` with its observed `children`.
+    /// What the plugin wants to read for `parent` (its `select`).
+    pub async fn select(&self, parent: &DynamicObject) -> Result<Vec<Selection>, PluginError> {
+        let parent = to_json(parent);
+        self.call(move |p| p.select(&parent)).await
+    }
+
+    /// The plugin's answer for `parent` with its observed `children` and selected `related` objects.
     pub async fn reconcile(
         &self,
         parent: &DynamicObject,
         children: &[Arc<DynamicObject>],
+        related: &[Arc<DynamicObject>],
     ) -> Result<ReconcileResponse, PluginError> {
         let req = ReconcileRequest {
             parent: to_json(parent),
             children: children.iter().map(|c| to_json(c)).collect(),
+            related: related.iter().map(|c| to_json(c)).collect(),
         };
         self.call(move |p| p.reconcile(&req)).await
     }
@@ -187,11 +206,13 @@ impl Invoker {
         &self,
         parent: &DynamicObject,
         children: &[Arc<DynamicObject>],
+        related: &[Arc<DynamicObject>],
         finalizer: &str,
     ) -> Result<FinalizeResponse, PluginError> {
         let req = FinalizeRequest {
             parent: to_json(parent),
             children: children.iter().map(|c| to_json(c)).collect(),
+            related: related.iter().map(|c| to_json(c)).collect(),
             finalizer: finalizer.to_owned(),
         };
         self.call(move |p| p.finalize(&req)).await
@@ -230,6 +251,7 @@ mod tests {
             version: "0.1.0".into(),
             parent: kind("Parent"),
             children: vec![kind("Child")],
+            related: vec![],
             finalizer: None,
             crd: None,
         }
@@ -298,7 +320,7 @@ mod tests {
         let calls: Vec<_> = (0..4)
             .map(|_| {
                 let invoker = stuck_invoker.clone();
-                tokio::spawn(async move { invoker.reconcile(&parent(), &[]).await })
+                tokio::spawn(async move { invoker.reconcile(&parent(), &[], &[]).await })
             })
             .collect();
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -317,7 +339,7 @@ mod tests {
         let calm_invoker = Invoker::new(calm, permits.clone(), metrics);
         let answer = tokio::time::timeout(
             Duration::from_secs(5),
-            calm_invoker.reconcile(&parent(), &[]),
+            calm_invoker.reconcile(&parent(), &[], &[]),
         )
         .await;
         assert!(

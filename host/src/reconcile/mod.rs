@@ -3,7 +3,8 @@
 //! `Controller::reconcile` is the whole data path in one function; each stage lives in
 //! its own module:
 //! ① [`source`] watch events → keys, ② [`queue`] dedupe, backoff, hot-loop guard,
-//! ③ [`cache`] stores and owner index, ④ [`invoke`] the plugin call,
+//! ③ [`cache`] stores and owner index, [`related`] the objects a parent selected to read and
+//! the index from them back to the parents, ④ [`invoke`] the plugin call,
 //! ⑤ [`validate`] + [`apply`] checks and writes, ⑥ [`status`] status, finalizer, Events.
 //! Beside them: [`echoes`] tells the watch echo of the host's own writes from outside changes,
 //! and [`error`] maps a failed reconcile to its condition, Event, metric and queue decision.
@@ -15,6 +16,7 @@ pub mod error;
 pub mod invoke;
 pub mod queue;
 pub mod redact;
+pub mod related;
 pub mod source;
 pub mod status;
 pub mod validate;
@@ -34,6 +36,7 @@ use self::echoes::Echoes;
 use self::error::{Policy, ReconcileError, ResultLabel};
 use self::invoke::{Invoker, Reconciler};
 use self::queue::{Cause, Finish, ObjectKey, Queue, QueueConfig};
+use self::related::{KindIndex, Related, RelatedKind};
 use self::source::{Informers, Route, Subscription, Target};
 use self::status::{ParentWriter, Reconciled};
 use crate::chain::Chain;
@@ -80,6 +83,8 @@ struct Binding {
     cache: Cache,
     applier: Applier,
     parents: ParentWriter,
+    /// The related kinds the plugin reads, their stores and indexes.
+    related: Related,
     /// Held for the subscriptions' sake: dropping the binding unsubscribes its kinds.
     _subscriptions: Vec<Subscription>,
 }
@@ -130,11 +135,28 @@ impl Parts {
                     .subscribe(kind, target(Route::Owner(info.parent.clone())))
             })
             .collect();
+        let mut related = Vec::new();
+        let mut related_subscriptions = Vec::new();
+        for kind in &info.related {
+            let index = Arc::new(KindIndex::default());
+            let subscription = self
+                .informers
+                .subscribe(kind, target(Route::Related(index.clone())));
+            related.push(RelatedKind {
+                kind: kind.clone(),
+                index,
+                store: subscription.store().clone(),
+            });
+            related_subscriptions.push(subscription);
+        }
+        let related = Related::new(related);
         let cache = Cache::from_stores(
             parent.store().clone(),
             children.iter().map(|s| s.store().clone()).collect(),
-        );
+        )
+        .with_related(related.stores().cloned().collect());
         let mut subscriptions = children;
+        subscriptions.extend(related_subscriptions);
         subscriptions.push(parent);
         Binding {
             applier: Applier::new(
@@ -158,6 +180,7 @@ impl Parts {
                 self.metrics.clone(),
             ),
             cache,
+            related,
             _subscriptions: subscriptions,
         }
     }
@@ -287,6 +310,7 @@ impl Controller {
         async move {
             // ③ Read the parent from the cache, never the API. Deleted means done.
             let Some(parent) = b.cache.parents.get(key) else {
+                b.related.forget(key);
                 return (Finish::Done, ResultLabel::Gone);
             };
             match self.reconcile_parent(b, key, parent.clone()).await {
@@ -310,17 +334,19 @@ impl Controller {
         let children = b.cache.children_of(&uid);
         // The plugin sees its Secrets without their data (a content hash instead).
         let observed: Vec<Arc<DynamicObject>> = children.iter().map(redact::for_plugin).collect();
+        // Watches: what the parent reads beyond its children, selected afresh each time.
+        let related = self.select_related(b, key, &parent).await?;
 
         // Deletion: finalize, then let the API server's GC remove the children.
         if parent.metadata.deletion_timestamp.is_some() {
-            return self.finalize(b, &parent, &observed).await;
+            return self.finalize(b, &parent, &observed, &related).await;
         }
         let parent = self.ensure_finalizer(b, parent).await?;
 
         // ④ Ask the plugin for the desired children and status.
         let answer = b
             .invoker
-            .reconcile(&parent, &observed)
+            .reconcile(&parent, &observed, &related)
             .await
             .map_err(ReconcileError::Plugin)?;
 
@@ -422,6 +448,39 @@ impl Controller {
         (policy.finish, policy.label)
     }
 
+    /// Asks the plugin what `parent` reads, refuses a selection beyond its declaration, records
+    /// the selection in the related index (so a change of a selected object enqueues the parent)
+    /// and returns the selected objects the caches hold. Nothing for a plugin without related kinds.
+    async fn select_related(
+        &self,
+        b: &Binding,
+        key: &ObjectKey,
+        parent: &DynamicObject,
+    ) -> Result<Vec<Arc<DynamicObject>>, ReconcileError> {
+        if b.related.is_empty() {
+            return Ok(Vec::new());
+        }
+        let info = b.info();
+        let selections = b
+            .invoker
+            .select(parent)
+            .await
+            .map_err(ReconcileError::Plugin)?;
+        match related::check(info, parent.metadata.namespace.as_deref(), &selections) {
+            Ok(checked) => {
+                b.related.record(key, &checked);
+                Ok(b.related.resolve(&checked))
+            }
+            Err(refusal) => {
+                b.related.forget(key);
+                Err(ReconcileError::Refused {
+                    message: validate::refusal_message(info, &refusal),
+                    refusal,
+                })
+            }
+        }
+    }
+
     /// Adds the plugin's finalizer to a live parent that lacks it, and carries on with the
     /// parent as written (so a new parent costs one reconcile, not two).
     async fn ensure_finalizer(
@@ -448,6 +507,7 @@ impl Controller {
         b: &Binding,
         parent: &DynamicObject,
         children: &[Arc<DynamicObject>],
+        related: &[Arc<DynamicObject>],
     ) -> Result<Finish, ReconcileError> {
         let Some(finalizer) = b.info().finalizer.clone() else {
             return Ok(Finish::Done);
@@ -458,7 +518,7 @@ impl Controller {
         }
         match b
             .invoker
-            .finalize(parent, children, &finalizer)
+            .finalize(parent, children, related, &finalizer)
             .await
             .map_err(ReconcileError::Finalize)?
         {

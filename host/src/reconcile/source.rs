@@ -1,4 +1,5 @@
-//! ① Sources: watch events update the cache and become queue keys (For the parent, Owns its children).
+//! ① Sources: watch events update the cache and become queue keys (For the parent, Owns its
+//! children, Watches the related objects parents selected).
 //!
 //! Each event is told apart as an outside change or the echo of one of Weir's own writes,
 //! so the hot-loop guard can forgive the first and count the second.
@@ -17,6 +18,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use super::cache::{Store, key_of};
 use super::echoes::Echoes;
 use super::queue::{Cause, ObjectKey, Queue};
+use super::related::KindIndex;
 use crate::chain::Chain;
 use crate::plugin::ResourceKind;
 
@@ -27,25 +29,30 @@ pub enum Route {
     Parent,
     /// The object is a child: enqueue its controller if that is of this parent kind.
     Owner(ResourceKind),
+    /// The object may be related to parents: enqueue those that selected it (by name, or by
+    /// labels it has before or after the change), as the kind's index says.
+    Related(Arc<KindIndex>),
 }
 
 impl Route {
-    fn key(&self, obj: &DynamicObject) -> Option<ObjectKey> {
+    /// The parents a change of `obj` (which was `old` before it) concerns.
+    fn keys(&self, obj: &DynamicObject, old: Option<&DynamicObject>) -> Vec<ObjectKey> {
         match self {
-            Route::Parent => Some(key_of(obj)),
-            Route::Owner(parent) => {
-                let api_version = parent.api_version();
-                let owner = obj.metadata.owner_references.as_deref()?.iter().find(|r| {
-                    r.controller == Some(true)
-                        && r.kind == parent.kind
-                        && r.api_version == api_version
-                })?;
-                Some(ObjectKey {
-                    namespace: obj.metadata.namespace.clone(),
-                    name: owner.name.clone(),
-                })
-            }
+            Route::Parent => vec![key_of(obj)],
+            Route::Owner(parent) => Self::owner(parent, obj).into_iter().collect(),
+            Route::Related(index) => index.parents_of(old, obj),
         }
+    }
+
+    fn owner(parent: &ResourceKind, obj: &DynamicObject) -> Option<ObjectKey> {
+        let api_version = parent.api_version();
+        let owner = obj.metadata.owner_references.as_deref()?.iter().find(|r| {
+            r.controller == Some(true) && r.kind == parent.kind && r.api_version == api_version
+        })?;
+        Some(ObjectKey {
+            namespace: obj.metadata.namespace.clone(),
+            name: owner.name.clone(),
+        })
     }
 }
 
@@ -144,7 +151,7 @@ impl Informers {
         };
         if informer.store.is_synced() {
             for obj in informer.store.objects() {
-                if let Some(key) = target.route.key(&obj) {
+                for key in target.route.keys(&obj, None) {
                     target.queue.add(key, Cause::Outside);
                 }
             }
@@ -209,9 +216,10 @@ impl Drop for Subscription {
 pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Informer>) {
     let store = informer.store.clone();
     let kind = store.kind().clone();
+    // A cluster-scoped kind (a related Namespace) is watched cluster-wide whatever the host's scope.
     let api: Api<DynamicObject> = match &namespace {
-        Some(ns) => Api::namespaced_with(client, ns, &kind.api_resource()),
-        None => Api::all_with(client, &kind.api_resource()),
+        Some(ns) if kind.namespaced => Api::namespaced_with(client, ns, &kind.api_resource()),
+        _ => Api::all_with(client, &kind.api_resource()),
     };
     let types = TypeMeta {
         api_version: kind.api_version(),
@@ -244,6 +252,14 @@ pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Info
             o.metadata.managed_fields = None;
         });
         let initial = matches!(event, watcher::Event::InitApply(_));
+        // The object as cached before this event: a label selector that matched it then must
+        // hear that it no longer does.
+        let old = match &event {
+            watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o) => {
+                store.get(&key_of(o))
+            }
+            watcher::Event::Init | watcher::Event::InitDone => None,
+        };
         let obj = store.apply(event);
         if init_done {
             for (target, key) in relisted.drain(..) {
@@ -252,16 +268,18 @@ pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Info
         }
         let Some(obj) = obj else { continue };
         for target in informer.targets() {
-            let Some(key) = target.route.key(&obj) else {
-                continue;
-            };
-            if initial {
-                relisted.push((target, key));
-                continue;
+            for key in target.route.keys(&obj, old.as_deref()) {
+                if initial {
+                    relisted.push((target.clone(), key));
+                } else if let Route::Related(_) = target.route {
+                    // Never the echo of the controller's own write: it does not write related objects.
+                    target.queue.add(key, Cause::Outside);
+                } else {
+                    target
+                        .echoes
+                        .enqueue(&target.queue, key, &kind.kind, &obj, deleted);
+                }
             }
-            target
-                .echoes
-                .enqueue(&target.queue, key, &kind.kind, &obj, deleted);
         }
     }
 }

@@ -191,6 +191,45 @@ pub enum Refusal {
         /// The limit.
         limit: usize,
     },
+    /// A selection (`select`) reads a kind the plugin did not declare in `related`.
+    #[error(
+        "selection #{index} reads {kind} ({api_version}) {what}, a kind the plugin did not declare as related"
+    )]
+    UndeclaredRelated {
+        /// Position in the plugin's selection.
+        index: usize,
+        /// apiVersion of the kind.
+        api_version: String,
+        /// The kind.
+        kind: String,
+        /// `by name "x"` or `by label selector`.
+        what: String,
+    },
+    /// A selection reads another namespace than the parent's.
+    #[error(
+        "selection #{index} reads {kind} in namespace {wanted:?}; related objects are read in the parent's namespace {parent:?} only"
+    )]
+    RelatedNamespace {
+        /// Position in the plugin's selection.
+        index: usize,
+        /// The kind.
+        kind: String,
+        /// The namespace the plugin asked for.
+        wanted: String,
+        /// The parent's namespace.
+        parent: String,
+    },
+    /// A selection is malformed (an invalid name, a selector Kubernetes would reject, a
+    /// namespace for a cluster-scoped kind).
+    #[error("selection #{index} of {kind} is invalid: {reason}")]
+    InvalidSelection {
+        /// Position in the plugin's selection.
+        index: usize,
+        /// The kind.
+        kind: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 /// One child that passed validation, ready to apply.

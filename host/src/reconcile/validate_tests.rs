@@ -31,6 +31,7 @@ fn info() -> PluginInfo {
                 false,
             ),
         ],
+        related: vec![],
         finalizer: None,
         crd: None,
     }

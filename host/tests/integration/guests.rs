@@ -62,6 +62,7 @@ pub fn request(name: &str) -> ReconcileRequest {
     ReconcileRequest {
         parent: parent.to_string(),
         children: vec![],
+        related: vec![],
     }
 }
 

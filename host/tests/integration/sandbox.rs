@@ -37,6 +37,7 @@ fn request(name: &str, spec: serde_json::Value) -> ReconcileRequest {
     ReconcileRequest {
         parent: parent.to_string(),
         children: vec![],
+        related: vec![],
     }
 }
 
@@ -227,6 +228,7 @@ fn finalize_answers_complete_or_again_after() {
         chaos().finalize(&FinalizeRequest {
             parent: req.parent,
             children: vec![],
+            related: vec![],
             finalizer: "test.weir.dev/chaos".into(),
         })
     };

@@ -111,6 +111,7 @@ fn a_huge_plugin_error_message_is_cut_at_the_sandbox_boundary() {
         .reconcile(&weir::plugin::ReconcileRequest {
             parent: parent.to_string(),
             children: vec![],
+            related: vec![],
         })
         .unwrap_err();
     let CallError::Plugin {

@@ -48,7 +48,7 @@ fn a_component_without_the_exports_is_the_wrong_contract() {
     assert!(matches!(err, LoadError::WrongContract { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
-        "plugin empty.wasm does not implement weir:reconciler@0.1.0: it does not export `describe`"
+        "plugin empty.wasm does not implement weir:reconciler@0.1.0 or 0.2.0: it does not export `describe`"
     );
 }
 
@@ -84,7 +84,7 @@ fn contract() -> String {
 fn a_component_built_against_another_contract_version_is_refused_by_name() {
     let wit = contract().replace(
         "package weir:reconciler@0.1.0;",
-        "package weir:reconciler@0.2.0;",
+        "package weir:reconciler@0.3.0;",
     );
     let err = engine()
         .load_bytes("future.wasm", &dummy_component(&wit), Limits::default())
@@ -92,8 +92,26 @@ fn a_component_built_against_another_contract_version_is_refused_by_name() {
     assert!(matches!(err, LoadError::WrongContract { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
-        "plugin future.wasm does not implement weir:reconciler@0.1.0: built against weir:reconciler@0.2.0"
+        "plugin future.wasm does not implement weir:reconciler@0.1.0 or 0.2.0: built against weir:reconciler@0.3.0"
     );
+}
+
+#[test]
+fn a_component_of_either_contract_version_is_linked_and_reaches_describe() {
+    let newer = std::fs::read_to_string(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wit/0.2.0/reconciler.wit"),
+    )
+    .unwrap();
+    for (version, wit) in [("0.1.0", contract()), ("0.2.0", newer)] {
+        let err = engine()
+            .load_bytes("dummy.wasm", &dummy_component(&wit), Limits::default())
+            .unwrap_err();
+        // Linked with its own version's bindings: the trap comes from the guest's describe.
+        assert!(
+            matches!(err, LoadError::Describe { .. }),
+            "{version}: {err:?}"
+        );
+    }
 }
 
 #[test]
@@ -142,6 +160,7 @@ fn compiled_code_is_cached_and_reused_by_an_engine_with_the_same_config() {
     let req = ReconcileRequest {
         parent: json!({"metadata": {"name": "c"}, "spec": {}}).to_string(),
         children: vec![],
+        related: vec![],
     };
     assert_eq!(
         second.reconcile(&req).unwrap(),
@@ -197,6 +216,7 @@ fn guest_logs_and_output_become_events_in_the_callers_span() {
             .reconcile(&ReconcileRequest {
                 parent: parent.to_string(),
                 children: vec![],
+                related: vec![],
             })
             .unwrap();
     });
@@ -241,6 +261,7 @@ fn a_call_from_spawn_blocking_in_a_tokio_runtime_can_use_wasi() {
         plugin.reconcile(&ReconcileRequest {
             parent: parent.to_string(),
             children: vec![],
+            related: vec![],
         })
     });
     let answer = runtime.block_on(call).unwrap().unwrap();

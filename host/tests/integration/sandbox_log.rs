@@ -83,6 +83,7 @@ fn log_call(plugin: &Plugin, name: &str) -> (Vec<Seen>, String) {
             .reconcile(&ReconcileRequest {
                 parent: parent.to_string(),
                 children: vec![],
+                related: vec![],
             })
             .unwrap();
     });

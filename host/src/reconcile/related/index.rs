@@ -1,0 +1,203 @@
+//! The related index of one kind: from an object's name, and from its labels, to the parents that
+//! selected it, so a watch event enqueues exactly those parents without scanning any.
+//!
+//! Each parent's selection replaces its previous one whole ([`KindIndex::set`]), every time the
+//! parent is reconciled. Selections by name are kept by the selected key: a name that does not
+//! exist yet is indexed like any other, so its creation finds the parent. Selections by labels
+//! are kept by one `matchLabels` pair (the first); a change looks up each of the object's labels,
+//! before and after the change, and checks the candidates' whole selectors. Selectors without
+//! `matchLabels` (only expressions, or empty) are kept per namespace and checked against every
+//! change there: the one case that costs a pass over those selectors.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{PoisonError, RwLock};
+
+use kube::api::DynamicObject;
+
+use crate::plugin::{LabelSelector, Selector};
+use crate::reconcile::cache::key_of;
+use crate::reconcile::queue::ObjectKey;
+
+/// What one parent selected of this kind: a name or a label selector, in a namespace (`None`
+/// for a cluster-scoped kind).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Pick {
+    /// The namespace read (the parent's), or `None` for a cluster-scoped kind.
+    pub namespace: Option<String>,
+    /// The name or labels.
+    pub selector: Selector,
+}
+
+/// `(namespace, label key, label value)`.
+type LabelKey = (Option<String>, String, String);
+
+/// The index of one related kind, shared by the controller (which refreshes it) and the kind's
+/// watch route (which reads it on every event).
+#[derive(Default)]
+pub struct KindIndex {
+    inner: RwLock<Inner>,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Selected object key → the parents that selected it by name.
+    names: HashMap<ObjectKey, HashSet<ObjectKey>>,
+    /// One `matchLabels` pair of a selector → the parents whose selector has it.
+    labels: HashMap<LabelKey, HashSet<ObjectKey>>,
+    /// Namespace → the parents with a selector that has no `matchLabels`.
+    unkeyed: HashMap<Option<String>, HashSet<ObjectKey>>,
+    /// Parent → what it selected (to undo it, and to check candidates' whole selectors).
+    picks: HashMap<ObjectKey, HashSet<Pick>>,
+}
+
+impl Inner {
+    fn add(&mut self, parent: &ObjectKey, pick: &Pick) {
+        match &pick.selector {
+            Selector::Name(name) => {
+                let key = ObjectKey {
+                    namespace: pick.namespace.clone(),
+                    name: name.clone(),
+                };
+                self.names.entry(key).or_default().insert(parent.clone());
+            }
+            Selector::Labels(selector) => match first_pair(&pick.namespace, selector) {
+                Some(label) => {
+                    self.labels.entry(label).or_default().insert(parent.clone());
+                }
+                None => {
+                    let ns = pick.namespace.clone();
+                    self.unkeyed.entry(ns).or_default().insert(parent.clone());
+                }
+            },
+        }
+    }
+
+    fn remove(&mut self, parent: &ObjectKey, pick: &Pick) {
+        fn drop_from<K: std::hash::Hash + Eq>(
+            map: &mut HashMap<K, HashSet<ObjectKey>>,
+            key: K,
+            parent: &ObjectKey,
+        ) {
+            if let Some(set) = map.get_mut(&key) {
+                set.remove(parent);
+                if set.is_empty() {
+                    map.remove(&key);
+                }
+            }
+        }
+        match &pick.selector {
+            Selector::Name(name) => {
+                let key = ObjectKey {
+                    namespace: pick.namespace.clone(),
+                    name: name.clone(),
+                };
+                drop_from(&mut self.names, key, parent);
+            }
+            Selector::Labels(selector) => match first_pair(&pick.namespace, selector) {
+                Some(label) => drop_from(&mut self.labels, label, parent),
+                None => drop_from(&mut self.unkeyed, pick.namespace.clone(), parent),
+            },
+        }
+    }
+}
+
+fn first_pair(namespace: &Option<String>, selector: &LabelSelector) -> Option<LabelKey> {
+    let (k, v) = selector.match_labels.iter().next()?;
+    Some((namespace.clone(), k.clone(), v.clone()))
+}
+
+fn labels_of(obj: &DynamicObject) -> &BTreeMap<String, String> {
+    static NONE: BTreeMap<String, String> = BTreeMap::new();
+    obj.metadata.labels.as_ref().unwrap_or(&NONE)
+}
+
+impl std::fmt::Debug for KindIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KindIndex")
+            .field("parents", &self.parents())
+            .finish()
+    }
+}
+
+impl KindIndex {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Makes `picks` the whole selection of `parent` of this kind (empty: it selects nothing).
+    pub fn set(&self, parent: &ObjectKey, picks: impl IntoIterator<Item = Pick>) {
+        let picks: HashSet<Pick> = picks.into_iter().collect();
+        let mut inner = self.write();
+        if inner.picks.get(parent) == Some(&picks) {
+            return;
+        }
+        if let Some(old) = inner.picks.remove(parent) {
+            for pick in &old {
+                inner.remove(parent, pick);
+            }
+        }
+        if picks.is_empty() {
+            return;
+        }
+        for pick in &picks {
+            inner.add(parent, pick);
+        }
+        inner.picks.insert(parent.clone(), picks);
+    }
+
+    /// Forgets `parent` (deleted, or refused).
+    pub fn forget(&self, parent: &ObjectKey) {
+        self.set(parent, []);
+    }
+
+    /// The parents a change of an object concerns: those that selected its name, and those whose
+    /// label selector matches its labels before (`old`) or after (`new`) the change. Sorted,
+    /// without duplicates.
+    pub fn parents_of(&self, old: Option<&DynamicObject>, new: &DynamicObject) -> Vec<ObjectKey> {
+        let inner = self.read();
+        let mut found: HashSet<ObjectKey> = HashSet::new();
+        if let Some(parents) = inner.names.get(&key_of(new)) {
+            found.extend(parents.iter().cloned());
+        }
+        let namespace = new.metadata.namespace.clone();
+        let versions: Vec<&BTreeMap<String, String>> =
+            std::iter::once(new).chain(old).map(labels_of).collect();
+        let mut candidates: HashSet<&ObjectKey> = HashSet::new();
+        for labels in &versions {
+            for (k, v) in labels.iter() {
+                if let Some(parents) = inner.labels.get(&(namespace.clone(), k.clone(), v.clone()))
+                {
+                    candidates.extend(parents);
+                }
+            }
+        }
+        if let Some(parents) = inner.unkeyed.get(&namespace) {
+            candidates.extend(parents);
+        }
+        for parent in candidates {
+            let selected = inner.picks.get(parent).is_some_and(|picks| {
+                picks.iter().any(|pick| match &pick.selector {
+                    Selector::Labels(selector) if pick.namespace == namespace => {
+                        versions.iter().any(|labels| selector.matches(labels))
+                    }
+                    _ => false,
+                })
+            });
+            if selected {
+                found.insert(parent.clone());
+            }
+        }
+        let mut keys: Vec<ObjectKey> = found.into_iter().collect();
+        keys.sort();
+        keys
+    }
+
+    /// Parents with a selection of this kind.
+    pub fn parents(&self) -> usize {
+        self.read().picks.len()
+    }
+}

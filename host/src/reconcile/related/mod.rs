@@ -1,0 +1,229 @@
+//! Related objects (the seed's Watches): what a parent selected, checked against the plugin's
+//! declaration, indexed for the watch events, and resolved from the host's caches.
+//!
+//! Before each reconcile (and finalize) of a plugin that declared related kinds, the controller
+//! asks the plugin's `select` what to read for that parent, [`check`]s the answer (declared kinds
+//! only, the parent's namespace only, well-formed names and selectors; a refusal goes on the
+//! parent's condition like a refused answer), records it in each kind's [`KindIndex`] and hands
+//! the plugin the selected objects that exist, Secrets redacted. The kinds are watched through
+//! the host's informer registry with [`crate::reconcile::source::Route::Related`], which asks the
+//! index which parents an event concerns.
+
+pub mod index;
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+
+use kube::api::DynamicObject;
+
+pub use self::index::{KindIndex, Pick};
+use super::cache::Store;
+use super::queue::ObjectKey;
+use super::redact;
+use super::validate::{Refusal, is_valid_name};
+use crate::plugin::{PluginInfo, ResourceKind, Selection, Selector};
+
+/// Most selections one `select` answer may hold.
+pub const MAX_SELECTIONS: usize = 64;
+
+/// One checked selection: which declared related kind (its position in `related`) and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checked {
+    /// Position of the kind in the plugin's `related`.
+    pub kind: usize,
+    /// The namespace and the name or selector.
+    pub pick: Pick,
+}
+
+/// Checks a plugin's selection for a parent in `parent_namespace` against its declaration: only
+/// declared related kinds, only the parent's namespace (no namespace for a cluster-scoped kind),
+/// valid names and selectors, at most [`MAX_SELECTIONS`]. Pure, so `weir test` runs it offline.
+pub fn check(
+    info: &PluginInfo,
+    parent_namespace: Option<&str>,
+    selections: &[Selection],
+) -> Result<Vec<Checked>, Refusal> {
+    if selections.len() > MAX_SELECTIONS {
+        return Err(Refusal::TooLarge {
+            what: format!("a selection of {} entries", selections.len()),
+            limit: MAX_SELECTIONS,
+        });
+    }
+    selections
+        .iter()
+        .enumerate()
+        .map(|(index, s)| check_one(info, parent_namespace, index, s))
+        .collect()
+}
+
+fn check_one(
+    info: &PluginInfo,
+    parent_namespace: Option<&str>,
+    index: usize,
+    s: &Selection,
+) -> Result<Checked, Refusal> {
+    let Some(kind) = info
+        .related
+        .iter()
+        .position(|k| k.kind == s.kind && k.api_version() == s.api_version)
+    else {
+        return Err(Refusal::UndeclaredRelated {
+            index,
+            api_version: s.api_version.clone(),
+            kind: s.kind.clone(),
+            what: match &s.selector {
+                Selector::Name(name) => format!("by name {name:?}"),
+                Selector::Labels(_) => "by label selector".into(),
+            },
+        });
+    };
+    let invalid = |reason: String| Refusal::InvalidSelection {
+        index,
+        kind: s.kind.clone(),
+        reason,
+    };
+    let namespace = if info.related[kind].namespaced {
+        let parent = parent_namespace.unwrap_or_default();
+        match s.namespace.as_deref() {
+            None => Some(parent.to_owned()),
+            Some(ns) if ns == parent => Some(parent.to_owned()),
+            Some(ns) => {
+                return Err(Refusal::RelatedNamespace {
+                    index,
+                    kind: s.kind.clone(),
+                    wanted: ns.to_owned(),
+                    parent: parent.to_owned(),
+                });
+            }
+        }
+    } else {
+        if let Some(ns) = &s.namespace {
+            return Err(invalid(format!(
+                "{} is cluster-scoped, so it takes no namespace (asked for {ns:?})",
+                s.kind
+            )));
+        }
+        None
+    };
+    match &s.selector {
+        Selector::Name(name) if !is_valid_name(name) => {
+            return Err(invalid(format!("{name:?} is not a valid object name")));
+        }
+        Selector::Labels(selector) => {
+            if let Some(problem) = selector.problem() {
+                return Err(invalid(problem));
+            }
+        }
+        Selector::Name(_) => {}
+    }
+    Ok(Checked {
+        kind,
+        pick: Pick {
+            namespace,
+            selector: s.selector.clone(),
+        },
+    })
+}
+
+/// Whether `obj` (of the pick's kind) is what `pick` selects.
+pub fn selects(pick: &Pick, obj: &DynamicObject) -> bool {
+    if obj.metadata.namespace != pick.namespace {
+        return false;
+    }
+    match &pick.selector {
+        Selector::Name(name) => obj.metadata.name.as_deref() == Some(name.as_str()),
+        Selector::Labels(selector) => {
+            selector.matches(obj.metadata.labels.as_ref().unwrap_or(&Default::default()))
+        }
+    }
+}
+
+/// One declared related kind of a plugin version: its shared store and its index.
+pub struct RelatedKind {
+    /// The kind.
+    pub kind: ResourceKind,
+    /// The parents that selected objects of it.
+    pub index: Arc<KindIndex>,
+    /// The host's cache of the kind (shared through the informer registry).
+    pub store: Arc<Store>,
+}
+
+/// The related kinds of one plugin version, in the order it declared them.
+#[derive(Default)]
+pub struct Related {
+    kinds: Vec<RelatedKind>,
+}
+
+impl Related {
+    /// The related kinds, in declaration order (as [`Checked::kind`] counts them).
+    pub fn new(kinds: Vec<RelatedKind>) -> Self {
+        Self { kinds }
+    }
+
+    /// Whether the plugin declared no related kind (a 0.1.0 plugin never does).
+    pub fn is_empty(&self) -> bool {
+        self.kinds.is_empty()
+    }
+
+    /// The stores, for readiness.
+    pub fn stores(&self) -> impl Iterator<Item = &Arc<Store>> {
+        self.kinds.iter().map(|k| &k.store)
+    }
+
+    /// Makes `checked` the whole selection of `parent`, kind by kind.
+    pub fn record(&self, parent: &ObjectKey, checked: &[Checked]) {
+        for (i, kind) in self.kinds.iter().enumerate() {
+            let picks = checked
+                .iter()
+                .filter(|c| c.kind == i)
+                .map(|c| c.pick.clone());
+            kind.index.set(parent, picks);
+        }
+    }
+
+    /// Forgets `parent` in every kind's index (it is gone, or its selection was refused).
+    pub fn forget(&self, parent: &ObjectKey) {
+        for kind in &self.kinds {
+            kind.index.forget(parent);
+        }
+    }
+
+    /// The selected objects the caches hold, each once, Secrets without their data. A name
+    /// is one lookup; a label selector reads the kind's cached objects.
+    pub fn resolve(&self, checked: &[Checked]) -> Vec<Arc<DynamicObject>> {
+        let mut found: Vec<Arc<DynamicObject>> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for c in checked {
+            let Some(kind) = self.kinds.get(c.kind) else {
+                continue;
+            };
+            let objects = match &c.pick.selector {
+                Selector::Name(name) => {
+                    let key = ObjectKey {
+                        namespace: c.pick.namespace.clone(),
+                        name: name.clone(),
+                    };
+                    kind.store.get(&key).into_iter().collect()
+                }
+                Selector::Labels(_) => {
+                    let mut all: Vec<_> = kind
+                        .store
+                        .objects()
+                        .into_iter()
+                        .filter(|o| selects(&c.pick, o))
+                        .collect();
+                    all.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+                    all
+                }
+            };
+            for obj in objects {
+                let id = (c.kind, super::cache::key_of(&obj));
+                if seen.insert(id) {
+                    found.push(redact::for_plugin(&obj));
+                }
+            }
+        }
+        found
+    }
+}
