@@ -22,8 +22,11 @@ use super::types::Contract;
 /// version of [`Contract::ALL`].
 pub const CONTRACT_VERSION: (u64, u64, u64) = (0, 2, 0);
 
-/// `weir --version`: this host's version and the contract it serves (`CONTRACT_VERSION`).
-pub const VERSION_LINE: &str = concat!(env!("CARGO_PKG_VERSION"), " (weir:reconciler@0.1.0)");
+/// `weir --version`: this host's version and every contract it loads ([`Contract::ALL`]).
+pub const VERSION_LINE: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (weir:reconciler@0.1.0, weir:reconciler@0.2.0)"
+);
 
 /// Bytes of each pooled memory and table kept mapped between instances.
 const POOL_KEEP_RESIDENT: usize = 4 << 20;

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 
+use crate::plugin::Contract;
+
 mod templates;
 #[cfg(test)]
 mod tests;
@@ -259,8 +261,7 @@ impl Project {
             .iter()
             .filter_map(|t| t.about.map(|about| format!("| `{}` | {about} |\n", t.path)))
             .collect();
-        let (major, minor, patch) = crate::plugin::CONTRACT_VERSION;
-        let contract = format!("{major}.{minor}.{patch}");
+        let contract = self.lang.contract().version();
         let mut out = text.to_owned();
         for (key, value) in [
             ("files", files.as_str()),
@@ -271,8 +272,7 @@ impl Project {
             ("singular", &singular),
             ("group", &self.group),
             ("sdk", &sdk),
-            ("sdk_version", env!("CARGO_PKG_VERSION")),
-            ("contract", &contract),
+            ("contract", contract),
             ("language", language),
             ("source", &source),
             ("schema", schema),
@@ -298,6 +298,15 @@ impl Project {
 }
 
 impl Lang {
+    /// The contract the language's SDK implements: the Rust SDK speaks the newest, the Python
+    /// and JavaScript SDKs still 0.1.0 (the host loads both).
+    pub fn contract(self) -> Contract {
+        match self {
+            Lang::Rust => Contract::V0_2,
+            Lang::Python | Lang::Js => Contract::V0_1,
+        }
+    }
+
     /// The language's name in messages.
     fn label(self) -> &'static str {
         match self {
