@@ -155,7 +155,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::config::{Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
+use kube::config::{
+    AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
+};
 
 use crate::shared::Shared;
 
@@ -265,6 +267,10 @@ impl Emulator {
     }
 
     /// A kubeconfig with one context, `weir-emulator`, pointing here.
+    ///
+    /// The user entry has an empty `user: {}` (the Python client rejects an entry without the
+    /// key) and the cluster says `insecure-skip-tls-verify: true` (client-node refuses an
+    /// `http://` server otherwise; kubectl ignores it for plain HTTP).
     pub fn kubeconfig(&self) -> Kubeconfig {
         let name = "weir-emulator".to_string();
         Kubeconfig {
@@ -272,12 +278,14 @@ impl Emulator {
                 name: name.clone(),
                 cluster: Some(Cluster {
                     server: Some(self.url()),
+                    insecure_skip_tls_verify: Some(true),
                     ..Cluster::default()
                 }),
                 ..NamedCluster::default()
             }],
             auth_infos: vec![NamedAuthInfo {
                 name: name.clone(),
+                auth_info: Some(AuthInfo::default()),
                 ..NamedAuthInfo::default()
             }],
             contexts: vec![NamedContext {

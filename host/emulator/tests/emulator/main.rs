@@ -5,6 +5,7 @@ mod apply;
 mod crd;
 mod crud;
 mod gc;
+mod kubeconfig;
 mod kubectl;
 mod runtime;
 mod watch;
