@@ -145,7 +145,10 @@ fn outcome_response(rt: &ResourceType, out: Outcome, metadata_only: bool) -> Res
     };
     let mut resp = json_response(code, &body);
     for w in out.warnings {
-        if let Ok(v) = http::HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('"', "'"))) {
+        if let Ok(v) = http::HeaderValue::from_str(&format!(
+            "299 - \"{}\"",
+            w.replace('\\', "\\\\").replace('"', "\\\"")
+        )) {
             resp.headers_mut().append(http::header::WARNING, v);
         }
     }

@@ -11,7 +11,8 @@
 //! 1. Shared helpers: `http_util` (JSON responses, query strings), `object` (paths into JSON
 //!    objects, resourceVersion), `fieldset` (field paths of `managedFields`), `selector` (label
 //!    and field selectors), `schema` (CRD `openAPIV3Schema` validation, 422 with field paths, and
-//!    pruning), `protobuf` (the few protobuf bodies kubectl sends), `apierror` (failures as
+//!    pruning), `builtin_schema` (the OpenAPI schemas of the built-in kinds, from k8s-openapi),
+//!    `protobuf` (protobuf bodies of the built-in kinds, via k8s-pb), `apierror` (failures as
 //!    `Status`), `config` (the public settings and [`RequestRecord`]), `opts` (what a write asks
 //!    for: field manager, `fieldValidation`, dry run, force).
 //! 2. `resources` — the registry of served kinds: built-ins (namespaces, configmaps, secrets,
@@ -23,7 +24,9 @@
 //! 4. The rules of one write: `patch` (merge, JSON and strategic merge patches), `apply`
 //!    (server-side apply with `managedFields`, conflicts and field removal), `crd` (a stored
 //!    CRD registers its kinds), `gc` (finalizers, `deletionTimestamp`, Background/Foreground/Orphan
-//!    propagation, owner-reference garbage collection), `admission` (checks, defaults, schema).
+//!    propagation, owner-reference garbage collection), `defaults` (kube-apiserver's defaulting of
+//!    the built-in kinds, one module per kind), `admission` (type checks, strict field validation
+//!    of built-in kinds, CRD schemas).
 //! 5. `ops` — the writes themselves: create, update, patch, apply, delete, with optimistic
 //!    concurrency and `DeleteOptions.preconditions`.
 //! 6. `shared` — the state of a running emulator: the store under its lock, the request log, and
@@ -48,17 +51,23 @@
 //! - `list` always reads the latest state (`resourceVersion`/`resourceVersionMatch` ignored);
 //!   continue tokens page over the live set rather than a snapshot.
 //! - Field selectors support `metadata.name`, `metadata.namespace` and plain field paths.
-//! - A watch whose selector stops matching an object does not get a synthetic DELETED.
+//! - A watch whose selector stops matching an object gets a synthetic DELETED, as from the
+//!   watch cache.
+//! - Built-in kinds are defaulted as kube-apiserver defaults them (Deployment, ReplicaSet and
+//!   their pod templates, Service with cluster IP and node port allocation, Secret, Namespace)
+//!   and checked for unknown fields only: no other validation of built-in kinds (a Deployment
+//!   without a selector is accepted). `metadata.generation` is set on every kind (a cluster sets
+//!   it only where the kind's strategy does).
 //! - Strategic merge knows merge keys by field name (containers/env/volumes by `name`, ports by
 //!   `containerPort` or `port`, conditions by `type`) rather than from full type metadata.
 //! - Server-side apply treats lists without a known merge key as atomic and does not read
-//!   `x-kubernetes-list-type` from CRD schemas. Built-in kinds are not schema-validated.
-//! - JSON in and out, plus protobuf request bodies for Namespace, ConfigMap, Secret and
-//!   ServiceAccount only (what `kubectl create namespace|configmap|secret|serviceaccount` send);
-//!   other protobuf bodies get 415. No CBOR. `Table` output has Name, Age, a few columns per
+//!   `x-kubernetes-list-type` from CRD schemas.
+//! - JSON in and out, plus protobuf request bodies of every served built-in kind (what kubectl's
+//!   generators send); protobuf responses are never produced, and protobuf for custom resources
+//!   gets 415, as from a real server. No CBOR. `Table` output has Name, Age, a few columns per
 //!   built-in kind and a CRD's `additionalPrinterColumns` (simple JSONPaths only).
 //! - `/openapi/v2` answers 404 (kubectl falls back to v3); `/openapi/v3` schemas for built-in
-//!   kinds accept any fields.
+//!   kinds accept any fields (strict field validation uses the full schemas).
 //! - Watch history is bounded (`watch_history` events); a watcher falling further behind than
 //!   the broadcast buffer gets an in-stream 410 and must re-list, like after etcd compaction.
 //!
@@ -118,6 +127,7 @@ mod object;
 mod fieldset;
 mod selector;
 mod schema;
+mod builtin_schema;
 mod protobuf;
 mod apierror;
 mod config;
@@ -133,6 +143,7 @@ mod patch;
 mod apply;
 mod crd;
 mod gc;
+mod defaults;
 mod admission;
 
 mod ops;

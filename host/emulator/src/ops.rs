@@ -7,7 +7,7 @@ use crate::apply::{self, Scope};
 use crate::opts::WriteOpts;
 use crate::resources::{ResourceType, serve};
 use crate::store::{ObjKey, Store};
-use crate::{admission, crd, gc, object, patch};
+use crate::{admission, crd, defaults, gc, object, patch};
 
 /// What a write produced.
 #[derive(Debug)]
@@ -153,7 +153,7 @@ fn create_inner(
     if track {
         apply::track_update(None, &mut body, &opts.manager, scope_for(rt, false), &now);
     }
-    admission::defaults(rt, &mut body);
+    defaults::apply(rt, &mut body, store, None);
     if rt.kind == "CustomResourceDefinition" {
         crd::set_status(&mut body);
     }
@@ -392,7 +392,7 @@ fn commit(
             &now,
         );
     }
-    admission::defaults(rt, &mut new);
+    defaults::apply(rt, &mut new, store, Some(old));
     let spec_changed =
         object::spec_part(old, rt.has_status) != object::spec_part(&new, rt.has_status);
     if spec_changed && let Some(meta) = object::metadata_mut(&mut new) {

@@ -2,6 +2,7 @@
 #![expect(clippy::unwrap_used, reason = "tests may unwrap")]
 
 mod apply;
+mod builtin;
 mod crd;
 mod crud;
 mod gc;

@@ -75,14 +75,15 @@ async fn deployments_become_available_after_the_configured_delay() {
 }
 
 #[tokio::test]
-async fn without_simulation_deployments_have_no_status() {
+async fn without_simulation_deployments_keep_the_empty_status_a_new_one_has() {
     let em = emulator().await;
     let api: Api<Deployment> = Api::default_namespaced(em.client());
     api.create(&PostParams::default(), &deployment("web", 1))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(api.get("web").await.unwrap().status.is_none());
+    let status = api.get("web").await.unwrap().status;
+    assert_eq!(status, Some(Default::default()));
     let scale = api.get_scale("web").await.unwrap();
     assert_eq!(scale.spec.unwrap().replicas, Some(1));
 }
