@@ -122,6 +122,31 @@ impl Schemas {
         schema
     }
 
+    /// The root definition's name of a served built-in kind.
+    pub fn definition_name(&self, group: &str, kind: &str) -> Option<&str> {
+        self.kinds
+            .iter()
+            .find(|k| k.group == group && k.kind == kind)
+            .map(|k| k.definition.as_str())
+    }
+
+    /// The definition `name` and every definition it references, directly or not.
+    pub fn closure(&self, name: &str) -> Map<String, Value> {
+        let mut out = Map::new();
+        let mut todo = vec![name.to_string()];
+        while let Some(n) = todo.pop() {
+            if out.contains_key(&n) {
+                continue;
+            }
+            let Some(def) = self.definitions.get(&n) else {
+                continue;
+            };
+            refs(def, &mut todo);
+            out.insert(n, def.clone());
+        }
+        out
+    }
+
     /// Paths of fields `obj` has that `schema` does not declare (`spec.replica`,
     /// `spec.template.spec.containers[0].imagee`), removed from `obj` as the API server drops them.
     pub fn prune_unknown(&self, schema: &Value, obj: &mut Value) -> Vec<String> {
@@ -174,6 +199,26 @@ impl Schemas {
             }
             _ => {}
         }
+    }
+}
+
+/// Push the definition names `schema` references.
+fn refs(schema: &Value, out: &mut Vec<String>) {
+    match schema {
+        Value::Object(m) => {
+            for (k, v) in m {
+                match (k.as_str(), v) {
+                    ("$ref", Value::String(r)) => {
+                        if let Some(n) = r.strip_prefix(REF_PREFIX) {
+                            out.push(n.to_string());
+                        }
+                    }
+                    _ => refs(v, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
+        _ => {}
     }
 }
 

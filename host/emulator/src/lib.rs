@@ -66,8 +66,9 @@
 //!   generators send); protobuf responses are never produced, and protobuf for custom resources
 //!   gets 415, as from a real server. No CBOR. `Table` output has Name, Age, a few columns per
 //!   built-in kind and a CRD's `additionalPrinterColumns` (simple JSONPaths only).
-//! - `/openapi/v2` answers 404 (kubectl falls back to v3); `/openapi/v3` schemas for built-in
-//!   kinds accept any fields (strict field validation uses the full schemas).
+//! - `/openapi/v2` answers 404 (kubectl falls back to v3); `/openapi/v3` serves the built-in
+//!   kinds' full schemas (generated from k8s-openapi, so `kubectl explain` works) and each CRD's
+//!   schema; its paths list only the basic verbs.
 //! - Watch history is bounded (`watch_history` events); a watcher falling further behind than
 //!   the broadcast buffer gets an in-stream 410 and must re-list, like after etcd compaction.
 //!

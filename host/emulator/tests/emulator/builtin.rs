@@ -220,3 +220,17 @@ async fn kubectl_generators_send_protobuf_that_is_stored_with_defaults() {
     let cm = get(&em, "/api/v1/namespaces/default/configmaps/settings").await;
     assert_eq!(cm["data"], json!({"mode": "fast"}));
 }
+
+#[tokio::test]
+async fn kubectl_explain_reads_the_built_in_schemas() {
+    let em = emulator().await;
+    let k = Kubectl::new(&em);
+    let out = k
+        .ok(&["explain", "deployment.spec.template.spec.containers"])
+        .await;
+    assert!(out.contains("KIND:       Deployment"), "{out}");
+    assert!(out.contains("FIELD: containers <[]Container>"), "{out}");
+    assert!(out.contains("imagePullPolicy"), "{out}");
+    let out = k.ok(&["explain", "service.spec.type"]).await;
+    assert!(out.contains("FIELD: type <string>"), "{out}");
+}
