@@ -14,7 +14,8 @@
 //!    pruning), `builtin_schema` (the OpenAPI schemas of the built-in kinds, from k8s-openapi),
 //!    `protobuf` (protobuf bodies of the built-in kinds, via k8s-pb), `apierror` (failures as
 //!    `Status`), `config` (the public settings and [`RequestRecord`]), `opts` (what a write asks
-//!    for: field manager, `fieldValidation`, dry run, force).
+//!    for: field manager, `fieldValidation`, dry run, force), `events` (core/v1 ⇄ events.k8s.io/v1
+//!    Event fields, one store behind both APIs).
 //! 2. `resources` — the registry of served kinds: built-ins (namespaces, configmaps, secrets,
 //!    services, serviceaccounts, core and `events.k8s.io` events, deployments, replicasets,
 //!    leases, CRDs) plus every kind a CustomResourceDefinition declares, served as soon as the
@@ -31,11 +32,13 @@
 //!    concurrency and `DeleteOptions.preconditions`.
 //! 6. `shared` — the state of a running emulator: the store under its lock, the request log, and
 //!    the signal that ends every watch.
-//! 7. What a request can ask for on top of it: `table` (`Table` output), `watch` (resume from a
+//! 7. What a request can ask for on top of it: `printers` (the built-in kinds' columns, `-o wide`
+//!    included) and `table` (`Table` output), `watch` (resume from a
 //!    resourceVersion, bookmarks, `sendInitialEvents`, in-stream `410 Expired`), `scale` (the
 //!    `/scale` subresource); and `workload`, the optional background task that makes Deployments
 //!    Available after a delay, as KWOK fakes kubelets.
-//! 8. `handlers` — one resource request: get, list, watch, create, update, patch, delete, `/status`.
+//! 8. `handlers` — one resource request: get, list, watch, create, update, patch, delete, `/status`;
+//!    `reviews` — the self-reviews of `kubectl auth can-i|whoami`.
 //! 9. `routes` — URL paths laid out as kube-apiserver does, dispatched to discovery, OpenAPI or
 //!    the handlers.
 //! 10. `server` — the router with the middleware that keeps the request log.
@@ -43,14 +46,20 @@
 //!
 //! # Deliberate simplifications
 //! - No authentication, authorization or RBAC: every request is allowed. Plain HTTP only.
+//!   `SelfSubjectAccessReview`/`SelfSubjectRulesReview` answer allowed and `SelfSubjectReview`
+//!   answers `system:admin`, so `kubectl auth can-i` and `auth whoami` work (`reviews`).
 //! - No admission webhooks, no conversion webhooks; several served versions of a CRD share one
 //!   stored object and only `apiVersion` is rewritten (no conversion).
 //! - No controllers except the optional Deployment status simulation: no Pods, no ReplicaSets
 //!   created for Deployments, no Endpoints, no ServiceAccount tokens.
-//! - Namespaces are deleted at once with their contents (no `Terminating` phase).
+//! - A deleted Namespace goes `Terminating` (new content is refused with 403) while its contents
+//!   are deleted, then drops its `kubernetes` finalizer and disappears; this happens within the
+//!   delete request unless contents wait on finalizers. No `/finalize` subresource.
 //! - `list` always reads the latest state (`resourceVersion`/`resourceVersionMatch` ignored);
 //!   continue tokens page over the live set rather than a snapshot.
-//! - Field selectors support `metadata.name`, `metadata.namespace` and plain field paths.
+//! - Field selectors: custom resources accept only `metadata.name` and `metadata.namespace`
+//!   (others answer 400, as from a real server; CRD `selectableFields` are not read); built-in
+//!   kinds accept any plain field path where a real server accepts a per-kind list.
 //! - A watch whose selector stops matching an object gets a synthetic DELETED, as from the
 //!   watch cache.
 //! - Built-in kinds are defaulted as kube-apiserver defaults them (Deployment, ReplicaSet and
@@ -133,6 +142,7 @@ mod protobuf;
 mod apierror;
 mod config;
 mod opts;
+mod events;
 
 mod resources;
 mod discovery;
@@ -151,12 +161,14 @@ mod ops;
 
 mod shared;
 
+mod printers;
 mod table;
 mod watch;
 mod scale;
 mod workload;
 
 mod handlers;
+mod reviews;
 
 mod routes;
 

@@ -5,6 +5,7 @@ mod apply;
 mod builtin;
 mod crd;
 mod crud;
+mod fidelity;
 mod gc;
 mod kubeconfig;
 mod kubectl;
