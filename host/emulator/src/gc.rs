@@ -91,7 +91,7 @@ fn spec_finalizers(obj: &Value) -> Vec<String> {
 /// Whether an object being deleted may go now: no finalizers left, and for a Namespace no
 /// `spec.finalizers` either.
 pub fn may_remove(key: &ObjKey, obj: &Value) -> bool {
-    object::finalizers(obj).is_empty() && !(is_namespace(key) && !spec_finalizers(obj).is_empty())
+    object::finalizers(obj).is_empty() && (!is_namespace(key) || spec_finalizers(obj).is_empty())
 }
 
 /// The namespace controller's work (`pkg/controller/namespace/deletion`): a Terminating
