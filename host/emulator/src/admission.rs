@@ -1,12 +1,12 @@
 //! Checks and defaults every write passes before it is stored (the emulator's built-in admission).
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::apierror::{ApiError, ApiResult};
 use crate::opts::{Validation, WriteOpts};
 use crate::resources::ResourceType;
 use crate::store::Store;
-use crate::{crd, object, schema};
+use crate::{builtin_schema, crd, object, schema};
 
 /// Reject a body whose `apiVersion`/`kind` do not match the endpoint.
 pub fn check_type(rt: &ResourceType, body: &Value) -> ApiResult<()> {
@@ -59,7 +59,7 @@ pub fn validate(
                 ));
             }
         }
-        return Ok(());
+        return builtin_fields(rt, obj, opts, warnings);
     };
     let report = schema::validate_and_prune(s, obj);
     if !report.errors.is_empty() {
@@ -95,25 +95,39 @@ pub fn validate(
     Ok(())
 }
 
-/// The defaults clients rely on: Deployment replicas, Namespace phase, Service port protocol.
-pub fn defaults(rt: &ResourceType, obj: &mut Value) {
-    match (rt.group.as_str(), rt.kind.as_str()) {
-        ("apps", "Deployment" | "ReplicaSet")
-            if object::get_path(obj, ".spec.replicas").is_none() =>
-        {
-            object::set_path(obj, ".spec.replicas", json!(1));
+/// Unknown fields of a built-in kind, against its OpenAPI schema: under `Strict` the error
+/// kube-apiserver's strict decoder gives (400, `strict decoding error: unknown field "spec.replica"`),
+/// under `Warn` one warning per field; either way the field is dropped, as decoding into Go types does.
+fn builtin_fields(
+    rt: &ResourceType,
+    obj: &mut Value,
+    opts: &WriteOpts,
+    warnings: &mut Vec<String>,
+) -> ApiResult<()> {
+    let schemas = builtin_schema::schemas();
+    let Some(root) = schemas.for_kind(&rt.group, &rt.kind) else {
+        return Ok(());
+    };
+    let unknown = schemas.prune_unknown(root, obj);
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field \"{f}\""))
+        .collect();
+    match opts.validation {
+        Validation::Strict => Err(ApiError::bad_request(format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: strict decoding error: {}",
+            list.join(", "),
+            kind = rt.kind,
+            version = rt.version,
+        ))),
+        Validation::Warn => {
+            warnings.extend(list);
+            Ok(())
         }
-        ("", "Namespace") if object::get_path(obj, ".status.phase").is_none() => {
-            object::set_path(obj, ".status.phase", json!("Active"));
-        }
-        ("", "Service") => {
-            if let Some(ports) = obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut) {
-                for p in ports.iter_mut().filter_map(Value::as_object_mut) {
-                    p.entry("protocol").or_insert(json!("TCP"));
-                }
-            }
-        }
-        _ => {}
+        Validation::Ignore => Ok(()),
     }
 }
 

@@ -49,12 +49,16 @@ pub fn delete(store: &mut Store, key: &ObjKey, policy: Propagation) -> Option<(V
     {
         fins.push(f.to_string());
     }
-    if fins.is_empty() {
+    let namespace_waits = is_namespace(key) && !spec_finalizers(&current).is_empty();
+    if fins.is_empty() && !namespace_waits {
         let last = store.remove(key)?;
         return Some(((*last).clone(), true));
     }
     let mut obj = (*current).clone();
     object::set_finalizers(&mut obj, &fins);
+    if namespace_waits {
+        object::set_path(&mut obj, ".status.phase", json!("Terminating"));
+    }
     let generation = object::generation(&obj) + 1;
     if let Some(meta) = object::metadata_mut(&mut obj) {
         meta.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
@@ -66,6 +70,80 @@ pub fn delete(store: &mut Store, key: &ObjKey, policy: Propagation) -> Option<(V
     }
     let stored = store.put(key, obj);
     Some(((*stored).clone(), false))
+}
+
+const NAMESPACE_FINALIZER: &str = "kubernetes";
+
+fn is_namespace(key: &ObjKey) -> bool {
+    key.res.group.is_empty() && key.res.plural == "namespaces"
+}
+
+/// A Namespace's `spec.finalizers` (the `kubernetes` one is the namespace controller's).
+fn spec_finalizers(obj: &Value) -> Vec<String> {
+    obj.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str().map(String::from))
+        .collect()
+}
+
+/// Whether an object being deleted may go now: no finalizers left, and for a Namespace no
+/// `spec.finalizers` either.
+pub fn may_remove(key: &ObjKey, obj: &Value) -> bool {
+    object::finalizers(obj).is_empty() && (!is_namespace(key) || spec_finalizers(obj).is_empty())
+}
+
+/// The namespace controller's work (`pkg/controller/namespace/deletion`): a Terminating
+/// namespace's contents are deleted; once none remain, the `kubernetes` finalizer is dropped and
+/// the namespace goes (unless `metadata.finalizers` still hold it). Returns whether it changed anything.
+fn terminate_namespaces(store: &mut Store) -> bool {
+    let namespaces = crate::resources::ResKey {
+        group: String::new(),
+        plural: "namespaces".into(),
+    };
+    let mut progressed = false;
+    for ns in store.list(&namespaces, None) {
+        if !object::is_deleting(&ns)
+            || !spec_finalizers(&ns)
+                .iter()
+                .any(|f| f == NAMESPACE_FINALIZER)
+        {
+            continue;
+        }
+        let name = object::name(&ns).to_string();
+        let mut remaining = false;
+        for res in store.resources() {
+            for k in store.keys(&res).into_iter().filter(|k| k.ns == name) {
+                remaining = true;
+                if store.get(&k).is_some_and(|o| !object::is_deleting(&o)) {
+                    delete(store, &k, Propagation::Background);
+                    progressed = true;
+                }
+            }
+        }
+        if remaining {
+            continue;
+        }
+        let key = ObjKey {
+            res: namespaces.clone(),
+            ns: String::new(),
+            name,
+        };
+        let mut obj = (*ns).clone();
+        let left: Vec<String> = spec_finalizers(&obj)
+            .into_iter()
+            .filter(|f| f != NAMESPACE_FINALIZER)
+            .collect();
+        object::set_path(&mut obj, ".spec.finalizers", json!(left));
+        if may_remove(&key, &obj) {
+            store.remove(&key);
+        } else {
+            store.put(&key, obj);
+        }
+        progressed = true;
+    }
+    progressed
 }
 
 /// Drop the owner reference to `owner_uid` from a dependent.
@@ -104,7 +182,7 @@ fn finish(store: &mut Store, key: &ObjKey, drop: &str) {
 }
 
 /// Run the collector until nothing more changes: dependents of removed owners, orphaning,
-/// foreground waits, and the contents of removed CRDs and namespaces.
+/// foreground waits, Terminating namespaces, and the contents of removed CRDs and namespaces.
 pub fn settle(store: &mut Store) {
     loop {
         let mut progressed = false;
@@ -163,6 +241,7 @@ pub fn settle(store: &mut Store) {
                 store.pending_owners.remove(&key);
             }
         }
+        progressed |= terminate_namespaces(store);
         if !progressed {
             break;
         }

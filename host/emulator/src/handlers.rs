@@ -129,6 +129,17 @@ fn selectors(req: &Request) -> ApiResult<(LabelSelector, FieldSelector)> {
         .map_err(|e| ApiError::bad_request(format!("unable to parse labelSelector: {e}")))?;
     let fields = FieldSelector::parse(req.param("fieldSelector").unwrap_or(""))
         .map_err(|e| ApiError::bad_request(format!("unable to parse fieldSelector: {e}")))?;
+    // A custom resource supports only these two field labels (plus the CRD's
+    // `selectableFields`, not read here); kube-apiserver refuses any other with 400.
+    if req.target.rt.from_crd
+        && let Some(f) = fields
+            .fields()
+            .find(|f| !matches!(*f, "metadata.name" | "metadata.namespace"))
+    {
+        return Err(ApiError::bad_request(format!(
+            "field label not supported: {f}"
+        )));
+    }
     Ok((labels, fields))
 }
 
@@ -145,7 +156,10 @@ fn outcome_response(rt: &ResourceType, out: Outcome, metadata_only: bool) -> Res
     };
     let mut resp = json_response(code, &body);
     for w in out.warnings {
-        if let Ok(v) = http::HeaderValue::from_str(&format!("299 - \"{}\"", w.replace('"', "'"))) {
+        if let Ok(v) = http::HeaderValue::from_str(&format!(
+            "299 - \"{}\"",
+            w.replace('\\', "\\\\").replace('"', "\\\"")
+        )) {
             resp.headers_mut().append(http::header::WARNING, v);
         }
     }

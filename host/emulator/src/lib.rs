@@ -11,9 +11,11 @@
 //! 1. Shared helpers: `http_util` (JSON responses, query strings), `object` (paths into JSON
 //!    objects, resourceVersion), `fieldset` (field paths of `managedFields`), `selector` (label
 //!    and field selectors), `schema` (CRD `openAPIV3Schema` validation, 422 with field paths, and
-//!    pruning), `protobuf` (the few protobuf bodies kubectl sends), `apierror` (failures as
+//!    pruning), `builtin_schema` (the OpenAPI schemas of the built-in kinds, from k8s-openapi),
+//!    `protobuf` (protobuf bodies of the built-in kinds, via k8s-pb), `apierror` (failures as
 //!    `Status`), `config` (the public settings and [`RequestRecord`]), `opts` (what a write asks
-//!    for: field manager, `fieldValidation`, dry run, force).
+//!    for: field manager, `fieldValidation`, dry run, force), `events` (core/v1 ⇄ events.k8s.io/v1
+//!    Event fields, one store behind both APIs).
 //! 2. `resources` — the registry of served kinds: built-ins (namespaces, configmaps, secrets,
 //!    services, serviceaccounts, core and `events.k8s.io` events, deployments, replicasets,
 //!    leases, CRDs) plus every kind a CustomResourceDefinition declares, served as soon as the
@@ -23,16 +25,20 @@
 //! 4. The rules of one write: `patch` (merge, JSON and strategic merge patches), `apply`
 //!    (server-side apply with `managedFields`, conflicts and field removal), `crd` (a stored
 //!    CRD registers its kinds), `gc` (finalizers, `deletionTimestamp`, Background/Foreground/Orphan
-//!    propagation, owner-reference garbage collection), `admission` (checks, defaults, schema).
+//!    propagation, owner-reference garbage collection), `defaults` (kube-apiserver's defaulting of
+//!    the built-in kinds, one module per kind), `admission` (type checks, strict field validation
+//!    of built-in kinds, CRD schemas).
 //! 5. `ops` — the writes themselves: create, update, patch, apply, delete, with optimistic
 //!    concurrency and `DeleteOptions.preconditions`.
 //! 6. `shared` — the state of a running emulator: the store under its lock, the request log, and
 //!    the signal that ends every watch.
-//! 7. What a request can ask for on top of it: `table` (`Table` output), `watch` (resume from a
+//! 7. What a request can ask for on top of it: `printers` (the built-in kinds' columns, `-o wide`
+//!    included) and `table` (`Table` output), `watch` (resume from a
 //!    resourceVersion, bookmarks, `sendInitialEvents`, in-stream `410 Expired`), `scale` (the
 //!    `/scale` subresource); and `workload`, the optional background task that makes Deployments
 //!    Available after a delay, as KWOK fakes kubelets.
-//! 8. `handlers` — one resource request: get, list, watch, create, update, patch, delete, `/status`.
+//! 8. `handlers` — one resource request: get, list, watch, create, update, patch, delete, `/status`;
+//!    `reviews` — the self-reviews of `kubectl auth can-i|whoami`.
 //! 9. `routes` — URL paths laid out as kube-apiserver does, dispatched to discovery, OpenAPI or
 //!    the handlers.
 //! 10. `server` — the router with the middleware that keeps the request log.
@@ -40,25 +46,38 @@
 //!
 //! # Deliberate simplifications
 //! - No authentication, authorization or RBAC: every request is allowed. Plain HTTP only.
+//!   `SelfSubjectAccessReview`/`SelfSubjectRulesReview` answer allowed and `SelfSubjectReview`
+//!   answers `system:admin`, so `kubectl auth can-i` and `auth whoami` work (`reviews`).
 //! - No admission webhooks, no conversion webhooks; several served versions of a CRD share one
 //!   stored object and only `apiVersion` is rewritten (no conversion).
 //! - No controllers except the optional Deployment status simulation: no Pods, no ReplicaSets
 //!   created for Deployments, no Endpoints, no ServiceAccount tokens.
-//! - Namespaces are deleted at once with their contents (no `Terminating` phase).
+//! - A deleted Namespace goes `Terminating` (new content is refused with 403) while its contents
+//!   are deleted, then drops its `kubernetes` finalizer and disappears; this happens within the
+//!   delete request unless contents wait on finalizers. No `/finalize` subresource.
 //! - `list` always reads the latest state (`resourceVersion`/`resourceVersionMatch` ignored);
 //!   continue tokens page over the live set rather than a snapshot.
-//! - Field selectors support `metadata.name`, `metadata.namespace` and plain field paths.
-//! - A watch whose selector stops matching an object does not get a synthetic DELETED.
+//! - Field selectors: custom resources accept only `metadata.name` and `metadata.namespace`
+//!   (others answer 400, as from a real server; CRD `selectableFields` are not read); built-in
+//!   kinds accept any plain field path where a real server accepts a per-kind list.
+//! - A watch whose selector stops matching an object gets a synthetic DELETED, as from the
+//!   watch cache.
+//! - Built-in kinds are defaulted as kube-apiserver defaults them (Deployment, ReplicaSet and
+//!   their pod templates, Service with cluster IP and node port allocation, Secret, Namespace)
+//!   and checked for unknown fields only: no other validation of built-in kinds (a Deployment
+//!   without a selector is accepted). `metadata.generation` is set on every kind (a cluster sets
+//!   it only where the kind's strategy does).
 //! - Strategic merge knows merge keys by field name (containers/env/volumes by `name`, ports by
 //!   `containerPort` or `port`, conditions by `type`) rather than from full type metadata.
 //! - Server-side apply treats lists without a known merge key as atomic and does not read
-//!   `x-kubernetes-list-type` from CRD schemas. Built-in kinds are not schema-validated.
-//! - JSON in and out, plus protobuf request bodies for Namespace, ConfigMap, Secret and
-//!   ServiceAccount only (what `kubectl create namespace|configmap|secret|serviceaccount` send);
-//!   other protobuf bodies get 415. No CBOR. `Table` output has Name, Age, a few columns per
+//!   `x-kubernetes-list-type` from CRD schemas.
+//! - JSON in and out, plus protobuf request bodies of every served built-in kind (what kubectl's
+//!   generators send); protobuf responses are never produced, and protobuf for custom resources
+//!   gets 415, as from a real server. No CBOR. `Table` output has Name, Age, a few columns per
 //!   built-in kind and a CRD's `additionalPrinterColumns` (simple JSONPaths only).
-//! - `/openapi/v2` answers 404 (kubectl falls back to v3); `/openapi/v3` schemas for built-in
-//!   kinds accept any fields.
+//! - `/openapi/v2` answers 404 (kubectl falls back to v3); `/openapi/v3` serves the built-in
+//!   kinds' full schemas (generated from k8s-openapi, so `kubectl explain` works) and each CRD's
+//!   schema; its paths list only the basic verbs.
 //! - Watch history is bounded (`watch_history` events); a watcher falling further behind than
 //!   the broadcast buffer gets an in-stream 410 and must re-list, like after etcd compaction.
 //!
@@ -118,10 +137,12 @@ mod object;
 mod fieldset;
 mod selector;
 mod schema;
+mod builtin_schema;
 mod protobuf;
 mod apierror;
 mod config;
 mod opts;
+mod events;
 
 mod resources;
 mod discovery;
@@ -133,18 +154,21 @@ mod patch;
 mod apply;
 mod crd;
 mod gc;
+mod defaults;
 mod admission;
 
 mod ops;
 
 mod shared;
 
+mod printers;
 mod table;
 mod watch;
 mod scale;
 mod workload;
 
 mod handlers;
+mod reviews;
 
 mod routes;
 
@@ -155,7 +179,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::config::{Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext};
+use kube::config::{
+    AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
+};
 
 use crate::shared::Shared;
 
@@ -265,6 +291,10 @@ impl Emulator {
     }
 
     /// A kubeconfig with one context, `weir-emulator`, pointing here.
+    ///
+    /// The user entry has an empty `user: {}` (the Python client rejects an entry without the
+    /// key) and the cluster says `insecure-skip-tls-verify: true` (client-node refuses an
+    /// `http://` server otherwise; kubectl ignores it for plain HTTP).
     pub fn kubeconfig(&self) -> Kubeconfig {
         let name = "weir-emulator".to_string();
         Kubeconfig {
@@ -272,12 +302,14 @@ impl Emulator {
                 name: name.clone(),
                 cluster: Some(Cluster {
                     server: Some(self.url()),
+                    insecure_skip_tls_verify: Some(true),
                     ..Cluster::default()
                 }),
                 ..NamedCluster::default()
             }],
             auth_infos: vec![NamedAuthInfo {
                 name: name.clone(),
+                auth_info: Some(AuthInfo::default()),
                 ..NamedAuthInfo::default()
             }],
             contexts: vec![NamedContext {

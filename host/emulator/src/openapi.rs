@@ -1,7 +1,8 @@
-//! A small `/openapi/v3`: enough for kubectl to find kinds and that `fieldValidation` is supported.
+//! `/openapi/v3`: the full schemas of the built-in kinds (for `kubectl explain`) and the CRD schemas.
 
 use serde_json::{Map, Value, json};
 
+use crate::builtin_schema;
 use crate::discovery::KUBE_VERSION;
 use crate::resources::{Registry, ResourceType};
 
@@ -15,6 +16,11 @@ fn gv_key(t: &ResourceType) -> String {
 
 /// The schema name kube-apiserver would use, e.g. `io.k8s.api.apps.v1.Deployment` or `com.example.v1.Blog`.
 fn schema_name(t: &ResourceType) -> String {
+    if !t.from_crd
+        && let Some(name) = builtin_schema::schemas().definition_name(&t.group, &t.kind)
+    {
+        return name.to_string();
+    }
     if t.from_crd {
         let reversed: Vec<&str> = t.group.split('.').rev().collect();
         format!("{}.{}.{}", reversed.join("."), t.version, t.kind)
@@ -98,7 +104,11 @@ fn gv_document(reg: &Registry, key: &str) -> Option<Value> {
         if t.has_status {
             paths.insert(format!("{base}/{{name}}/status"), json!({"get": op(t, "get", false), "patch": op(t, "patch", true), "put": op(t, "put", true)}));
         }
-        schemas.insert(schema_name(t), schema_for(t));
+        let builtin = builtin_schema::schemas();
+        match builtin.definition_name(&t.group, &t.kind) {
+            Some(name) if !t.from_crd => schemas.extend(builtin.closure(name)),
+            _ => _ = schemas.insert(schema_name(t), schema_for(t)),
+        }
     }
     Some(json!({
         "openapi": "3.0.0",
@@ -114,12 +124,9 @@ pub fn document(reg: &Registry, rest: &str) -> Option<Value> {
         let mut paths = Map::new();
         for t in reg.all() {
             let key = gv_key(t);
-            let hash = format!(
-                "{:016X}",
-                fnv(&gv_document(reg, &key)
-                    .map(|d| d.to_string())
-                    .unwrap_or_default())
-            );
+            // Built-in schemas never change while the emulator runs: the hash covers the names
+            // and the CRD schemas only, so the index does not serialize megabytes per request.
+            let hash = format!("{:016X}", fnv(&gv_fingerprint(reg, &key)));
             paths.insert(
                 key.clone(),
                 json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}")}),
@@ -128,6 +135,14 @@ pub fn document(reg: &Registry, rest: &str) -> Option<Value> {
         return Some(json!({"paths": paths}));
     }
     gv_document(reg, rest)
+}
+
+fn gv_fingerprint(reg: &Registry, key: &str) -> String {
+    reg.all()
+        .iter()
+        .filter(|t| gv_key(t) == key)
+        .map(|t| format!("{}|{}|{:?};", schema_name(t), t.plural, t.schema))
+        .collect()
 }
 
 fn fnv(s: &str) -> u64 {

@@ -5,9 +5,9 @@ use serde_json::{Value, json};
 use crate::apierror::{ApiError, ApiResult};
 use crate::apply::{self, Scope};
 use crate::opts::WriteOpts;
-use crate::resources::{ResourceType, serve};
+use crate::resources::{ResourceType, serve, to_storage};
 use crate::store::{ObjKey, Store};
-use crate::{admission, crd, gc, object, patch};
+use crate::{admission, crd, defaults, gc, object, patch};
 
 /// What a write produced.
 #[derive(Debug)]
@@ -111,6 +111,16 @@ fn create_inner(
     if rt.namespaced && !namespace_exists(store, ns) {
         return Err(ApiError::not_found("", "namespaces", ns));
     }
+    if rt.namespaced && namespace_terminating(store, ns) {
+        return Err(ApiError::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
+                rt.plural
+            ),
+        ));
+    }
     let key = ObjKey {
         res: rt.key(),
         ns: if rt.namespaced {
@@ -153,7 +163,7 @@ fn create_inner(
     if track {
         apply::track_update(None, &mut body, &opts.manager, scope_for(rt, false), &now);
     }
-    admission::defaults(rt, &mut body);
+    defaults::apply(rt, &mut body, store, None);
     if rt.kind == "CustomResourceDefinition" {
         crd::set_status(&mut body);
     }
@@ -167,7 +177,7 @@ fn create_inner(
     if rt.kind == "CustomResourceDefinition" {
         crd::register(store, &body);
     }
-    let stored = store.put(&key, body);
+    let stored = store.put(&key, to_storage(rt, body));
     gc::settle(store);
     Ok(Outcome {
         object: (*stored).clone(),
@@ -176,17 +186,27 @@ fn create_inner(
     })
 }
 
-/// Whether a namespace object exists.
-pub fn namespace_exists(store: &Store, ns: &str) -> bool {
-    let key = ObjKey {
+fn namespace_key(ns: &str) -> ObjKey {
+    ObjKey {
         res: crate::resources::ResKey {
             group: String::new(),
             plural: "namespaces".into(),
         },
         ns: String::new(),
         name: ns.to_string(),
-    };
-    store.get(&key).is_some()
+    }
+}
+
+/// Whether a namespace object exists.
+pub fn namespace_exists(store: &Store, ns: &str) -> bool {
+    store.get(&namespace_key(ns)).is_some()
+}
+
+/// Whether a namespace is being deleted (new content is refused).
+fn namespace_terminating(store: &Store, ns: &str) -> bool {
+    store
+        .get(&namespace_key(ns))
+        .is_some_and(|n| object::is_deleting(&n))
 }
 
 /// Replace an object (PUT), on the main endpoint or `/status`.
@@ -255,7 +275,8 @@ pub fn patch(
             )));
         }
         let scope = scope_for(rt, status);
-        let applied = apply::apply(old.as_deref(), &cfg, &opts.manager, opts.force, scope, &now).map_err(|e| {
+        let old_served = old.as_deref().map(|o| serve(rt, o));
+        let applied = apply::apply(old_served.as_ref(), &cfg, &opts.manager, opts.force, scope, &now).map_err(|e| {
             let causes: Vec<Value> = match &e {
                 apply::Error::Conflicts(c) => c
                     .iter()
@@ -273,7 +294,7 @@ pub fn patch(
     let Some(old) = old else {
         return Err(ApiError::not_found(&rt.group, &rt.plural, &key.name));
     };
-    let mut doc = (*old).clone();
+    let mut doc = serve(rt, &old);
     match ptype {
         PatchType::Merge => {
             let p: Value = serde_json::from_slice(body)
@@ -392,7 +413,8 @@ fn commit(
             &now,
         );
     }
-    admission::defaults(rt, &mut new);
+    defaults::apply(rt, &mut new, store, Some(old));
+    let mut new = to_storage(rt, new);
     let spec_changed =
         object::spec_part(old, rt.has_status) != object::spec_part(&new, rt.has_status);
     if spec_changed && let Some(meta) = object::metadata_mut(&mut new) {
@@ -415,7 +437,7 @@ fn commit(
             warnings,
         });
     }
-    if object::is_deleting(&new) && object::finalizers(&new).is_empty() {
+    if object::is_deleting(&new) && gc::may_remove(key, &new) {
         store.pending_owners.remove(key);
         let last = store.remove(key).map(|o| (*o).clone()).unwrap_or(new);
         gc::settle(store);

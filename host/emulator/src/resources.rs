@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use crate::events;
+
 /// How a kind exposes the `/scale` subresource (JSON paths as in a CRD's `subresources.scale`).
 #[derive(Clone, Debug)]
 pub struct ScaleSpec {
@@ -63,23 +65,44 @@ impl ResourceType {
         }
     }
 
-    /// The storage identity of this resource.
+    /// The storage identity of this resource; events.k8s.io Events share the core Events' storage.
     pub fn key(&self) -> ResKey {
+        if self.is_events_v1() {
+            return ResKey {
+                group: String::new(),
+                plural: "events".into(),
+            };
+        }
         ResKey {
             group: self.group.clone(),
             plural: self.plural.clone(),
         }
     }
+
+    fn is_events_v1(&self) -> bool {
+        self.group == "events.k8s.io" && self.kind == "Event"
+    }
 }
 
-/// Rewrite `apiVersion`/`kind` to what the serving endpoint speaks.
+/// Rewrite `apiVersion`/`kind` (and an Event's fields) to what the serving endpoint speaks.
 pub fn serve(rt: &ResourceType, obj: &Value) -> Value {
     let mut v = obj.clone();
+    if rt.is_events_v1() {
+        events::to_events_v1(&mut v);
+    }
     if let Some(m) = v.as_object_mut() {
         m.insert("apiVersion".into(), Value::String(rt.api_version()));
         m.insert("kind".into(), Value::String(rt.kind.clone()));
     }
     v
+}
+
+/// An object as served by `rt` in the form it is stored in (the inverse of [`serve`]).
+pub fn to_storage(rt: &ResourceType, mut obj: Value) -> Value {
+    if rt.is_events_v1() {
+        events::to_core_v1(&mut obj);
+    }
+    obj
 }
 
 fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceType {

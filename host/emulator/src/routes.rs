@@ -11,7 +11,7 @@ use crate::apierror::ApiError;
 use crate::handlers::{self, Request, Target};
 use crate::http_util::{form_pairs, json_response};
 use crate::shared::Shared;
-use crate::{discovery, openapi};
+use crate::{discovery, openapi, reviews};
 
 fn not_found() -> Response {
     ApiError::new(
@@ -86,6 +86,17 @@ pub async fn dispatch(
         }
         ["api", v] if get => return resource_list(&shared, "", v),
         ["apis", g, v] if get => return resource_list(&shared, g, v),
+        [
+            "apis",
+            g @ ("authorization.k8s.io" | "authentication.k8s.io"),
+            "v1",
+            plural,
+        ] if method == Method::POST => {
+            return match reviews::answer(g, plural, &body) {
+                Some(review) => json_response(StatusCode::CREATED, &review),
+                None => not_found(),
+            };
+        }
         ["openapi", "v2"] => return not_found(),
         ["openapi", "v3", rest @ ..] if get => {
             return match openapi::document(&shared.lock().registry, &rest.join("/")) {

@@ -111,6 +111,11 @@ impl LabelSelector {
 pub struct FieldSelector(Vec<(String, bool, String)>);
 
 impl FieldSelector {
+    /// The field paths this selector compares.
+    pub fn fields(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|(f, _, _)| f.as_str())
+    }
+
     /// Parse `metadata.name=x,metadata.namespace!=y`.
     pub fn parse(s: &str) -> Result<Self, Error> {
         let mut reqs = Vec::new();

@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::printers;
 use crate::resources::{self, ResourceType};
 
 /// Whether the Accept header prefers a `meta.k8s.io/v1` Table.
@@ -40,41 +41,18 @@ enum Cell {
     Name,
     Age,
     Path(String),
-    DeploymentReady,
-    DataCount,
+    Printer(fn(&Value) -> Value),
 }
 
 fn columns(rt: &ResourceType) -> Vec<(Value, Cell)> {
+    if let Some(cols) = printers::columns(rt) {
+        return cols
+            .into_iter()
+            .map(|c| (c.definition, Cell::Printer(c.cell)))
+            .collect();
+    }
     let col = |name: &str, ty: &str, format: &str, priority: i64| json!({"name": name, "type": ty, "format": format, "description": "", "priority": priority});
     let mut out = vec![(col("Name", "string", "name", 0), Cell::Name)];
-    match (rt.group.as_str(), rt.kind.as_str()) {
-        ("apps", "Deployment") => {
-            out.push((col("Ready", "string", "", 0), Cell::DeploymentReady));
-            out.push((
-                col("Up-to-date", "integer", "", 0),
-                Cell::Path(".status.updatedReplicas".into()),
-            ));
-            out.push((
-                col("Available", "integer", "", 0),
-                Cell::Path(".status.availableReplicas".into()),
-            ));
-        }
-        ("", "ConfigMap" | "Secret") => {
-            if rt.kind == "Secret" {
-                out.push((col("Type", "string", "", 0), Cell::Path(".type".into())));
-            }
-            out.push((col("Data", "integer", "", 0), Cell::DataCount));
-        }
-        ("", "Namespace") => out.push((
-            col("Status", "string", "", 0),
-            Cell::Path(".status.phase".into()),
-        )),
-        ("coordination.k8s.io", "Lease") => out.push((
-            col("Holder", "string", "", 0),
-            Cell::Path(".spec.holderIdentity".into()),
-        )),
-        _ => {}
-    }
     let mut age_done = false;
     for c in &rt.printer_columns {
         let name = c.get("name").and_then(Value::as_str).unwrap_or("");
@@ -145,33 +123,6 @@ fn eval(obj: &Value, path: &str) -> Value {
     cur.clone()
 }
 
-/// kubectl's short age format: `45s`, `3m20s`, `5h`, `2d3h`, `400d`.
-pub fn human_age(seconds: i64) -> String {
-    let s = seconds.max(0);
-    let (m, h, d) = (s / 60, s / 3600, s / 86400);
-    match () {
-        _ if s < 120 => format!("{s}s"),
-        _ if m < 10 && s % 60 != 0 => format!("{m}m{}s", s % 60),
-        _ if m < 180 => format!("{m}m"),
-        _ if h < 8 && m % 60 != 0 => format!("{h}h{}m", m % 60),
-        _ if h < 48 => format!("{h}h"),
-        _ if h < 192 && h % 24 != 0 => format!("{d}d{}h", h % 24),
-        _ if d < 730 => format!("{d}d"),
-        _ => format!("{}y", d / 365),
-    }
-}
-
-fn age(obj: &Value) -> String {
-    let created = obj
-        .pointer("/metadata/creationTimestamp")
-        .and_then(Value::as_str)
-        .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok());
-    match created {
-        Some(t) => human_age(k8s_openapi::jiff::Timestamp::now().as_second() - t.as_second()),
-        None => "<unknown>".into(),
-    }
-}
-
 fn row(rt: &ResourceType, cols: &[(Value, Cell)], obj: &Value, include: Include) -> Value {
     let cells: Vec<Value> = cols
         .iter()
@@ -180,23 +131,9 @@ fn row(rt: &ResourceType, cols: &[(Value, Cell)], obj: &Value, include: Include)
                 .pointer("/metadata/name")
                 .cloned()
                 .unwrap_or(Value::Null),
-            Cell::Age => json!(age(obj)),
+            Cell::Age => json!(printers::age_of(obj, "/metadata/creationTimestamp")),
             Cell::Path(p) => eval(obj, p),
-            Cell::DeploymentReady => {
-                let ready = obj
-                    .pointer("/status/readyReplicas")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                let want = obj
-                    .pointer("/spec/replicas")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                json!(format!("{ready}/{want}"))
-            }
-            Cell::DataCount => {
-                let count = |k: &str| obj.get(k).and_then(Value::as_object).map_or(0, |m| m.len());
-                json!(count("data") + count("binaryData"))
-            }
+            Cell::Printer(cell) => cell(obj),
         })
         .collect();
     let mut r = json!({"cells": cells});
@@ -222,14 +159,6 @@ pub fn render(rt: &ResourceType, objects: &[&Value], meta: Value, include: Inclu
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ages_read_like_kubectl() {
-        assert_eq!(human_age(42), "42s");
-        assert_eq!(human_age(200), "3m20s");
-        assert_eq!(human_age(3600 * 5), "5h");
-        assert_eq!(human_age(86400 * 2 + 3600 * 3), "2d3h");
-    }
 
     #[test]
     fn jsonpath_filters_pick_a_condition() {

@@ -13,7 +13,7 @@ use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 use crate::configmap;
 
 /// kubectl bound to one emulator, with its own HOME so discovery caches never leak between tests.
-struct Kubectl {
+pub struct Kubectl {
     home: tempfile::TempDir,
     kubeconfig: PathBuf,
 }
@@ -27,7 +27,7 @@ fn kubectl_binary() -> PathBuf {
 }
 
 impl Kubectl {
-    fn new(em: &Emulator) -> Self {
+    pub fn new(em: &Emulator) -> Self {
         kubectl_binary();
         let home = tempfile::tempdir().unwrap();
         let kubeconfig = home.path().join("kubeconfig");
@@ -47,7 +47,7 @@ impl Kubectl {
         cmd
     }
 
-    async fn run(&self, args: &[&str]) -> std::process::Output {
+    pub async fn run(&self, args: &[&str]) -> std::process::Output {
         tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
             .await
             .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
@@ -55,7 +55,7 @@ impl Kubectl {
     }
 
     /// Run and require success; returns stdout.
-    async fn ok(&self, args: &[&str]) -> String {
+    pub async fn ok(&self, args: &[&str]) -> String {
         let out = self.run(args).await;
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(
@@ -66,7 +66,7 @@ impl Kubectl {
         stdout
     }
 
-    fn file(&self, name: &str, text: &str) -> String {
+    pub fn file(&self, name: &str, text: &str) -> String {
         let p = self.home.path().join(name);
         std::fs::write(&p, text).unwrap();
         p.to_string_lossy().to_string()

@@ -2,9 +2,12 @@
 #![expect(clippy::unwrap_used, reason = "tests may unwrap")]
 
 mod apply;
+mod builtin;
 mod crd;
 mod crud;
+mod fidelity;
 mod gc;
+mod kubeconfig;
 mod kubectl;
 mod runtime;
 mod watch;

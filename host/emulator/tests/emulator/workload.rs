@@ -75,14 +75,15 @@ async fn deployments_become_available_after_the_configured_delay() {
 }
 
 #[tokio::test]
-async fn without_simulation_deployments_have_no_status() {
+async fn without_simulation_deployments_keep_the_empty_status_a_new_one_has() {
     let em = emulator().await;
     let api: Api<Deployment> = Api::default_namespaced(em.client());
     api.create(&PostParams::default(), &deployment("web", 1))
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(api.get("web").await.unwrap().status.is_none());
+    let status = api.get("web").await.unwrap().status;
+    assert_eq!(status, Some(Default::default()));
     let scale = api.get_scale("web").await.unwrap();
     assert_eq!(scale.spec.unwrap().replicas, Some(1));
 }
@@ -120,7 +121,7 @@ async fn strategic_merge_patch_merges_containers_by_name() {
 }
 
 #[tokio::test]
-async fn leases_and_both_event_apis_are_served() {
+async fn leases_and_both_event_apis_are_served_from_one_event_store() {
     let em = emulator().await;
     let leases: Api<Lease> = Api::default_namespaced(em.client());
     let lease = leases
@@ -144,6 +145,6 @@ async fn leases_and_both_event_apis_are_served() {
     core.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "e1"}, "reason": "Hi", "involvedObject": {"kind": "Pod", "name": "p"}})).unwrap()).await.unwrap();
     let new: Api<k8s_openapi::api::events::v1::Event> = Api::default_namespaced(em.client());
     new.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "e2"}, "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "weir", "reportingInstance": "x", "action": "Reconcile", "reason": "Hi", "type": "Normal"})).unwrap()).await.unwrap();
-    assert_eq!(core.list(&Default::default()).await.unwrap().items.len(), 1);
-    assert_eq!(new.list(&Default::default()).await.unwrap().items.len(), 1);
+    assert_eq!(core.list(&Default::default()).await.unwrap().items.len(), 2);
+    assert_eq!(new.list(&Default::default()).await.unwrap().items.len(), 2);
 }
