@@ -138,6 +138,7 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
         let outcome = sleeper.reconcile(&weir::plugin::ReconcileRequest {
             parent: parent.to_string(),
             children: vec![],
+            related: vec![],
         });
         (t.elapsed(), outcome.is_err())
     })
