@@ -15,6 +15,7 @@ mod hot_loading;
 mod hot_loop_is_throttled;
 mod informers_are_shared;
 mod leader_election;
+mod no_takeover_in_the_race_window;
 mod other_languages;
 mod refused_answers_write_nothing;
 mod restart_converges;

@@ -12,7 +12,7 @@
 //!    objects, resourceVersion), `fieldset` (field paths of `managedFields`), `selector` (label
 //!    and field selectors), `schema` (CRD `openAPIV3Schema` validation, 422 with field paths, and
 //!    pruning), `protobuf` (the few protobuf bodies kubectl sends), `apierror` (failures as
-//!    `Status`), `config` (the public settings and [`RequestRecord`]), `opts` (what a write asks
+//!    `Status`), `faults` (fault-injection rules and their middleware), `config` (the public settings and [`RequestRecord`]), `opts` (what a write asks
 //!    for: field manager, `fieldValidation`, dry run, force).
 //! 2. `resources` — the registry of served kinds: built-ins (namespaces, configmaps, secrets,
 //!    services, serviceaccounts, core and `events.k8s.io` events, deployments, replicasets,
@@ -120,6 +120,7 @@ mod selector;
 mod schema;
 mod protobuf;
 mod apierror;
+mod faults;
 mod config;
 mod opts;
 
@@ -161,6 +162,7 @@ use crate::shared::Shared;
 
 pub use config::{EmulatorConfig, RequestRecord, WorkloadSimulation};
 pub use discovery::KUBE_VERSION;
+pub use faults::{Fault, Faults, FaultsError, Rule, Verb};
 
 /// Why the emulator could not start or write its kubeconfig.
 #[derive(Debug, thiserror::Error)]
@@ -309,6 +311,11 @@ impl Emulator {
     /// Every request served so far, oldest first.
     pub fn requests(&self) -> Vec<RequestRecord> {
         self.shared.requests()
+    }
+
+    /// The fault rules this emulator applies to requests: `set` them, `clear` them.
+    pub fn faults(&self) -> &Faults {
+        &self.shared.config.faults
     }
 
     /// Forget the request log.
