@@ -135,6 +135,10 @@ pub struct Rule {
     /// Resource (plural, e.g. `configmaps`, or `blogs/status` for a subresource); `None` means any.
     #[serde(default)]
     pub resource: Option<String>,
+    /// Only requests whose `User-Agent` contains this (one host instance among several);
+    /// `None` means any client.
+    #[serde(default)]
+    pub client: Option<String>,
     /// Chance that a matching request gets the fault, `0..=1` (default 1).
     #[serde(default = "always")]
     pub probability: f64,
@@ -151,6 +155,7 @@ impl Rule {
         Rule {
             verbs: verbs.to_vec(),
             resource: resource.map(str::to_owned),
+            client: None,
             probability: 1.0,
             times: None,
             fault,
@@ -163,13 +168,20 @@ impl Rule {
         self
     }
 
-    fn matches(&self, verb: Verb, resource: &str, subresource: Option<&str>) -> bool {
+    /// The same rule for requests of one client only (see [`Rule::client`]).
+    pub fn client(mut self, user_agent: &str) -> Self {
+        self.client = Some(user_agent.to_owned());
+        self
+    }
+
+    fn matches(&self, verb: Verb, resource: &str, subresource: Option<&str>, agent: &str) -> bool {
         let resource_ok = match (&self.resource, subresource) {
             (None, _) => true,
             (Some(r), None) => r == resource,
             (Some(r), Some(sub)) => r.split_once('/') == Some((resource, sub)),
         };
         resource_ok
+            && self.client.as_deref().is_none_or(|c| agent.contains(c))
             && (self.verbs.is_empty() || self.verbs.contains(&verb))
             && self.fault.applies_to(verb)
             && self.times != Some(0)
@@ -253,7 +265,13 @@ impl Faults {
     }
 
     /// The fault for this request, if a rule fires (the first matching rule decides).
-    fn pick(&self, verb: Verb, resource: &str, subresource: Option<&str>) -> Option<Fault> {
+    fn pick(
+        &self,
+        verb: Verb,
+        resource: &str,
+        subresource: Option<&str>,
+        agent: &str,
+    ) -> Option<Fault> {
         let mut state = self.lock();
         let Inner {
             rules,
@@ -262,7 +280,7 @@ impl Faults {
         } = &mut *state;
         let rule = rules
             .iter_mut()
-            .find(|r| r.matches(verb, resource, subresource))?;
+            .find(|r| r.matches(verb, resource, subresource, agent))?;
         if rule.probability < 1.0 && rng.random::<f64>() >= rule.probability {
             return None;
         }
@@ -348,7 +366,12 @@ pub async fn inject(State(faults): State<Faults>, req: Request, next: Next) -> R
     ) else {
         return next.run(req).await;
     };
-    let Some(fault) = faults.pick(verb, &resource, sub.as_deref()) else {
+    let agent = req
+        .headers()
+        .get(http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let Some(fault) = faults.pick(verb, &resource, sub.as_deref(), agent) else {
         return next.run(req).await;
     };
     tracing::debug!(?verb, %resource, ?fault, "injecting a fault");
@@ -441,10 +464,10 @@ mod tests {
         rule.times = Some(2);
         let faults = Faults::new(vec![rule]);
         let fired = (0..5)
-            .filter(|_| faults.pick(Verb::Create, "configmaps", None).is_some())
+            .filter(|_| faults.pick(Verb::Create, "configmaps", None, "").is_some())
             .count();
         assert_eq!(fired, 2);
-        assert_eq!(faults.pick(Verb::List, "configmaps", None), None);
+        assert_eq!(faults.pick(Verb::List, "configmaps", None, ""), None);
         assert_eq!(faults.injected().get("status"), Some(&2));
     }
 
@@ -455,7 +478,7 @@ mod tests {
             7,
         );
         let fired = (0..1000)
-            .filter(|_| faults.pick(Verb::Get, "pods", None).is_some())
+            .filter(|_| faults.pick(Verb::Get, "pods", None, "").is_some())
             .count();
         assert!((220..380).contains(&fired), "{fired} of 1000");
     }
@@ -467,8 +490,8 @@ mod tests {
             None,
             Fault::CloseWatch { after_millis: 10 },
         )]);
-        assert_eq!(faults.pick(Verb::List, "blogs", None), None);
-        assert!(faults.pick(Verb::Watch, "blogs", None).is_some());
+        assert_eq!(faults.pick(Verb::List, "blogs", None, ""), None);
+        assert!(faults.pick(Verb::Watch, "blogs", None, "").is_some());
     }
 
     #[test]

@@ -274,9 +274,16 @@ impl Controller {
         while workers.join_next().await.is_some() {}
     }
 
-    /// Stops handing out keys; `run_workers` returns once in-flight reconciles are done.
+    /// Stops handing out keys; `run_workers` returns once in-flight reconciles are done. Keys
+    /// keep arriving and wait in the queue.
     pub fn shutdown(&self) {
         self.parts.queue.shutdown();
+    }
+
+    /// Hands out keys again after [`Controller::shutdown`] (leadership won back): what queued up
+    /// meanwhile runs first.
+    pub fn resume(&self) {
+        self.parts.queue.resume();
     }
 
     /// One reconcile of one key in its own span; errors go through [`Controller::error_policy`].
