@@ -77,6 +77,10 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> anyhow::Result<()> {
     )
     .await?;
     let blogs = env.api(&kinds::blog());
+    eventually("the host is ready", CONVERGE, || async {
+        host.is_ready().then_some(())
+    })
+    .await?;
     let started = Instant::now();
 
     let mut deleted = Vec::new();
@@ -88,6 +92,8 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> anyhow::Result<()> {
             rule.probability(0.3)
         };
         emulator.faults().set(vec![rule.client(HOST)]);
+        // Watches open for minutes: cut them so the new rule meets the re-watches too.
+        emulator.drop_watches();
         for _ in 0..PER_PHASE {
             env.create(
                 &kinds::blog(),
@@ -111,7 +117,7 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> anyhow::Result<()> {
                 deleted.push(format!("b{i}"));
             }
         }
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        tokio::time::sleep(Duration::from_millis(700)).await;
         tracing::info!(phase = name, "fault phase done");
     }
     emulator.faults().clear();
