@@ -249,13 +249,27 @@ pub struct EmulatorArgs {
     /// Do not simulate Deployment status at all.
     #[arg(long)]
     pub no_workloads: bool,
+    /// Inject faults into matching requests: a YAML list of rules (verbs, resource, client,
+    /// probability, times, fault), as `weir_emulator::Rule` describes.
+    #[arg(long, value_name = "FILE")]
+    pub faults: Option<PathBuf>,
 }
 
 /// Serves the emulator until Ctrl-C or SIGTERM, printing where it listens.
 #[cfg(feature = "dev")]
 fn emulator(args: &EmulatorArgs) -> anyhow::Result<()> {
-    use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+    use weir_emulator::{Emulator, EmulatorConfig, Faults, WorkloadSimulation};
 
+    let faults = match &args.faults {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            Faults::new(
+                Faults::from_yaml(&text).with_context(|| format!("reading {}", path.display()))?,
+            )
+        }
+        None => Faults::default(),
+    };
     let runtime = tokio::runtime::Runtime::new().context("starting the async runtime")?;
     runtime.block_on(async {
         let workloads = (!args.no_workloads).then(|| WorkloadSimulation {
@@ -264,6 +278,7 @@ fn emulator(args: &EmulatorArgs) -> anyhow::Result<()> {
         let config = EmulatorConfig {
             workloads,
             port: args.port,
+            faults,
             ..EmulatorConfig::default()
         };
         let emulator = Emulator::start(config)

@@ -1,9 +1,16 @@
 //! Leader election on a `coordination.k8s.io` Lease, so two replicas of the host never both write.
 //!
 //! Only the leader runs reconcile workers; a standby keeps its caches warm and takes over when
-//! the leader's lease expires or is released on shutdown.
+//! the leader's lease expires or is released on shutdown. A leader that cannot show a renewal of
+//! its lease steps down before the lease could expire (as client-go's renew deadline does) and
+//! stands again: [`Leadership::is_leader`] turns `false` [`LeaderConfig::step_down_margin`] before
+//! the last renewal it read runs out, and the workers get [`LeaderConfig::abandon_after`] to
+//! finish what is in flight; both together end before another replica may take the lease.
 
-use kube::Client;
+use std::time::{Duration, SystemTime};
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{Api, Client};
 use kube_lease_manager::{LeaseManagerBuilder, LeaseManagerError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -36,6 +43,26 @@ impl LeaderConfig {
     }
 }
 
+impl LeaderConfig {
+    /// How long before its lease runs out a leader that has not seen a renewal steps down:
+    /// half the grace period.
+    pub fn step_down_margin(&self) -> Duration {
+        Duration::from_millis(self.grace_secs * 500)
+    }
+
+    /// How long stepped-down workers may finish their in-flight reconciles before they are
+    /// abandoned: half the step-down margin, so they end before the lease could be taken.
+    pub fn abandon_after(&self) -> Duration {
+        self.step_down_margin() / 2
+    }
+
+    /// How often the leader reads its lease back to see its renewals.
+    fn check_every(&self) -> Duration {
+        Duration::from_millis(self.duration_secs * 1000 / 8)
+            .clamp(Duration::from_millis(50), Duration::from_secs(2))
+    }
+}
+
 /// Leader election failed to start.
 #[derive(Debug, thiserror::Error)]
 pub enum LeaderError {
@@ -52,17 +79,31 @@ pub enum LeaderError {
     },
 }
 
-/// A running election: `is_leader` flips as the lease is won or lost.
+/// A running election: `is_leader` flips as the lease is won, lost, won again.
 pub struct Leadership {
-    /// `true` while this replica holds the lease.
+    /// `true` while this replica holds the lease and has seen it renewed recently enough.
     pub is_leader: watch::Receiver<bool>,
-    task: JoinHandle<Result<kube_lease_manager::LeaseManager, LeaseManagerError>>,
+    /// The lease manager's task; taken by [`Leadership::release`].
+    task: Option<JoinHandle<Result<kube_lease_manager::LeaseManager, LeaseManagerError>>>,
+    /// Holds the lease manager's own receiver: ending it releases the lease.
+    guard: JoinHandle<()>,
+}
+
+impl Drop for Leadership {
+    /// Dropped without [`Leadership::release`] (a killed host): both tasks end at once and the
+    /// lease is left to expire, as after SIGKILL.
+    fn drop(&mut self) {
+        self.guard.abort();
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
 }
 
 impl Leadership {
     /// Starts competing for the lease in a background task.
     pub async fn start(client: Client, config: &LeaderConfig) -> Result<Self, LeaderError> {
-        let manager = LeaseManagerBuilder::new(client, &config.lease)
+        let manager = LeaseManagerBuilder::new(client.clone(), &config.lease)
             .with_namespace(&config.namespace)
             .with_identity(&config.identity)
             .with_duration(config.duration_secs)
@@ -75,8 +116,14 @@ impl Leadership {
                 lease: config.lease.clone(),
                 source,
             })?;
-        let (is_leader, task) = manager.watch().await;
-        Ok(Self { is_leader, task })
+        let (held, task) = manager.watch().await;
+        let (tx, is_leader) = watch::channel(false);
+        let guard = tokio::spawn(guard(client_api(client, config), config.clone(), held, tx));
+        Ok(Self {
+            is_leader,
+            task: Some(task),
+            guard,
+        })
     }
 
     /// Waits until this replica leads. Returns `false` if the election ended first.
@@ -85,15 +132,71 @@ impl Leadership {
     }
 
     /// Releases the lease (if held) so a standby takes over at once.
-    pub async fn release(self) {
-        let Self { is_leader, task } = self;
-        drop(is_leader);
+    pub async fn release(mut self) {
+        // Ending the guard drops the lease manager's receiver: it releases the lease and ends.
+        self.guard.abort();
+        let _ = (&mut self.guard).await;
+        let Some(task) = self.task.take() else { return };
         match task.await {
             Ok(Ok(_)) => tracing::info!("leader lease released"),
             Ok(Err(e)) => {
                 tracing::warn!(error = %crate::chain::Chain(&e), "releasing the leader lease failed")
             }
             Err(e) => tracing::warn!(error = %e, "the leader election task failed"),
+        }
+    }
+}
+
+fn client_api(client: Client, config: &LeaderConfig) -> Api<Lease> {
+    Api::namespaced(client, &config.namespace)
+}
+
+/// Until when the lease is ours, as its last renewal says; `None` if another replica holds it.
+fn held_until(lease: &Lease, identity: &str) -> Option<SystemTime> {
+    let spec = lease.spec.as_ref()?;
+    if spec.holder_identity.as_deref() != Some(identity) {
+        return None;
+    }
+    let renewed = SystemTime::from(spec.renew_time.as_ref()?.0);
+    let secs = u64::try_from(spec.lease_duration_seconds?).ok()?;
+    Some(renewed + Duration::from_secs(secs))
+}
+
+/// Publishes "leading" only while the lease manager says so *and* the lease, read back, runs
+/// past now plus the step-down margin. Unreadable (API down): the last renewal read decides.
+async fn guard(
+    api: Api<Lease>,
+    config: LeaderConfig,
+    mut held: watch::Receiver<bool>,
+    tx: watch::Sender<bool>,
+) {
+    let margin = config.step_down_margin();
+    let mut until: Option<SystemTime> = None;
+    loop {
+        let claimed = *held.borrow_and_update();
+        if claimed {
+            match api.get_opt(&config.lease).await {
+                Ok(lease) => until = lease.and_then(|l| held_until(&l, &config.identity)),
+                Err(e) => tracing::debug!(error = %e, "cannot read the leader lease back"),
+            }
+        } else {
+            until = None;
+        }
+        let leading = claimed && until.is_some_and(|u| SystemTime::now() + margin < u);
+        tx.send_if_modified(|was| {
+            let changed = *was != leading;
+            if changed && !leading {
+                tracing::warn!(identity = %config.identity, "leader lease not renewed in time: stepping down");
+            }
+            *was = leading;
+            changed
+        });
+        tokio::select! {
+            changed = held.changed() => if changed.is_err() {
+                tx.send_replace(false);
+                return;
+            },
+            () = tokio::time::sleep(config.check_every()) => {}
         }
     }
 }

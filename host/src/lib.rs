@@ -28,6 +28,7 @@
 //! embedded emulator (crate `weir-emulator`), [`fixtures`] is `weir test`, [`scaffold`] is `weir new`.
 
 mod chain;
+pub mod client;
 #[cfg(feature = "dev")]
 pub mod dev;
 pub mod fixtures;

@@ -57,7 +57,8 @@ pub enum RunError {
     Runtime(#[source] std::io::Error),
 }
 
-/// A client for `--kubeconfig PATH`, or the usual inference (KUBECONFIG, ~/.kube/config, in-cluster).
+/// A client for `--kubeconfig PATH`, or the usual inference (KUBECONFIG, ~/.kube/config, in-cluster),
+/// rate-limited and honouring the server's pushback ([`crate::client`]).
 pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, RunError> {
     let config = match kubeconfig {
         Some(path) => {
@@ -77,7 +78,7 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, RunError> {
             RunError::NoCluster
         })?,
     };
-    Client::try_from(config).map_err(RunError::Client)
+    crate::client::build(config, crate::client::ClientLimits::default()).map_err(RunError::Client)
 }
 
 /// Arguments of `weir run`.

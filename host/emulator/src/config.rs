@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use crate::faults::Faults;
 use crate::http_util::form_pairs;
 
 /// Deployment status simulation, the way KWOK fakes kubelets.
@@ -22,6 +23,8 @@ pub struct EmulatorConfig {
     pub port: u16,
     /// How often watches with `allowWatchBookmarks=true` receive a BOOKMARK.
     pub bookmark_interval: Duration,
+    /// Fault rules (none by default); the handle stays live: [`crate::Emulator::faults`].
+    pub faults: Faults,
 }
 
 impl Default for EmulatorConfig {
@@ -31,6 +34,7 @@ impl Default for EmulatorConfig {
             watch_history: 10_000,
             port: 0,
             bookmark_interval: Duration::from_secs(1),
+            faults: Faults::default(),
         }
     }
 }
@@ -50,6 +54,8 @@ pub struct RequestRecord {
     pub field_manager: Option<String>,
     /// Request Content-Type, if given.
     pub content_type: Option<String>,
+    /// `User-Agent` of the client: which host instance sent the request.
+    pub user_agent: Option<String>,
 }
 
 impl RequestRecord {

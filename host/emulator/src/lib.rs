@@ -13,9 +13,10 @@
 //!    and field selectors), `schema` (CRD `openAPIV3Schema` validation, 422 with field paths, and
 //!    pruning), `builtin_schema` (the OpenAPI schemas of the built-in kinds, from k8s-openapi),
 //!    `protobuf` (protobuf bodies of the built-in kinds, via k8s-pb), `apierror` (failures as
-//!    `Status`), `config` (the public settings and [`RequestRecord`]), `opts` (what a write asks
-//!    for: field manager, `fieldValidation`, dry run, force), `events` (core/v1 ⇄ events.k8s.io/v1
-//!    Event fields, one store behind both APIs).
+//!    `Status`), `faults` (fault-injection rules and their middleware), `config` (the public
+//!    settings and [`RequestRecord`]), `opts` (what a write asks for: field manager,
+//!    `fieldValidation`, dry run, force), `events` (core/v1 ⇄ events.k8s.io/v1 Event fields, one
+//!    store behind both APIs).
 //! 2. `resources` — the registry of served kinds: built-ins (namespaces, configmaps, secrets,
 //!    services, serviceaccounts, core and `events.k8s.io` events, deployments, replicasets,
 //!    leases, CRDs) plus every kind a CustomResourceDefinition declares, served as soon as the
@@ -140,6 +141,7 @@ mod schema;
 mod builtin_schema;
 mod protobuf;
 mod apierror;
+mod faults;
 mod config;
 mod opts;
 mod events;
@@ -187,6 +189,7 @@ use crate::shared::Shared;
 
 pub use config::{EmulatorConfig, RequestRecord, WorkloadSimulation};
 pub use discovery::KUBE_VERSION;
+pub use faults::{Fault, Faults, FaultsError, Rule, Verb};
 
 /// Why the emulator could not start or write its kubeconfig.
 #[derive(Debug, thiserror::Error)]
@@ -341,6 +344,11 @@ impl Emulator {
     /// Every request served so far, oldest first.
     pub fn requests(&self) -> Vec<RequestRecord> {
         self.shared.requests()
+    }
+
+    /// The fault rules this emulator applies to requests: `set` them, `clear` them.
+    pub fn faults(&self) -> &Faults {
+        &self.shared.config.faults
     }
 
     /// Forget the request log.

@@ -21,6 +21,11 @@ async fn log_requests(State(shared): State<Arc<Shared>>, req: Request, next: Nex
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(String::from);
+    let user_agent = req
+        .headers()
+        .get(http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
     let field_manager = form_pairs(&query)
         .into_iter()
         .find(|(k, _)| k == "fieldManager")
@@ -34,6 +39,7 @@ async fn log_requests(State(shared): State<Arc<Shared>>, req: Request, next: Nex
         status: resp.status().as_u16(),
         field_manager,
         content_type,
+        user_agent,
     });
     resp
 }
@@ -42,6 +48,10 @@ async fn log_requests(State(shared): State<Arc<Shared>>, req: Request, next: Nex
 pub fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .fallback(routes::dispatch)
+        .layer(middleware::from_fn_with_state(
+            shared.config.faults.clone(),
+            crate::faults::inject,
+        ))
         .layer(middleware::from_fn_with_state(shared.clone(), log_requests))
         .with_state(shared)
 }

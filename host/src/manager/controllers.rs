@@ -44,8 +44,9 @@ pub(super) struct Controllers {
     share: usize,
     metrics: Arc<Metrics>,
     config: ControllerConfig,
-    /// `None`: the only replica, always leading.
-    leading: Option<watch::Receiver<bool>>,
+    /// `None`: the only replica, always leading. Else whether this replica leads, and how long
+    /// stepped-down workers may finish before their reconciles are abandoned.
+    leading: Option<(watch::Receiver<bool>, Duration)>,
     running: HashMap<KindKey, Running>,
     view: ControllersView,
 }
@@ -126,7 +127,7 @@ impl Controllers {
         slots: usize,
         metrics: Arc<Metrics>,
         config: ControllerConfig,
-        leading: Option<watch::Receiver<bool>>,
+        leading: Option<(watch::Receiver<bool>, Duration)>,
     ) -> Self {
         let slots = slots.max(1);
         Self {
@@ -222,25 +223,52 @@ impl Controllers {
 }
 
 /// Runs the workers while this replica leads; the watches run regardless, so a standby's
-/// caches are warm when it takes over.
+/// caches are warm when it takes over. A lost lease stops the workers (in-flight reconciles get
+/// `abandon` to finish, then are dropped) and the controller stands again.
 async fn lead_then_work(
     controller: Arc<Controller>,
-    leading: Option<watch::Receiver<bool>>,
+    leading: Option<(watch::Receiver<bool>, Duration)>,
     stop: CancellationToken,
 ) {
-    if let Some(mut leading) = leading {
+    let Some((mut leading, abandon)) = leading else {
         tokio::select! {
             () = stop.cancelled() => return,
-            won = leading.wait_for(|l| *l) => if won.is_err() { return },
+            () = wait_synced(&controller) => {}
+        }
+        // Dropping `run_workers` would abort reconciles in flight: once running, the workers
+        // end through `Controller::shutdown`.
+        return controller.run_workers().await;
+    };
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            ended = async { leading.wait_for(|l| *l).await.is_err() } => if ended { return },
+        }
+        tokio::select! {
+            () = stop.cancelled() => return,
+            () = wait_synced(&controller) => {}
+        }
+        if stop.is_cancelled() {
+            return;
+        }
+        controller.resume();
+        info!(kind = %controller.info().parent.kind, "leading: workers started");
+        let workers = controller.clone().run_workers();
+        tokio::pin!(workers);
+        tokio::select! {
+            () = &mut workers => return,
+            ended = async { leading.wait_for(|l| !*l).await.is_err() } => {
+                controller.shutdown();
+                if tokio::time::timeout(abandon, &mut workers).await.is_err() {
+                    warn!(kind = %controller.info().parent.kind, "in-flight reconciles abandoned: the lease is lost");
+                }
+                if ended {
+                    return;
+                }
+                info!(kind = %controller.info().parent.kind, "stepped down: workers stopped, caches kept; standing again");
+            }
         }
     }
-    // Dropping `run_workers` would abort reconciles in flight: only the wait is raced with
-    // `stop`; once running, the workers end through `Controller::shutdown`.
-    tokio::select! {
-        () = stop.cancelled() => return,
-        () = wait_synced(&controller) => {}
-    }
-    controller.run_workers().await;
 }
 
 async fn wait_synced(controller: &Controller) {

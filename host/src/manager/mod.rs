@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kube::Client;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
@@ -181,7 +181,10 @@ impl Manager {
                 validation: config.policy.validation(),
                 ..config.controller.clone()
             },
-            leadership.as_ref().map(|l| l.is_leader.clone()),
+            leadership
+                .as_ref()
+                .zip(config.leader.as_ref())
+                .map(|(l, c)| (l.is_leader.clone(), c.abandon_after())),
         );
         let view = controllers.view();
         let stop = CancellationToken::new();
@@ -264,13 +267,15 @@ impl Manager {
         self.view.abort_all();
     }
 
-    /// Waits until the host stops by itself (it lost its leadership).
+    /// Waits until the host's main task ends (after [`Manager::shutdown`] began, or a panic); a
+    /// lost lease does not end it.
     pub async fn wait(&mut self) {
         let _ = (&mut self.main).await;
     }
 }
 
-/// Applies plugin events to the controllers until stopped or the lease is lost.
+/// Applies plugin events to the controllers until stopped. A lost lease does not stop the host:
+/// the controllers step down and stand again (see `controllers`).
 async fn drive(
     mut controllers: Controllers,
     mut events: mpsc::UnboundedReceiver<PluginEvent<Plugin>>,
@@ -278,13 +283,9 @@ async fn drive(
     installer: Option<Client>,
     stop: CancellationToken,
 ) {
-    let mut leading = leadership.as_ref().map(|l| l.is_leader.clone());
     loop {
         tokio::select! {
-            () = stop.cancelled() => {
-                tracing::info!("shutting down: finishing in-flight reconciles");
-                break;
-            }
+            () = stop.cancelled() => break,
             event = events.recv() => match event {
                 Some(event) => {
                     if let Some(client) = &installer {
@@ -294,22 +295,15 @@ async fn drive(
                 }
                 // The fixed source has sent everything: keep serving.
                 None => {
-                    tokio::select! {
-                        () = stop.cancelled() => {}
-                        () = lost(&mut leading) => tracing::error!("lost the leader lease: stopping"),
-                    }
+                    stop.cancelled().await;
                     break;
                 }
             },
-            () = lost(&mut leading) => {
-                tracing::error!("lost the leader lease: stopping");
-                break;
-            }
         }
     }
+    tracing::info!("shutting down: finishing in-flight reconciles");
     controllers.shutdown().await;
-    // The lease is released once every receiver of its state is gone.
-    drop((controllers, leading));
+    drop(controllers);
     if let Some(l) = leadership {
         l.release().await;
     }
@@ -331,15 +325,5 @@ async fn install(client: &Client, event: &PluginEvent<Plugin>) {
             error = %crate::chain::Chain(&e),
             "the controller starts anyway; its watch retries until the kind is served"
         ),
-    }
-}
-
-/// Resolves once this replica led and then stopped leading; never without election.
-async fn lost(leading: &mut Option<watch::Receiver<bool>>) {
-    let Some(rx) = leading else {
-        return std::future::pending().await;
-    };
-    if rx.wait_for(|l| *l).await.is_ok() {
-        let _ = rx.wait_for(|l| !*l).await;
     }
 }

@@ -1,24 +1,50 @@
-//! ⑤b Writes of children: server-side apply when the live object differs, prune what is no longer wanted.
+//! ⑤b Writes of children: create what is new, server-side apply what differs, prune what is no longer wanted.
 //!
 //! Every write is counted (metric) and remembered (so its watch echo is not mistaken for an
 //! outside change). A converged parent costs no write at all: the cached live object is
 //! compared with the desired manifest first.
+//!
+//! Ownership is never taken by force. The validation checked ownership against the cache, and
+//! the cache can lag: an object someone else creates after the cache was read is not in it. So a
+//! child the cache does not hold is *created* (`POST`): if the name is taken, the `409
+//! AlreadyExists` is answered by reading the object from the API server, and one this parent
+//! does not control is refused as foreign ([`ApplyError::Foreign`]), untouched. Only a child the
+//! parent controls is written by server-side apply with `force`, which then takes over just the
+//! fields of Weir's own manifest (reverting drift). The create records its fields under the same
+//! field manager (operation `Update`, as kube-apiserver does for any create), so a field first
+//! set at creation stays co-owned by that entry: dropping it from a later answer leaves its
+//! value in place rather than removing it.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
 use kube::Client;
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 
-use super::cache::key_of;
+use super::cache::{controller_uid, key_of};
 use super::echoes::Echoes;
 use super::queue::ObjectKey;
-use super::validate::{DesiredChild, live_holds};
+use super::validate::{DesiredChild, Refusal, live_holds};
 use crate::metrics::Metrics;
 
 /// A write to a child failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
+    /// Creating a child the cache did not hold was rejected or did not reach the server.
+    #[error("creating {kind} {key}")]
+    Create {
+        /// Kind of the child.
+        kind: String,
+        /// Its key.
+        key: ObjectKey,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The name of a new child was taken meanwhile by an object this parent does not control;
+    /// it was left untouched (a refusal, as when the cache already showed it).
+    #[error(transparent)]
+    Foreign(Refusal),
     /// Server-side apply of a child was rejected or did not reach the server.
     #[error("applying {kind} {key}")]
     Apply {
@@ -46,7 +72,12 @@ pub enum ApplyError {
 impl ApplyError {
     /// A conflict or an invalid object will not go away by retrying the same answer.
     pub fn is_permanent(&self) -> bool {
-        let (ApplyError::Apply { source, .. } | ApplyError::Prune { source, .. }) = self;
+        let (ApplyError::Apply { source, .. }
+        | ApplyError::Create { source, .. }
+        | ApplyError::Prune { source, .. }) = self
+        else {
+            return true;
+        };
         matches!(source, kube::Error::Api(s) if s.code == 422 || s.code == 400 || s.code == 403)
     }
 }
@@ -54,7 +85,7 @@ impl ApplyError {
 /// What was done to one child (for Events and logs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    /// Created by server-side apply.
+    /// Created (`POST`).
     Created(String, ObjectKey),
     /// Changed by server-side apply.
     Updated(String, ObjectKey),
@@ -76,7 +107,10 @@ impl std::fmt::Display for Change {
 pub struct Applier {
     client: Client,
     plugin: String,
-    params: PatchParams,
+    /// Server-side apply with `force`, for children this parent controls.
+    apply: PatchParams,
+    /// `POST` of a child the cache does not hold.
+    create: PostParams,
     metrics: Arc<Metrics>,
     echoes: Arc<Echoes>,
 }
@@ -84,56 +118,107 @@ pub struct Applier {
 impl Applier {
     /// An applier whose field manager is `weir/<plugin>`.
     pub fn new(client: Client, plugin: &str, metrics: Arc<Metrics>, echoes: Arc<Echoes>) -> Self {
-        let params = PatchParams::apply(&format!("weir/{plugin}")).force();
+        let manager = format!("weir/{plugin}");
         Self {
             client,
             plugin: plugin.to_owned(),
-            params,
+            apply: PatchParams::apply(&manager).force(),
+            create: PostParams {
+                dry_run: false,
+                field_manager: Some(manager),
+            },
             metrics,
             echoes,
         }
     }
 
-    /// Applies every child whose live copy does not already hold the desired fields.
-    /// `force` takes over only the fields in Weir's own manifest (e.g. a hand-edited
-    /// `replicas`), which is what reverting drift means.
+    /// Writes every child whose live copy does not already hold the desired fields: creates the
+    /// ones the cache does not hold, applies the ones this parent controls.
     pub async fn apply(&self, children: &[DesiredChild]) -> Result<Vec<Change>, ApplyError> {
         let mut changes = Vec::new();
         for child in children {
-            if child
-                .live
-                .as_deref()
-                .is_some_and(|live| live_holds(live, &child.manifest))
-            {
-                continue;
-            }
             let kind = child.kind.kind.clone();
-            let ns = child.key.namespace.as_deref().unwrap_or_default();
-            let api: Api<DynamicObject> =
-                Api::namespaced_with(self.client.clone(), ns, &child.kind.api_resource());
-            self.metrics
-                .wrote(&self.plugin, "apply", &child.kind.plural);
-            let written = api
-                .patch(
-                    &child.key.name,
-                    &self.params,
-                    &Patch::Apply(&child.manifest),
-                )
-                .await
-                .map_err(|source| ApplyError::Apply {
-                    kind: kind.clone(),
-                    key: child.key.clone(),
-                    source,
-                })?;
-            self.echoes.wrote(&kind, &written);
-            tracing::info!(%kind, child = %child.key, created = child.live.is_none(), "applied child");
-            changes.push(if child.live.is_some() {
-                Change::Updated(kind, child.key.clone())
-            } else {
-                Change::Created(kind, child.key.clone())
-            });
+            let change = match child.live.as_deref() {
+                Some(live) if live_holds(live, &child.manifest) => continue,
+                // Validated against the cache: controlled by this parent.
+                Some(_) => self
+                    .apply_owned(child)
+                    .await
+                    .map(|()| Change::Updated(kind, child.key.clone()))?,
+                None => self.create(child).await?,
+            };
+            changes.push(change);
         }
         Ok(changes)
+    }
+
+    fn api(&self, child: &DesiredChild) -> Api<DynamicObject> {
+        let ns = child.key.namespace.as_deref().unwrap_or_default();
+        Api::namespaced_with(self.client.clone(), ns, &child.kind.api_resource())
+    }
+
+    /// Server-side apply with `force` of a child this parent controls (drift is reverted).
+    async fn apply_owned(&self, child: &DesiredChild) -> Result<(), ApplyError> {
+        let kind = &child.kind.kind;
+        self.metrics
+            .wrote(&self.plugin, "apply", &child.kind.plural);
+        let written = self
+            .api(child)
+            .patch(&child.key.name, &self.apply, &Patch::Apply(&child.manifest))
+            .await
+            .map_err(|source| ApplyError::Apply {
+                kind: kind.clone(),
+                key: child.key.clone(),
+                source,
+            })?;
+        self.echoes.wrote(kind, &written);
+        tracing::info!(%kind, child = %child.key, "applied child");
+        Ok(())
+    }
+
+    /// Creates a child the cache does not hold. A taken name is read back: this parent's own
+    /// object (created by an earlier reconcile the cache has not seen yet) is applied; anyone
+    /// else's is refused and left alone.
+    async fn create(&self, child: &DesiredChild) -> Result<Change, ApplyError> {
+        let kind = child.kind.kind.clone();
+        let create_error = |source| ApplyError::Create {
+            kind: kind.clone(),
+            key: child.key.clone(),
+            source,
+        };
+        let object: DynamicObject = serde_json::from_value(child.manifest.clone())
+            .map_err(|e| create_error(kube::Error::SerdeError(e)))?;
+        let api = self.api(child);
+        self.metrics
+            .wrote(&self.plugin, "create", &child.kind.plural);
+        match api.create(&self.create, &object).await {
+            Ok(written) => {
+                self.echoes.wrote(&kind, &written);
+                tracing::info!(%kind, child = %child.key, "created child");
+                return Ok(Change::Created(kind, child.key.clone()));
+            }
+            Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {}
+            Err(source) => return Err(create_error(source)),
+        }
+        let live = api.get(&child.key.name).await.map_err(create_error)?;
+        let parent = child
+            .manifest
+            .pointer("/metadata/ownerReferences/0/uid")
+            .and_then(serde_json::Value::as_str);
+        let controller = controller_uid(&live);
+        if controller.is_some() && controller == parent {
+            self.apply_owned(child).await?;
+            return Ok(Change::Updated(kind, child.key.clone()));
+        }
+        tracing::warn!(%kind, child = %child.key, "a foreign object took the child's name; left untouched");
+        Err(ApplyError::Foreign(Refusal::Foreign {
+            kind,
+            namespace: child.key.namespace.clone().unwrap_or_default(),
+            name: child.key.name.clone(),
+            owner: controller.map_or("not owned by any controller".to_owned(), |u| {
+                format!("controlled by {u}")
+            }),
+        }))
     }
 
     /// Deletes the observed children that are not desired any more. Only objects this parent

@@ -297,9 +297,16 @@ impl Controller {
         while workers.join_next().await.is_some() {}
     }
 
-    /// Stops handing out keys; `run_workers` returns once in-flight reconciles are done.
+    /// Stops handing out keys; `run_workers` returns once in-flight reconciles are done. Keys
+    /// keep arriving and wait in the queue.
     pub fn shutdown(&self) {
         self.parts.queue.shutdown();
+    }
+
+    /// Hands out keys again after [`Controller::shutdown`] (leadership won back): what queued up
+    /// meanwhile runs first.
+    pub fn resume(&self) {
+        self.parts.queue.resume();
     }
 
     /// One reconcile of one key in its own span; errors go through [`Controller::error_policy`].
@@ -351,6 +358,10 @@ impl Controller {
             .map_err(ReconcileError::Plugin)?;
 
         // ⑤ Validate the whole answer, then apply what differs and prune what is gone.
+        let refused = |refusal| ReconcileError::Refused {
+            message: validate::refusal_message(info, &refusal),
+            refusal,
+        };
         let desired = validate::validate(
             info,
             &parent,
@@ -358,11 +369,12 @@ impl Controller {
             &b.cache,
             &self.parts.config.validation,
         )
-        .map_err(|refusal| ReconcileError::Refused {
-            message: validate::refusal_message(info, &refusal),
-            refusal,
+        .map_err(refused)?;
+        // A name taken between the cache read and the create is refused like one the cache showed.
+        let mut writes = b.applier.apply(&desired).await.map_err(|e| match e {
+            apply::ApplyError::Foreign(refusal) => refused(refusal),
+            e => ReconcileError::Apply(e),
         })?;
-        let mut writes = b.applier.apply(&desired).await?;
         writes.extend(b.applier.prune(&desired, &children, &info.children).await?);
         if !writes.is_empty() {
             // One Event per reconcile that changed children, not one per child: Events are writes too.

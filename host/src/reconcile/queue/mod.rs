@@ -18,6 +18,7 @@
 
 mod hotloop;
 mod limit;
+pub(crate) use self::limit::TokenBucket;
 mod work;
 
 use std::sync::Mutex;
@@ -28,7 +29,7 @@ use tokio::time::Instant;
 
 use self::hotloop::Guard;
 pub use self::hotloop::HotLoop;
-use self::limit::{Backoff, TokenBucket};
+use self::limit::Backoff;
 pub use self::work::ObjectKey;
 use self::work::Work;
 
@@ -301,6 +302,12 @@ impl Queue {
     /// Stops handing out keys; in-flight reconciles finish normally.
     pub fn shutdown(&self) {
         self.lock().shut = true;
+        self.wake.notify_waiters();
+    }
+
+    /// Hands out keys again after [`Queue::shutdown`]; the keys added meanwhile are kept.
+    pub fn resume(&self) {
+        self.lock().shut = false;
         self.wake.notify_waiters();
     }
 }

@@ -1,0 +1,204 @@
+//! Blogs created, edited and deleted while the API server fails the host's requests, one fault
+//! kind at a time (500, 503, 429 with `Retry-After`, 409 on writes, latency, connection resets,
+//! watches cut mid-stream, forced compaction): once the faults stop, every Blog converges, no
+//! child is orphaned or duplicated, and every deleted Blog is gone (its finalizer removed).
+//!
+//! Scaled to the CI budget: 96 Blogs over eight phases of 12, each fault at 30% (50% for cut
+//! watches) on the paths it touches, injected only into the host's own requests.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, Instant};
+
+use kube::ResourceExt;
+use kube::api::{DeleteParams, ListParams};
+use serde_json::json;
+use weir::client::ClientLimits;
+use weir::manager::{Manager, PluginSource};
+use weir_e2e::{CONVERGE, TestEnv, eventually, fast_config, kinds, plugin, wait_ready};
+use weir_emulator::{Fault, Rule, Verb};
+
+const HOST: &str = "weir-e2e/faulty-host";
+const PER_PHASE: usize = 12;
+
+fn phases() -> Vec<(&'static str, Rule)> {
+    use Verb::{Create, Delete, List, Patch, Update, Watch};
+    let writes = [Create, Update, Patch, Delete];
+    vec![
+        ("500", Rule::new(&[], None, Fault::Status { code: 500 })),
+        ("503", Rule::new(&[], None, Fault::Status { code: 503 })),
+        (
+            "429",
+            Rule::new(
+                &writes,
+                None,
+                Fault::TooManyRequests {
+                    retry_after_secs: 1,
+                },
+            ),
+        ),
+        (
+            "409",
+            Rule::new(&[Update, Patch], None, Fault::Status { code: 409 }),
+        ),
+        (
+            "latency",
+            Rule::new(&[], None, Fault::Latency { millis: 150 }),
+        ),
+        ("reset", Rule::new(&[], None, Fault::Reset)),
+        (
+            "cut watch",
+            Rule::new(&[Watch], None, Fault::CloseWatch { after_millis: 200 }).probability(0.5),
+        ),
+        ("410", Rule::new(&[Watch, List], None, Fault::Expired)),
+    ]
+}
+
+#[tokio::test]
+async fn blogs_converge_after_every_kind_of_api_fault() -> anyhow::Result<()> {
+    let env = TestEnv::start().await?;
+    let Some(emulator) = env.emulator.as_ref() else {
+        return Ok(()); // Fault injection is the emulator's.
+    };
+    let blog = plugin("blog")?;
+    env.install_crd(&blog).await?;
+    let mut config = kube::Config::new(emulator.url().parse()?);
+    config
+        .headers
+        .push((http::header::USER_AGENT, HOST.parse()?));
+    let limits = ClientLimits {
+        qps: 500.0,
+        burst: 500,
+    };
+    let client = weir::client::build(config, limits)?;
+    let host = Manager::start(
+        client,
+        PluginSource::Fixed(vec![blog]),
+        fast_config(&env.namespace),
+    )
+    .await?;
+    let blogs = env.api(&kinds::blog());
+    eventually("the host is ready", CONVERGE, || async {
+        host.is_ready().then_some(())
+    })
+    .await?;
+    let started = Instant::now();
+
+    let mut deleted = Vec::new();
+    let mut n = 0;
+    for (phase, (name, rule)) in phases().into_iter().enumerate() {
+        let rule = if rule.probability < 1.0 {
+            rule
+        } else {
+            rule.probability(0.3)
+        };
+        emulator.faults().set(vec![rule.client(HOST)]);
+        // Watches open for minutes: cut them so the new rule meets the re-watches too.
+        emulator.drop_watches();
+        for _ in 0..PER_PHASE {
+            env.create(
+                &kinds::blog(),
+                &format!("b{n}"),
+                json!({"title": format!("t{n}"), "replicas": 1}),
+            )
+            .await?;
+            n += 1;
+        }
+        // Edit half of the previous phase's Blogs, delete a quarter of them.
+        if phase > 0 {
+            let first = (phase - 1) * PER_PHASE;
+            for i in (first..first + PER_PHASE).step_by(2) {
+                env.patch_spec(&kinds::blog(), &format!("b{i}"), json!({"replicas": 2}))
+                    .await?;
+            }
+            for i in (first + 1..first + PER_PHASE).step_by(4) {
+                blogs
+                    .delete(&format!("b{i}"), &DeleteParams::default())
+                    .await?;
+                deleted.push(format!("b{i}"));
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        tracing::info!(phase = name, "fault phase done");
+    }
+    emulator.faults().clear();
+    let injected = emulator.faults().injected();
+    let faults_phase = started.elapsed();
+
+    let gone: HashSet<String> = deleted.iter().cloned().collect();
+    let mut uids = BTreeMap::new();
+    for i in 0..n {
+        let name = format!("b{i}");
+        if gone.contains(&name) {
+            continue;
+        }
+        let b = wait_ready(&blogs, &name).await?;
+        uids.insert(b.uid().unwrap_or_default(), name);
+    }
+    for name in &deleted {
+        eventually(
+            &format!("{name} is gone (finalizer removed)"),
+            CONVERGE,
+            || async { blogs.get_opt(name).await.ok()?.is_none().then_some(()) },
+        )
+        .await?;
+    }
+    // Every child is controlled by a live Blog, exactly one of each kind per Blog.
+    for kind in [kinds::deployment(), kinds::service(), kinds::config_map()] {
+        let children = eventually(
+            &format!("no {} is orphaned", kind.kind),
+            CONVERGE,
+            || async {
+                let list = env
+                    .api(&kind)
+                    .list(&ListParams::default().labels("weir.dev/parent-uid"))
+                    .await
+                    .ok()?;
+                let owners: Vec<String> = list
+                    .items
+                    .iter()
+                    .map(|c| c.labels()["weir.dev/parent-uid"].clone())
+                    .collect();
+                owners
+                    .iter()
+                    .all(|u| uids.contains_key(u))
+                    .then_some(owners)
+            },
+        )
+        .await?;
+        let distinct: HashSet<&String> = children.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            children.len(),
+            "{}: one per Blog",
+            kind.kind
+        );
+        assert_eq!(
+            children.len(),
+            uids.len(),
+            "{}: every Blog has one",
+            kind.kind
+        );
+    }
+    let total: u64 = injected.values().sum();
+    println!(
+        "faults: {n} Blogs ({} deleted) under {} phases in {faults_phase:?}; faults survived {total} of {total} injected {injected:?}; converged after {:?}",
+        deleted.len(),
+        phases().len(),
+        started.elapsed()
+    );
+    for (name, _) in phases() {
+        let key = match name {
+            "500" | "503" | "409" => "status",
+            "429" => "too-many-requests",
+            "cut watch" => "close-watch",
+            "410" => "expired",
+            other => other,
+        };
+        assert!(
+            injected.get(key).is_some_and(|c| *c > 0),
+            "no {name} fault was injected: {injected:?}"
+        );
+    }
+    host.shutdown().await;
+    Ok(())
+}
