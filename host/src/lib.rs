@@ -30,6 +30,7 @@
 mod chain;
 #[cfg(feature = "dev")]
 pub mod dev;
+pub mod cluster;
 pub mod fixtures;
 pub mod hotload;
 pub mod leader;

@@ -17,6 +17,7 @@ mod bindings;
 mod engine;
 mod limits;
 mod log;
+mod precompiled;
 mod response;
 mod reused;
 mod sandbox;
