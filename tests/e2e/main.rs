@@ -16,6 +16,7 @@ mod hot_loop_is_throttled;
 mod informers_are_shared;
 mod leader_election;
 mod other_languages;
+mod plugin_resource;
 mod refused_answers_write_nothing;
 mod restart_converges;
 mod unwanted_children_are_pruned;

@@ -126,9 +126,11 @@ pub fn parse_reference(reference: &str) -> Result<Reference> {
         })
 }
 
-/// Pushes and pulls components.
+/// Pushes and pulls components, with one set of credentials (the registry client keeps the
+/// first credentials it is given for a registry, so other credentials need another `Registry`).
 pub struct Registry {
     client: Client,
+    auth: RegistryAuth,
 }
 
 impl std::fmt::Debug for Registry {
@@ -138,8 +140,9 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    /// A client for `registry` (only its loopback-or-not matters: see the module docs).
-    pub fn new(reference: &Reference) -> Registry {
+    /// A client for `reference`'s registry (only whether it is on loopback matters: see the
+    /// module docs), authenticating with `credentials`.
+    pub fn new(reference: &Reference, credentials: &Credentials) -> Registry {
         // reqwest is built without a default TLS provider (its default, aws-lc, would be a
         // second crypto library beside kube's ring): make ring the process default. An
         // error means a provider is installed already, which is as good.
@@ -157,17 +160,13 @@ impl Registry {
                 read_timeout: Some(std::time::Duration::from_secs(60)),
                 ..ClientConfig::default()
             }),
+            auth: credentials.auth(),
         }
     }
 
     /// Pushes `component` to `reference` in the WebAssembly layout; returns the manifest's
     /// digest. Pushing the same bytes again gives the same digest (the config records no time).
-    pub async fn push(
-        &self,
-        component: &[u8],
-        reference: &Reference,
-        credentials: &Credentials,
-    ) -> Result<String> {
+    pub async fn push(&self, component: &[u8], reference: &Reference) -> Result<String> {
         let name = reference.whole();
         let registry_err = |source| OciError::Registry {
             reference: name.clone(),
@@ -201,7 +200,7 @@ impl Registry {
         let digest = sha256_digest(&body);
 
         self.client
-            .store_auth_if_needed(reference.resolve_registry(), &credentials.auth())
+            .store_auth_if_needed(reference.resolve_registry(), &self.auth)
             .await;
         self.client
             .push_blob(reference, layer.data, &layer_digest)
@@ -221,12 +220,12 @@ impl Registry {
 
     /// The digest `reference` names now: its own `@sha256:…`, or what the registry says its
     /// tag points at (one HEAD request).
-    pub async fn resolve(&self, reference: &Reference, credentials: &Credentials) -> Result<String> {
+    pub async fn resolve(&self, reference: &Reference) -> Result<String> {
         if let Some(digest) = reference.digest() {
             return Ok(digest.to_owned());
         }
         self.client
-            .fetch_manifest_digest(reference, &credentials.auth())
+            .fetch_manifest_digest(reference, &self.auth)
             .await
             .map_err(|source| OciError::Registry {
                 reference: reference.whole(),
@@ -235,12 +234,7 @@ impl Registry {
     }
 
     /// Pulls the component of the manifest with this `digest` from `reference`'s repository.
-    pub async fn pull(
-        &self,
-        reference: &Reference,
-        digest: &str,
-        credentials: &Credentials,
-    ) -> Result<Pulled> {
+    pub async fn pull(&self, reference: &Reference, digest: &str) -> Result<Pulled> {
         let pinned = reference.clone_with_digest(digest.to_owned());
         let name = pinned.whole();
         let registry_err = |source| OciError::Registry {
@@ -250,7 +244,7 @@ impl Registry {
         // Checks the manifest's bytes against `digest`.
         let (manifest, _) = self
             .client
-            .pull_image_manifest(&pinned, &credentials.auth())
+            .pull_image_manifest(&pinned, &self.auth)
             .await
             .map_err(registry_err)?;
         let layer = wasm_layer(&manifest).map_err(|reason| OciError::NotWasm {
@@ -346,8 +340,8 @@ pub fn credentials_from_docker_config(
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(auth)
         .map_err(|e| format!("its auth for {registry} is not base64: {e}"))?;
-    let decoded = String::from_utf8(decoded)
-        .map_err(|_| format!("its auth for {registry} is not text"))?;
+    let decoded =
+        String::from_utf8(decoded).map_err(|_| format!("its auth for {registry} is not text"))?;
     let (username, password) = decoded
         .split_once(':')
         .ok_or_else(|| format!("its auth for {registry} is not user:password"))?;
@@ -402,7 +396,10 @@ mod tests {
         };
         assert_eq!((username.as_str(), password.as_str()), ("weir", "s3cret:x"));
         let missing = credentials_from_docker_config(plain, "other:5000").unwrap_err();
-        assert!(missing.contains("no entry for registry other:5000"), "{missing}");
+        assert!(
+            missing.contains("no entry for registry other:5000"),
+            "{missing}"
+        );
     }
 
     #[test]
@@ -420,6 +417,10 @@ mod tests {
         let two = wasm_layer(&manifest(vec![layer(LAYER_MEDIA_TYPE); 2])).unwrap_err();
         assert_eq!(two, "it has 2 layers, not one");
         let tar = manifest(vec![layer("application/vnd.oci.image.layer.v1.tar")]);
-        assert!(wasm_layer(&tar).unwrap_err().contains("layer has media type"));
+        assert!(
+            wasm_layer(&tar)
+                .unwrap_err()
+                .contains("layer has media type")
+        );
     }
 }

@@ -69,11 +69,8 @@ impl PushArgs {
             .enable_all()
             .build()
             .map_err(PushError::Runtime)?;
-        let digest = runtime.block_on(Registry::new(&reference).push(
-            &component,
-            &reference,
-            &credentials,
-        ))?;
+        let registry = Registry::new(&reference, &credentials);
+        let digest = runtime.block_on(registry.push(&component, &reference))?;
         Ok(digest)
     }
 }

@@ -303,12 +303,14 @@ impl Engine {
                 reason,
             }
         })?;
-        let pre = self.inner.linker.instantiate_pre(component).map_err(|e| {
-            LoadError::WrongContract {
-                path: path.clone(),
-                reason: format!("{e:#}"),
-            }
-        })?;
+        let pre =
+            self.inner
+                .linker
+                .instantiate_pre(component)
+                .map_err(|e| LoadError::WrongContract {
+                    path: path.clone(),
+                    reason: format!("{e:#}"),
+                })?;
         let pre = ReconcilerPre::new(pre).map_err(|e| LoadError::WrongContract {
             path: path.clone(),
             reason: format!("{e:#}"),

@@ -32,10 +32,7 @@ impl Precompiled {
     /// The directory for `engine`'s configuration under `cache_dir`, created if missing
     /// (the engine refuses to start otherwise: a configured cache that silently does
     /// nothing would hide a slow restart).
-    pub(super) fn open(
-        cache_dir: &Path,
-        engine: &wasmtime::Engine,
-    ) -> Result<Precompiled, String> {
+    pub(super) fn open(cache_dir: &Path, engine: &wasmtime::Engine) -> Result<Precompiled, String> {
         let dir = cache_dir
             .join("precompiled")
             .join(engine_key(engine).get(..16).unwrap_or_default());
@@ -148,7 +145,11 @@ mod tests {
     }
 
     fn compiled(engine: &wasmtime::Engine) -> Component {
-        Component::from_binary(engine, &wat::parse_str("(component (core module))").unwrap()).unwrap()
+        Component::from_binary(
+            engine,
+            &wat::parse_str("(component (core module))").unwrap(),
+        )
+        .unwrap()
     }
 
     fn artifacts(dir: &Path) -> Vec<PathBuf> {
