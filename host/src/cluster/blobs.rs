@@ -107,11 +107,6 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #![expect(
-        clippy::unwrap_used,
-        reason = "a test should stop loudly at the first unexpected error"
-    )]
-
     use super::*;
 
     #[test]

@@ -362,11 +362,6 @@ fn registry_of(key: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    #![expect(
-        clippy::unwrap_used,
-        reason = "a test should stop loudly at the first unexpected error"
-    )]
-
     use super::*;
 
     #[test]

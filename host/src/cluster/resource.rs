@@ -141,11 +141,6 @@ pub fn short_digest(digest: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    #![expect(
-        clippy::unwrap_used,
-        reason = "a test should stop loudly at the first unexpected error"
-    )]
-
     use std::path::PathBuf;
 
     use kube::CustomResourceExt;

@@ -131,11 +131,6 @@ impl Hasher for Sha256Hasher {
 
 #[cfg(test)]
 mod tests {
-    #![expect(
-        clippy::unwrap_used,
-        reason = "a test should stop loudly at the first unexpected error"
-    )]
-
     use super::*;
 
     fn engine(epoch: bool) -> wasmtime::Engine {
