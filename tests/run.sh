@@ -44,6 +44,10 @@ guest-sdk/test.sh
 step "weir new: each language scaffolded outside the checkout, built, weir test"
 WEIR="$root/target/debug/weir" guest-sdk/scaffold-test.sh
 
+step "an OCI registry (CNCF Distribution) and tmux for the tests that drive them"
+tests/setup-registry.sh
+command -v tmux >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tmux; }
+
 step "cargo test (unit, sandbox, emulator, end-to-end)"
 log="$root/target/cargo-test.log"
 cargo test --workspace --no-fail-fast 2>&1 | tee "$log"

@@ -39,6 +39,7 @@ struct Row {
     size: u64,
     cold: Duration,
     cached: Duration,
+    cached_verified: Duration,
     fresh_pooled: Duration,
     fresh_on_demand: Duration,
     reused: Duration,
@@ -139,6 +140,16 @@ fn measure(
         fresh_engine.load_file(path, Limits::default())?;
         loads.push(start.elapsed());
     }
+    // The same with the digest known (the cluster source verified it when it
+    // stored the component): the component is neither read nor hashed.
+    let sha256 = plugin.sha256().to_owned();
+    let mut verified = Vec::with_capacity(CACHED_LOADS);
+    for _ in 0..CACHED_LOADS {
+        let fresh_engine = engine(pooling)?;
+        let start = Instant::now();
+        fresh_engine.load_verified(path, &sha256, Limits::default())?;
+        verified.push(start.elapsed());
+    }
 
     // The same plugin under the other instance allocator, to show what it buys.
     let other = engine(!pooling)?.load_file(path, Limits::default())?;
@@ -157,6 +168,7 @@ fn measure(
         size: std::fs::metadata(path)?.len(),
         cold,
         cached: median(loads),
+        cached_verified: median(verified),
         fresh_pooled,
         fresh_on_demand,
         reused,
@@ -206,17 +218,18 @@ fn print_table(rows: &[Row]) {
     };
     println!();
     println!(
-        "| language | component | cold load (compile) | cached load | fresh instance + call, pooling \
+        "| language | component | cold load (compile) | cached load | cached load, digest known | fresh instance + call, pooling \
          | fresh instance + call, on demand | reused instance call | fresh (pooling) / reused |"
     );
-    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in rows {
         println!(
-            "| {} | {:.1} MB | {} | {} | {} | {} | {} | {:.1}× |",
+            "| {} | {:.1} MB | {} | {} | {} | {} | {} | {} | {:.1}× |",
             r.label,
             r.size as f64 / 1e6,
             cell(r.cold, rust.cold, 1e3, "ms"),
             cell(r.cached, rust.cached, 1e3, "ms"),
+            cell(r.cached_verified, rust.cached_verified, 1e3, "ms"),
             cell(r.fresh_pooled, rust.fresh_pooled, 1e6, "µs"),
             cell(r.fresh_on_demand, rust.fresh_on_demand, 1e6, "µs"),
             cell(r.reused, rust.reused, 1e6, "µs"),
@@ -225,7 +238,8 @@ fn print_table(rows: &[Row]) {
     }
     println!();
     println!(
-        "medians: cached load over {CACHED_LOADS} restarts (new engine, warm cache), calls over {CALLS}; \
+        "medians: cached load over {CACHED_LOADS} restarts (new engine, warm precompiled cache; \
+         with the digest known the component is neither read nor hashed), calls over {CALLS}; \
          (n×) = ratio to the Rust row; request = fixture 07 (parent + 3 observed children)"
     );
 }

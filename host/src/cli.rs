@@ -60,6 +60,8 @@ pub enum Command {
     Rbac(RbacArgs),
     /// List the plugins a running host serves (from its `/plugins` endpoint).
     Plugins(PluginsArgs),
+    /// Push a plugin component to an OCI registry (WebAssembly layout); prints its digest.
+    Push(weir::cluster::PushArgs),
     /// Serve only the embedded Kubernetes API emulator, for kubectl and kube-rs, until Ctrl-C.
     #[cfg(feature = "dev")]
     Emulator(EmulatorArgs),
@@ -98,6 +100,10 @@ impl Cli {
                 .execute(self.engine_config())
                 .map(|()| ExitCode::SUCCESS)
                 .map_err(Into::into),
+            Command::Push(args) => {
+                println!("{}", args.execute()?);
+                Ok(ExitCode::SUCCESS)
+            }
             Command::Plugins(args) => {
                 let runtime = tokio::runtime::Runtime::new()?;
                 print!(

@@ -24,11 +24,14 @@
 //! Around it: [`manager`] is the one host every entry point starts (the informer
 //! registry shared by all plugins, leader election, the operations server, the
 //! plugin source); [`plugin`] loads and sandboxes components, [`hotload`] follows
-//! a plugins directory, [`run`] is `weir run`, [`dev`] is `weir dev` on the
-//! embedded emulator (crate `weir-emulator`), [`fixtures`] is `weir test`, [`scaffold`] is `weir new`.
+//! a plugins directory, [`cluster`] pulls components from OCI registries (the `Plugin`
+//! resource, `weir push`), [`client`] builds the API client (rate limit, pushback),
+//! [`run`] is `weir run`, [`dev`] is `weir dev` on the embedded emulator (crate
+//! `weir-emulator`), [`fixtures`] is `weir test`, [`scaffold`] is `weir new`.
 
 mod chain;
 pub mod client;
+pub mod cluster;
 #[cfg(feature = "dev")]
 pub mod dev;
 pub mod fixtures;

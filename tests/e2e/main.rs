@@ -20,6 +20,7 @@ mod leader_election;
 mod leader_failover;
 mod no_takeover_in_the_race_window;
 mod other_languages;
+mod plugin_resource;
 mod refused_answers_write_nothing;
 mod related_objects;
 mod restart_converges;

@@ -23,6 +23,7 @@ use weir::reconcile::queue::QueueConfig;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
 pub mod native_twin;
+pub mod registry;
 
 /// How long a scenario waits for the cluster to converge before failing.
 pub const CONVERGE: Duration = Duration::from_secs(20);

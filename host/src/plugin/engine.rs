@@ -1,5 +1,6 @@
-//! Compiles and links plugin components: one wasmtime engine, an epoch ticker, a compile cache.
+//! Compiles and links plugin components: one wasmtime engine, an epoch ticker, a precompiled cache.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
@@ -14,6 +15,7 @@ use wasmtime::component::{Component, Linker};
 use super::bindings::{v1, v2};
 use super::guest::Pre;
 use super::limits::Limits;
+use super::precompiled::Precompiled;
 use super::sandbox::Plugin;
 use super::store::State;
 use super::types::Contract;
@@ -38,9 +40,10 @@ const POOL_TABLE_ELEMENTS: usize = 200_000;
 /// code, so precompiled artifacts are keyed by it (wasmtime hashes its config).
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
-    /// Where compiled plugins are cached, keyed by the component's hash and the
-    /// engine configuration. `None` compiles on every load: fine for tests,
-    /// slow for Python/JS guests (seconds each).
+    /// Where compiled plugins are cached (`DIR/precompiled/`), keyed by the
+    /// component's sha256 and the engine configuration, and mapped on load.
+    /// `None` compiles on every load: fine for tests, slow for Python/JS
+    /// guests (seconds each).
     pub cache_dir: Option<PathBuf>,
     /// Granularity of call deadlines: a call is stopped within one tick of its timeout.
     pub epoch_tick: Duration,
@@ -130,6 +133,8 @@ struct Inner {
     engine: wasmtime::Engine,
     /// One linker per contract version: each links its own `log` import and `types` instance.
     linkers: [(Contract, Linker<State>); 2],
+    /// Compiled artifacts on disk, when a cache directory is configured.
+    precompiled: Option<Precompiled>,
     tick: Duration,
     stop_ticker: Arc<AtomicBool>,
     /// Drives the timers of calls (their deadlines, a guest's WASI sleeps).
@@ -173,14 +178,13 @@ impl Engine {
                 .table_elements(POOL_TABLE_ELEMENTS);
             wasm.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
         }
-        if let Some(dir) = &config.cache_dir {
-            let mut cache = wasmtime::CacheConfig::new();
-            cache.with_directory(dir);
-            let cache = wasmtime::Cache::new(cache)
-                .map_err(|e| engine_err(format!("compile cache in {}: {e:#}", dir.display())))?;
-            wasm.cache(Some(cache));
-        }
         let engine = wasmtime::Engine::new(&wasm).map_err(|e| engine_err(format!("{e:#}")))?;
+        let precompiled = config
+            .cache_dir
+            .as_deref()
+            .map(|dir| Precompiled::open(dir, &engine))
+            .transpose()
+            .map_err(engine_err)?;
 
         // Async WASI: a guest waiting in the host (a sleep, a poll) is a
         // pending future the call's deadline can cancel, where the sync
@@ -228,6 +232,7 @@ impl Engine {
             inner: Arc::new(Inner {
                 engine,
                 linkers,
+                precompiled,
                 tick,
                 stop_ticker,
                 timers,
@@ -259,16 +264,72 @@ impl Engine {
             found,
         })?;
         let sha256 = hex::encode(Sha256::digest(bytes));
+        let component = self.component(&path, &sha256, || Ok(Cow::Borrowed(bytes)))?;
+        self.link(path, sha256, &component, limits)
+    }
+
+    /// Loads the component whose sha256 is `sha256` (hex) from `path`, trusting
+    /// the digest: a source that verified it when it stored the file (the
+    /// cluster source's blob cache) skips reading and hashing the component
+    /// when its precompiled artifact exists.
+    pub fn load_verified(
+        &self,
+        path: &Path,
+        sha256: &str,
+        limits: Limits,
+    ) -> Result<Plugin, LoadError> {
+        let name = path.display().to_string();
+        let component = self.component(&name, sha256, || {
+            let bytes = std::fs::read(path).map_err(|source| LoadError::Io {
+                path: name.clone(),
+                source,
+            })?;
+            check_component_header(&bytes).map_err(|found| LoadError::NotAComponent {
+                path: name.clone(),
+                found,
+            })?;
+            Ok(Cow::Owned(bytes))
+        })?;
+        self.link(name, sha256.to_owned(), &component, limits)
+    }
+
+    /// The compiled component: mapped from the precompiled cache, or compiled
+    /// from `bytes()` (and stored there).
+    fn component<'b>(
+        &self,
+        path: &str,
+        sha256: &str,
+        bytes: impl FnOnce() -> Result<Cow<'b, [u8]>, LoadError>,
+    ) -> Result<Component, LoadError> {
+        let engine = &self.inner.engine;
+        let cache = self.inner.precompiled.as_ref();
+        if let Some(component) = cache.and_then(|c| c.lookup(engine, sha256)) {
+            return Ok(component);
+        }
         let component =
-            Component::from_binary(&self.inner.engine, bytes).map_err(|e| LoadError::Compile {
-                path: path.clone(),
+            Component::from_binary(engine, &bytes()?).map_err(|e| LoadError::Compile {
+                path: path.to_owned(),
                 source: e.into(),
             })?;
+        if let Some(cache) = cache {
+            cache.store(sha256, &component);
+        }
+        Ok(component)
+    }
+
+    /// Finds the component's contract, links it once with that version's linker.
+    fn link(
+        &self,
+        path: String,
+        sha256: String,
+        component: &Component,
+        limits: Limits,
+    ) -> Result<Plugin, LoadError> {
         let wrong = |reason: String| LoadError::WrongContract {
             path: path.clone(),
             reason,
         };
-        let contract = contract_of(&self.inner.engine, &component).map_err(wrong)?;
+        let contract = contract_of(&self.inner.engine, component).map_err(wrong)?;
         let linker = self
             .inner
             .linkers
@@ -276,7 +337,7 @@ impl Engine {
             .find_map(|(c, l)| (*c == contract).then_some(l))
             .ok_or_else(|| wrong(format!("no linker for {contract}")))?;
         let pre = linker
-            .instantiate_pre(&component)
+            .instantiate_pre(component)
             .map_err(|e| wrong(format!("{e:#}")))?;
         let pre = Pre::new(contract, pre).map_err(|e| wrong(format!("{e:#}")))?;
         Plugin::new(self.clone(), pre, sha256, limits, path)

@@ -18,6 +18,7 @@ mod engine;
 mod guest;
 mod limits;
 mod log;
+mod precompiled;
 mod response;
 mod reused;
 mod sandbox;

@@ -1,0 +1,149 @@
+//! One Plugin's component onto local disk: from the local store when the digest is known, else
+//! resolved, checked against the pin, pulled and stored.
+//!
+//! The rules, in order:
+//! 1. The digest pinned (`spec.digest`, or `@sha256:` in the reference; both must agree) and
+//!    already in the local store: served from disk, **no request to the registry** (a restart
+//!    of the host, a second replica sharing the volume).
+//! 2. Otherwise a tag is resolved (one HEAD request). A pin that differs from what the tag
+//!    names now is refused: the tag moved, or the pin is wrong.
+//! 3. The resolved digest in the local store: served from disk.
+//! 4. Otherwise pulled (manifest checked against the digest, the layer against the manifest),
+//!    stored, and served.
+
+use k8s_openapi::api::core::v1::Secret;
+use kube::{Api, Client};
+
+use super::blobs::{Blobs, StoredComponent};
+use super::oci::{
+    Credentials, OciError, Registry, credentials_from_docker_config, parse_reference,
+};
+use super::resource::ObjectReference;
+
+/// Why a Plugin's component could not be fetched.
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    /// The registry side failed: bad reference, unreachable, refused, not a component artifact,
+    /// a digest that differs from the pin.
+    #[error(transparent)]
+    Oci(#[from] OciError),
+    /// `spec.digest` and the reference's `@sha256:` disagree.
+    #[error("spec.digest {spec} and the reference's digest {reference} disagree")]
+    PinsDisagree {
+        /// `spec.digest`.
+        spec: String,
+        /// The reference's `@sha256:…`.
+        reference: String,
+    },
+    /// The pull Secret could not be read or has no credentials for the registry.
+    #[error("pull Secret {namespace}/{name}: {reason}")]
+    PullSecret {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
+    /// The component could not be written to the local store.
+    #[error("cannot store the component of {digest} on local disk")]
+    Store {
+        /// The manifest digest.
+        digest: String,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// A component on local disk and the manifest digest it came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fetched {
+    /// The manifest digest (`sha256:…`).
+    pub digest: String,
+    /// The component on disk.
+    pub component: StoredComponent,
+    /// Whether it was pulled now (`false`: it was on disk already).
+    pub pulled: bool,
+}
+
+/// Fetches the component `reference` (pinned to `pinned`, if given) names; see the module docs.
+pub async fn fetch(
+    blobs: &Blobs,
+    reference: &str,
+    pinned: Option<&str>,
+    credentials: &Credentials,
+) -> Result<Fetched, FetchError> {
+    let parsed = parse_reference(reference)?;
+    let pinned = match (pinned, parsed.digest()) {
+        (Some(spec), Some(in_ref)) if spec != in_ref => {
+            return Err(FetchError::PinsDisagree {
+                spec: spec.to_owned(),
+                reference: in_ref.to_owned(),
+            });
+        }
+        (spec, in_ref) => spec.or(in_ref).map(str::to_owned),
+    };
+    let local = |digest: &str| {
+        blobs.get(digest).map(|component| Fetched {
+            digest: digest.to_owned(),
+            component,
+            pulled: false,
+        })
+    };
+    if let Some(found) = pinned.as_deref().and_then(local) {
+        return Ok(found);
+    }
+    let registry = Registry::new(&parsed, credentials);
+    let digest = registry.resolve(&parsed).await?;
+    if let Some(pin) = &pinned
+        && *pin != digest
+    {
+        return Err(OciError::DigestMismatch {
+            reference: parsed.whole(),
+            pinned: pin.clone(),
+            found: digest,
+        }
+        .into());
+    }
+    if let Some(found) = local(&digest) {
+        return Ok(found);
+    }
+    let pulled = registry.pull(&parsed, &digest).await?;
+    let component = blobs
+        .put(&digest, &pulled.component_sha256, &pulled.component)
+        .map_err(|source| FetchError::Store {
+            digest: digest.clone(),
+            source,
+        })?;
+    Ok(Fetched {
+        digest,
+        component,
+        pulled: true,
+    })
+}
+
+/// The credentials for `reference`'s registry in the `kubernetes.io/dockerconfigjson` Secret
+/// `secret` names.
+pub async fn pull_credentials(
+    client: &Client,
+    secret: &ObjectReference,
+    reference: &str,
+) -> Result<Credentials, FetchError> {
+    let fail = |reason: String| FetchError::PullSecret {
+        namespace: secret.namespace.clone(),
+        name: secret.name.clone(),
+        reason,
+    };
+    let registry = parse_reference(reference)?.resolve_registry().to_owned();
+    let found = Api::<Secret>::namespaced(client.clone(), &secret.namespace)
+        .get(&secret.name)
+        .await
+        .map_err(|e| fail(crate::chain::Chain(&e).to_string()))?;
+    let json = found
+        .data
+        .as_ref()
+        .and_then(|data| data.get(".dockerconfigjson"))
+        .ok_or_else(|| fail("it has no .dockerconfigjson key".to_owned()))?;
+    credentials_from_docker_config(&json.0, &registry).map_err(fail)
+}

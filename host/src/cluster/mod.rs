@@ -1,0 +1,21 @@
+//! Plugins delivered from the cluster: the `Plugin` resource, and OCI artifacts pinned by digest.
+//!
+//! - [`resource`]: the `Plugin` custom resource (`deploy/crd/plugin.yaml` is generated from it).
+//! - [`oci`]: push and pull components in the WebAssembly OCI layout, verified by digest.
+//! - [`blobs`]: pulled components on local disk by digest, so a restart need not pull.
+//! - [`fetch`]: one Plugin's component onto local disk (pin checks, pull Secrets).
+//! - [`push`]: `weir push PLUGIN.wasm REF`.
+
+pub mod blobs;
+pub mod fetch;
+pub mod oci;
+pub mod push;
+pub mod resource;
+
+pub use blobs::{Blobs, StoredComponent};
+pub use oci::{Credentials, OciError, Pulled, Registry};
+pub use push::{PushArgs, PushError};
+pub use resource::{
+    ComponentSource, Condition, ConfigMapKey, ObjectReference, Plugin, PluginSpec, PluginStatus,
+    short_digest,
+};

@@ -1,0 +1,141 @@
+//! A real OCI registry on loopback for the tests: Debian's `docker-registry` (CNCF Distribution).
+//!
+//! Each [`LocalRegistry`] is its own process on a free port, storing in a temporary directory,
+//! killed when dropped. `tests/setup.sh` installs the package when it is missing.
+
+use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+
+/// The registry binary of Debian's `docker-registry` package.
+const BINARY: &str = "/usr/bin/docker-registry";
+
+/// A registry process on `127.0.0.1:PORT`.
+pub struct LocalRegistry {
+    child: Child,
+    /// `127.0.0.1:PORT`, the registry part of a reference.
+    pub addr: String,
+    requests: Arc<AtomicUsize>,
+    _dir: tempfile::TempDir,
+}
+
+impl LocalRegistry {
+    /// Starts an open registry (no authentication).
+    pub fn start() -> Result<LocalRegistry> {
+        Self::start_with(None)
+    }
+
+    /// Starts a registry that asks for HTTP basic authentication as `user`/`password`.
+    pub fn start_with_basic_auth(user: &str, password: &str) -> Result<LocalRegistry> {
+        Self::start_with(Some((user, password)))
+    }
+
+    fn start_with(basic: Option<(&str, &str)>) -> Result<LocalRegistry> {
+        if !Path::new(BINARY).exists() {
+            bail!("{BINARY} is missing: run tests/setup.sh (apt-get install docker-registry)");
+        }
+        let dir = tempfile::tempdir()?;
+        let port = TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        let addr = format!("127.0.0.1:{port}");
+        let auth = match basic {
+            Some((user, password)) => {
+                let file = dir.path().join("htpasswd");
+                std::fs::write(&file, htpasswd(user, password)?)?;
+                format!(
+                    "auth:\n  htpasswd:\n    realm: weir-test\n    path: {}\n",
+                    file.display()
+                )
+            }
+            None => String::new(),
+        };
+        let config = dir.path().join("config.yml");
+        std::fs::write(
+            &config,
+            format!(
+                "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\n\
+                 storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
+                 http:\n  addr: {addr}\n{auth}",
+                dir.path().join("data").display()
+            ),
+        )?;
+        let mut child = Command::new(BINARY)
+            .arg("serve")
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting {BINARY}"))?;
+        // Counts the access log's lines: one per HTTP request the registry served.
+        let requests = Arc::new(AtomicUsize::new(0));
+        if let Some(stderr) = child.stderr.take() {
+            let requests = requests.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if line.contains("\"GET /v2/") || line.contains("\"HEAD /v2/") {
+                        requests.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+        let registry = LocalRegistry {
+            child,
+            addr,
+            requests,
+            _dir: dir,
+        };
+        registry.wait_until_serving()?;
+        Ok(registry)
+    }
+
+    /// GET and HEAD requests under `/v2/` the registry served so far (pulls, not pushes).
+    pub fn reads(&self) -> usize {
+        self.requests.load(Ordering::Relaxed)
+    }
+
+    /// `127.0.0.1:PORT/REPOSITORY:TAG`.
+    pub fn reference(&self, repository: &str, tag: &str) -> String {
+        format!("{}/{repository}:{tag}", self.addr)
+    }
+
+    fn wait_until_serving(&self) -> Result<()> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if std::net::TcpStream::connect(&self.addr).is_ok() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        bail!("{BINARY} did not listen on {} within 10 s", self.addr)
+    }
+}
+
+impl Drop for LocalRegistry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One bcrypt line of an htpasswd file (Distribution reads bcrypt only), by `htpasswd -B`.
+fn htpasswd(user: &str, password: &str) -> Result<String> {
+    let out = Command::new("htpasswd")
+        .args(["-nbB", user, password])
+        .output()
+        .context("running htpasswd (apt-get install apache2-utils; tests/setup.sh does)")?;
+    if !out.status.success() {
+        bail!("htpasswd failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8(out.stdout)?.trim().to_owned() + "\n")
+}
+
+/// A `kubernetes.io/dockerconfigjson` document for `registry`.
+pub fn docker_config(registry: &str, user: &str, password: &str) -> String {
+    serde_json::json!({"auths": {registry: {"username": user, "password": password}}}).to_string()
+}
