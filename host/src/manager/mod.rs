@@ -19,6 +19,7 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
+pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
 use self::controllers::{Controllers, ControllersView};
 use crate::hotload::{
     self, Catalog, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, install_crd,
@@ -105,6 +106,7 @@ impl Default for ManagerConfig {
 /// A running host.
 pub struct Manager {
     catalog: Catalog,
+    activity: ActivityFeed,
     metrics: Arc<Metrics>,
     hotload_metrics: HotloadMetrics,
     informers: Arc<Informers>,
@@ -199,15 +201,17 @@ impl Manager {
             None => None,
         };
         let installer = config.install_crds.then_some(client);
+        let activity = config.controller.activity.clone();
         let main = tokio::spawn(drive(
             controllers,
-            events,
+            (events, activity.clone()),
             leadership,
             installer,
             stop.clone(),
         ));
         Ok(Manager {
             catalog,
+            activity,
             metrics,
             hotload_metrics,
             informers,
@@ -222,6 +226,11 @@ impl Manager {
     /// The plugins served right now.
     pub fn catalog(&self) -> Catalog {
         self.catalog.clone()
+    }
+
+    /// What the host does from now on: writes, drift put back, failures, refusals, swaps.
+    pub fn activity(&self) -> tokio::sync::broadcast::Receiver<Activity> {
+        self.activity.subscribe()
     }
 
     /// The host's metrics (API writes, reconciles, ...).
@@ -273,7 +282,7 @@ impl Manager {
 /// Applies plugin events to the controllers until stopped or the lease is lost.
 async fn drive(
     mut controllers: Controllers,
-    mut events: mpsc::UnboundedReceiver<PluginEvent<Plugin>>,
+    (mut events, activity): (mpsc::UnboundedReceiver<PluginEvent<Plugin>>, ActivityFeed),
     leadership: Option<Leadership>,
     installer: Option<Client>,
     stop: CancellationToken,
@@ -290,6 +299,7 @@ async fn drive(
                     if let Some(client) = &installer {
                         install(client, &event).await;
                     }
+                    activity.plugin_event(&event);
                     controllers.apply(event).await;
                 }
                 // The fixed source has sent everything: keep serving.
