@@ -19,7 +19,6 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
-pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
 use self::controllers::{Controllers, ControllersView};
 use crate::hotload::{
     self, Catalog, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, install_crd,
@@ -29,6 +28,7 @@ use crate::metrics::Metrics;
 use crate::plugin::{Engine, Limits, Plugin};
 use crate::policy::Policy;
 use crate::reconcile::ControllerConfig;
+pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
 use crate::reconcile::source::Informers;
 use crate::server::ServerError;
 

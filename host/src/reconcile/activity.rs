@@ -212,7 +212,13 @@ impl ActivityFeed {
     }
 
     /// The apply step wrote `writes`, for the `desired` children of `key`.
-    pub fn wrote(&self, info: &PluginInfo, key: &ObjectKey, writes: &[Change], desired: &[DesiredChild]) {
+    pub fn wrote(
+        &self,
+        info: &PluginInfo,
+        key: &ObjectKey,
+        writes: &[Change],
+        desired: &[DesiredChild],
+    ) {
         if self.tx.receiver_count() == 0 {
             return;
         }
@@ -330,10 +336,7 @@ pub fn differing_field(live: &DynamicObject, desired: &Value) -> Option<String> 
         }
     }
     let mut dm = d.get("metadata")?.clone();
-    if let Some(a) = dm
-        .get_mut("annotations")
-        .and_then(Value::as_object_mut)
-    {
+    if let Some(a) = dm.get_mut("annotations").and_then(Value::as_object_mut) {
         a.remove(MANIFEST_HASH_ANNOTATION);
     }
     let lm = serde_json::to_value(&live.metadata).ok()?;

@@ -344,7 +344,10 @@ impl Controller {
         })?;
         let mut writes = b.applier.apply(&desired).await?;
         writes.extend(b.applier.prune(&desired, &children, &info.children).await?);
-        self.parts.config.activity.wrote(info, key, &writes, &desired);
+        self.parts
+            .config
+            .activity
+            .wrote(info, key, &writes, &desired);
         if !writes.is_empty() {
             // One Event per reconcile that changed children, not one per child: Events are writes too.
             let note: Vec<String> = writes.iter().map(ToString::to_string).collect();
