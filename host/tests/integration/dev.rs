@@ -43,11 +43,15 @@ impl Dev {
             Some(name) => vec!["--plugin".into(), plugin_dir.join(name).into()],
             None => vec!["--plugins".into(), plugin_dir.into()],
         };
-        Dev::spawn(dir, &args)
+        Dev::spawn(dir, &args, &[])
     }
 
     /// Starts `weir dev ARGS` with its kubeconfig in `dir` (kept until the end).
-    pub fn spawn(dir: tempfile::TempDir, args: &[std::ffi::OsString]) -> Dev {
+    pub fn spawn(
+        dir: tempfile::TempDir,
+        args: &[std::ffi::OsString],
+        envs: &[(&str, PathBuf)],
+    ) -> Dev {
         let kubeconfig = dir.path().join(".weir/kubeconfig");
         let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
         command.args(["dev", "--ready-after-ms", "100"]).args(args);
@@ -55,6 +59,7 @@ impl Dev {
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .env("WEIR_CACHE_DIR", workspace().join("target/plugin-cache"))
+            .envs(envs.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
