@@ -196,6 +196,11 @@ impl Metrics {
             .get()
     }
 
+    /// Keys of `plugin` flagged as hot loops so far.
+    pub fn hot_loops_of(&self, plugin: &str) -> u64 {
+        self.hot_loops.get_or_create(&Self::plugin(plugin)).get()
+    }
+
     /// All API writes this host sent so far (every plugin, verb and resource).
     pub fn writes_total(&self) -> u64 {
         self.writes_total.load(Ordering::Relaxed)

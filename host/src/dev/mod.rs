@@ -4,11 +4,15 @@
 //! short delay, as KWOK fakes kubelets), writes a kubeconfig for `kubectl`,
 //! runs the host (`crate::manager::Manager`) on `--plugins DIR` (installing each plugin's CRD
 //! as it loads), optionally applies example objects, and shows what happens:
-//! a compact live view on a terminal, plain lines otherwise. Rebuilding a
-//! plugin into DIR is picked up live.
+//! a live view on a terminal (plugins with their counters, parents, and a feed
+//! of what the host did), plain lines otherwise. Rebuilding a plugin into DIR
+//! is picked up live; `--watch PROJECT` rebuilds a plugin project on each save,
+//! runs its fixtures and swaps the new component in only if they pass.
 
 mod examples;
+mod screen;
 mod view;
+mod watch;
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -59,6 +63,9 @@ pub enum DevError {
     /// `--plugin` files must be files in one directory (it is the one watched).
     #[error("--plugin files must all be in one directory: {0:?}")]
     PluginFiles(Vec<PathBuf>),
+    /// The `--watch` project cannot be watched.
+    #[error(transparent)]
+    Watch(#[from] watch::WatchError),
     /// The plugins were not ready in time to apply the examples.
     #[error("plugins in {} not loaded after {secs} s; not applying the examples", dir.display())]
     NotReady {
@@ -100,6 +107,11 @@ pub struct DevArgs {
     /// What plugins may declare (YAML; see `weir::policy`); default: the safe built-in policy.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// A plugin project (as `weir new` makes it: `build.sh`, `fixtures/`): rebuilt on every
+    /// save, its fixtures run, and the component served only when they pass. Its components
+    /// are served from `PROJECT/.weir/plugins` (instead of `--plugins`).
+    #[arg(long, value_name = "PROJECT", conflicts_with = "plugin_files")]
+    pub watch: Option<PathBuf>,
 }
 
 impl DevArgs {
@@ -135,6 +147,12 @@ impl DevArgs {
         println!("weir dev: use it with   {kubectl} get blogs");
 
         let engine = Engine::new(engine)?;
+        let policy = std::sync::Arc::new(Policy::load_or_default(self.policy.as_deref())?);
+        let (notes, notes_rx) = tokio::sync::mpsc::unbounded_channel();
+        let watched = match &self.watch {
+            Some(project) => Some(watch::Project::open(project)?),
+            None => None,
+        };
         let config = ManagerConfig {
             controller: ControllerConfig {
                 instance: "weir-dev".into(),
@@ -142,30 +160,55 @@ impl DevArgs {
             },
             listen: Some(self.listen),
             install_crds: true,
-            policy: std::sync::Arc::new(Policy::load_or_default(self.policy.as_deref())?),
+            policy: policy.clone(),
             ..ManagerConfig::default()
         };
         let source = PluginSource::Directory {
-            config: self.watched()?,
-            engine,
+            config: match &watched {
+                Some(project) => hotload::Config::new(project.served_dir()),
+                None => self.watched()?,
+            },
+            engine: engine.clone(),
         };
         let host = Manager::start(emulator.client(), source, config).await?;
         if let Some(addr) = host.addr() {
-            let from = if self.plugin_files.is_empty() {
-                self.plugins.display().to_string()
-            } else {
-                format!("{:?}", self.plugin_files)
+            let from = match (&watched, self.plugin_files.is_empty()) {
+                (Some(project), _) => format!(
+                    "{} (built from {})",
+                    project.served_dir().display(),
+                    project.dir().display()
+                ),
+                (None, true) => self.plugins.display().to_string(),
+                (None, false) => format!("{:?}", self.plugin_files),
             };
             println!("weir dev: plugins from {from} (listed at http://{addr}/plugins)");
         }
         let live = !self.plain && std::io::stdout().is_terminal();
-        let view = tokio::spawn(view::show(emulator.client(), host.catalog(), kubectl, live));
+        let inputs = view::Inputs {
+            client: emulator.client(),
+            catalog: host.catalog(),
+            metrics: host.metrics().clone(),
+            activity: host.activity(),
+            notes: notes_rx,
+            kubectl,
+        };
+        let stop_view = tokio_util::sync::CancellationToken::new();
+        let view = tokio::spawn(view::show(inputs, live, stop_view.clone()));
+        let rebuilds = watched.map(|project| {
+            let checks = watch::Checks {
+                engine,
+                limits: crate::plugin::Limits::default(),
+                validation: policy.validation(),
+            };
+            tokio::spawn(project.run(checks, notes.clone()))
+        });
 
         let applied = async {
             if let Some(dir) = &self.apply {
-                wait_ready(&host, &self.plugins).await?;
+                wait_ready(&host, &self.plugins, self.watch.is_some()).await?;
                 for line in apply_dir(&emulator.client(), dir).await.map_err(Box::new)? {
-                    println!("weir dev: {line}");
+                    // The view prints it (or shows it in its feed).
+                    let _ = notes.send(line);
                 }
             }
             Ok::<(), DevError>(())
@@ -174,7 +217,12 @@ impl DevArgs {
             () = crate::run::shutdown_signal() => Ok(()),
             r = async { applied.await?; crate::run::shutdown_signal().await; Ok(()) } => r,
         };
-        view.abort();
+        if let Some(task) = rebuilds {
+            task.abort();
+        }
+        stop_view.cancel();
+        // The view restores the terminal before anything else is printed.
+        let _ = view.await;
         println!("weir dev: stopping");
         host.shutdown().await;
         emulator.shutdown().await;
@@ -211,17 +259,19 @@ impl DevArgs {
     }
 }
 
-/// Waits until the plugins present at start are loaded and their kinds are served.
-async fn wait_ready(host: &Manager, dir: &std::path::Path) -> Result<(), DevError> {
-    const SECS: u64 = 120;
-    for _ in 0..SECS * 20 {
-        if host.is_ready() && host.catalog().loading().is_none() {
+/// Waits until the plugins present at start are loaded and their kinds are served (with
+/// `--watch`, until the project's first build is served: a first build may take minutes).
+async fn wait_ready(host: &Manager, dir: &std::path::Path, built: bool) -> Result<(), DevError> {
+    let secs: u64 = if built { 900 } else { 120 };
+    for _ in 0..secs * 20 {
+        let served = !built || !host.catalog().is_empty();
+        if served && host.is_ready() && host.catalog().loading().is_none() {
             return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     Err(DevError::NotReady {
         dir: dir.to_owned(),
-        secs: SECS,
+        secs,
     })
 }

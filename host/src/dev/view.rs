@@ -1,116 +1,227 @@
-//! What `weir dev` shows: served plugins, each parent with its ready state and children.
+//! What `weir dev` shows: served plugins with their rates, each parent's state, and a feed of what the host did.
 //!
-//! Every half second the view lists the served kinds from the API server and
-//! builds one line per plugin and per parent. On a terminal it redraws the
-//! whole screen; otherwise it prints a line only when that line changed, so a
-//! log file reads as a history of what happened.
+//! The view keeps one [`Model`]: every half second it lists the served kinds' parents and
+//! children from the API server and reads the host's counters ([`Metrics`]); in between it takes
+//! the host's [`Activity`] (writes, drift put back, failures, refusals, swaps) and `weir dev`'s
+//! own notes (examples applied, `--watch` builds and fixtures). On a terminal the model is drawn
+//! as a screen (`screen.rs`); otherwise each plugin and parent line is printed when it changed,
+//! and each feed line as it comes, so a log file reads as a history.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::Write;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::{Client, ResourceExt};
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
 
+use super::screen::Screen;
 use crate::hotload::Catalog;
+use crate::manager::Activity;
+use crate::metrics::Metrics;
+use crate::reconcile::error::ResultLabel;
 
-/// Most parents the terminal view lists before summarising the rest.
-const MAX_ROWS: usize = 30;
+/// Feed lines kept (the screen shows the newest that fit).
+const FEED: usize = 500;
+/// How often the cluster is listed and the counters read.
+const REFRESH: Duration = Duration::from_millis(500);
+/// How often the screen is redrawn (when something changed).
+const FRAME: Duration = Duration::from_millis(100);
 
-/// One look at the cluster: plugin lines and parent lines, keyed so changes can be found.
-#[derive(Debug, Default, PartialEq)]
-pub(crate) struct Snapshot {
+/// What the view reads.
+pub(crate) struct Inputs {
+    /// The emulator's client.
+    pub client: Client,
+    /// The plugins served.
+    pub catalog: Catalog,
+    /// The host's counters.
+    pub metrics: Arc<Metrics>,
+    /// The host's activity.
+    pub activity: broadcast::Receiver<Activity>,
+    /// `weir dev`'s own lines (examples applied, builds, fixtures).
+    pub notes: mpsc::UnboundedReceiver<String>,
+    /// The `kubectl --kubeconfig ...` prefix to show.
+    pub kubectl: String,
+}
+
+/// One served plugin, as the view shows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct PluginRow {
+    pub name: String,
+    pub version: String,
+    pub kind: String,
+    /// The first 12 hex digits of the component's sha256.
+    pub sha: String,
+    pub file: String,
+    /// Reconciles per second over the last refresh.
+    pub rate: f64,
+    pub errors: u64,
+    pub refused: u64,
+    pub hot_loops: u64,
+}
+
+/// One parent, as the view shows it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct ParentRow {
+    /// `Ready=True (Available)`.
+    pub ready: String,
+    /// The `Reconciled` condition when it is not `True`, e.g. `Reconciled=False (Refused)`.
+    pub reconciled: String,
+    /// `Kind/name` of each child it controls.
+    pub children: BTreeSet<String>,
+}
+
+/// Everything on the screen.
+#[derive(Debug, Default)]
+pub(crate) struct Model {
     /// The file being compiled, if any.
-    loading: Option<String>,
-    /// Kind → plugin line.
-    plugins: BTreeMap<String, String>,
-    /// `Kind ns/name` → parent line.
-    parents: BTreeMap<String, String>,
+    pub loading: Option<String>,
+    /// Parent kind → plugin.
+    pub plugins: BTreeMap<String, PluginRow>,
+    /// `Kind ns/name` → parent.
+    pub parents: BTreeMap<String, ParentRow>,
+    /// `Kind ns/name` → when it was last reconciled (`HH:MM:SS`) and how that ended.
+    pub last: HashMap<String, (String, String)>,
+    /// `HH:MM:SS what happened`, oldest first.
+    pub feed: VecDeque<String>,
+    /// Feed lines ever added (the feed itself drops the oldest).
+    pub added: usize,
+    /// Per plugin name: when its reconciles were last counted, and the count.
+    counted: HashMap<String, (Instant, u64)>,
 }
 
-/// Runs forever (the caller aborts it): redraws on a terminal, prints changes otherwise.
-pub(crate) async fn show(client: Client, catalog: Catalog, kubectl: String, live: bool) {
-    let mut last = Snapshot::default();
-    loop {
-        let now = snapshot(&client, &catalog).await;
-        let mut text = Vec::new();
-        // Writing into a Vec cannot fail.
-        let _ = if live {
-            draw(&mut text, &now, &kubectl)
-        } else {
-            print_changes(&mut text, &last, &now)
-        };
-        {
-            let mut out = std::io::stdout().lock();
-            // A closed stdout is not worth stopping the host for.
-            let _ = out.write_all(&text).and_then(|()| out.flush());
-        }
-        last = now;
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-}
-
-async fn snapshot(client: &Client, catalog: &Catalog) -> Snapshot {
-    let mut snap = Snapshot {
-        loading: catalog.loading().map(|f| f.display().to_string()),
-        ..Snapshot::default()
-    };
-    for row in catalog.rows() {
-        let short = row.sha256.get(..12).unwrap_or(&row.sha256);
-        snap.plugins.insert(
-            row.kind.clone(),
-            format!(
-                "plugin {} {} serves {} (sha256 {short}, from {})",
-                row.name,
-                row.version,
-                row.kind,
-                row.file.display()
-            ),
-        );
-        let info = &row.info;
-        let parents: Api<DynamicObject> =
-            Api::all_with(client.clone(), &info.parent.api_resource());
-        let Ok(parents) = parents.list(&ListParams::default()).await else {
-            continue;
-        };
-        let mut children: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-        for kind in &info.children {
-            let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.api_resource());
-            let Ok(list) = api.list(&ListParams::default()).await else {
-                continue;
-            };
-            for child in list {
-                if let Some(owner) = child
-                    .owner_references()
-                    .iter()
-                    .find(|o| o.controller == Some(true))
+impl Model {
+    /// Takes one activity: the last reconcile of its parent, and a feed line unless it is a
+    /// plain reconcile.
+    pub(crate) fn take(&mut self, activity: &Activity, at: SystemTime) {
+        let time = clock(at);
+        match activity {
+            Activity::Reconciled {
+                parent, outcome, ..
+            } => {
+                let outcome = match (outcome, self.last.get(parent)) {
+                    // Keep the failure's reason, which came just before.
+                    (ResultLabel::Error | ResultLabel::Refused, Some((_, o)))
+                        if o.contains('(') =>
+                    {
+                        o.clone()
+                    }
+                    (o, _) => o.as_str().to_owned(),
+                };
+                self.last.insert(parent.clone(), (time, outcome));
+            }
+            other => {
+                if let Activity::Failed {
+                    parent,
+                    outcome,
+                    reason,
+                    ..
+                } = other
                 {
-                    children
-                        .entry(owner.uid.clone())
-                        .or_default()
-                        .insert(format!("{}/{}", kind.kind, child.name_any()));
+                    let text = format!("{} ({reason})", outcome.as_str());
+                    self.last.insert(parent.clone(), (time.clone(), text));
                 }
+                self.note_at(&other.to_string(), &time);
             }
         }
-        for parent in parents {
-            let key = format!(
-                "{} {}/{}",
-                info.parent.kind,
-                parent.namespace().unwrap_or_default(),
-                parent.name_any()
-            );
-            let owned = parent
-                .uid()
-                .and_then(|uid| children.remove(&uid))
-                .unwrap_or_default();
-            snap.parents
-                .insert(key.clone(), parent_line(&key, &parent, &owned));
-        }
     }
-    snap
+
+    /// Adds a feed line.
+    pub(crate) fn note(&mut self, text: &str, at: SystemTime) {
+        self.note_at(text, &clock(at));
+    }
+
+    fn note_at(&mut self, text: &str, time: &str) {
+        if self.feed.len() == FEED {
+            self.feed.pop_front();
+        }
+        self.feed.push_back(format!("{time} {text}"));
+        self.added += 1;
+    }
+
+    /// Reads the catalog and the counters, and lists parents and children from the API server.
+    async fn refresh(&mut self, client: &Client, catalog: &Catalog, metrics: &Metrics) {
+        self.loading = catalog.loading().map(|f| f.display().to_string());
+        let now = Instant::now();
+        let mut plugins = BTreeMap::new();
+        let mut parents = BTreeMap::new();
+        for row in catalog.rows() {
+            let count = |r: ResultLabel| metrics.reconciles_of(&row.name, r.as_str());
+            let total: u64 = ResultLabel::ALL.into_iter().map(count).sum();
+            let rate = match self.counted.insert(row.name.clone(), (now, total)) {
+                Some((then, before)) if now > then => {
+                    total.saturating_sub(before) as f64 / (now - then).as_secs_f64()
+                }
+                _ => 0.0,
+            };
+            plugins.insert(
+                row.kind.clone(),
+                PluginRow {
+                    name: row.name.clone(),
+                    version: row.version.clone(),
+                    kind: row.kind.clone(),
+                    sha: row.sha256.get(..12).unwrap_or(&row.sha256).to_owned(),
+                    file: row.file.display().to_string(),
+                    rate,
+                    errors: count(ResultLabel::Error),
+                    refused: count(ResultLabel::Refused),
+                    hot_loops: metrics.hot_loops_of(&row.name),
+                },
+            );
+            list_parents(client, &row.info, &mut parents).await;
+        }
+        self.plugins = plugins;
+        self.parents = parents;
+    }
 }
 
-fn parent_line(key: &str, parent: &DynamicObject, children: &BTreeSet<String>) -> String {
+/// Lists the parents of one plugin's kind with the children each controls.
+async fn list_parents(
+    client: &Client,
+    info: &crate::plugin::PluginInfo,
+    out: &mut BTreeMap<String, ParentRow>,
+) {
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &info.parent.api_resource());
+    let Ok(parents) = api.list(&ListParams::default()).await else {
+        return;
+    };
+    let mut children: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for kind in &info.children {
+        let api: Api<DynamicObject> = Api::all_with(client.clone(), &kind.api_resource());
+        let Ok(list) = api.list(&ListParams::default()).await else {
+            continue;
+        };
+        for child in list {
+            if let Some(owner) = child
+                .owner_references()
+                .iter()
+                .find(|o| o.controller == Some(true))
+            {
+                children
+                    .entry(owner.uid.clone())
+                    .or_default()
+                    .insert(format!("{}/{}", kind.kind, child.name_any()));
+            }
+        }
+    }
+    for parent in parents {
+        let key = format!(
+            "{} {}/{}",
+            info.parent.kind,
+            parent.namespace().unwrap_or_default(),
+            parent.name_any()
+        );
+        let owned = parent
+            .uid()
+            .and_then(|uid| children.remove(&uid))
+            .unwrap_or_default();
+        out.insert(key, parent_row(&parent, owned));
+    }
+}
+
+fn parent_row(parent: &DynamicObject, children: BTreeSet<String>) -> ParentRow {
     let condition = |type_: &str| {
         parent.data["status"]["conditions"]
             .as_array()
@@ -129,142 +240,165 @@ fn parent_line(key: &str, parent: &DynamicObject, children: &BTreeSet<String>) -
     };
     let reconciled = match condition("Reconciled") {
         Some((status, _)) if status == "True" => String::new(),
-        Some((status, reason)) => format!(", Reconciled={status} ({reason})"),
+        Some((status, reason)) => format!("Reconciled={status} ({reason})"),
         None => String::new(),
     };
-    let list = children.iter().cloned().collect::<Vec<_>>().join(", ");
+    ParentRow {
+        ready,
+        reconciled,
+        children,
+    }
+}
+
+/// The plain line of a plugin (no rates: it is printed when it changes).
+pub(crate) fn plugin_line(p: &PluginRow) -> String {
     format!(
-        "{key}: {ready}{reconciled}, {} children [{list}]",
-        children.len()
+        "plugin {} {} serves {} (sha256 {}, from {})",
+        p.name, p.version, p.kind, p.sha, p.file
     )
 }
 
-fn draw(out: &mut impl Write, snap: &Snapshot, kubectl: &str) -> std::io::Result<()> {
-    // Home and clear: a full redraw is simpler than diffing a screen and costs nothing at 2 Hz.
-    write!(out, "\x1b[H\x1b[2J")?;
-    writeln!(out, "weir dev — {kubectl} get blogs — Ctrl-C stops")?;
-    writeln!(out)?;
-    if let Some(file) = &snap.loading {
-        writeln!(out, "  compiling {file} ...")?;
-    }
-    if snap.plugins.is_empty() {
-        writeln!(
-            out,
-            "  no plugin loaded yet (build one into the plugins directory)"
-        )?;
-    }
-    for line in snap.plugins.values() {
-        writeln!(out, "  {line}")?;
-    }
-    writeln!(out)?;
-    for line in snap.parents.values().take(MAX_ROWS) {
-        writeln!(out, "  {line}")?;
-    }
-    if snap.parents.len() > MAX_ROWS {
-        writeln!(out, "  ... and {} more", snap.parents.len() - MAX_ROWS)?;
-    }
-    Ok(())
+/// The plain line of a parent.
+pub(crate) fn parent_line(key: &str, p: &ParentRow) -> String {
+    let reconciled = if p.reconciled.is_empty() {
+        String::new()
+    } else {
+        format!(", {}", p.reconciled)
+    };
+    let list = p.children.iter().cloned().collect::<Vec<_>>().join(", ");
+    format!(
+        "{key}: {}{reconciled}, {} children [{list}]",
+        p.ready,
+        p.children.len()
+    )
 }
 
-fn print_changes(out: &mut impl Write, last: &Snapshot, now: &Snapshot) -> std::io::Result<()> {
-    if now.loading != last.loading
-        && let Some(file) = &now.loading
-    {
-        writeln!(out, "compiling {file} ...")?;
-    }
-    for (kind, line) in &now.plugins {
-        if last.plugins.get(kind) != Some(line) {
-            writeln!(out, "{line}")?;
+/// `HH:MM:SS` (UTC) of `at`.
+fn clock(at: SystemTime) -> String {
+    let secs = at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let day = secs % 86_400;
+    format!("{:02}:{:02}:{:02}", day / 3600, day % 3600 / 60, day % 60)
+}
+
+/// Runs until `stop`: draws a screen on a terminal (`live`), prints changes otherwise.
+pub(crate) async fn show(mut inputs: Inputs, live: bool, stop: CancellationToken) {
+    let mut screen = if live {
+        match Screen::enter() {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("weir dev: no terminal view ({e}); printing lines");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let mut model = Model::default();
+    let mut printed = Printed::default();
+    let mut refresh = tokio::time::interval(REFRESH);
+    let mut frame = tokio::time::interval(FRAME);
+    let mut dirty = true;
+    let mut out = std::io::stdout();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => break,
+            _ = refresh.tick() => {
+                model.refresh(&inputs.client, &inputs.catalog, &inputs.metrics).await;
+                dirty = true;
+            }
+            got = inputs.activity.recv() => match got {
+                Ok(activity) => {
+                    model.take(&activity, SystemTime::now());
+                    dirty = true;
+                }
+                Err(broadcast::error::RecvError::Lagged(n)) => {
+                    model.note(&format!("({n} activities not shown: the view fell behind)"), SystemTime::now());
+                }
+                Err(broadcast::error::RecvError::Closed) => {}
+            },
+            Some(note) = inputs.notes.recv() => {
+                model.note(&note, SystemTime::now());
+                dirty = true;
+            }
+            _ = frame.tick(), if dirty => {
+                dirty = false;
+                // A closed stdout is not worth stopping the host for.
+                let _ = match &mut screen {
+                    Some(screen) => screen.draw(&model, &inputs.kubectl),
+                    None => printed.print(&mut out, &model),
+                };
+            }
         }
     }
-    for kind in last
-        .plugins
-        .keys()
-        .filter(|k| !now.plugins.contains_key(*k))
-    {
-        writeln!(
-            out,
-            "plugin for {kind} removed (its objects and children stay as they are)"
-        )?;
-    }
-    for (key, line) in &now.parents {
-        if last.parents.get(key) != Some(line) {
-            writeln!(out, "{line}")?;
+    let _ = printed.print(&mut out, &model);
+    drop(screen);
+}
+
+/// What plain mode printed last, so it prints only what changed.
+#[derive(Debug, Default)]
+pub(crate) struct Printed {
+    loading: Option<String>,
+    plugins: BTreeMap<String, String>,
+    parents: BTreeMap<String, String>,
+    /// Feed lines printed, counted as [`Model::added`] counts them.
+    feed: usize,
+}
+
+impl Printed {
+    /// Prints the feed lines not printed yet, then the plugin and parent lines that changed.
+    pub(crate) fn print(&mut self, out: &mut impl Write, model: &Model) -> std::io::Result<()> {
+        let mut text = Vec::new();
+        let new = model.added.saturating_sub(self.feed).min(model.feed.len());
+        for line in model.feed.iter().skip(model.feed.len() - new) {
+            // Plain lines carry no clock: a log file has its own.
+            let line = line.split_once(' ').map_or(line.as_str(), |(_, l)| l);
+            writeln!(text, "{line}")?;
         }
+        self.feed = model.added;
+        if model.loading != self.loading
+            && let Some(file) = &model.loading
+        {
+            writeln!(text, "compiling {file} ...")?;
+        }
+        self.loading = model.loading.clone();
+        let plugins: BTreeMap<String, String> = model
+            .plugins
+            .iter()
+            .map(|(k, p)| (k.clone(), plugin_line(p)))
+            .collect();
+        for (kind, line) in &plugins {
+            if self.plugins.get(kind) != Some(line) {
+                writeln!(text, "{line}")?;
+            }
+        }
+        for kind in self.plugins.keys().filter(|k| !plugins.contains_key(*k)) {
+            writeln!(
+                text,
+                "plugin for {kind} removed (its objects and children stay as they are)"
+            )?;
+        }
+        self.plugins = plugins;
+        let parents: BTreeMap<String, String> = model
+            .parents
+            .iter()
+            .map(|(k, p)| (k.clone(), parent_line(k, p)))
+            .collect();
+        for (key, line) in &parents {
+            if self.parents.get(key) != Some(line) {
+                writeln!(text, "{line}")?;
+            }
+        }
+        for key in self.parents.keys().filter(|k| !parents.contains_key(*k)) {
+            writeln!(text, "{key}: deleted")?;
+        }
+        self.parents = parents;
+        out.write_all(&text)?;
+        out.flush()
     }
-    for key in last
-        .parents
-        .keys()
-        .filter(|k| !now.parents.contains_key(*k))
-    {
-        writeln!(out, "{key}: deleted")?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn snap(parents: &[(&str, &str)]) -> Snapshot {
-        Snapshot {
-            parents: parents
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-                .collect(),
-            ..Snapshot::default()
-        }
-    }
-
-    #[test]
-    fn plain_output_prints_only_what_changed() {
-        let a = snap(&[
-            ("Blog d/a", "a: Ready=False"),
-            ("Blog d/b", "b: Ready=True"),
-        ]);
-        let b = snap(&[("Blog d/a", "a: Ready=True"), ("Blog d/b", "b: Ready=True")]);
-        let mut out = Vec::new();
-        print_changes(&mut out, &a, &b).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "a: Ready=True\n");
-        let mut out = Vec::new();
-        print_changes(&mut out, &b, &snap(&[("Blog d/b", "b: Ready=True")])).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "Blog d/a: deleted\n");
-    }
-
-    #[test]
-    fn the_terminal_view_shows_the_kubectl_line_compiling_plugins_and_caps_the_parents() {
-        let now = Snapshot {
-            loading: Some("plugins/blog.wasm".into()),
-            plugins: BTreeMap::new(),
-            parents: (0..MAX_ROWS + 5)
-                .map(|i| (format!("Blog d/{i:03}"), format!("line {i:03}")))
-                .collect(),
-        };
-        let mut out = Vec::new();
-        draw(&mut out, &now, "kubectl --kubeconfig k").unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert!(text.contains("kubectl --kubeconfig k get blogs"));
-        assert!(text.contains("compiling plugins/blog.wasm ..."));
-        assert!(text.contains("no plugin loaded yet"));
-        assert!(
-            text.contains(&format!("line {:03}", MAX_ROWS - 1))
-                && !text.contains(&format!("line {MAX_ROWS:03}"))
-        );
-        assert!(text.contains("... and 5 more"));
-    }
-
-    #[test]
-    fn a_parent_line_shows_readiness_and_children() {
-        let parent: DynamicObject = serde_json::from_value(serde_json::json!({
-            "apiVersion": "weir.dev/v1alpha1", "kind": "Blog", "metadata": {"name": "b"},
-            "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "Available"},
-                                      {"type": "Reconciled", "status": "True"}]}
-        }))
-        .unwrap();
-        let children = BTreeSet::from(["ConfigMap/b-page".to_owned(), "Service/b".to_owned()]);
-        assert_eq!(
-            parent_line("Blog default/b", &parent, &children),
-            "Blog default/b: Ready=True (Available), 2 children [ConfigMap/b-page, Service/b]"
-        );
-    }
-}
+#[path = "view_tests.rs"]
+mod tests;

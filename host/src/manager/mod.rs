@@ -28,6 +28,7 @@ use crate::metrics::Metrics;
 use crate::plugin::{Engine, Limits, Plugin};
 use crate::policy::Policy;
 use crate::reconcile::ControllerConfig;
+pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
 use crate::reconcile::source::Informers;
 use crate::server::ServerError;
 
@@ -105,6 +106,7 @@ impl Default for ManagerConfig {
 /// A running host.
 pub struct Manager {
     catalog: Catalog,
+    activity: ActivityFeed,
     metrics: Arc<Metrics>,
     hotload_metrics: HotloadMetrics,
     informers: Arc<Informers>,
@@ -202,15 +204,17 @@ impl Manager {
             None => None,
         };
         let installer = config.install_crds.then_some(client);
+        let activity = config.controller.activity.clone();
         let main = tokio::spawn(drive(
             controllers,
-            events,
+            (events, activity.clone()),
             leadership,
             installer,
             stop.clone(),
         ));
         Ok(Manager {
             catalog,
+            activity,
             metrics,
             hotload_metrics,
             informers,
@@ -225,6 +229,11 @@ impl Manager {
     /// The plugins served right now.
     pub fn catalog(&self) -> Catalog {
         self.catalog.clone()
+    }
+
+    /// What the host does from now on: writes, drift put back, failures, refusals, swaps.
+    pub fn activity(&self) -> tokio::sync::broadcast::Receiver<Activity> {
+        self.activity.subscribe()
     }
 
     /// The host's metrics (API writes, reconciles, ...).
@@ -278,7 +287,7 @@ impl Manager {
 /// the controllers step down and stand again (see `controllers`).
 async fn drive(
     mut controllers: Controllers,
-    mut events: mpsc::UnboundedReceiver<PluginEvent<Plugin>>,
+    (mut events, activity): (mpsc::UnboundedReceiver<PluginEvent<Plugin>>, ActivityFeed),
     leadership: Option<Leadership>,
     installer: Option<Client>,
     stop: CancellationToken,
@@ -291,6 +300,7 @@ async fn drive(
                     if let Some(client) = &installer {
                         install(client, &event).await;
                     }
+                    activity.plugin_event(&event);
                     controllers.apply(event).await;
                 }
                 // The fixed source has sent everything: keep serving.

@@ -9,6 +9,7 @@
 //! Beside them: [`echoes`] tells the watch echo of the host's own writes from outside changes,
 //! and [`error`] maps a failed reconcile to its condition, Event, metric and queue decision.
 
+pub mod activity;
 pub mod apply;
 pub mod cache;
 pub mod echoes;
@@ -59,6 +60,8 @@ pub struct ControllerConfig {
     /// What the answer validation allows beyond the defaults (the manager sets it from the
     /// host's policy).
     pub validation: validate::ValidationPolicy,
+    /// Where the controller reports what it did (the manager's one feed; `weir dev` watches it).
+    pub activity: activity::ActivityFeed,
 }
 
 impl Default for ControllerConfig {
@@ -70,6 +73,7 @@ impl Default for ControllerConfig {
             instance: "weir".into(),
             namespace: None,
             validation: validate::ValidationPolicy::default(),
+            activity: activity::ActivityFeed::default(),
         }
     }
 }
@@ -287,6 +291,8 @@ impl Controller {
                     this.parts
                         .metrics
                         .reconciled(name, label.as_str(), started.elapsed());
+                    let activity = &this.parts.config.activity;
+                    activity.reconciled(binding.info(), &key, label);
                     if finish == Finish::Retry {
                         this.parts.metrics.backed_off(name);
                     }
@@ -376,6 +382,10 @@ impl Controller {
             e => ReconcileError::Apply(e),
         })?;
         writes.extend(b.applier.prune(&desired, &children, &info.children).await?);
+        self.parts
+            .config
+            .activity
+            .wrote(info, key, &writes, &desired);
         if !writes.is_empty() {
             // One Event per reconcile that changed children, not one per child: Events are writes too.
             let note: Vec<String> = writes.iter().map(ToString::to_string).collect();
@@ -417,6 +427,7 @@ impl Controller {
             );
             status_diff = status::merge_diff(parent.data.get("status"), &status);
             if verdict.streak == self.parts.config.queue.hot_loop_threshold {
+                self.parts.config.activity.hot_loop(info, key);
                 let note = format!("{message} ({} consecutive busy reconciles)", verdict.streak);
                 b.parents
                     .event(&parent, true, "HotLoop", "Reconcile", note)
@@ -440,6 +451,8 @@ impl Controller {
         let policy = Policy::of(error);
         let message = Chain(error).to_string();
         tracing::warn!(error = %message, reason = policy.reason, "reconcile failed");
+        let activity = &self.parts.config.activity;
+        activity.failed(b.info(), key, &policy, &message);
         // A failure is neither busy nor an outside change for the hot-loop guard.
         self.parts.queue.guard(key, false);
         b.parents

@@ -15,11 +15,13 @@ use std::time::{Duration, Instant};
 
 const KUBECTL: &str = "/usr/bin/kubectl";
 
-struct Dev {
+/// A `weir dev` process with its stdout read line by line.
+pub struct Dev {
     child: Child,
     lines: mpsc::Receiver<String>,
     seen: Vec<String>,
-    kubeconfig: PathBuf,
+    /// Its kubeconfig.
+    pub kubeconfig: PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -37,17 +39,27 @@ impl Dev {
             )
             .unwrap_or_else(|e| panic!("{name}: {e}; run plugins/build.sh first"));
         }
+        let args: Vec<std::ffi::OsString> = match serve {
+            Some(name) => vec!["--plugin".into(), plugin_dir.join(name).into()],
+            None => vec!["--plugins".into(), plugin_dir.into()],
+        };
+        Dev::spawn(dir, &args, &[])
+    }
+
+    /// Starts `weir dev ARGS` with its kubeconfig in `dir` (kept until the end).
+    pub fn spawn(
+        dir: tempfile::TempDir,
+        args: &[std::ffi::OsString],
+        envs: &[(&str, PathBuf)],
+    ) -> Dev {
         let kubeconfig = dir.path().join(".weir/kubeconfig");
         let mut command = Command::new(env!("CARGO_BIN_EXE_weir"));
-        command.args(["dev", "--ready-after-ms", "100"]);
-        match serve {
-            Some(name) => command.arg("--plugin").arg(plugin_dir.join(name)),
-            None => command.arg("--plugins").arg(&plugin_dir),
-        };
+        command.args(["dev", "--ready-after-ms", "100"]).args(args);
         let mut child = command
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .env("WEIR_CACHE_DIR", workspace().join("target/plugin-cache"))
+            .envs(envs.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -71,8 +83,13 @@ impl Dev {
     }
 
     /// Waits for an output line containing every one of `parts`.
-    fn expect_line(&mut self, parts: &[&str]) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
+    pub fn expect_line(&mut self, parts: &[&str]) -> String {
+        self.expect_line_within(parts, Duration::from_secs(60))
+    }
+
+    /// Waits at most `wait` for an output line containing every one of `parts`.
+    pub fn expect_line_within(&mut self, parts: &[&str], wait: Duration) -> String {
+        let deadline = Instant::now() + wait;
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
             match self.lines.recv_timeout(left) {
                 Ok(line) => {
@@ -90,7 +107,15 @@ impl Dev {
         );
     }
 
-    fn kubectl(&self, args: &[&str]) -> String {
+    /// Lines printed since the last look, without waiting.
+    pub fn drain(&mut self) -> Vec<String> {
+        let new: Vec<String> = self.lines.try_iter().collect();
+        self.seen.extend(new.iter().cloned());
+        new
+    }
+
+    /// Runs kubectl on the emulator; fails the test when kubectl fails.
+    pub fn kubectl(&self, args: &[&str]) -> String {
         let out = Command::new(KUBECTL)
             .arg("--kubeconfig")
             .arg(&self.kubeconfig)
@@ -106,7 +131,7 @@ impl Dev {
     }
 
     /// Sends `signal` and waits for a clean exit.
-    fn stop(mut self, signal: &str) {
+    pub fn stop(mut self, signal: &str) {
         let status = Command::new("kill")
             .args([signal, &self.child.id().to_string()])
             .status()

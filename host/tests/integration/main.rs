@@ -22,6 +22,10 @@ mod weir_test_refusals;
 mod deploy;
 #[cfg(feature = "dev")]
 mod dev;
+#[cfg(feature = "dev")]
+mod dev_view;
+#[cfg(feature = "dev")]
+mod dev_watch;
 mod features;
 
 /// The checkout's root.

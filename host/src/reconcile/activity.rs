@@ -1,0 +1,444 @@
+//! What the host did, as it happens: a broadcast feed of writes, drift put back, failures and swaps.
+//!
+//! Each outcome is reported where it is decided: the reconcile's apply step (created, updated,
+//! put back, pruned), the error funnel (`Controller::error_policy`: failed, refused), the worker
+//! (every reconcile's result, for "last reconcile"), and the manager's plugin events (loaded,
+//! swapped, removed, a file refused). `weir dev`'s live view subscribes; a host nobody watches
+//! (`weir run`) builds no message at all: every report first checks for a receiver.
+//!
+//! A child whose live copy differs from the desired one is *put back* when the plugin's manifest
+//! is the one last applied (its hash annotation is unchanged, so someone else edited the child),
+//! and *updated* otherwise (the plugin now wants something else). Either names the first field
+//! that differed, e.g. `spec.replicas`.
+
+use std::fmt;
+
+use kube::api::DynamicObject;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use super::apply::Change;
+use super::error::{Policy, ResultLabel};
+use super::queue::ObjectKey;
+use super::validate::{DesiredChild, MANIFEST_HASH_ANNOTATION, holds};
+use crate::hotload::{PluginEvent, Refusal};
+use crate::plugin::{Plugin, PluginInfo};
+
+/// Activities kept for a receiver that falls behind; older ones are dropped (it sees a gap).
+const BACKLOG: usize = 1024;
+
+/// One thing the host did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Activity {
+    /// A reconcile ended (every reconcile, converged ones included).
+    Reconciled {
+        /// `name@version` of the plugin.
+        plugin: String,
+        /// `Kind ns/name` of the parent.
+        parent: String,
+        /// How it ended.
+        outcome: ResultLabel,
+    },
+    /// A child was written: created, updated to a new desired state, or put back after an
+    /// outside edit.
+    Wrote {
+        /// `name@version` of the plugin.
+        plugin: String,
+        /// `Kind ns/name` of the parent.
+        parent: String,
+        /// `Kind ns/name` of the child.
+        child: String,
+        /// What kind of write it was.
+        write: Write,
+        /// The first field whose live value differed from the desired one (not for a create).
+        field: Option<String>,
+    },
+    /// A reconcile failed or its answer was refused (the error funnel's decision).
+    Failed {
+        /// `name@version` of the plugin.
+        plugin: String,
+        /// `Kind ns/name` of the parent.
+        parent: String,
+        /// `Error` or `Refused` (the answer broke the contract; nothing was written).
+        outcome: ResultLabel,
+        /// The `Reconciled` condition's reason (`Refused`, `TransientError`, ...).
+        reason: &'static str,
+        /// The message, as the condition and the Event carry it.
+        message: String,
+    },
+    /// A parent kept writing or requeueing without an outside change and is throttled.
+    HotLoop {
+        /// `name@version` of the plugin.
+        plugin: String,
+        /// `Kind ns/name` of the parent.
+        parent: String,
+    },
+    /// A plugin now serves a kind nobody served.
+    Loaded {
+        /// `name@version` and the start of its sha256.
+        plugin: String,
+        /// The parent kind.
+        kind: String,
+    },
+    /// A kind's plugin was swapped in place.
+    Swapped {
+        /// The parent kind.
+        kind: String,
+        /// `name@version (sha256 prefix)` that served until now.
+        from: String,
+        /// `name@version (sha256 prefix)` that serves from now on.
+        to: String,
+    },
+    /// A plugin's file went away; its kind is no longer served (its children stay).
+    Unloaded {
+        /// `name@version` of the plugin.
+        plugin: String,
+        /// The parent kind.
+        kind: String,
+    },
+    /// A component file could not be served; what served before keeps serving.
+    FileRefused {
+        /// The file.
+        file: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// How a child was written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Write {
+    /// It did not exist.
+    Created,
+    /// The plugin's desired state changed.
+    Updated,
+    /// Someone else changed it; the desired state was put back.
+    PutBack,
+    /// The plugin no longer wants it: deleted.
+    Pruned,
+}
+
+impl fmt::Display for Activity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Activity::Reconciled {
+                parent, outcome, ..
+            } => write!(f, "reconciled {parent}: {}", outcome.as_str()),
+            Activity::Wrote {
+                parent,
+                child,
+                write,
+                field,
+                ..
+            } => {
+                let verb = match write {
+                    Write::Created => "created",
+                    Write::Updated => "updated",
+                    Write::PutBack => "put back",
+                    Write::Pruned => "pruned",
+                };
+                write!(f, "{verb} {child}")?;
+                if let Some(field) = field {
+                    write!(f, " ({field})")?;
+                }
+                write!(f, " of {parent}")
+            }
+            Activity::Failed {
+                plugin,
+                parent,
+                outcome: ResultLabel::Refused,
+                message,
+                ..
+            } => write!(f, "refused {plugin} for {parent}: {message}"),
+            Activity::Failed {
+                parent,
+                reason,
+                message,
+                ..
+            } => write!(f, "failed {parent} ({reason}): {message}"),
+            Activity::HotLoop { parent, .. } => write!(f, "hot loop on {parent}: throttled"),
+            Activity::Loaded { plugin, kind } => write!(f, "loaded {plugin} for {kind}"),
+            Activity::Swapped { kind, from, to } => write!(f, "swapped {kind}: {from} → {to}"),
+            Activity::Unloaded { plugin, kind } => {
+                write!(f, "unloaded {plugin}: {kind} no longer served")
+            }
+            Activity::FileRefused { file, reason } => write!(f, "refused {file}: {reason}"),
+        }
+    }
+}
+
+/// The sending side, shared by every controller of a host (cheap to clone).
+#[derive(Clone, Debug)]
+pub struct ActivityFeed {
+    tx: broadcast::Sender<Activity>,
+}
+
+impl Default for ActivityFeed {
+    fn default() -> Self {
+        Self {
+            tx: broadcast::Sender::new(BACKLOG),
+        }
+    }
+}
+
+fn parent_of(info: &PluginInfo, key: &ObjectKey) -> String {
+    format!("{} {key}", info.parent.kind)
+}
+
+fn label_of(info: &PluginInfo) -> String {
+    format!("{}@{}", info.name, info.version)
+}
+
+impl ActivityFeed {
+    /// A receiver of everything reported from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Activity> {
+        self.tx.subscribe()
+    }
+
+    fn send(&self, make: impl FnOnce() -> Activity) {
+        if self.tx.receiver_count() > 0 {
+            // Nobody listening any more is not an error.
+            let _ = self.tx.send(make());
+        }
+    }
+
+    /// A reconcile of `key` ended with `outcome`.
+    pub fn reconciled(&self, info: &PluginInfo, key: &ObjectKey, outcome: ResultLabel) {
+        self.send(|| Activity::Reconciled {
+            plugin: label_of(info),
+            parent: parent_of(info, key),
+            outcome,
+        });
+    }
+
+    /// The apply step wrote `writes`, for the `desired` children of `key`.
+    pub fn wrote(
+        &self,
+        info: &PluginInfo,
+        key: &ObjectKey,
+        writes: &[Change],
+        desired: &[DesiredChild],
+    ) {
+        if self.tx.receiver_count() == 0 {
+            return;
+        }
+        for change in writes {
+            let (write, field) = match change {
+                Change::Created(..) => (Write::Created, None),
+                Change::Deleted(..) => (Write::Pruned, None),
+                Change::Updated(kind, child) => desired
+                    .iter()
+                    .find(|d| d.kind.kind == *kind && d.key == *child)
+                    .and_then(|d| Some((d.live.as_deref()?, &d.manifest)))
+                    .map_or((Write::Updated, None), |(live, manifest)| {
+                        (drift(live, manifest), differing_field(live, manifest))
+                    }),
+            };
+            let (Change::Created(kind, child)
+            | Change::Updated(kind, child)
+            | Change::Deleted(kind, child)) = change;
+            self.send(|| Activity::Wrote {
+                plugin: label_of(info),
+                parent: parent_of(info, key),
+                child: format!("{kind} {child}"),
+                write,
+                field,
+            });
+        }
+    }
+
+    /// The error funnel decided that the reconcile of `key` failed with `reason`.
+    pub fn failed(&self, info: &PluginInfo, key: &ObjectKey, policy: &Policy, message: &str) {
+        self.send(|| Activity::Failed {
+            plugin: label_of(info),
+            parent: parent_of(info, key),
+            outcome: policy.label,
+            reason: policy.reason,
+            message: message.to_owned(),
+        });
+    }
+
+    /// The hot-loop guard flagged `key`.
+    pub fn hot_loop(&self, info: &PluginInfo, key: &ObjectKey) {
+        self.send(|| Activity::HotLoop {
+            plugin: label_of(info),
+            parent: parent_of(info, key),
+        });
+    }
+
+    /// The plugin source changed.
+    pub fn plugin_event(&self, event: &PluginEvent<Plugin>) {
+        let version = |p: &Plugin| {
+            let sha = p.sha256();
+            format!("{} ({})", p.label(), sha.get(..12).unwrap_or(sha))
+        };
+        self.send(|| match event {
+            PluginEvent::Added { plugin, .. } => Activity::Loaded {
+                plugin: version(plugin),
+                kind: plugin.info().parent.kind.clone(),
+            },
+            PluginEvent::Replaced { old, new, .. } => Activity::Swapped {
+                kind: new.info().parent.kind.clone(),
+                from: version(old),
+                to: version(new),
+            },
+            PluginEvent::Removed { plugin, .. } => Activity::Unloaded {
+                plugin: plugin.label().to_owned(),
+                kind: plugin.info().parent.kind.clone(),
+            },
+            PluginEvent::Refused { file, reason } => Activity::FileRefused {
+                file: file.display().to_string(),
+                reason: match reason {
+                    Refusal::Invalid(why) => why.clone(),
+                    Refusal::Conflict { kind, serving } => {
+                        format!("{kind} is served by {}", serving.display())
+                    }
+                },
+            },
+        });
+    }
+}
+
+/// Put back when the live child carries the hash of this very manifest: the plugin wants what
+/// it wanted when it last wrote the child, so the difference came from elsewhere.
+fn drift(live: &DynamicObject, manifest: &Value) -> Write {
+    let hash_of = |annotations: Option<&Value>| {
+        annotations
+            .and_then(|a| a.get(MANIFEST_HASH_ANNOTATION))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let live_hash = live
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(MANIFEST_HASH_ANNOTATION).cloned());
+    match (live_hash, hash_of(manifest["metadata"].get("annotations"))) {
+        (Some(l), Some(d)) if l == d => Write::PutBack,
+        _ => Write::Updated,
+    }
+}
+
+/// The path of the first field of `desired` that `live` does not hold (`spec.replicas`,
+/// `spec.template.spec.containers[0].image`): the body first, then metadata, whose
+/// manifest-hash annotation is left out (it changes with any change of the manifest).
+pub fn differing_field(live: &DynamicObject, desired: &Value) -> Option<String> {
+    let d = desired.as_object()?;
+    let body = live.data.as_object();
+    let null = Value::Null;
+    for (k, dv) in d
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata"))
+    {
+        let lv = body.and_then(|b| b.get(k)).unwrap_or(&null);
+        if let Some(path) = first_difference(lv, dv, k.clone()) {
+            return Some(path);
+        }
+    }
+    let mut dm = d.get("metadata")?.clone();
+    if let Some(a) = dm.get_mut("annotations").and_then(Value::as_object_mut) {
+        a.remove(MANIFEST_HASH_ANNOTATION);
+    }
+    let lm = serde_json::to_value(&live.metadata).ok()?;
+    first_difference(&lm, &dm, "metadata".into())
+}
+
+fn first_difference(live: &Value, desired: &Value, path: String) -> Option<String> {
+    match (live, desired) {
+        (Value::Object(l), Value::Object(d)) => d.iter().find_map(|(k, dv)| {
+            let child = format!("{path}.{k}");
+            match l.get(k) {
+                Some(lv) => first_difference(lv, dv, child),
+                None => (!dv.is_null()).then_some(child),
+            }
+        }),
+        (Value::Array(l), Value::Array(d)) if l.len() == d.len() => l
+            .iter()
+            .zip(d)
+            .enumerate()
+            .find_map(|(i, (lv, dv))| first_difference(lv, dv, format!("{path}[{i}]"))),
+        (l, d) => (!holds(l, d)).then_some(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn live(v: Value) -> DynamicObject {
+        serde_json::from_value(v).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_differing_field_is_named_by_its_path() {
+        let desired = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "annotations": {MANIFEST_HASH_ANNOTATION: "aa"}},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [{"image": "nginx:1"}]}}}});
+        let same = live(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "annotations": {MANIFEST_HASH_ANNOTATION: "bb"}},
+            "spec": {"replicas": 2.0, "paused": false, "template": {"spec": {"containers": [{"image": "nginx:1"}]}}}}));
+        assert_eq!(differing_field(&same, &desired), None);
+        let mut replicas = same.clone();
+        replicas.data["spec"]["replicas"] = json!(5);
+        assert_eq!(
+            differing_field(&replicas, &desired).as_deref(),
+            Some("spec.replicas")
+        );
+        let mut image = same.clone();
+        image.data["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:2");
+        assert_eq!(
+            differing_field(&image, &desired).as_deref(),
+            Some("spec.template.spec.containers[0].image")
+        );
+        let mut label = same;
+        label.metadata.labels = Some([("a".to_owned(), "b".to_owned())].into());
+        let wants_label = {
+            let mut d = desired.clone();
+            d["metadata"]["labels"] = json!({"a": "c"});
+            d
+        };
+        assert_eq!(
+            differing_field(&label, &wants_label).as_deref(),
+            Some("metadata.labels.a")
+        );
+    }
+
+    #[test]
+    fn an_unchanged_manifest_hash_means_the_child_was_put_back() {
+        let manifest = json!({"metadata": {"annotations": {MANIFEST_HASH_ANNOTATION: "aa"}}});
+        let child = |hash: &str| {
+            live(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "c", "annotations": {MANIFEST_HASH_ANNOTATION: hash}}}))
+        };
+        assert_eq!(drift(&child("aa"), &manifest), Write::PutBack);
+        assert_eq!(drift(&child("bb"), &manifest), Write::Updated);
+    }
+
+    #[test]
+    fn a_feed_nobody_watches_builds_nothing_and_a_watched_one_says_what_changed() {
+        let feed = ActivityFeed::default();
+        assert_eq!(feed.tx.receiver_count(), 0);
+        let mut rx = feed.subscribe();
+        let info: PluginInfo = serde_json::from_value(json!({
+            "name": "blog", "version": "0.1.0",
+            "parent": {"group": "weir.dev", "version": "v1alpha1", "kind": "Blog", "plural": "blogs",
+                       "namespaced": true},
+            "children": [], "finalizer": null, "crd": null
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let key = ObjectKey::new("default", "hello");
+        let refused = Policy {
+            reason: "Refused",
+            report: true,
+            finish: crate::reconcile::queue::Finish::Failed,
+            label: ResultLabel::Refused,
+        };
+        feed.failed(&info, &key, &refused, "child Secret/x: not declared");
+        let got = rx.try_recv().unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            got.to_string(),
+            "refused blog@0.1.0 for Blog default/hello: child Secret/x: not declared"
+        );
+    }
+}
