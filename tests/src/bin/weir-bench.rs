@@ -5,6 +5,7 @@
 //! cargo build --release -p weir --bin weir && cargo build --release -p weir-e2e --bin weir-bench
 //! plugins/build.sh ten      # the Blog plugin, and the ten Blog kinds of the ten-plugin row
 //! target/release/weir-bench --blogs 1000 --blogs 10000 --ten 100
+//! target/release/weir-bench hostile   # the Blog beside the hostile plugin (see `hostile`)
 //! ```
 //!
 //! The emulator runs in this process; its request log counts the children's requests (this
@@ -25,6 +26,9 @@ use serde_json::{Value, json};
 use weir::plugin::ResourceKind;
 use weir_emulator::{Emulator, EmulatorConfig, RequestRecord, WorkloadSimulation};
 
+#[path = "weir-bench/hostile.rs"]
+mod hostile;
+
 const RESYNC_SECS: u64 = 3;
 const WORKERS: usize = 8;
 /// Kinds (Weir) or twin processes of the ten-plugin row.
@@ -35,7 +39,7 @@ const TEN: usize = 10;
 #[command(name = "weir-bench", args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
-    internal: Option<Internal>,
+    mode: Option<Mode>,
     /// Blogs of one row (repeat, or separate by commas: `--blogs 1000,10000`).
     #[arg(long, value_delimiter = ',', default_value = "1000")]
     blogs: Vec<usize>,
@@ -54,8 +58,12 @@ struct Cli {
     only: Option<Side>,
 }
 
+/// Measurements other than the Blog rows.
 #[derive(Debug, Subcommand)]
-enum Internal {
+enum Mode {
+    /// `weir run` serving the Blog beside the hostile plugin: a Blog's convergence, peak RSS
+    /// and the log, idle and under every attack.
+    Hostile(hostile::HostileArgs),
     /// Runs the native twin (the benchmark's own child process).
     #[command(hide = true)]
     Serve {
@@ -575,8 +583,9 @@ async fn bench(cli: Cli) -> Result<()> {
 #[tokio::main]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
-    match cli.internal {
-        Some(Internal::Serve {
+    match cli.mode {
+        Some(Mode::Hostile(args)) => hostile::run(args).await,
+        Some(Mode::Serve {
             system: Served::Native,
             kubeconfig,
             namespace,
