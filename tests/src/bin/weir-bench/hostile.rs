@@ -21,7 +21,7 @@ use weir_e2e::hostile::{self as attacks, FORGED_LINE};
 use weir_e2e::kinds;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
-use super::{Children, Target, blog_kind, built, install, is_ready, peak_rss_mib, root};
+use super::{Children, Target, blog_kind, built, install, is_ready, root};
 
 /// Arguments of `weir-bench hostile`.
 #[derive(Debug, clap::Args)]
@@ -303,7 +303,7 @@ pub async fn run(args: HostileArgs) -> Result<()> {
     tokio::time::sleep(window.saturating_sub(idle_from.elapsed())).await;
     let idle = Phase {
         converged,
-        rss_mib: peak_rss_mib(children.0[0].id()),
+        rss_mib: children.peak_rss_mib(),
         log: log_figures(&captured.lines(), idle_from, window),
     };
 
@@ -320,7 +320,7 @@ pub async fn run(args: HostileArgs) -> Result<()> {
     let lines = captured.lines();
     let attacked = Phase {
         converged,
-        rss_mib: peak_rss_mib(children.0[0].id()),
+        rss_mib: children.peak_rss_mib(),
         log: log_figures(&lines, attacked_from, window),
     };
     let since_launch = log_figures(&lines, launched_at, launched_at.elapsed());
