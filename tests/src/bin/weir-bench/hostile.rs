@@ -323,14 +323,15 @@ pub async fn run(args: HostileArgs) -> Result<()> {
         rss_mib: children.peak_rss_mib(),
         log: log_figures(&lines, attacked_from, window),
     };
-    let since_launch = log_figures(&lines, launched_at, launched_at.elapsed());
+    let attacked_for = launched_at.elapsed();
+    let since_launch = log_figures(&lines, launched_at, attacked_for);
     drop(children);
     emulator.shutdown().await;
 
     print(&idle, &attacked, running, window);
     println!(
         "\nlog from the first attack on ({:.1} s): {:.0} bytes/s, {:.0} of them the hostile plugin's lines; longest line {} bytes",
-        launched_at.elapsed().as_secs_f64(),
+        attacked_for.as_secs_f64(),
         since_launch.bytes_per_second,
         since_launch.hostile_bytes_per_second,
         since_launch.longest
