@@ -6,110 +6,28 @@
 //! refused by admission (or, for the one whose kind is not served, fail only their own readiness).
 
 mod checks;
+mod logs;
 mod parents;
 
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret};
-use kube::api::{DeleteParams, PostParams};
 use serde_json::json;
 use weir::manager::{Manager, PluginSource};
+use weir_e2e::hostile::{VARIANTS, host_port, launch, plugin_files, user_objects};
 use weir_e2e::{TestEnv, built, engine, eventually, fast_config, fast_directory, kinds, plugin};
 
 use self::checks::{Attack, World};
-
-/// The variants `plugins/build.sh` builds (`target/plugins/hostile-<variant>.wasm`).
-const VARIANTS: &[&str] = &[
-    "parent-secret",
-    "claims",
-    "wildcard",
-    "crd-other",
-    "unserved",
-];
-
-/// Attacks run on several parents at once: guests that never answer, to starve the call slots.
-const STUCK: &[(&str, usize)] = &[("sleep", 4), ("spin", 2)];
-
-/// The `Attack` parents' attacks, one parent each (after the stuck ones).
-const ATTACKS: &[&str] = &[
-    "token-secret",
-    "read-secret",
-    "user-secret",
-    "huge-error",
-    "log-flood",
-    "log-forge",
-    "stdio",
-    "requeue-zero",
-    "requeue-now",
-    "finalize-zero",
-    "churn",
-    "huge-status",
-    "huge-answer",
-    "conditions-flood",
-    "child-finalizers",
-    "forge-owner",
-    "elsewhere",
-    "adopt",
-    "duplicate",
-    "invalid-name",
-    "many",
-    "invalid-json",
-    "memory",
-    "trap",
-    "env",
-    "fs",
-    "net",
-];
 
 /// How long the Blog may take to converge while the attacks run.
 const BLOG_BUDGET: Duration = Duration::from_secs(10);
 /// How long the attacks get to show their evidence.
 const EVIDENCE_BUDGET: Duration = Duration::from_secs(30);
 
-fn attack_kind() -> weir::plugin::ResourceKind {
-    weir::plugin::ResourceKind {
-        group: "test.weir.dev".into(),
-        version: "v1".into(),
-        kind: "Attack".into(),
-        plural: "attacks".into(),
-        namespaced: true,
-    }
-}
-
-/// The user's objects the attacks aim at: a Secret, a ConfigMap, another namespace.
-async fn user_objects(env: &TestEnv) -> anyhow::Result<String> {
-    let secret: Secret = serde_json::from_value(json!({
-        "metadata": {"name": "user-credentials"},
-        "data": {"password": checks::USER_PASSWORD_B64},
-    }))?;
-    env.typed::<Secret>()
-        .create(&PostParams::default(), &secret)
-        .await?;
-    let foreign: ConfigMap =
-        serde_json::from_value(json!({"metadata": {"name": "foreign"}, "data": {"mine": "yes"}}))?;
-    env.typed::<ConfigMap>()
-        .create(&PostParams::default(), &foreign)
-        .await?;
-    let other = format!("{}-other", env.namespace);
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": other}}))?;
-    kube::Api::<Namespace>::all(env.client.clone())
-        .create(&PostParams::default(), &ns)
-        .await?;
-    Ok(other)
-}
-
-/// `host:port` of the API server, for the network attack (something surely listening).
+/// `host:port` of the API server, for the network attack.
 fn api_server_address(env: &TestEnv) -> String {
-    env.emulator
-        .as_ref()
-        .map(|e| e.url())
-        .unwrap_or_else(|| "https://127.0.0.1:443".into())
-        .split("://")
-        .last()
-        .unwrap_or_default()
-        .trim_end_matches('/')
-        .to_owned()
+    let url = env.emulator.as_ref().map(|e| e.url());
+    host_port(url.as_deref().unwrap_or("https://127.0.0.1:443"))
 }
 
 /// The hostile plugin's calls so far (reconciles and finalizes, whatever their result).
@@ -127,7 +45,7 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
     let env = TestEnv::start().await?;
     env.install_crd(&plugin("blog")?).await?;
     env.install_crd(&plugin("hostile")?).await?;
-    let other = user_objects(&env).await?;
+    let other = user_objects(&env.client, &env.namespace).await?;
 
     // A sleeping guest blocks in WASI, not in wasm code: the deadline must still stop it.
     let sleeper = plugin("hostile")?;
@@ -153,10 +71,7 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
     );
 
     let dir = tempfile::tempdir()?;
-    let mut files = vec!["blog".to_owned(), "hostile".to_owned()];
-    files.extend(VARIANTS.iter().map(|v| format!("hostile-{v}")));
-    for file in &files {
-        let name = format!("{file}.wasm");
+    for name in plugin_files() {
         std::fs::copy(built(&name), dir.path().join(&name))
             .with_context(|| format!("{name} is missing: run plugins/build.sh first"))?;
     }
@@ -187,47 +102,15 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
     let idle_took = idle_started.elapsed();
 
     // The attacks.
-    let kind = attack_kind();
-    let target = |attack: &str| match attack {
-        "user-secret" => "user-credentials".to_owned(),
-        "elsewhere" => other.clone(),
-        "adopt" => "foreign".to_owned(),
-        "net" => api_server_address(&env),
-        _ => String::new(),
-    };
-    // finalize-zero first: it loops once its parent is deleted, after the host holds its
-    // finalizer (before the stuck guests hold the plugin's call slots).
-    let parents = env.api(&kind);
-    env.create(&kind, "finalize-zero", json!({"attack": "finalize-zero"}))
-        .await?;
-    eventually(
-        "finalize-zero holds the finalizer",
+    let address = api_server_address(&env);
+    let attacks = launch(
+        &env.client,
+        &env.namespace,
+        &other,
+        &address,
         EVIDENCE_BUDGET,
-        || async {
-            let p = parents.get("finalize-zero").await.ok()?;
-            (!p.metadata.finalizers.unwrap_or_default().is_empty()).then_some(())
-        },
     )
     .await?;
-    parents
-        .delete("finalize-zero", &DeleteParams::default())
-        .await?;
-    // Then the stuck guests, so they hold the slots when the rest arrive.
-    let mut attacks = Vec::new();
-    for (attack, copies) in STUCK {
-        for i in 0..*copies {
-            attacks.push((format!("{attack}-{i}"), *attack));
-        }
-    }
-    attacks.extend(ATTACKS.iter().map(|a| ((*a).to_owned(), *a)));
-    for (name, attack) in attacks.iter().filter(|(n, _)| n != "finalize-zero") {
-        env.create(
-            &kind,
-            name,
-            json!({"attack": attack, "target": target(attack)}),
-        )
-        .await?;
-    }
 
     // A Blog created while every attack runs.
     let blog_started = Instant::now();

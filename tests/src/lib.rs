@@ -22,7 +22,9 @@ use weir::reconcile::ControllerConfig;
 use weir::reconcile::queue::QueueConfig;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
+pub mod hostile;
 pub mod native_twin;
+pub mod plugin_log;
 pub mod registry;
 
 /// How long a scenario waits for the cluster to converge before failing.
@@ -117,10 +119,18 @@ impl TestEnv {
     /// The emulator (with Deployments turning ready after 100 ms) or `KUBECONFIG`'s cluster,
     /// and a fresh namespace.
     pub async fn start() -> Result<TestEnv> {
-        // `RUST_LOG=weir=debug cargo test -p weir-e2e` shows the host's logs of failing tests.
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-            .with_test_writer()
+        // `RUST_LOG=weir=debug cargo test -p weir-e2e` shows the host's logs of failing tests;
+        // the plugins' log lines are recorded whatever it says.
+        use tracing_subscriber::Layer as _;
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        let _ = tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_test_writer()
+                    .with_filter(tracing_subscriber::EnvFilter::from_default_env()),
+            )
+            .with(plugin_log::layer())
             .try_init();
         let (client, emulator) = match std::env::var_os("KUBECONFIG") {
             Some(path) => (weir::run::client(Some(Path::new(&path))).await?, None),

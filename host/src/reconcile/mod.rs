@@ -450,7 +450,9 @@ impl Controller {
     ) -> (Finish, ResultLabel) {
         let policy = Policy::of(error);
         let message = Chain(error).to_string();
-        tracing::warn!(error = %message, reason = policy.reason, "reconcile failed");
+        // Debug-formatted: the message may carry a plugin's own text, whose newlines must not
+        // start a line that looks like the host's.
+        tracing::warn!(error = ?message, reason = policy.reason, "reconcile failed");
         let activity = &self.parts.config.activity;
         activity.failed(b.info(), key, &policy, &message);
         // A failure is neither busy nor an outside change for the hot-loop guard.

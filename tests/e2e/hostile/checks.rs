@@ -12,8 +12,7 @@ use weir::plugin::PluginInfo;
 use weir::policy::Policy;
 use weir_e2e::{TestEnv, condition, controlled_by, kinds, wait_ready};
 
-/// The user's password, as the Secret holds it (base64 of `hunter2`).
-pub const USER_PASSWORD_B64: &str = "aHVudGVyMg==";
+pub use weir_e2e::hostile::USER_PASSWORD_B64;
 /// What the "token controller" (this test) writes into the `read-secret` attack's Secret.
 pub(super) const TOKEN: &str = "c3RvbGVuLXRva2VuLTQyCg==";
 /// Kubernetes' caps on a condition message and an Event note.
@@ -138,7 +137,7 @@ async fn fill_token(world: &World<'_>) -> bool {
 }
 
 pub(super) async fn parent(world: &World<'_>, name: &str) -> Result<DynamicObject, String> {
-    let kind = super::attack_kind();
+    let kind = weir_e2e::hostile::attack_kind();
     world
         .env
         .api(&kind)

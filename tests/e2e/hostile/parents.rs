@@ -56,7 +56,7 @@ async fn nothing_leaked(world: &World<'_>) -> Result<(), String> {
     }
     let parents = world
         .env
-        .api(&super::attack_kind())
+        .api(&weir_e2e::hostile::attack_kind())
         .list(&ListParams::default())
         .await
         .map_err(|e| e.to_string())?;
@@ -262,20 +262,16 @@ pub async fn check(world: &World<'_>, name: &str, attack: &str) -> Verdict {
             Ok(format!("{vars} environment variables, {args} arguments"))
         }
         "fs" | "net" => all_failed(&answered(world, name).await?),
-        "stdio" => {
-            let status = answered(world, name).await?;
-            Ok(format!(
-                "the call ended in time and was applied (stdout accepted 1 MiB: {}, stderr: {})",
-                status["stdout"], status["stderr"]
-            ))
-        }
-        "log-flood" | "log-forge" => {
+        "stdio" => super::logs::stdio(&answered(world, name).await?),
+        "log-flood" => {
             answered(world, name).await?;
             no_config_map(world, "Not_A_Name").await?;
-            Ok(
-                "the call ended in time and was applied (log caps: see the weir-bench run's log)"
-                    .into(),
-            )
+            super::logs::flood()
+        }
+        "log-forge" => {
+            answered(world, name).await?;
+            no_config_map(world, "Not_A_Name").await?;
+            super::logs::forge()
         }
         other => Err(format!("no check for {other}")),
     }

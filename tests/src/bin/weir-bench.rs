@@ -5,6 +5,7 @@
 //! cargo build --release -p weir --bin weir && cargo build --release -p weir-e2e --bin weir-bench
 //! plugins/build.sh ten      # the Blog plugin, and the ten Blog kinds of the ten-plugin row
 //! target/release/weir-bench --blogs 1000 --blogs 10000 --ten 100
+//! target/release/weir-bench hostile   # the Blog beside the hostile plugin (see `hostile`)
 //! ```
 //!
 //! The emulator runs in this process; its request log counts the children's requests (this
@@ -19,11 +20,19 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use futures::{StreamExt, TryStreamExt};
-use kube::CustomResourceExt;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use serde_json::{Value, json};
-use weir::plugin::ResourceKind;
-use weir_emulator::{Emulator, EmulatorConfig, RequestRecord, WorkloadSimulation};
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::json;
+use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+
+#[path = "weir-bench/cluster.rs"]
+mod cluster;
+#[path = "weir-bench/hostile.rs"]
+mod hostile;
+#[path = "weir-bench/table.rs"]
+mod table;
+
+use self::cluster::{Target, blog_kind, install, is_ready};
+use self::table::{Row, print, print_ratios, print_writes, push};
 
 const RESYNC_SECS: u64 = 3;
 const WORKERS: usize = 8;
@@ -35,7 +44,7 @@ const TEN: usize = 10;
 #[command(name = "weir-bench", args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
-    internal: Option<Internal>,
+    mode: Option<Mode>,
     /// Blogs of one row (repeat, or separate by commas: `--blogs 1000,10000`).
     #[arg(long, value_delimiter = ',', default_value = "1000")]
     blogs: Vec<usize>,
@@ -54,8 +63,12 @@ struct Cli {
     only: Option<Side>,
 }
 
+/// Measurements other than the Blog rows.
 #[derive(Debug, Subcommand)]
-enum Internal {
+enum Mode {
+    /// `weir run` serving the Blog beside the hostile plugin: a Blog's convergence, peak RSS
+    /// and the log, idle and under every attack.
+    Hostile(hostile::HostileArgs),
     /// Runs the native twin (the benchmark's own child process).
     #[command(hide = true)]
     Serve {
@@ -93,39 +106,6 @@ enum Setup {
     },
     /// One twin process per namespace (`None`: one twin over the whole cluster).
     Twins { namespaces: Vec<Option<String>> },
-}
-
-/// Blogs of one kind in one namespace.
-struct Target {
-    kind: ResourceKind,
-    copy: Option<usize>,
-    namespace: String,
-}
-
-fn blog_kind(copy: Option<usize>) -> ResourceKind {
-    ResourceKind {
-        group: "weir.dev".into(),
-        version: "v1alpha1".into(),
-        kind: copy.map_or("Blog".into(), |n| format!("Blog{n}")),
-        plural: copy.map_or("blogs".into(), |n| format!("blogs{n}")),
-        namespaced: true,
-    }
-}
-
-/// The Blog's CRD, or the one `plugins/build.sh ten` builds copy `n` with (the same renaming
-/// as `weir_plugin_blog::copy`).
-fn blog_crd(copy: Option<usize>) -> Value {
-    let mut crd = serde_json::to_value(weir_plugin_blog::Blog::crd()).unwrap_or_default();
-    if let Some(n) = copy {
-        crd["metadata"]["name"] = json!(format!("blogs{n}.weir.dev"));
-        let names = &mut crd["spec"]["names"];
-        names["kind"] = json!(format!("Blog{n}"));
-        names["plural"] = json!(format!("blogs{n}"));
-        names["singular"] = json!(format!("blog{n}"));
-        names["listKind"] = json!(format!("Blog{n}List"));
-        names["shortNames"] = Value::Null;
-    }
-    crd
 }
 
 /// The children under test; killed when dropped, so no error path leaves one behind.
@@ -229,54 +209,6 @@ fn watch_suffix(setup: &Setup, target: &Target) -> String {
         }
         _ => format!("/{}", target.kind.plural),
     }
-}
-
-fn is_ready(obj: &DynamicObject) -> bool {
-    let current = obj.data["status"]["observedGeneration"].as_i64() == obj.metadata.generation;
-    let ready = obj.data["status"]["conditions"]
-        .as_array()
-        .is_some_and(|c| {
-            c.iter()
-                .any(|c| c["type"] == "Ready" && c["status"] == "True")
-        });
-    current && ready
-}
-
-struct Row {
-    system: String,
-    blogs: usize,
-    seconds: f64,
-    requests_per_blog: f64,
-    resync_writes: usize,
-    rss_mib: f64,
-}
-
-async fn install(emulator: &Emulator, targets: &[Target]) -> Result<()> {
-    let client = emulator.client();
-    let crds: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &ResourceKind {
-            group: "apiextensions.k8s.io".into(),
-            version: "v1".into(),
-            kind: "CustomResourceDefinition".into(),
-            plural: "customresourcedefinitions".into(),
-            namespaced: false,
-        }
-        .api_resource(),
-    );
-    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
-    let apply = PatchParams::apply("bench").force();
-    for t in targets {
-        let crd = blog_crd(t.copy);
-        let name = crd["metadata"]["name"].as_str().unwrap_or_default();
-        crds.patch(name, &apply, &Patch::Apply(&crd)).await?;
-        let ns =
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": t.namespace}});
-        namespaces
-            .patch(&t.namespace, &apply, &Patch::Apply(&ns))
-            .await?;
-    }
-    Ok(())
 }
 
 /// Creates `per_target` Blogs for each target and measures until all are Ready, then over
@@ -383,76 +315,6 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
         resync_writes,
         rss_mib,
     })
-}
-
-/// Breaks the writes of `log` down by method, resource (and subresource) and response code,
-/// to show where a requests/Blog figure above the minimum comes from.
-fn print_writes(system: &str, log: &[RequestRecord]) {
-    let mut counts = std::collections::BTreeMap::<String, usize>::new();
-    for r in log.iter().filter(|r| r.is_write()) {
-        let segments: Vec<&str> = r.path.split('/').collect();
-        let resource = segments
-            .iter()
-            .position(|s| *s == "namespaces")
-            .map(|i| {
-                let rest: Vec<&str> = segments.iter().skip(i + 2).step_by(2).copied().collect();
-                rest.join("/")
-            })
-            .unwrap_or_else(|| r.path.clone());
-        let what = format!("{} {resource} {} {:?}", r.method, r.status, r.content_type);
-        *counts.entry(what).or_default() += 1;
-    }
-    for (what, n) in counts {
-        eprintln!("{system}: {n:>7} × {what}");
-    }
-}
-
-fn print(rows: &[Row]) {
-    println!(
-        "| {:<28} | {:>6} | {:>11} | {:>13} | {:>17} | {:>12} |",
-        "controller", "Blogs", "all Ready s", "requests/Blog", "writes, 2 resyncs", "peak RSS MiB"
-    );
-    println!(
-        "|{:-<30}|{:->8}|{:->13}|{:->15}|{:->19}|{:->14}|",
-        "", "", "", "", "", ""
-    );
-    for r in rows {
-        println!(
-            "| {:<28} | {:>6} | {:>11.2} | {:>13.2} | {:>17} | {:>12.1} |",
-            r.system, r.blogs, r.seconds, r.requests_per_blog, r.resync_writes, r.rss_mib
-        );
-    }
-}
-
-fn print_ratios(pairs: &[(&Row, &Row)]) {
-    println!(
-        "\n| {:<28} | {:>6} | {:>11} | {:>13} | {:>12} |",
-        "Weir / twin(s)", "Blogs", "all Ready", "requests/Blog", "peak RSS"
-    );
-    println!(
-        "|{:-<30}|{:->8}|{:->13}|{:->15}|{:->14}|",
-        "", "", "", "", ""
-    );
-    for (w, n) in pairs {
-        println!(
-            "| {:<28} | {:>6} | {:>10.2}x | {:>12.2}x | {:>11.2}x |",
-            w.system,
-            w.blogs,
-            w.seconds / n.seconds,
-            w.requests_per_blog / n.requests_per_blog,
-            w.rss_mib / n.rss_mib
-        );
-    }
-}
-
-/// Adds the measured rows of one size; a Weir and a twin row make a pair for the ratios.
-fn push(rows: &mut Vec<Row>, pairs: &mut Vec<(usize, usize)>, w: Option<Row>, t: Option<Row>) {
-    let pair = w.is_some() && t.is_some();
-    rows.extend(w);
-    rows.extend(t);
-    if pair {
-        pairs.push((rows.len() - 2, rows.len() - 1));
-    }
 }
 
 /// `path`, or an error naming the command that builds it.
@@ -575,8 +437,9 @@ async fn bench(cli: Cli) -> Result<()> {
 #[tokio::main]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
-    match cli.internal {
-        Some(Internal::Serve {
+    match cli.mode {
+        Some(Mode::Hostile(args)) => hostile::run(args).await,
+        Some(Mode::Serve {
             system: Served::Native,
             kubeconfig,
             namespace,

@@ -1,0 +1,84 @@
+//! The Blog kinds the bench serves: their CRDs, their namespaces, and when a Blog is Ready.
+
+use anyhow::Result;
+use kube::CustomResourceExt;
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use serde_json::{Value, json};
+use weir::plugin::ResourceKind;
+use weir_emulator::Emulator;
+
+/// Blogs of one kind in one namespace.
+pub(crate) struct Target {
+    pub(crate) kind: ResourceKind,
+    /// Which of the ten Blog copies (`None`: the Blog itself).
+    pub(crate) copy: Option<usize>,
+    pub(crate) namespace: String,
+}
+
+/// The Blog's kind, or copy `n`'s.
+pub(crate) fn blog_kind(copy: Option<usize>) -> ResourceKind {
+    ResourceKind {
+        group: "weir.dev".into(),
+        version: "v1alpha1".into(),
+        kind: copy.map_or("Blog".into(), |n| format!("Blog{n}")),
+        plural: copy.map_or("blogs".into(), |n| format!("blogs{n}")),
+        namespaced: true,
+    }
+}
+
+/// The Blog's CRD, or the one `plugins/build.sh ten` builds copy `n` with (the same renaming
+/// as `weir_plugin_blog::copy`).
+pub(crate) fn blog_crd(copy: Option<usize>) -> Value {
+    let mut crd = serde_json::to_value(weir_plugin_blog::Blog::crd()).unwrap_or_default();
+    if let Some(n) = copy {
+        crd["metadata"]["name"] = json!(format!("blogs{n}.weir.dev"));
+        let names = &mut crd["spec"]["names"];
+        names["kind"] = json!(format!("Blog{n}"));
+        names["plural"] = json!(format!("blogs{n}"));
+        names["singular"] = json!(format!("blog{n}"));
+        names["listKind"] = json!(format!("Blog{n}List"));
+        names["shortNames"] = Value::Null;
+    }
+    crd
+}
+
+/// Whether a Blog has `Ready=True` for its current generation.
+pub(crate) fn is_ready(obj: &DynamicObject) -> bool {
+    let current = obj.data["status"]["observedGeneration"].as_i64() == obj.metadata.generation;
+    let ready = obj.data["status"]["conditions"]
+        .as_array()
+        .is_some_and(|c| {
+            c.iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+        });
+    current && ready
+}
+
+/// Installs the CRD and the namespace of every target.
+pub(crate) async fn install(emulator: &Emulator, targets: &[Target]) -> Result<()> {
+    let client = emulator.client();
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ResourceKind {
+            group: "apiextensions.k8s.io".into(),
+            version: "v1".into(),
+            kind: "CustomResourceDefinition".into(),
+            plural: "customresourcedefinitions".into(),
+            namespaced: false,
+        }
+        .api_resource(),
+    );
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(client);
+    let apply = PatchParams::apply("bench").force();
+    for t in targets {
+        let crd = blog_crd(t.copy);
+        let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+        crds.patch(name, &apply, &Patch::Apply(&crd)).await?;
+        let ns =
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": t.namespace}});
+        namespaces
+            .patch(&t.namespace, &apply, &Patch::Apply(&ns))
+            .await?;
+    }
+    Ok(())
+}
