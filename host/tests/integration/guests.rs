@@ -4,8 +4,6 @@
 
 #![allow(dead_code, reason = "each test file uses some of the guests")]
 
-use std::path::PathBuf;
-
 use serde_json::json;
 use weir::plugin::ReconcileRequest;
 
@@ -40,10 +38,31 @@ pub fn component(body: &str, pages: u32) -> Vec<u8> {
     );
     let pkg = resolve.push_str("reconciler.wit", &wit).unwrap();
     let world = resolve.select_world(&[pkg], Some("reconciler")).unwrap();
-    let mut module = module;
+    encode(module, &resolve, world)
+}
+
+/// A component of `world` in `wit` whose every export traps (wit-component's dummy module).
+pub fn dummy_component(wit: &str, world: &str) -> Vec<u8> {
+    let mut resolve = wit_parser::Resolve::default();
+    let pkg = resolve.push_str("test.wit", wit).unwrap();
+    let world = resolve.select_world(&[pkg], Some(world)).unwrap();
+    let mangling = wit_parser::ManglingAndAbi::Legacy(wit_parser::LiftLowerAbi::Sync);
+    encode(
+        wit_component::dummy_module(&resolve, world, mangling),
+        &resolve,
+        world,
+    )
+}
+
+/// `module` with `world`'s metadata embedded, encoded as a component.
+fn encode(
+    mut module: Vec<u8>,
+    resolve: &wit_parser::Resolve,
+    world: wit_parser::WorldId,
+) -> Vec<u8> {
     wit_component::embed_component_metadata(
         &mut module,
-        &resolve,
+        resolve,
         world,
         wit_component::StringEncoding::UTF8,
     )
@@ -66,9 +85,9 @@ pub fn request(name: &str) -> ReconcileRequest {
     }
 }
 
-fn contract() -> String {
-    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wit/reconciler.wit"))
-        .unwrap()
+/// The 0.1.0 contract's text (`wit/reconciler.wit`).
+pub fn contract() -> String {
+    std::fs::read_to_string(crate::workspace().join("wit/reconciler.wit")).unwrap()
 }
 
 /// The parts of WASI 0.2 the sleeper imports (the host links all of 0.2).

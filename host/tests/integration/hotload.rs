@@ -6,7 +6,7 @@
     reason = "a test fails loudly at the step that broke"
 )]
 
-use crate::workspace;
+use crate::{guests, workspace};
 use std::fs;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,32 +27,6 @@ fn built(name: &str) -> Vec<u8> {
 
 fn sha(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
-}
-
-/// A component of `world` in `wit` whose every export traps (wit-component's dummy module).
-fn component_of(wit: &str, world: &str) -> Vec<u8> {
-    let mut resolve = wit_parser::Resolve::default();
-    let pkg = resolve.push_str("test.wit", wit).unwrap();
-    let world = resolve.select_world(&[pkg], Some(world)).unwrap();
-    let mangling = wit_parser::ManglingAndAbi::Legacy(wit_parser::LiftLowerAbi::Sync);
-    let mut module = wit_component::dummy_module(&resolve, world, mangling);
-    wit_component::embed_component_metadata(
-        &mut module,
-        &resolve,
-        world,
-        wit_component::StringEncoding::UTF8,
-    )
-    .unwrap();
-    wit_component::ComponentEncoder::default()
-        .validate(true)
-        .module(&module)
-        .unwrap()
-        .encode()
-        .unwrap()
-}
-
-fn contract() -> String {
-    fs::read_to_string(workspace().join("wit/reconciler.wit")).unwrap()
 }
 
 struct Watched {
@@ -163,7 +137,8 @@ async fn bad_files_are_refused_and_the_served_version_keeps_serving() {
         other => panic!("expected the replacement, got {}", describe(&other)),
     }
 
-    let mut other_major = contract().replace("weir:reconciler@0.1.0", "weir:reconciler@1.0.0");
+    let mut other_major =
+        guests::contract().replace("weir:reconciler@0.1.0", "weir:reconciler@1.0.0");
     other_major.push('\n');
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         (
@@ -174,7 +149,7 @@ async fn bad_files_are_refused_and_the_served_version_keeps_serving() {
         ("truncated", v2[..v2.len() / 2].to_vec(), "blog.wasm"),
         (
             "another world",
-            component_of(
+            guests::dummy_component(
                 "package other:thing@1.0.0;\nworld other { export run: func() -> u32; }",
                 "other",
             ),
@@ -182,12 +157,12 @@ async fn bad_files_are_refused_and_the_served_version_keeps_serving() {
         ),
         (
             "another major version",
-            component_of(&other_major, "reconciler"),
+            guests::dummy_component(&other_major, "reconciler"),
             "weir:reconciler@1.0.0",
         ),
         (
             "describe traps",
-            component_of(&contract(), "reconciler"),
+            guests::dummy_component(&guests::contract(), "reconciler"),
             "describe() failed",
         ),
     ];

@@ -1,7 +1,7 @@
 //! Loading refuses what is not a reconciler with an error naming the file,
 //! caches compiled code, and routes the guest's logs into the caller's span.
 
-use crate::built;
+use crate::{built, guests};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -52,42 +52,18 @@ fn a_component_without_the_exports_is_the_wrong_contract() {
     );
 }
 
-/// A component of `wit`'s `reconciler` world whose every export traps
-/// (wit-component's dummy module).
-fn dummy_component(wit: &str) -> Vec<u8> {
-    let mut resolve = wit_parser::Resolve::default();
-    let pkg = resolve.push_str("reconciler.wit", wit).unwrap();
-    let world = resolve.select_world(&[pkg], Some("reconciler")).unwrap();
-    let mangling = wit_parser::ManglingAndAbi::Legacy(wit_parser::LiftLowerAbi::Sync);
-    let mut module = wit_component::dummy_module(&resolve, world, mangling);
-    wit_component::embed_component_metadata(
-        &mut module,
-        &resolve,
-        world,
-        wit_component::StringEncoding::UTF8,
-    )
-    .unwrap();
-    wit_component::ComponentEncoder::default()
-        .validate(true)
-        .module(&module)
-        .unwrap()
-        .encode()
-        .unwrap()
-}
-
-fn contract() -> String {
-    std::fs::read_to_string(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wit/reconciler.wit"))
-        .unwrap()
-}
-
 #[test]
 fn a_component_built_against_another_contract_version_is_refused_by_name() {
-    let wit = contract().replace(
+    let wit = guests::contract().replace(
         "package weir:reconciler@0.1.0;",
         "package weir:reconciler@0.3.0;",
     );
     let err = engine()
-        .load_bytes("future.wasm", &dummy_component(&wit), Limits::default())
+        .load_bytes(
+            "future.wasm",
+            &guests::dummy_component(&wit, "reconciler"),
+            Limits::default(),
+        )
         .unwrap_err();
     assert!(matches!(err, LoadError::WrongContract { .. }), "{err:?}");
     assert_eq!(
@@ -102,9 +78,13 @@ fn a_component_of_either_contract_version_is_linked_and_reaches_describe() {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wit/0.2.0/reconciler.wit"),
     )
     .unwrap();
-    for (version, wit) in [("0.1.0", contract()), ("0.2.0", newer)] {
+    for (version, wit) in [("0.1.0", guests::contract()), ("0.2.0", newer)] {
         let err = engine()
-            .load_bytes("dummy.wasm", &dummy_component(&wit), Limits::default())
+            .load_bytes(
+                "dummy.wasm",
+                &guests::dummy_component(&wit, "reconciler"),
+                Limits::default(),
+            )
             .unwrap_err();
         // Linked with its own version's bindings: the trap comes from the guest's describe.
         assert!(
@@ -119,7 +99,7 @@ fn a_describe_that_traps_fails_the_load() {
     let err = engine()
         .load_bytes(
             "dummy.wasm",
-            &dummy_component(&contract()),
+            &guests::dummy_component(&guests::contract(), "reconciler"),
             Limits::default(),
         )
         .unwrap_err();
