@@ -238,7 +238,7 @@ impl Project {
             started.elapsed().as_secs_f64()
         ));
         let (engine, limits, validation) =
-            (checks.engine.clone(), checks.limits, checks.validation);
+            (checks.engine.clone(), checks.limits, checks.validation.clone());
         let (file, fixtures_dir) = (wasm.clone(), self.dir.join("fixtures"));
         let checked = tokio::task::spawn_blocking(move || {
             let plugin = engine

@@ -87,7 +87,8 @@ pub fn request(name: &str) -> ReconcileRequest {
 
 /// The 0.1.0 contract's text (`wit/reconciler.wit`).
 pub fn contract() -> String {
-    std::fs::read_to_string(crate::workspace().join("wit/reconciler.wit")).unwrap()
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/reconciler.wit");
+    std::fs::read_to_string(path).unwrap()
 }
 
 /// The parts of WASI 0.2 the sleeper imports (the host links all of 0.2).
