@@ -1,11 +1,6 @@
 //! End-to-end tests: one binary, one module per scenario. Each runs on the embedded emulator,
 //! or on the cluster `KUBECONFIG` names. Plugins come from `target/plugins` (`plugins/build.sh`).
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "in a test, a failed unwrap is a failed assertion"
-)]
-
 mod blog_lifecycle;
 mod converged_writes_nothing;
 mod deletion_runs_the_finalizer;
