@@ -45,6 +45,7 @@ pub fn hostile_calls(host: &Manager) -> u64 {
 async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_converges()
 -> anyhow::Result<()> {
     let started = Instant::now();
+    let _exclusive = weir_e2e::exclusive().await;
     let env = TestEnv::start().await?;
     env.install_crd(&plugin("blog")?).await?;
     env.install_crd(&plugin("hostile")?).await?;

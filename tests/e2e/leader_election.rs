@@ -8,6 +8,7 @@ use weir_e2e::{TestEnv, fast_config, kinds, plugin, wait_ready};
 
 #[tokio::test]
 async fn only_the_leader_writes_and_the_standby_takes_over() -> anyhow::Result<()> {
+    let _exclusive = weir_e2e::exclusive().await;
     let env = TestEnv::start().await?;
     let blog = plugin("blog")?;
     env.install_crd(&blog).await?;

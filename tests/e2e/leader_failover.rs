@@ -47,6 +47,7 @@ fn write_by(r: &RequestRecord, id: &str) -> bool {
 
 #[tokio::test]
 async fn a_killed_leader_is_replaced_and_the_failover_time_is_printed() -> anyhow::Result<()> {
+    let _exclusive = weir_e2e::exclusive().await;
     let env = TestEnv::start().await?;
     let Some(emulator) = env.emulator.as_ref() else {
         return Ok(()); // The request log with client identities is the emulator's.
@@ -113,6 +114,7 @@ async fn a_killed_leader_is_replaced_and_the_failover_time_is_printed() -> anyho
 #[tokio::test]
 async fn a_leader_cut_off_from_its_lease_steps_down_before_the_takeover_and_stands_again()
 -> anyhow::Result<()> {
+    let _exclusive = weir_e2e::exclusive().await;
     let env = TestEnv::start().await?;
     let Some(emulator) = env.emulator.as_ref() else {
         return Ok(());

@@ -27,6 +27,15 @@ pub mod native_twin;
 pub mod plugin_log;
 pub mod registry;
 
+/// Held by the scenarios that must not overlap in time: the hostile plugin's, which saturates
+/// the CPU on purpose (spinning and sleeping guests), and the leader-election ones, whose promise
+/// (no write from an old leader after the new one's first) assumes the host is not stalled for
+/// longer than its step-down margin. Other scenarios run beside either.
+pub async fn exclusive() -> tokio::sync::MutexGuard<'static, ()> {
+    static EXCLUSIVE: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    EXCLUSIVE.lock().await
+}
+
 /// How long a scenario waits for the cluster to converge before failing.
 pub const CONVERGE: Duration = Duration::from_secs(20);
 

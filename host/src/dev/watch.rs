@@ -237,8 +237,11 @@ impl Project {
             "watch: built {name} in {:.1} s; running fixtures",
             started.elapsed().as_secs_f64()
         ));
-        let (engine, limits, validation) =
-            (checks.engine.clone(), checks.limits, checks.validation.clone());
+        let (engine, limits, validation) = (
+            checks.engine.clone(),
+            checks.limits,
+            checks.validation.clone(),
+        );
         let (file, fixtures_dir) = (wasm.clone(), self.dir.join("fixtures"));
         let checked = tokio::task::spawn_blocking(move || {
             let plugin = engine
