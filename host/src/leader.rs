@@ -162,6 +162,15 @@ fn held_until(lease: &Lease, identity: &str) -> Option<SystemTime> {
     Some(renewed + Duration::from_secs(secs))
 }
 
+/// How long the guard sleeps: until its next read of the lease, or until the step-down moment
+/// (`until` less the margin) when that comes sooner.
+fn next_check(config: &LeaderConfig, until: Option<SystemTime>, margin: Duration) -> Duration {
+    let step_down = until
+        .and_then(|u| u.checked_sub(margin))
+        .map(|at| at.duration_since(SystemTime::now()).unwrap_or_default());
+    step_down.map_or(config.check_every(), |d| d.min(config.check_every()))
+}
+
 /// Publishes "leading" only while the lease manager says so *and* the lease, read back, runs
 /// past now plus the step-down margin. Unreadable (API down): the last renewal read decides.
 async fn guard(
@@ -175,9 +184,12 @@ async fn guard(
     loop {
         let claimed = *held.borrow_and_update();
         if claimed {
-            match api.get_opt(&config.lease).await {
-                Ok(lease) => until = lease.and_then(|l| held_until(&l, &config.identity)),
-                Err(e) => tracing::debug!(error = %e, "cannot read the leader lease back"),
+            // Bounded: a client that retries a failing API server must not hold the guard past
+            // the moment it has to step down.
+            match tokio::time::timeout(config.check_every(), api.get_opt(&config.lease)).await {
+                Ok(Ok(lease)) => until = lease.and_then(|l| held_until(&l, &config.identity)),
+                Ok(Err(e)) => tracing::debug!(error = %e, "cannot read the leader lease back"),
+                Err(_) => tracing::debug!("reading the leader lease back timed out"),
             }
         } else {
             until = None;
@@ -196,7 +208,8 @@ async fn guard(
                 tx.send_replace(false);
                 return;
             },
-            () = tokio::time::sleep(config.check_every()) => {}
+            // Wake at the next check, or at the step-down moment if that comes first.
+            () = tokio::time::sleep(next_check(&config, until.filter(|_| leading), margin)) => {}
         }
     }
 }
