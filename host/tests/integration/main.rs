@@ -6,7 +6,9 @@
 
 #![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
+use std::io::Write;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 
 mod guests;
 
@@ -42,4 +44,25 @@ pub fn built(file: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// A `tracing` writer the test reads back: the host's formatted log, as a terminal shows it.
+#[derive(Clone, Default)]
+pub struct LogText(Arc<Mutex<Vec<u8>>>);
+
+impl LogText {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+impl Write for LogText {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }

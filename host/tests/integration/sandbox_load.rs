@@ -1,10 +1,8 @@
 //! Loading refuses what is not a reconciler with an error naming the file,
 //! caches compiled code, and routes the guest's logs into the caller's span.
 
-use crate::{built, guests};
-use std::io::Write;
+use crate::{LogText, built, guests};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 use weir::plugin::{Engine, EngineConfig, Limits, LoadError, ReconcileRequest};
@@ -163,26 +161,12 @@ fn artifacts(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
-/// A `tracing` writer the test can read back.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[test]
 fn guest_logs_and_output_become_events_in_the_callers_span() {
     let plugin = engine()
         .load_file(&built("chaos.wasm"), Limits::default())
         .unwrap();
-    let captured = Captured::default();
+    let captured = LogText::default();
     let writer = captured.clone();
     let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
@@ -200,7 +184,7 @@ fn guest_logs_and_output_become_events_in_the_callers_span() {
             })
             .unwrap();
     });
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = captured.text();
     for (level, message) in [
         ("TRACE", "chaos log at trace for loud"),
         ("DEBUG", "chaos log at debug for loud"),

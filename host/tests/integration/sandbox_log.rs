@@ -1,9 +1,9 @@
 //! A guest's log lines are bounded per line, per call and per second, are
 //! reported when dropped, and cannot forge a line of the host's own log.
 
+use crate::LogText;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
@@ -51,26 +51,12 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Recorder {
     }
 }
 
-/// The host's formatted log, as a terminal would show it.
-#[derive(Clone, Default)]
-struct Text(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Text {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// Runs chaos's `log` mode (five `log` lines naming the parent, one line
 /// each to stdout and stderr) for a parent called `name`; returns the
 /// events and the formatted log.
 fn log_call(plugin: &Plugin, name: &str) -> (Vec<Seen>, String) {
     let recorder = Recorder::default();
-    let text = Text::default();
+    let text = LogText::default();
     let writer = text.clone();
     let subscriber = tracing_subscriber::registry().with(recorder.clone()).with(
         tracing_subscriber::fmt::layer()
@@ -88,7 +74,7 @@ fn log_call(plugin: &Plugin, name: &str) -> (Vec<Seen>, String) {
             .unwrap();
     });
     let events = std::mem::take(&mut *recorder.0.lock().unwrap());
-    let text = String::from_utf8(text.0.lock().unwrap().clone()).unwrap();
+    let text = text.text();
     (events, text)
 }
 
