@@ -3,8 +3,8 @@
 use std::time::Duration;
 
 use serde_json::json;
-use weir::leader::LeaderConfig;
-use weir_e2e::{TestEnv, fast_config, kinds, plugin, wait_ready};
+
+use weir_e2e::{TestEnv, fast_config, fast_leader, kinds, plugin, wait_ready};
 
 #[tokio::test]
 async fn only_the_leader_writes_and_the_standby_takes_over() -> anyhow::Result<()> {
@@ -14,12 +14,7 @@ async fn only_the_leader_writes_and_the_standby_takes_over() -> anyhow::Result<(
     env.install_crd(&blog).await?;
     let config = |id: &str| {
         let mut c = fast_config(&env.namespace);
-        c.leader = Some(LeaderConfig {
-            namespace: env.namespace.clone(),
-            duration_secs: 2,
-            grace_secs: 1,
-            ..LeaderConfig::new(id)
-        });
+        c.leader = Some(fast_leader(&env.namespace, id));
         c
     };
     let a = env

@@ -9,10 +9,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::json;
-use weir::leader::LeaderConfig;
 use weir::manager::{Manager, PluginSource};
 use weir::plugin::Plugin;
-use weir_e2e::{TestEnv, eventually, fast_config, kinds, plugin, wait_ready};
+use weir_e2e::{TestEnv, eventually, fast_config, fast_leader, kinds, plugin, wait_ready};
 use weir_emulator::{Emulator, Fault, RequestRecord, Rule};
 
 /// A host whose requests carry `User-Agent: weir-e2e/<id>`.
@@ -28,12 +27,7 @@ async fn host(
         .push((http::header::USER_AGENT, format!("weir-e2e/{id}").parse()?));
     let client = kube::Client::try_from(config)?;
     let mut c = fast_config(&env.namespace);
-    c.leader = Some(LeaderConfig {
-        namespace: env.namespace.clone(),
-        duration_secs: 2,
-        grace_secs: 1,
-        ..LeaderConfig::new(id)
-    });
+    c.leader = Some(fast_leader(&env.namespace, id));
     Ok(Manager::start(client, PluginSource::Fixed(vec![blog.clone()]), c).await?)
 }
 

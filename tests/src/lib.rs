@@ -99,6 +99,16 @@ pub fn fast_directory(dir: &Path) -> Config {
     }
 }
 
+/// Leader election as the scenarios run it: a 2 s lease with 1 s of grace, in the test's namespace.
+pub fn fast_leader(namespace: &str, id: &str) -> weir::leader::LeaderConfig {
+    weir::leader::LeaderConfig {
+        namespace: namespace.to_owned(),
+        duration_secs: 2,
+        grace_secs: 1,
+        ..weir::leader::LeaderConfig::new(id)
+    }
+}
+
 /// A host configuration with short delays, so scenarios finish in seconds.
 pub fn fast_config(namespace: &str) -> ManagerConfig {
     ManagerConfig {
