@@ -215,11 +215,13 @@ impl Plugin {
     }
 
     /// The related objects the plugin wants to read for `parent` (its JSON). Blocking, like
-    /// `reconcile`. A 0.1.0 plugin selects nothing, without a call. The answer is not checked
+    /// `reconcile`. A plugin without related kinds selects nothing, without a call. The answer is not checked
     /// against the declaration here: the reconcile loop refuses it on the parent (see
     /// `reconcile::related`).
     pub fn select(&self, parent: &str) -> Result<Vec<Selection>, CallError> {
-        if self.contract() == Contract::V0_1 {
+        // Nothing to select without related kinds (every 0.1.0 plugin, and a 0.2.0 one that
+        // declares none): no instance is spent on it, on every reconcile.
+        if self.contract() == Contract::V0_1 || self.info().related.is_empty() {
             return Ok(Vec::new());
         }
         self.run(async |store, guest| guest.select(store, parent).await)?
