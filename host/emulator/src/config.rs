@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::faults::Faults;
-use crate::http_util::form_pairs;
+use crate::http_util::{form_pairs, is_true};
 
 /// Deployment status simulation, the way KWOK fakes kubelets.
 #[derive(Clone, Debug)]
@@ -72,6 +72,6 @@ impl RequestRecord {
         self.method == http::Method::GET
             && form_pairs(&self.query)
                 .iter()
-                .any(|(k, v)| k == "watch" && (v == "true" || v == "1"))
+                .any(|(k, v)| k == "watch" && is_true(v))
     }
 }

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::apierror::ApiError;
-use crate::http_util::{form_pairs, json_response};
+use crate::http_util::{form_pairs, is_true, json_response};
 
 /// A fault file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -314,7 +314,7 @@ fn classify(
     let watch = || {
         form_pairs(query)
             .iter()
-            .any(|(k, v)| k == "watch" && (v == "true" || v == "1"))
+            .any(|(k, v)| k == "watch" && is_true(v))
     };
     let verb = match *method {
         http::Method::GET if name.is_some() => Verb::Get,

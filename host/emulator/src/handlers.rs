@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::apierror::{ApiError, ApiResult};
 use crate::gc::{self, Propagation};
-use crate::http_util::json_response;
+use crate::http_util::{is_true, json_response};
 use crate::ops::{self, Outcome, PatchType};
 use crate::opts::{Validation, WriteOpts};
 use crate::resources::{self, ResourceType};
@@ -54,7 +54,7 @@ impl Request {
     }
 
     fn flag(&self, name: &str) -> bool {
-        matches!(self.param(name), Some("true" | "1"))
+        self.param(name).is_some_and(is_true)
     }
 
     fn header(&self, name: http::header::HeaderName) -> &str {
@@ -389,7 +389,18 @@ fn watch_collection(shared: Arc<Shared>, req: &Request) -> ApiResult<Response> {
     Ok(watch::start(shared, params))
 }
 
-fn delete_options(req: &Request) -> ApiResult<(Propagation, Value)> {
+/// What a DELETE asks for, from its `DeleteOptions` body and query.
+struct DeleteOptions {
+    /// `propagationPolicy` (or `orphanDependents`), Background by default.
+    policy: Propagation,
+    /// `preconditions` (uid, resourceVersion), or null.
+    preconditions: Value,
+    /// `dryRun: [All]` in the body or `dryRun=All` in the query (kubectl sends the body):
+    /// answer as if deleted, delete nothing.
+    dry_run: bool,
+}
+
+fn delete_options(req: &Request) -> ApiResult<DeleteOptions> {
     let body: Value = if req.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
@@ -409,15 +420,25 @@ fn delete_options(req: &Request) -> ApiResult<(Propagation, Value)> {
                 .then_some(Propagation::Orphan)
         })
         .unwrap_or(Propagation::Background);
-    Ok((
+    let dry_run = req.param("dryRun") == Some("All")
+        || body
+            .get("dryRun")
+            .and_then(Value::as_array)
+            .is_some_and(|d| d.iter().any(|v| v == "All"));
+    Ok(DeleteOptions {
         policy,
-        body.get("preconditions").cloned().unwrap_or(Value::Null),
-    ))
+        preconditions: body.get("preconditions").cloned().unwrap_or(Value::Null),
+        dry_run,
+    })
 }
 
 fn delete(shared: &Shared, req: &Request, key: &ObjKey) -> ApiResult<Response> {
     let rt = &req.target.rt;
-    let (policy, pre) = delete_options(req)?;
+    let DeleteOptions {
+        policy,
+        preconditions: pre,
+        dry_run,
+    } = delete_options(req)?;
     let mut store = shared.lock();
     let current = store
         .get(key)
@@ -444,7 +465,7 @@ fn delete(shared: &Shared, req: &Request, key: &ObjKey) -> ApiResult<Response> {
             ));
         }
     }
-    if req.param("dryRun") == Some("All") {
+    if dry_run {
         return Ok(json_response(
             StatusCode::OK,
             &resources::serve(rt, &current),
@@ -464,7 +485,7 @@ fn delete(shared: &Shared, req: &Request, key: &ObjKey) -> ApiResult<Response> {
 fn delete_collection(shared: &Shared, req: &Request) -> ApiResult<Response> {
     let rt = &req.target.rt;
     let (labels, fields) = selectors(req)?;
-    let (policy, _) = delete_options(req)?;
+    let opts = delete_options(req)?;
     let mut store = shared.lock();
     let victims: Vec<Value> = store
         .list(&rt.key(), req.target.ns.as_deref())
@@ -474,12 +495,16 @@ fn delete_collection(shared: &Shared, req: &Request) -> ApiResult<Response> {
         .collect();
     let mut items = Vec::new();
     for o in victims {
+        if opts.dry_run {
+            items.push(resources::serve(rt, &o));
+            continue;
+        }
         let key = ObjKey {
             res: rt.key(),
             ns: object::namespace(&o).to_string(),
             name: object::name(&o).to_string(),
         };
-        if let Some((last, _)) = gc::delete(&mut store, &key, policy) {
+        if let Some((last, _)) = gc::delete(&mut store, &key, opts.policy) {
             items.push(resources::serve(rt, &last));
         }
     }

@@ -23,3 +23,24 @@ pub fn form_pairs(query: &str) -> Vec<(String, String)> {
         .map(|q| q.0)
         .unwrap_or_default()
 }
+
+/// A boolean query parameter as kube-apiserver reads it (Go's `strconv.ParseBool`): `1`, `t`,
+/// `T`, `TRUE`, `true` and `True` are true. The Python client sends `watch=True`, `force=True`.
+pub fn is_true(value: &str) -> bool {
+    matches!(value, "1" | "t" | "T" | "TRUE" | "true" | "True")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn booleans_are_read_as_go_parses_them() {
+        for v in ["1", "t", "T", "TRUE", "true", "True"] {
+            assert!(is_true(v), "{v}");
+        }
+        for v in ["0", "f", "false", "False", "", "yes", "tRUE"] {
+            assert!(!is_true(v), "{v}");
+        }
+    }
+}

@@ -3,6 +3,7 @@
 
 mod apply;
 mod builtin;
+mod clients;
 mod crd;
 mod crud;
 mod fidelity;
