@@ -156,6 +156,7 @@ async fn the_official_python_client_passes_every_check() {
             "configmap_create_read_replace_patch_delete",
             "secret_string_data_is_stored_as_data",
             "deployment_crud_with_server_defaults_and_scale",
+            "server_side_dry_run_stores_nothing",
             "list_with_label_selectors_and_pages",
             "watch_resumes_from_a_resource_version",
             "watch_from_a_compacted_version_is_410_and_relist_recovers",

@@ -164,6 +164,25 @@ def deployment_crud_with_server_defaults_and_scale(s):
 
 
 @check
+def server_side_dry_run_stores_nothing(s):
+    made = s.core.create_namespaced_config_map(NS, configmap("dry", data={"a": "1"}),
+                                               dry_run="All")
+    expect(made.metadata.name == "dry", made.metadata)
+    expect(api_status(lambda: s.core.read_namespaced_config_map("dry", NS)) == 404,
+           "a dry-run create stored the object")
+    s.core.create_namespaced_config_map(NS, configmap("dry", data={"a": "1"}))
+    s.core.patch_namespaced_config_map("dry", NS, {"data": {"a": "2"}}, dry_run="All")
+    expect(s.core.read_namespaced_config_map("dry", NS).data == {"a": "1"},
+           "a dry-run patch changed the object")
+    s.core.delete_namespaced_config_map("dry", NS, dry_run="All")
+    s.core.delete_namespaced_config_map(
+        "dry", NS, body=client.V1DeleteOptions(dry_run=["All"]))
+    expect(s.core.read_namespaced_config_map("dry", NS).data == {"a": "1"},
+           "a dry-run delete removed the object")
+    s.core.delete_namespaced_config_map("dry", NS)
+
+
+@check
 def list_with_label_selectors_and_pages(s):
     for i in range(6):
         tier = "front" if i % 2 == 0 else "back"
