@@ -10,6 +10,7 @@ mod fidelity;
 mod gc;
 mod kubeconfig;
 mod kubectl;
+mod kubectl_prune;
 mod runtime;
 mod watch;
 mod workload;
