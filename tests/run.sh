@@ -33,6 +33,10 @@ step "build the workspace's tests once (and with them target/debug/weir)"
 # wasmparser's features differently from the workspace's tests and would compile wasmtime twice.
 cargo test --workspace --no-run
 
+# `weir test` and the end-to-end harness share one compiled-plugin cache, so a
+# component is compiled once per run, not once per step.
+export WEIR_CACHE_DIR="$root/target/plugin-cache"
+
 step "Blog fixtures against every language's component"
 for p in blog blog-py blog-js; do
   target/debug/weir test "target/plugins/$p.wasm" plugins/blog/fixtures
@@ -40,6 +44,9 @@ done
 
 step "guest SDK native tests (Python, JavaScript)"
 guest-sdk/test.sh
+
+step "the Python and JavaScript Kubernetes clients the emulator's conformance tests drive"
+host/emulator/tests/clients/setup.sh
 
 step "weir new: each language scaffolded outside the checkout, built, weir test"
 WEIR="$root/target/debug/weir" guest-sdk/scaffold-test.sh
