@@ -4,7 +4,9 @@
     python -m weir_reconciler.build blog:Blog ...      (the same, without the installed script)
 
 It writes a tiny app module that exports the class through `guest.export`
-and runs componentize-py on it, with the SDK and the plugin on the path.
+and runs componentize-py on it, with the SDK and the plugin on the path,
+against a staged copy of the contract (see `export_name`: the `select`
+export is built under a stand-in name and renamed in the component).
 `--crd` embeds the parent's CRD file, which `describe` then reports (a
 component cannot read files at run time).
 """
@@ -19,10 +21,15 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
+from .export_name import ExportNameError, rename_file, stage_wit
+
 PACKAGE_DIR = Path(__file__).resolve().parent
+# The contract version this SDK builds components for (its own version follows it).
+CONTRACT = "0.2.0"
 # The contract: inside the installed package, or the checkout's wit/ when run from the source tree.
+# Version 0.1.0 is wit/reconciler.wit; later versions have a directory of their own.
 PACKAGED_WIT = PACKAGE_DIR / "wit"
-DEFAULT_WIT = PACKAGED_WIT if PACKAGED_WIT.is_dir() else PACKAGE_DIR.parent.parent.parent / "wit"
+DEFAULT_WIT = (PACKAGED_WIT if PACKAGED_WIT.is_dir() else PACKAGE_DIR.parent.parent.parent / "wit") / CONTRACT
 WORLD = "reconciler"
 # componentize-py wants the app module's name to differ from the world's.
 APP_MODULE = "weir_plugin_main"
@@ -64,11 +71,19 @@ def main(argv: list[str] | None = None, prog: str = "python -m weir_reconciler.b
         Path(staging, f"{APP_MODULE}.py").write_text(app_source(module, cls, crd), encoding="utf-8")
         # Only the SDK's own modules go in, never the rest of the directory it was installed into.
         shutil.copytree(PACKAGE_DIR, Path(staging, PACKAGE_DIR.name), ignore=shutil.ignore_patterns("wit", "__pycache__"))
-        command = [componentize_py(), "-d", args.wit, "-w", WORLD, "componentize", APP_MODULE, "-p", staging]
+        renames = stage_wit(Path(args.wit), Path(staging, "wit"))
+        command = [componentize_py(), "-d", str(Path(staging, "wit")), "-w", WORLD, "componentize", APP_MODULE, "-p", staging]
         for p in args.path:
             command += ["-p", p]
         command += ["-o", args.output]
-        return subprocess.run(command).returncode
+        status = subprocess.run(command).returncode
+        if status == 0:
+            try:
+                rename_file(Path(args.output), renames)
+            except ExportNameError as e:
+                print(f"weir-py build: {args.output}: {e}", file=sys.stderr)
+                return 1
+        return status
 
 
 if __name__ == "__main__":
