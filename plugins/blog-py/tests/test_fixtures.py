@@ -2,8 +2,10 @@
 
 `weir test` is the judge (it runs the built component in the sandbox); this
 runs the same files in milliseconds while editing, with the same rules:
-children matched by (apiVersion, kind, name), null fields dropped, and a
-convergence check on every successful reconcile.
+children matched by (apiVersion, kind, name), null fields dropped, the
+`related:` objects resolved against the Blog's `select` as the host resolves
+them (by name, or by label selector sorted by name, in the parent's namespace
+only), and a convergence check on every successful reconcile.
 """
 
 import copy
@@ -14,7 +16,7 @@ from pathlib import Path
 import yaml
 
 from blog import Blog
-from weir_reconciler import ReconcileError
+from weir_reconciler import ReconcileError, Selection
 
 FIXTURES = Path(__file__).resolve().parents[2] / "blog" / "fixtures"
 
@@ -33,6 +35,39 @@ def key(obj):
 
 def by_key(objects):
     return {key(o): drop_nulls(o) for o in objects}
+
+
+def selection_as_fixture(s: Selection):
+    """A selection in the fixtures' `expect.selections` shape."""
+    if s.name is not None:
+        selector = {"name": s.name}
+    else:
+        selector = {
+            "labels": {
+                "matchLabels": dict(s.labels.match_labels),
+                "matchExpressions": [{"key": r.key, "operator": r.operator, "values": list(r.values)} for r in s.labels.match_expressions],
+            }
+        }
+    entry = {"apiVersion": s.api_version, "kind": s.kind, "selector": selector}
+    if s.namespace is not None:
+        entry["namespace"] = s.namespace
+    return entry
+
+
+def resolve(selections, parent, cluster):
+    """The selected objects that exist, as the host passes them (each once)."""
+    namespace = (parent.get("metadata") or {}).get("namespace")
+    chosen = {}
+    for s in selections:
+        if s.namespace not in (None, namespace):
+            raise AssertionError(f"selection in another namespace {s.namespace!r} would be refused")
+        for o in cluster:
+            meta = o.get("metadata") or {}
+            if (o.get("apiVersion"), o.get("kind")) != (s.api_version, s.kind) or meta.get("namespace") != namespace:
+                continue
+            if s.name == meta.get("name") or (s.labels is not None and s.labels.matches(meta.get("labels") or {})):
+                chosen[meta.get("name")] = o
+    return [chosen[n] for n in sorted(chosen)]
 
 
 def requeue_of(outcome):
@@ -78,10 +113,16 @@ class BlogFixtures(unittest.TestCase):
         blog = Blog()
         call = case.get("call", "reconcile")
         try:
+            selections = blog.handle_select(json.dumps(parent))
+            if "selections" in expect:
+                self.assertEqual([selection_as_fixture(s) for s in selections], expect["selections"], case["description"])
+            related = [json.dumps(o) for o in resolve(selections, parent, case.get("related") or [])]
             if call == "finalize":
-                result = blog.handle_finalize(json.dumps(parent), [json.dumps(o) for o in observed], case.get("finalizer", blog.finalizer))
+                result = blog.handle_finalize(
+                    json.dumps(parent), [json.dumps(o) for o in observed], case.get("finalizer", blog.finalizer), related
+                )
             else:
-                result = blog.handle_reconcile(json.dumps(parent), [json.dumps(o) for o in observed])
+                result = blog.handle_reconcile(json.dumps(parent), [json.dumps(o) for o in observed], related)
         except ReconcileError as e:
             self.assertIn("error", expect, f"{case['description']}: unexpected error {e.kind}: {e.message}")
             self.assertEqual(e.kind, expect["error"]["kind"])
@@ -101,7 +142,7 @@ class BlogFixtures(unittest.TestCase):
             self.assertEqual(None if got is None else drop_nulls(got), None if want is None else drop_nulls(want), case["description"])
         if "requeue" in expect:
             self.assertEqual(requeue_of(result), expect["requeue"], case["description"])
-        again = blog.handle_reconcile(json.dumps(parent), [json.dumps(c) for c in as_stored(result.children, parent, observed)])
+        again = blog.handle_reconcile(json.dumps(parent), [json.dumps(c) for c in as_stored(result.children, parent, observed)], related)
         self.assertEqual(
             (by_key(again.children), drop_nulls(again.desired_status), again.requeue),
             (by_key(result.children), drop_nulls(result.desired_status), result.requeue),
