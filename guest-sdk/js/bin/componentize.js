@@ -51,8 +51,8 @@ const sdkAlias = {
   name: 'weir-guest-sdk',
   /** @param {import('esbuild').PluginBuild} b */
   setup(b) {
-    b.onResolve({ filter: /^@weir\/guest-sdk(\/guest)?$/ }, (args) => ({
-      path: join(sdkDir, 'src', args.path.endsWith('/guest') ? 'guest.js' : 'index.js'),
+    b.onResolve({ filter: /^@weir\/guest-sdk(\/(guest|metacontroller))?$/ }, (args) => ({
+      path: join(sdkDir, 'src', `${args.path.split('/')[2] ?? 'index'}.js`),
     }));
   },
 };
