@@ -40,7 +40,7 @@ import Plugin from ${JSON.stringify(pluginPath)};
 import { exportReconciler } from '@weir/guest-sdk/guest';
 const glue = exportReconciler(typeof Plugin === 'function' ? new Plugin() : Plugin, log${options});
 export function describe() { return glue.describe(); }
-export function select(parent) { return glue.select(parent); }
+export function selectRelated(parent) { return glue.selectRelated(parent); }
 export function reconcile(request) { return glue.reconcile(request); }
 export function finalize(request) { return glue.finalize(request); }
 `;

@@ -61,7 +61,8 @@ function isOutOfMemory(e) {
 }
 
 /**
- * The `describe` / `select` / `reconcile` / `finalize` exports serving `reconciler`, with
+ * The `describe` / `selectRelated` / `reconcile` / `finalize` exports serving `reconciler`
+ * (`selectRelated` is the contract's `select-related`, which calls `reconciler.select`), with
  * logs sent to `hostLog` (the world's `log` import). `options.crd`, if given,
  * is reported by `describe` instead of `reconciler.crd` (the build command's
  * `--crd FILE` embeds a file this way: a component cannot read files).
@@ -87,7 +88,7 @@ export function exportReconciler(reconciler, hostLog, options = {}) {
     },
 
     /** @param {string} parent */
-    select(parent) {
+    selectRelated(parent) {
       try {
         return { tag: 'ok', val: reconciler.handleSelect(parent).map(selection) };
       } catch (e) {

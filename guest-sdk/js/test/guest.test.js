@@ -92,12 +92,12 @@ test('a plugin without related kinds declares none and selects nothing', () => {
   }
   const glue = exportReconciler(new Plain(), () => {});
   assert.deepEqual(glue.describe().related, []);
-  assert.deepEqual(glue.select(JSON.stringify({ metadata: { name: 't' } })), { tag: 'ok', val: [] });
+  assert.deepEqual(glue.selectRelated(JSON.stringify({ metadata: { name: 't' } })), { tag: 'ok', val: [] });
 });
 
 test('select returns names and label selectors in WIT shape', () => {
   const { glue } = setup();
-  assert.deepEqual(glue.select(JSON.stringify({ metadata: { name: 't', namespace: 'ns' }, spec: {} })), {
+  assert.deepEqual(glue.selectRelated(JSON.stringify({ metadata: { name: 't', namespace: 'ns' }, spec: {} })), {
     tag: 'ok',
     val: [
       { apiVersion: 'v1', kind: 'ConfigMap', namespace: undefined, selector: { tag: 'name', val: 'theme' } },
@@ -117,7 +117,7 @@ test('select returns names and label selectors in WIT shape', () => {
 
 test('an unknown selector operator is a permanent error', () => {
   const { glue } = setup();
-  const result = glue.select(JSON.stringify({ metadata: { name: 't' }, spec: { mode: 'bad-selector' } }));
+  const result = glue.selectRelated(JSON.stringify({ metadata: { name: 't' }, spec: { mode: 'bad-selector' } }));
   assert.equal(result.tag, 'err');
   assert.equal(result.val?.kind, 'permanent');
   assert.match(String(result.val?.message), /"Near"/);
@@ -186,7 +186,7 @@ test('components are built against the contract the package version follows', ()
 test('the generated entry imports log as a default import and exports the four functions', () => {
   const source = entrySource('/plugins/x/src/x.js');
   assert.match(source, /^import log from 'log';$/m);
-  for (const name of ['describe', 'select', 'reconcile', 'finalize']) assert.match(source, new RegExp(`^export function ${name}\\(`, 'm'));
+  for (const name of ['describe', 'selectRelated', 'reconcile', 'finalize']) assert.match(source, new RegExp(`^export function ${name}\\(`, 'm'));
 });
 
 test('an embedded CRD is what describe reports', () => {

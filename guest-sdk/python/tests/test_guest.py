@@ -2,9 +2,11 @@
 
 The bindings are plain Python (`componentize-py bindings`), so the mapping
 to WIT types is tested without building a component. They are generated
-into target/py-bindings-<contract> once, with componentize-py from PATH or target/venv.
+into target/py-bindings-<contract>-<hash of its WIT> once (a changed contract gets
+fresh ones), with componentize-py from PATH or target/venv.
 """
 
+import hashlib
 import importlib
 import json
 import shutil
@@ -31,7 +33,9 @@ from weir_reconciler.build import CONTRACT
 from weir_reconciler.guest import export
 
 ROOT = Path(__file__).resolve().parents[3]
-BINDINGS = ROOT / "target" / f"py-bindings-{CONTRACT}"
+WIT = ROOT / "wit" / CONTRACT
+WIT_HASH = hashlib.sha256(b"".join(f.read_bytes() for f in sorted(WIT.glob("*.wit")))).hexdigest()[:12]
+BINDINGS = ROOT / "target" / f"py-bindings-{CONTRACT}-{WIT_HASH}"
 
 
 def load_bindings():
@@ -40,7 +44,7 @@ def load_bindings():
         tool = shutil.which("componentize-py") or shutil.which("componentize-py", path=str(ROOT / "target" / "venv" / "bin"))
         if tool is None:
             raise RuntimeError("componentize-py not found: run guest-sdk/setup.sh (it creates target/venv)")
-        subprocess.run([tool, "-d", str(ROOT / "wit" / CONTRACT), "-w", "reconciler", "bindings", str(BINDINGS)], check=True)
+        subprocess.run([tool, "-d", str(WIT), "-w", "reconciler", "bindings", str(BINDINGS)], check=True)
     if str(BINDINGS) not in sys.path:
         sys.path.insert(0, str(BINDINGS))
     world = importlib.import_module("wit_world")
@@ -135,13 +139,13 @@ class GlueTest(unittest.TestCase):
 
         guest = export(Plain(), world=self.world, types=self.types, err=self.err)()
         self.assertEqual(guest.describe().related, [])
-        self.assertEqual(guest.select(json.dumps({"metadata": {"name": "t"}})), [])
+        self.assertEqual(guest.select_related(json.dumps({"metadata": {"name": "t"}})), [])
 
     def test_select_returns_names_and_label_selectors_in_wit_shape(self):
         t = self.types
         parent = json.dumps({"metadata": {"name": "t", "namespace": "ns"}, "spec": {}})
         self.assertEqual(
-            self.guest.select(parent),
+            self.guest.select_related(parent),
             [
                 t.Selection("v1", "ConfigMap", None, t.Selector_Name("theme")),
                 t.Selection(
@@ -159,7 +163,7 @@ class GlueTest(unittest.TestCase):
     def test_an_unknown_selector_operator_is_a_permanent_error(self):
         t = self.types
         with self.assertRaises(self.err) as caught:
-            self.guest.select(json.dumps({"metadata": {"name": "t"}, "spec": {"mode": "bad-selector"}}))
+            self.guest.select_related(json.dumps({"metadata": {"name": "t"}, "spec": {"mode": "bad-selector"}}))
         self.assertEqual(caught.exception.value.kind, t.ErrorKind.PERMANENT)
         self.assertIn("'Near'", caught.exception.value.message)
 

@@ -4,9 +4,7 @@
     python -m weir_reconciler.build blog:Blog ...      (the same, without the installed script)
 
 It writes a tiny app module that exports the class through `guest.export`
-and runs componentize-py on it, with the SDK and the plugin on the path,
-against a staged copy of the contract (see `export_name`: the `select`
-export is built under a stand-in name and renamed in the component).
+and runs componentize-py on it, with the SDK and the plugin on the path.
 `--crd` embeds the parent's CRD file, which `describe` then reports (a
 component cannot read files at run time).
 """
@@ -20,8 +18,6 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Optional
-
-from .export_name import ExportNameError, rename_file, stage_wit
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # The contract version this SDK builds components for (its own version follows it).
@@ -71,19 +67,11 @@ def main(argv: list[str] | None = None, prog: str = "python -m weir_reconciler.b
         Path(staging, f"{APP_MODULE}.py").write_text(app_source(module, cls, crd), encoding="utf-8")
         # Only the SDK's own modules go in, never the rest of the directory it was installed into.
         shutil.copytree(PACKAGE_DIR, Path(staging, PACKAGE_DIR.name), ignore=shutil.ignore_patterns("wit", "__pycache__"))
-        renames = stage_wit(Path(args.wit), Path(staging, "wit"))
-        command = [componentize_py(), "-d", str(Path(staging, "wit")), "-w", WORLD, "componentize", APP_MODULE, "-p", staging]
+        command = [componentize_py(), "-d", args.wit, "-w", WORLD, "componentize", APP_MODULE, "-p", staging]
         for p in args.path:
             command += ["-p", p]
         command += ["-o", args.output]
-        status = subprocess.run(command).returncode
-        if status == 0:
-            try:
-                rename_file(Path(args.output), renames)
-            except ExportNameError as e:
-                print(f"weir-py build: {args.output}: {e}", file=sys.stderr)
-                return 1
-        return status
+        return subprocess.run(command).returncode
 
 
 if __name__ == "__main__":

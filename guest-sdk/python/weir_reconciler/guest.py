@@ -81,16 +81,13 @@ def export(
             related = [kind(c) for c in r.related]
             return types.PluginInfo(r.name, r.version, kind(r.parent), children, related, r.finalizer, declared)
 
-        def select(self, parent: str) -> Any:
+        def select_related(self, parent: str) -> Any:
             try:
                 return [selection(s) for s in reconciler.handle_select(parent)]
             except MemoryError:
                 raise  # as in reconcile
             except Exception as e:
                 raise failure(e) from None
-
-        # The name the build gives `select` while componentize-py links (see export_name).
-        select_related = select
 
         def reconcile(self, request: Any) -> Any:
             try:
