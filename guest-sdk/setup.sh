@@ -20,7 +20,7 @@ install_once() {
 venv="$root/target/venv"
 [[ -x "$venv/bin/python" ]] || "$python" -m venv "$venv"
 # Checksum of what the package holds: reinstalled when the SDK or the contract changes.
-py_sum=$(cd "$root" && cat guest-sdk/python/pyproject.toml guest-sdk/python/hatch_build.py guest-sdk/python/weir_reconciler/*.py wit/*.wit | sha256sum | cut -d' ' -f1)
+py_sum=$(cd "$root" && cat guest-sdk/python/pyproject.toml guest-sdk/python/hatch_build.py guest-sdk/python/weir_reconciler/*.py wit/*.wit wit/*/*.wit | sha256sum | cut -d' ' -f1)
 # Its dependencies as pinned, then the SDK itself afresh (pip keeps an installed copy of the same version).
 install_python_sdk() {
   "$venv/bin/pip" install --quiet --disable-pip-version-check "$root/guest-sdk/python[test]"

@@ -23,6 +23,7 @@ run_node() {
 
 run_python guest-sdk/python
 [[ -d "$root/plugins/blog-py/tests" ]] && run_python plugins/blog-py
+[[ -d "$root/plugins/metacontroller-example/tests" ]] && run_python plugins/metacontroller-example
 run_node guest-sdk/js
 [[ -d "$root/plugins/blog-js/test" ]] && run_node plugins/blog-js
 

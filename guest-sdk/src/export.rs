@@ -33,7 +33,8 @@ impl<R: Reconciler> Guest for Adapter<R> {
         }
     }
 
-    fn select(parent: String) -> Result<Vec<wit::Selection>, ReconcileError> {
+    /// The contract's `select-related` export: [`Reconciler::select`].
+    fn select_related(parent: String) -> Result<Vec<wit::Selection>, ReconcileError> {
         let selections = wire::select::<R>(&parent).map_err(error)?;
         selections.into_iter().map(selection).collect()
     }

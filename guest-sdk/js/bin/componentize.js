@@ -19,8 +19,11 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const sdkDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+/** The contract version this SDK builds components for (its own version follows it). */
+export const CONTRACT = '0.2.0';
 // The contract: inside the package (`npm pack` copies it in), or the checkout's wit/ beside the SDK.
-const defaultWit = existsSync(join(sdkDir, 'wit')) ? join(sdkDir, 'wit') : resolve(sdkDir, '..', '..', 'wit');
+// Version 0.1.0 is wit/reconciler.wit; later versions have a directory of their own.
+export const defaultWit = join(existsSync(join(sdkDir, 'wit')) ? join(sdkDir, 'wit') : resolve(sdkDir, '..', '..', 'wit'), CONTRACT);
 const WORLD = 'reconciler';
 // wasi:http would otherwise be imported; a plugin has no network.
 const DISABLED_FEATURES = ['http', 'fetch-event'];
@@ -37,6 +40,7 @@ import Plugin from ${JSON.stringify(pluginPath)};
 import { exportReconciler } from '@weir/guest-sdk/guest';
 const glue = exportReconciler(typeof Plugin === 'function' ? new Plugin() : Plugin, log${options});
 export function describe() { return glue.describe(); }
+export function selectRelated(parent) { return glue.selectRelated(parent); }
 export function reconcile(request) { return glue.reconcile(request); }
 export function finalize(request) { return glue.finalize(request); }
 `;
@@ -47,8 +51,8 @@ const sdkAlias = {
   name: 'weir-guest-sdk',
   /** @param {import('esbuild').PluginBuild} b */
   setup(b) {
-    b.onResolve({ filter: /^@weir\/guest-sdk(\/guest)?$/ }, (args) => ({
-      path: join(sdkDir, 'src', args.path.endsWith('/guest') ? 'guest.js' : 'index.js'),
+    b.onResolve({ filter: /^@weir\/guest-sdk(\/(guest|metacontroller))?$/ }, (args) => ({
+      path: join(sdkDir, 'src', `${args.path.split('/')[2] ?? 'index'}.js`),
     }));
   },
 };

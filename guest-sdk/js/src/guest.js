@@ -1,4 +1,5 @@
-// The component glue: adapts a `Reconciler` to the shapes componentize-js exchanges with the host.
+// The component glue: adapts a `Reconciler` to the shapes componentize-js exchanges with the host
+// (contract 0.2.0).
 //
 // componentize-js maps WIT records to objects with camelCase fields, variants
 // to `{ tag, val }`, `u64` to BigInt, enums to strings, and a `result` to
@@ -11,6 +12,27 @@ import { ReconcileError } from './outcome.js';
  * @param {import('./objects.js').Kind} k
  */
 const kind = (k) => ({ group: k.group, version: k.version, kind: k.kind, plural: k.plural, namespaced: k.namespaced });
+
+/** Kubernetes' operator names to the WIT enum's cases. */
+const OPERATOR_CASES = { In: 'in', NotIn: 'not-in', Exists: 'exists', DoesNotExist: 'does-not-exist' };
+
+/**
+ * A selection in WIT shape (variant `selector` as `{ tag, val }`, `match-labels` as pairs).
+ * @param {import('./selection.js').Selection} s
+ */
+function selection(s) {
+  const selector =
+    s.name !== undefined
+      ? { tag: 'name', val: s.name }
+      : {
+          tag: 'labels',
+          val: {
+            matchLabels: (s.labels?.matchLabels ?? []).map(([k, v]) => [k, v]),
+            matchExpressions: (s.labels?.matchExpressions ?? []).map((r) => ({ key: r.key, operator: OPERATOR_CASES[r.operator], values: [...r.values] })),
+          },
+        };
+  return { apiVersion: s.apiVersion, kind: s.kind, namespace: s.namespace, selector };
+}
 
 /**
  * The WIT `reconcile-error` for a thrown value. A plugin bug (anything but a
@@ -39,7 +61,8 @@ function isOutOfMemory(e) {
 }
 
 /**
- * The `describe` / `reconcile` / `finalize` exports serving `reconciler`, with
+ * The `describe` / `selectRelated` / `reconcile` / `finalize` exports serving `reconciler`
+ * (`selectRelated` is the contract's `select-related`, which calls `reconciler.select`), with
  * logs sent to `hostLog` (the world's `log` import). `options.crd`, if given,
  * is reported by `describe` instead of `reconciler.crd` (the build command's
  * `--crd FILE` embeds a file this way: a component cannot read files).
@@ -58,15 +81,24 @@ export function exportReconciler(reconciler, hostLog, options = {}) {
         version: r.version,
         parent: kind(r.parent),
         children: r.children.map(kind),
+        related: r.related.map(kind),
         finalizer: r.finalizer,
         crd: options.crd ?? r.crd,
       };
     },
 
-    /** @param {{parent: string, children: string[]}} request */
+    /** @param {string} parent */
+    selectRelated(parent) {
+      try {
+        return { tag: 'ok', val: reconciler.handleSelect(parent).map(selection) };
+      } catch (e) {
+        return failure(e);
+      }
+    },
+    /** @param {{parent: string, children: string[], related: string[]}} request */
     reconcile(request) {
       try {
-        const outcome = reconciler.handleReconcile(request.parent, request.children);
+        const outcome = reconciler.handleReconcile(request.parent, request.children, request.related);
         const children = outcome.children.map((c) => JSON.stringify(c));
         const status = outcome.desiredStatus === undefined ? undefined : JSON.stringify(outcome.desiredStatus);
         const requeue =
@@ -79,10 +111,10 @@ export function exportReconciler(reconciler, hostLog, options = {}) {
       }
     },
 
-    /** @param {{parent: string, children: string[], finalizer: string}} request */
+    /** @param {{parent: string, children: string[], related: string[], finalizer: string}} request */
     finalize(request) {
       try {
-        const cleanup = reconciler.handleFinalize(request.parent, request.children, request.finalizer);
+        const cleanup = reconciler.handleFinalize(request.parent, request.children, request.finalizer, request.related);
         const val = cleanup.isComplete
           ? { tag: 'complete' }
           : { tag: 'again-after', val: BigInt(/** @type {number} */ (cleanup.againAfterMs)) };

@@ -12,9 +12,13 @@
 //     }
 //   }
 //
-// `weir-componentize` (bin/componentize.js) turns it into a component; see README.md.
+// A plugin that reads objects it does not own declares them in `related` and
+// picks them per parent in `select(parent)`; they arrive in `children.related`.
+//
+// `weir-js build` (bin/componentize.js) turns it into a component; see README.md.
 
-export { CONFIG_MAP, Children, DEPLOYMENT, Kind, KubeObject, SERVICE, condition, configMap, container, deployment, service } from './objects.js';
+export { CONFIG_MAP, Children, DEPLOYMENT, Kind, KubeObject, NAMESPACE, Objects, SECRET, SERVICE, condition, configMap, container, deployment, service } from './objects.js';
+export { LabelSelector, Selection } from './selection.js';
 export { Cleanup, Outcome, PermanentError, ReconcileError, TransientError } from './outcome.js';
 export { Reconciler } from './reconciler.js';
 export { sha256, sha256Hex } from './sha256.js';

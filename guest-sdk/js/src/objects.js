@@ -43,6 +43,9 @@ export class Kind {
 export const CONFIG_MAP = new Kind('', 'v1', 'ConfigMap', 'configmaps');
 export const SERVICE = new Kind('', 'v1', 'Service', 'services');
 export const DEPLOYMENT = new Kind('apps', 'v1', 'Deployment', 'deployments');
+/** Kinds often read as related objects (`Reconciler.related`): a Secret arrives without its data. */
+export const SECRET = new Kind('', 'v1', 'Secret', 'secrets');
+export const NAMESPACE = new Kind('', 'v1', 'Namespace', 'namespaces', false);
 
 /**
  * A Kubernetes object with accessors for the usual fields. Accessors never
@@ -120,8 +123,8 @@ export class KubeObject {
  * @typedef {KubeObject & {[field: string]: any}} Resource
  */
 
-/** The observed children of one parent, looked up by kind and name. */
-export class Children {
+/** A set of objects looked up by kind and name (the observed children, or the related objects). */
+export class Objects {
   /** @param {Iterable<Record<string, any>>} [objects] */
   constructor(objects = []) {
     /** @type {Resource[]} */
@@ -137,7 +140,7 @@ export class Children {
   }
 
   /**
-   * Every observed child of `kind`.
+   * Every object of `kind`.
    * @param {Kind} kind
    */
   ofKind(kind) {
@@ -145,13 +148,31 @@ export class Children {
   }
 
   /**
-   * The observed child of `kind` named `name`, if the cache holds one.
+   * The object of `kind` named `name` (in `namespace`, if given), if the cache holds one.
    * @param {Kind} kind
    * @param {string} name
+   * @param {string} [namespace]
    * @returns {Resource | undefined}
    */
-  get(kind, name) {
-    return this.ofKind(kind).find((o) => o.name === name);
+  get(kind, name, namespace = undefined) {
+    return this.ofKind(kind).find((o) => o.name === name && (namespace === undefined || o.namespace === namespace));
+  }
+}
+
+/**
+ * The observed children of one parent, looked up by kind and name. `related`
+ * holds the related objects the plugin selected that exist (`select`; empty
+ * for a plugin without related kinds), looked up the same way. Secrets come
+ * without their data.
+ */
+export class Children extends Objects {
+  /**
+   * @param {Iterable<Record<string, any>>} [objects]
+   * @param {Iterable<Record<string, any>>} [related]
+   */
+  constructor(objects = [], related = []) {
+    super(objects);
+    this.related = new Objects(related);
   }
 }
 

@@ -5,14 +5,15 @@
 
 import { Children, Kind, KubeObject } from './objects.js';
 import { Cleanup, Outcome, PermanentError } from './outcome.js';
+import { Selection } from './selection.js';
 
 /** @typedef {import('./objects.js').Resource} Resource */
 
 /**
  * Base class of a JavaScript reconciler plugin. A subclass sets the fields
  * `describe` reports (`name`, `version`, `parent`, `children`, optionally
- * `finalizer` and `crd`) and implements `reconcile` (and `finalize` if it
- * declares a finalizer).
+ * `related`, `finalizer` and `crd`) and implements `reconcile` (and
+ * `finalize` if it declares a finalizer, `select` if it declares related kinds).
  */
 export class Reconciler {
   /** @type {string} Plugin name; the field manager is `weir/<name>`. */
@@ -23,10 +24,26 @@ export class Reconciler {
   parent = undefined;
   /** @type {Kind[]} The kinds this plugin may create. */
   children = [];
+  /** @type {Kind[]} The kinds this plugin may read beyond its children (related objects). */
+  related = [];
+
   /** @type {string | undefined} Finalizer the host holds on each parent, if any. */
   finalizer = undefined;
   /** @type {string | undefined} The parent's CRD (YAML or JSON). */
   crd = undefined;
+
+  /**
+   * The related objects to read for `parent`, of `related` kinds only; by
+   * default none. Called before every `reconcile` and `finalize`, which find
+   * the selected objects that exist in `children.related`. Must depend on the
+   * parent alone. A change to a selected object (or its creation) reconciles
+   * the parent again.
+   * @param {Resource} parent
+   * @returns {Selection[]}
+   */
+  select(parent) {
+    return [];
+  }
 
   /**
    * The desired children and status of `parent`, given the children it owns now.
@@ -50,12 +67,27 @@ export class Reconciler {
   }
 
   /**
+   * Decode the parent as the host sends it, run `select`, check its result.
+   * @param {string} parentJson
+   * @returns {Selection[]}
+   */
+  handleSelect(parentJson) {
+    const { parent } = decode(parentJson, [], []);
+    const selections = [...this.select(parent)];
+    for (const s of selections) {
+      if (!(s instanceof Selection)) throw new TypeError(`select() must return Selections, not ${describeValue(s)}`);
+    }
+    return selections;
+  }
+
+  /**
    * Decode the request as the host sends it, run `reconcile`, check its result.
    * @param {string} parentJson
    * @param {string[]} childrenJson
+   * @param {string[]} [relatedJson] the selected related objects
    */
-  handleReconcile(parentJson, childrenJson) {
-    const { parent, children } = decode(parentJson, childrenJson);
+  handleReconcile(parentJson, childrenJson, relatedJson = []) {
+    const { parent, children } = decode(parentJson, childrenJson, relatedJson);
     const outcome = this.reconcile(parent, children);
     if (!(outcome instanceof Outcome)) throw new TypeError(`reconcile() must return an Outcome, not ${describeValue(outcome)}`);
     return outcome;
@@ -66,9 +98,10 @@ export class Reconciler {
    * @param {string} parentJson
    * @param {string[]} childrenJson
    * @param {string} finalizer
+   * @param {string[]} [relatedJson] the selected related objects
    */
-  handleFinalize(parentJson, childrenJson, finalizer) {
-    const { parent, children } = decode(parentJson, childrenJson);
+  handleFinalize(parentJson, childrenJson, finalizer, relatedJson = []) {
+    const { parent, children } = decode(parentJson, childrenJson, relatedJson);
     const cleanup = this.finalize(parent, children, finalizer);
     if (!(cleanup instanceof Cleanup)) throw new TypeError(`finalize() must return a Cleanup, not ${describeValue(cleanup)}`);
     return cleanup;
@@ -84,11 +117,15 @@ function describeValue(value) {
  * Parse the request; undecodable input cannot get better by retrying, so it is permanent.
  * @param {string} parentJson
  * @param {string[]} childrenJson
+ * @param {string[]} relatedJson
  */
-function decode(parentJson, childrenJson) {
+function decode(parentJson, childrenJson, relatedJson) {
   try {
     const parent = new KubeObject(object(JSON.parse(parentJson), 'parent'));
-    const children = new Children(childrenJson.map((c, i) => object(JSON.parse(c), `child ${i}`)));
+    const children = new Children(
+      childrenJson.map((c, i) => object(JSON.parse(c), `child ${i}`)),
+      relatedJson.map((r, i) => object(JSON.parse(r), `related object ${i}`)),
+    );
     return { parent, children };
   } catch (e) {
     throw new PermanentError(`undecodable request: ${e instanceof Error ? e.message : e}`);

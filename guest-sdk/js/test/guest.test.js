@@ -1,20 +1,40 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { exportReconciler } from '../src/guest.js';
-import { CONFIG_MAP, Cleanup, Kind, Outcome, PermanentError, Reconciler, TransientError, configMap, log } from '../src/index.js';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CONFIG_MAP, Cleanup, Kind, NAMESPACE, Outcome, PermanentError, Reconciler, Selection, TransientError, configMap, log } from '../src/index.js';
 import { setSink } from '../src/log.js';
-import { entrySource } from '../bin/componentize.js';
+import { CONTRACT, defaultWit, entrySource } from '../bin/componentize.js';
 
 class Plugin extends Reconciler {
   name = 'glue-test';
   version = '1.2.3';
   parent = new Kind('example.dev', 'v1', 'Thing', 'things');
   children = [CONFIG_MAP];
+  related = [CONFIG_MAP, NAMESPACE];
   finalizer = 'example.dev/cleanup';
 
   /** @param {import('../src/index.js').Resource} parent */
-  reconcile(parent) {
+  select(parent) {
+    if (parent.spec?.mode === 'bad-selector') return [Selection.byLabels(CONFIG_MAP, { matchExpressions: [{ key: 'k', operator: 'Near' }] })];
+    return [
+      Selection.byName(CONFIG_MAP, 'theme'),
+      Selection.byLabels(CONFIG_MAP, { matchLabels: { b: '2', a: '1' }, matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['x'] }] }),
+      Selection.byName(NAMESPACE, 'default'),
+    ];
+  }
+
+  /**
+   * @param {import('../src/index.js').Resource} parent
+   * @param {import('../src/index.js').Children} children
+   */
+  reconcile(parent, children) {
     const mode = parent.spec.mode;
+    if (mode === 'related') {
+      const theme = children.related.get(CONFIG_MAP, 'theme');
+      return Outcome.apply([configMap('c', { css: theme?.data['style.css'], n: String(children.related.length) })]);
+    }
     log.info(`mode ${mode}`);
     if (mode === 'permanent') throw new PermanentError('spec is invalid');
     if (mode === 'transient') throw new TransientError('not yet');
@@ -39,6 +59,7 @@ function setup() {
   const request = (/** @type {string} */ mode) => ({
     parent: JSON.stringify({ apiVersion: 'example.dev/v1', kind: 'Thing', metadata: { name: 't' }, spec: { mode } }),
     children: [],
+    related: [],
   });
   return { glue, logged, request };
 }
@@ -52,9 +73,62 @@ test('describe reports the plugin fields in WIT shape', () => {
     version: '1.2.3',
     parent: { group: 'example.dev', version: 'v1', kind: 'Thing', plural: 'things', namespaced: true },
     children: [{ group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true }],
+    related: [
+      { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true },
+      { group: '', version: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false },
+    ],
     finalizer: 'example.dev/cleanup',
     crd: undefined,
   });
+});
+
+test('a plugin without related kinds declares none and selects nothing', () => {
+  class Plain extends Reconciler {
+    name = 'plain';
+    parent = new Kind('example.dev', 'v1', 'Thing', 'things');
+    reconcile() {
+      return Outcome.apply([]);
+    }
+  }
+  const glue = exportReconciler(new Plain(), () => {});
+  assert.deepEqual(glue.describe().related, []);
+  assert.deepEqual(glue.selectRelated(JSON.stringify({ metadata: { name: 't' } })), { tag: 'ok', val: [] });
+});
+
+test('select returns names and label selectors in WIT shape', () => {
+  const { glue } = setup();
+  assert.deepEqual(glue.selectRelated(JSON.stringify({ metadata: { name: 't', namespace: 'ns' }, spec: {} })), {
+    tag: 'ok',
+    val: [
+      { apiVersion: 'v1', kind: 'ConfigMap', namespace: undefined, selector: { tag: 'name', val: 'theme' } },
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        namespace: undefined,
+        selector: {
+          tag: 'labels',
+          val: { matchLabels: [['a', '1'], ['b', '2']], matchExpressions: [{ key: 'tier', operator: 'not-in', values: ['x'] }] },
+        },
+      },
+      { apiVersion: 'v1', kind: 'Namespace', namespace: undefined, selector: { tag: 'name', val: 'default' } },
+    ],
+  });
+});
+
+test('an unknown selector operator is a permanent error', () => {
+  const { glue } = setup();
+  const result = glue.selectRelated(JSON.stringify({ metadata: { name: 't' }, spec: { mode: 'bad-selector' } }));
+  assert.equal(result.tag, 'err');
+  assert.equal(result.val?.kind, 'permanent');
+  assert.match(String(result.val?.message), /"Near"/);
+});
+
+test('reconcile finds the related objects in children.related', () => {
+  const { glue } = setup();
+  const parent = JSON.stringify({ metadata: { name: 't' }, spec: { mode: 'related' } });
+  const theme = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'theme' }, data: { 'style.css': 'h1{}' } });
+  const result = glue.reconcile({ parent, children: [], related: [theme] });
+  assert.deepEqual(JSON.parse(/** @type {string} */ (result.val?.children?.[0])).data, { css: 'h1{}', n: '1' });
 });
 
 test('reconcile returns children as JSON and requeue as a variant with a BigInt', () => {
@@ -99,14 +173,20 @@ test('logs go to the host import', () => {
 test('finalize maps cleanup to the variant', () => {
   const { glue } = setup();
   const parent = (/** @type {string} */ mode) => JSON.stringify({ metadata: { name: 't' }, spec: { mode } });
-  assert.deepEqual(glue.finalize({ parent: parent('wait'), children: [], finalizer: 'f' }), { tag: 'ok', val: { tag: 'again-after', val: 2000n } });
-  assert.deepEqual(glue.finalize({ parent: parent('done'), children: [], finalizer: 'f' }), { tag: 'ok', val: { tag: 'complete' } });
+  assert.deepEqual(glue.finalize({ parent: parent('wait'), children: [], related: [], finalizer: 'f' }), { tag: 'ok', val: { tag: 'again-after', val: 2000n } });
+  assert.deepEqual(glue.finalize({ parent: parent('done'), children: [], related: [], finalizer: 'f' }), { tag: 'ok', val: { tag: 'complete' } });
 });
 
-test('the generated entry imports log as a default import and exports the three functions', () => {
+test('components are built against the contract the package version follows', () => {
+  assert.match(readFileSync(join(defaultWit, 'reconciler.wit'), 'utf8'), new RegExp(`^package weir:reconciler@${CONTRACT.replaceAll('.', '\\.')};$`, 'm'));
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  assert.deepEqual(pkg.version.split('.').slice(0, 2), CONTRACT.split('.').slice(0, 2));
+});
+
+test('the generated entry imports log as a default import and exports the four functions', () => {
   const source = entrySource('/plugins/x/src/x.js');
   assert.match(source, /^import log from 'log';$/m);
-  for (const name of ['describe', 'reconcile', 'finalize']) assert.match(source, new RegExp(`^export function ${name}\\(`, 'm'));
+  for (const name of ['describe', 'selectRelated', 'reconcile', 'finalize']) assert.match(source, new RegExp(`^export function ${name}\\(`, 'm'));
 });
 
 test('an embedded CRD is what describe reports', () => {

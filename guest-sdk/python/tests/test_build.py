@@ -6,7 +6,9 @@ import io
 import unittest
 
 from weir_reconciler import cli
-from weir_reconciler.build import APP_MODULE, DEFAULT_WIT, WORLD, app_source, main
+from pathlib import Path
+
+from weir_reconciler.build import APP_MODULE, CONTRACT, DEFAULT_WIT, WORLD, app_source, main
 
 
 class AppSourceTest(unittest.TestCase):
@@ -47,6 +49,13 @@ class WeirPyTest(unittest.TestCase):
 
     def test_the_contract_is_found_in_the_package_or_the_checkout(self):
         self.assertTrue((DEFAULT_WIT / "reconciler.wit").is_file(), DEFAULT_WIT)
+
+    def test_components_are_built_against_the_contract_the_package_version_follows(self):
+        wit = (DEFAULT_WIT / "reconciler.wit").read_text(encoding="utf-8")
+        self.assertIn(f"package weir:reconciler@{CONTRACT};", wit)
+        pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+        (version,) = [line.split('"')[1] for line in pyproject.splitlines() if line.startswith("version = ")]
+        self.assertEqual(version.split(".")[:2], CONTRACT.split(".")[:2])
 
 
 if __name__ == "__main__":

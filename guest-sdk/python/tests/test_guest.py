@@ -2,9 +2,11 @@
 
 The bindings are plain Python (`componentize-py bindings`), so the mapping
 to WIT types is tested without building a component. They are generated
-into target/py-bindings once, with componentize-py from PATH or target/venv.
+into target/py-bindings-<contract>-<hash of its WIT> once (a changed contract gets
+fresh ones), with componentize-py from PATH or target/venv.
 """
 
+import hashlib
 import importlib
 import json
 import shutil
@@ -13,12 +15,27 @@ import sys
 import unittest
 from pathlib import Path
 
-from weir_reconciler import CONFIG_MAP, Cleanup, Kind, Outcome, PermanentError, Reconciler, TransientError, config_map, log
+from weir_reconciler import (
+    CONFIG_MAP,
+    NAMESPACE,
+    Cleanup,
+    Kind,
+    Outcome,
+    PermanentError,
+    Reconciler,
+    Selection,
+    TransientError,
+    config_map,
+    log,
+)
 from weir_reconciler import log as log_module
+from weir_reconciler.build import CONTRACT
 from weir_reconciler.guest import export
 
 ROOT = Path(__file__).resolve().parents[3]
-BINDINGS = ROOT / "target" / "py-bindings"
+WIT = ROOT / "wit" / CONTRACT
+WIT_HASH = hashlib.sha256(b"".join(f.read_bytes() for f in sorted(WIT.glob("*.wit")))).hexdigest()[:12]
+BINDINGS = ROOT / "target" / f"py-bindings-{CONTRACT}-{WIT_HASH}"
 
 
 def load_bindings():
@@ -27,7 +44,7 @@ def load_bindings():
         tool = shutil.which("componentize-py") or shutil.which("componentize-py", path=str(ROOT / "target" / "venv" / "bin"))
         if tool is None:
             raise RuntimeError("componentize-py not found: run guest-sdk/setup.sh (it creates target/venv)")
-        subprocess.run([tool, "-d", str(ROOT / "wit"), "-w", "reconciler", "bindings", str(BINDINGS)], check=True)
+        subprocess.run([tool, "-d", str(WIT), "-w", "reconciler", "bindings", str(BINDINGS)], check=True)
     if str(BINDINGS) not in sys.path:
         sys.path.insert(0, str(BINDINGS))
     world = importlib.import_module("wit_world")
@@ -41,10 +58,26 @@ class Plugin(Reconciler):
     version = "1.2.3"
     parent = Kind("example.dev", "v1", "Thing", "things")
     children = [CONFIG_MAP]
+    related = [CONFIG_MAP, NAMESPACE]
     finalizer = "example.dev/cleanup"
+
+    def select(self, parent):
+        if parent.spec.get("mode") == "bad-selector":
+            return [Selection.by_labels(CONFIG_MAP, {"matchExpressions": [{"key": "k", "operator": "Near"}]})]
+        return [
+            Selection.by_name(CONFIG_MAP, "theme"),
+            Selection.by_labels(
+                CONFIG_MAP,
+                {"matchLabels": {"b": "2", "a": "1"}, "matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["x"]}]},
+            ),
+            Selection.by_name(NAMESPACE, "default"),
+        ]
 
     def reconcile(self, parent, children):
         mode = parent.spec.get("mode")
+        if mode == "related":
+            theme = children.related.get(CONFIG_MAP, "theme")
+            return Outcome.apply([config_map("c", {"css": theme["data"]["style.css"], "n": str(len(children.related))})])
         log.info(f"mode {mode}")
         if mode == "permanent":
             raise PermanentError("spec is invalid")
@@ -78,7 +111,7 @@ class GlueTest(unittest.TestCase):
 
     def request(self, mode):
         parent = json.dumps({"apiVersion": "example.dev/v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"mode": mode}})
-        return self.types.ReconcileRequest(parent, [])
+        return self.types.ReconcileRequest(parent, [], [])
 
     def test_the_class_is_what_componentize_py_looks_for(self):
         cls = export(Plugin(), world=self.world, types=self.types, err=self.err)
@@ -91,6 +124,55 @@ class GlueTest(unittest.TestCase):
         self.assertEqual((info.name, info.version, info.finalizer, info.crd), ("glue-test", "1.2.3", "example.dev/cleanup", None))
         self.assertEqual(info.parent, t.ResourceKind("example.dev", "v1", "Thing", "things", True))
         self.assertEqual(info.children, [t.ResourceKind("", "v1", "ConfigMap", "configmaps", True)])
+        self.assertEqual(
+            info.related,
+            [t.ResourceKind("", "v1", "ConfigMap", "configmaps", True), t.ResourceKind("", "v1", "Namespace", "namespaces", False)],
+        )
+
+    def test_a_plugin_without_related_kinds_declares_none_and_selects_nothing(self):
+        class Plain(Reconciler):
+            name = "plain"
+            parent = Kind("example.dev", "v1", "Thing", "things")
+
+            def reconcile(self, parent, children):
+                return Outcome.apply([])
+
+        guest = export(Plain(), world=self.world, types=self.types, err=self.err)()
+        self.assertEqual(guest.describe().related, [])
+        self.assertEqual(guest.select_related(json.dumps({"metadata": {"name": "t"}})), [])
+
+    def test_select_returns_names_and_label_selectors_in_wit_shape(self):
+        t = self.types
+        parent = json.dumps({"metadata": {"name": "t", "namespace": "ns"}, "spec": {}})
+        self.assertEqual(
+            self.guest.select_related(parent),
+            [
+                t.Selection("v1", "ConfigMap", None, t.Selector_Name("theme")),
+                t.Selection(
+                    "v1",
+                    "ConfigMap",
+                    None,
+                    t.Selector_Labels(
+                        t.LabelSelector([("a", "1"), ("b", "2")], [t.LabelRequirement("tier", t.SelectorOperator.NOT_IN, ["x"])])
+                    ),
+                ),
+                t.Selection("v1", "Namespace", None, t.Selector_Name("default")),
+            ],
+        )
+
+    def test_an_unknown_selector_operator_is_a_permanent_error(self):
+        t = self.types
+        with self.assertRaises(self.err) as caught:
+            self.guest.select_related(json.dumps({"metadata": {"name": "t"}, "spec": {"mode": "bad-selector"}}))
+        self.assertEqual(caught.exception.value.kind, t.ErrorKind.PERMANENT)
+        self.assertIn("'Near'", caught.exception.value.message)
+
+    def test_reconcile_finds_the_related_objects_in_children_related(self):
+        t = self.types
+        parent = json.dumps({"metadata": {"name": "t"}, "spec": {"mode": "related"}})
+        theme = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "theme"}, "data": {"style.css": "h1{}"}})
+        response = self.guest.reconcile(t.ReconcileRequest(parent, [], [theme]))
+        self.assertEqual(json.loads(response.children[0])["data"], {"css": "h1{}", "n": "1"})
 
     def test_an_embedded_crd_is_what_describe_reports(self):
         guest = export(Plugin(), world=self.world, types=self.types, err=self.err, crd="kind: CustomResourceDefinition\n")()
@@ -135,9 +217,9 @@ class GlueTest(unittest.TestCase):
     def test_finalize_maps_cleanup_to_the_variant(self):
         t = self.types
         parent = json.dumps({"metadata": {"name": "t"}, "spec": {"mode": "wait"}})
-        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, [], "f")), t.FinalizeResponse_AgainAfter(2000))
+        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, [], [], "f")), t.FinalizeResponse_AgainAfter(2000))
         parent = json.dumps({"metadata": {"name": "t"}, "spec": {}})
-        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, [], "f")), t.FinalizeResponse_Complete())
+        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, [], [], "f")), t.FinalizeResponse_Complete())
 
 
 if __name__ == "__main__":

@@ -20,9 +20,12 @@ from pathlib import Path
 from typing import Optional
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+# The contract version this SDK builds components for (its own version follows it).
+CONTRACT = "0.2.0"
 # The contract: inside the installed package, or the checkout's wit/ when run from the source tree.
+# Version 0.1.0 is wit/reconciler.wit; later versions have a directory of their own.
 PACKAGED_WIT = PACKAGE_DIR / "wit"
-DEFAULT_WIT = PACKAGED_WIT if PACKAGED_WIT.is_dir() else PACKAGE_DIR.parent.parent.parent / "wit"
+DEFAULT_WIT = (PACKAGED_WIT if PACKAGED_WIT.is_dir() else PACKAGE_DIR.parent.parent.parent / "wit") / CONTRACT
 WORLD = "reconciler"
 # componentize-py wants the app module's name to differ from the world's.
 APP_MODULE = "weir_plugin_main"

@@ -1,4 +1,4 @@
-"""The component glue: adapts a `Reconciler` to componentize-py's generated `wit_world`.
+"""The component glue: adapts a `Reconciler` to componentize-py's generated `wit_world` (contract 0.2.0).
 
 Only this module knows the generated binding names; everything else in the
 SDK is plain Python. The generated modules are passed in by tests and
@@ -15,6 +15,7 @@ from . import log as _log
 from .objects import Kind
 from .outcome import ReconcileError
 from .reconciler import Reconciler, encode
+from .selection import Selection
 
 
 def export(
@@ -45,6 +46,22 @@ def export(
     def kind(k: Kind) -> Any:
         return types.ResourceKind(k.group, k.version, k.kind, k.plural, k.namespaced)
 
+    # Contract 0.1.0 (`--wit` pointing at it) has no related objects: a plugin built
+    # against it declares none and is never asked to select.
+    related_objects = hasattr(types, "Selection")
+    operator_cases = {"In": "IN", "NotIn": "NOT_IN", "Exists": "EXISTS", "DoesNotExist": "DOES_NOT_EXIST"}
+
+    def selection(s: Selection) -> Any:
+        if s.labels is None:
+            selector = types.Selector_Name(s.name)
+        else:
+            requirements = [
+                types.LabelRequirement(r.key, getattr(types.SelectorOperator, operator_cases[r.operator]), list(r.values))
+                for r in s.labels.match_expressions
+            ]
+            selector = types.Selector_Labels(types.LabelSelector(list(s.labels.match_labels), requirements))
+        return types.Selection(s.api_version, s.kind, s.namespace, selector)
+
     def failure(e: Exception) -> BaseException:
         if isinstance(e, ReconcileError):
             error_kind = types.ErrorKind.PERMANENT if e.kind == "permanent" else types.ErrorKind.TRANSIENT
@@ -58,11 +75,23 @@ def export(
         def describe(self) -> Any:
             r = reconciler
             children = [kind(c) for c in r.children]
-            return types.PluginInfo(r.name, r.version, kind(r.parent), children, r.finalizer, crd if crd is not None else r.crd)
+            declared = crd if crd is not None else r.crd
+            if not related_objects:
+                return types.PluginInfo(r.name, r.version, kind(r.parent), children, r.finalizer, declared)
+            related = [kind(c) for c in r.related]
+            return types.PluginInfo(r.name, r.version, kind(r.parent), children, related, r.finalizer, declared)
+
+        def select_related(self, parent: str) -> Any:
+            try:
+                return [selection(s) for s in reconciler.handle_select(parent)]
+            except MemoryError:
+                raise  # as in reconcile
+            except Exception as e:
+                raise failure(e) from None
 
         def reconcile(self, request: Any) -> Any:
             try:
-                outcome = reconciler.handle_reconcile(request.parent, request.children)
+                outcome = reconciler.handle_reconcile(request.parent, request.children, getattr(request, "related", ()))
                 children = [encode(c) for c in outcome.children]
                 status = None if outcome.desired_status is None else encode(outcome.desired_status)
             except MemoryError:
@@ -79,7 +108,7 @@ def export(
 
         def finalize(self, request: Any) -> Any:
             try:
-                cleanup = reconciler.handle_finalize(request.parent, request.children, request.finalizer)
+                cleanup = reconciler.handle_finalize(request.parent, request.children, request.finalizer, getattr(request, "related", ()))
             except MemoryError:
                 raise  # as in reconcile
             except Exception as e:

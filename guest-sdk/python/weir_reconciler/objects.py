@@ -36,6 +36,9 @@ class Kind:
 CONFIG_MAP = Kind("", "v1", "ConfigMap", "configmaps")
 SERVICE = Kind("", "v1", "Service", "services")
 DEPLOYMENT = Kind("apps", "v1", "Deployment", "deployments")
+#: Kinds often read as related objects (`Reconciler.related`): a Secret arrives without its data.
+SECRET = Kind("", "v1", "Secret", "secrets")
+NAMESPACE = Kind("", "v1", "Namespace", "namespaces", namespaced=False)
 
 
 class Object(dict):
@@ -104,8 +107,8 @@ class Object(dict):
         return node
 
 
-class Children:
-    """The observed children of one parent, looked up by kind and name."""
+class Objects:
+    """A set of objects looked up by kind and name (the observed children, or the related objects)."""
 
     def __init__(self, objects: Iterable[Mapping[str, Any]] = ()):
         self._objects = [o if isinstance(o, Object) else Object(o) for o in objects]
@@ -117,15 +120,28 @@ class Children:
         return len(self._objects)
 
     def of_kind(self, kind: Kind) -> list[Object]:
-        """Every observed child of `kind`."""
+        """Every object of `kind`."""
         return [o for o in self._objects if kind.matches(o)]
 
-    def get(self, kind: Kind, name: str) -> Optional[Object]:
-        """The observed child of `kind` named `name`, if the cache holds one."""
+    def get(self, kind: Kind, name: str, namespace: Optional[str] = None) -> Optional[Object]:
+        """The object of `kind` named `name` (in `namespace`, if given), if the cache holds one."""
         for o in self.of_kind(kind):
-            if o.name == name:
+            if o.name == name and (namespace is None or o.namespace == namespace):
                 return o
         return None
+
+
+class Children(Objects):
+    """The observed children of one parent, looked up by kind and name.
+
+    `related` holds the related objects the plugin selected that exist
+    (`Reconciler.select`; empty for a plugin without related kinds), looked
+    up the same way. Secrets come without their data.
+    """
+
+    def __init__(self, objects: Iterable[Mapping[str, Any]] = (), related: Iterable[Mapping[str, Any]] = ()):
+        super().__init__(objects)
+        self.related = Objects(related)
 
 
 def _metadata(name: str, labels: Optional[Mapping[str, str]], annotations: Optional[Mapping[str, str]]) -> dict:

@@ -421,7 +421,7 @@ fn check_component_header(bytes: &[u8]) -> Result<(), &'static str> {
 /// Which contract version a component was built against: the version of the
 /// `weir:reconciler` interfaces it imports (every guest that logs or uses the
 /// shared types imports `types`), or, importing none, the exports it has (only
-/// 0.2.0 has `select`). A version this host does not speak is refused with a
+/// 0.2.0 has `select-related`). A version this host does not speak is refused with a
 /// message that says which, instead of a missing-import error.
 fn contract_of(engine: &wasmtime::Engine, component: &Component) -> Result<Contract, String> {
     let ty = component.component_type();
@@ -447,14 +447,14 @@ fn contract_of(engine: &wasmtime::Engine, component: &Component) -> Result<Contr
         }
         found = Some(contract);
     }
-    let contract = found.unwrap_or(if ty.get_export(engine, "select").is_some() {
+    let contract = found.unwrap_or(if ty.get_export(engine, "select-related").is_some() {
         Contract::V0_2
     } else {
         Contract::V0_1
     });
     let exports: &[&str] = match contract {
         Contract::V0_1 => &["describe", "reconcile", "finalize"],
-        Contract::V0_2 => &["describe", "select", "reconcile", "finalize"],
+        Contract::V0_2 => &["describe", "select-related", "reconcile", "finalize"],
     };
     for export in exports {
         if ty.get_export(engine, export).is_none() {

@@ -2,7 +2,7 @@
 //!
 //! The sandbox calls a [`Guest`] without caring which `weir:reconciler` version it was built
 //! against: requests are converted to that version's types, answers back to the host's, and a
-//! 0.1.0 guest, which has no `select`, selects nothing.
+//! 0.1.0 guest, which has no `select-related`, selects nothing.
 
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
@@ -63,7 +63,7 @@ impl Guest {
         })
     }
 
-    /// `select`; a 0.1.0 guest selects nothing.
+    /// The `select-related` export; a 0.1.0 guest selects nothing.
     pub(super) async fn select(
         &self,
         store: &mut Store<State>,
@@ -72,7 +72,7 @@ impl Guest {
         Ok(match self {
             Guest::V1(_) => Ok(Vec::new()),
             Guest::V2(g) => g
-                .call_select(store, parent)
+                .call_select_related(store, parent)
                 .await?
                 .map(|list| list.into_iter().map(Into::into).collect())
                 .map_err(Into::into),

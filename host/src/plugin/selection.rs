@@ -1,4 +1,4 @@
-//! What a plugin selects to read beyond its children (`select`, contract 0.2.0), and label matching.
+//! What a plugin selects to read beyond its children (the `select-related` export, contract 0.2.0), and label matching.
 
 use std::collections::BTreeMap;
 

@@ -136,7 +136,7 @@ pub enum Contract {
     /// `weir:reconciler@0.1.0`: no related objects.
     #[serde(rename = "0.1.0")]
     V0_1,
-    /// `weir:reconciler@0.2.0`: related kinds and `select`.
+    /// `weir:reconciler@0.2.0`: related kinds and `select-related`.
     #[serde(rename = "0.2.0")]
     V0_2,
 }

@@ -2,7 +2,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { KubeObject, PermanentError, log } from '@weir/guest-sdk';
+import { CONFIG_MAP, KubeObject, PermanentError, Selection, log } from '@weir/guest-sdk';
 import Blog, { blogSpec, page, pageHash } from '../src/blog.js';
 
 /** @param {string} name @param {Record<string, any>} spec */
@@ -82,4 +82,60 @@ test('finalize completes, logs one line, and still decodes the parent', () => {
     log.setSink(undefined);
   }
   assert.throws(() => new Blog().handleFinalize(JSON.stringify(blog('my-blog', {})), [], 'f'), PermanentError);
+});
+
+test('the README example with a theme and two posts', () => {
+  const posts = [
+    { title: 'Hello', body: 'It works.' },
+    { title: 'Fish & Chips', body: '' },
+  ];
+  assert.equal(
+    page('My Blog', 'h1 { color: red; }', posts),
+    '<!DOCTYPE html>\n<html>\n<head><meta charset="utf-8"><title>My Blog</title><style>h1 { color: red; }</style></head>\n' +
+      '<body><h1>My Blog</h1>\n<article><h2>Hello</h2><p>It works.</p></article>\n<article><h2>Fish &amp; Chips</h2><p></p></article>\n</body>\n</html>\n',
+  );
+});
+
+test('CSS cannot close the style element', () => {
+  assert.ok(page('T', 'a</style>b').includes('<style>a\\3c /style>b</style>'));
+});
+
+/** @param {string} name @param {Record<string, string>} labels @param {Record<string, string>} data */
+const configMap = (name, labels, data) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default', labels }, data });
+
+test('a Blog without theme or posts selects nothing', () => {
+  assert.deepEqual(new Blog().handleSelect(JSON.stringify(blog('b', { title: 'T' }))), []);
+});
+
+test('select decodes the parent like reconcile', () => {
+  const bad = blog('b', { title: 'T', postsSelector: { matchExpressions: [{ key: 'a', operator: 'Near' }] } });
+  assert.throws(() => new Blog().handleSelect(JSON.stringify(bad)), (e) => e instanceof PermanentError && e.message.includes('spec.postsSelector.matchExpressions[0].operator'));
+  assert.throws(() => new Blog().handleSelect(JSON.stringify(blog('b', { title: 'T', theme: 3 }))), PermanentError);
+});
+
+test('select asks for the theme by name, then the posts by selector', () => {
+  const parent = blog('b', { title: 'T', theme: 'dark', postsSelector: { matchLabels: { blog: 'b' } } });
+  assert.deepEqual(new Blog().handleSelect(JSON.stringify(parent)), [
+    Selection.byName(CONFIG_MAP, 'dark'),
+    Selection.byLabels(CONFIG_MAP, { matchLabels: { blog: 'b' } }),
+  ]);
+});
+
+test('the theme itself is a post only if the selector matches it', () => {
+  const parent = blog('b', { title: 'T', theme: 'dark', postsSelector: { matchLabels: { blog: 'b' } } });
+  const related = [configMap('dark', {}, { 'style.css': 'x', title: 'not a post' }), configMap('p', { blog: 'b' }, { title: 'Post' })];
+  const outcome = new Blog().handleReconcile(JSON.stringify(parent), [], related.map((o) => JSON.stringify(o)));
+  const text = /** @type {any} */ (outcome.children[0]).data['index.html'];
+  assert.ok(text.includes('<style>x</style>'));
+  assert.equal(text.split('<article>').length - 1, 1);
+});
+
+test('a theme that appears makes the Blog ready and rolls the page', () => {
+  const parent = JSON.stringify(blog('b', { title: 'T', theme: 'dark' }));
+  const missing = new Blog().handleReconcile(parent, [], []);
+  const found = new Blog().handleReconcile(parent, [], [JSON.stringify(configMap('dark', {}, { 'style.css': 'x' }))]);
+  assert.equal(/** @type {any} */ (missing.desiredStatus).conditions[0].reason, 'ThemeNotFound');
+  assert.equal(/** @type {any} */ (found.desiredStatus).conditions[0].reason, 'ReplicasNotReady');
+  const hash = (/** @type {any} */ o) => o.children[1].spec.template.metadata.annotations['weir.dev/page-hash'];
+  assert.notEqual(hash(missing), hash(found));
 });

@@ -2,8 +2,10 @@
 //
 // `weir test` is the judge (it runs the built component in the sandbox); this
 // runs the same files in milliseconds while editing, with the same rules:
-// children matched by (apiVersion, kind, name), null fields dropped, and a
-// convergence check on every successful reconcile.
+// children matched by (apiVersion, kind, name), null fields dropped, the
+// `related:` objects resolved against the Blog's `select` as the host resolves
+// them (by name, or by label selector sorted by name, in the parent's namespace
+// only), and a convergence check on every successful reconcile.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -29,6 +31,44 @@ const key = (o) => JSON.stringify([o.apiVersion, o.kind, o.metadata?.name]);
 
 /** @param {any[]} objects */
 const byKey = (objects) => Object.fromEntries(objects.map((o) => [key(o), dropNulls(JSON.parse(JSON.stringify(o)))]));
+
+/**
+ * A selection in the fixtures' `expect.selections` shape.
+ * @param {import('@weir/guest-sdk').Selection} s
+ */
+function selectionAsFixture(s) {
+  const selector =
+    s.name !== undefined
+      ? { name: s.name }
+      : {
+          labels: {
+            matchLabels: Object.fromEntries(s.labels?.matchLabels ?? []),
+            matchExpressions: (s.labels?.matchExpressions ?? []).map((r) => ({ key: r.key, operator: r.operator, values: [...r.values] })),
+          },
+        };
+  return { apiVersion: s.apiVersion, kind: s.kind, selector, ...(s.namespace !== undefined && { namespace: s.namespace }) };
+}
+
+/**
+ * The selected objects that exist, as the host passes them (each once, sorted by name).
+ * @param {import('@weir/guest-sdk').Selection[]} selections
+ * @param {any} parent
+ * @param {any[]} cluster
+ */
+function resolve(selections, parent, cluster) {
+  const namespace = parent.metadata?.namespace;
+  /** @type {Map<string, any>} */
+  const chosen = new Map();
+  for (const s of selections) {
+    assert.ok(s.namespace === undefined || s.namespace === namespace, `selection in another namespace ${s.namespace} would be refused`);
+    for (const o of cluster) {
+      const meta = o.metadata ?? {};
+      if (o.apiVersion !== s.apiVersion || o.kind !== s.kind || meta.namespace !== namespace) continue;
+      if (s.name === meta.name || (s.labels !== undefined && s.labels.matches(meta.labels ?? {}))) chosen.set(meta.name, o);
+    }
+  }
+  return [...chosen.keys()].sort().map((n) => chosen.get(n));
+}
 
 /** @param {import('@weir/guest-sdk').Outcome} outcome */
 const requeueOf = (outcome) => (typeof outcome.requeue === 'string' ? outcome.requeue : { after: outcome.requeue });
@@ -60,11 +100,16 @@ for (const file of files) {
     const blog = new Blog();
     const encoded = observed.map((/** @type {any} */ o) => JSON.stringify(o));
     let result;
+    /** @type {string[]} */
+    let related = [];
     try {
+      const selections = blog.handleSelect(JSON.stringify(parent));
+      if ('selections' in expect) assert.deepEqual(selections.map(selectionAsFixture), expect.selections);
+      related = resolve(selections, parent, fixture.related ?? []).map((o) => JSON.stringify(o));
       result =
         fixture.call === 'finalize'
-          ? blog.handleFinalize(JSON.stringify(parent), encoded, fixture.finalizer ?? blog.finalizer)
-          : blog.handleReconcile(JSON.stringify(parent), encoded);
+          ? blog.handleFinalize(JSON.stringify(parent), encoded, fixture.finalizer ?? blog.finalizer, related)
+          : blog.handleReconcile(JSON.stringify(parent), encoded, related);
     } catch (e) {
       if (!(e instanceof ReconcileError)) throw e;
       assert.ok(expect.error, `unexpected error ${e.kind}: ${e.message}`);
@@ -85,7 +130,9 @@ for (const file of files) {
       assert.deepEqual(got, expect.status === null ? null : dropNulls(expect.status));
     }
     if ('requeue' in expect) assert.deepEqual(requeueOf(outcome), expect.requeue);
-    const again = blog.handleReconcile(JSON.stringify(parent), asStored(outcome.children, parent, observed).map((c) => JSON.stringify(c)));
+    const again = blog.handleReconcile(JSON.stringify(parent), asStored(outcome.children, parent, observed).map((c) => JSON.stringify(c)),
+      related,
+    );
     assert.deepEqual(
       [byKey(again.children), dropNulls(again.desiredStatus ?? null), again.requeue],
       [byKey(outcome.children), dropNulls(outcome.desiredStatus ?? null), outcome.requeue],

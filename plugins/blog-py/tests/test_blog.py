@@ -3,8 +3,8 @@
 import json
 import unittest
 
-from blog import Blog, BlogSpec, page, page_hash
-from weir_reconciler import Object, PermanentError, log
+from blog import Blog, BlogSpec, Post, page, page_hash
+from weir_reconciler import CONFIG_MAP, Object, PermanentError, Selection, log
 
 
 def blog(name="my-blog", **spec):
@@ -22,6 +22,61 @@ class PageTest(unittest.TestCase):
 
     def test_the_title_is_escaped_like_html_escape_with_quotes(self):
         self.assertIn("<h1>a &amp; b &lt;c&gt; &quot;d&quot; &#x27;e&#x27;</h1>", page("a & b <c> \"d\" 'e'"))
+
+
+    def test_the_readme_example_with_a_theme_and_two_posts(self):
+        posts = (Post("Hello", "It works."), Post("Fish & Chips", ""))
+        self.assertEqual(
+            page("My Blog", "h1 { color: red; }", posts),
+            "<!DOCTYPE html>\n<html>\n"
+            '<head><meta charset="utf-8"><title>My Blog</title><style>h1 { color: red; }</style></head>\n'
+            "<body><h1>My Blog</h1>\n"
+            "<article><h2>Hello</h2><p>It works.</p></article>\n"
+            "<article><h2>Fish &amp; Chips</h2><p></p></article>\n"
+            "</body>\n</html>\n",
+        )
+
+    def test_css_cannot_close_the_style_element(self):
+        self.assertIn("<style>a\\3c /style>b</style>", page("T", "a</style>b"))
+
+
+def config_map(name, labels=None, **data):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default", "labels": labels or {}}, "data": data}
+
+
+class RelatedTest(unittest.TestCase):
+    def test_a_blog_without_theme_or_posts_selects_nothing(self):
+        self.assertEqual(Blog().handle_select(json.dumps(blog(title="T"))), [])
+
+    def test_select_decodes_the_parent_like_reconcile(self):
+        with self.assertRaises(PermanentError) as caught:
+            Blog().handle_select(json.dumps(blog(title="T", postsSelector={"matchExpressions": [{"key": "a", "operator": "Near"}]})))
+        self.assertIn("spec.postsSelector.matchExpressions[0].operator", caught.exception.message)
+        with self.assertRaises(PermanentError):
+            Blog().handle_select(json.dumps(blog(title="T", theme=3)))
+
+    def test_select_asks_for_the_theme_by_name_then_the_posts_by_selector(self):
+        parent = blog(title="T", theme="dark", postsSelector={"matchLabels": {"blog": "b"}})
+        self.assertEqual(
+            Blog().handle_select(json.dumps(parent)),
+            [Selection.by_name(CONFIG_MAP, "dark"), Selection.by_labels(CONFIG_MAP, {"matchLabels": {"blog": "b"}})],
+        )
+
+    def test_the_theme_itself_is_a_post_only_if_the_selector_matches_it(self):
+        parent = blog(title="T", theme="dark", postsSelector={"matchLabels": {"blog": "b"}})
+        related = [config_map("dark", **{"style.css": "x", "title": "not a post"}), config_map("p", {"blog": "b"}, title="Post")]
+        text = Blog().handle_reconcile(json.dumps(parent), [], [json.dumps(o) for o in related]).children[0]["data"]["index.html"]
+        self.assertIn("<style>x</style>", text)
+        self.assertEqual(text.count("<article>"), 1)
+
+    def test_a_theme_that_appears_makes_the_blog_ready_and_rolls_the_page(self):
+        parent = blog(title="T", theme="dark")
+        missing = Blog().handle_reconcile(json.dumps(parent), [], [])
+        found = Blog().handle_reconcile(json.dumps(parent), [], [json.dumps(config_map("dark", **{"style.css": "x"}))])
+        self.assertEqual(missing.desired_status["conditions"][0]["reason"], "ThemeNotFound")
+        self.assertEqual(found.desired_status["conditions"][0]["reason"], "ReplicasNotReady")
+        hash_of = lambda o: o.children[1]["spec"]["template"]["metadata"]["annotations"]["weir.dev/page-hash"]
+        self.assertNotEqual(hash_of(missing), hash_of(found))
 
 
 class ValidationTest(unittest.TestCase):

@@ -1,0 +1,171 @@
+// Metacontroller migration: a CompositeController's `sync` (and `customize`, `finalize`) hooks as a Weir plugin.
+//
+// A function written for Metacontroller's CompositeController webhooks runs
+// unchanged; a few lines declare what the CompositeController object declared:
+//
+//   import { CONFIG_MAP, Kind } from '@weir/guest-sdk';
+//   import { compositeController } from '@weir/guest-sdk/metacontroller';
+//   import { sync, customize } from './hooks.js'; // the webhook functions, as they were
+//
+//   export default compositeController({
+//     name: 'config-bundle',
+//     parent: new Kind('example.weir.dev', 'v1alpha1', 'ConfigBundle', 'configbundles'),
+//     children: [CONFIG_MAP],
+//     related: [CONFIG_MAP],
+//     sync,
+//     customize,
+//   });
+//
+// The mapping is the Python SDK's (weir_reconciler/metacontroller.py); the
+// SDK README's "Migrating from Metacontroller" says what differs.
+import { KubeObject, Objects } from './objects.js';
+import { Cleanup, Outcome, PermanentError } from './outcome.js';
+import { Reconciler } from './reconciler.js';
+import { LabelSelector, Selection } from './selection.js';
+
+/** When a finalize hook answers `finalized: false` without `resyncAfterSeconds`. */
+export const FINALIZE_RETRY_SECONDS = 5;
+
+/** @typedef {import('./objects.js').Kind} Kind */
+/** @typedef {(request: Record<string, any>) => Record<string, any> | undefined | null} Hook */
+
+/**
+ * Metacontroller's key of a kind in `children` and `related`: `Kind.apiVersion`, e.g. `Deployment.apps/v1`.
+ * @param {Kind} kind
+ */
+export const kindKey = (kind) => `${kind.kind}.${kind.apiVersion}`;
+
+/**
+ * The CompositeController a Metacontroller user would have applied, for the hooks' `controller` field.
+ * @param {string} name @param {Kind} parent @param {Kind[]} children @param {string[]} hooks
+ */
+export function controllerObject(name, parent, children, hooks) {
+  const rule = (/** @type {Kind} */ k) => ({ apiVersion: k.apiVersion, resource: k.plural });
+  return {
+    apiVersion: 'metacontroller.k8s.io/v1alpha1',
+    kind: 'CompositeController',
+    metadata: { name },
+    spec: { parentResource: rule(parent), childResources: children.map(rule), hooks: Object.fromEntries(hooks.map((h) => [h, {}])) },
+  };
+}
+
+/**
+ * `Kind.apiVersion` -> name -> object, with an entry for every kind in `kinds`.
+ * @param {Kind[]} kinds @param {Objects} objects
+ */
+function objectMap(kinds, objects) {
+  return Object.fromEntries(kinds.map((k) => [kindKey(k), Object.fromEntries(objects.ofKind(k).map((o) => [o.name, plain(o)]))]));
+}
+
+/** @param {KubeObject} o */
+const plain = (o) => JSON.parse(JSON.stringify(o));
+
+/**
+ * The `relatedResources` of a customize response as selections of declared kinds.
+ * @param {unknown} rules @param {Kind[]} related
+ */
+export function selections(rules, related) {
+  if (!Array.isArray(rules)) throw new PermanentError(`customize: relatedResources must be a list, got ${typeof rules}`);
+  const declared = new Map(related.map((k) => [`${k.apiVersion} ${k.plural}`, k]));
+  return rules.flatMap((rule, i) => {
+    const where = `customize: relatedResources[${i}]`;
+    if (rule === null || typeof rule !== 'object' || Array.isArray(rule)) throw new PermanentError(`${where}: expected an object`);
+    const kind = declared.get(`${rule.apiVersion} ${rule.resource}`);
+    if (kind === undefined) {
+      const names = [...declared.keys()].join(', ') || 'none';
+      throw new PermanentError(`${where}: ${rule.apiVersion} ${rule.resource} is not a declared related kind (declared: ${names})`);
+    }
+    const namespace = rule.namespace || undefined;
+    const names = rule.names ?? [];
+    if (!Array.isArray(names) || !names.every((n) => typeof n === 'string')) throw new PermanentError(`${where}: names must be a list of strings`);
+    if (names.length) return names.map((n) => Selection.byName(kind, n, { namespace }));
+    return [Selection.byLabels(kind, rule.labelSelector ?? {}, { namespace })];
+  });
+}
+
+/** @param {unknown} value @param {string} hook @returns {Record<string, any>} */
+function response(value, hook) {
+  if (value === undefined || value === null) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) throw new TypeError(`the ${hook} hook must return an object, not ${Array.isArray(value) ? 'an array' : typeof value}`);
+  return /** @type {Record<string, any>} */ (value);
+}
+
+/** @param {Record<string, any>} r @param {string} hook */
+function seconds(r, hook) {
+  const s = r.resyncAfterSeconds ?? 0;
+  if (typeof s !== 'number' || !Number.isFinite(s) || s < 0) throw new TypeError(`the ${hook} hook's resyncAfterSeconds must be a non-negative number, got ${JSON.stringify(s)}`);
+  return s;
+}
+
+/**
+ * A `Reconciler` subclass serving CompositeController hooks. `finalize`, if
+ * given, is the finalize hook (it may be `sync` itself); the plugin then holds
+ * the finalizer `finalizer` (default `metacontroller.weir.dev/<name>`).
+ * @param {{name: string, parent: Kind, sync: Hook, children?: Kind[], related?: Kind[], customize?: Hook,
+ *   finalize?: Hook, finalizer?: string, version?: string, crd?: string}} declaration
+ */
+export function compositeController(declaration) {
+  const { name, parent, sync, children = [], related = [], customize, finalize, version = '0.1.0', crd } = declaration;
+  const hooks = ['sync', ...(customize ? ['customize'] : []), ...(finalize ? ['finalize'] : [])];
+  const controller = controllerObject(name, parent, children, hooks);
+
+  /** @param {KubeObject} p @returns {any[]} */
+  const rules = (p) => (customize ? response(customize({ controller, parent: plain(p) }), 'customize').relatedResources ?? [] : []);
+
+  /** A rule with both `names` and `labelSelector` reads the named objects that also match. @param {KubeObject} p @param {Objects} objects */
+  function filtered(p, objects) {
+    let keep = [...objects];
+    for (const rule of rules(p)) {
+      if (rule?.names?.length && rule.labelSelector) {
+        const selector = LabelSelector.parse(rule.labelSelector);
+        keep = keep.filter((o) => !rule.names.includes(o.name) || selector.matches(o.labels));
+      }
+    }
+    return new Objects(keep);
+  }
+
+  /** @param {KubeObject} p @param {import('./objects.js').Children} observed @param {boolean} finalizing */
+  const request = (p, observed, finalizing) => ({
+    controller,
+    parent: plain(p),
+    children: objectMap(children, observed),
+    related: objectMap(related, filtered(p, observed.related)),
+    finalizing,
+  });
+
+  return class CompositeController extends Reconciler {
+    name = name;
+    version = version;
+    parent = parent;
+    children = children;
+    related = related;
+    finalizer = finalize ? (declaration.finalizer ?? `metacontroller.weir.dev/${name}`) : undefined;
+    crd = crd;
+
+    /** @param {KubeObject} p */
+    select(p) {
+      return selections(rules(p), related);
+    }
+
+    /** @param {KubeObject} p @param {import('./objects.js').Children} observed */
+    reconcile(p, observed) {
+      const r = response(sync(request(p, observed, false)), 'sync');
+      const desired = r.children ?? [];
+      if (!Array.isArray(desired) || !desired.every((c) => c !== null && typeof c === 'object' && !Array.isArray(c))) {
+        throw new TypeError("the sync hook's children must be a list of objects");
+      }
+      const outcome = Outcome.apply(desired);
+      if (r.status !== undefined && r.status !== null) outcome.status(r.status);
+      const s = seconds(r, 'sync');
+      return s > 0 ? outcome.requeueAfter(s * 1000) : outcome;
+    }
+
+    /** @param {KubeObject} p @param {import('./objects.js').Children} observed */
+    finalize(p, observed) {
+      if (!finalize) return Cleanup.complete();
+      const r = response(finalize(request(p, observed, true)), 'finalize');
+      if (r.finalized === true) return Cleanup.complete();
+      return Cleanup.againAfter((seconds(r, 'finalize') || FINALIZE_RETRY_SECONDS) * 1000);
+    }
+  };
+}

@@ -1,0 +1,206 @@
+"""Metacontroller migration: a CompositeController's `sync` (and `customize`, `finalize`) hooks as a Weir plugin.
+
+A function written for Metacontroller's CompositeController webhooks runs
+unchanged; a few lines declare what Metacontroller's CompositeController
+object declared::
+
+    from weir_reconciler import CONFIG_MAP, Kind
+    from weir_reconciler.metacontroller import composite_controller
+    from hooks import sync, customize          # the webhook functions, as they were
+
+    Bundle = composite_controller(
+        name="config-bundle",
+        parent=Kind("example.weir.dev", "v1alpha1", "ConfigBundle", "configbundles"),
+        children=[CONFIG_MAP],
+        related=[CONFIG_MAP],
+        sync=sync,
+        customize=customize,
+    )
+
+The mapping (README.md, "Migrating from Metacontroller", says what differs):
+
+- `customize({controller, parent})` -> `relatedResources` rules become the
+  plugin's `select`: `names` select by name, `labelSelector` by labels
+  (neither: every object of the kind in the parent's namespace); `resource`
+  must be the plural of a kind declared in `related`.
+- `sync({controller, parent, children, related, finalizing: false})` becomes
+  `reconcile`: `children` and `related` are maps `Kind.apiVersion` -> name ->
+  object, with an entry (maybe empty) for every declared kind. The response's
+  `children` are the desired children, `status` the parent's status (absent or
+  null: left as it is), `resyncAfterSeconds` > 0 a requeue after that long.
+- `finalize` (the finalize hook, or the sync function itself when it reads
+  `finalizing`) gets the same request with `finalizing: true`; `finalized:
+  true` completes the cleanup, otherwise it is asked again after
+  `resyncAfterSeconds` (or `FINALIZE_RETRY_SECONDS`).
+- `controller` is a CompositeController object made from the declaration.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from .objects import Children, Kind, Object, Objects
+from .outcome import Cleanup, Outcome, PermanentError
+from .reconciler import Reconciler
+from .selection import LabelSelector, Selection
+
+Hook = Callable[[dict], Optional[Mapping[str, Any]]]
+
+#: When a finalize hook answers `finalized: false` without `resyncAfterSeconds`.
+FINALIZE_RETRY_SECONDS = 5
+
+
+def kind_key(kind: Kind) -> str:
+    """Metacontroller's key of a kind in `children` and `related`: `Kind.apiVersion`, e.g. `Deployment.apps/v1`."""
+    return f"{kind.kind}.{kind.api_version}"
+
+
+def controller_object(name: str, parent: Kind, children: Sequence[Kind], hooks: Sequence[str]) -> dict:
+    """The CompositeController a Metacontroller user would have applied, for the hooks' `controller` field."""
+
+    def rule(k: Kind) -> dict:
+        return {"apiVersion": k.api_version, "resource": k.plural}
+
+    return {
+        "apiVersion": "metacontroller.k8s.io/v1alpha1",
+        "kind": "CompositeController",
+        "metadata": {"name": name},
+        "spec": {
+            "parentResource": rule(parent),
+            "childResources": [rule(c) for c in children],
+            "hooks": {h: {} for h in hooks},
+        },
+    }
+
+
+def object_map(kinds: Sequence[Kind], objects: Objects) -> dict:
+    """`Kind.apiVersion` -> name -> object, with an entry for every kind in `kinds`."""
+    return {kind_key(k): {o.name: dict(o) for o in objects.of_kind(k)} for k in kinds}
+
+
+def selections(rules: Any, related: Sequence[Kind]) -> list[Selection]:
+    """The `relatedResources` of a customize response as selections of declared kinds."""
+    if not isinstance(rules, list):
+        raise PermanentError(f"customize: relatedResources must be a list, got {type(rules).__name__}")
+    declared = {(k.api_version, k.plural): k for k in related}
+    chosen: list[Selection] = []
+    for i, rule in enumerate(rules):
+        where = f"customize: relatedResources[{i}]"
+        if not isinstance(rule, Mapping):
+            raise PermanentError(f"{where}: expected an object")
+        kind = declared.get((rule.get("apiVersion"), rule.get("resource")))
+        if kind is None:
+            names = ", ".join(f"{a} {r}" for a, r in declared) or "none"
+            raise PermanentError(f"{where}: {rule.get('apiVersion')} {rule.get('resource')} is not a declared related kind (declared: {names})")
+        namespace = rule.get("namespace") or None
+        names = rule.get("names") or []
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise PermanentError(f"{where}: names must be a list of strings")
+        if names:
+            chosen += [Selection.by_name(kind, n, namespace=namespace) for n in names]
+        else:
+            chosen.append(Selection.by_labels(kind, rule.get("labelSelector") or {}, namespace=namespace))
+    return chosen
+
+
+def _response(value: Any, hook: str) -> Mapping[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"the {hook} hook must return a dict, not {type(value).__name__}")
+    return value
+
+
+def _seconds(response: Mapping[str, Any], hook: str) -> float:
+    seconds = response.get("resyncAfterSeconds") or 0
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
+        raise TypeError(f"the {hook} hook's resyncAfterSeconds must be a non-negative number, got {seconds!r}")
+    return float(seconds)
+
+
+def composite_controller(
+    *,
+    name: str,
+    parent: Kind,
+    sync: Hook,
+    children: Sequence[Kind] = (),
+    related: Sequence[Kind] = (),
+    customize: Optional[Hook] = None,
+    finalize: Optional[Hook] = None,
+    finalizer: Optional[str] = None,
+    version: str = "0.1.0",
+    crd: Optional[str] = None,
+) -> type:
+    """A `Reconciler` subclass serving CompositeController hooks (see the module's docs for the mapping).
+
+    `finalize`, if given, is the finalize hook (it may be `sync` itself); the
+    plugin then holds the finalizer `finalizer` (default
+    `metacontroller.weir.dev/<name>`) on every parent.
+    """
+    hooks = ["sync"] + (["customize"] if customize else []) + (["finalize"] if finalize else [])
+    controller = controller_object(name, parent, children, hooks)
+    declared_children, declared_related = list(children), list(related)
+
+    def request(parent_object: Object, observed: Children, finalizing: bool) -> dict:
+        return {
+            "controller": controller,
+            "parent": dict(parent_object),
+            "children": object_map(declared_children, observed),
+            "related": object_map(declared_related, filtered(parent_object, observed.related)),
+            "finalizing": finalizing,
+        }
+
+    def rules(parent_object: Object) -> list:
+        if customize is None:
+            return []
+        response = _response(customize({"controller": controller, "parent": dict(parent_object)}), "customize")
+        return response.get("relatedResources") or []
+
+    def filtered(parent_object: Object, objects: Objects) -> Objects:
+        # A rule with both `names` and `labelSelector` reads the named objects that also match.
+        keep = list(objects)
+        for rule in rules(parent_object):
+            if isinstance(rule, Mapping) and rule.get("names") and rule.get("labelSelector"):
+                selector = LabelSelector.parse(rule["labelSelector"])
+                named = set(rule["names"])
+                keep = [o for o in keep if o.name not in named or selector.matches(o.labels)]
+        return Objects(keep)
+
+    class CompositeController:
+        def select(self, parent_object: Object) -> list[Selection]:
+            return selections(rules(parent_object), declared_related)
+
+        def reconcile(self, parent_object: Object, observed: Children) -> Outcome:
+            response = _response(sync(request(parent_object, observed, False)), "sync")
+            desired = response.get("children") or []
+            if not isinstance(desired, list) or not all(isinstance(c, Mapping) for c in desired):
+                raise TypeError("the sync hook's children must be a list of objects")
+            outcome = Outcome.apply(desired)
+            status = response.get("status")
+            if status is not None:
+                outcome.status(status)
+            seconds = _seconds(response, "sync")
+            return outcome.requeue_after(seconds) if seconds > 0 else outcome
+
+        def finalize(self, parent_object: Object, observed: Children, held: str) -> Cleanup:
+            if finalize is None:
+                return Cleanup.complete()
+            response = _response(finalize(request(parent_object, observed, True)), "finalize")
+            if response.get("finalized") is True:
+                return Cleanup.complete()
+            return Cleanup.again_after(_seconds(response, "finalize") or FINALIZE_RETRY_SECONDS)
+
+    attributes = {
+        "name": name,
+        "version": version,
+        "parent": parent,
+        "children": declared_children,
+        "related": declared_related,
+        "finalizer": (finalizer or f"metacontroller.weir.dev/{name}") if finalize else None,
+        "crd": crd,
+        "select": CompositeController.select,
+        "reconcile": CompositeController.reconcile,
+        "finalize": CompositeController.finalize,
+        "__doc__": f"The CompositeController hooks of {name}, as a Weir plugin.",
+    }
+    return type(f"CompositeController_{name.replace('-', '_')}", (Reconciler,), attributes)
