@@ -42,6 +42,9 @@ for p in blog blog-py blog-js; do
   target/debug/weir test "target/plugins/$p.wasm" plugins/blog/fixtures
 done
 
+step "the Metacontroller-style example's fixtures"
+target/debug/weir test target/plugins/metacontroller-example.wasm plugins/metacontroller-example/fixtures
+
 step "guest SDK native tests (Python, JavaScript)"
 guest-sdk/test.sh
 
