@@ -142,7 +142,9 @@ impl Parts {
         let mut related = Vec::new();
         let mut related_subscriptions = Vec::new();
         for kind in &info.related {
-            let index = Arc::new(KindIndex::default());
+            let index = Arc::new(KindIndex::counting(
+                self.metrics.related_enqueues(&info.name),
+            ));
             let subscription = self
                 .informers
                 .subscribe(kind, target(Route::Related(index.clone())));
