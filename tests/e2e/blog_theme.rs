@@ -203,6 +203,10 @@ async fn with_a_thousand_themed_blogs_editing_one_theme_enqueues_exactly_one_blo
         .buffer_unordered(16)
         .try_collect::<Vec<()>>()
         .await?;
+    eprintln!(
+        "{BLOGS} themes and Blogs created in {:?}",
+        started.elapsed()
+    );
     let blogs = env.api(&kinds::blog());
     eventually("every Blog is Ready", Duration::from_secs(120), || async {
         let list = blogs.list(&ListParams::default()).await.ok()?;
