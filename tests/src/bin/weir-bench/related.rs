@@ -93,7 +93,7 @@ struct Row {
 
 fn row(blogs: usize, changes: usize) -> Result<Row> {
     let keys: Vec<ObjectKey> = (0..blogs)
-        .map(|i| ObjectKey::new(NAMESPACE, &format!("b-{i}")))
+        .map(|i| ObjectKey::new(NAMESPACE, format!("b-{i}")))
         .collect();
     let before = rss_bytes()?;
     let index = KindIndex::default();
