@@ -54,6 +54,7 @@ pub struct Metrics {
     writes: Family<WriteLabels, Counter>,
     backoffs: Family<PluginLabels, Counter>,
     hot_loops: Family<PluginLabels, Counter>,
+    related_enqueues: Family<PluginLabels, Counter>,
     writes_total: AtomicU64,
     reconciles_total: AtomicU64,
 }
@@ -77,6 +78,7 @@ impl Metrics {
         let writes = Family::default();
         let backoffs = Family::default();
         let hot_loops = Family::default();
+        let related_enqueues = Family::default();
         registry.register(
             "reconciles",
             "Reconciles by plugin and result",
@@ -112,6 +114,11 @@ impl Metrics {
             "Reconciles flagged as a hot loop",
             hot_loops.clone(),
         );
+        registry.register(
+            "related_enqueues",
+            "Parents enqueued because an object they selected to read changed",
+            related_enqueues.clone(),
+        );
         Self {
             registry,
             reconciles,
@@ -121,6 +128,7 @@ impl Metrics {
             writes,
             backoffs,
             hot_loops,
+            related_enqueues,
             writes_total: AtomicU64::new(0),
             reconciles_total: AtomicU64::new(0),
         }
@@ -130,6 +138,14 @@ impl Metrics {
         PluginLabels {
             plugin: plugin.to_owned(),
         }
+    }
+
+    /// The counter of parents of `plugin` enqueued by changes of related objects (the related
+    /// index increments it for every parent it maps a change to).
+    pub fn related_enqueues(&self, plugin: &str) -> Counter {
+        self.related_enqueues
+            .get_or_create(&Self::plugin(plugin))
+            .clone()
     }
 
     /// One reconcile finished with `result` after `took`.

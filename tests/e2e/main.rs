@@ -2,6 +2,7 @@
 //! or on the cluster `KUBECONFIG` names. Plugins come from `target/plugins` (`plugins/build.sh`).
 
 mod blog_lifecycle;
+mod blog_theme;
 mod converged_writes_nothing;
 mod deletion_runs_the_finalizer;
 mod drift_is_reverted;

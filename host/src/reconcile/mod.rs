@@ -142,7 +142,9 @@ impl Parts {
         let mut related = Vec::new();
         let mut related_subscriptions = Vec::new();
         for kind in &info.related {
-            let index = Arc::new(KindIndex::default());
+            let index = Arc::new(KindIndex::counting(
+                self.metrics.related_enqueues(&info.name),
+            ));
             let subscription = self
                 .informers
                 .subscribe(kind, target(Route::Related(index.clone())));
@@ -493,19 +495,12 @@ impl Controller {
             .select(parent)
             .await
             .map_err(ReconcileError::Plugin)?;
-        match related::check(info, parent.metadata.namespace.as_deref(), &selections) {
-            Ok(checked) => {
-                b.related.record(key, &checked);
-                Ok(b.related.resolve(&checked))
-            }
-            Err(refusal) => {
-                b.related.forget(key);
-                Err(ReconcileError::Refused {
-                    message: validate::refusal_message(info, &refusal),
-                    refusal,
-                })
-            }
-        }
+        b.related
+            .select(info, key, &selections)
+            .map_err(|refusal| ReconcileError::Refused {
+                message: validate::refusal_message(info, &refusal),
+                refusal,
+            })
     }
 
     /// Adds the plugin's finalizer to a live parent that lacks it, and carries on with the

@@ -11,7 +11,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::{CustomResourceExt, Resource};
 use serde::Deserialize;
-use weir_guest_sdk::{Children, Error, Finalize, Kind, Outcome, Reconciler};
+use weir_guest_sdk::{Children, Error, Finalize, Kind, Outcome, Reconciler, Selection};
 
 use crate::{Blog, BlogReconciler};
 
@@ -94,6 +94,14 @@ impl Reconciler for BlogCopyReconciler {
 
     fn children() -> Vec<Kind> {
         BlogReconciler::children()
+    }
+
+    fn related() -> Vec<Kind> {
+        BlogReconciler::related()
+    }
+
+    fn select(blog: &BlogCopy) -> Result<Vec<Selection>, Error> {
+        BlogReconciler::select(&blog.0)
     }
 
     fn reconcile(blog: &BlogCopy, observed: &Children) -> Result<Outcome, Error> {

@@ -1,24 +1,29 @@
 //! The Blog reconciler: a ConfigMap with the page, a Deployment serving it, and a Service.
 //!
-//! The children depend on the Blog's spec alone, never on what was observed,
-//! so a child edited by hand is put back at the next reconcile. Only the
-//! status reads an observed child (the Deployment's `readyReplicas`).
+//! The children depend on the Blog's spec and the related ConfigMaps it
+//! selected (its theme by name, its posts by label selector), never on what
+//! was observed, so a child edited by hand is put back at the next reconcile.
+//! Only the status reads an observed child (the Deployment's `readyReplicas`).
 //! `README.md` specifies every child field by field for the Python and
 //! JavaScript ports, and `fixtures/` pins it.
 
 #[cfg(feature = "bench-copy")]
 pub mod copy;
 mod manifests;
+mod related;
 mod status;
 mod types;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::ResourceExt;
-use weir_guest_sdk::{Children, Error, Finalize, Kind, Outcome, Reconciler, log};
+use weir_guest_sdk::{Children, Error, Finalize, Kind, Outcome, Reconciler, Selection, log};
 
-pub use manifests::{PAGE_HASH_ANNOTATION, page, page_hash};
-pub use types::{Blog, BlogSpec, BlogStatus, DEFAULT_IMAGE};
+pub use manifests::{PAGE_HASH_ANNOTATION, page, page_hash, page_with};
+pub use related::Post;
+pub use types::{
+    Blog, BlogSpec, BlogStatus, DEFAULT_IMAGE, LabelOperator, LabelRequirement, PostsSelector,
+};
 
 use manifests::Names;
 
@@ -42,6 +47,15 @@ impl Reconciler for BlogReconciler {
         ]
     }
 
+    /// The theme and the posts are ConfigMaps the Blog reads but does not own.
+    fn related() -> Vec<Kind> {
+        vec![Kind::of::<ConfigMap>()]
+    }
+
+    fn select(blog: &Blog) -> Result<Vec<Selection>, Error> {
+        Ok(related::selections(&blog.spec))
+    }
+
     /// The checked-in CRD (`tests/crd.rs` fails when it differs from what
     /// [`Blog`] generates): embedding the text keeps the schema generator out
     /// of the component, which then fits a ConfigMap.
@@ -54,7 +68,8 @@ impl Reconciler for BlogReconciler {
         let names = Names {
             blog: blog.name_any(),
         };
-        let page = manifests::page(&blog.spec.title);
+        let read = related::read(blog, &observed.related())?;
+        let page = manifests::page_with(&blog.spec.title, read.css.as_deref(), &read.posts);
         let hash = manifests::page_hash(&page);
         let children = vec![
             manifests::config_map(&names, &page).into(),
@@ -62,7 +77,7 @@ impl Reconciler for BlogReconciler {
             manifests::service(&names).into(),
         ];
         let deployment = observed.get::<Deployment>(&names.blog)?;
-        let status = status::of(blog, deployment.as_ref());
+        let status = status::of(blog, deployment.as_ref(), read.theme_missing);
         // Done even while pods are starting: readiness only changes through the
         // Deployment's status, which the host watches, so polling adds nothing.
         Ok(Outcome::apply(children).status(status))

@@ -1,4 +1,4 @@
-//! The three children of a Blog, built from its spec alone (documented field by field in the README).
+//! The three children of a Blog, built from its spec and what it read (documented field by field in the README).
 
 use std::collections::BTreeMap;
 
@@ -10,6 +10,8 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use sha2::{Digest, Sha256};
+
+use crate::related::Post;
 
 /// The page's key in the ConfigMap, and so its file name in the pod.
 pub const PAGE_KEY: &str = "index.html";
@@ -57,12 +59,32 @@ impl Names {
     }
 }
 
-/// The page: a fixed template with the title HTML-escaped.
+/// The page without theme or posts: a fixed template with the title HTML-escaped.
 pub fn page(title: &str) -> String {
+    page_with(title, None, &[])
+}
+
+/// The page with the theme's CSS inlined (when found) and the posts listed (README, *The page*).
+pub fn page_with(title: &str, css: Option<&str>, posts: &[Post]) -> String {
     let title = escape_html(title);
+    // `\3c ` is CSS's own escape of `<`: the CSS means the same and cannot close the element.
+    let style = css.map_or_else(String::new, |css| {
+        format!("<style>{}</style>", css.replace('<', "\\3c "))
+    });
+    let mut articles = String::new();
+    if !posts.is_empty() {
+        articles.push('\n');
+        for post in posts {
+            articles.push_str(&format!(
+                "<article><h2>{}</h2><p>{}</p></article>\n",
+                escape_html(&post.title),
+                escape_html(&post.body)
+            ));
+        }
+    }
     format!(
-        "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"><title>{title}</title></head>\n\
-         <body><h1>{title}</h1></body>\n</html>\n"
+        "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"><title>{title}</title>{style}</head>\n\
+         <body><h1>{title}</h1>{articles}</body>\n</html>\n"
     )
 }
 

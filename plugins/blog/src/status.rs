@@ -5,26 +5,27 @@ use weir_guest_sdk::Condition;
 
 use crate::{Blog, BlogStatus};
 
-/// The status for `blog` given its observed Deployment (none before it is created).
-pub fn of(blog: &Blog, deployment: Option<&Deployment>) -> BlogStatus {
+/// The status for `blog` given its observed Deployment (none before it is created) and, if its
+/// theme is missing, why: that takes precedence over the replicas.
+pub fn of(
+    blog: &Blog,
+    deployment: Option<&Deployment>,
+    theme_missing: Option<String>,
+) -> BlogStatus {
     let ready = deployment
         .and_then(|d| d.status.as_ref())
         .and_then(|s| s.ready_replicas)
         .unwrap_or(0);
     let wanted = blog.spec.replicas;
-    let (holds, reason) = if ready >= wanted {
-        (true, "ReplicasReady")
-    } else {
-        (false, "ReplicasNotReady")
+    let replicas = format!("{ready} of {wanted} replicas ready");
+    let (holds, reason, message) = match theme_missing {
+        Some(message) => (false, "ThemeNotFound", message),
+        None if ready >= wanted => (true, "ReplicasReady", replicas),
+        None => (false, "ReplicasNotReady", replicas),
     };
     BlogStatus {
         observed_generation: blog.metadata.generation,
         ready_replicas: ready,
-        conditions: vec![Condition::new(
-            "Ready",
-            holds,
-            reason,
-            format!("{ready} of {wanted} replicas ready"),
-        )],
+        conditions: vec![Condition::new("Ready", holds, reason, message)],
     }
 }

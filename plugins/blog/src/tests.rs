@@ -24,6 +24,8 @@ impl Blog {
                 title: "Hello".to_owned(),
                 replicas: 1,
                 image: DEFAULT_IMAGE.to_owned(),
+                theme: None,
+                posts_selector: None,
             },
         );
         blog.metadata.namespace = Some("default".to_owned());
@@ -352,6 +354,12 @@ fn describe_declares_the_blog_kind_its_children_and_the_finalizer() {
             ("", "Service", "services")
         ]
     );
+    let related: Vec<_> = info
+        .related
+        .iter()
+        .map(|k| (k.group.as_str(), k.kind.as_str(), k.namespaced))
+        .collect();
+    assert_eq!(related, [("", "ConfigMap", true)]);
     assert_eq!(info.finalizer.as_deref(), Some(FINALIZER));
     // The CRD is the checked-in YAML; it must say what the Rust type generates.
     let crd: Value = serde_yaml::from_str(info.crd.as_deref().unwrap()).unwrap();
@@ -360,4 +368,28 @@ fn describe_declares_the_blog_kind_its_children_and_the_finalizer() {
         crd,
         serde_json::to_value(<Blog as kube::CustomResourceExt>::crd()).unwrap()
     );
+}
+
+#[test]
+fn the_readme_example_page_with_a_theme_and_two_posts_is_byte_for_byte_the_spec() {
+    let posts = [
+        crate::Post {
+            title: "Hello".into(),
+            body: "It works.".into(),
+        },
+        crate::Post {
+            title: "Fish & Chips".into(),
+            body: String::new(),
+        },
+    ];
+    let page = crate::page_with("My Blog", Some("h1 { color: red; }"), &posts);
+    assert_eq!(
+        page,
+        "<!DOCTYPE html>\n<html>\n<head><meta charset=\"utf-8\"><title>My Blog</title>\
+         <style>h1 { color: red; }</style></head>\n<body><h1>My Blog</h1>\n\
+         <article><h2>Hello</h2><p>It works.</p></article>\n\
+         <article><h2>Fish &amp; Chips</h2><p></p></article>\n</body>\n</html>\n"
+    );
+    assert_eq!(crate::page_hash(&page), "6c770a5379d13bee");
+    assert_eq!(crate::page_with("My Blog", None, &[]), crate::page("My Blog"));
 }

@@ -1,5 +1,7 @@
 //! The Blog custom resource: its spec, its status, and so its CRD.
 
+use std::collections::BTreeMap;
+
 use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -35,6 +37,49 @@ pub struct BlogSpec {
     #[serde(default = "default_image")]
     #[schemars(length(min = 1))]
     pub image: String,
+    /// A ConfigMap in the Blog's namespace whose `style.css` is inlined in the page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub theme: Option<String>,
+    /// Selects the ConfigMaps (in the Blog's namespace) whose `title` and `body` are the page's posts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub posts_selector: Option<PostsSelector>,
+}
+
+/// A Kubernetes label selector: every pair and every requirement must hold.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostsSelector {
+    /// Labels that must be set to exactly these values.
+    #[serde(default)]
+    pub match_labels: BTreeMap<String, String>,
+    /// Further requirements on labels.
+    #[serde(default)]
+    pub match_expressions: Vec<LabelRequirement>,
+}
+
+/// One requirement of a label selector.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq, JsonSchema)]
+pub struct LabelRequirement {
+    /// The label key.
+    pub key: String,
+    /// How the label's value is compared.
+    pub operator: LabelOperator,
+    /// The values for `In` and `NotIn`; empty for `Exists` and `DoesNotExist`.
+    #[serde(default)]
+    pub values: Vec<String>,
+}
+
+/// The operators of a label requirement, as Kubernetes spells them.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum LabelOperator {
+    /// The label is set to one of the values.
+    In,
+    /// The label is not set, or set to none of the values.
+    NotIn,
+    /// The label is set.
+    Exists,
+    /// The label is not set.
+    DoesNotExist,
 }
 
 fn default_replicas() -> i32 {

@@ -2,6 +2,12 @@
 //!
 //! `weir test` checks the same files against the built component; this keeps
 //! them honest under plain `cargo test`, without building WebAssembly.
+//!
+//! A fixture's `related` objects: `weir test` resolves the plugin's selection
+//! against them with the host's own code; here the Blog gets every one in its
+//! namespace and must pick its theme (by name) and posts (by labels) itself,
+//! which it does anyway (README, *The posts*). `expect.selections` is checked
+//! against `select`.
 
 #![expect(
     clippy::unwrap_used,
@@ -12,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 use weir_guest_sdk::testing::{self, Reconciled};
-use weir_guest_sdk::{Child, Finalize, Requeue};
+use weir_guest_sdk::{Child, Finalize, Requeue, Selection, Selector};
 use weir_plugin_blog::BlogReconciler;
 
 fn fixtures() -> Vec<PathBuf> {
@@ -61,6 +67,20 @@ fn requeue(requeue: Requeue) -> Value {
     }
 }
 
+/// A selection as fixtures spell it (`namespace` only when set).
+fn selection_json(selection: &Selection) -> Value {
+    let selector = match &selection.selector {
+        Selector::Name(name) => json!({"name": name}),
+        Selector::Labels(labels) => json!({"labels": labels}),
+    };
+    let mut out =
+        json!({"apiVersion": selection.api_version, "kind": selection.kind, "selector": selector});
+    if let Some(ns) = &selection.namespace {
+        out["namespace"] = json!(ns);
+    }
+    out
+}
+
 fn check_reconciled(name: &str, out: &Reconciled, expect: &Value) {
     if let Some(children) = expect.get("children") {
         let want = sorted(children.as_array().unwrap().iter().cloned());
@@ -86,7 +106,7 @@ fn check_reconciled(name: &str, out: &Reconciled, expect: &Value) {
 fn every_fixture_holds_natively_and_converges() {
     let files = fixtures();
     assert!(
-        files.len() >= 9,
+        files.len() >= 15,
         "expected the Blog fixtures, found {files:?}"
     );
     for path in files {
@@ -101,14 +121,33 @@ fn every_fixture_holds_natively_and_converges() {
             .into_iter()
             .map(Child::json)
             .collect();
+        let namespace = &parent["metadata"]["namespace"];
+        let related: Vec<Child> = case
+            .get("related")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|object| &object["metadata"]["namespace"] == namespace)
+            .map(Child::json)
+            .collect();
         let expect = &case["expect"];
+        if let Some(want) = expect.get("selections") {
+            let have: Vec<Value> = testing::select::<BlogReconciler>(parent)
+                .unwrap()
+                .iter()
+                .map(selection_json)
+                .collect();
+            assert_eq!(&Value::Array(have), want, "{name}: selections");
+        }
         if case.get("call").and_then(Value::as_str) == Some("finalize") {
             let got = testing::finalize::<BlogReconciler>(parent, observed).unwrap();
             assert_eq!(expect["finalize"], "complete", "{name}");
             assert_eq!(got, Finalize::Complete, "{name}");
             continue;
         }
-        let result = testing::reconcile::<BlogReconciler>(parent, observed);
+        let result =
+            testing::reconcile_with_related::<BlogReconciler>(parent, observed, related.clone());
         if let Some(error) = expect.get("error") {
             let err = result.expect_err(&name);
             assert_eq!(
@@ -130,7 +169,9 @@ fn every_fixture_holds_natively_and_converges() {
         let out = result.unwrap_or_else(|e| panic!("{name}: {e}"));
         check_reconciled(&name, &out, expect);
         // Convergence: the desired children, applied, ask for themselves again.
-        let again = testing::reconcile::<BlogReconciler>(parent, out.as_observed()).unwrap();
+        let again =
+            testing::reconcile_with_related::<BlogReconciler>(parent, out.as_observed(), related)
+                .unwrap();
         assert_eq!(again.children, out.children, "{name}: not convergent");
     }
 }

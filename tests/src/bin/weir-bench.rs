@@ -28,6 +28,8 @@ use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 mod cluster;
 #[path = "weir-bench/hostile.rs"]
 mod hostile;
+#[path = "weir-bench/related.rs"]
+mod related;
 #[path = "weir-bench/table.rs"]
 mod table;
 
@@ -69,6 +71,9 @@ enum Mode {
     /// `weir run` serving the Blog beside the hostile plugin: a Blog's convergence, peak RSS
     /// and the log, idle and under every attack.
     Hostile(hostile::HostileArgs),
+    /// The related index at 1,000 and 10,000 Blogs: parents enqueued (reconciles triggered) per
+    /// related-object change, lookup time, and the memory the index holds.
+    Related(related::RelatedArgs),
     /// Runs the native twin (the benchmark's own child process).
     #[command(hide = true)]
     Serve {
@@ -439,6 +444,7 @@ async fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.mode {
         Some(Mode::Hostile(args)) => hostile::run(args).await,
+        Some(Mode::Related(args)) => related::run(args),
         Some(Mode::Serve {
             system: Served::Native,
             kubeconfig,

@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{PoisonError, RwLock};
 
 use kube::api::DynamicObject;
+use prometheus_client::metrics::counter::Counter;
 
 use crate::plugin::{LabelSelector, Selector};
 use crate::reconcile::cache::key_of;
@@ -36,6 +37,8 @@ type LabelKey = (Option<String>, String, String);
 #[derive(Default)]
 pub struct KindIndex {
     inner: RwLock<Inner>,
+    /// Parents the index mapped a change to (`weir_related_enqueues_total`).
+    enqueued: Counter,
 }
 
 #[derive(Default)]
@@ -128,6 +131,14 @@ impl KindIndex {
         self.inner.write().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// An empty index that counts the parents it maps changes to in `enqueued`.
+    pub fn counting(enqueued: Counter) -> Self {
+        Self {
+            enqueued,
+            ..Self::default()
+        }
+    }
+
     /// Makes `picks` the whole selection of `parent` of this kind (empty: it selects nothing).
     pub fn set(&self, parent: &ObjectKey, picks: impl IntoIterator<Item = Pick>) {
         let picks: HashSet<Pick> = picks.into_iter().collect();
@@ -193,6 +204,7 @@ impl KindIndex {
         }
         let mut keys: Vec<ObjectKey> = found.into_iter().collect();
         keys.sort();
+        self.enqueued.inc_by(keys.len() as u64);
         keys
     }
 

@@ -8,6 +8,9 @@
 //! the plugin the selected objects that exist, Secrets redacted. The kinds are watched through
 //! the host's informer registry with [`crate::reconcile::source::Route::Related`], which asks the
 //! index which parents an event concerns.
+//!
+//! `weir test` takes the same path ([`Related::select`]) over stores filled with a fixture's
+//! `related` objects ([`Related::offline`]): one check and one resolution, online and offline.
 
 pub mod index;
 #[cfg(test)]
@@ -16,6 +19,7 @@ mod tests;
 use std::sync::Arc;
 
 use kube::api::DynamicObject;
+use kube::runtime::watcher;
 
 pub use self::index::{KindIndex, Pick};
 use super::cache::Store;
@@ -169,6 +173,66 @@ impl Related {
     /// The stores, for readiness.
     pub fn stores(&self) -> impl Iterator<Item = &Arc<Store>> {
         self.kinds.iter().map(|k| &k.store)
+    }
+
+    /// The related kinds `info` declares, each with a store holding the `objects` of that kind
+    /// (objects of other kinds are left out: the plugin could not read them) and an empty
+    /// index: the cluster a `weir test` fixture describes.
+    pub fn offline(info: &PluginInfo, objects: impl IntoIterator<Item = DynamicObject>) -> Self {
+        let stores: Vec<Arc<Store>> = info
+            .related
+            .iter()
+            .map(|kind| {
+                let store = Store::new(kind.clone());
+                store.apply(watcher::Event::Init);
+                Arc::new(store)
+            })
+            .collect();
+        for obj in objects {
+            let types = obj.types.clone().unwrap_or_default();
+            if let Some(i) = info
+                .related
+                .iter()
+                .position(|k| k.kind == types.kind && k.api_version() == types.api_version)
+            {
+                stores[i].apply(watcher::Event::InitApply(obj));
+            }
+        }
+        let kinds = info
+            .related
+            .iter()
+            .zip(stores)
+            .map(|(kind, store)| {
+                store.apply(watcher::Event::InitDone);
+                RelatedKind {
+                    kind: kind.clone(),
+                    index: Arc::new(KindIndex::default()),
+                    store,
+                }
+            })
+            .collect();
+        Self::new(kinds)
+    }
+
+    /// What the plugin's `selections` for `parent` read: [`check`]ed against `info`, recorded as
+    /// the parent's whole selection in the index, and [`resolve`](Self::resolve)d from the
+    /// stores. A refused selection is forgotten instead (the parent selects nothing).
+    pub fn select(
+        &self,
+        info: &PluginInfo,
+        parent: &ObjectKey,
+        selections: &[Selection],
+    ) -> Result<Vec<Arc<DynamicObject>>, Refusal> {
+        match check(info, parent.namespace.as_deref(), selections) {
+            Ok(checked) => {
+                self.record(parent, &checked);
+                Ok(self.resolve(&checked))
+            }
+            Err(refusal) => {
+                self.forget(parent);
+                Err(refusal)
+            }
+        }
     }
 
     /// Makes `checked` the whole selection of `parent`, kind by kind.
