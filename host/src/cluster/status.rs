@@ -51,7 +51,11 @@ pub fn desired(
     previous: Option<&PluginStatus>,
 ) -> PluginStatus {
     let loaded = match attempt {
-        Attempt::Pending => ("Unknown", "Fetching", "the component is being fetched".into()),
+        Attempt::Pending => (
+            "Unknown",
+            "Fetching",
+            "the component is being fetched".into(),
+        ),
         Attempt::Loaded => (
             "True",
             "Loaded",
@@ -81,7 +85,11 @@ pub fn desired(
         (None, Attempt::Refused { reason, .. }) => {
             ("False", *reason, "no version of this Plugin serves".into())
         }
-        (None, _) => ("False", "NotLoaded", "no version of this Plugin serves yet".into()),
+        (None, _) => (
+            "False",
+            "NotLoaded",
+            "no version of this Plugin serves yet".into(),
+        ),
     };
     let condition = |type_: &str, (status, reason, message): (&str, &str, String)| {
         let before = previous
@@ -180,7 +188,10 @@ mod tests {
         assert_eq!(condition(&status, "Loaded").reason, "DigestMismatch");
         assert_eq!(condition(&status, "Ready").status, "True");
         assert_eq!(status.short_digest.as_deref(), Some("abababababab"));
-        assert_eq!(status.last_error.as_deref(), Some("r has digest a, not the pinned b"));
+        assert_eq!(
+            status.last_error.as_deref(),
+            Some("r has digest a, not the pinned b")
+        );
         let none = desired(Some(3), None, &refused, None);
         assert_eq!(condition(&none, "Ready").status, "False");
         assert_eq!(none.digest, None);

@@ -234,7 +234,13 @@ impl<L: Loader + Sync> Run<L> {
     fn release(&mut self, kind: &KindKey) {
         self.owners.remove(kind);
         for entry in self.entries.values_mut() {
-            if matches!(entry.attempt, Attempt::Refused { reason: CONFLICT, .. }) {
+            if matches!(
+                entry.attempt,
+                Attempt::Refused {
+                    reason: CONFLICT,
+                    ..
+                }
+            ) {
                 entry.attempted = None;
             }
         }
@@ -306,7 +312,8 @@ impl<L: Loader + Sync> Run<L> {
         );
         self.catalog.set_loading(Some(path.clone()));
         let started = Instant::now();
-        let loaded = tokio::task::spawn_blocking(move || loader.load_verified(&path, &sha256)).await;
+        let loaded =
+            tokio::task::spawn_blocking(move || loader.load_verified(&path, &sha256)).await;
         self.catalog.set_loading(None);
         self.metrics.loaded_in(started.elapsed().as_secs_f64());
         match loaded {
@@ -427,7 +434,10 @@ impl<L: Loader + Sync> Run<L> {
     }
 
     fn refuse(&mut self, name: &str, reason: &'static str, message: String, transient: bool) {
-        warn!(plugin = name, reason, "refused: {message}; what served before keeps serving");
+        warn!(
+            plugin = name,
+            reason, "refused: {message}; what served before keeps serving"
+        );
         let Some(entry) = self.entries.get_mut(name) else {
             return;
         };

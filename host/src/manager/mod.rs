@@ -22,8 +22,7 @@ use tokio_util::sync::CancellationToken;
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
 use self::controllers::{Controllers, ControllersView};
 use crate::hotload::{
-    self, Catalog, ClusterLoader, EngineLoader, HotLoader, HotloadMetrics, PluginEvent,
-    install_crd,
+    self, Catalog, ClusterLoader, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, install_crd,
 };
 use crate::leader::{LeaderConfig, LeaderError, Leadership};
 use crate::metrics::Metrics;
