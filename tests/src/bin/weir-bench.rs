@@ -26,6 +26,8 @@ use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
 #[path = "weir-bench/cluster.rs"]
 mod cluster;
+#[path = "weir-bench/delivery.rs"]
+mod delivery;
 #[path = "weir-bench/hostile.rs"]
 mod hostile;
 #[path = "weir-bench/table.rs"]
@@ -69,6 +71,9 @@ enum Mode {
     /// `weir run` serving the Blog beside the hostile plugin: a Blog's convergence, peak RSS
     /// and the log, idle and under every attack.
     Hostile(hostile::HostileArgs),
+    /// Plugins from a registry: cold pull + compile and cached load per language, and the time
+    /// from a new digest applied to the last of N Blogs updated.
+    Delivery(delivery::DeliveryArgs),
     /// Runs the native twin (the benchmark's own child process).
     #[command(hide = true)]
     Serve {
@@ -439,6 +444,7 @@ async fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.mode {
         Some(Mode::Hostile(args)) => hostile::run(args).await,
+        Some(Mode::Delivery(args)) => delivery::run(args).await,
         Some(Mode::Serve {
             system: Served::Native,
             kubeconfig,
