@@ -1,4 +1,5 @@
-//! `weir run`: connect to a cluster and run the host on a plugins directory until SIGTERM.
+//! `weir run`: connect to a cluster and run the host on a plugins directory, or on the cluster's
+//! `Plugin` objects, until SIGTERM.
 //!
 //! The host itself is [`crate::manager::Manager`], which `weir dev`, the end-to-end suite and
 //! the benchmarks start too; this module only reads the command line and the kubeconfig.
@@ -85,8 +86,16 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, RunError> {
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// Directory of plugin components (`*.wasm`); one controller per plugin.
-    #[arg(long)]
-    pub plugins: PathBuf,
+    #[arg(long, required_unless_present = "plugins_from_cluster")]
+    pub plugins: Option<PathBuf>,
+    /// Serve the cluster's `Plugin` objects (`weir.dev/v1alpha1`) instead of a directory:
+    /// components pulled from OCI registries, pinned by digest, hot-swapped as Plugins change.
+    #[arg(long, conflicts_with = "plugins")]
+    pub plugins_from_cluster: bool,
+    /// Where components pulled for Plugins are kept by digest, so a restart does not pull
+    /// again [default: the --cache-dir, else $XDG_CACHE_HOME/weir].
+    #[arg(long, value_name = "DIR")]
+    pub component_cache: Option<PathBuf>,
     /// Kubeconfig to use instead of KUBECONFIG, ~/.kube/config or the in-cluster config.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
@@ -140,11 +149,24 @@ impl RunArgs {
         })
     }
 
+    /// Where the host's plugins come from.
+    pub fn origin(&self, engine: &EngineConfig) -> Origin {
+        match &self.plugins {
+            Some(dir) if !self.plugins_from_cluster => Origin::Directory(dir.clone()),
+            _ => Origin::Cluster(
+                self.component_cache
+                    .clone()
+                    .or_else(|| engine.cache_dir.clone())
+                    .unwrap_or_else(|| std::env::temp_dir().join("weir")),
+            ),
+        }
+    }
+
     /// Runs the host until SIGTERM or Ctrl-C (blocking: it owns its async runtime).
     pub fn execute(&self, engine: EngineConfig) -> Result<(), RunError> {
         let runtime = tokio::runtime::Runtime::new().map_err(RunError::Runtime)?;
         runtime.block_on(run(
-            &self.plugins,
+            &self.origin(&engine),
             self.kubeconfig.as_deref(),
             engine,
             self.manager_config()?,
@@ -156,25 +178,41 @@ fn default_identity() -> String {
     std::env::var("HOSTNAME").unwrap_or_else(|_| format!("weir-{}", std::process::id()))
 }
 
-/// Connects, serves the plugins in `dir` (following it as files change) until SIGTERM or Ctrl-C.
+/// Where `weir run` takes its plugins from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// `--plugins DIR`: the components in a directory.
+    Directory(PathBuf),
+    /// `--plugins-from-cluster`: the cluster's Plugin objects, components stored in this directory.
+    Cluster(PathBuf),
+}
+
+/// Connects, serves the plugins of `origin` (following it as they change) until SIGTERM or Ctrl-C.
 pub async fn run(
-    dir: &Path,
+    origin: &Origin,
     kubeconfig: Option<&Path>,
     engine: EngineConfig,
     config: ManagerConfig,
 ) -> Result<(), RunError> {
     let client = client(kubeconfig).await?;
+    let (Origin::Directory(dir) | Origin::Cluster(dir)) = origin;
     let engine = Engine::new(engine).map_err(|source| RunError::Load {
-        path: dir.to_owned(),
+        path: dir.clone(),
         source,
     })?;
-    let source = PluginSource::Directory {
-        config: crate::hotload::Config::new(dir),
-        engine,
+    let source = match origin {
+        Origin::Directory(dir) => PluginSource::Directory {
+            config: crate::hotload::Config::new(dir),
+            engine,
+        },
+        Origin::Cluster(store) => PluginSource::Cluster {
+            config: crate::hotload::ClusterConfig::new(store),
+            engine,
+        },
     };
     let mut host = Manager::start(client, source, config).await?;
     if let Some(addr) = host.addr() {
-        tracing::info!(%addr, plugins = %dir.display(), "serving /metrics, /healthz, /readyz, /plugins; watching the plugins directory");
+        tracing::info!(%addr, plugins = ?origin, "serving /metrics, /healthz, /readyz, /plugins; following the plugins");
     }
     tokio::select! {
         () = shutdown_signal() => {}

@@ -68,16 +68,17 @@ impl LocalRegistry {
             .arg("serve")
             .arg(&config)
             .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
             .spawn()
             .with_context(|| format!("starting {BINARY}"))?;
-        // Counts the access log's lines: one per HTTP request the registry served.
+        // Counts the access log's lines (Distribution writes them to stdout, in the combined log
+        // format): one per HTTP request the registry served.
         let requests = Arc::new(AtomicUsize::new(0));
-        if let Some(stderr) = child.stderr.take() {
+        if let Some(stdout) = child.stdout.take() {
             let requests = requests.clone();
             std::thread::spawn(move || {
-                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                     if line.contains("\"GET /v2/") || line.contains("\"HEAD /v2/") {
                         requests.fetch_add(1, Ordering::Relaxed);
                     }

@@ -11,14 +11,15 @@
 //! 4. Otherwise pulled (manifest checked against the digest, the layer against the manifest),
 //!    stored, and served.
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::{Api, Client};
+use sha2::{Digest, Sha256};
 
 use super::blobs::{Blobs, StoredComponent};
 use super::oci::{
     Credentials, OciError, Registry, credentials_from_docker_config, parse_reference,
 };
-use super::resource::ObjectReference;
+use super::resource::{ConfigMapKey, ObjectReference};
 
 /// Why a Plugin's component could not be fetched.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +46,19 @@ pub enum FetchError {
         /// Why.
         reason: String,
     },
+    /// The spec names neither or both of `source.oci` and `source.configMap`.
+    #[error("spec.source must name exactly one of oci and configMap")]
+    Source,
+    /// The ConfigMap could not be read or has no such `binaryData` key.
+    #[error("ConfigMap {namespace}/{name}: {reason}")]
+    ConfigMap {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// Why.
+        reason: String,
+    },
     /// The component could not be written to the local store.
     #[error("cannot store the component of {digest} on local disk")]
     Store {
@@ -54,6 +68,35 @@ pub enum FetchError {
         #[source]
         source: std::io::Error,
     },
+}
+
+impl FetchError {
+    /// The CamelCase reason a Plugin's `Loaded` condition gives for this error.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            FetchError::Oci(OciError::Reference { .. }) | FetchError::Source => "InvalidSource",
+            FetchError::Oci(OciError::Registry { .. }) => "PullFailed",
+            FetchError::Oci(OciError::NotWasm { .. }) => "NotAComponent",
+            FetchError::Oci(OciError::DigestMismatch { .. }) | FetchError::PinsDisagree { .. } => {
+                "DigestMismatch"
+            }
+            FetchError::PullSecret { .. } => "PullSecretInvalid",
+            FetchError::ConfigMap { .. } => "ConfigMapUnreadable",
+            FetchError::Store { .. } => "CacheFailed",
+        }
+    }
+
+    /// Whether trying again later may succeed with the same spec (an unreachable registry, a
+    /// pull Secret or ConfigMap not created yet, a full disk); the others wait for a new spec.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            FetchError::Oci(OciError::Registry { .. })
+                | FetchError::PullSecret { .. }
+                | FetchError::ConfigMap { .. }
+                | FetchError::Store { .. }
+        )
+    }
 }
 
 /// A component on local disk and the manifest digest it came from.
@@ -112,6 +155,60 @@ pub async fn fetch(
     let pulled = registry.pull(&parsed, &digest).await?;
     let component = blobs
         .put(&digest, &pulled.component_sha256, &pulled.component)
+        .map_err(|source| FetchError::Store {
+            digest: digest.clone(),
+            source,
+        })?;
+    Ok(Fetched {
+        digest,
+        component,
+        pulled: true,
+    })
+}
+
+/// Reads a component from a ConfigMap's `binaryData` key; its digest is the component's own
+/// sha256 (`sha256:…`), checked against `pinned`. A pinned component on disk is not read again.
+pub async fn fetch_config_map(
+    client: &Client,
+    blobs: &Blobs,
+    key: &ConfigMapKey,
+    pinned: Option<&str>,
+) -> Result<Fetched, FetchError> {
+    if let Some(component) = pinned.and_then(|digest| blobs.get(digest)) {
+        return Ok(Fetched {
+            digest: pinned.unwrap_or_default().to_owned(),
+            component,
+            pulled: false,
+        });
+    }
+    let fail = |reason: String| FetchError::ConfigMap {
+        namespace: key.namespace.clone(),
+        name: key.name.clone(),
+        reason,
+    };
+    let found = Api::<ConfigMap>::namespaced(client.clone(), &key.namespace)
+        .get(&key.name)
+        .await
+        .map_err(|e| fail(crate::chain::Chain(&e).to_string()))?;
+    let bytes = found
+        .binary_data
+        .as_ref()
+        .and_then(|data| data.get(&key.key))
+        .ok_or_else(|| fail(format!("it has no binaryData key {:?}", key.key)))?;
+    let sha256 = hex::encode(Sha256::digest(&bytes.0));
+    let digest = format!("sha256:{sha256}");
+    if let Some(pin) = pinned
+        && pin != digest
+    {
+        return Err(OciError::DigestMismatch {
+            reference: format!("configmap {}/{} key {}", key.namespace, key.name, key.key),
+            pinned: pin.to_owned(),
+            found: digest,
+        }
+        .into());
+    }
+    let component = blobs
+        .put(&digest, &sha256, &bytes.0)
         .map_err(|source| FetchError::Store {
             digest: digest.clone(),
             source,

@@ -5,12 +5,17 @@
 //! - [`blobs`]: pulled components on local disk by digest, so a restart need not pull.
 //! - [`fetch`]: one Plugin's component onto local disk (pin checks, pull Secrets).
 //! - [`push`]: `weir push PLUGIN.wasm REF`.
+//! - [`status`]: what a Plugin's status says, written only when it changed.
+//!
+//! The host follows Plugin objects with `crate::hotload::ClusterLoader` (`weir run
+//! --plugins-from-cluster`), the third plugin source beside the fixed list and the directory.
 
 pub mod blobs;
 pub mod fetch;
 pub mod oci;
 pub mod push;
 pub mod resource;
+pub mod status;
 
 pub use blobs::{Blobs, StoredComponent};
 pub use oci::{Credentials, OciError, Pulled, Registry};

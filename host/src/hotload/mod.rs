@@ -21,8 +21,13 @@
 //!   served before keeps serving.
 //!
 //! See `dir.rs` for how half-written files and ConfigMap volume updates are told apart.
+//!
+//! The cluster source (`crate::manager::PluginSource::Cluster`, `weir run
+//! --plugins-from-cluster`) sends the same events from `Plugin` objects instead of files: see
+//! [`ClusterLoader`].
 
 mod catalog;
+mod cluster;
 mod crd;
 mod dir;
 mod metrics;
@@ -34,6 +39,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use catalog::{Catalog, CatalogRow};
+pub use cluster::{ClusterConfig, ClusterLoader};
 pub use crd::{CrdError, install_crd};
 pub use dir::{KindKey, Loaded, PluginEvent, Refusal, Timing};
 pub use metrics::HotloadMetrics;
@@ -54,6 +60,15 @@ pub enum Error {
         #[source]
         source: notify::Error,
     },
+    /// The cluster source's component store could not be created.
+    #[error("cannot use {} to store pulled components", dir.display())]
+    Store {
+        /// The directory.
+        dir: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The background thread could not be started.
     #[error("cannot start the plugin loader thread")]
     Thread(#[source] std::io::Error),
@@ -72,6 +87,25 @@ pub trait Loader: Send + 'static {
     type Error: std::error::Error + Send + Sync + 'static;
     /// Loads and validates one component file.
     fn load(&self, file: &Path) -> std::result::Result<Self::Plugin, Self::Error>;
+
+    /// Loads a file whose sha256 (hex) a source verified when it stored it (the cluster
+    /// source's component store), so the loader need not read and hash it again when its
+    /// compiled form is cached. By default, [`Loader::load`].
+    fn load_verified(
+        &self,
+        file: &Path,
+        sha256: &str,
+    ) -> std::result::Result<Self::Plugin, Self::Error> {
+        let _ = sha256;
+        self.load(file)
+    }
+
+    /// The CamelCase reason a Plugin's status gives for `error` (`NotAComponent`,
+    /// `WrongContract`, ...); by default `LoadFailed`.
+    fn reason(error: &Self::Error) -> &'static str {
+        let _ = error;
+        "LoadFailed"
+    }
 }
 
 /// How the hot loader watches.
@@ -120,6 +154,30 @@ impl Loader for EngineLoader {
     type Error = crate::plugin::LoadError;
     fn load(&self, file: &Path) -> std::result::Result<Self::Plugin, Self::Error> {
         self.engine.load_file(file, self.limits)
+    }
+
+    fn load_verified(
+        &self,
+        file: &Path,
+        sha256: &str,
+    ) -> std::result::Result<Self::Plugin, Self::Error> {
+        self.engine.load_verified(file, sha256, self.limits)
+    }
+
+    fn reason(error: &Self::Error) -> &'static str {
+        load_reason(error)
+    }
+}
+
+/// The status reason for a component that does not load.
+pub fn load_reason(error: &crate::plugin::LoadError) -> &'static str {
+    use crate::plugin::LoadError;
+    match error {
+        LoadError::Engine { .. } | LoadError::Io { .. } => "LoadFailed",
+        LoadError::NotAComponent { .. } => "NotAComponent",
+        LoadError::Compile { .. } => "CompileFailed",
+        LoadError::WrongContract { .. } => "WrongContract",
+        LoadError::Describe { .. } => "DescribeFailed",
     }
 }
 

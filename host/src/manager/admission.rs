@@ -80,4 +80,18 @@ impl Loader for AdmittingLoader {
         self.runtime.block_on(self.admission.admit(plugin.info()))?;
         Ok(plugin)
     }
+
+    fn load_verified(&self, file: &Path, sha256: &str) -> Result<Plugin, AdmissionError> {
+        let plugin = self.inner.load_verified(file, sha256)?;
+        self.runtime.block_on(self.admission.admit(plugin.info()))?;
+        Ok(plugin)
+    }
+
+    fn reason(error: &AdmissionError) -> &'static str {
+        match error {
+            AdmissionError::Load(e) => crate::hotload::load_reason(e),
+            AdmissionError::Refused(_) => "NotAdmitted",
+            AdmissionError::Discovery { .. } => "DiscoveryFailed",
+        }
+    }
 }

@@ -4,8 +4,9 @@
 //! It owns, for the whole process: the informer registry (one watch and one store per kind,
 //! shared by every plugin), the plugin-call semaphore, the metrics, leader election, the
 //! operations server (`/metrics`, `/healthz`, `/readyz`, `/plugins`) and one [`PluginSource`]
-//! (a fixed list of components, or a hot-loaded directory). Its event loop turns the source's
-//! [`PluginEvent`]s into controllers: started, swapped in place, stopped.
+//! (a fixed list of components, a hot-loaded directory, or the cluster's `Plugin` objects). Its
+//! event loop turns the source's [`PluginEvent`]s into controllers: started, swapped in place,
+//! stopped.
 
 mod admission;
 mod controllers;
@@ -21,7 +22,7 @@ use tokio_util::sync::CancellationToken;
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
 use self::controllers::{Controllers, ControllersView};
 use crate::hotload::{
-    self, Catalog, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, install_crd,
+    self, Catalog, ClusterLoader, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, install_crd,
 };
 use crate::leader::{LeaderConfig, LeaderError, Leadership};
 use crate::metrics::Metrics;
@@ -66,6 +67,20 @@ pub enum PluginSource {
         /// The engine that compiles the files (its compile cache makes reloads cheap).
         engine: Engine,
     },
+    /// Every `Plugin` object of the cluster, its component pulled by digest, stored on local
+    /// disk and followed as Plugins come, change and go (`weir run --plugins-from-cluster`).
+    Cluster {
+        /// Where components are stored, and how failures are retried.
+        config: hotload::ClusterConfig,
+        /// The engine that compiles the components.
+        engine: Engine,
+    },
+}
+
+/// The running source, kept alive as long as the host (dropping it stops it).
+enum Running {
+    Directory(#[expect(dead_code, reason = "held for its Drop")] HotLoader),
+    Cluster(#[expect(dead_code, reason = "held for its Drop")] ClusterLoader),
 }
 
 /// Everything the host runs with.
@@ -114,8 +129,8 @@ pub struct Manager {
     stop: CancellationToken,
     main: tokio::task::JoinHandle<()>,
     addr: Option<SocketAddr>,
-    /// Keeps the directory watcher alive (dropping it stops the loader thread).
-    _loader: Option<HotLoader>,
+    /// Keeps the directory or cluster source alive (dropping it stops it).
+    _loader: Option<Running>,
 }
 
 impl Manager {
@@ -131,6 +146,10 @@ impl Manager {
         hotload_metrics.register(metrics.registry_mut());
         let metrics = Arc::new(metrics);
         let admission = Admission::new(client.clone(), config.policy.clone());
+        let leadership = match &config.leader {
+            Some(lc) => Some(Leadership::start(client.clone(), lc).await?),
+            None => None,
+        };
         let (events, catalog, loader) = match source {
             PluginSource::Fixed(plugins) => {
                 let (tx, rx) = mpsc::unbounded_channel();
@@ -166,12 +185,30 @@ impl Manager {
                     runtime: tokio::runtime::Handle::current(),
                 };
                 let (hot, rx) = HotLoader::start(dir, loader, hotload_metrics.clone())?;
-                (rx, hot.catalog(), Some(hot))
+                (rx, hot.catalog(), Some(Running::Directory(hot)))
             }
-        };
-        let leadership = match &config.leader {
-            Some(lc) => Some(Leadership::start(client.clone(), lc).await?),
-            None => None,
+            PluginSource::Cluster {
+                config: cluster,
+                engine,
+            } => {
+                let loader = AdmittingLoader {
+                    inner: EngineLoader {
+                        engine,
+                        limits: config.limits,
+                    },
+                    admission,
+                    runtime: tokio::runtime::Handle::current(),
+                };
+                let leading = leadership.as_ref().map(|l| l.is_leader.clone());
+                let (source, rx) = ClusterLoader::start(
+                    client.clone(),
+                    cluster,
+                    leading,
+                    loader,
+                    hotload_metrics.clone(),
+                )?;
+                (rx, source.catalog(), Some(Running::Cluster(source)))
+            }
         };
         let informers = Informers::new(client.clone(), config.controller.namespace.clone());
         let controllers = Controllers::new(

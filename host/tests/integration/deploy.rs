@@ -95,6 +95,9 @@ async fn every_manifest_in_deploy_applies_with_kubectl() {
     for object in [
         "namespace/weir",
         "customresourcedefinition.apiextensions.k8s.io/blogs.weir.dev",
+        "customresourcedefinition.apiextensions.k8s.io/plugins.weir.dev",
+        "clusterrole.rbac.authorization.k8s.io/weir-plugins",
+        "role.rbac.authorization.k8s.io/weir-pull-secrets",
         "serviceaccount/weir",
         "clusterrole.rbac.authorization.k8s.io/weir",
         "clusterrolebinding.rbac.authorization.k8s.io/weir",
@@ -151,10 +154,40 @@ async fn every_manifest_in_deploy_applies_with_kubectl() {
     .await;
     assert!(overlay.contains("weir-plugins:0.1.0"), "{overlay}");
 
+    // Delivery 3: Plugin objects (dry run: the flag instead of the plugins volume).
+    let overlay: Value = serde_json::from_str(
+        &sh(
+            kc,
+            "kubectl apply --server-side --dry-run=server -k deploy/plugins/cluster/ -o json",
+        )
+        .await,
+    )
+    .unwrap();
+    let deployment = overlay["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .unwrap();
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["containers"][0]["args"][1], "--plugins-from-cluster");
+    assert!(
+        pod["volumes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|v| v["name"] == "cache" && v["emptyDir"].is_object()),
+        "the component cache volume: {pod}"
+    );
+
     // The examples, on the CRD the base installed.
     let examples = sh(kc, "kubectl apply -f deploy/examples/").await;
     assert!(
         examples.contains("blog.weir.dev/hello created"),
+        "{examples}"
+    );
+    assert!(
+        examples.contains("plugin.weir.dev/blog created"),
         "{examples}"
     );
     emulator.shutdown().await;

@@ -26,6 +26,8 @@ use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
 #[path = "weir-bench/cluster.rs"]
 mod cluster;
+#[path = "weir-bench/delivery.rs"]
+mod delivery;
 #[path = "weir-bench/hostile.rs"]
 mod hostile;
 #[path = "weir-bench/related.rs"]
@@ -74,6 +76,9 @@ enum Mode {
     /// The related index at 1,000 and 10,000 Blogs: parents enqueued (reconciles triggered) per
     /// related-object change, lookup time, and the memory the index holds.
     Related(related::RelatedArgs),
+    /// Plugins from a registry: cold pull + compile and cached load per language, and the time
+    /// from a new digest applied to the last of N Blogs updated.
+    Delivery(delivery::DeliveryArgs),
     /// Runs the native twin (the benchmark's own child process).
     #[command(hide = true)]
     Serve {
@@ -445,6 +450,7 @@ async fn main() -> Result<()> {
     match cli.mode {
         Some(Mode::Hostile(args)) => hostile::run(args).await,
         Some(Mode::Related(args)) => related::run(args),
+        Some(Mode::Delivery(args)) => delivery::run(args).await,
         Some(Mode::Serve {
             system: Served::Native,
             kubeconfig,

@@ -1,6 +1,7 @@
 //! Plugins delivered through a registry: `weir push`, pulls pinned by digest, the local store
 //! that spares a restart the pull, and a registry behind basic auth read with a pull Secret.
 //! Each test starts a real registry on loopback (`tests/setup-registry.sh` installs it).
+//! [`through_the_host`]: the same, end to end, with the host following Plugin objects.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -18,8 +19,10 @@ use weir::plugin::Limits;
 use weir_e2e::registry::{LocalRegistry, docker_config};
 use weir_e2e::{TestEnv, built, engine};
 
+mod through_the_host;
+
 /// `weir push` of the shipped binary (built by `cargo build -p weir --bin weir`, as tests/run.sh does).
-fn weir_push(component: &str, reference: &str) -> String {
+pub(crate) fn weir_push(component: &str, reference: &str) -> String {
     let weir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/weir");
     let out = Command::new(&weir)
         .args(["push", built(component).to_str().unwrap(), reference])
@@ -57,6 +60,7 @@ async fn a_pushed_component_is_pulled_by_digest_and_a_second_fetch_asks_the_regi
 
     // Pinned and on disk: served without a single request (a restart, a second replica).
     let reads = registry.reads();
+    assert!(reads > 0, "the registry's access log is not counted");
     let again = fetch(&blobs, &reference, Some(&digest), &Credentials::Anonymous)
         .await
         .unwrap();

@@ -1,0 +1,215 @@
+//! What a `Plugin`'s status says: computed from what the host serves and what its last attempt
+//! made of the spec, and written only when it changed.
+//!
+//! Two conditions, as `metav1.Condition`:
+//! - `Loaded`: the current spec's component was fetched, verified, compiled and admitted
+//!   (`False` with the reason it was refused; `Unknown` while it is being fetched);
+//! - `Ready`: some version of this Plugin serves its kind. A refused update leaves `Ready`
+//!   `True`: the previous version keeps serving, and `status.digest` still names it.
+
+use kube::Api;
+use kube::api::{Patch, PatchParams};
+use serde_json::{Value, json};
+
+use super::resource::{Condition, Plugin, PluginStatus, short_digest};
+
+/// The component that serves a Plugin's kind, as its status shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Serving {
+    /// The manifest digest (`sha256:…`).
+    pub digest: String,
+    /// Plugin name, from `describe()`.
+    pub name: String,
+    /// Plugin version, from `describe()`.
+    pub version: String,
+    /// The parent kind, `Kind.group`.
+    pub kind: String,
+}
+
+/// What the last attempt on a Plugin's spec came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Attempt {
+    /// Not decided yet (being fetched or compiled, or waiting for a retry).
+    Pending,
+    /// The spec's component serves.
+    Loaded,
+    /// The spec's component is refused.
+    Refused {
+        /// CamelCase reason (`DigestMismatch`, `PullFailed`, `KindConflict`, ...).
+        reason: &'static str,
+        /// Why, for people (names the reference and the plugin where known).
+        message: String,
+    },
+}
+
+/// The status a Plugin should have; transition times are carried over from `previous` where
+/// a condition's status did not change.
+pub fn desired(
+    generation: Option<i64>,
+    serving: Option<&Serving>,
+    attempt: &Attempt,
+    previous: Option<&PluginStatus>,
+) -> PluginStatus {
+    let loaded = match attempt {
+        Attempt::Pending => (
+            "Unknown",
+            "Fetching",
+            "the component is being fetched".into(),
+        ),
+        Attempt::Loaded => (
+            "True",
+            "Loaded",
+            serving.map_or_else(String::new, |s| {
+                format!("{} loaded as {}@{}", s.digest, s.name, s.version)
+            }),
+        ),
+        Attempt::Refused { reason, message } => ("False", *reason, message.clone()),
+    };
+    let ready = match (serving, attempt) {
+        (Some(s), Attempt::Refused { .. }) => (
+            "True",
+            "Serving",
+            format!(
+                "{}@{} ({}) keeps serving {}; the current spec is refused (see Loaded)",
+                s.name,
+                s.version,
+                short_digest(&s.digest),
+                s.kind
+            ),
+        ),
+        (Some(s), _) => (
+            "True",
+            "Serving",
+            format!("{}@{} serves {}", s.name, s.version, s.kind),
+        ),
+        (None, Attempt::Refused { reason, .. }) => {
+            ("False", *reason, "no version of this Plugin serves".into())
+        }
+        (None, _) => (
+            "False",
+            "NotLoaded",
+            "no version of this Plugin serves yet".into(),
+        ),
+    };
+    let condition = |type_: &str, (status, reason, message): (&str, &str, String)| {
+        let before = previous
+            .and_then(|p| p.conditions.iter().find(|c| c.type_ == type_))
+            .filter(|c| c.status == status);
+        Condition {
+            type_: type_.to_owned(),
+            status: status.to_owned(),
+            reason: reason.to_owned(),
+            message,
+            last_transition_time: before
+                .and_then(|c| c.last_transition_time.clone())
+                .or_else(|| Some(now())),
+            observed_generation: generation,
+        }
+    };
+    PluginStatus {
+        observed_generation: generation,
+        digest: serving.map(|s| s.digest.clone()),
+        short_digest: serving.map(|s| short_digest(&s.digest)),
+        plugin: serving.map(|s| s.name.clone()),
+        version: serving.map(|s| s.version.clone()),
+        kind: serving.map(|s| s.kind.clone()),
+        conditions: vec![condition("Loaded", loaded), condition("Ready", ready)],
+        last_error: match attempt {
+            Attempt::Refused { message, .. } => Some(message.clone()),
+            _ => None,
+        },
+    }
+}
+
+/// Writes `status` to the Plugin `object` unless it already has it; returns whether it wrote.
+/// A merge patch of the status subresource: absent fields are sent as `null`, so a cleared
+/// error is cleared on the server too.
+pub async fn write(
+    api: &Api<Plugin>,
+    object: &Plugin,
+    status: &PluginStatus,
+) -> Result<bool, kube::Error> {
+    if object.status.as_ref() == Some(status) {
+        return Ok(false);
+    }
+    let name = object.metadata.name.clone().unwrap_or_default();
+    let mut body = serde_json::to_value(status).unwrap_or(Value::Null);
+    if let Value::Object(fields) = &mut body {
+        for key in [
+            "observedGeneration",
+            "digest",
+            "shortDigest",
+            "plugin",
+            "version",
+            "kind",
+            "lastError",
+        ] {
+            fields.entry(key).or_insert(Value::Null);
+        }
+    }
+    api.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": body })),
+    )
+    .await?;
+    Ok(true)
+}
+
+fn now() -> String {
+    k8s_openapi::jiff::Timestamp::now().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serving() -> Serving {
+        Serving {
+            digest: format!("sha256:{}", "ab".repeat(32)),
+            name: "blog".into(),
+            version: "0.1.0".into(),
+            kind: "Blog.weir.dev".into(),
+        }
+    }
+
+    fn condition<'a>(status: &'a PluginStatus, type_: &str) -> &'a Condition {
+        status.conditions.iter().find(|c| c.type_ == type_).unwrap()
+    }
+
+    #[test]
+    fn a_refused_update_keeps_ready_true_and_names_the_previous_digest() {
+        let refused = Attempt::Refused {
+            reason: "DigestMismatch",
+            message: "r has digest a, not the pinned b".into(),
+        };
+        let status = desired(Some(3), Some(&serving()), &refused, None);
+        assert_eq!(condition(&status, "Loaded").status, "False");
+        assert_eq!(condition(&status, "Loaded").reason, "DigestMismatch");
+        assert_eq!(condition(&status, "Ready").status, "True");
+        assert_eq!(status.short_digest.as_deref(), Some("abababababab"));
+        assert_eq!(
+            status.last_error.as_deref(),
+            Some("r has digest a, not the pinned b")
+        );
+        let none = desired(Some(3), None, &refused, None);
+        assert_eq!(condition(&none, "Ready").status, "False");
+        assert_eq!(none.digest, None);
+    }
+
+    #[test]
+    fn an_unchanged_condition_keeps_its_transition_time_so_a_resync_writes_nothing() {
+        let first = desired(Some(1), Some(&serving()), &Attempt::Loaded, None);
+        let again = desired(Some(1), Some(&serving()), &Attempt::Loaded, Some(&first));
+        assert_eq!(first, again);
+        let refused = Attempt::Refused {
+            reason: "PullFailed",
+            message: "unreachable".into(),
+        };
+        let later = desired(Some(2), Some(&serving()), &refused, Some(&first));
+        assert_eq!(
+            condition(&later, "Ready").last_transition_time,
+            condition(&first, "Ready").last_transition_time
+        );
+    }
+}

@@ -1,0 +1,546 @@
+//! The cluster source: `Plugin` objects followed, their components fetched, stored by digest,
+//! loaded, and turned into the same [`PluginEvent`]s as the directory's files.
+//!
+//! One task watches every Plugin (`weir.dev/v1alpha1`, cluster-scoped) and handles one at a
+//! time, off the reconcile path. For each Plugin whose spec it has not decided on yet:
+//! 1. **fetch** (`crate::cluster::fetch`): a pinned digest already on local disk is served
+//!    without asking the registry (a restart, a second replica on a shared volume); a tag the
+//!    status says this spec resolved to before is too. Otherwise it is resolved, checked
+//!    against the pin, pulled with the pull Secret's credentials, and stored.
+//! 2. **load** with the host's loader (compile, or map the precompiled artifact; then admission),
+//!    on a blocking thread.
+//! 3. **serve**: [`PluginEvent::Added`], or [`PluginEvent::Replaced`] for a new digest (a hot
+//!    swap). A second Plugin for a kind another Plugin serves is refused until that kind is free.
+//!
+//! A refusal (unreachable registry, wrong digest, not a component, wrong contract, `describe`
+//! traps, a kind already served) leaves the previous version serving and says why on the
+//! Plugin's status; transient ones (registry, pull Secret, ConfigMap, disk) are retried with
+//! backoff. Deleting a Plugin unloads it ([`PluginEvent::Removed`]: its children stay).
+//!
+//! Every replica loads every Plugin, so a standby that takes over has its components compiled
+//! already; only the leader writes Plugin status (`crate::cluster::status`).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, ResourceExt};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::watch;
+use tracing::{info, warn};
+
+use super::dir::{KindKey, Loaded, PluginEvent, Refusal};
+use super::{Catalog, Error, HotloadMetrics, Loader, Result};
+use crate::chain::Chain;
+use crate::cluster::fetch::{FetchError, Fetched, fetch, fetch_config_map, pull_credentials};
+use crate::cluster::oci::parse_reference;
+use crate::cluster::status::{self, Attempt, Serving};
+use crate::cluster::{Blobs, Credentials, Plugin, PluginSpec};
+
+/// How the cluster source stores and retries.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// Where pulled components are kept by digest (`DIR/components`, `DIR/manifests`).
+    pub store: PathBuf,
+    /// Delay before the first retry of a transient failure; it doubles on each failure.
+    pub retry: Duration,
+    /// Longest delay between retries.
+    pub max_retry: Duration,
+}
+
+impl ClusterConfig {
+    /// Components stored under `store`; retries after 1 s, 2 s, … up to 2 min.
+    pub fn new(store: impl Into<PathBuf>) -> Self {
+        Self {
+            store: store.into(),
+            retry: Duration::from_secs(1),
+            max_retry: Duration::from_secs(120),
+        }
+    }
+}
+
+/// A running cluster source; dropping it stops the watch.
+pub struct ClusterLoader {
+    task: tokio::task::JoinHandle<()>,
+    catalog: Catalog,
+}
+
+impl Drop for ClusterLoader {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl ClusterLoader {
+    /// Starts following Plugin objects. `leading` is this replica's leadership (`None`: the
+    /// only replica): only a leader writes Plugin status, but every replica loads.
+    pub fn start<L: Loader + Sync>(
+        client: Client,
+        config: ClusterConfig,
+        leading: Option<watch::Receiver<bool>>,
+        loader: L,
+        metrics: HotloadMetrics,
+    ) -> Result<(Self, UnboundedReceiver<PluginEvent<L::Plugin>>)> {
+        let blobs = Blobs::open(&config.store).map_err(|source| Error::Store {
+            dir: config.store.clone(),
+            source,
+        })?;
+        let (events, rx) = unbounded_channel();
+        let catalog = Catalog::default();
+        let run = Run {
+            api: Api::all(client.clone()),
+            client,
+            blobs,
+            config,
+            loader: Arc::new(loader),
+            events,
+            metrics,
+            catalog: catalog.clone(),
+            leading,
+            entries: BTreeMap::new(),
+            owners: HashMap::new(),
+            listed: false,
+        };
+        let task = tokio::spawn(run.run());
+        Ok((Self { task, catalog }, rx))
+    }
+
+    /// The plugins served right now.
+    pub fn catalog(&self) -> Catalog {
+        self.catalog.clone()
+    }
+}
+
+/// One Plugin object and what became of it.
+struct Entry<P> {
+    /// The object as last seen (its status as last written by this replica, or seen).
+    object: Plugin,
+    /// The spec last attempted: nothing to do while it holds (and no retry is due).
+    attempted: Option<PluginSpec>,
+    /// The version serving, and the digest it came from.
+    serving: Option<(P, String)>,
+    /// What the last attempt came to.
+    attempt: Attempt,
+    /// When to try the same spec again, and how many times it failed in a row.
+    retry: Option<(Instant, u32)>,
+}
+
+struct Run<L: Loader> {
+    client: Client,
+    api: Api<Plugin>,
+    blobs: Blobs,
+    config: ClusterConfig,
+    loader: Arc<L>,
+    events: UnboundedSender<PluginEvent<L::Plugin>>,
+    metrics: HotloadMetrics,
+    catalog: Catalog,
+    leading: Option<watch::Receiver<bool>>,
+    entries: BTreeMap<String, Entry<L::Plugin>>,
+    /// Which Plugin serves each kind.
+    owners: HashMap<KindKey, String>,
+    /// Whether the first list has been seen.
+    listed: bool,
+}
+
+impl<L: Loader + Sync> Run<L> {
+    async fn run(mut self) {
+        let mut stream = watcher(self.api.clone(), watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        let mut leadership = self.leading.clone();
+        let mut relisted: Option<BTreeSet<String>> = None;
+        loop {
+            let due = self.next_retry();
+            tokio::select! {
+                item = stream.next() => match item {
+                    None => return,
+                    Some(Err(e)) => warn!(error = %Chain(&e), "watching Plugins failed; retrying"),
+                    Some(Ok(event)) => self.observe(event, &mut relisted),
+                },
+                () = sleep_until(due) => {}
+                changed = changed(&mut leadership) => if !changed { leadership = None },
+            }
+            if self.events.is_closed() {
+                return;
+            }
+            self.work().await;
+        }
+    }
+
+    fn observe(&mut self, event: watcher::Event<Plugin>, relisted: &mut Option<BTreeSet<String>>) {
+        match event {
+            watcher::Event::Init => *relisted = Some(BTreeSet::new()),
+            watcher::Event::InitApply(object) => {
+                if let Some(seen) = relisted {
+                    seen.insert(object.name_any());
+                }
+                self.applied(object);
+            }
+            watcher::Event::InitDone => {
+                let seen = relisted.take().unwrap_or_default();
+                let gone: Vec<String> = self
+                    .entries
+                    .keys()
+                    .filter(|name| !seen.contains(*name))
+                    .cloned()
+                    .collect();
+                for name in gone {
+                    self.deleted(&name);
+                }
+                self.listed = true;
+            }
+            watcher::Event::Apply(object) => self.applied(object),
+            watcher::Event::Delete(object) => self.deleted(&object.name_any()),
+        }
+    }
+
+    fn applied(&mut self, object: Plugin) {
+        let name = object.name_any();
+        match self.entries.get_mut(&name) {
+            Some(entry) => entry.object = object,
+            None => {
+                self.entries.insert(
+                    name,
+                    Entry {
+                        object,
+                        attempted: None,
+                        serving: None,
+                        attempt: Attempt::Pending,
+                        retry: None,
+                    },
+                );
+            }
+        }
+    }
+
+    fn deleted(&mut self, name: &str) {
+        let Some(entry) = self.entries.remove(name) else {
+            return;
+        };
+        if let Some((plugin, _)) = entry.serving {
+            let kind = KindKey::of(plugin.info());
+            self.release(&kind);
+            self.emit(PluginEvent::Removed {
+                file: file_of(name),
+                plugin,
+            });
+        }
+    }
+
+    /// Frees `kind`; Plugins refused because another served it get another attempt.
+    fn release(&mut self, kind: &KindKey) {
+        self.owners.remove(kind);
+        for entry in self.entries.values_mut() {
+            if matches!(
+                entry.attempt,
+                Attempt::Refused {
+                    reason: CONFLICT,
+                    ..
+                }
+            ) {
+                entry.attempted = None;
+            }
+        }
+    }
+
+    fn next_retry(&self) -> Option<Instant> {
+        self.entries
+            .values()
+            .filter_map(|e| e.retry.map(|(at, _)| at))
+            .min()
+    }
+
+    /// Attempts every Plugin whose spec is undecided or whose retry is due, then brings every
+    /// status up to date (a leader only; no write when nothing changed).
+    async fn work(&mut self) {
+        loop {
+            let now = Instant::now();
+            let next = self.entries.iter().find_map(|(name, e)| {
+                let undecided = e.attempted.as_ref() != Some(&e.object.spec);
+                let due = e.retry.is_some_and(|(at, _)| at <= now);
+                (undecided || due).then(|| name.clone())
+            });
+            let Some(name) = next else { break };
+            self.attempt(&name).await;
+            self.sync_status(&name).await;
+        }
+        if self.listed && !self.catalog.scanned() {
+            self.catalog.mark_scanned();
+        }
+        let names: Vec<String> = self.entries.keys().cloned().collect();
+        for name in names {
+            self.sync_status(&name).await;
+        }
+    }
+
+    async fn attempt(&mut self, name: &str) {
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        let object = entry.object.clone();
+        entry.attempted = Some(object.spec.clone());
+        entry.attempt = Attempt::Pending;
+        let fetched = match self.fetch(&object).await {
+            Ok(fetched) => fetched,
+            Err(e) => {
+                let message = format!("Plugin {name}: {}", Chain(&e));
+                return self.refuse(name, e.reason(), message, e.is_transient());
+            }
+        };
+        if fetched.pulled {
+            info!(plugin = name, digest = %fetched.digest, "component pulled and stored");
+        }
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        if entry
+            .serving
+            .as_ref()
+            .is_some_and(|(_, digest)| *digest == fetched.digest)
+        {
+            entry.attempt = Attempt::Loaded;
+            entry.retry = None;
+            return;
+        }
+        let (loader, path, sha256) = (
+            self.loader.clone(),
+            fetched.component.path.clone(),
+            fetched.component.sha256.clone(),
+        );
+        self.catalog.set_loading(Some(path.clone()));
+        let started = Instant::now();
+        let loaded =
+            tokio::task::spawn_blocking(move || loader.load_verified(&path, &sha256)).await;
+        self.catalog.set_loading(None);
+        self.metrics.loaded_in(started.elapsed().as_secs_f64());
+        match loaded {
+            Ok(Ok(plugin)) => {
+                info!(plugin = name, digest = %fetched.digest, took_ms = started.elapsed().as_millis(),
+                    "component loaded");
+                self.serve(name, plugin, fetched.digest);
+            }
+            Ok(Err(e)) => {
+                let reason = L::reason(&e);
+                let message = format!("Plugin {name} ({}): {}", fetched.digest, Chain(&e));
+                self.refuse(name, reason, message, reason == "DiscoveryFailed");
+            }
+            Err(e) => {
+                let message = format!("Plugin {name} ({}): the load panicked: {e}", fetched.digest);
+                self.refuse(name, "LoadFailed", message, false);
+            }
+        }
+    }
+
+    /// The Plugin's component on local disk; see the module docs for when the registry is asked.
+    async fn fetch(&self, object: &Plugin) -> Result<Fetched, FetchError> {
+        let spec = &object.spec;
+        // A tag this very spec resolved to before (by this replica or another): its digest.
+        let remembered = object
+            .status
+            .as_ref()
+            .filter(|s| s.observed_generation == object.metadata.generation)
+            .filter(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Loaded" && c.status == "True")
+            })
+            .and_then(|s| s.digest.clone());
+        match (&spec.source.oci, &spec.source.config_map) {
+            (Some(reference), None) => {
+                let in_reference = parse_reference(reference)?.digest().map(str::to_owned);
+                let pinned = match (&spec.digest, &in_reference) {
+                    (Some(a), Some(b)) if a != b => None,
+                    (a, b) => a.clone().or_else(|| b.clone()).or(remembered),
+                };
+                if let Some(digest) = pinned
+                    && let Some(component) = self.blobs.get(&digest)
+                {
+                    return Ok(Fetched {
+                        digest,
+                        component,
+                        pulled: false,
+                    });
+                }
+                let credentials = match &spec.pull_secret {
+                    Some(secret) => pull_credentials(&self.client, secret, reference).await?,
+                    None => Credentials::Anonymous,
+                };
+                fetch(&self.blobs, reference, spec.digest.as_deref(), &credentials).await
+            }
+            (None, Some(key)) => {
+                let pinned = spec.digest.as_deref().or(remembered.as_deref());
+                fetch_config_map(&self.client, &self.blobs, key, pinned).await
+            }
+            _ => Err(FetchError::Source),
+        }
+    }
+
+    fn serve(&mut self, name: &str, plugin: L::Plugin, digest: String) {
+        let kind = KindKey::of(plugin.info());
+        if let Some(owner) = self.owners.get(&kind).filter(|owner| *owner != name) {
+            let message = format!(
+                "Plugin {name}: {}@{} serves {kind}, which Plugin {owner} serves already",
+                plugin.info().name,
+                plugin.info().version
+            );
+            let serving = file_of(owner);
+            self.refuse(name, CONFLICT, message, false);
+            self.metrics.refused("conflict");
+            // The log line names both; the event tells the host nothing changed.
+            warn!(plugin = name, %kind, serving = %serving.display(), "refused: kind already served");
+            let _ = self.events.send(PluginEvent::Refused {
+                file: file_of(name),
+                reason: Refusal::Conflict { kind, serving },
+            });
+            return;
+        }
+        let file = file_of(name);
+        let previous = self
+            .entries
+            .get_mut(name)
+            .and_then(|entry| entry.serving.take());
+        let event = match previous {
+            Some((old, _)) if KindKey::of(old.info()) == kind => PluginEvent::Replaced {
+                file,
+                old,
+                new: plugin.clone(),
+            },
+            Some((old, _)) => {
+                self.release(&KindKey::of(old.info()));
+                self.emit(PluginEvent::Removed {
+                    file: file.clone(),
+                    plugin: old,
+                });
+                PluginEvent::Added {
+                    file,
+                    plugin: plugin.clone(),
+                }
+            }
+            None => PluginEvent::Added {
+                file,
+                plugin: plugin.clone(),
+            },
+        };
+        self.owners.insert(kind, name.to_owned());
+        if let Some(entry) = self.entries.get_mut(name) {
+            entry.serving = Some((plugin, digest));
+            entry.attempt = Attempt::Loaded;
+            entry.retry = None;
+        }
+        self.emit(event);
+    }
+
+    fn refuse(&mut self, name: &str, reason: &'static str, message: String, transient: bool) {
+        warn!(
+            plugin = name,
+            reason, "refused: {message}; what served before keeps serving"
+        );
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        let failures = entry.retry.map_or(0, |(_, n)| n) + 1;
+        entry.retry = transient.then(|| {
+            let delay = self
+                .config
+                .retry
+                .saturating_mul(2u32.saturating_pow(failures - 1))
+                .min(self.config.max_retry);
+            (Instant::now() + delay, failures)
+        });
+        entry.attempt = Attempt::Refused {
+            reason,
+            message: message.clone(),
+        };
+        if reason != CONFLICT {
+            self.metrics.refused("invalid");
+            // Nothing changes for the host; the activity feed hears of it.
+            let _ = self.events.send(PluginEvent::Refused {
+                file: file_of(name),
+                reason: Refusal::Invalid(message),
+            });
+        }
+    }
+
+    fn emit(&mut self, event: PluginEvent<L::Plugin>) {
+        self.catalog.apply(&event);
+        let served = self.catalog.len();
+        match &event {
+            PluginEvent::Added { file, plugin } => {
+                self.metrics.changed("added", served);
+                info!(plugin = %plugin.info().name, version = %plugin.info().version,
+                    kind = %KindKey::of(plugin.info()), source = %file.display(), "plugin added");
+            }
+            PluginEvent::Replaced { file, old, new } => {
+                self.metrics.changed("replaced", served);
+                info!(plugin = %new.info().name, from = %old.info().version, to = %new.info().version,
+                    source = %file.display(), sha256 = %new.sha256(), "plugin replaced");
+            }
+            PluginEvent::Removed { file, plugin } => {
+                self.metrics.changed("removed", served);
+                info!(plugin = %plugin.info().name, source = %file.display(),
+                    "plugin removed; its controller stops and its children are left as they are");
+            }
+            PluginEvent::Refused { .. } => {}
+        }
+        // A dropped receiver is noticed by the loop.
+        let _ = self.events.send(event);
+    }
+
+    fn is_leader(&self) -> bool {
+        self.leading.as_ref().is_none_or(|l| *l.borrow())
+    }
+
+    /// Writes the Plugin's status if this replica leads and it changed.
+    async fn sync_status(&mut self, name: &str) {
+        if !self.is_leader() {
+            return;
+        }
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        let serving = entry.serving.as_ref().map(|(plugin, digest)| Serving {
+            digest: digest.clone(),
+            name: plugin.info().name.clone(),
+            version: plugin.info().version.clone(),
+            kind: KindKey::of(plugin.info()).to_string(),
+        });
+        let desired = status::desired(
+            entry.object.metadata.generation,
+            serving.as_ref(),
+            &entry.attempt,
+            entry.object.status.as_ref(),
+        );
+        match status::write(&self.api, &entry.object, &desired).await {
+            Ok(true) => entry.object.status = Some(desired),
+            Ok(false) => {}
+            // The next event or retry writes it again.
+            Err(e) => warn!(plugin = name, error = %Chain(&e), "cannot write the Plugin's status"),
+        }
+    }
+}
+
+/// The reason a Plugin is refused for a kind another Plugin serves.
+const CONFLICT: &str = "KindConflict";
+
+/// How events and the catalog name a Plugin's source: `Plugin/NAME`.
+fn file_of(name: &str) -> PathBuf {
+    Path::new("Plugin").join(name)
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when leadership changes: `true`, or `false` once the election has ended.
+async fn changed(leading: &mut Option<watch::Receiver<bool>>) -> bool {
+    match leading {
+        Some(l) => l.changed().await.is_ok(),
+        None => std::future::pending().await,
+    }
+}
