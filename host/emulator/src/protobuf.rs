@@ -57,7 +57,9 @@ macro_rules! describe {
 
 /// Decode a `k8s\0`-enveloped protobuf body into the JSON object it carries.
 pub fn decode(body: &[u8]) -> Result<Value, Error> {
-    use k8s_pb::api::{apps, batch, coordination, core, discovery, events, networking, policy, rbac};
+    use k8s_pb::api::{
+        apps, batch, coordination, core, discovery, events, networking, policy, rbac,
+    };
     use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions;
     let inner = body.strip_prefix(b"k8s\0").ok_or(Error::NoPrefix)?;
     let envelope =

@@ -236,7 +236,13 @@ pub fn builtins() -> Vec<ResourceType> {
         builtin(rbac, "v1", "Role", "roles", true),
         builtin(rbac, "v1", "RoleBinding", "rolebindings", true),
         builtin(rbac, "v1", "ClusterRole", "clusterroles", false),
-        builtin(rbac, "v1", "ClusterRoleBinding", "clusterrolebindings", false),
+        builtin(
+            rbac,
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            false,
+        ),
         with_status(with_short(
             builtin(
                 "policy",

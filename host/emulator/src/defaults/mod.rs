@@ -29,9 +29,7 @@ pub fn apply(rt: &ResourceType, obj: &mut Value, store: &Store, old: Option<&Val
         ("batch", "CronJob") => workloads::cron_job(obj),
         ("", "Pod") => pod::pod(obj, old.is_none()),
         ("", "PersistentVolumeClaim") => persistent_volume_claim(obj, old.is_none()),
-        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
-            role_binding(obj)
-        }
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => role_binding(obj),
         ("", "Endpoints") | ("discovery.k8s.io", "EndpointSlice") => port_protocols(obj),
         ("", "Secret") => secret::secret(obj),
         ("", "Service") => service::service(obj, store, old),

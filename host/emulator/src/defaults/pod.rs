@@ -22,9 +22,7 @@ pub fn pod(obj: &mut Value, creating: bool) {
     set_if_empty(s, "priority", json!(0));
     set_if_empty(s, "preemptionPolicy", json!("PreemptLowerPriority"));
     if !s.contains_key("tolerations") {
-        let toleration = |key: &str| {
-            json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300})
-        };
+        let toleration = |key: &str| json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300});
         s.insert(
             "tolerations".into(),
             json!([
@@ -70,7 +68,11 @@ fn qos_class(spec: &Map<String, Value>) -> &'static str {
             limits.contains_key(*r) && requests.get(*r).is_none_or(|q| Some(q) == limits.get(*r))
         })
     });
-    if guaranteed { "Guaranteed" } else { "Burstable" }
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
 }
 
 /// The template's pod spec (`SetDefaults_PodSpec` and what it reaches).

@@ -34,8 +34,12 @@ pub(super) fn columns(
                 json!(restarts.to_string())
             }),
             age(),
-            col("IP", "string", "", 1, |o| none_if_empty(str_at(o, "/status/podIP"))),
-            col("Node", "string", "", 1, |o| none_if_empty(str_at(o, "/spec/nodeName"))),
+            col("IP", "string", "", 1, |o| {
+                none_if_empty(str_at(o, "/status/podIP"))
+            }),
+            col("Node", "string", "", 1, |o| {
+                none_if_empty(str_at(o, "/spec/nodeName"))
+            }),
             col("Nominated Node", "string", "", 1, |o| {
                 none_if_empty(str_at(o, "/status/nominatedNodeName"))
             }),
@@ -44,8 +48,12 @@ pub(super) fn columns(
         ("apps", "ReplicaSet") => {
             let mut v = vec![
                 name(),
-                col("Desired", "integer", "", 0, |o| json!(int(o, "/spec/replicas"))),
-                col("Current", "integer", "", 0, |o| json!(int(o, "/status/replicas"))),
+                col("Desired", "integer", "", 0, |o| {
+                    json!(int(o, "/spec/replicas"))
+                }),
+                col("Current", "integer", "", 0, |o| {
+                    json!(int(o, "/status/replicas"))
+                }),
                 col("Ready", "integer", "", 0, |o| {
                     json!(int(o, "/status/readyReplicas"))
                 }),
@@ -78,7 +86,9 @@ pub(super) fn columns(
                 col("Current", "integer", "", 0, |o| {
                     json!(int(o, "/status/currentNumberScheduled"))
                 }),
-                col("Ready", "integer", "", 0, |o| json!(int(o, "/status/numberReady"))),
+                col("Ready", "integer", "", 0, |o| {
+                    json!(int(o, "/status/numberReady"))
+                }),
                 col("Up-to-date", "integer", "", 0, |o| {
                     json!(int(o, "/status/updatedNumberScheduled"))
                 }),
@@ -119,10 +129,18 @@ pub(super) fn columns(
                 none_if_empty(str_at(o, "/spec/timeZone"))
             }),
             col("Suspend", "boolean", "", 0, |o| {
-                json!(o.pointer("/spec/suspend").and_then(Value::as_bool).unwrap_or(false))
+                json!(
+                    o.pointer("/spec/suspend")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                )
             }),
             col("Active", "integer", "", 0, |o| {
-                json!(o.pointer("/status/active").and_then(Value::as_array).map_or(0, Vec::len))
+                json!(
+                    o.pointer("/status/active")
+                        .and_then(Value::as_array)
+                        .map_or(0, Vec::len)
+                )
             }),
             col("Last Schedule", "string", "", 0, |o| {
                 json!(match o.pointer("/status/lastScheduleTime") {
@@ -142,15 +160,28 @@ pub(super) fn columns(
                     .filter_map(|p| p.get("port").and_then(Value::as_i64))
                     .map(|p| p.to_string())
                     .collect();
-                json!(if ports.is_empty() { "<unset>".into() } else { ports.join(",") })
+                json!(if ports.is_empty() {
+                    "<unset>".into()
+                } else {
+                    ports.join(",")
+                })
             }),
             col("Endpoints", "string", "", 0, |o| {
                 let ips: Vec<&str> = list(o, "/endpoints")
                     .iter()
-                    .flat_map(|e| e.get("addresses").and_then(Value::as_array).into_iter().flatten())
+                    .flat_map(|e| {
+                        e.get("addresses")
+                            .and_then(Value::as_array)
+                            .into_iter()
+                            .flatten()
+                    })
                     .filter_map(Value::as_str)
                     .collect();
-                json!(if ips.is_empty() { "<unset>".into() } else { ips.join(",") })
+                json!(if ips.is_empty() {
+                    "<unset>".into()
+                } else {
+                    ips.join(",")
+                })
             }),
             age(),
         ],
@@ -158,9 +189,13 @@ pub(super) fn columns(
             name(),
             col("Status", "string", "", 0, |o| at(o, "/status/phase")),
             col("Volume", "string", "", 0, |o| at(o, "/spec/volumeName")),
-            col("Capacity", "string", "", 0, |o| at(o, "/status/capacity/storage")),
+            col("Capacity", "string", "", 0, |o| {
+                at(o, "/status/capacity/storage")
+            }),
             col("Access Modes", "string", "", 0, |_| json!("")),
-            col("StorageClass", "string", "", 0, |o| at(o, "/spec/storageClassName")),
+            col("StorageClass", "string", "", 0, |o| {
+                at(o, "/spec/storageClassName")
+            }),
             age(),
         ],
         _ => return None,
@@ -192,7 +227,9 @@ fn pod_ready(o: &Value) -> Value {
 
 /// `printPod`'s reason: the phase, or a container's waiting/terminated reason, or `Terminating`.
 fn pod_status(o: &Value) -> Value {
-    if o.pointer("/metadata/deletionTimestamp").is_some_and(|t| !t.is_null()) {
+    if o.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+    {
         return json!("Terminating");
     }
     let mut reason = str_at(o, "/status/phase").to_string();
@@ -249,7 +286,12 @@ fn endpoints(o: &Value) -> Value {
             .flatten()
             .filter_map(|p| p.get("port").and_then(Value::as_i64))
             .collect();
-        for a in subset.get("addresses").and_then(Value::as_array).into_iter().flatten() {
+        for a in subset
+            .get("addresses")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let ip = a.get("ip").and_then(Value::as_str).unwrap_or("");
             if ports.is_empty() {
                 pairs.push(ip.to_string());

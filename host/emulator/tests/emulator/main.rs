@@ -12,6 +12,7 @@ mod kubectl;
 mod runtime;
 mod watch;
 mod workload;
+mod workload_controllers;
 
 use std::time::Duration;
 
