@@ -11,8 +11,8 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet}
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Endpoints, Event, Namespace, PersistentVolumeClaim, Pod, Secret, Service,
-    ServiceAccount,
+    ConfigMap, Endpoints, Event, Namespace, PersistentVolume, PersistentVolumeClaim, Pod,
+    ReplicationController, Secret, Service, ServiceAccount,
 };
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::events::v1::Event as EventsEvent;
@@ -78,6 +78,8 @@ fn generate() -> Schemas {
     add::<Pod>(&mut generator, &mut kinds);
     add::<Endpoints>(&mut generator, &mut kinds);
     add::<PersistentVolumeClaim>(&mut generator, &mut kinds);
+    add::<PersistentVolume>(&mut generator, &mut kinds);
+    add::<ReplicationController>(&mut generator, &mut kinds);
     add::<Job>(&mut generator, &mut kinds);
     add::<CronJob>(&mut generator, &mut kinds);
     add::<EndpointSlice>(&mut generator, &mut kinds);

@@ -88,6 +88,8 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
         ("apps/v1", "DaemonSet") => describe!(apps::v1::DaemonSet, raw, kind)?,
         ("v1", "Pod") => describe!(core::v1::Pod, raw, kind)?,
         ("v1", "Endpoints") => describe!(core::v1::Endpoints, raw, kind)?,
+        ("v1", "PersistentVolume") => describe!(core::v1::PersistentVolume, raw, kind)?,
+        ("v1", "ReplicationController") => describe!(core::v1::ReplicationController, raw, kind)?,
         ("v1", "PersistentVolumeClaim") => describe!(core::v1::PersistentVolumeClaim, raw, kind)?,
         ("batch/v1", "Job") => describe!(batch::v1::Job, raw, kind)?,
         ("batch/v1", "CronJob") => describe!(batch::v1::CronJob, raw, kind)?,

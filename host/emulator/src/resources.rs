@@ -164,6 +164,18 @@ pub fn builtins() -> Vec<ResourceType> {
         &["sts"],
     )));
     sts.scale = replicas_scale(".status.selector");
+    // Not simulated, but in kubectl's default `apply --prune` list, which needs every mapping.
+    let mut rc = in_all(with_status(with_short(
+        builtin(
+            "",
+            "v1",
+            "ReplicationController",
+            "replicationcontrollers",
+            true,
+        ),
+        &["rc"],
+    )));
+    rc.scale = replicas_scale(".status.selector");
     let crd = with_status(with_short(
         builtin(
             "apiextensions.k8s.io",
@@ -196,6 +208,11 @@ pub fn builtins() -> Vec<ResourceType> {
             &["po"],
         ))),
         with_short(builtin("", "v1", "Endpoints", "endpoints", true), &["ep"]),
+        with_status(with_short(
+            builtin("", "v1", "PersistentVolume", "persistentvolumes", false),
+            &["pv"],
+        )),
+        rc,
         with_status(with_short(
             builtin(
                 "",

@@ -13,6 +13,7 @@ mod runtime;
 mod watch;
 mod workload;
 mod workload_controllers;
+mod workload_kubectl;
 
 use std::time::Duration;
 
