@@ -14,6 +14,7 @@ mod watch;
 mod workload;
 mod workload_controllers;
 mod workload_kubectl;
+mod workload_operator;
 
 use std::time::Duration;
 
