@@ -248,11 +248,11 @@ pub struct EmulatorArgs {
     /// Port on 127.0.0.1 (0: any free port).
     #[arg(long, default_value_t = 0)]
     pub port: u16,
-    /// Delay before a Deployment reports its replicas ready, in milliseconds
-    /// (its status is simulated, as KWOK does; there are no Pods).
+    /// Delay before a new Pod is Running and Ready (a Job's Pod: Succeeded), in milliseconds
+    /// (controllers and the kubelet are simulated, as KWOK does).
     #[arg(long, default_value_t = 1000)]
     pub ready_after_ms: u64,
-    /// Do not simulate Deployment status at all.
+    /// Do not simulate workloads at all (no Pods, no ReplicaSets, no workload status).
     #[arg(long)]
     pub no_workloads: bool,
     /// Inject faults into matching requests: a YAML list of rules (verbs, resource, client,

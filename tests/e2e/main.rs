@@ -21,6 +21,7 @@ mod plugin_resource;
 mod refused_answers_write_nothing;
 mod related_objects;
 mod restart_converges;
+mod rollout_undo;
 mod unwanted_children_are_pruned;
 mod watch_recovers;
 mod weir_run_binary;

@@ -7,10 +7,18 @@
 
 use std::sync::OnceLock;
 
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{ConfigMap, Event, Namespace, Secret, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, Endpoints, Event, Namespace, PersistentVolume, PersistentVolumeClaim, Pod,
+    ReplicationController, Secret, Service, ServiceAccount,
+};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::events::v1::Event as EventsEvent;
+use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
@@ -65,6 +73,22 @@ fn generate() -> Schemas {
     add::<EventsEvent>(&mut generator, &mut kinds);
     add::<Deployment>(&mut generator, &mut kinds);
     add::<ReplicaSet>(&mut generator, &mut kinds);
+    add::<StatefulSet>(&mut generator, &mut kinds);
+    add::<DaemonSet>(&mut generator, &mut kinds);
+    add::<Pod>(&mut generator, &mut kinds);
+    add::<Endpoints>(&mut generator, &mut kinds);
+    add::<PersistentVolumeClaim>(&mut generator, &mut kinds);
+    add::<PersistentVolume>(&mut generator, &mut kinds);
+    add::<ReplicationController>(&mut generator, &mut kinds);
+    add::<Job>(&mut generator, &mut kinds);
+    add::<CronJob>(&mut generator, &mut kinds);
+    add::<EndpointSlice>(&mut generator, &mut kinds);
+    add::<Ingress>(&mut generator, &mut kinds);
+    add::<Role>(&mut generator, &mut kinds);
+    add::<RoleBinding>(&mut generator, &mut kinds);
+    add::<ClusterRole>(&mut generator, &mut kinds);
+    add::<ClusterRoleBinding>(&mut generator, &mut kinds);
+    add::<PodDisruptionBudget>(&mut generator, &mut kinds);
     add::<Lease>(&mut generator, &mut kinds);
     add::<CustomResourceDefinition>(&mut generator, &mut kinds);
     let mut definitions = generator.take_definitions(true);

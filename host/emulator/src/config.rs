@@ -5,17 +5,19 @@ use std::time::Duration;
 use crate::faults::Faults;
 use crate::http_util::{form_pairs, is_true};
 
-/// Deployment status simulation, the way KWOK fakes kubelets.
+/// Workload simulation, the way KWOK fakes controllers and kubelets: Deployments, ReplicaSets,
+/// Jobs and StatefulSets get Pods, Services get Endpoints and EndpointSlices.
 #[derive(Clone, Debug)]
 pub struct WorkloadSimulation {
-    /// How long after a change a Deployment reports all replicas ready and Available.
+    /// How long a new Pod stays Pending before it is Running and Ready (a Job's Pod: Succeeded);
+    /// a Deployment is Available once its Pods are.
     pub ready_after: Duration,
 }
 
 /// How to start an emulator.
 #[derive(Clone, Debug)]
 pub struct EmulatorConfig {
-    /// Deployment status simulation; `None` leaves status untouched.
+    /// Workload simulation; `None` runs no controllers (no Pods, no status written).
     pub workloads: Option<WorkloadSimulation>,
     /// How many events the watch history keeps; older resourceVersions answer 410.
     pub watch_history: usize,

@@ -18,8 +18,10 @@
 //!    `fieldValidation`, dry run, force), `events` (core/v1 ⇄ events.k8s.io/v1 Event fields, one
 //!    store behind both APIs).
 //! 2. `resources` — the registry of served kinds: built-ins (namespaces, configmaps, secrets,
-//!    services, serviceaccounts, core and `events.k8s.io` events, deployments, replicasets,
-//!    leases, CRDs) plus every kind a CustomResourceDefinition declares, served as soon as the
+//!    services, serviceaccounts, core and `events.k8s.io` events, pods, endpoints,
+//!    persistentvolumeclaims, deployments, replicasets, statefulsets, daemonsets, jobs, cronjobs,
+//!    endpointslices, ingresses, the RBAC kinds, poddisruptionbudgets, leases, CRDs) plus every
+//!    kind a CustomResourceDefinition declares, served as soon as the
 //!    CRD is created; `discovery` and `openapi`, the documents kubectl reads from it.
 //! 3. `store` — one global, monotonic resourceVersion; uid, creationTimestamp, generation
 //!    (bumped on spec changes only); a bounded event history for watch resumption.
@@ -36,8 +38,10 @@
 //! 7. What a request can ask for on top of it: `printers` (the built-in kinds' columns, `-o wide`
 //!    included) and `table` (`Table` output), `watch` (resume from a
 //!    resourceVersion, bookmarks, `sendInitialEvents`, in-stream `410 Expired`), `scale` (the
-//!    `/scale` subresource); and `workload`, the optional background task that makes Deployments
-//!    Available after a delay, as KWOK fakes kubelets.
+//!    `/scale` subresource); and `workload`, the optional background task that runs the
+//!    workload controllers and a fake kubelet, as KWOK does: Deployments get ReplicaSets and
+//!    rollout history, ReplicaSets, Jobs and StatefulSets get Pods, Pods become Running and
+//!    Ready (or Succeeded) after a delay, Services get Endpoints and EndpointSlices.
 //! 8. `handlers` — one resource request: get, list, watch, create, update, patch, delete, `/status`;
 //!    `reviews` — the self-reviews of `kubectl auth can-i|whoami`.
 //! 9. `routes` — URL paths laid out as kube-apiserver does, dispatched to discovery, OpenAPI or
@@ -51,8 +55,12 @@
 //!   answers `system:admin`, so `kubectl auth can-i` and `auth whoami` work (`reviews`).
 //! - No admission webhooks, no conversion webhooks; several served versions of a CRD share one
 //!   stored object and only `apiVersion` is rewritten (no conversion).
-//! - No controllers except the optional Deployment status simulation: no Pods, no ReplicaSets
-//!   created for Deployments, no Endpoints, no ServiceAccount tokens.
+//! - No controllers except the optional workload simulation ([`WorkloadSimulation`]): with it,
+//!   Deployments roll out through ReplicaSets (the new one scaled up at once, old ones scaled
+//!   down when it is available), ReplicaSets, Jobs and StatefulSets own Pods on one fake node
+//!   `weir-node`, and Services get Endpoints and one EndpointSlice; DaemonSets, CronJobs,
+//!   PersistentVolumeClaims, Ingresses and PodDisruptionBudgets are stored and served but
+//!   nothing acts on them. No ServiceAccount tokens.
 //! - A deleted Namespace goes `Terminating` (new content is refused with 403) while its contents
 //!   are deleted, then drops its `kubernetes` finalizer and disappears; this happens within the
 //!   delete request unless contents wait on finalizers. No `/finalize` subresource.
@@ -63,8 +71,9 @@
 //!   kinds accept any plain field path where a real server accepts a per-kind list.
 //! - A watch whose selector stops matching an object gets a synthetic DELETED, as from the
 //!   watch cache.
-//! - Built-in kinds are defaulted as kube-apiserver defaults them (Deployment, ReplicaSet and
-//!   their pod templates, Service with cluster IP and node port allocation, Secret, Namespace)
+//! - Built-in kinds are defaulted as kube-apiserver defaults them (Pod, Deployment, ReplicaSet,
+//!   StatefulSet, DaemonSet, Job, CronJob and their pod templates, Service with cluster IP and
+//!   node port allocation, Secret, Namespace, PersistentVolumeClaim, RBAC subjects)
 //!   and checked for unknown fields only: no other validation of built-in kinds (a Deployment
 //!   without a selector is accepted). `metadata.generation` is set on every kind (a cluster sets
 //!   it only where the kind's strategy does).
@@ -84,7 +93,8 @@
 //!
 //! # Example
 //! Start the emulator, create a Deployment with the real `kubectl`, and watch
-//! it with kube's `watcher` until the simulated rollout completes.
+//! it with kube's `watcher` until the simulated rollout completes (its ReplicaSet's two Pods
+//! Running and Ready).
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> anyhow::Result<()> {

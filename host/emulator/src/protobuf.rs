@@ -57,7 +57,9 @@ macro_rules! describe {
 
 /// Decode a `k8s\0`-enveloped protobuf body into the JSON object it carries.
 pub fn decode(body: &[u8]) -> Result<Value, Error> {
-    use k8s_pb::api::{apps, coordination, core, events};
+    use k8s_pb::api::{
+        apps, batch, coordination, core, discovery, events, networking, policy, rbac,
+    };
     use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions;
     let inner = body.strip_prefix(b"k8s\0").ok_or(Error::NoPrefix)?;
     let envelope =
@@ -82,6 +84,32 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
         ("events.k8s.io/v1", "Event") => describe!(events::v1::Event, raw, kind)?,
         ("apps/v1", "Deployment") => describe!(apps::v1::Deployment, raw, kind)?,
         ("apps/v1", "ReplicaSet") => describe!(apps::v1::ReplicaSet, raw, kind)?,
+        ("apps/v1", "StatefulSet") => describe!(apps::v1::StatefulSet, raw, kind)?,
+        ("apps/v1", "DaemonSet") => describe!(apps::v1::DaemonSet, raw, kind)?,
+        ("v1", "Pod") => describe!(core::v1::Pod, raw, kind)?,
+        ("v1", "Endpoints") => describe!(core::v1::Endpoints, raw, kind)?,
+        ("v1", "PersistentVolume") => describe!(core::v1::PersistentVolume, raw, kind)?,
+        ("v1", "ReplicationController") => describe!(core::v1::ReplicationController, raw, kind)?,
+        ("v1", "PersistentVolumeClaim") => describe!(core::v1::PersistentVolumeClaim, raw, kind)?,
+        ("batch/v1", "Job") => describe!(batch::v1::Job, raw, kind)?,
+        ("batch/v1", "CronJob") => describe!(batch::v1::CronJob, raw, kind)?,
+        ("discovery.k8s.io/v1", "EndpointSlice") => {
+            describe!(discovery::v1::EndpointSlice, raw, kind)?
+        }
+        ("networking.k8s.io/v1", "Ingress") => describe!(networking::v1::Ingress, raw, kind)?,
+        ("rbac.authorization.k8s.io/v1", "Role") => describe!(rbac::v1::Role, raw, kind)?,
+        ("rbac.authorization.k8s.io/v1", "RoleBinding") => {
+            describe!(rbac::v1::RoleBinding, raw, kind)?
+        }
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => {
+            describe!(rbac::v1::ClusterRole, raw, kind)?
+        }
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => {
+            describe!(rbac::v1::ClusterRoleBinding, raw, kind)?
+        }
+        ("policy/v1", "PodDisruptionBudget") => {
+            describe!(policy::v1::PodDisruptionBudget, raw, kind)?
+        }
         ("coordination.k8s.io/v1", "Lease") => describe!(coordination::v1::Lease, raw, kind)?,
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
             describe!(apiextensions::v1::CustomResourceDefinition, raw, kind)?
@@ -633,10 +661,10 @@ mod tests {
 
     #[test]
     fn an_unserved_kind_is_refused() {
-        let pod = core::Pod::default();
+        let node = core::Node::default();
         assert!(matches!(
-            decode(&envelope("v1", "Pod", pod.encode_to_vec())),
-            Err(Error::UnsupportedKind(k)) if k == "Pod"
+            decode(&envelope("v1", "Node", node.encode_to_vec())),
+            Err(Error::UnsupportedKind(k)) if k == "Node"
         ));
         assert!(matches!(decode(b"{}"), Err(Error::NoPrefix)));
     }

@@ -128,32 +128,55 @@ fn with_short(mut rt: ResourceType, names: &[&str]) -> ResourceType {
     rt
 }
 
-/// The built-in kinds the emulator serves before any CRD exists.
-pub fn builtins() -> Vec<ResourceType> {
-    let mut deploy = with_short(
-        builtin("apps", "v1", "Deployment", "deployments", true),
-        &["deploy"],
-    );
-    deploy.has_status = true;
-    deploy.categories = vec!["all".into()];
-    deploy.scale = Some(ScaleSpec {
+fn with_status(mut rt: ResourceType) -> ResourceType {
+    rt.has_status = true;
+    rt
+}
+
+fn in_all(mut rt: ResourceType) -> ResourceType {
+    rt.categories = vec!["all".into()];
+    rt
+}
+
+fn replicas_scale(selector_path: &str) -> Option<ScaleSpec> {
+    Some(ScaleSpec {
         spec_replicas_path: ".spec.replicas".into(),
         status_replicas_path: ".status.replicas".into(),
-        label_selector_path: Some(".status.selector".into()),
-    });
-    let mut rs = with_short(
+        label_selector_path: Some(selector_path.into()),
+    })
+}
+
+/// The built-in kinds the emulator serves before any CRD exists, with the short names and
+/// categories kube-apiserver gives them (`kubectl api-resources`).
+pub fn builtins() -> Vec<ResourceType> {
+    let mut deploy = in_all(with_status(with_short(
+        builtin("apps", "v1", "Deployment", "deployments", true),
+        &["deploy"],
+    )));
+    deploy.scale = replicas_scale(".status.selector");
+    let mut rs = in_all(with_status(with_short(
         builtin("apps", "v1", "ReplicaSet", "replicasets", true),
         &["rs"],
-    );
-    rs.has_status = true;
-    rs.categories = vec!["all".into()];
-    rs.scale = deploy.scale.clone();
-    let mut ns = with_short(builtin("", "v1", "Namespace", "namespaces", false), &["ns"]);
-    ns.has_status = true;
-    let mut svc = with_short(builtin("", "v1", "Service", "services", true), &["svc"]);
-    svc.has_status = true;
-    svc.categories = vec!["all".into()];
-    let mut crd = with_short(
+    )));
+    rs.scale = replicas_scale(".status.selector");
+    let mut sts = in_all(with_status(with_short(
+        builtin("apps", "v1", "StatefulSet", "statefulsets", true),
+        &["sts"],
+    )));
+    sts.scale = replicas_scale(".status.selector");
+    // Not simulated, but in kubectl's default `apply --prune` list, which needs every mapping.
+    let mut rc = in_all(with_status(with_short(
+        builtin(
+            "",
+            "v1",
+            "ReplicationController",
+            "replicationcontrollers",
+            true,
+        ),
+        &["rc"],
+    )));
+    rc.scale = replicas_scale(".status.selector");
+    let crd = with_status(with_short(
         builtin(
             "apiextensions.k8s.io",
             "v1",
@@ -162,24 +185,91 @@ pub fn builtins() -> Vec<ResourceType> {
             false,
         ),
         &["crd", "crds"],
-    );
-    crd.has_status = true;
+    ));
+    let rbac = "rbac.authorization.k8s.io";
     vec![
-        ns,
+        with_status(with_short(
+            builtin("", "v1", "Namespace", "namespaces", false),
+            &["ns"],
+        )),
         with_short(builtin("", "v1", "ConfigMap", "configmaps", true), &["cm"]),
         builtin("", "v1", "Secret", "secrets", true),
-        svc,
+        in_all(with_status(with_short(
+            builtin("", "v1", "Service", "services", true),
+            &["svc"],
+        ))),
         with_short(
             builtin("", "v1", "ServiceAccount", "serviceaccounts", true),
             &["sa"],
         ),
         with_short(builtin("", "v1", "Event", "events", true), &["ev"]),
+        in_all(with_status(with_short(
+            builtin("", "v1", "Pod", "pods", true),
+            &["po"],
+        ))),
+        with_short(builtin("", "v1", "Endpoints", "endpoints", true), &["ep"]),
+        with_status(with_short(
+            builtin("", "v1", "PersistentVolume", "persistentvolumes", false),
+            &["pv"],
+        )),
+        rc,
+        with_status(with_short(
+            builtin(
+                "",
+                "v1",
+                "PersistentVolumeClaim",
+                "persistentvolumeclaims",
+                true,
+            ),
+            &["pvc"],
+        )),
         with_short(
             builtin("events.k8s.io", "v1", "Event", "events", true),
             &["ev"],
         ),
         deploy,
         rs,
+        sts,
+        in_all(with_status(with_short(
+            builtin("apps", "v1", "DaemonSet", "daemonsets", true),
+            &["ds"],
+        ))),
+        in_all(with_status(builtin("batch", "v1", "Job", "jobs", true))),
+        in_all(with_status(with_short(
+            builtin("batch", "v1", "CronJob", "cronjobs", true),
+            &["cj"],
+        ))),
+        builtin(
+            "discovery.k8s.io",
+            "v1",
+            "EndpointSlice",
+            "endpointslices",
+            true,
+        ),
+        with_status(with_short(
+            builtin("networking.k8s.io", "v1", "Ingress", "ingresses", true),
+            &["ing"],
+        )),
+        builtin(rbac, "v1", "Role", "roles", true),
+        builtin(rbac, "v1", "RoleBinding", "rolebindings", true),
+        builtin(rbac, "v1", "ClusterRole", "clusterroles", false),
+        builtin(
+            rbac,
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            false,
+        ),
+        with_status(with_short(
+            builtin(
+                "policy",
+                "v1",
+                "PodDisruptionBudget",
+                "poddisruptionbudgets",
+                true,
+            ),
+            &["pdb"],
+        )),
         builtin("coordination.k8s.io", "v1", "Lease", "leases", true),
         crd,
     ]

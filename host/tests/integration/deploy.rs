@@ -8,11 +8,9 @@
 
 use crate::workspace;
 use std::path::Path;
-use std::time::Duration;
 
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
-use weir::plugin::{Engine, EngineConfig, ResourceKind};
+use weir::plugin::{Engine, EngineConfig};
 use weir_emulator::{Emulator, EmulatorConfig};
 
 /// Runs kubectl (the real one, /usr/bin/kubectl, first on PATH) or a shell pipeline using it and returns stdout; panics with stderr on failure.
@@ -36,52 +34,12 @@ async fn sh(kubeconfig: &Path, script: &str) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// The emulator serves no RBAC or policy kinds (it does not authorize); schemaless CRDs of the
-/// same group, kind and scope stand in, so kubectl maps and sends those manifests unchanged.
-async fn stand_in_rbac(emulator: &Emulator) {
-    let crds = ResourceKind {
-        group: "apiextensions.k8s.io".into(),
-        version: "v1".into(),
-        kind: "CustomResourceDefinition".into(),
-        plural: "customresourcedefinitions".into(),
-        namespaced: false,
-    };
-    let api: Api<DynamicObject> = Api::all_with(emulator.client(), &crds.api_resource());
-    let group = "rbac.authorization.k8s.io";
-    for (kind, plural, scope) in [
-        ("ClusterRole", "clusterroles", "Cluster"),
-        ("ClusterRoleBinding", "clusterrolebindings", "Cluster"),
-        ("Role", "roles", "Namespaced"),
-        ("RoleBinding", "rolebindings", "Namespaced"),
-    ] {
-        let name = format!("{plural}.{group}");
-        let crd: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": name},
-            "spec": {"group": group, "scope": scope,
-                "names": {"kind": kind, "plural": plural, "singular": kind.to_lowercase(), "listKind": format!("{kind}List")},
-                "versions": [{"name": "v1", "served": true, "storage": true,
-                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-        }))
-        .unwrap();
-        api.patch(
-            &name,
-            &PatchParams::apply("deploy-test"),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .unwrap();
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-}
-
 #[tokio::test]
 async fn every_manifest_in_deploy_applies_with_kubectl() {
     let emulator = Emulator::start(EmulatorConfig::default()).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("kubeconfig");
     emulator.write_kubeconfig(&kubeconfig).unwrap();
-    stand_in_rbac(&emulator).await;
     let kc = kubeconfig.as_path();
 
     // The base: namespace, CRD, RBAC, the host; then a server-side dry run of the same must

@@ -10,6 +10,7 @@ mod deployment;
 mod pod;
 mod secret;
 mod service;
+mod workloads;
 
 use serde_json::{Map, Value, json};
 
@@ -22,6 +23,14 @@ pub fn apply(rt: &ResourceType, obj: &mut Value, store: &Store, old: Option<&Val
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("apps", "Deployment") => deployment::deployment(obj),
         ("apps", "ReplicaSet") => deployment::replica_set(obj),
+        ("apps", "StatefulSet") => workloads::stateful_set(obj),
+        ("apps", "DaemonSet") => workloads::daemon_set(obj),
+        ("batch", "Job") => workloads::job(obj),
+        ("batch", "CronJob") => workloads::cron_job(obj),
+        ("", "Pod") => pod::pod(obj, old.is_none()),
+        ("", "PersistentVolumeClaim") => persistent_volume_claim(obj, old.is_none()),
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => role_binding(obj),
+        ("", "Endpoints") | ("discovery.k8s.io", "EndpointSlice") => port_protocols(obj),
         ("", "Secret") => secret::secret(obj),
         ("", "Service") => service::service(obj, store, old),
         ("", "Namespace") => namespace(obj),
@@ -47,6 +56,44 @@ fn namespace(obj: &mut Value) {
         }
         let status = object_at(m, "status");
         set_if_empty(status, "phase", json!("Active"));
+    }
+}
+
+/// `SetDefaults_PersistentVolumeClaimSpec`: volumeMode `Filesystem`; on create the status is
+/// phase `Pending` (no provisioner binds it).
+fn persistent_volume_claim(obj: &mut Value, creating: bool) {
+    let Some(m) = obj.as_object_mut() else { return };
+    set_if_empty(object_at(m, "spec"), "volumeMode", json!("Filesystem"));
+    if creating {
+        m.insert("status".into(), json!({"phase": "Pending"}));
+    }
+}
+
+/// `SetDefaults_Subject` (`pkg/apis/rbac/v1/defaults.go`): a `User` or `Group` subject's
+/// apiGroup is `rbac.authorization.k8s.io`, a `ServiceAccount`'s is `""`.
+fn role_binding(obj: &mut Value) {
+    let Some(m) = obj.as_object_mut() else { return };
+    for subject in each_object(m, "subjects") {
+        let group = match subject.get("kind").and_then(Value::as_str) {
+            Some("User" | "Group") => "rbac.authorization.k8s.io",
+            _ => "",
+        };
+        if !subject.contains_key("apiGroup") {
+            subject.insert("apiGroup".into(), json!(group));
+        }
+    }
+}
+
+/// `SetDefaults_EndpointPort` (core/v1 and discovery/v1): protocol `TCP`.
+fn port_protocols(obj: &mut Value) {
+    let Some(m) = obj.as_object_mut() else { return };
+    for p in each_object(m, "ports") {
+        set_if_empty(p, "protocol", json!("TCP"));
+    }
+    for subset in each_object(m, "subsets") {
+        for p in each_object(subset, "ports") {
+            set_if_empty(p, "protocol", json!("TCP"));
+        }
     }
 }
 

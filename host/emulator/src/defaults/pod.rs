@@ -4,6 +4,77 @@ use serde_json::{Map, Value, json};
 
 use super::{each_object, object_at, set_if_empty};
 
+/// A Pod as kube-apiserver stores it: `SetDefaults_PodSpec` and what it reaches; from the
+/// admission plugins every cluster enables, `ServiceAccount` (serviceAccountName `default`, and
+/// the deprecated `serviceAccount` copy), `Priority` (priority 0, preemptionPolicy
+/// `PreemptLowerPriority`) and `DefaultTolerationSeconds` (the two 300 s NoExecute
+/// tolerations); `SetDefaults_Pod`'s `enableServiceLinks: true`. On create the pod strategy's
+/// `PrepareForCreate` resets the status to phase `Pending` with its QoS class.
+pub fn pod(obj: &mut Value, creating: bool) {
+    let Some(m) = obj.as_object_mut() else { return };
+    let s = object_at(m, "spec");
+    spec(s);
+    set_if_empty(s, "enableServiceLinks", json!(true));
+    set_if_empty(s, "serviceAccountName", json!("default"));
+    if let Some(sa) = s.get("serviceAccountName").cloned() {
+        set_if_empty(s, "serviceAccount", sa);
+    }
+    set_if_empty(s, "priority", json!(0));
+    set_if_empty(s, "preemptionPolicy", json!("PreemptLowerPriority"));
+    if !s.contains_key("tolerations") {
+        let toleration = |key: &str| json!({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300});
+        s.insert(
+            "tolerations".into(),
+            json!([
+                toleration("node.kubernetes.io/not-ready"),
+                toleration("node.kubernetes.io/unreachable")
+            ]),
+        );
+    }
+    if creating {
+        let qos = qos_class(s);
+        m.insert(
+            "status".into(),
+            json!({"phase": "Pending", "qosClass": qos}),
+        );
+    }
+}
+
+/// `GetPodQOS` (`pkg/apis/core/v1/helper/qos`): `BestEffort` without requests or limits,
+/// `Guaranteed` when every container limits cpu and memory and requests what it limits,
+/// `Burstable` otherwise.
+fn qos_class(spec: &Map<String, Value>) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|k| spec.get(*k).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let resources = |c: &Value, kind: &str| {
+        c.pointer(&format!("/resources/{kind}"))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let any = containers
+        .iter()
+        .any(|c| !resources(c, "requests").is_empty() || !resources(c, "limits").is_empty());
+    if !any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        let limits = resources(c, "limits");
+        let requests = resources(c, "requests");
+        ["cpu", "memory"].iter().all(|r| {
+            limits.contains_key(*r) && requests.get(*r).is_none_or(|q| Some(q) == limits.get(*r))
+        })
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
 /// The template's pod spec (`SetDefaults_PodSpec` and what it reaches).
 pub fn template(template: &mut Map<String, Value>) {
     spec(object_at(template, "spec"));

@@ -14,6 +14,9 @@ mod kubectl_prune;
 mod runtime;
 mod watch;
 mod workload;
+mod workload_controllers;
+mod workload_kubectl;
+mod workload_operator;
 
 use std::time::Duration;
 

@@ -5,6 +5,8 @@ use serde_json::{Map, Value, json};
 
 use crate::resources::ResourceType;
 
+mod workloads;
+
 /// One column: its definition and how a cell is computed from the stored object.
 pub struct Column {
     /// The `columnDefinitions` entry.
@@ -119,7 +121,7 @@ pub fn columns(rt: &ResourceType) -> Option<Vec<Column>> {
             col("Holder", "string", "", 0, |o| at(o, "/spec/holderIdentity")),
             age(),
         ],
-        _ => return None,
+        _ => return workloads::columns(rt, name, age),
     })
 }
 

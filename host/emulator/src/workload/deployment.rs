@@ -1,0 +1,347 @@
+//! The deployment controller: one ReplicaSet per pod template, rollouts, history and status.
+//!
+//! As `pkg/controller/deployment` does: the ReplicaSet whose template equals the Deployment's
+//! (ignoring `pod-template-hash`) is the new one; a missing one is created as
+//! `NAME-HASH` with the next `deployment.kubernetes.io/revision`, and an old one becoming new
+//! again (`kubectl rollout undo`) takes the next revision and records its old one in
+//! `revision-history`. Simplified rollout: the new ReplicaSet is scaled to the full count at
+//! once and the old ones to 0 when it is available (a 100% surge); ReplicaSets scaled to 0
+//! beyond `revisionHistoryLimit` are deleted, oldest first. Status sums the ReplicaSets.
+
+use serde_json::{Map, Value, json};
+
+use super::{condition, controlled, controller_ref, create, delete, res, update, write_status};
+use crate::object;
+use crate::store::{ObjKey, Store};
+
+const MANAGER: &str = "kube-controller-manager";
+const HASH_LABEL: &str = "pod-template-hash";
+const REVISION: &str = "deployment.kubernetes.io/revision";
+const REVISION_HISTORY: &str = "deployment.kubernetes.io/revision-history";
+const DESIRED: &str = "deployment.kubernetes.io/desired-replicas";
+const MAX: &str = "deployment.kubernetes.io/max-replicas";
+
+/// Annotations of a Deployment not copied to its ReplicaSets (`skipCopyAnnotation`).
+const NOT_COPIED: [&str; 6] = [
+    "kubectl.kubernetes.io/last-applied-configuration",
+    REVISION,
+    REVISION_HISTORY,
+    DESIRED,
+    MAX,
+    "deprecated.deployment.rollback.to",
+];
+
+fn revision(rs: &Value) -> i64 {
+    rs.pointer("/metadata/annotations")
+        .and_then(|a| a.get(REVISION))
+        .and_then(Value::as_str)
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(0)
+}
+
+fn int(o: &Value, pointer: &str) -> i64 {
+    o.pointer(pointer).and_then(Value::as_i64).unwrap_or(0)
+}
+
+/// A template without the `pod-template-hash` label (`EqualIgnoreHash`).
+fn without_hash(template: Option<&Value>) -> Value {
+    let mut t = template.cloned().unwrap_or(Value::Null);
+    if let Some(labels) = t
+        .pointer_mut("/metadata/labels")
+        .and_then(Value::as_object_mut)
+    {
+        labels.remove(HASH_LABEL);
+        if labels.is_empty()
+            && let Some(meta) = t.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            meta.remove("labels");
+        }
+    }
+    t
+}
+
+/// `ComputeHash`: FNV-1a (32 bit) of the template and collision count, its decimal digits
+/// mapped onto the alphabet of `rand.SafeEncodeString`.
+pub(super) fn template_hash(template: &Value, collisions: i64) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let text = format!("{template}{collisions}");
+    let hash = text.bytes().fold(0x811c_9dc5_u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    });
+    hash.to_string()
+        .bytes()
+        .map(|d| ALPHABET[usize::from(d) % ALPHABET.len()] as char)
+        .collect()
+}
+
+/// `maxUnavailable`/`maxSurge` of a rolling update as a count (percentages of `replicas`,
+/// rounded up for surge and down for unavailable, as `ResolveFenceposts`).
+fn fencepost(d: &Value, field: &str, replicas: i64, round_up: bool) -> i64 {
+    let v = d.pointer(&format!("/spec/strategy/rollingUpdate/{field}"));
+    match v {
+        Some(Value::Number(n)) => n.as_i64().unwrap_or(0),
+        Some(Value::String(s)) => {
+            let pct: i64 = s.trim_end_matches('%').parse().unwrap_or(0);
+            let scaled = pct * replicas;
+            if round_up {
+                (scaled + 99) / 100
+            } else {
+                scaled / 100
+            }
+        }
+        _ => 0,
+    }
+}
+
+/// The ReplicaSet a Deployment at revision `revision` creates for its current template.
+fn new_replica_set(d: &Value, template: &Value, replicas: i64, revision: i64) -> Value {
+    let hash = template_hash(
+        &without_hash(Some(template)),
+        int(d, "/status/collisionCount"),
+    );
+    let mut template = template.clone();
+    template["metadata"]["labels"][HASH_LABEL] = json!(hash);
+    let mut selector = d.pointer("/spec/selector").cloned().unwrap_or(json!({}));
+    selector["matchLabels"][HASH_LABEL] = json!(hash);
+    let mut rs = json!({
+        "apiVersion": "apps/v1", "kind": "ReplicaSet",
+        "metadata": {
+            "name": format!("{}-{hash}", object::name(d)),
+            "labels": template["metadata"]["labels"].clone(),
+            "ownerReferences": controller_ref(d, "apps/v1", "Deployment"),
+        },
+        "spec": {"replicas": replicas, "selector": selector, "template": template},
+    });
+    if let Some(m) = d.pointer("/spec/minReadySeconds") {
+        rs["spec"]["minReadySeconds"] = m.clone();
+    }
+    rs["metadata"]["annotations"] = json!(annotations(d, replicas, revision, None));
+    rs
+}
+
+/// The annotations a Deployment gives its new ReplicaSet (`SetNewReplicaSetAnnotations`).
+fn annotations(
+    d: &Value,
+    replicas: i64,
+    revision: i64,
+    old: Option<&Map<String, Value>>,
+) -> Map<String, Value> {
+    let mut out = old.cloned().unwrap_or_default();
+    if let Some(own) = d
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+    {
+        for (k, v) in own {
+            if !NOT_COPIED.contains(&k.as_str()) {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    let previous = out.get(REVISION).and_then(Value::as_str).map(String::from);
+    if let Some(prev) = previous.filter(|p| *p != revision.to_string()) {
+        let history = match out.get(REVISION_HISTORY).and_then(Value::as_str) {
+            Some(h) if !h.is_empty() => format!("{h},{prev}"),
+            _ => prev,
+        };
+        out.insert(REVISION_HISTORY.into(), json!(history));
+    }
+    out.insert(REVISION.into(), json!(revision.to_string()));
+    out.insert(DESIRED.into(), json!(replicas.to_string()));
+    let surge = fencepost(d, "maxSurge", replicas, true);
+    out.insert(MAX.into(), json!((replicas + surge).to_string()));
+    out
+}
+
+/// Reconcile one Deployment.
+pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
+    let Some(d) = store.get(key) else { return };
+    if object::is_deleting(&d) {
+        return;
+    }
+    let replicas = d
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
+    let Some(template) = d.pointer("/spec/template").cloned() else {
+        return;
+    };
+    let rs_res = res("apps", "replicasets");
+    let owned = controlled(store, &d, &rs_res);
+    let max_revision = owned.iter().map(|(_, rs)| revision(rs)).max().unwrap_or(0);
+    let wanted = without_hash(Some(&template));
+    let current = owned
+        .iter()
+        .find(|(_, rs)| without_hash(rs.pointer("/spec/template")) == wanted)
+        .cloned();
+    let (new_key, new_rs) = match current {
+        Some((k, rs)) => {
+            // Scale it and, when it was an old one (a rollback), give it the next revision.
+            let next = if revision(&rs) == max_revision {
+                max_revision
+            } else {
+                max_revision + 1
+            };
+            let mut wanted_rs = (*rs).clone();
+            wanted_rs["spec"]["replicas"] = json!(replicas);
+            let old = rs
+                .pointer("/metadata/annotations")
+                .and_then(Value::as_object);
+            wanted_rs["metadata"]["annotations"] = json!(annotations(&d, replicas, next, old));
+            update(store, &k, &rs, wanted_rs, false, MANAGER);
+            let now = store.get(&k).unwrap_or(rs);
+            (k, now)
+        }
+        None => {
+            let body = new_replica_set(&d, &template, replicas, max_revision + 1);
+            let Some(created) = create(store, &rs_res, &key.ns, body, MANAGER) else {
+                return;
+            };
+            let k = ObjKey {
+                res: rs_res.clone(),
+                ns: key.ns.clone(),
+                name: object::name(&created).to_string(),
+            };
+            (k, std::sync::Arc::new(created))
+        }
+    };
+    let new_available = int(&new_rs, "/status/availableReplicas");
+    let mut old_sets: Vec<(ObjKey, std::sync::Arc<serde_json::Value>)> =
+        owned.into_iter().filter(|(k, _)| *k != new_key).collect();
+    if new_available >= replicas {
+        for (k, rs) in &old_sets {
+            if int(rs, "/spec/replicas") != 0 {
+                let mut scaled = (**rs).clone();
+                scaled["spec"]["replicas"] = json!(0);
+                if let Some(a) = scaled
+                    .pointer_mut("/metadata/annotations")
+                    .and_then(Value::as_object_mut)
+                {
+                    a.insert(DESIRED.into(), json!(replicas.to_string()));
+                }
+                update(store, k, rs, scaled, false, MANAGER);
+            }
+        }
+    }
+    // cleanupDeployment: old ReplicaSets with no replicas beyond the history limit go.
+    let limit = d
+        .pointer("/spec/revisionHistoryLimit")
+        .and_then(Value::as_i64)
+        .unwrap_or(10)
+        .max(0) as usize;
+    old_sets.sort_by_key(|(_, rs)| revision(rs));
+    let idle: Vec<ObjKey> = old_sets
+        .iter()
+        .filter(|(k, _)| {
+            store.get(k).is_some_and(|rs| {
+                int(&rs, "/spec/replicas") == 0 && int(&rs, "/status/replicas") == 0
+            })
+        })
+        .map(|(k, _)| k.clone())
+        .collect();
+    for k in idle.iter().take(idle.len().saturating_sub(limit)) {
+        delete(store, k);
+    }
+    set_revision(store, key, &new_rs);
+    set_status(store, key, replicas, &new_key);
+}
+
+/// The Deployment's own `deployment.kubernetes.io/revision`: its new ReplicaSet's.
+fn set_revision(store: &mut Store, key: &ObjKey, new_rs: &Value) {
+    let Some(d) = store.get(key) else { return };
+    let wanted = json!(revision(new_rs).to_string());
+    if d.pointer("/metadata/annotations")
+        .and_then(|a| a.get(REVISION))
+        == Some(&wanted)
+    {
+        return;
+    }
+    let mut updated = (*d).clone();
+    if let Some(meta) = object::metadata_mut(&mut updated) {
+        let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+        annotations[REVISION] = wanted;
+    }
+    update(store, key, &d, updated, false, MANAGER);
+}
+
+/// `calculateStatus` and `syncRolloutStatus`: counts summed over the ReplicaSets; `Available`
+/// once `replicas - maxUnavailable` are available; `Progressing` with the new ReplicaSet.
+fn set_status(store: &mut Store, key: &ObjKey, replicas: i64, new_key: &ObjKey) {
+    let Some(d) = store.get(key) else { return };
+    let sets = controlled(store, &d, &res("apps", "replicasets"));
+    let sum = |p: &str| sets.iter().map(|(_, rs)| int(rs, p)).sum::<i64>();
+    let total_spec = sum("/spec/replicas");
+    let available = sum("/status/availableReplicas");
+    let actual = sum("/status/replicas");
+    let updated = sets
+        .iter()
+        .find(|(k, _)| k == new_key)
+        .map_or(0, |(_, rs)| int(rs, "/status/replicas"));
+    let new_available = sets
+        .iter()
+        .find(|(k, _)| k == new_key)
+        .map_or(0, |(_, rs)| int(rs, "/status/availableReplicas"));
+    let old_status = d.get("status");
+    let max_unavailable = fencepost(&d, "maxUnavailable", replicas, false);
+    let minimum = available >= replicas - max_unavailable;
+    let complete = updated == replicas && actual == replicas && new_available >= replicas;
+    let rs_name = &new_key.name;
+    let progressing = if complete {
+        condition(
+            old_status,
+            "Progressing",
+            true,
+            "NewReplicaSetAvailable",
+            &format!("ReplicaSet \"{rs_name}\" has successfully progressed."),
+        )
+    } else {
+        condition(
+            old_status,
+            "Progressing",
+            true,
+            "ReplicaSetUpdated",
+            &format!("ReplicaSet \"{rs_name}\" is progressing."),
+        )
+    };
+    let available_cond = if minimum {
+        condition(
+            old_status,
+            "Available",
+            true,
+            "MinimumReplicasAvailable",
+            "Deployment has minimum availability.",
+        )
+    } else {
+        condition(
+            old_status,
+            "Available",
+            false,
+            "MinimumReplicasUnavailable",
+            "Deployment does not have minimum availability.",
+        )
+    };
+    let with_update_time = |mut c: Value| {
+        if c.get("lastUpdateTime").is_none() {
+            c["lastUpdateTime"] = json!(object::now_rfc3339());
+        }
+        c
+    };
+    let mut status = json!({
+        "observedGeneration": object::generation(&d),
+        "replicas": actual,
+        "updatedReplicas": updated,
+        "readyReplicas": sum("/status/readyReplicas"),
+        "availableReplicas": available,
+        "conditions": [with_update_time(available_cond), with_update_time(progressing)],
+    });
+    let unavailable = total_spec.max(replicas) - available;
+    if unavailable > 0 {
+        status["unavailableReplicas"] = json!(unavailable);
+    }
+    if let Some(m) = status.as_object_mut() {
+        m.retain(|_, v| *v != json!(0));
+    }
+    if let Some(c) = old_status.and_then(|s| s.get("collisionCount")) {
+        status["collisionCount"] = c.clone();
+    }
+    write_status(store, key, status, MANAGER);
+}

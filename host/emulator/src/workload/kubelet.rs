@@ -1,0 +1,201 @@
+//! The scheduler and kubelet of the one simulated node: Pods are bound to it, Pending at
+//! first, then Running and Ready with an IP after the configured delay — or Succeeded, for
+//! a Job's Pods, whose containers exit 0 (KWOK's `pod-ready` and `pod-complete` stages).
+
+use serde_json::{Value, json};
+
+use super::{NODE, NODE_IP, Sim, controller_of, update, write_status};
+use crate::object;
+use crate::store::{ObjKey, Store};
+
+const MANAGER: &str = "kubelet";
+
+/// Reconcile one Pod.
+pub(super) fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
+    let Some(pod) = store.get(key) else {
+        sim.starts.remove(key);
+        return;
+    };
+    if object::is_deleting(&pod) {
+        return;
+    }
+    let uid = object::uid(&pod).to_string();
+    if pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        let mut bound = (*pod).clone();
+        bound["spec"]["nodeName"] = json!(NODE);
+        update(store, key, &pod, bound, false, "default-scheduler");
+        return;
+    }
+    let phase = pod
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if !matches!(phase, "" | "Pending") {
+        sim.starts.remove(key);
+        return;
+    }
+    let now = tokio::time::Instant::now();
+    let due = match sim.starts.get(key) {
+        Some((u, due)) if *u == uid => *due,
+        _ => {
+            let due = now + sim.delay;
+            sim.starts.insert(key.clone(), (uid, due));
+            if !sim.delay.is_zero() {
+                sim.wake_after(key.clone(), sim.delay);
+            }
+            due
+        }
+    };
+    if now < due {
+        write_status(store, key, pending(&pod), MANAGER);
+        return;
+    }
+    sim.starts.remove(key);
+    let ip = sim.pod_ip();
+    let status = if controller_of(&pod).is_some_and(|(kind, _, _)| kind == "Job") {
+        succeeded(&pod, &ip)
+    } else {
+        running(&pod, &ip)
+    };
+    write_status(store, key, status, MANAGER);
+}
+
+fn cond(kind: &str, ok: bool, reason: Option<&str>, now: &str) -> Value {
+    let mut c = json!({"type": kind, "status": if ok { "True" } else { "False" },
+                       "lastProbeTime": null, "lastTransitionTime": now});
+    if let Some(r) = reason {
+        c["reason"] = json!(r);
+    }
+    c
+}
+
+fn containers(pod: &Value) -> Vec<(String, String)> {
+    pod.pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            let s = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+            (s("name"), s("image"))
+        })
+        .collect()
+}
+
+/// An image reference as the container runtime reports it (`docker.io/library/` added).
+fn qualified(image: &str) -> String {
+    let first = image.split('/').next().unwrap_or("");
+    if !image.contains('/') {
+        format!("docker.io/library/{image}")
+    } else if first.contains('.') || first.contains(':') || first == "localhost" {
+        image.to_string()
+    } else {
+        format!("docker.io/{image}")
+    }
+}
+
+/// A stable 64-hex-digit container ID from the Pod's uid and the container's name.
+fn container_id(pod: &Value, name: &str) -> String {
+    let seed = format!("{}/{name}", object::uid(pod));
+    let words: String = (0u8..8)
+        .map(|salt| {
+            let h = seed.bytes().chain([salt]).fold(0x811c_9dc5_u32, |h, b| {
+                (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+            });
+            format!("{h:08x}")
+        })
+        .collect();
+    format!("containerd://{words}")
+}
+
+fn base(pod: &Value, ip: Option<&str>, now: &str) -> Value {
+    let mut s = json!({
+        "phase": "Pending",
+        "hostIP": NODE_IP,
+        "hostIPs": [{"ip": NODE_IP}],
+        "startTime": pod.pointer("/status/startTime").cloned().unwrap_or(json!(now)),
+        "qosClass": pod.pointer("/status/qosClass").cloned().unwrap_or(json!("BestEffort")),
+    });
+    if let Some(ip) = ip {
+        s["podIP"] = json!(ip);
+        s["podIPs"] = json!([{"ip": ip}]);
+    }
+    s
+}
+
+/// Scheduled, containers being created.
+fn pending(pod: &Value) -> Value {
+    if let Some(status) = pod.get("status")
+        && status.get("hostIP").is_some()
+    {
+        return status.clone();
+    }
+    let now = object::now_rfc3339();
+    let mut s = base(pod, None, &now);
+    s["conditions"] = json!([
+        cond("PodReadyToStartContainers", false, None, &now),
+        cond("Initialized", true, None, &now),
+        cond("Ready", false, Some("ContainersNotReady"), &now),
+        cond("ContainersReady", false, Some("ContainersNotReady"), &now),
+        cond("PodScheduled", true, None, &now),
+    ]);
+    s["containerStatuses"] = containers(pod)
+        .into_iter()
+        .map(|(name, image)| {
+            json!({"name": name, "image": image, "imageID": "", "ready": false, "started": false,
+                   "restartCount": 0, "state": {"waiting": {"reason": "ContainerCreating"}}, "lastState": {}})
+        })
+        .collect();
+    s
+}
+
+/// Every container running and ready.
+fn running(pod: &Value, ip: &str) -> Value {
+    let now = object::now_rfc3339();
+    let mut s = base(pod, Some(ip), &now);
+    s["phase"] = json!("Running");
+    s["conditions"] = json!([
+        cond("PodReadyToStartContainers", true, None, &now),
+        cond("Initialized", true, None, &now),
+        cond("Ready", true, None, &now),
+        cond("ContainersReady", true, None, &now),
+        cond("PodScheduled", true, None, &now),
+    ]);
+    s["containerStatuses"] = containers(pod)
+        .into_iter()
+        .map(|(name, image)| {
+            json!({"name": name, "image": image, "imageID": format!("{}@sha256:{:0>64}", qualified(&image), ""),
+                   "containerID": container_id(pod, &name), "ready": true, "started": true, "restartCount": 0,
+                   "state": {"running": {"startedAt": now}}, "lastState": {}})
+        })
+        .collect();
+    s
+}
+
+/// Every container exited 0: a finished Job Pod.
+fn succeeded(pod: &Value, ip: &str) -> Value {
+    let now = object::now_rfc3339();
+    let mut s = base(pod, Some(ip), &now);
+    s["phase"] = json!("Succeeded");
+    s["conditions"] = json!([
+        cond("PodReadyToStartContainers", false, None, &now),
+        cond("Initialized", true, Some("PodCompleted"), &now),
+        cond("Ready", false, Some("PodCompleted"), &now),
+        cond("ContainersReady", false, Some("PodCompleted"), &now),
+        cond("PodScheduled", true, None, &now),
+    ]);
+    s["containerStatuses"] = containers(pod)
+        .into_iter()
+        .map(|(name, image)| {
+            json!({"name": name, "image": image, "imageID": format!("{}@sha256:{:0>64}", qualified(&image), ""),
+                   "containerID": container_id(pod, &name), "ready": false, "started": false, "restartCount": 0,
+                   "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now, "finishedAt": now,
+                                            "containerID": container_id(pod, &name)}},
+                   "lastState": {}})
+        })
+        .collect();
+    s
+}

@@ -1,0 +1,372 @@
+//! Workload simulation in the KWOK style: the controllers and the kubelet a cluster would run.
+//!
+//! One task follows the store's change stream and reconciles what each change touches, each
+//! controller in its own module: `deployment` (Deployment → ReplicaSets, rollout and history,
+//! status), `replicaset` (ReplicaSet → Pods), `job` (Job → Pods, Complete), `statefulset`
+//! (ordered Pods), `kubelet` (Pods scheduled onto one fake node, Running and Ready — or
+//! Succeeded for a Job's Pods — after [`WorkloadSimulation::ready_after`], with IPs) and
+//! `endpoints` (Service → Endpoints and EndpointSlice from the Pods its selector matches).
+//! Every write goes through [`crate::ops`], as a controller's request would, so watches,
+//! `managedFields` and owner-reference garbage collection apply; a write happens only when
+//! something changed.
+
+mod deployment;
+mod endpoints;
+mod job;
+mod kubelet;
+mod replicaset;
+mod statefulset;
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::TryRecvError;
+use tokio::sync::mpsc;
+
+use crate::config::WorkloadSimulation;
+use crate::opts::{Validation, WriteOpts};
+use crate::resources::ResKey;
+use crate::shared::Shared;
+use crate::store::{Event, ObjKey, Store};
+use crate::{gc, object, ops};
+
+/// The name of the one simulated node every Pod is scheduled onto.
+const NODE: &str = "weir-node";
+/// The simulated node's address.
+const NODE_IP: &str = "172.18.0.2";
+
+fn res(group: &str, plural: &str) -> ResKey {
+    ResKey {
+        group: group.into(),
+        plural: plural.into(),
+    }
+}
+
+/// What the simulation keeps between reconciles: when each Pending Pod starts, the next Pod IP,
+/// and the channel timers wake the loop through.
+pub(crate) struct Sim {
+    delay: Duration,
+    starts: HashMap<ObjKey, (String, tokio::time::Instant)>,
+    next_ip: u32,
+    wake: mpsc::UnboundedSender<ObjKey>,
+}
+
+impl Sim {
+    /// Ask for `key` to be reconciled again after `after`.
+    fn wake_after(&self, key: ObjKey, after: Duration) {
+        let tx = self.wake.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(after).await;
+            let _ = tx.send(key);
+        });
+    }
+
+    /// The next Pod IP from 10.244.0.0/16 (the usual pod CIDR).
+    fn pod_ip(&mut self) -> String {
+        self.next_ip += 1;
+        let n = self.next_ip % 65_000 + 2;
+        format!("10.244.{}.{}", n / 256, n % 256)
+    }
+}
+
+/// Write options of a controller named `manager`.
+fn opts(manager: &str) -> WriteOpts {
+    WriteOpts {
+        manager: manager.into(),
+        validation: Validation::Ignore,
+        dry_run: false,
+        force: false,
+    }
+}
+
+/// Create `body` as `manager` in `ns`; `None` when refused (e.g. the namespace is terminating).
+fn create(store: &mut Store, key: &ResKey, ns: &str, body: Value, manager: &str) -> Option<Value> {
+    let rt = store
+        .registry
+        .find(&key.group, "v1", &key.plural)
+        .cloned()?;
+    match ops::create(store, &rt, ns, body, &opts(manager)) {
+        Ok(out) => Some(out.object),
+        Err(e) => {
+            tracing::debug!(resource = %key.plural, namespace = ns, error = %e, "simulated create refused");
+            None
+        }
+    }
+}
+
+/// Replace the object at `key` (its `/status` when `status`) with `body`, unless equal.
+fn update(
+    store: &mut Store,
+    key: &ObjKey,
+    current: &Value,
+    body: Value,
+    status: bool,
+    manager: &str,
+) {
+    if *current == body {
+        return;
+    }
+    let Some(rt) = store
+        .registry
+        .find(&key.res.group, "v1", &key.res.plural)
+        .cloned()
+    else {
+        return;
+    };
+    if let Err(e) = ops::update(store, &rt, key, body, status, &opts(manager)) {
+        tracing::debug!(name = %key.name, namespace = %key.ns, error = %e, "simulated update refused");
+    }
+}
+
+/// Write `status` onto the object at `key` unless it already has it.
+fn write_status(store: &mut Store, key: &ObjKey, status: Value, manager: &str) {
+    let Some(current) = store.get(key) else {
+        return;
+    };
+    if current.get("status") == Some(&status) {
+        return;
+    }
+    let mut updated = (*current).clone();
+    updated["status"] = status;
+    update(store, key, &current, updated, true, manager);
+}
+
+/// Delete the object at `key` in the background, as a controller's delete request does.
+fn delete(store: &mut Store, key: &ObjKey) {
+    gc::delete(store, key, gc::Propagation::Background);
+    gc::settle(store);
+}
+
+/// An owner reference naming `owner` (of `kind` in `api_version`) as the controller.
+fn controller_ref(owner: &Value, api_version: &str, kind: &str) -> Value {
+    json!([{"apiVersion": api_version, "kind": kind, "name": object::name(owner),
+            "uid": object::uid(owner), "controller": true, "blockOwnerDeletion": true}])
+}
+
+/// The `(kind, name, uid)` of the object's controller, if any.
+fn controller_of(obj: &Value) -> Option<(&str, &str, &str)> {
+    obj.pointer("/metadata/ownerReferences")?
+        .as_array()?
+        .iter()
+        .find(|r| r.get("controller") == Some(&Value::Bool(true)))
+        .map(|r| {
+            let s = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or("");
+            (s("kind"), s("name"), s("uid"))
+        })
+}
+
+/// The objects of resource `of` that `owner` controls (by uid).
+fn controlled(store: &Store, owner: &Value, of: &ResKey) -> Vec<(ObjKey, Arc<Value>)> {
+    let uid = object::uid(owner);
+    store
+        .dependents_of(uid)
+        .into_iter()
+        .filter(|k| k.res == *of)
+        .filter_map(|k| store.get(&k).map(|o| (k, o)))
+        .filter(|(_, o)| controller_of(o).is_some_and(|(_, _, u)| u == uid))
+        .collect()
+}
+
+/// Whether a `LabelSelector` (`matchLabels`, `matchExpressions`) selects `labels`; an empty or
+/// missing selector selects nothing, as for workloads and Services.
+fn selects(selector: Option<&Value>, labels: Option<&Value>) -> bool {
+    let Some(sel) = selector
+        .and_then(Value::as_object)
+        .filter(|s| !s.is_empty())
+    else {
+        return false;
+    };
+    let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    let match_labels = sel.get("matchLabels").and_then(Value::as_object);
+    let exprs = sel.get("matchExpressions").and_then(Value::as_array);
+    if match_labels.is_none() && exprs.is_none() {
+        // A Service's selector is a plain map.
+        return sel.iter().all(|(k, v)| get(k) == v.as_str());
+    }
+    let labels_ok = match_labels
+        .into_iter()
+        .flatten()
+        .all(|(k, v)| get(k) == v.as_str());
+    let exprs_ok = exprs.into_iter().flatten().all(|e| {
+        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
+        let values: Vec<&str> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        match e.get("operator").and_then(Value::as_str) {
+            Some("In") => get(key).is_some_and(|v| values.contains(&v)),
+            Some("NotIn") => get(key).is_none_or(|v| !values.contains(&v)),
+            Some("Exists") => get(key).is_some(),
+            Some("DoesNotExist") => get(key).is_none(),
+            _ => false,
+        }
+    });
+    labels_ok && exprs_ok
+}
+
+/// Whether a Pod counts as active: not being deleted, not finished.
+fn active(pod: &Value) -> bool {
+    !object::is_deleting(pod)
+        && !matches!(
+            pod.pointer("/status/phase").and_then(Value::as_str),
+            Some("Succeeded" | "Failed")
+        )
+}
+
+/// Whether a Pod is Running with its Ready condition True.
+fn ready(pod: &Value) -> bool {
+    pod.pointer("/status/phase").and_then(Value::as_str) == Some("Running")
+        && pod
+            .pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|c| {
+                c.get("type") == Some(&json!("Ready")) && c.get("status") == Some(&json!("True"))
+            })
+}
+
+/// A condition as controllers write them, keeping the transition time of an unchanged one.
+fn condition(old: Option<&Value>, kind: &str, ok: bool, reason: &str, message: &str) -> Value {
+    let now = object::now_rfc3339();
+    let status = if ok { "True" } else { "False" };
+    let previous = old
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c.get("type") == Some(&json!(kind))));
+    let mut c = json!({"type": kind, "status": status, "reason": reason, "message": message,
+                       "lastTransitionTime": now});
+    if let Some(p) = previous.filter(|p| p.get("status") == Some(&json!(status))) {
+        c["lastTransitionTime"] = p.get("lastTransitionTime").cloned().unwrap_or(Value::Null);
+        if p.get("reason") == c.get("reason") && p.get("message") == c.get("message") {
+            if let Some(t) = p.get("lastUpdateTime") {
+                c["lastUpdateTime"] = t.clone();
+            }
+            if let Some(t) = p.get("lastProbeTime") {
+                c["lastProbeTime"] = t.clone();
+            }
+        }
+    }
+    c
+}
+
+/// The keys a change makes worth reconciling: the object itself, its controller, and for a
+/// Pod the Services selecting it (before or after the change).
+fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
+    let key = &ev.key;
+    if !WATCHED
+        .iter()
+        .any(|(g, p)| key.res.group == *g && key.res.plural == *p)
+    {
+        return;
+    }
+    out.insert(key.clone());
+    for obj in std::iter::once(&ev.object).chain(ev.prev.as_ref()) {
+        if let Some((kind, name, _)) = controller_of(obj) {
+            let owner = match kind {
+                "ReplicaSet" => res("apps", "replicasets"),
+                "Deployment" => res("apps", "deployments"),
+                "StatefulSet" => res("apps", "statefulsets"),
+                "Job" => res("batch", "jobs"),
+                _ => continue,
+            };
+            out.insert(ObjKey {
+                res: owner,
+                ns: key.ns.clone(),
+                name: name.to_string(),
+            });
+        }
+    }
+    if key.res == res("", "pods") {
+        for svc in store.list(&res("", "services"), Some(&key.ns)) {
+            let sel = svc.pointer("/spec/selector");
+            let labels = |o: &Value| o.pointer("/metadata/labels").cloned();
+            if selects(sel, labels(&ev.object).as_ref())
+                || ev
+                    .prev
+                    .as_ref()
+                    .is_some_and(|p| selects(sel, labels(p).as_ref()))
+            {
+                out.insert(ObjKey {
+                    res: res("", "services"),
+                    ns: key.ns.clone(),
+                    name: object::name(&svc).to_string(),
+                });
+            }
+        }
+    }
+}
+
+/// The resources the simulation reacts to.
+const WATCHED: [(&str, &str); 6] = [
+    ("apps", "deployments"),
+    ("apps", "replicasets"),
+    ("apps", "statefulsets"),
+    ("batch", "jobs"),
+    ("", "pods"),
+    ("", "services"),
+];
+
+/// Reconcile one object with the controller its resource belongs to.
+fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
+    match (key.res.group.as_str(), key.res.plural.as_str()) {
+        ("apps", "deployments") => deployment::reconcile(store, key),
+        ("apps", "replicasets") => replicaset::reconcile(store, key),
+        ("apps", "statefulsets") => statefulset::reconcile(store, key),
+        ("batch", "jobs") => job::reconcile(store, key),
+        ("", "pods") => kubelet::reconcile(store, sim, key),
+        ("", "services") => endpoints::reconcile(store, key),
+        _ => {}
+    }
+}
+
+/// Run the simulation until the emulator stops.
+pub async fn run(shared: Arc<Shared>, config: WorkloadSimulation) {
+    let (wake, mut woken) = mpsc::unbounded_channel();
+    let mut sim = Sim {
+        delay: config.ready_after,
+        starts: HashMap::new(),
+        next_ip: 0,
+        wake,
+    };
+    let everything = |store: &Store| -> BTreeSet<ObjKey> {
+        WATCHED
+            .iter()
+            .flat_map(|(g, p)| store.keys(&res(g, p)))
+            .collect()
+    };
+    let (mut rx, mut queue) = {
+        let store = shared.lock();
+        (store.subscribe(), everything(&store))
+    };
+    loop {
+        while let Some(key) = queue.pop_first() {
+            let mut store = shared.lock();
+            reconcile(&mut store, &mut sim, &key);
+        }
+        tokio::select! {
+            ev = rx.recv() => match ev {
+                Ok(ev) => touched(&shared.lock(), &ev, &mut queue),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    queue.extend(everything(&shared.lock()));
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+            },
+            Some(key) = woken.recv() => { queue.insert(key); }
+        }
+        // Take every change already waiting, so one reconcile covers a burst.
+        loop {
+            match rx.try_recv() {
+                Ok(ev) => touched(&shared.lock(), &ev, &mut queue),
+                Err(TryRecvError::Lagged(_)) => queue.extend(everything(&shared.lock())),
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Closed) => return,
+            }
+        }
+    }
+}
