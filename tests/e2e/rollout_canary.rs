@@ -48,8 +48,9 @@ async fn propose(
     Ok(host)
 }
 
-/// The reasons of the rollout Events about `plugin`, oldest first.
-async fn rollout_events(env: &TestEnv, plugin: &str) -> Result<Vec<String>> {
+/// The reasons of the rollout Events about `plugin`, oldest first, each with how many times it
+/// happened (the recorder folds a repeated reason into a series).
+async fn rollout_events(env: &TestEnv, plugin: &str) -> Result<Vec<(String, i32)>> {
     let events = env.typed::<Event>().list(&Default::default()).await?;
     let mut about: Vec<Event> = events
         .items
@@ -62,7 +63,10 @@ async fn rollout_events(env: &TestEnv, plugin: &str) -> Result<Vec<String>> {
     about.sort_by_key(|e| e.event_time.clone().map(|t| t.0));
     Ok(about
         .into_iter()
-        .map(|e| e.reason.unwrap_or_default())
+        .map(|e| {
+            let count = e.series.map_or(1, |s| s.count);
+            (e.reason.unwrap_or_default(), count)
+        })
         .collect())
 }
 
@@ -120,7 +124,7 @@ async fn a_candidate_failing_on_a_tenth_of_its_parents_is_rolled_back_by_itself_
     }
     assert_eq!(
         rollout_events(&env, "scenario").await?,
-        ["Canary", "RolledBack"]
+        [("Canary".to_owned(), 1), ("RolledBack".to_owned(), 1)]
     );
     let kept = env
         .typed::<ConfigMap>()
@@ -239,7 +243,11 @@ async fn a_good_candidate_is_promoted_through_the_canary_steps_and_no_child_chan
     );
     assert_eq!(
         rollout_events(&env, "blog").await?,
-        ["Shadow", "Canary", "Canary", "Promoted"]
+        [
+            ("Shadow".to_owned(), 1),
+            ("Canary".to_owned(), 2),
+            ("Promoted".to_owned(), 1)
+        ]
     );
     host.shutdown().await;
     Ok(())

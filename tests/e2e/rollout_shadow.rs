@@ -194,7 +194,7 @@ async fn candidates_that_cannot_load_or_serve_the_files_kind_are_refused_and_the
         (
             "corrupt",
             b"\0asm\x0d\0\x01\0 truncated".to_vec(),
-            "cannot compile plugin",
+            "failed to parse WebAssembly module",
         ),
         (
             "a core module",
@@ -209,7 +209,7 @@ async fn candidates_that_cannot_load_or_serve_the_files_kind_are_refused_and_the
         (
             "not admitted",
             std::fs::read(weir_e2e::built("hostile-claims.wasm"))?,
-            "hostile",
+            "child v1 Namespace is never allowed",
         ),
     ];
     for (case, bytes, expected) in &cases {
