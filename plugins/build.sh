@@ -24,6 +24,9 @@ build_rust() {
   # first so that target/wasm32-wasip2 ends up holding the normal Blog.
   cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin -p weir-plugin-blog --features hotswap-label
   cp "$root/target/wasm32-wasip2/plugin/weir_plugin_blog.wasm" "$out/blog-v2.wasm"
+  # The scenario plugin failing on a tenth of its parents: the candidate the rollout tests roll back.
+  cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin -p weir-plugin-scenario --features canary-fail
+  cp "$root/target/wasm32-wasip2/plugin/weir_plugin_scenario.wasm" "$out/scenario-canary-fail.wasm"
   # The hostile plugin's variants whose attack is their describe() (tests/e2e/hostile.rs), each
   # its own component; built before the plain hostile plugin for the same reason.
   local variant

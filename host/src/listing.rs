@@ -64,6 +64,58 @@ pub struct Listed {
     pub loaded_at: String,
     /// Reconciles by result.
     pub reconciles: std::collections::BTreeMap<String, u64>,
+    /// The candidate version being rolled out, or the last one.
+    #[serde(default)]
+    pub rollout: Option<ListedRollout>,
+    /// Why the candidate for this plugin's file was refused.
+    #[serde(default)]
+    pub candidate_refused: Option<String>,
+}
+
+/// A rollout as `/plugins` lists it (`crate::rollout::RolloutStatus`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedRollout {
+    /// The candidate's version.
+    pub version: String,
+    /// Where it stands.
+    pub phase: crate::rollout::Phase,
+    /// Reconciles whose answers were compared.
+    pub compared: u64,
+    /// Reconciles whose answers differed.
+    pub differed: u64,
+    /// The candidate's bad outcomes by cause.
+    #[serde(default)]
+    pub candidate_failures: std::collections::BTreeMap<String, u64>,
+    /// The first differing reconciles, in full.
+    #[serde(default)]
+    pub first_diffs: Vec<ListedDiffs>,
+}
+
+/// One differing reconcile.
+#[derive(Debug, Deserialize)]
+pub struct ListedDiffs {
+    /// The parent.
+    pub parent: String,
+    /// The phase it was seen in.
+    pub phase: String,
+    /// Each difference: `kind` and `detail`.
+    pub diffs: Vec<std::collections::BTreeMap<String, String>>,
+}
+
+impl ListedRollout {
+    /// One cell: `Canary 10% 0.2.0: 120 compared, 120 differ, 3 failed`.
+    fn cell(&self) -> String {
+        let failed: u64 = self.candidate_failures.values().sum();
+        let phase = match &self.phase {
+            crate::rollout::Phase::RolledBack { .. } => "RolledBack".to_owned(),
+            p => p.to_string(),
+        };
+        format!(
+            "{phase} {}: {} compared, {} differ, {failed} failed",
+            self.version, self.compared, self.differed
+        )
+    }
 }
 
 /// Fetches `/plugins` from the host's operations port at `addr` (`host:port`).
@@ -117,6 +169,7 @@ pub fn table(plugins: &[Listed]) -> String {
             "LOADED AT",
             "RECONCILES",
             "FILE",
+            "CANDIDATE",
         ]
         .map(str::to_owned),
     ];
@@ -134,9 +187,14 @@ pub fn table(plugins: &[Listed]) -> String {
                 count("error") + count("refused")
             ),
             p.file.clone(),
+            match (&p.rollout, &p.candidate_refused) {
+                (_, Some(_)) => "refused".to_owned(),
+                (Some(r), None) => r.cell(),
+                (None, None) => String::new(),
+            },
         ]);
     }
-    let widths: Vec<usize> = (0..7)
+    let widths: Vec<usize> = (0..8)
         .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
@@ -148,6 +206,38 @@ pub fn table(plugins: &[Listed]) -> String {
             .collect();
         out.push_str(cells.join("  ").trim_end());
         out.push('\n');
+    }
+    for p in plugins {
+        out.push_str(&details(p));
+    }
+    out
+}
+
+/// Below the table: a refused candidate's reason, a rollback's reason, the first diffs in full.
+fn details(p: &Listed) -> String {
+    let mut out = String::new();
+    if let Some(reason) = &p.candidate_refused {
+        out.push_str(&format!("\n{}: candidate refused: {reason}\n", p.name));
+    }
+    let Some(r) = &p.rollout else { return out };
+    if let crate::rollout::Phase::RolledBack { reason } = &r.phase {
+        out.push_str(&format!(
+            "\n{} {}: rolled back {reason}\n",
+            p.name, r.version
+        ));
+    }
+    if !r.first_diffs.is_empty() {
+        out.push_str(&format!(
+            "\n{} {} against {}: first differing reconciles\n",
+            p.name, r.version, p.version
+        ));
+    }
+    for d in &r.first_diffs {
+        out.push_str(&format!("  {} ({})\n", d.parent, d.phase));
+        for diff in &d.diffs {
+            let get = |k: &str| diff.get(k).map_or("", String::as_str);
+            out.push_str(&format!("    {}: {}\n", get("kind"), get("detail")));
+        }
     }
     out
 }
@@ -174,5 +264,38 @@ mod tests {
             "{text}"
         );
         assert_eq!(lines[0].find("KIND"), lines[1].find("Blog.weir.dev"));
+    }
+
+    #[test]
+    fn a_rollout_shows_its_phase_counts_and_first_diffs_below_the_table() {
+        let listed: Vec<Listed> = serde_json::from_value(serde_json::json!([{
+            "name": "blog", "version": "0.1.0", "kind": "Blog.weir.dev", "file": "/plugins/blog.wasm",
+            "sha256": "24a12032b659c7b8aa", "loadedAt": "2026-11-30T10:00:00Z",
+            "reconciles": {"success": 7},
+            "rollout": {
+                "file": "/plugins/candidates/blog.wasm", "version": "0.2.0", "sha256": "ff",
+                "phase": {"name": "RolledBack", "reason": "in Canary 10%, candidate 0.2.0 failed"},
+                "compared": 40, "differed": 4, "diffs": {"error": 4},
+                "candidateFailures": {"trap": 4}, "servingFailures": {},
+                "firstDiffs": [{"parent": "ns/b-0", "phase": "Canary 10%",
+                    "diffs": [{"kind": "error", "detail": "serving: answered (3 children); candidate: trap (x)"}]}]
+            }
+        }]))
+        .unwrap_or_default();
+        let text = table(&listed);
+        assert!(
+            text.lines()
+                .nth(1)
+                .is_some_and(|l| l.ends_with("RolledBack 0.2.0: 40 compared, 4 differ, 4 failed")),
+            "{text}"
+        );
+        assert!(
+            text.contains("blog 0.2.0: rolled back in Canary 10%, candidate 0.2.0 failed"),
+            "{text}"
+        );
+        assert!(
+            text.contains("  ns/b-0 (Canary 10%)\n    error: serving: answered (3 children); candidate: trap (x)\n"),
+            "{text}"
+        );
     }
 }

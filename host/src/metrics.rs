@@ -40,6 +40,16 @@ pub struct WriteLabels {
     pub resource: String,
 }
 
+/// Labels of the rollout counters.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RolloutLabels {
+    /// Plugin name.
+    pub plugin: String,
+    /// The kind of difference (`children`, `status`, `requeue`, `error`) or the candidate's
+    /// failure (`error`, `trap`, `timeout`, `memory`, `refused`, `hot-loop`).
+    pub kind: String,
+}
+
 fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_05, 2.0, 20))
 }
@@ -55,6 +65,9 @@ pub struct Metrics {
     backoffs: Family<PluginLabels, Counter>,
     hot_loops: Family<PluginLabels, Counter>,
     related_enqueues: Family<PluginLabels, Counter>,
+    shadow_compared: Family<PluginLabels, Counter>,
+    shadow_diffs: Family<RolloutLabels, Counter>,
+    candidate_failures: Family<RolloutLabels, Counter>,
     writes_total: AtomicU64,
     reconciles_total: AtomicU64,
 }
@@ -79,6 +92,24 @@ impl Metrics {
         let backoffs = Family::default();
         let hot_loops = Family::default();
         let related_enqueues = Family::default();
+        let shadow_compared = Family::default();
+        let shadow_diffs = Family::default();
+        let candidate_failures = Family::default();
+        registry.register(
+            "rollout_compared",
+            "Reconciles whose serving and candidate answers were compared",
+            shadow_compared.clone(),
+        );
+        registry.register(
+            "rollout_diffs",
+            "Compared reconciles whose answers differed, by kind of difference",
+            shadow_diffs.clone(),
+        );
+        registry.register(
+            "rollout_candidate_failures",
+            "Candidate calls that failed, were refused or asked to run again at once",
+            candidate_failures.clone(),
+        );
         registry.register(
             "reconciles",
             "Reconciles by plugin and result",
@@ -129,6 +160,9 @@ impl Metrics {
             backoffs,
             hot_loops,
             related_enqueues,
+            shadow_compared,
+            shadow_diffs,
+            candidate_failures,
             writes_total: AtomicU64::new(0),
             reconciles_total: AtomicU64::new(0),
         }
@@ -195,6 +229,41 @@ impl Metrics {
     /// A key was flagged as a hot loop.
     pub fn hot_loop(&self, plugin: &str) {
         self.hot_loops.get_or_create(&Self::plugin(plugin)).inc();
+    }
+
+    /// One reconcile ran both versions of `plugin`; its answers differed in `diffs` (kinds)
+    /// and the candidate fared `candidate` (a failure label, if it failed).
+    pub fn compared(&self, plugin: &str, diffs: &[&str], candidate: Option<&str>) {
+        self.shadow_compared
+            .get_or_create(&Self::plugin(plugin))
+            .inc();
+        let labels = |kind: &str| RolloutLabels {
+            plugin: plugin.into(),
+            kind: kind.into(),
+        };
+        for kind in diffs {
+            self.shadow_diffs.get_or_create(&labels(kind)).inc();
+        }
+        if let Some(kind) = candidate {
+            self.candidate_failures.get_or_create(&labels(kind)).inc();
+        }
+    }
+
+    /// Compared reconciles of `plugin` whose answers differed in `kind`.
+    pub fn diffs_of(&self, plugin: &str, kind: &str) -> u64 {
+        self.shadow_diffs
+            .get_or_create(&RolloutLabels {
+                plugin: plugin.into(),
+                kind: kind.into(),
+            })
+            .get()
+    }
+
+    /// Reconciles of `plugin` whose two versions' answers were compared.
+    pub fn compared_of(&self, plugin: &str) -> u64 {
+        self.shadow_compared
+            .get_or_create(&Self::plugin(plugin))
+            .get()
     }
 
     /// The registry, so a subsystem that keeps its own metrics (hot-loading) adds them before serving.

@@ -22,6 +22,8 @@ mod refused_answers_write_nothing;
 mod related_objects;
 mod restart_converges;
 mod rollout_undo;
+mod rollout_canary;
+mod rollout_shadow;
 mod unwanted_children_are_pruned;
 mod watch_recovers;
 mod weir_run_binary;

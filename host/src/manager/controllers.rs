@@ -90,6 +90,26 @@ impl ControllersView {
             .collect()
     }
 
+    /// The controller of a served kind (`Kind.group`).
+    pub(super) fn controller(&self, kind: &str) -> Option<Arc<Controller>> {
+        self.controllers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .find(|(k, _)| k.to_string() == kind)
+            .map(|(_, (c, _))| c.clone())
+    }
+
+    /// Per served kind (`Kind.group`) with a candidate now or before: its rollout.
+    pub(super) fn rollouts(&self) -> HashMap<String, crate::rollout::RolloutStatus> {
+        self.controllers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(|(k, (c, _))| Some((k.to_string(), c.rollout()?)))
+            .collect()
+    }
+
     /// Stops every task at once (a hard kill).
     pub(super) fn abort_all(&self) {
         for (_, tasks) in self

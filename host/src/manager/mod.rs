@@ -6,9 +6,11 @@
 //! operations server (`/metrics`, `/healthz`, `/readyz`, `/plugins`) and one [`PluginSource`]
 //! (a fixed list of components, a hot-loaded directory, or the cluster's `Plugin` objects). Its
 //! event loop turns the source's [`PluginEvent`]s into controllers: started, swapped in place,
-//! stopped.
+//! stopped. Candidate versions (`crate::rollout`) come from `DIR/candidates/` or
+//! [`Manager::propose_candidate`].
 
 mod admission;
+mod candidates;
 mod controllers;
 mod ops;
 
@@ -20,6 +22,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
+pub use self::candidates::CANDIDATES_DIR;
+use self::candidates::Candidates;
 use self::controllers::{Controllers, ControllersView};
 use crate::hotload::{
     self, Catalog, ClusterLoader, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, install_crd,
@@ -31,6 +35,7 @@ use crate::policy::Policy;
 use crate::reconcile::ControllerConfig;
 pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
 use crate::reconcile::source::Informers;
+use crate::rollout::{CandidateRefusal, RolloutConfig, RolloutStatus};
 use crate::server::ServerError;
 
 /// Why the host could not start.
@@ -101,6 +106,8 @@ pub struct ManagerConfig {
     pub install_crds: bool,
     /// What plugins may declare (parents, children, Secret types).
     pub policy: Arc<Policy>,
+    /// How candidate versions are shadowed, canaried, promoted or rolled back.
+    pub rollout: RolloutConfig,
 }
 
 impl Default for ManagerConfig {
@@ -114,6 +121,7 @@ impl Default for ManagerConfig {
             listen: None,
             install_crds: false,
             policy: Arc::new(Policy::default()),
+            rollout: RolloutConfig::default(),
         }
     }
 }
@@ -129,8 +137,10 @@ pub struct Manager {
     stop: CancellationToken,
     main: tokio::task::JoinHandle<()>,
     addr: Option<SocketAddr>,
-    /// Keeps the directory or cluster source alive (dropping it stops it).
-    _loader: Option<Running>,
+    candidates: Candidates,
+    /// Keeps the plugin source alive (the directory or cluster loader; dropping it stops it) and
+    /// the candidates directory's watcher.
+    _loaders: (Option<Running>, Option<HotLoader>),
 }
 
 impl Manager {
@@ -150,6 +160,7 @@ impl Manager {
             Some(lc) => Some(Leadership::start(client.clone(), lc).await?),
             None => None,
         };
+        let mut candidate_source = None;
         let (events, catalog, loader) = match source {
             PluginSource::Fixed(plugins) => {
                 let (tx, rx) = mpsc::unbounded_channel();
@@ -176,15 +187,29 @@ impl Manager {
                 config: dir,
                 engine,
             } => {
-                let loader = AdmittingLoader {
+                let loader = |admission| AdmittingLoader {
                     inner: EngineLoader {
-                        engine,
+                        engine: engine.clone(),
                         limits: config.limits,
                     },
                     admission,
                     runtime: tokio::runtime::Handle::current(),
                 };
-                let (hot, rx) = HotLoader::start(dir, loader, hotload_metrics.clone())?;
+                let candidates_dir = dir.dir.join(CANDIDATES_DIR);
+                if candidates_dir.is_dir() {
+                    let watch = hotload::Config {
+                        dir: candidates_dir,
+                        only: None,
+                        ..dir.clone()
+                    };
+                    let (hot, rx) = HotLoader::start(
+                        watch,
+                        loader(admission.clone()),
+                        HotloadMetrics::default(),
+                    )?;
+                    candidate_source = Some((hot, rx, dir.dir.clone()));
+                }
+                let (hot, rx) = HotLoader::start(dir, loader(admission), hotload_metrics.clone())?;
                 (rx, hot.catalog(), Some(Running::Directory(hot)))
             }
             PluginSource::Cluster {
@@ -227,12 +252,23 @@ impl Manager {
         );
         let view = controllers.view();
         let stop = CancellationToken::new();
+        let candidates = Candidates::new(
+            client.clone(),
+            (catalog.clone(), view.clone()),
+            config.rollout.clone(),
+            &rollout_namespace(&config),
+            &config.controller.instance,
+        );
+        let candidate_loader = candidate_source.map(|(hot, rx, dir)| {
+            tokio::spawn(candidates.clone().follow(rx, dir, stop.clone()));
+            hot
+        });
         let addr = match config.listen {
             Some(listen) => Some(
                 ops::serve(
                     listen,
                     catalog.clone(),
-                    view.clone(),
+                    (view.clone(), candidates.refused.clone()),
                     metrics.clone(),
                     stop.clone(),
                 )
@@ -259,7 +295,8 @@ impl Manager {
             stop,
             main,
             addr,
-            _loader: loader,
+            candidates,
+            _loaders: (loader, candidate_loader),
         })
     }
 
@@ -286,6 +323,38 @@ impl Manager {
     /// The kinds the host watches right now, each with its number of subscribed controllers.
     pub fn watched(&self) -> Vec<(crate::plugin::ResourceKind, usize)> {
         self.informers.watched()
+    }
+
+    /// Rolls `candidate` out as a new version of the plugin served from `serving` (a catalog
+    /// row's `file`): shadowed, canaried, then promoted or rolled back (`crate::rollout`). A
+    /// phase kept for the same bytes (before a restart) is resumed. The serving version is
+    /// untouched by a refusal.
+    pub async fn propose_candidate(
+        &self,
+        serving: &std::path::Path,
+        candidate: Plugin,
+    ) -> Result<(), CandidateRefusal> {
+        let file = candidate.label().into();
+        self.candidates.propose(serving, file, candidate).await
+    }
+
+    /// Drops the candidate of the plugin served from `serving`.
+    pub fn withdraw_candidate(&self, serving: &std::path::Path) {
+        self.candidates.withdraw(serving);
+    }
+
+    /// Per served kind (`Kind.group`) with a candidate now or before: its rollout.
+    pub fn rollouts(&self) -> std::collections::HashMap<String, RolloutStatus> {
+        self.view.rollouts()
+    }
+
+    /// Why the candidate of a serving file was refused, by serving file.
+    pub fn refused_candidates(&self) -> std::collections::BTreeMap<std::path::PathBuf, String> {
+        self.candidates
+            .refused
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The bound address of the operations server, if any.
@@ -318,6 +387,18 @@ impl Manager {
     pub async fn wait(&mut self) {
         let _ = (&mut self.main).await;
     }
+}
+
+/// Where rollout phases are kept: the configured namespace, else the leader lease's, else the
+/// watched one, else `default`.
+fn rollout_namespace(config: &ManagerConfig) -> String {
+    config
+        .rollout
+        .namespace
+        .clone()
+        .or_else(|| config.leader.as_ref().map(|l| l.namespace.clone()))
+        .or_else(|| config.controller.namespace.clone())
+        .unwrap_or_else(|| "default".into())
 }
 
 /// Applies plugin events to the controllers until stopped. A lost lease does not stop the host:

@@ -15,6 +15,7 @@ use super::controllers::ControllersView;
 use crate::hotload::{Catalog, CatalogRow};
 use crate::metrics::Metrics;
 use crate::reconcile::error::ResultLabel;
+use crate::rollout::RolloutStatus;
 use crate::server::{self, ServerError};
 
 /// Ready: the source was read once, every served kind has a controller, and their caches
@@ -27,7 +28,7 @@ pub(super) fn ready(catalog: &Catalog, view: &ControllersView) -> bool {
 pub(super) async fn serve(
     listen: SocketAddr,
     catalog: Catalog,
-    view: ControllersView,
+    (view, refused): (ControllersView, Refused),
     metrics: Arc<Metrics>,
     stop: CancellationToken,
 ) -> Result<SocketAddr, ServerError> {
@@ -40,20 +41,26 @@ pub(super) async fn serve(
         .with_state(Listing {
             catalog,
             view,
+            refused,
             metrics: metrics.clone(),
         });
     server::serve_with(listen, metrics, readiness, stop, extra).await
 }
 
+/// Why the candidate of a serving file was refused, by serving file.
+type Refused = Arc<std::sync::RwLock<BTreeMap<std::path::PathBuf, String>>>;
+
 #[derive(Clone)]
 struct Listing {
     catalog: Catalog,
     view: ControllersView,
+    refused: Refused,
     metrics: Arc<Metrics>,
 }
 
 /// A served plugin with its reconcile counts, as `/plugins` lists it.
 #[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct Listed {
     #[serde(flatten)]
     row: CatalogRow,
@@ -62,10 +69,22 @@ struct Listed {
     /// Kinds it declared that the API server does not serve (the plugin is not ready).
     unserved: Vec<String>,
     reconciles: BTreeMap<&'static str, u64>,
+    /// The candidate version being rolled out (or the last one), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rollout: Option<RolloutStatus>,
+    /// Why the candidate for this file was refused, if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    candidate_refused: Option<String>,
 }
 
 async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
     let states = listing.view.states();
+    let mut rollouts = listing.view.rollouts();
+    let refused = listing
+        .refused
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
     let rows = listing.catalog.rows();
     axum::Json(
         rows.into_iter()
@@ -81,6 +100,8 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
                     .collect();
                 let (synced, unserved) = states.get(&row.kind).cloned().unwrap_or_default();
                 Listed {
+                    rollout: rollouts.remove(&row.kind),
+                    candidate_refused: refused.get(&row.file).cloned(),
                     synced,
                     unserved,
                     row,

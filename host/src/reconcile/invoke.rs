@@ -29,6 +29,36 @@ pub struct PluginError {
     pub message: String,
     /// Whether the plugin answered but the answer broke the contract (refused, nothing written).
     pub refused: bool,
+    /// What failed, for counting a candidate version's failures by cause (`crate::rollout`).
+    pub cause: FailureCause,
+}
+
+/// What made a plugin call fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FailureCause {
+    /// The plugin reported an error of its own (or the host could not make the call).
+    Error,
+    /// The guest trapped.
+    Trap,
+    /// The call ran past its deadline.
+    Timeout,
+    /// The guest ran out of memory.
+    Memory,
+    /// The answer broke the contract or the host's rules: refused, nothing written.
+    Refused,
+}
+
+impl FailureCause {
+    /// The metric label.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Trap => "trap",
+            Self::Timeout => "timeout",
+            Self::Memory => "memory",
+            Self::Refused => "refused",
+        }
+    }
 }
 
 impl PluginError {
@@ -38,6 +68,7 @@ impl PluginError {
             kind,
             message: message.into(),
             refused: false,
+            cause: FailureCause::Error,
         }
     }
 
@@ -47,15 +78,25 @@ impl PluginError {
             kind: ErrorKind::Permanent,
             message: message.into(),
             refused: true,
+            cause: FailureCause::Refused,
         }
     }
 }
 
 fn from_call(e: crate::plugin::CallError) -> PluginError {
-    match e {
-        crate::plugin::CallError::InvalidResponse { .. }
-        | crate::plugin::CallError::ResponseTooLarge { .. } => PluginError::refused(e.to_string()),
-        e => PluginError::new(e.kind(), e.to_string()),
+    use crate::plugin::CallError;
+    let cause = match &e {
+        CallError::InvalidResponse { .. } | CallError::ResponseTooLarge { .. } => {
+            return PluginError::refused(e.to_string());
+        }
+        CallError::Trap { .. } => FailureCause::Trap,
+        CallError::Timeout { .. } => FailureCause::Timeout,
+        CallError::OutOfMemory { .. } => FailureCause::Memory,
+        _ => FailureCause::Error,
+    };
+    PluginError {
+        cause,
+        ..PluginError::new(e.kind(), e.to_string())
     }
 }
 

@@ -6,12 +6,14 @@
 //! ③ [`cache`] stores and owner index, [`related`] the objects a parent selected to read and
 //! the index from them back to the parents, ④ [`invoke`] the plugin call,
 //! ⑤ [`validate`] + [`apply`] checks and writes, ⑥ [`status`] status, finalizer, Events.
+//! A candidate version, when one is rolled out, is called beside the serving one (`candidate`).
 //! Beside them: [`echoes`] tells the watch echo of the host's own writes from outside changes,
 //! and [`error`] maps a failed reconcile to its condition, Event, metric and queue decision.
 
 pub mod activity;
 pub mod apply;
 pub mod cache;
+mod candidate;
 pub mod echoes;
 pub mod error;
 pub mod invoke;
@@ -103,6 +105,8 @@ impl Binding {
 /// ([`Controller::swap`]): the queue, the workers and the caches stay.
 pub struct Controller {
     current: RwLock<Arc<Binding>>,
+    /// A candidate version being rolled out, and the last rollout.
+    slot: RwLock<candidate::Slot>,
     parts: Parts,
 }
 
@@ -216,6 +220,7 @@ impl Controller {
         };
         Self {
             current: RwLock::new(Arc::new(parts.bind(plugin))),
+            slot: RwLock::default(),
             parts,
         }
     }
@@ -283,13 +288,13 @@ impl Controller {
             let this = self.clone();
             workers.spawn(async move {
                 while let Some(key) = this.parts.queue.next().await {
-                    let binding = this.binding();
+                    let (binding, shadow) = this.route(&key);
                     let name = &binding.info().name;
                     this.parts
                         .metrics
                         .queue_depth(name, this.parts.queue.depth());
                     let started = Instant::now();
-                    let (finish, label) = this.reconcile(&binding, &key).await;
+                    let (finish, label) = this.reconcile(&binding, shadow.as_ref(), &key).await;
                     this.parts
                         .metrics
                         .reconciled(name, label.as_str(), started.elapsed());
@@ -318,7 +323,12 @@ impl Controller {
     }
 
     /// One reconcile of one key in its own span; errors go through [`Controller::error_policy`].
-    async fn reconcile(&self, b: &Binding, key: &ObjectKey) -> (Finish, ResultLabel) {
+    async fn reconcile(
+        &self,
+        b: &Binding,
+        shadow: Option<&candidate::Shadow>,
+        key: &ObjectKey,
+    ) -> (Finish, ResultLabel) {
         let info = b.info();
         let attempt = self.parts.queue.failures(key) + 1;
         let span = tracing::info_span!("reconcile", plugin = %info.name, version = %info.version, kind = %info.parent.kind, key = %key, attempt);
@@ -328,7 +338,7 @@ impl Controller {
                 b.related.forget(key);
                 return (Finish::Done, ResultLabel::Gone);
             };
-            match self.reconcile_parent(b, key, parent.clone()).await {
+            match self.reconcile_parent(b, shadow, key, parent.clone()).await {
                 Ok(finish) => (finish, ResultLabel::Success),
                 Err(e) => self.error_policy(b, key, &parent, &e).await,
             }
@@ -341,6 +351,7 @@ impl Controller {
     async fn reconcile_parent(
         &self,
         b: &Binding,
+        shadow: Option<&candidate::Shadow>,
         key: &ObjectKey,
         parent: Arc<DynamicObject>,
     ) -> Result<Finish, ReconcileError> {
@@ -358,10 +369,9 @@ impl Controller {
         }
         let parent = self.ensure_finalizer(b, parent).await?;
 
-        // ④ Ask the plugin for the desired children and status.
-        let answer = b
-            .invoker
-            .reconcile(&parent, &observed, &related)
+        // ④ Ask the plugin for the desired children and status (and a candidate beside it).
+        let answer = self
+            .answer(b, shadow, (key, &parent), &observed, &related)
             .await
             .map_err(ReconcileError::Plugin)?;
 
@@ -405,11 +415,7 @@ impl Controller {
             &status::now(),
         );
         let mut status_diff = status::merge_diff(parent.data.get("status"), &status);
-        let finish = match answer.requeue {
-            Requeue::Done => Finish::Done,
-            Requeue::Now => Finish::Now,
-            Requeue::After(d) => Finish::After(d),
-        };
+        let finish = finish_of(answer.requeue);
         // A requeue sooner than the floor counts like `Now`: every fast path is throttled.
         let busy =
             !writes.is_empty() || status_diff.is_some() || self.parts.queue.requeues_soon(finish);
@@ -551,5 +557,14 @@ impl Controller {
                 Ok(Finish::Done)
             }
         }
+    }
+}
+
+/// The queue decision a plugin's requeue asks for.
+fn finish_of(requeue: Requeue) -> Finish {
+    match requeue {
+        Requeue::Done => Finish::Done,
+        Requeue::Now => Finish::Now,
+        Requeue::After(d) => Finish::After(d),
     }
 }

@@ -14,6 +14,9 @@
 //!
 //! Status: `{configMaps: <observed count>, conditions: [Ready]}`, Ready once every
 //! desired ConfigMap is observed.
+//!
+//! Built with the `canary-fail` feature (`scenario-canary-fail.wasm`), it fails (permanent) for
+//! every parent whose name ends in `0`: a candidate version worse on a tenth of its inputs.
 
 #![expect(missing_docs, reason = "wit-bindgen generated code has no docs")]
 
@@ -93,6 +96,13 @@ impl Guest for Scenario {
     fn reconcile(request: ReconcileRequest) -> Result<ReconcileResponse, ReconcileError> {
         let parent = parse(&request.parent)?;
         let spec = &parent["spec"];
+        let name = parent["metadata"]["name"].as_str().unwrap_or_default();
+        if cfg!(feature = "canary-fail") && name.ends_with('0') {
+            return Err(error(
+                ErrorKind::Permanent,
+                format!("canary-fail: failing for {name}"),
+            ));
+        }
         match spec["fail"].as_str() {
             Some("transient") => {
                 return Err(error(

@@ -1,0 +1,209 @@
+//! Candidate versions: checked against what they would replace, resumed where a restart left them, handed to their kind's controller.
+//!
+//! The directory source's candidates are the files of `DIR/candidates/`, followed by a second
+//! hot loader: `DIR/candidates/FILE.wasm` is the candidate of `DIR/FILE.wasm`. Any other source
+//! (the cluster `Plugin` resource) calls [`Candidates::propose`] with the serving file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Duration;
+
+use kube::Client;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::controllers::ControllersView;
+use crate::hotload::{Catalog, KindKey, PluginEvent};
+use crate::plugin::Plugin;
+use crate::rollout::{CandidateRefusal, PhaseStore, Rollout, RolloutConfig, StoredPhase};
+
+/// The subdirectory of the plugins directory holding candidates.
+pub const CANDIDATES_DIR: &str = "candidates";
+
+/// Hands candidates to controllers and keeps the refusals for the listing.
+#[derive(Clone)]
+pub(super) struct Candidates {
+    pub(super) catalog: Catalog,
+    pub(super) view: ControllersView,
+    pub(super) store: PhaseStore,
+    pub(super) config: RolloutConfig,
+    /// Why the candidate of a serving file was refused, by serving file.
+    pub(super) refused: Arc<RwLock<BTreeMap<PathBuf, String>>>,
+}
+
+impl Candidates {
+    pub(super) fn new(
+        client: Client,
+        (catalog, view): (Catalog, ControllersView),
+        config: RolloutConfig,
+        namespace: &str,
+        instance: &str,
+    ) -> Self {
+        Self {
+            catalog,
+            view,
+            store: PhaseStore::new(client, namespace, instance),
+            config,
+            refused: Arc::default(),
+        }
+    }
+
+    /// Rolls `plugin` (from `file`) out as the candidate of what `serving` serves, resuming the
+    /// phase kept for the same bytes; a refusal is kept for the listing.
+    pub(super) async fn propose(
+        &self,
+        serving: &Path,
+        file: PathBuf,
+        plugin: Plugin,
+    ) -> Result<(), CandidateRefusal> {
+        let result = self.try_propose(serving, file, plugin).await;
+        let mut refused = self.refused.write().unwrap_or_else(PoisonError::into_inner);
+        match &result {
+            Ok(()) => refused.remove(serving),
+            Err(e) => refused.insert(serving.to_path_buf(), e.to_string()),
+        };
+        result
+    }
+
+    async fn try_propose(
+        &self,
+        serving: &Path,
+        file: PathBuf,
+        plugin: Plugin,
+    ) -> Result<(), CandidateRefusal> {
+        let shown = serving.display().to_string();
+        let row = self
+            .catalog
+            .rows()
+            .into_iter()
+            .find(|r| r.file == serving)
+            .ok_or_else(|| CandidateRefusal::NoServing(shown.clone()))?;
+        let info = plugin.info();
+        let claimed = KindKey::of(info).to_string();
+        if claimed != row.kind {
+            return Err(CandidateRefusal::OtherKind {
+                claimed,
+                file: shown,
+                serving: row.kind,
+            });
+        }
+        if info.name != row.name {
+            return Err(CandidateRefusal::OtherPlugin {
+                claimed: info.name.clone(),
+                serving: row.name,
+            });
+        }
+        // The serving bytes themselves are a valid candidate: their comparison must find nothing.
+        let sha = plugin.sha256().to_owned();
+        let controller = self
+            .view
+            .controller(&row.kind)
+            .ok_or(CandidateRefusal::NoServing(shown))?;
+        if controller.candidate_sha256().as_deref() == Some(sha.as_str()) {
+            return Ok(());
+        }
+        let kept = match self.store.load(&info.name).await {
+            Ok(kept) => kept.filter(|k| k.sha256 == sha),
+            Err(e) => {
+                tracing::warn!(error = %crate::chain::Chain(&e), "starting the candidate afresh");
+                None
+            }
+        };
+        let phase = kept
+            .as_ref()
+            .map_or_else(|| self.config.first(), |k| k.phase.clone());
+        if kept.is_none() {
+            let stored = StoredPhase {
+                sha256: sha.clone(),
+                version: info.version.clone(),
+                phase: phase.clone(),
+            };
+            if let Err(e) = self.store.save(&info.name, &stored).await {
+                tracing::warn!(error = %crate::chain::Chain(&e), "the rollout phase was not kept");
+            }
+        }
+        let rollout = Rollout::new(
+            self.config.clone(),
+            format!("{}@{}", row.name, row.version),
+            (file, info.version.clone(), sha),
+            phase,
+        );
+        controller.propose(
+            Arc::new(plugin),
+            Arc::new(rollout),
+            Some(self.store.clone()),
+        );
+        Ok(())
+    }
+
+    /// The candidate of `serving` went away.
+    pub(super) fn withdraw(&self, serving: &Path) {
+        self.refused
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(serving);
+        if let Some(row) = self.catalog.rows().into_iter().find(|r| r.file == serving)
+            && let Some(controller) = self.view.controller(&row.kind)
+        {
+            controller.withdraw();
+        }
+    }
+
+    /// Follows the candidates directory's loader until `stop`: a candidate whose serving file
+    /// is not served yet (the host is starting) is retried until it is.
+    pub(super) async fn follow(
+        self,
+        mut events: mpsc::UnboundedReceiver<PluginEvent<Plugin>>,
+        plugins_dir: PathBuf,
+        stop: CancellationToken,
+    ) {
+        let serving_of = |file: &Path| plugins_dir.join(file.file_name().unwrap_or_default());
+        let mut pending: BTreeMap<PathBuf, (PathBuf, Plugin)> = BTreeMap::new();
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = tick.tick() => {}
+                event = events.recv() => match event {
+                    Some(PluginEvent::Added { file, plugin } | PluginEvent::Replaced { file, new: plugin, .. }) => {
+                        pending.insert(serving_of(&file), (file, plugin));
+                    }
+                    Some(PluginEvent::Removed { file, .. }) => {
+                        let serving = serving_of(&file);
+                        pending.remove(&serving);
+                        self.withdraw(&serving);
+                    }
+                    Some(PluginEvent::Refused { file, reason }) => {
+                        let message = match reason {
+                            crate::hotload::Refusal::Invalid(m) => m,
+                            crate::hotload::Refusal::Conflict { kind, serving } => {
+                                format!("another candidate, {}, claims {kind}", serving.display())
+                            }
+                        };
+                        tracing::warn!(candidate = %file.display(), reason = %message, "candidate refused");
+                        self.refused
+                            .write()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .insert(serving_of(&file), CandidateRefusal::Load(message).to_string());
+                    }
+                    None => return,
+                },
+            }
+            let mut done = Vec::new();
+            for (serving, (file, plugin)) in &pending {
+                match self.propose(serving, file.clone(), plugin.clone()).await {
+                    Err(CandidateRefusal::NoServing(_)) => {}
+                    Err(e) => {
+                        tracing::warn!(candidate = %file.display(), reason = %e, "candidate refused");
+                        done.push(serving.clone());
+                    }
+                    Ok(()) => done.push(serving.clone()),
+                }
+            }
+            for serving in done {
+                pending.remove(&serving);
+            }
+        }
+    }
+}

@@ -1,0 +1,228 @@
+//! ④b A candidate version beside the serving one: which answers a parent, the second call, the phase's moves.
+//!
+//! While a candidate is proposed, [`Controller::route`] picks for each key the version whose
+//! answer is applied (see `crate::rollout` for the phases) and the other one, which is called on
+//! the same inputs and whose answer is only compared. Nothing of the compared-only version is
+//! written, and its failures never reach the parent: they are counted.
+
+use std::sync::{Arc, PoisonError};
+
+use kube::api::DynamicObject;
+
+use super::invoke::{PluginError, Reconciler};
+use super::queue::{Cause, ObjectKey};
+use super::{Binding, Controller};
+use crate::plugin::ReconcileResponse;
+use crate::rollout::{Normalised, Phase, PhaseStore, Rollout, RolloutStatus, StoredPhase, compare};
+
+/// A proposed candidate: its binding (subscriptions, writers) and its rollout.
+pub(super) struct Candidate {
+    binding: Arc<Binding>,
+    rollout: Arc<Rollout>,
+    store: Option<PhaseStore>,
+}
+
+/// The candidate slot of a controller.
+#[derive(Default)]
+pub(super) struct Slot {
+    /// The candidate being rolled out.
+    live: Option<Arc<Candidate>>,
+    /// The last rollout, kept for the listing once it is promoted or rolled back.
+    last: Option<Arc<Rollout>>,
+}
+
+/// For one reconcile: the version not applied, called on the same inputs.
+pub(super) struct Shadow {
+    other: Arc<Binding>,
+    /// Whether the applied version is the candidate (a canary parent).
+    candidate_applies: bool,
+    candidate: Arc<Candidate>,
+}
+
+impl Controller {
+    fn slot(&self) -> std::sync::RwLockWriteGuard<'_, Slot> {
+        self.slot.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Rolls `plugin` out beside the serving version, starting at `rollout`'s phase; `store`
+    /// keeps each move. A candidate already `RolledBack` is only listed; one already `Promoted`
+    /// serves at once. Every parent is reconciled again.
+    pub fn propose(
+        &self,
+        plugin: Arc<dyn Reconciler>,
+        rollout: Arc<Rollout>,
+        store: Option<PhaseStore>,
+    ) {
+        let phase = rollout.phase();
+        tracing::info!(kind = %self.info().parent.kind, candidate = %plugin.info().version, %phase, "candidate proposed");
+        if let Phase::RolledBack { .. } = phase {
+            *self.slot() = Slot {
+                live: None,
+                last: Some(rollout),
+            };
+            return;
+        }
+        // Subscribing the candidate's parent kind enqueues every cached parent.
+        let binding = Arc::new(self.parts.bind(plugin));
+        let mut slot = self.slot();
+        if phase == Phase::Promoted {
+            *self.current.write().unwrap_or_else(PoisonError::into_inner) = binding;
+            *slot = Slot {
+                live: None,
+                last: Some(rollout),
+            };
+            return;
+        }
+        *slot = Slot {
+            live: Some(Arc::new(Candidate {
+                binding,
+                rollout: rollout.clone(),
+                store,
+            })),
+            last: Some(rollout),
+        };
+    }
+
+    /// Drops the candidate (its file went away): the serving version answers alone again.
+    pub fn withdraw(&self) {
+        *self.slot() = Slot::default();
+        self.enqueue_all();
+    }
+
+    /// The current or last rollout of this kind, as listed.
+    pub fn rollout(&self) -> Option<RolloutStatus> {
+        let slot = self.slot.read().unwrap_or_else(PoisonError::into_inner);
+        slot.last.as_ref().map(|r| r.status())
+    }
+
+    /// The sha256 of the candidate being rolled out, if any.
+    pub fn candidate_sha256(&self) -> Option<String> {
+        let slot = self.slot.read().unwrap_or_else(PoisonError::into_inner);
+        slot.live.as_ref().map(|c| c.rollout.sha256())
+    }
+
+    fn enqueue_all(&self) {
+        for key in self.binding().cache.parents.keys() {
+            self.parts.queue.add(key, Cause::Outside);
+        }
+    }
+
+    /// The binding whose answer is applied to `key`, and the version compared beside it.
+    pub(super) fn route(&self, key: &ObjectKey) -> (Arc<Binding>, Option<Shadow>) {
+        let serving = self.binding();
+        let live = self
+            .slot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .live
+            .clone();
+        let Some(candidate) = live else {
+            return (serving, None);
+        };
+        let uid = serving
+            .cache
+            .parents
+            .get(key)
+            .and_then(|p| p.metadata.uid.clone())
+            .unwrap_or_default();
+        if candidate.rollout.candidate_serves(&uid) {
+            let applied = candidate.binding.clone();
+            let shadow = Shadow {
+                other: serving,
+                candidate_applies: true,
+                candidate,
+            };
+            (applied, Some(shadow))
+        } else {
+            let shadow = Shadow {
+                other: candidate.binding.clone(),
+                candidate_applies: false,
+                candidate,
+            };
+            (serving, Some(shadow))
+        }
+    }
+
+    /// The applied version's answer for `parent`; with a `shadow`, the other version is called
+    /// on the same inputs at the same time and the two answers are compared and counted.
+    pub(super) async fn answer(
+        &self,
+        b: &Binding,
+        shadow: Option<&Shadow>,
+        (key, parent): (&ObjectKey, &DynamicObject),
+        observed: &[Arc<DynamicObject>],
+        related: &[Arc<DynamicObject>],
+    ) -> Result<ReconcileResponse, PluginError> {
+        let Some(shadow) = shadow else {
+            return b.invoker.reconcile(parent, observed, related).await;
+        };
+        let (applied, other) = tokio::join!(
+            b.invoker.reconcile(parent, observed, related),
+            shadow.other.invoker.reconcile(parent, observed, related),
+        );
+        let policy = &self.parts.config.validation;
+        let normalise = |binding: &Binding, answer| {
+            Normalised::of(binding.info(), parent, answer, &binding.cache, policy)
+        };
+        let (serving, candidate) = if shadow.candidate_applies {
+            (normalise(&shadow.other, &other), normalise(b, &applied))
+        } else {
+            (normalise(b, &applied), normalise(&shadow.other, &other))
+        };
+        let diffs = compare(&serving, &candidate);
+        let soon = |requeue| self.parts.queue.requeues_soon(super::finish_of(requeue));
+        let outcomes = (serving.outcome(soon), candidate.outcome(soon));
+        let kinds: Vec<&str> = diffs.iter().map(|d| d.kind.as_str()).collect();
+        self.parts
+            .metrics
+            .compared(&b.info().name, &kinds, outcomes.1.label());
+        if !diffs.is_empty() {
+            tracing::debug!(diffs = ?diffs, "the candidate answered differently");
+        }
+        let moved = shadow
+            .candidate
+            .rollout
+            .record(&key.to_string(), diffs, outcomes);
+        if let Some(phase) = moved {
+            self.moved(&shadow.candidate, phase).await;
+        }
+        applied
+    }
+
+    /// Carries out a move of the candidate's phase: kept, announced, and reaching every parent.
+    async fn moved(&self, candidate: &Arc<Candidate>, phase: Phase) {
+        let info = candidate.binding.info();
+        tracing::info!(kind = %info.parent.kind, candidate = %info.version, %phase, "rollout moved");
+        {
+            let mut slot = self.slot();
+            // Only the move of the candidate still in place counts (it may have been withdrawn).
+            if !slot
+                .live
+                .as_ref()
+                .is_some_and(|live| Arc::ptr_eq(live, candidate))
+            {
+                return;
+            }
+            match phase {
+                Phase::Promoted => {
+                    *self.current.write().unwrap_or_else(PoisonError::into_inner) =
+                        candidate.binding.clone();
+                    slot.live = None;
+                }
+                Phase::RolledBack { .. } => slot.live = None,
+                Phase::Shadow | Phase::Canary { .. } => {}
+            }
+        }
+        self.enqueue_all();
+        if let Some(store) = &candidate.store {
+            let stored = StoredPhase {
+                sha256: candidate.rollout.sha256(),
+                version: info.version.clone(),
+                phase,
+            };
+            if let Err(e) = store.save(&info.name, &stored).await {
+                tracing::warn!(error = %crate::chain::Chain(&e), "the rollout phase was not kept");
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+//! Where a rollout's phase is kept across restarts, and the Events that announce its moves.
+//!
+//! One ConfigMap per plugin, `weir-rollout-<plugin>`, in the host's namespace (the leader
+//! lease's). A ConfigMap rather than the parents or the Lease: it is readable before any
+//! controller runs, it is one object whatever the number of parents, `kubectl get cm` shows it,
+//! and the host may already write ConfigMaps there (the Lease's namespace is the host's own). Only
+//! the leader writes it, because only the leader's workers reconcile and so move a phase. The
+//! Events of each move name this ConfigMap, so `kubectl describe cm weir-rollout-<plugin>` reads
+//! as the rollout's history. When the cluster `Plugin` resource exists, its status is the
+//! natural successor; the record's shape stays.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource};
+use serde_json::json;
+
+use super::Phase;
+use crate::chain::Chain;
+
+/// Why the phase could not be read or kept.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The API request failed.
+    #[error("rollout state {namespace}/{name}")]
+    Api {
+        /// Namespace of the ConfigMap.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// What the API server said.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// A candidate's phase as kept in the cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredPhase {
+    /// Hex sha256 of the candidate the phase is about.
+    pub sha256: String,
+    /// Its version.
+    pub version: String,
+    /// Where it stood.
+    pub phase: Phase,
+}
+
+/// Reads and writes the phases of one host's rollouts.
+#[derive(Clone)]
+pub struct PhaseStore {
+    api: Api<ConfigMap>,
+    namespace: String,
+    recorder: Recorder,
+}
+
+/// The ConfigMap keeping `plugin`'s rollout.
+pub fn config_map_name(plugin: &str) -> String {
+    format!("weir-rollout-{plugin}")
+}
+
+impl PhaseStore {
+    /// A store in `namespace`; Events are reported as `weir/rollout` from `instance`.
+    pub fn new(client: Client, namespace: &str, instance: &str) -> Self {
+        let reporter = Reporter {
+            controller: "weir/rollout".into(),
+            instance: Some(instance.to_owned()),
+        };
+        Self {
+            api: Api::namespaced(client.clone(), namespace),
+            namespace: namespace.to_owned(),
+            recorder: Recorder::new(client, reporter),
+        }
+    }
+
+    fn error(&self, plugin: &str) -> impl FnOnce(kube::Error) -> StoreError {
+        let (namespace, name) = (self.namespace.clone(), config_map_name(plugin));
+        move |source| StoreError::Api {
+            namespace,
+            name,
+            source,
+        }
+    }
+
+    /// The phase kept for `plugin`'s candidate, if any.
+    pub async fn load(&self, plugin: &str) -> Result<Option<StoredPhase>, StoreError> {
+        let Some(cm) = self
+            .api
+            .get_opt(&config_map_name(plugin))
+            .await
+            .map_err(self.error(plugin))?
+        else {
+            return Ok(None);
+        };
+        let data = cm.data.unwrap_or_default();
+        let phase = data
+            .get("phase")
+            .and_then(|p| serde_json::from_str::<Phase>(p).ok());
+        Ok(match (data.get("candidateSha256"), phase) {
+            (Some(sha), Some(phase)) => Some(StoredPhase {
+                sha256: sha.clone(),
+                version: data.get("candidateVersion").cloned().unwrap_or_default(),
+                phase,
+            }),
+            _ => None,
+        })
+    }
+
+    /// Keeps `stored` as `plugin`'s phase and announces it with an Event on the ConfigMap.
+    pub async fn save(&self, plugin: &str, stored: &StoredPhase) -> Result<(), StoreError> {
+        let name = config_map_name(plugin);
+        let phase = serde_json::to_string(&stored.phase).unwrap_or_default();
+        let cm = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "weir"}},
+            "data": {
+                "plugin": plugin,
+                "candidateSha256": stored.sha256,
+                "candidateVersion": stored.version,
+                "phase": phase,
+            },
+        });
+        let written = self
+            .api
+            .patch(
+                &name,
+                &PatchParams::apply("weir/rollout").force(),
+                &Patch::Apply(&cm),
+            )
+            .await
+            .map_err(self.error(plugin))?;
+        let rolled_back = matches!(stored.phase, Phase::RolledBack { .. });
+        let event = Event {
+            type_: if rolled_back {
+                EventType::Warning
+            } else {
+                EventType::Normal
+            },
+            reason: stored.phase.reason().into(),
+            note: Some(
+                crate::plugin::truncate(
+                    &format!("{plugin} {}: {}", stored.version, stored.phase),
+                    1_024,
+                )
+                .into_owned(),
+            ),
+            action: "Rollout".into(),
+            secondary: None,
+        };
+        if let Err(e) = self
+            .recorder
+            .publish(&event, &written.object_ref(&()))
+            .await
+        {
+            tracing::warn!(plugin, error = %Chain(&e), "could not publish the rollout Event");
+        }
+        Ok(())
+    }
+}
