@@ -78,7 +78,10 @@ async fn a_field_the_plugin_drops_from_a_created_child_is_removed() -> anyhow::R
         page.data["data"].get("dropped").is_none().then_some(page)
     })
     .await?;
-    assert_eq!(page.data["data"]["kept"], "1", "the fields still wanted stay");
+    assert_eq!(
+        page.data["data"]["kept"], "1",
+        "the fields still wanted stay"
+    );
     let entries = page.metadata.managed_fields.unwrap_or_default();
     assert!(
         entries

@@ -194,7 +194,8 @@ impl Applier {
                 "managedFields": entries,
                 "resourceVersion": written.metadata.resource_version,
             }});
-            self.metrics.wrote(&self.plugin, "patch", &child.kind.plural);
+            self.metrics
+                .wrote(&self.plugin, "patch", &child.kind.plural);
             let relabelled = self
                 .api(child)
                 .patch(&child.key.name, &self.upgrade, &Patch::Merge(&patch))
@@ -212,7 +213,8 @@ impl Applier {
     /// One server-side apply of the child's manifest; its echo is remembered.
     async fn server_side_apply(&self, child: &DesiredChild) -> Result<DynamicObject, ApplyError> {
         let kind = &child.kind.kind;
-        self.metrics.wrote(&self.plugin, "apply", &child.kind.plural);
+        self.metrics
+            .wrote(&self.plugin, "apply", &child.kind.plural);
         let written = self
             .api(child)
             .patch(&child.key.name, &self.apply, &Patch::Apply(&child.manifest))

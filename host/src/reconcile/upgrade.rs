@@ -112,7 +112,11 @@ mod tests {
     #[test]
     fn a_create_entry_alone_is_relabelled_apply() {
         let entries = [
-            entry("weir/x", "Update", json!({"f:data": {"f:a": {}, "f:b": {}}})),
+            entry(
+                "weir/x",
+                "Update",
+                json!({"f:data": {"f:a": {}, "f:b": {}}}),
+            ),
             entry("kubectl", "Update", json!({"f:data": {"f:c": {}}})),
         ];
         let up = upgraded(&entries, "weir/x").expect("an Update entry to upgrade");
@@ -122,7 +126,11 @@ mod tests {
             up[0].fields_v1.as_ref().map(|f| &f.0),
             Some(&json!({"f:data": {"f:a": {}, "f:b": {}}}))
         );
-        assert_eq!(up[1].manager.as_deref(), Some("kubectl"), "others untouched");
+        assert_eq!(
+            up[1].manager.as_deref(),
+            Some("kubectl"),
+            "others untouched"
+        );
     }
 
     #[test]
