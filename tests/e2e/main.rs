@@ -13,6 +13,7 @@ mod hot_loop_is_throttled;
 mod informers_are_shared;
 mod leader_election;
 mod leader_failover;
+mod leader_fence;
 mod no_takeover_in_the_race_window;
 mod other_languages;
 mod plugin_resource;
