@@ -6,6 +6,8 @@
 //! stands again: [`Leadership::is_leader`] turns `false` [`LeaderConfig::step_down_margin`] before
 //! the last renewal it read runs out, and the workers get [`LeaderConfig::abandon_after`] to
 //! finish what is in flight; both together end before another replica may take the lease.
+//! The same moment closes the [`Fence`] the controllers' writes go through, checked at each
+//! write: no write leaves after it, however late a worker or the guard task runs.
 
 use std::time::{Duration, SystemTime};
 
@@ -14,6 +16,8 @@ use kube::{Api, Client};
 use kube_lease_manager::{LeaseManagerBuilder, LeaseManagerError};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+
+use crate::fence::Fence;
 
 /// Which Lease to hold and for how long.
 #[derive(Clone, Debug)]
@@ -87,12 +91,15 @@ pub struct Leadership {
     task: Option<JoinHandle<Result<kube_lease_manager::LeaseManager, LeaseManagerError>>>,
     /// Holds the lease manager's own receiver: ending it releases the lease.
     guard: JoinHandle<()>,
+    /// Open until the step-down moment of the last renewal read, while leading.
+    fence: Fence,
 }
 
 impl Drop for Leadership {
     /// Dropped without [`Leadership::release`] (a killed host): both tasks end at once and the
     /// lease is left to expire, as after SIGKILL.
     fn drop(&mut self) {
+        self.fence.close();
         self.guard.abort();
         if let Some(task) = self.task.take() {
             task.abort();
@@ -118,12 +125,24 @@ impl Leadership {
             })?;
         let (held, task) = manager.watch().await;
         let (tx, is_leader) = watch::channel(false);
-        let guard = tokio::spawn(guard(client_api(client, config), config.clone(), held, tx));
+        let fence = Fence::closed();
+        let guard = tokio::spawn(guard(
+            client_api(client, config),
+            config.clone(),
+            held,
+            (tx, fence.clone()),
+        ));
         Ok(Self {
             is_leader,
             task: Some(task),
             guard,
+            fence,
         })
+    }
+
+    /// The gate for this replica's writes: open only while it leads (see [`crate::fence`]).
+    pub fn fence(&self) -> Fence {
+        self.fence.clone()
     }
 
     /// Waits until this replica leads. Returns `false` if the election ended first.
@@ -134,6 +153,7 @@ impl Leadership {
     /// Releases the lease (if held) so a standby takes over at once.
     pub async fn release(mut self) {
         // Ending the guard drops the lease manager's receiver: it releases the lease and ends.
+        self.fence.close();
         self.guard.abort();
         let _ = (&mut self.guard).await;
         let Some(task) = self.task.take() else { return };
@@ -177,7 +197,7 @@ async fn guard(
     api: Api<Lease>,
     config: LeaderConfig,
     mut held: watch::Receiver<bool>,
-    tx: watch::Sender<bool>,
+    (tx, fence): (watch::Sender<bool>, Fence),
 ) {
     let margin = config.step_down_margin();
     let mut until: Option<SystemTime> = None;
@@ -195,6 +215,14 @@ async fn guard(
             until = None;
         }
         let leading = claimed && until.is_some_and(|u| SystemTime::now() + margin < u);
+        // The fence closes at the step-down moment by itself, even if this task runs late.
+        match until
+            .and_then(|u| u.checked_sub(margin))
+            .filter(|_| leading)
+        {
+            Some(step_down) => fence.open_until(step_down),
+            None => fence.close(),
+        }
         tx.send_if_modified(|was| {
             let changed = *was != leading;
             if changed && !leading {
@@ -205,6 +233,7 @@ async fn guard(
         });
         tokio::select! {
             changed = held.changed() => if changed.is_err() {
+                fence.close();
                 tx.send_replace(false);
                 return;
             },

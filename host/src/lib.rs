@@ -22,8 +22,8 @@
 //!    conditions, finalizers and Events.
 //!
 //! Around it: [`manager`] is the one host every entry point starts (the informer
-//! registry shared by all plugins, leader election, the operations server, the
-//! plugin source); [`plugin`] loads and sandboxes components, [`hotload`] follows
+//! registry shared by all plugins, leader election with [`fence`] as its write-time
+//! gate, the operations server, the plugin source); [`plugin`] loads and sandboxes components, [`hotload`] follows
 //! a plugins directory, [`cluster`] pulls components from OCI registries (the `Plugin`
 //! resource, `weir push`), [`client`] builds the API client (rate limit, pushback),
 //! [`run`] is `weir run`, [`dev`] is `weir dev` on the embedded emulator (crate
@@ -34,6 +34,7 @@ pub mod client;
 pub mod cluster;
 #[cfg(feature = "dev")]
 pub mod dev;
+pub mod fence;
 pub mod fixtures;
 pub mod hotload;
 pub mod leader;

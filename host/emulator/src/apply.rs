@@ -328,12 +328,24 @@ pub fn apply(
 }
 
 /// Record an ordinary write (create, update, patch): `manager` takes ownership of what changed.
+///
+/// As in kube-apiserver, `managedFields` the request carries for the main resource replace the
+/// stored ones (an empty list resets them; none, or none readable, keeps the stored ones): this
+/// is how a client moves fields between its entries (client-go's `csaupgrade`). A subresource
+/// write keeps the stored entries.
 pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: Scope, now: &str) {
-    let reset = new
+    let sent = new
         .pointer("/metadata/managedFields")
-        .is_some_and(|m| m.as_array().is_some_and(Vec::is_empty));
+        .and_then(Value::as_array);
+    let reset = sent.is_some_and(Vec::is_empty);
+    let requested = match scope {
+        Scope::Main { .. } => read_entries(new),
+        Scope::Status => Vec::new(),
+    };
     let mut entries = if reset {
         Vec::new()
+    } else if requested.iter().any(|e| !e.fields.is_empty()) {
+        requested
     } else {
         old.map(read_entries).unwrap_or_default()
     };

@@ -236,8 +236,13 @@ impl Manager {
             }
         };
         let informers = Informers::new(client.clone(), config.controller.namespace.clone());
+        // The controllers' writes stop at the step-down moment, checked at each write.
+        let writer = match &leadership {
+            Some(l) => crate::fence::fenced(client.clone(), l.fence()),
+            None => client.clone(),
+        };
         let controllers = Controllers::new(
-            client.clone(),
+            writer,
             informers.clone(),
             config.max_concurrent_calls,
             metrics.clone(),

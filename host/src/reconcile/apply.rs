@@ -10,10 +10,14 @@
 //! AlreadyExists` is answered by reading the object from the API server, and one this parent
 //! does not control is refused as foreign ([`ApplyError::Foreign`]), untouched. Only a child the
 //! parent controls is written by server-side apply with `force`, which then takes over just the
-//! fields of Weir's own manifest (reverting drift). The create records its fields under the same
-//! field manager (operation `Update`, as kube-apiserver does for any create), so a field first
-//! set at creation stays co-owned by that entry: dropping it from a later answer leaves its
-//! value in place rather than removing it.
+//! fields of Weir's own manifest (reverting drift).
+//!
+//! kube-apiserver records a create under the field manager's operation `Update`, and server-side
+//! apply prunes only what the manager's `Apply` entry held. So when an apply's answer still shows
+//! Weir's `Update` entry, that entry is folded into the `Apply` one ([`upgrade`](super::upgrade),
+//! client-go's `csaupgrade`) and the manifest applied once more: a field the plugin dropped is
+//! then removed, whether the child was first created or first applied. This costs two extra
+//! writes once in a child's life, and only when its manifest changes.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -24,6 +28,7 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams
 use super::cache::{controller_uid, key_of};
 use super::echoes::Echoes;
 use super::queue::ObjectKey;
+use super::upgrade;
 use super::validate::{DesiredChild, Refusal, live_holds};
 use crate::metrics::Metrics;
 
@@ -107,8 +112,12 @@ impl std::fmt::Display for Change {
 pub struct Applier {
     client: Client,
     plugin: String,
+    /// Weir's field manager for this plugin, `weir/<plugin>`.
+    manager: String,
     /// Server-side apply with `force`, for children this parent controls.
     apply: PatchParams,
+    /// The merge patch that moves a create's fields to the `Apply` entry.
+    upgrade: PatchParams,
     /// `POST` of a child the cache does not hold.
     create: PostParams,
     metrics: Arc<Metrics>,
@@ -123,6 +132,11 @@ impl Applier {
             client,
             plugin: plugin.to_owned(),
             apply: PatchParams::apply(&manager).force(),
+            upgrade: PatchParams {
+                field_manager: Some(manager.clone()),
+                ..PatchParams::default()
+            },
+            manager: manager.clone(),
             create: PostParams {
                 dry_run: false,
                 field_manager: Some(manager),
@@ -157,8 +171,47 @@ impl Applier {
         Api::namespaced_with(self.client.clone(), ns, &child.kind.api_resource())
     }
 
-    /// Server-side apply with `force` of a child this parent controls (drift is reverted).
+    /// Server-side apply with `force` of a child this parent controls (drift is reverted). When
+    /// the answer shows that a create still owns fields under Weir's `Update` entry, that entry
+    /// becomes part of the `Apply` entry and the manifest is applied again, so that fields the
+    /// plugin dropped are removed.
     async fn apply_owned(&self, child: &DesiredChild) -> Result<(), ApplyError> {
+        let kind = &child.kind.kind;
+        let apply_error = |source| ApplyError::Apply {
+            kind: kind.clone(),
+            key: child.key.clone(),
+            source,
+        };
+        let mut written = self.server_side_apply(child).await?;
+        if let Some(entries) = written
+            .metadata
+            .managed_fields
+            .as_deref()
+            .and_then(|entries| upgrade::upgraded(entries, &self.manager))
+        {
+            // The resourceVersion is a precondition: a concurrent write makes this a 409, retried.
+            let patch = serde_json::json!({"metadata": {
+                "managedFields": entries,
+                "resourceVersion": written.metadata.resource_version,
+            }});
+            self.metrics
+                .wrote(&self.plugin, "patch", &child.kind.plural);
+            let relabelled = self
+                .api(child)
+                .patch(&child.key.name, &self.upgrade, &Patch::Merge(&patch))
+                .await
+                .map_err(apply_error)?;
+            self.echoes.wrote(kind, &relabelled);
+            tracing::debug!(%kind, child = %child.key, "moved the create's fields to the apply entry");
+            written = self.server_side_apply(child).await?;
+        }
+        self.echoes.wrote(kind, &written);
+        tracing::info!(%kind, child = %child.key, "applied child");
+        Ok(())
+    }
+
+    /// One server-side apply of the child's manifest; its echo is remembered.
+    async fn server_side_apply(&self, child: &DesiredChild) -> Result<DynamicObject, ApplyError> {
         let kind = &child.kind.kind;
         self.metrics
             .wrote(&self.plugin, "apply", &child.kind.plural);
@@ -172,8 +225,7 @@ impl Applier {
                 source,
             })?;
         self.echoes.wrote(kind, &written);
-        tracing::info!(%kind, child = %child.key, "applied child");
-        Ok(())
+        Ok(written)
     }
 
     /// Creates a child the cache does not hold. A taken name is read back: this parent's own

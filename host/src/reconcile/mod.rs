@@ -22,6 +22,7 @@ pub mod redact;
 pub mod related;
 pub mod source;
 pub mod status;
+pub mod upgrade;
 pub mod validate;
 
 use std::sync::{Arc, PoisonError, RwLock};

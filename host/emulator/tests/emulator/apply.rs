@@ -222,3 +222,47 @@ async fn reapplying_an_identical_service_is_a_no_op() {
         "protocol defaulted"
     );
 }
+
+#[tokio::test]
+async fn managed_fields_sent_in_a_patch_replace_the_stored_ones_as_csaupgrade_needs() {
+    let em = emulator().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(em.client());
+    let created: ConfigMap = serde_json::from_value(cm(json!({"a": "1", "b": "2"}))).unwrap();
+    let pp = kube::api::PostParams {
+        field_manager: Some("alice".into()),
+        ..Default::default()
+    };
+    let created = api.create(&pp, &created).await.unwrap();
+    let mut entries = created.metadata.managed_fields.clone().unwrap();
+    assert_eq!(entries[0].operation.as_deref(), Some("Update"));
+    entries[0].operation = Some("Apply".into());
+    let relabel = json!({"metadata": {"managedFields": entries,
+        "resourceVersion": created.resource_version()}});
+    let patched = api
+        .patch("cfg", &PatchParams::default(), &Patch::Merge(&relabel))
+        .await
+        .unwrap();
+    let managed = patched.metadata.managed_fields.unwrap();
+    assert_eq!(managed.len(), 1, "{managed:?}");
+    assert_eq!(managed[0].operation.as_deref(), Some("Apply"));
+    // A stale resourceVersion is a precondition failure, not an overwrite.
+    let stale = api_error(
+        api.patch("cfg", &PatchParams::default(), &Patch::Merge(&relabel))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(stale.code, 409);
+    // Now the create's fields are alice's applied ones: applying without b removes it.
+    let after = api
+        .patch(
+            "cfg",
+            &PatchParams::apply("alice"),
+            &Patch::Apply(cm(json!({"a": "1"}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        after.data.unwrap().keys().cloned().collect::<Vec<_>>(),
+        vec!["a"]
+    );
+}

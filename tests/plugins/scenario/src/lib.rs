@@ -6,6 +6,7 @@
 //! |---------------------------|---------------------------------------------------------------------|
 //! | `configMaps: [names]`     | one ConfigMap per name (drop a name → the host must prune it)       |
 //! | `namespace: ns`           | puts the ConfigMaps in `ns` (another namespace → refused)           |
+//! | `data: {key: value}`      | adds these keys to every ConfigMap's data (drop a key → it must go) |
 //! | `secret: name`            | also asks for a Secret, a kind it did not declare (→ refused)        |
 //! | `fail: transient\|permanent` | fails with that kind and `spec.message`                          |
 //! | `churn: true`             | a ConfigMap whose data counts the observed writes: never settles    |
@@ -128,9 +129,13 @@ impl Guest for Scenario {
             .as_array()
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
+        let mut data = json!({"owner": parent["metadata"]["name"]});
+        if let (Some(extra), Some(into)) = (spec["data"].as_object(), data.as_object_mut()) {
+            into.extend(extra.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
         let mut children: Vec<String> = names
             .iter()
-            .map(|n| config_map(n, namespace, json!({"owner": parent["metadata"]["name"]})))
+            .map(|n| config_map(n, namespace, data.clone()))
             .collect();
         if spec["churn"].as_bool() == Some(true) {
             let seen = observed
