@@ -44,6 +44,7 @@ pub mod plugin;
 pub mod policy;
 pub mod rbac;
 pub mod reconcile;
+pub mod record;
 pub mod run;
 pub mod scaffold;
 pub mod server;
