@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # Tests `weir new` as a plugin author meets it: for Rust, Python and JavaScript, scaffolds a
 # project in a temporary directory outside the checkout, builds it with its own build.sh, and
-# runs `weir test` on its fixtures. Exits non-zero if any step fails.
+# runs `weir test` on its fixtures; then starts `weir dev --watch` on it (emulator embedded),
+# applies its example parent with kubectl, saves an edit of the reconciler (and of the fixture
+# that expects its output) that changes the ConfigMap's data, and waits until the emulator shows
+# the new data. Prints each project's size and each language's save-to-cluster seconds (source
+# saved -> ConfigMap changed). Exits non-zero if any step fails.
 #   guest-sdk/scaffold-test.sh              all three languages
 #   guest-sdk/scaffold-test.sh rust python  some of them
 # Caches under target/ keep a second run warm: the Rust project builds in target/scaffold (with
 # the checkout's Cargo.lock, so it compiles the same dependency versions), the Python one uses
 # the SDK installed in target/venv, the JavaScript one links guest-sdk/js (guest-sdk/setup.sh).
-# WEIR=path/to/weir uses that binary instead of building target/debug/weir.
+# WEIR=path/to/weir uses that binary instead of building target/debug/weir; WATCH_TIMEOUT (s,
+# default 300) bounds each wait of the watch step.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 langs=("$@")
@@ -19,22 +24,102 @@ fi
 "$root/guest-sdk/setup.sh"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/weir-scaffold.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+dev_pid=
+stop_dev() { [[ -z "$dev_pid" ]] || { kill -TERM "$dev_pid" 2>/dev/null; wait "$dev_pid" 2>/dev/null; dev_pid=; }; }
+trap 'stop_dev; rm -rf "$work"' EXIT
 case "$work" in "$root"/*) echo "the temporary directory $work is inside the checkout" >&2; exit 1 ;; esac
 status=0
+summary=()
+timeout=${WATCH_TIMEOUT:-300}
+
+# Replaces the first $2 by $3 in file $1, in place (no temporary file for the watch to see).
+replace() {
+  local text
+  [[ -f "$1" ]] || { echo "no file $1"; return 1; }
+  text=$(<"$1")
+  [[ "$text" == *"$2"* ]] || { echo "'$2' not in $1"; return 1; }
+  printf '%s\n' "${text/"$2"/"$3"}" >"$1"
+}
+
+# The reconciler edit per language: the ConfigMap's message gains a "!".
+edit_reconciler() {
+  case "$1" in
+    rust) replace "$2/src/lib.rs" 'parent.spec.message.clone()' 'format!("{}!", parent.spec.message)' ;;
+    python) replace "$2/src/hello_python.py" '{"message": message}' '{"message": message + "!"}' ;;
+    js) replace "$2/src/hello-js.js" '{ message: spec.message }' "{ message: spec.message + '!' }" ;;
+  esac
+}
+
+# Waits (at most $timeout s) until `weir dev`'s output has a line matching $1; fails if it exits.
+await_line() {
+  local pattern=$1 log=$2 deadline=$((SECONDS + timeout))
+  until grep -q -- "$pattern" "$log"; do
+    kill -0 "$dev_pid" 2>/dev/null || { echo "weir dev exited"; return 1; }
+    (( SECONDS < deadline )) || { echo "no line matching '$pattern' after $timeout s"; return 1; }
+    sleep 0.2
+  done
+}
+
+# `weir dev --watch PROJECT`: an edit of the reconciler reaches the emulator's ConfigMap.
+watch_step() {
+  local lang=$1 project=$2 log="$work/dev-$lang.log" kc="$work/kubeconfig-$lang" deadline before saved now
+  CARGO_TARGET_DIR="$root/target/scaffold" WEIR_VENV="$root/target/venv" \
+    "$WEIR" dev --plain --ready-after-ms 100 --watch "$project" --kubeconfig "$kc" >"$log" 2>&1 &
+  dev_pid=$!
+  await_line 'watch: fixtures pass.*serving' "$log" || return 1
+  k() { kubectl --kubeconfig "$kc" "$@"; }
+  deadline=$((SECONDS + timeout))
+  until k apply -f "$project/examples/" >/dev/null 2>&1; do  # until the host has installed the CRD
+    (( SECONDS < deadline )) || { echo "kubectl apply kept failing"; k apply -f "$project/examples/"; return 1; }
+    sleep 0.2
+  done
+  until before=$(k get configmap hello -o 'jsonpath={.data.message}' 2>/dev/null) && [[ -n "$before" ]]; do
+    (( SECONDS < deadline )) || { echo "no ConfigMap hello after $timeout s"; return 1; }
+    sleep 0.2
+  done
+  # The fixture's expectation first, then the reconciler: one burst of saves, one build.
+  replace "$project/fixtures/01-new-object-gets-its-config-map.yaml" \
+    "      data:"$'\n'"        message: $before" "      data:"$'\n'"        message: $before!" || return 1
+  edit_reconciler "$lang" "$project" || return 1
+  saved=$(date +%s.%N)
+  deadline=$((SECONDS + timeout))
+  until [[ "$(k get configmap hello -o 'jsonpath={.data.message}')" == "$before!" ]]; do
+    kill -0 "$dev_pid" 2>/dev/null || { echo "weir dev exited"; return 1; }
+    (( SECONDS < deadline )) || { echo "the ConfigMap kept '$before' $timeout s after the save"; return 1; }
+    sleep 0.2
+  done
+  now=$(date +%s.%N)
+  save_to_cluster=$(awk -v a="$saved" -v b="$now" 'BEGIN { printf "%.1f", b - a }')
+  echo "== $lang: save to cluster ${save_to_cluster} s (ConfigMap hello: '$before' -> '$before!')"
+  stop_dev
+}
 
 for lang in "${langs[@]}"; do
   start=$(date +%s)
   project="$work/hello-$lang"
   echo "== weir new --lang $lang hello-$lang"
   "$WEIR" new --lang "$lang" "hello-$lang" --group demo.example.dev --output "$project" --sdk "$root/guest-sdk"
+  files=$(find "$project" -type f | wc -l)
+  lines=$(find "$project" -type f -exec cat {} + | wc -l)
   case "$lang" in
     rust) cp "$root/Cargo.lock" "$project/Cargo.lock"
           (cd "$project" && CARGO_TARGET_DIR="$root/target/scaffold" ./build.sh) ;;
     python) (cd "$project" && WEIR_VENV="$root/target/venv" ./build.sh) ;;
     js) (cd "$project" && ./build.sh) ;;
   esac || { echo "FAILED: building the $lang scaffold"; status=1; continue; }
-  "$WEIR" test "$project/hello-$lang.wasm" "$project/fixtures" || { echo "FAILED: weir test on the $lang scaffold"; status=1; }
-  echo "== $lang scaffold: $(( $(date +%s) - start )) s"
+  "$WEIR" test "$project/hello-$lang.wasm" "$project/fixtures" || { echo "FAILED: weir test on the $lang scaffold"; status=1; continue; }
+  tested=$(date +%s)
+  save_to_cluster=
+  if ! watch_step "$lang" "$project"; then
+    echo "FAILED: weir dev --watch on the $lang scaffold; its output:"
+    tail -n 40 "$work/dev-$lang.log"
+    stop_dev
+    status=1
+  fi
+  end=$(date +%s)
+  summary+=("$(printf '%-7s %3s files %5s lines   new+build+test %4s s   watch step %4s s   save to cluster %5s s' \
+    "$lang" "$files" "$lines" $((tested - start)) $((end - tested)) "${save_to_cluster:-FAILED}")")
 done
+echo "== scaffolded projects"
+printf '%s\n' "${summary[@]}"
 exit "$status"

@@ -47,6 +47,8 @@ pub enum Command {
     New(weir::scaffold::NewArgs),
     /// Run a plugin component against fixture files, offline (no cluster).
     Test(TestArgs),
+    /// Write a plugin's parents on a cluster, with their children, as fixtures expecting its answers.
+    Record(weir::record::RecordArgs),
     /// Reconcile with every plugin in a directory against a cluster, until SIGTERM.
     Run(weir::run::RunArgs),
     /// Run everything on this machine: the API emulator, the host and a live view (no cluster).
@@ -78,6 +80,20 @@ impl Cli {
     pub fn run(self) -> anyhow::Result<ExitCode> {
         match &self.command {
             Command::Test(args) => test(&self, args),
+            Command::Record(args) => {
+                let report = args.execute(self.engine_config())?;
+                println!(
+                    "recorded {} parents into {} ({} expecting an error or a refusal{})",
+                    report.written,
+                    args.out.display(),
+                    report.failing,
+                    match report.deleting {
+                        0 => String::new(),
+                        n => format!("; {n} being deleted left out"),
+                    }
+                );
+                Ok(ExitCode::SUCCESS)
+            }
             Command::New(args) => args
                 .execute()
                 .map(|()| ExitCode::SUCCESS)

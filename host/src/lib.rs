@@ -45,6 +45,7 @@ pub mod plugin;
 pub mod policy;
 pub mod rbac;
 pub mod reconcile;
+pub mod record;
 pub mod rollout;
 pub mod run;
 pub mod scaffold;

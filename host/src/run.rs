@@ -56,6 +56,15 @@ pub enum RunError {
     /// The async runtime could not start.
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
+    /// The `--dump-failures` directory could not be created.
+    #[error("cannot create {}", path.display())]
+    DumpDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// A client for `--kubeconfig PATH`, or the usual inference (KUBECONFIG, ~/.kube/config, in-cluster),
@@ -123,6 +132,9 @@ pub struct RunArgs {
     /// What plugins may declare (YAML; see `weir::policy`); default: the safe built-in policy.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// Write every failed or refused reconcile into DIR as a `weir test` fixture that fails the same way.
+    #[arg(long, value_name = "DIR")]
+    pub dump_failures: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -134,12 +146,24 @@ impl RunArgs {
             namespace: self.lease_namespace.clone(),
             ..LeaderConfig::new(identity.clone())
         });
+        let failures = match &self.dump_failures {
+            Some(dir) => {
+                Some(
+                    crate::record::Dumps::new(dir).map_err(|source| RunError::DumpDir {
+                        path: dir.clone(),
+                        source,
+                    })?,
+                )
+            }
+            None => None,
+        };
         Ok(ManagerConfig {
             controller: ControllerConfig {
                 workers: self.workers,
                 resync: std::time::Duration::from_secs(self.resync_secs),
                 instance: identity,
                 namespace: self.namespace.clone(),
+                failures: failures.map(|d| Arc::new(d) as _),
                 ..ControllerConfig::default()
             },
             leader,

@@ -63,6 +63,15 @@ pub enum DevError {
     /// `--plugin` files must be files in one directory (it is the one watched).
     #[error("--plugin files must all be in one directory: {0:?}")]
     PluginFiles(Vec<PathBuf>),
+    /// The `--dump-failures` directory could not be created.
+    #[error("cannot create {}", path.display())]
+    DumpDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
     /// The `--watch` project cannot be watched.
     #[error(transparent)]
     Watch(#[from] watch::WatchError),
@@ -112,6 +121,9 @@ pub struct DevArgs {
     /// are served from `PROJECT/.weir/plugins` (instead of `--plugins`).
     #[arg(long, value_name = "PROJECT", conflicts_with = "plugin_files")]
     pub watch: Option<PathBuf>,
+    /// Write every failed or refused reconcile into DIR as a `weir test` fixture that fails the same way.
+    #[arg(long, value_name = "DIR")]
+    pub dump_failures: Option<PathBuf>,
 }
 
 impl DevArgs {
@@ -153,9 +165,21 @@ impl DevArgs {
             Some(project) => Some(watch::Project::open(project)?),
             None => None,
         };
+        let failures = match &self.dump_failures {
+            Some(dir) => {
+                Some(
+                    crate::record::Dumps::new(dir).map_err(|source| DevError::DumpDir {
+                        path: dir.clone(),
+                        source,
+                    })?,
+                )
+            }
+            None => None,
+        };
         let config = ManagerConfig {
             controller: ControllerConfig {
                 instance: "weir-dev".into(),
+                failures: failures.map(|d| std::sync::Arc::new(d) as _),
                 ..ControllerConfig::default()
             },
             listen: Some(self.listen),

@@ -6,6 +6,9 @@
 //! built `*.wasm` files are not sources. A burst of saves makes one build once the project has
 //! been quiet for [`QUIET`].
 //!
+//! At start, a component newer than every source (the last build, e.g. by `build.sh` before
+//! `weir dev`) is checked and served without building again; otherwise the first build runs.
+//!
 //! A build that passes every fixture (the same run as `weir test`, in this process) is copied
 //! into `PROJECT/.weir/plugins/`, the directory the host's own directory source serves: the
 //! hot loader swaps it in as it would any new file there. A failed build, a component that does
@@ -159,8 +162,12 @@ impl Project {
         }
         let mut served_sha = None;
         let mut reason = "start".to_owned();
+        let mut build = self.up_to_date().is_none();
         loop {
-            served_sha = self.cycle(&reason, &checks, &notes, served_sha).await;
+            served_sha = self
+                .cycle(&reason, build, &checks, &notes, served_sha)
+                .await;
+            build = true;
             // The next save after the build (saves during it count: their events are queued).
             let first = loop {
                 match changes.recv().await {
@@ -184,10 +191,36 @@ impl Project {
         }
     }
 
-    /// One build, check and copy; returns the sha256 of what is served now.
+    /// The built component, if it is newer than every source file (nothing to rebuild).
+    fn up_to_date(&self) -> Option<PathBuf> {
+        let wasm = built(&self.dir)?;
+        let built_at = std::fs::metadata(&wasm).ok()?.modified().ok()?;
+        let mut dirs = vec![self.dir.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).ok()?.filter_map(Result::ok) {
+                let path = entry.path();
+                let Ok(kind) = entry.file_type() else {
+                    return None;
+                };
+                if !self.is_source(&path) {
+                    continue;
+                }
+                if kind.is_dir() {
+                    dirs.push(path);
+                } else if entry.metadata().ok()?.modified().ok()? > built_at {
+                    return None;
+                }
+            }
+        }
+        Some(wasm)
+    }
+
+    /// One build (unless `build` is false: the last one is up to date), check and copy;
+    /// returns the sha256 of what is served now.
     async fn cycle(
         &self,
         reason: &str,
+        build: bool,
         checks: &Checks,
         notes: &UnboundedSender<String>,
         served_sha: Option<String>,
@@ -195,36 +228,16 @@ impl Project {
         let say = |line: String| {
             let _ = notes.send(line);
         };
-        say(format!("watch: {reason}: building"));
         let started = Instant::now();
-        let output = tokio::process::Command::new("bash")
-            .arg("build.sh")
-            .current_dir(&self.dir)
-            .stdin(std::process::Stdio::null())
-            .output()
-            .await;
-        let output = match output {
-            Ok(o) => o,
-            Err(e) => {
-                say(format!("watch: cannot run build.sh: {e}"));
+        if build {
+            say(format!("watch: {reason}: building"));
+            if !self.build(&say).await {
                 return served_sha;
             }
-        };
-        if !output.status.success() {
+        } else {
             say(format!(
-                "watch: build failed ({}); still serving the last good version",
-                output.status
+                "watch: {reason}: the built component is newer than every source; not rebuilding"
             ));
-            let text = format!(
-                "{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            );
-            let lines: Vec<&str> = text.lines().collect();
-            for line in &lines[lines.len().saturating_sub(BUILD_TAIL)..] {
-                say(format!("watch:   | {line}"));
-            }
-            return served_sha;
         }
         let Some(wasm) = built(&self.dir) else {
             say("watch: build.sh left no *.wasm in the project".into());
@@ -233,10 +246,14 @@ impl Project {
         let name = wasm
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        say(format!(
-            "watch: built {name} in {:.1} s; running fixtures",
-            started.elapsed().as_secs_f64()
-        ));
+        if build {
+            say(format!(
+                "watch: built {name} in {:.1} s; running fixtures",
+                started.elapsed().as_secs_f64()
+            ));
+        } else {
+            say(format!("watch: running fixtures on {name}"));
+        }
         let (engine, limits, validation) = (
             checks.engine.clone(),
             checks.limits,
@@ -303,6 +320,40 @@ impl Project {
         }
     }
 
+    /// Runs `build.sh`; says why when it fails.
+    async fn build(&self, say: &impl Fn(String)) -> bool {
+        let output = tokio::process::Command::new("bash")
+            .arg("build.sh")
+            .current_dir(&self.dir)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .await;
+        let output = match output {
+            Ok(o) => o,
+            Err(e) => {
+                say(format!("watch: cannot run build.sh: {e}"));
+                return false;
+            }
+        };
+        if !output.status.success() {
+            say(format!(
+                "watch: build failed ({}); still serving the last good version",
+                output.status
+            ));
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            let lines: Vec<&str> = text.lines().collect();
+            for line in &lines[lines.len().saturating_sub(BUILD_TAIL)..] {
+                say(format!("watch:   | {line}"));
+            }
+            return false;
+        }
+        true
+    }
+
     /// Copies `wasm` into the served directory in one rename, so the hot loader never sees half a file.
     fn serve(&self, wasm: &Path) -> std::io::Result<()> {
         let name = wasm.file_name().unwrap_or_default();
@@ -362,6 +413,36 @@ mod tests {
         }
         assert!(!project.is_source(Path::new("/elsewhere/src/lib.rs")));
         assert!(project.served_dir().is_dir());
+    }
+
+    #[test]
+    fn a_component_newer_than_every_source_is_up_to_date_and_a_later_save_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("build.sh"), "").unwrap();
+        std::fs::create_dir_all(dir.path().join("fixtures")).unwrap();
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        let old = SystemTime::now() - Duration::from_secs(60);
+        for file in ["build.sh", "src/lib.rs"] {
+            std::fs::write(dir.path().join(file), "").unwrap();
+            let f = std::fs::File::options()
+                .write(true)
+                .open(dir.path().join(file))
+                .unwrap();
+            f.set_modified(old).unwrap();
+        }
+        let project = Project::open(dir.path()).unwrap();
+        assert_eq!(project.up_to_date(), None, "nothing built yet");
+        std::fs::write(project.dir().join("hello.wasm"), "").unwrap();
+        assert_eq!(project.up_to_date(), Some(project.dir().join("hello.wasm")));
+        std::fs::write(project.dir().join("src/lib.rs"), "// saved").unwrap();
+        let later = SystemTime::now() + Duration::from_secs(1);
+        std::fs::File::options()
+            .write(true)
+            .open(project.dir().join("src/lib.rs"))
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert_eq!(project.up_to_date(), None, "a source saved after the build");
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod cache;
 mod candidate;
 pub mod echoes;
 pub mod error;
+pub mod failed;
 pub mod invoke;
 pub mod queue;
 pub mod redact;
@@ -65,6 +66,8 @@ pub struct ControllerConfig {
     pub validation: validate::ValidationPolicy,
     /// Where the controller reports what it did (the manager's one feed; `weir dev` watches it).
     pub activity: activity::ActivityFeed,
+    /// Who keeps failed and refused reconciles with their inputs (`--dump-failures`).
+    pub failures: Option<Arc<dyn failed::FailureSink>>,
 }
 
 impl Default for ControllerConfig {
@@ -77,6 +80,7 @@ impl Default for ControllerConfig {
             namespace: None,
             validation: validate::ValidationPolicy::default(),
             activity: activity::ActivityFeed::default(),
+            failures: None,
         }
     }
 }
@@ -464,6 +468,9 @@ impl Controller {
         tracing::warn!(error = ?message, reason = policy.reason, "reconcile failed");
         let activity = &self.parts.config.activity;
         activity.failed(b.info(), key, &policy, &message);
+        if let Some(sink) = &self.parts.config.failures {
+            self.hand_on(b, sink.as_ref(), parent, error).await;
+        }
         // A failure is neither busy nor an outside change for the hot-loop guard.
         self.parts.queue.guard(key, false);
         b.parents
@@ -482,6 +489,46 @@ impl Controller {
             }
         }
         (policy.finish, policy.label)
+    }
+
+    /// Hands a failed or refused plugin call to `sink` with the children the plugin saw; for a
+    /// refusal the plugin is asked once more, for the answer that was refused.
+    async fn hand_on(
+        &self,
+        b: &Binding,
+        sink: &dyn failed::FailureSink,
+        parent: &DynamicObject,
+        error: &ReconcileError,
+    ) {
+        let uid = parent.metadata.uid.clone().unwrap_or_default();
+        let observed: Vec<Arc<DynamicObject>> = b
+            .cache
+            .children_of(&uid)
+            .iter()
+            .map(redact::for_plugin)
+            .collect();
+        let failed = match error {
+            ReconcileError::Plugin(e) => failed::Failed::Error {
+                kind: e.kind,
+                message: e.message.clone(),
+            },
+            ReconcileError::Refused { message, .. } => {
+                match b.invoker.reconcile(parent, &observed, &[]).await {
+                    Ok(answer) => failed::Failed::Refused {
+                        answer,
+                        message: message.clone(),
+                    },
+                    Err(_) => return,
+                }
+            }
+            _ => return,
+        };
+        sink.failed(&failed::FailedReconcile {
+            info: b.info(),
+            parent,
+            observed: &observed,
+            failed,
+        });
     }
 
     /// Asks the plugin what `parent` reads, refuses a selection beyond its declaration, records

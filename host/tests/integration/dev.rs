@@ -159,6 +159,16 @@ impl Dev {
     }
 }
 
+impl Drop for Dev {
+    /// A test that panics must not leave its `weir dev` running.
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 /// A plain HTTP/1.0 GET (the server closes the connection after answering); returns the body.
 fn http_get(addr: &str, path: &str) -> String {
     use std::io::{Read, Write};

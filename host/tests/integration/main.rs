@@ -30,6 +30,8 @@ mod dev_view;
 #[cfg(feature = "dev")]
 mod dev_watch;
 mod features;
+#[cfg(feature = "dev")]
+mod record;
 
 /// The checkout's root.
 pub fn workspace() -> PathBuf {

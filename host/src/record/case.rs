@@ -1,0 +1,287 @@
+//! One recorded reconcile as a `weir test` fixture file: the inputs, and the answer as its expectation.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use kube::api::DynamicObject;
+use serde_json::{Value, json};
+
+use crate::plugin::{CallError, Plugin, PluginInfo, ReconcileRequest, ReconcileResponse, Requeue};
+use crate::reconcile::failed::Failed;
+use crate::reconcile::validate::ValidationPolicy;
+
+/// What a plugin was given for one parent, as the host gives it.
+#[derive(Clone, Debug)]
+pub struct Case {
+    /// The parent (without `managedFields`, as the host's cache holds it).
+    pub parent: Value,
+    /// The children it controls (Secrets redacted unless asked otherwise).
+    pub observed: Vec<Value>,
+}
+
+impl Case {
+    /// The inputs of a reconcile from the cache's objects.
+    pub fn of(parent: &DynamicObject, observed: &[Arc<DynamicObject>]) -> Case {
+        let plain = |o: &DynamicObject| {
+            let mut o = o.clone();
+            o.metadata.managed_fields = None;
+            serde_json::to_value(o).unwrap_or_default()
+        };
+        Case {
+            parent: plain(parent),
+            observed: observed.iter().map(|o| plain(o)).collect(),
+        }
+    }
+
+    /// `namespace/name` of the parent (`name` for a cluster-scoped one).
+    pub fn key(&self) -> String {
+        let meta = |k: &str| {
+            self.parent
+                .pointer(&format!("/metadata/{k}"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned()
+        };
+        match meta("namespace") {
+            ns if ns.is_empty() => meta("name"),
+            ns => format!("{ns}/{}", meta("name")),
+        }
+    }
+
+    /// `namespace_name.yaml` (`_` is not allowed in names, so no two parents share a file).
+    pub fn file_name(&self) -> String {
+        format!("{}.yaml", self.key().replace('/', "_"))
+    }
+
+    /// Calls `plugin` on the inputs, and checks its answer as the host would under `policy`.
+    pub fn run(&self, plugin: &Plugin, policy: &ValidationPolicy) -> Outcome {
+        let req = ReconcileRequest {
+            parent: self.parent.to_string(),
+            children: self.observed.iter().map(Value::to_string).collect(),
+            related: Vec::new(),
+        };
+        match plugin.reconcile(&req) {
+            Ok(answer) => match crate::fixtures::host_refusal(
+                plugin.info(),
+                &self.parent,
+                &self.observed,
+                &answer,
+                policy,
+            ) {
+                Ok(None) => Outcome::Answer(answer),
+                Ok(Some(message)) => Outcome::Failed(Failed::Refused { answer, message }),
+                Err(failure) => Outcome::Failed(Failed::Error {
+                    kind: crate::plugin::ErrorKind::Permanent,
+                    message: format!("{failure:?}"),
+                }),
+            },
+            Err(e) => Outcome::Failed(Failed::Error {
+                kind: e.kind(),
+                message: match e {
+                    // The plugin's own words: the `plugin name@version:` prefix would tie the
+                    // expectation to this version.
+                    CallError::Plugin { message, .. } => message,
+                    e => e.to_string(),
+                },
+            }),
+        }
+    }
+}
+
+/// The plugin's verdict on a case.
+#[derive(Clone, Debug)]
+pub enum Outcome {
+    /// An answer the host accepts.
+    Answer(ReconcileResponse),
+    /// A failed call or a refused answer.
+    Failed(Failed),
+}
+
+/// What the fixture says about the outcome.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expectation {
+    /// The outcome, whatever it is, is what must come out (`weir record`).
+    AsRecorded,
+    /// A successful reconcile must come out, so that `weir test` shows the failure (a dump).
+    Success,
+}
+
+/// The fixture file's text: a comment header, then the case in the fixture format.
+pub fn fixture_text(
+    info: &PluginInfo,
+    description: &str,
+    case: &Case,
+    outcome: &Outcome,
+    expectation: Expectation,
+) -> String {
+    let mut header = format!(
+        "# {} {}: the inputs {}@{} was given, as a `weir test` fixture.\n",
+        info.parent.kind,
+        case.key(),
+        info.name,
+        info.version
+    );
+    let expect = match (outcome, expectation) {
+        (Outcome::Answer(answer), _)
+        | (Outcome::Failed(Failed::Refused { answer, .. }), Expectation::Success) => {
+            json!({"children": answer.children, "status": answer.status, "requeue": requeue(answer.requeue)})
+        }
+        (Outcome::Failed(Failed::Refused { message, .. }), Expectation::AsRecorded) => {
+            json!({"error": {"refused": true, "message_contains": message}})
+        }
+        (Outcome::Failed(Failed::Error { kind, message }), Expectation::AsRecorded) => {
+            json!({"error": {"kind": kind, "message_contains": message}})
+        }
+        (Outcome::Failed(Failed::Error { .. }), Expectation::Success) => {
+            header.push_str(
+                "# The call failed, so no answer is known: `requeue: done` only stands for \"succeeds\".\n\
+                 # Once the plugin is fixed, write down the answer it should give.\n",
+            );
+            json!({"requeue": "done"})
+        }
+    };
+    let fixture = json!({
+        "description": description,
+        "parent": case.parent,
+        "observed": case.observed,
+        "expect": expect,
+    });
+    let body = serde_yaml::to_string(&fixture).unwrap_or_else(|_| format!("{fixture:#}\n"));
+    header + &body
+}
+
+fn requeue(requeue: Requeue) -> Value {
+    match requeue {
+        Requeue::Done => json!("done"),
+        Requeue::Now => json!("now"),
+        Requeue::After(d) => json!({"after": u64::try_from(d.as_millis()).unwrap_or(u64::MAX)}),
+    }
+}
+
+/// Writes `text` to `dir/name` through a temporary file and a rename (never half a file).
+pub fn write(dir: &Path, name: &str, text: &str) -> std::io::Result<PathBuf> {
+    let path = dir.join(name);
+    let partial = dir.join(format!(".{name}.partial"));
+    std::fs::write(&partial, text)?;
+    std::fs::rename(&partial, &path)?;
+    Ok(path)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test fails by panicking")]
+mod tests {
+    use super::*;
+    use crate::fixtures::{ExpectRequeue, parse};
+    use crate::plugin::{ErrorKind, ResourceKind};
+    use std::time::Duration;
+
+    fn info() -> PluginInfo {
+        let kind = |group: &str, kind: &str, plural: &str| ResourceKind {
+            group: group.into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced: true,
+        };
+        PluginInfo {
+            name: "blog".into(),
+            version: "0.1.0".into(),
+            parent: kind("weir.dev", "Blog", "blogs"),
+            children: vec![kind("", "ConfigMap", "configmaps")],
+            related: vec![],
+            finalizer: None,
+            crd: None,
+        }
+    }
+
+    fn case() -> Case {
+        let parent: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "weir.dev/v1", "kind": "Blog",
+            "metadata": {"name": "a", "namespace": "ns", "uid": "u",
+                         "managedFields": [{"manager": "kubectl"}]},
+            "spec": {"title": "A"}}))
+        .unwrap();
+        Case::of(&parent, &[])
+    }
+
+    #[test]
+    fn a_recorded_answer_reads_back_as_a_fixture_expecting_it_without_managed_fields() {
+        let case = case();
+        assert_eq!(case.file_name(), "ns_a.yaml");
+        let answer = ReconcileResponse {
+            children: vec![
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}),
+            ],
+            status: Some(json!({"ready": true})),
+            requeue: Requeue::After(Duration::from_secs(30)),
+        };
+        let text = fixture_text(
+            &info(),
+            "d",
+            &case,
+            &Outcome::Answer(answer.clone()),
+            Expectation::AsRecorded,
+        );
+        assert!(!text.contains("managedFields"), "{text}");
+        let fixture = parse(&text).unwrap();
+        assert_eq!(fixture.expect.children, Some(answer.children));
+        assert_eq!(fixture.expect.status, Some(answer.status));
+        assert_eq!(fixture.expect.requeue, Some(ExpectRequeue::After(30_000)));
+    }
+
+    #[test]
+    fn a_failure_is_expected_when_recorded_and_success_is_expected_when_dumped() {
+        let case = case();
+        let failed = Outcome::Failed(Failed::Error {
+            kind: ErrorKind::Transient,
+            message: "no database".into(),
+        });
+        let recorded = parse(&fixture_text(
+            &info(),
+            "d",
+            &case,
+            &failed,
+            Expectation::AsRecorded,
+        ))
+        .unwrap();
+        let error = recorded.expect.error.unwrap();
+        assert_eq!(error.kind, Some(ErrorKind::Transient));
+        assert_eq!(error.message_contains.as_deref(), Some("no database"));
+        let dumped = parse(&fixture_text(
+            &info(),
+            "d",
+            &case,
+            &failed,
+            Expectation::Success,
+        ))
+        .unwrap();
+        assert!(dumped.expect.error.is_none());
+        assert_eq!(dumped.expect.requeue, Some(ExpectRequeue::Done));
+        let refused = Outcome::Failed(Failed::Refused {
+            answer: ReconcileResponse {
+                children: vec![],
+                status: None,
+                requeue: Requeue::Done,
+            },
+            message: "too many".into(),
+        });
+        let recorded = parse(&fixture_text(
+            &info(),
+            "d",
+            &case,
+            &refused,
+            Expectation::AsRecorded,
+        ))
+        .unwrap();
+        assert!(recorded.expect.error.unwrap().refused);
+        let dumped = parse(&fixture_text(
+            &info(),
+            "d",
+            &case,
+            &refused,
+            Expectation::Success,
+        ))
+        .unwrap();
+        assert_eq!(dumped.expect.children, Some(vec![]));
+    }
+}
