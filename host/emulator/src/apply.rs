@@ -253,10 +253,8 @@ fn remove_dropped(obj: &mut Value, previous: &BTreeSet<Path>, managed: &BTreeSet
                 r.len() == p.len() || matches!(r.last(), Some(Step::Key(_) | Step::Value(_)))
             })
             .find(|r| applied_before(r) && !owned(r) && fieldset::value_at(obj, r).is_some());
-        if let Some(target) = target {
-            if !is_key_field(target) {
-                targets.insert(target.to_vec());
-            }
+        if let Some(target) = target.filter(|t| !is_key_field(t)) {
+            targets.insert(target.to_vec());
         }
     }
     let outermost: Vec<Path> = targets
