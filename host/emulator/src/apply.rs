@@ -229,6 +229,55 @@ fn merge_into(live: &mut Value, cfg: &Value, field: &str) {
     }
 }
 
+/// Remove what an applier stopped applying (`previous` is what it applied last time), as
+/// structured-merge-diff prunes: a field goes unless some manager in `managed` (the others, and
+/// the applier's new configuration) owns it or a field under it; a keyed or set list item goes
+/// whole, with its unowned and defaulted fields, unless a manager owns the item itself (an applier
+/// that names it does; an update only by having created it). In an item that stays, the fields
+/// only the applier owned go one by one, and its key fields stay.
+fn remove_dropped(obj: &mut Value, previous: &BTreeSet<Path>, managed: &BTreeSet<Path>) {
+    let owned = |r: &[Step]| match r.last() {
+        Some(Step::Field(_)) => managed
+            .range(r.to_vec()..)
+            .next()
+            .is_some_and(|q| q.starts_with(r)),
+        _ => managed.contains(r),
+    };
+    let applied_before = |r: &[Step]| (1..=r.len()).any(|n| previous.contains(&r[..n]));
+    let mut targets: BTreeSet<Path> = BTreeSet::new();
+    for p in previous {
+        // The outermost of: an item on the way to `p`, or `p` itself, that goes.
+        let target = (1..=p.len())
+            .map(|n| &p[..n])
+            .filter(|r| {
+                r.len() == p.len() || matches!(r.last(), Some(Step::Key(_) | Step::Value(_)))
+            })
+            .find(|r| applied_before(r) && !owned(r) && fieldset::value_at(obj, r).is_some());
+        if let Some(target) = target.filter(|t| !is_key_field(t)) {
+            targets.insert(target.to_vec());
+        }
+    }
+    let outermost: Vec<Path> = targets
+        .iter()
+        .filter(|t| !(1..t.len()).any(|n| targets.contains(&t[..n])))
+        .cloned()
+        .collect();
+    for t in outermost.iter().rev() {
+        fieldset::remove_at(obj, t);
+    }
+}
+
+/// Whether `path` is a key field of the list item it is in (`…[name=x].name`).
+fn is_key_field(path: &[Step]) -> bool {
+    match path {
+        [.., Step::Key(key), Step::Field(f)] => {
+            serde_json::from_str::<serde_json::Map<String, Value>>(key)
+                .is_ok_and(|k| k.contains_key(f))
+        }
+        _ => false,
+    }
+}
+
 /// kube-apiserver lets `kubectl apply --server-side` take over fields that client-side apply
 /// set (the documented upgrade path): conflicts with `kubectl-client-side-apply` on fields named
 /// in the `last-applied-configuration` annotation are not conflicts.
@@ -298,22 +347,13 @@ pub fn apply(
     }
     merge_into(&mut obj, &cfg_scoped, "");
 
-    let others: Vec<&Entry> = entries
+    let managed: BTreeSet<Path> = entries
         .iter()
         .filter(|e| !e.same_owner(manager, "Apply", sub))
+        .flat_map(|e| e.fields.iter().cloned())
+        .chain(applied.iter().cloned())
         .collect();
-    let mut dropped: Vec<&Path> = previous
-        .difference(&applied)
-        .filter(|p| {
-            !others
-                .iter()
-                .any(|e| e.fields.iter().any(|q| q.starts_with(p)))
-        })
-        .collect();
-    dropped.reverse();
-    for p in dropped {
-        fieldset::remove_at(&mut obj, p);
-    }
+    remove_dropped(&mut obj, &previous, &managed);
 
     let api_version = api_version_of(cfg);
     let entry = entry_of(&mut entries, manager, "Apply", sub, &api_version, now);
@@ -351,7 +391,14 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: 
     };
     let changed: BTreeSet<Path> = owned_fields(new, scope)
         .into_iter()
-        .filter(|p| old.and_then(|o| fieldset::value_at(o, p)) != fieldset::value_at(new, p))
+        .filter(|p| {
+            let before = old.and_then(|o| fieldset::value_at(o, p));
+            match p.last() {
+                // A list item is owned by whoever added it, not by whoever changed a field in it.
+                Some(Step::Key(_) | Step::Value(_)) => before.is_none(),
+                _ => before != fieldset::value_at(new, p),
+            }
+        })
         .collect();
     let sub = scope.subresource();
     if !changed.is_empty() {

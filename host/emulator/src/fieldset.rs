@@ -42,10 +42,15 @@ pub fn is_set_list(field: &str) -> bool {
 }
 
 /// The merge keys that apply to a list under `field`, for the elements actually present.
-/// Service ports are keyed by `port` (and `protocol`), container ports by `containerPort`.
+/// Service ports are keyed by `port` and `protocol`, container ports by `containerPort` and
+/// `protocol` (a missing `protocol` keys as its default, TCP).
 pub fn keys_for(field: &str, items: &[Value]) -> Option<Vec<&'static str>> {
-    if field == "ports" && items.iter().all(|i| i.get("port").is_some()) && !items.is_empty() {
-        return Some(vec!["port", "protocol"]);
+    if field == "ports" && !items.is_empty() {
+        for key in ["port", "containerPort"] {
+            if items.iter().all(|i| i.get(key).is_some()) {
+                return Some(vec![key, "protocol"]);
+            }
+        }
     }
     let keys = merge_keys(field)?;
     let all_keyed = items

@@ -129,13 +129,16 @@ async fn every_manifest_in_deploy_applies_with_kubectl() {
         .unwrap();
     let pod = &deployment["spec"]["template"]["spec"];
     assert_eq!(pod["containers"][0]["args"][1], "--plugins-from-cluster");
-    assert!(
-        pod["volumes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|v| v["name"] == "cache" && v["emptyDir"].is_object()),
-        "the component cache volume: {pod}"
+    // The plugins volume and its mount are gone whole (no item left without its key).
+    assert_eq!(
+        pod["volumes"],
+        json!([{"name": "cache", "emptyDir": {"sizeLimit": "1Gi"}}]),
+        "only the component cache volume: {pod}"
+    );
+    assert_eq!(
+        pod["containers"][0]["volumeMounts"],
+        json!([{"name": "cache", "mountPath": "/var/cache/weir"}]),
+        "only the component cache mount: {pod}"
     );
 
     // The examples, on the CRD the base installed.

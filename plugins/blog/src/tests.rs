@@ -391,5 +391,8 @@ fn the_readme_example_page_with_a_theme_and_two_posts_is_byte_for_byte_the_spec(
          <article><h2>Fish &amp; Chips</h2><p></p></article>\n</body>\n</html>\n"
     );
     assert_eq!(crate::page_hash(&page), "6c770a5379d13bee");
-    assert_eq!(crate::page_with("My Blog", None, &[]), crate::page("My Blog"));
+    assert_eq!(
+        crate::page_with("My Blog", None, &[]),
+        crate::page("My Blog")
+    );
 }

@@ -1,8 +1,8 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Patch, PatchParams};
+use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use kube::{Api, ResourceExt};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::{api_error, emulator};
 
@@ -264,5 +264,170 @@ async fn managed_fields_sent_in_a_patch_replace_the_stored_ones_as_csaupgrade_ne
     assert_eq!(
         after.data.unwrap().keys().cloned().collect::<Vec<_>>(),
         vec!["a"]
+    );
+}
+
+/// Raw Deployments: an item left without its key would not even deserialize as a `Deployment`.
+fn deployments(em: &weir_emulator::Emulator) -> Api<DynamicObject> {
+    Api::default_namespaced_with(em.client(), &ApiResource::erase::<Deployment>(&()))
+}
+
+/// A Deployment configuration with one container and the given keyed lists.
+fn web(volumes: Value, mounts: Value, env: Value, ports: Value) -> Patch<Value> {
+    Patch::Apply(
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"volumes": volumes,
+                                       "containers": [{"name": "app", "image": "nginx:1", "volumeMounts": mounts,
+                                                       "env": env, "ports": ports}]}}}}),
+    )
+}
+
+/// The items of the keyed list at `pointer` in the live Deployment.
+async fn items(api: &Api<DynamicObject>, pointer: &str) -> Vec<Value> {
+    let live = serde_json::to_value(api.get("web").await.unwrap()).unwrap();
+    live.pointer(pointer)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
+}
+
+const VOLUMES: &str = "/spec/template/spec/volumes";
+const MOUNTS: &str = "/spec/template/spec/containers/0/volumeMounts";
+const ENV: &str = "/spec/template/spec/containers/0/env";
+const PORTS: &str = "/spec/template/spec/containers/0/ports";
+
+#[tokio::test]
+async fn reapplying_without_a_keyed_item_the_applier_owned_removes_the_whole_item() {
+    let em = emulator().await;
+    let api = deployments(&em);
+    let weir = PatchParams::apply("weir");
+    api.patch(
+        "web",
+        &weir,
+        &web(
+            json!([{"name": "plugins", "configMap": {"name": "weir-plugins"}}, {"name": "cache", "emptyDir": {}}]),
+            json!([{"name": "plugins", "mountPath": "/plugins"}, {"name": "cache", "mountPath": "/cache"}]),
+            json!([{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]),
+            json!([{"containerPort": 53, "protocol": "UDP", "name": "dns"}, {"containerPort": 53, "name": "dns-tcp"}, {"containerPort": 8080}]),
+        ),
+    )
+    .await
+    .unwrap();
+    api.patch(
+        "web",
+        &weir,
+        &web(
+            json!([{"name": "cache", "emptyDir": {}}]),
+            json!([{"name": "cache", "mountPath": "/cache"}]),
+            json!([{"name": "A", "value": "1"}]),
+            json!([{"containerPort": 53, "name": "dns-tcp"}, {"containerPort": 8080}]),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        items(&api, VOLUMES).await,
+        vec![json!({"name": "cache", "emptyDir": {}})],
+        "volumes are keyed by name"
+    );
+    assert_eq!(
+        items(&api, MOUNTS).await,
+        vec![json!({"name": "cache", "mountPath": "/cache"})],
+        "volumeMounts are keyed by mountPath"
+    );
+    assert_eq!(
+        items(&api, ENV).await,
+        vec![json!({"name": "A", "value": "1"})]
+    );
+    let ports: Vec<(Value, Value)> = items(&api, PORTS)
+        .await
+        .iter()
+        .map(|p| (p["containerPort"].clone(), p["protocol"].clone()))
+        .collect();
+    assert_eq!(
+        ports,
+        vec![(json!(53), json!("TCP")), (json!(8080), json!("TCP"))],
+        "ports are keyed by containerPort and protocol: 53/UDP went, 53/TCP stayed"
+    );
+
+    // Dropping the last item drops the list.
+    api.patch(
+        "web",
+        &weir,
+        &web(json!([]), json!([]), json!([]), json!([])),
+    )
+    .await
+    .unwrap();
+    for pointer in [VOLUMES, MOUNTS, ENV, PORTS] {
+        assert_eq!(items(&api, pointer).await, Vec::<Value>::new(), "{pointer}");
+    }
+}
+
+#[tokio::test]
+async fn a_dropped_keyed_item_keeps_only_what_another_applier_owns_and_goes_when_only_an_update_touched_it()
+ {
+    let em = emulator().await;
+    let api = deployments(&em);
+    let weir = PatchParams::apply("weir");
+    api.patch(
+        "web",
+        &weir,
+        &web(
+            json!([{"name": "plugins", "configMap": {"name": "weir-plugins"}}, {"name": "cache", "emptyDir": {}}]),
+            json!([{"name": "plugins", "mountPath": "/plugins"}, {"name": "cache", "mountPath": "/cache", "subPath": "weir"}]),
+            json!([{"name": "A", "value": "1"}]),
+            json!([]),
+        ),
+    )
+    .await
+    .unwrap();
+    // Another applier owns a field inside the /cache mount (and, by applying it, the item and its key).
+    api.patch(
+        "web",
+        &PatchParams::apply("mesh"),
+        &Patch::Apply(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web"}, "spec": {"template": {"spec": {"containers": [{"name": "app",
+            "volumeMounts": [{"name": "cache", "mountPath": "/cache", "readOnly": true}]}]}}}})),
+    )
+    .await
+    .unwrap();
+    // An ordinary update sets a field inside the /plugins mount and the plugins volume.
+    api.patch(
+        "web",
+        &PatchParams {
+            field_manager: Some("editor".into()),
+            ..Default::default()
+        },
+        &Patch::Strategic(json!({"spec": {"template": {"spec": {
+            "volumes": [{"name": "plugins", "configMap": {"optional": true}}],
+            "containers": [{"name": "app", "volumeMounts": [{"mountPath": "/plugins", "readOnly": true}]}]}}}})),
+    )
+    .await
+    .unwrap();
+    assert_eq!(items(&api, MOUNTS).await[0]["readOnly"], true);
+
+    api.patch(
+        "web",
+        &weir,
+        &web(
+            json!([]),
+            json!([]),
+            json!([{"name": "A", "value": "1"}]),
+            json!([]),
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        items(&api, MOUNTS).await,
+        vec![json!({"name": "cache", "mountPath": "/cache", "readOnly": true})],
+        "the /cache mount stays with mesh's fields only; the /plugins mount goes though an update set a field in it"
+    );
+    assert_eq!(
+        items(&api, VOLUMES).await,
+        Vec::<Value>::new(),
+        "an updater owning a field inside an item does not keep the item"
     );
 }
