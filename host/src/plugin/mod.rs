@@ -24,6 +24,8 @@ mod reused;
 mod sandbox;
 mod selection;
 mod store;
+#[cfg(test)]
+pub(crate) mod test_info;
 mod text;
 mod types;
 

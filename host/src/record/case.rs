@@ -172,26 +172,14 @@ pub fn write(dir: &Path, name: &str, text: &str) -> std::io::Result<PathBuf> {
 mod tests {
     use super::*;
     use crate::fixtures::{ExpectRequeue, parse};
-    use crate::plugin::{ErrorKind, ResourceKind};
+    use crate::plugin::ErrorKind;
     use std::time::Duration;
 
     fn info() -> PluginInfo {
-        let kind = |group: &str, kind: &str, plural: &str| ResourceKind {
-            group: group.into(),
-            version: "v1".into(),
-            kind: kind.into(),
-            plural: plural.into(),
-            namespaced: true,
-        };
-        PluginInfo {
-            name: "blog".into(),
-            version: "0.1.0".into(),
-            parent: kind("weir.dev", "Blog", "blogs"),
-            children: vec![kind("", "ConfigMap", "configmaps")],
-            related: vec![],
-            finalizer: None,
-            crd: None,
-        }
+        crate::plugin::test_info::owning_config_maps(
+            "blog",
+            crate::plugin::test_info::namespaced("weir.dev", "Blog", "blogs"),
+        )
     }
 
     fn case() -> Case {

@@ -294,7 +294,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::plugin::ResourceKind;
     use crate::reconcile::queue::ObjectKey;
 
     struct Nothing;
@@ -305,22 +304,10 @@ mod tests {
     }
 
     fn info() -> PluginInfo {
-        let kind = |group: &str, kind: &str, plural: &str| ResourceKind {
-            group: group.into(),
-            version: "v1".into(),
-            kind: kind.into(),
-            plural: plural.into(),
-            namespaced: true,
-        };
-        PluginInfo {
-            name: "blog".into(),
-            version: "0.1.0".into(),
-            parent: kind("weir.dev", "Blog", "blogs"),
-            children: vec![kind("", "ConfigMap", "configmaps")],
-            related: vec![],
-            finalizer: None,
-            crd: None,
-        }
+        crate::plugin::test_info::owning_config_maps(
+            "blog",
+            crate::plugin::test_info::namespaced("weir.dev", "Blog", "blogs"),
+        )
     }
 
     fn parent() -> DynamicObject {
