@@ -32,6 +32,10 @@ use super::upgrade;
 use super::validate::{DesiredChild, Refusal, live_holds};
 use crate::metrics::Metrics;
 
+/// How many times the relabelling of a created child is tried when a concurrent write changed
+/// the object under it (409).
+const RELABEL_ATTEMPTS: usize = 3;
+
 /// A write to a child failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
@@ -183,27 +187,47 @@ impl Applier {
             source,
         };
         let mut written = self.server_side_apply(child).await?;
-        if let Some(entries) = written
-            .metadata
-            .managed_fields
-            .as_deref()
-            .and_then(|entries| upgrade::upgraded(entries, &self.manager))
-        {
-            // The resourceVersion is a precondition: a concurrent write makes this a 409, retried.
+        // The resourceVersion is a precondition of the relabelling: a concurrent write (a
+        // controller updating the object's status) makes it a 409, and it is tried again on the
+        // object as it is now, as client-go's RetryOnConflict does.
+        let mut current = written.clone();
+        for attempt in 1..=RELABEL_ATTEMPTS {
+            let Some(entries) = current
+                .metadata
+                .managed_fields
+                .as_deref()
+                .and_then(|entries| upgrade::upgraded(entries, &self.manager))
+            else {
+                break;
+            };
             let patch = serde_json::json!({"metadata": {
                 "managedFields": entries,
-                "resourceVersion": written.metadata.resource_version,
+                "resourceVersion": current.metadata.resource_version,
             }});
             self.metrics
                 .wrote(&self.plugin, "patch", &child.kind.plural);
-            let relabelled = self
+            match self
                 .api(child)
                 .patch(&child.key.name, &self.upgrade, &Patch::Merge(&patch))
                 .await
-                .map_err(apply_error)?;
-            self.echoes.wrote(kind, &relabelled);
-            tracing::debug!(%kind, child = %child.key, "moved the create's fields to the apply entry");
-            written = self.server_side_apply(child).await?;
+            {
+                Ok(relabelled) => {
+                    self.echoes.wrote(kind, &relabelled);
+                    tracing::debug!(%kind, child = %child.key, "moved the create's fields to the apply entry");
+                    written = self.server_side_apply(child).await?;
+                    break;
+                }
+                Err(kube::Error::Api(status))
+                    if status.code == 409 && attempt < RELABEL_ATTEMPTS =>
+                {
+                    current = self
+                        .api(child)
+                        .get(&child.key.name)
+                        .await
+                        .map_err(apply_error)?;
+                }
+                Err(source) => return Err(apply_error(source)),
+            }
         }
         self.echoes.wrote(kind, &written);
         tracing::info!(%kind, child = %child.key, "applied child");

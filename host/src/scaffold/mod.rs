@@ -298,12 +298,11 @@ impl Project {
 }
 
 impl Lang {
-    /// The contract the language's SDK implements: the Rust SDK speaks the newest, the Python
-    /// and JavaScript SDKs still 0.1.0 (the host loads both).
+    /// The contract the language's SDK implements: all three speak the newest (the host still
+    /// loads components built for 0.1.0).
     pub fn contract(self) -> Contract {
         match self {
-            Lang::Rust => Contract::V0_2,
-            Lang::Python | Lang::Js => Contract::V0_1,
+            Lang::Rust | Lang::Python | Lang::Js => Contract::V0_2,
         }
     }
 
