@@ -77,8 +77,11 @@ impl Churn {
             // Growing: mostly creations.
             if roll < 0.6 { 0 } else { 1 }
         } else {
+            // Creations and deletions equally likely; over `target` + 10% a creation becomes a
+            // deletion, so the population stays near `target`.
             match roll {
-                r if r < 0.25 => 0,
+                r if r < 0.2 && self.live.len() <= target + target / 10 => 0,
+                r if r < 0.2 => 2,
                 r if r < 0.6 => 1,
                 r if r < 0.8 => 2,
                 r if r < 0.9 => 3,
