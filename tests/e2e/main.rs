@@ -12,6 +12,7 @@ mod hostile;
 mod hot_loading;
 mod hot_loop_is_throttled;
 mod informers_are_shared;
+mod kills;
 mod leader_election;
 mod leader_failover;
 mod leader_fence;

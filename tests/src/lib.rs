@@ -22,10 +22,12 @@ use weir::reconcile::ControllerConfig;
 use weir::reconcile::queue::QueueConfig;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
+pub mod convergence;
 pub mod hostile;
 pub mod native_twin;
 pub mod plugin_log;
 pub mod registry;
+pub mod weir_run;
 
 /// Held by the scenarios that must not overlap in time: the hostile plugin's, which saturates
 /// the CPU on purpose (spinning and sleeping guests), and the leader-election ones, whose promise

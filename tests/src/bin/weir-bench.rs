@@ -6,6 +6,7 @@
 //! plugins/build.sh ten      # the Blog plugin, and the ten Blog kinds of the ten-plugin row
 //! target/release/weir-bench --blogs 1000 --blogs 10000 --ten 100
 //! target/release/weir-bench hostile   # the Blog beside the hostile plugin (see `hostile`)
+//! target/release/weir-bench soak --minutes 10   # churn; RSS slope and convergence (see `soak`)
 //! ```
 //!
 //! The emulator runs in this process; its request log counts the children's requests (this
@@ -32,6 +33,8 @@ mod delivery;
 mod hostile;
 #[path = "weir-bench/related.rs"]
 mod related;
+#[path = "weir-bench/soak.rs"]
+mod soak;
 #[path = "weir-bench/table.rs"]
 mod table;
 
@@ -79,6 +82,9 @@ enum Mode {
     /// Plugins from a registry: cold pull + compile and cached load per language, and the time
     /// from a new digest applied to the last of N Blogs updated.
     Delivery(delivery::DeliveryArgs),
+    /// Minutes of churn on one `weir run`: its RSS sampled, the slope over the second half, and
+    /// the convergence check at the end.
+    Soak(soak::SoakArgs),
     /// Runs the native twin (the benchmark's own child process).
     #[command(hide = true)]
     Serve {
@@ -451,6 +457,7 @@ async fn main() -> Result<()> {
         Some(Mode::Hostile(args)) => hostile::run(args).await,
         Some(Mode::Related(args)) => related::run(args),
         Some(Mode::Delivery(args)) => delivery::run(args).await,
+        Some(Mode::Soak(args)) => soak::run(args).await,
         Some(Mode::Serve {
             system: Served::Native,
             kubeconfig,

@@ -1,0 +1,159 @@
+//! The shipped `weir run` binary as a child process serving the Blog: started, killed with
+//! SIGKILL, started again, its resident memory read.
+//!
+//! Every start uses the workspace's compile cache (`target/plugin-cache`, the one the test
+//! engine fills), so a restart loads the precompiled Blog instead of compiling it again.
+//! The process's stderr goes to a log file in the run's directory, appended across restarts.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+use crate::workspace_root;
+
+/// One `weir run` process at a time over a directory holding only the Blog plugin.
+pub struct WeirRun {
+    command: Vec<std::ffi::OsString>,
+    binary: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+    starts: usize,
+}
+
+impl WeirRun {
+    /// `target/debug/weir`, or an error saying how to build it.
+    pub fn debug_binary() -> Result<PathBuf> {
+        let path = workspace_root().join("target/debug/weir");
+        if !path.exists() {
+            bail!(
+                "{} is missing: run `cargo build -p weir` first",
+                path.display()
+            );
+        }
+        Ok(path)
+    }
+
+    /// Copies the built Blog plugin into `dir/plugins` and starts `binary` on it, against the
+    /// cluster of `kubeconfig`, watching `namespace` only (all namespaces when `None`).
+    pub fn start(
+        binary: &Path,
+        dir: &Path,
+        kubeconfig: &Path,
+        namespace: Option<&str>,
+        resync_secs: u64,
+    ) -> Result<WeirRun> {
+        let plugins = dir.join("plugins");
+        std::fs::create_dir_all(&plugins)
+            .with_context(|| format!("creating {}", plugins.display()))?;
+        let blog = crate::built("blog.wasm");
+        std::fs::copy(&blog, plugins.join("blog.wasm"))
+            .with_context(|| format!("copying {} (run plugins/build.sh first)", blog.display()))?;
+        let mut command: Vec<std::ffi::OsString> = vec![
+            "--log".into(),
+            "warn".into(),
+            "--cache-dir".into(),
+            workspace_root().join("target/plugin-cache").into(),
+            "run".into(),
+            "--plugins".into(),
+            plugins.into(),
+            "--kubeconfig".into(),
+            kubeconfig.into(),
+            "--listen".into(),
+            "127.0.0.1:0".into(),
+            "--resync-secs".into(),
+            resync_secs.to_string().into(),
+        ];
+        if let Some(ns) = namespace {
+            command.extend(["--namespace".into(), ns.into()]);
+        }
+        let mut run = WeirRun {
+            command,
+            binary: binary.to_owned(),
+            log: dir.join("weir-run.log"),
+            child: None,
+            starts: 0,
+        };
+        run.restart()?;
+        Ok(run)
+    }
+
+    /// Starts the process again (after [`WeirRun::kill`]; a running one is killed first).
+    pub fn restart(&mut self) -> Result<()> {
+        self.kill()?;
+        let log: File = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .with_context(|| format!("opening {}", self.log.display()))?;
+        let child = Command::new(&self.binary)
+            .args(&self.command)
+            .env("NO_COLOR", "1")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting {}", self.binary.display()))?;
+        self.child = Some(child);
+        self.starts += 1;
+        Ok(())
+    }
+
+    /// SIGKILL, then reaps the process: nothing in it finishes.
+    pub fn kill(&mut self) -> Result<()> {
+        if let Some(mut child) = self.child.take() {
+            child.kill().context("sending SIGKILL to weir run")?;
+            child.wait().context("reaping weir run")?;
+        }
+        Ok(())
+    }
+
+    /// Fails if the process exited on its own (a crash, a bad flag).
+    pub fn check_running(&mut self) -> Result<()> {
+        if let Some(child) = &mut self.child
+            && let Some(status) = child.try_wait()?
+        {
+            bail!(
+                "weir run exited by itself ({status}); its log ends:\n{}",
+                self.log_tail(30)
+            );
+        }
+        Ok(())
+    }
+
+    /// How many times the process was started.
+    pub fn starts(&self) -> usize {
+        self.starts
+    }
+
+    /// The running process's id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// The running process's resident set size (`VmRSS`) in MiB.
+    pub fn rss_mib(&self) -> Option<f64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()?)).ok()?;
+        let kib: f64 = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
+        Some(kib / 1024.0)
+    }
+
+    /// The last `lines` lines the processes logged.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+impl Drop for WeirRun {
+    fn drop(&mut self) {
+        let _ = self.kill();
+    }
+}
