@@ -23,7 +23,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
-use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+use weir_emulator::EmulatorConfig;
 
 #[path = "weir-bench/cluster.rs"]
 mod cluster;
@@ -38,7 +38,7 @@ mod soak;
 #[path = "weir-bench/table.rs"]
 mod table;
 
-use self::cluster::{Target, blog_kind, install, is_ready};
+use self::cluster::{Target, blog_kind, emulator_for, is_ready};
 use self::table::{Row, print, print_ratios, print_writes, push};
 
 const RESYNC_SECS: u64 = 3;
@@ -230,16 +230,12 @@ fn watch_suffix(setup: &Setup, target: &Target) -> String {
 /// Creates `per_target` Blogs for each target and measures until all are Ready, then over
 /// two resyncs.
 async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usize) -> Result<Row> {
-    let emulator = Emulator::start(EmulatorConfig {
-        workloads: Some(WorkloadSimulation {
-            ready_after: Duration::from_millis(50),
-        }),
+    let config = EmulatorConfig {
         watch_history: 200_000,
         ..EmulatorConfig::default()
-    })
-    .await?;
+    };
+    let emulator = emulator_for(targets, config).await?;
     let client = emulator.client();
-    install(&emulator, targets).await?;
     let dir = tempfile::Builder::new().prefix("weir-bench-").tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
     emulator.write_kubeconfig(&kubeconfig)?;

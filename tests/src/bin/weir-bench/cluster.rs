@@ -4,8 +4,10 @@ use anyhow::Result;
 use kube::CustomResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
+use std::time::Duration;
 use weir::plugin::ResourceKind;
-use weir_emulator::Emulator;
+
+use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
 /// Blogs of one kind in one namespace.
 pub(crate) struct Target {
@@ -52,6 +54,20 @@ pub(crate) fn is_ready(obj: &DynamicObject) -> bool {
                 .any(|c| c["type"] == "Ready" && c["status"] == "True")
         });
     current && ready
+}
+
+/// An emulator whose Deployments turn ready after 50 ms (the rest of `config` as given), with
+/// every target's CRD and namespace installed.
+pub(crate) async fn emulator_for(targets: &[Target], config: EmulatorConfig) -> Result<Emulator> {
+    let emulator = Emulator::start(EmulatorConfig {
+        workloads: Some(WorkloadSimulation {
+            ready_after: Duration::from_millis(50),
+        }),
+        ..config
+    })
+    .await?;
+    install(&emulator, targets).await?;
+    Ok(emulator)
 }
 
 /// Installs the CRD and the namespace of every target.

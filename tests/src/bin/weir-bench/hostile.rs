@@ -19,9 +19,9 @@ use serde_json::{Value, json};
 use weir::plugin::ResourceKind;
 use weir_e2e::hostile::{self as attacks, FORGED_LINE};
 use weir_e2e::kinds;
-use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+use weir_emulator::{Emulator, EmulatorConfig};
 
-use super::{Children, Target, blog_kind, built, install, is_ready, root};
+use super::{Children, Target, blog_kind, built, emulator_for, is_ready, root};
 
 /// Arguments of `weir-bench hostile`.
 #[derive(Debug, clap::Args)]
@@ -262,20 +262,13 @@ pub async fn run(args: HostileArgs) -> Result<()> {
     }
     let window = Duration::from_secs(args.window_secs);
 
-    let emulator = Emulator::start(EmulatorConfig {
-        workloads: Some(WorkloadSimulation {
-            ready_after: Duration::from_millis(50),
-        }),
-        ..EmulatorConfig::default()
-    })
-    .await?;
-    let client = emulator.client();
     let target = Target {
         kind: blog_kind(None),
         copy: None,
         namespace: NAMESPACE.into(),
     };
-    install(&emulator, std::slice::from_ref(&target)).await?;
+    let emulator = emulator_for(std::slice::from_ref(&target), EmulatorConfig::default()).await?;
+    let client = emulator.client();
     install_attack_crd(&emulator).await?;
     let other = attacks::user_objects(&client, NAMESPACE).await?;
     let kubeconfig = dir.path().join("kubeconfig");

@@ -22,9 +22,9 @@ use serde_json::json;
 use weir_e2e::convergence::{self, Expected};
 use weir_e2e::kinds;
 use weir_e2e::weir_run::WeirRun;
-use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+use weir_emulator::EmulatorConfig;
 
-use super::{Target, blog_kind, built, install, root};
+use super::{Target, blog_kind, built, emulator_for, root};
 
 /// Arguments of `weir-bench soak`.
 #[derive(Debug, clap::Args)]
@@ -178,20 +178,13 @@ pub async fn run(args: SoakArgs) -> Result<()> {
         "build it with `cargo build --release -p weir --bin weir`",
     )?;
     let seed = args.seed.unwrap_or_else(rand::random);
-    let emulator = Emulator::start(EmulatorConfig {
-        workloads: Some(WorkloadSimulation {
-            ready_after: Duration::from_millis(50),
-        }),
-        ..EmulatorConfig::default()
-    })
-    .await?;
-    let client = emulator.client();
     let target = Target {
         kind: blog_kind(None),
         copy: None,
         namespace: NAMESPACE.into(),
     };
-    install(&emulator, std::slice::from_ref(&target)).await?;
+    let emulator = emulator_for(std::slice::from_ref(&target), EmulatorConfig::default()).await?;
+    let client = emulator.client();
     let dir = tempfile::Builder::new().prefix("weir-soak-").tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
     emulator.write_kubeconfig(&kubeconfig)?;
