@@ -63,9 +63,7 @@ async fn a_new_blog_gets_its_children_and_becomes_ready() -> anyhow::Result<()> 
 #[tokio::test]
 async fn changing_replicas_scales_the_deployment() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
-    let blog = plugin("blog")?;
-    env.install_crd(&blog).await?;
-    let host = env.host(&[blog]).await?;
+    let host = env.serve("blog").await?;
     let blogs = env.api(&kinds::blog());
     env.create(&kinds::blog(), "b", json!({"title": "t", "replicas": 2}))
         .await?;
@@ -87,9 +85,7 @@ async fn changing_replicas_scales_the_deployment() -> anyhow::Result<()> {
 #[tokio::test]
 async fn a_deleted_child_is_recreated() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
-    let blog = plugin("blog")?;
-    env.install_crd(&blog).await?;
-    let host = env.host(&[blog]).await?;
+    let host = env.serve("blog").await?;
     env.create(&kinds::blog(), "b", json!({"title": "t", "replicas": 1}))
         .await?;
     wait_ready(&env.api(&kinds::blog()), "b").await?;

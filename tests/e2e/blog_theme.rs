@@ -184,9 +184,7 @@ const BLOGS: usize = 1000;
 #[tokio::test]
 async fn with_a_thousand_themed_blogs_editing_one_theme_enqueues_exactly_one_blog() -> Result<()> {
     let env = TestEnv::start().await?;
-    let blog = plugin("blog")?;
-    env.install_crd(&blog).await?;
-    let host = env.host(&[blog]).await?;
+    let host = env.serve("blog").await?;
     let started = Instant::now();
     futures::stream::iter(0..BLOGS)
         .map(|i| {

@@ -5,15 +5,13 @@ use std::time::Duration;
 
 use kube::api::DeleteParams;
 use serde_json::json;
-use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin, wait_ready};
+use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, wait_ready};
 
 #[tokio::test]
 async fn the_finalizer_holds_until_cleanup_completes_then_children_are_collected()
 -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
-    let scenario = plugin("scenario")?;
-    env.install_crd(&scenario).await?;
-    let host = env.host(&[scenario]).await?;
+    let host = env.serve("scenario").await?;
     let parents = env.api(&kinds::scenario());
     let cms = env.api(&kinds::config_map());
 

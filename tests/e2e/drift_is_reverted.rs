@@ -4,7 +4,7 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
-use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin, wait_ready};
+use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, wait_ready};
 
 fn as_user() -> PatchParams {
     PatchParams {
@@ -16,9 +16,7 @@ fn as_user() -> PatchParams {
 #[tokio::test]
 async fn hand_edits_of_a_child_are_reverted() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
-    let blog = plugin("blog")?;
-    env.install_crd(&blog).await?;
-    let host = env.host(&[blog]).await?;
+    let host = env.serve("blog").await?;
     env.create(&kinds::blog(), "b", json!({"title": "t", "replicas": 2}))
         .await?;
     wait_ready(&env.api(&kinds::blog()), "b").await?;

@@ -5,14 +5,12 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::events::v1::Event;
 use serde_json::json;
-use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds, plugin};
+use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds};
 
 #[tokio::test]
 async fn retries_of_a_transient_failure_come_at_growing_intervals() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
-    let scenario = plugin("scenario")?;
-    env.install_crd(&scenario).await?;
-    let host = env.host(&[scenario]).await?;
+    let host = env.serve("scenario").await?;
     env.create(
         &kinds::scenario(),
         "broken",
@@ -92,9 +90,7 @@ async fn retries_of_a_transient_failure_come_at_growing_intervals() -> anyhow::R
 #[tokio::test]
 async fn a_permanent_failure_is_reported_and_not_retried() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
-    let scenario = plugin("scenario")?;
-    env.install_crd(&scenario).await?;
-    let host = env.host(&[scenario]).await?;
+    let host = env.serve("scenario").await?;
     env.create(
         &kinds::scenario(),
         "invalid",

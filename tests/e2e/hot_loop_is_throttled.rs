@@ -40,9 +40,7 @@ async fn a_never_settling_plugin_is_flagged_and_throttled() -> anyhow::Result<()
 #[tokio::test]
 async fn requeue_now_forever_is_throttled_too() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
-    let scenario = plugin("scenario")?;
-    env.install_crd(&scenario).await?;
-    let host = env.host(&[scenario]).await?;
+    let host = env.serve("scenario").await?;
     env.create(
         &kinds::scenario(),
         "spin",

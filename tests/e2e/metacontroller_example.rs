@@ -7,7 +7,7 @@ use anyhow::Result;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use weir::plugin::ResourceKind;
-use weir_e2e::{CONVERGE, TestEnv, controlled_by, eventually, kinds, plugin};
+use weir_e2e::{CONVERGE, TestEnv, controlled_by, eventually, kinds};
 
 fn config_bundle() -> ResourceKind {
     ResourceKind {
@@ -51,9 +51,7 @@ async fn bundled(env: &TestEnv, what: &str, data: Value, missing: Value) -> Resu
 #[tokio::test]
 async fn a_metacontroller_composite_controller_runs_unchanged_through_the_adapter() -> Result<()> {
     let env = TestEnv::start().await?;
-    let example = plugin("metacontroller-example")?;
-    env.install_crd(&example).await?;
-    let host = env.host(&[example]).await?;
+    let host = env.serve("metacontroller-example").await?;
 
     put_config_map(&env, "settings", json!({"mode": "fast"})).await?;
     env.create(

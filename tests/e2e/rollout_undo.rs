@@ -7,7 +7,7 @@ use std::process::Stdio;
 
 use anyhow::{Context, Result, ensure};
 use k8s_openapi::api::apps::v1::Deployment;
-use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin, wait_ready};
+use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, wait_ready};
 
 /// Run the real kubectl against the test's API server, in the test's namespace.
 async fn kubectl(env: &TestEnv, home: &Path, args: &[&str]) -> Result<String> {
@@ -49,9 +49,7 @@ fn image(d: &Deployment) -> Option<String> {
 async fn a_rollout_undo_of_a_blogs_deployment_is_put_back() -> Result<()> {
     let env = TestEnv::start().await?;
     let home = tempfile::tempdir()?;
-    let blog = plugin("blog")?;
-    env.install_crd(&blog).await?;
-    let host = env.host(&[blog]).await?;
+    let host = env.serve("blog").await?;
     env.create(
         &kinds::blog(),
         "b",

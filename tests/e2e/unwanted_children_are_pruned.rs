@@ -7,9 +7,7 @@ use weir_e2e::{CONVERGE, TestEnv, controlled_by, eventually, kinds, plugin, wait
 #[tokio::test]
 async fn a_child_the_plugin_no_longer_wants_is_pruned() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
-    let scenario = plugin("scenario")?;
-    env.install_crd(&scenario).await?;
-    let host = env.host(&[scenario]).await?;
+    let host = env.serve("scenario").await?;
     let parents = env.api(&kinds::scenario());
     let cms = env.api(&kinds::config_map());
 

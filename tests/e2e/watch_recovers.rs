@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use serde_json::json;
-use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin, wait_ready};
+use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, wait_ready};
 
 #[tokio::test]
 async fn dropped_watches_and_a_410_are_recovered_from() -> anyhow::Result<()> {
@@ -13,9 +13,7 @@ async fn dropped_watches_and_a_410_are_recovered_from() -> anyhow::Result<()> {
             "this scenario needs the emulator (it drops watches and compacts history); unset KUBECONFIG"
         );
     };
-    let blog = plugin("blog")?;
-    env.install_crd(&blog).await?;
-    let host = env.host(&[blog]).await?;
+    let host = env.serve("blog").await?;
     let blogs = env.api(&kinds::blog());
     env.create(&kinds::blog(), "b", json!({"title": "t", "replicas": 1}))
         .await?;

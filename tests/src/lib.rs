@@ -225,6 +225,14 @@ impl TestEnv {
         self.host_with(plugins, fast_config(&self.namespace)).await
     }
 
+    /// The host serving the built plugin `name` alone, its parent CRD installed first, fast
+    /// settings: the start of most scenarios.
+    pub async fn serve(&self, name: &str) -> Result<Manager> {
+        let served = plugin(name)?;
+        self.install_crd(&served).await?;
+        self.host(&[served]).await
+    }
+
     /// The host with `config`, serving a fixed list of plugins.
     pub async fn host_with(&self, plugins: &[Plugin], config: ManagerConfig) -> Result<Manager> {
         let source = PluginSource::Fixed(plugins.to_vec());
