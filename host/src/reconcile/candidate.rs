@@ -101,7 +101,8 @@ impl Controller {
         slot.live.as_ref().map(|c| c.rollout.sha256())
     }
 
-    fn enqueue_all(&self) {
+    /// Enqueues every cached parent (each version move, and a swap, must reach all of them).
+    pub(super) fn enqueue_all(&self) {
         for key in self.binding().cache.parents.keys() {
             self.parts.queue.add(key, Cause::Outside);
         }

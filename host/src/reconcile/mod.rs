@@ -249,6 +249,9 @@ impl Controller {
             binding,
         );
         tracing::info!(from = %old.info().version, to = %self.binding().info().version, kind = %old.info().parent.kind, "plugin swapped in place");
+        // The new subscription enqueued the parents before `current` changed, so a worker may
+        // already have reconciled some with the old version: enqueue them all again now.
+        self.enqueue_all();
     }
 
     /// The plugin serving the kind now.
