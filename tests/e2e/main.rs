@@ -6,6 +6,7 @@ mod blog_theme;
 mod converged_writes_nothing;
 mod deletion_runs_the_finalizer;
 mod drift_is_reverted;
+mod dumped_refusals_replay;
 mod failing_plugin_backs_off;
 mod faults_converge;
 mod hostile;

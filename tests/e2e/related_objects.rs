@@ -9,18 +9,8 @@ use std::time::Duration;
 use anyhow::Result;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use weir::plugin::{Contract, ResourceKind};
+use weir::plugin::Contract;
 use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds, plugin, wait_ready};
-
-fn mirror() -> ResourceKind {
-    ResourceKind {
-        group: "test.weir.dev".into(),
-        version: "v1".into(),
-        kind: "Mirror".into(),
-        plural: "mirrors".into(),
-        namespaced: true,
-    }
-}
 
 /// `weir_reconciles_total` of `plugin`, all results, from the host's `/metrics` text.
 fn reconciles_of(host: &weir::Manager, plugin: &str) -> u64 {
@@ -68,11 +58,15 @@ async fn a_plugin_reads_a_config_map_it_does_not_own_and_hears_only_its_changes(
     env.install_crd(&related).await?;
     env.install_crd(&scenario).await?;
     let host = env.host(&[related, scenario]).await?;
-    let mirrors = env.api(&mirror());
+    let mirrors = env.api(&kinds::mirror());
 
     // Missing source: not Ready, and nothing asks to look again.
-    env.create(&mirror(), "m", json!({"source": "theme", "key": "css"}))
-        .await?;
+    env.create(
+        &kinds::mirror(),
+        "m",
+        json!({"source": "theme", "key": "css"}),
+    )
+    .await?;
     eventually("m reports its source missing", CONVERGE, || async {
         let m = mirrors.get("m").await.ok()?;
         (condition(&m, "Ready")?["reason"] == "SourceNotFound").then_some(())
@@ -120,8 +114,12 @@ async fn a_plugin_reads_a_config_map_it_does_not_own_and_hears_only_its_changes(
     );
 
     // Reading another namespace is refused on the parent, with nothing written.
-    env.patch_spec(&mirror(), "m", json!({"sourceNamespace": "kube-system"}))
-        .await?;
+    env.patch_spec(
+        &kinds::mirror(),
+        "m",
+        json!({"sourceNamespace": "kube-system"}),
+    )
+    .await?;
     let refused = eventually("the selection is refused", CONVERGE, || async {
         let m = mirrors.get("m").await.ok()?;
         let c = condition(&m, "Reconciled")?;

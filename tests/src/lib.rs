@@ -407,6 +407,11 @@ pub mod kinds {
         kind("test.weir.dev", "v1", "Scenario", "scenarios")
     }
 
+    /// The related test plugin's parent kind (contract 0.2.0).
+    pub fn mirror() -> ResourceKind {
+        kind("test.weir.dev", "v1", "Mirror", "mirrors")
+    }
+
     /// ConfigMap.
     pub fn config_map() -> ResourceKind {
         kind("", "v1", "ConfigMap", "configmaps")

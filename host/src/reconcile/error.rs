@@ -9,8 +9,8 @@ use super::apply::ApplyError;
 use super::invoke::PluginError;
 use super::queue::Finish;
 use super::status::StatusError;
-use super::validate::Refusal;
-use crate::plugin::ErrorKind;
+use super::validate::{self, Refusal};
+use crate::plugin::{ErrorKind, PluginInfo, ReconcileResponse};
 
 /// Why one reconcile of one parent failed.
 #[derive(Debug, thiserror::Error)]
@@ -25,6 +25,10 @@ pub enum ReconcileError {
         message: String,
         /// What was wrong with the answer (already in `message`, so not a `#[source]`).
         refusal: Refusal,
+        /// The refused answer as the plugin gave it (handed back by [`validate::check`], not
+        /// copied); `None` when the selection was refused before any answer, or when the answer
+        /// was already stamped (a name taken between the cache read and the create).
+        answer: Option<Box<ReconcileResponse>>,
     },
     /// Writing (or pruning) a child failed.
     #[error(transparent)]
@@ -35,6 +39,17 @@ pub enum ReconcileError {
     /// The plugin's cleanup of a parent being deleted failed.
     #[error("finalize failed: {0}")]
     Finalize(PluginError),
+}
+
+impl ReconcileError {
+    /// The host refused `info`'s answer (or selection) for `refusal`, with the condition's message.
+    pub fn refused(info: &PluginInfo, refusal: Refusal, answer: Option<ReconcileResponse>) -> Self {
+        Self::Refused {
+            message: validate::refusal_message(info, &refusal),
+            refusal,
+            answer: answer.map(Box::new),
+        }
+    }
 }
 
 /// The label a reconcile's outcome carries in `weir_reconciles_total`.
@@ -155,10 +170,11 @@ mod tests {
             kind: "ConfigMap".into(),
             name: "x".into(),
         };
-        let e = ReconcileError::Refused {
-            message: format!("plugin blog: answer refused: {refusal}"),
-            refusal,
-        };
+        let info = crate::plugin::test_info::owning_config_maps(
+            "blog",
+            crate::plugin::test_info::namespaced("weir.dev", "Blog", "blogs"),
+        );
+        let e = ReconcileError::refused(&info, refusal, None);
         assert_eq!(
             crate::chain::Chain(&e).to_string(),
             r#"plugin blog: answer refused: child ConfigMap "x" appears twice"#,

@@ -1,8 +1,9 @@
 //! Failed reconciles handed, with their inputs, to whoever keeps them (`weir run --dump-failures` writes fixtures).
 //!
 //! A reconcile that the plugin failed (its own error, a trap, a timeout) or whose answer the
-//! host refused is a bug report waiting to be written: the parent and the children the plugin
-//! saw reproduce it offline. [`ControllerConfig::failures`](super::ControllerConfig) takes a
+//! host refused is a bug report waiting to be written: the parent, the children and the related
+//! objects the plugin saw, and the answer it gave, reproduce it offline. The plugin is not asked
+//! again: what is handed on is what the reconcile had. [`ControllerConfig::failures`](super::ControllerConfig) takes a
 //! [`FailureSink`]; the controller calls it from its error policy. Failures of the API (a
 //! write, a status patch) are not the plugin's and are not handed on.
 
@@ -22,10 +23,11 @@ pub enum Failed {
         /// The message, as in the parent's condition.
         message: String,
     },
-    /// The plugin answered and the host refused the answer.
+    /// The host refused the plugin's answer, or its selection of related objects.
     Refused {
-        /// The answer, as the plugin gave it.
-        answer: ReconcileResponse,
+        /// The answer, as the plugin gave it; `None` when there was none to refuse (a refused
+        /// selection) or it was no longer the plugin's (refused while being written).
+        answer: Option<ReconcileResponse>,
         /// The refusal, as in the parent's condition.
         message: String,
     },
@@ -40,6 +42,8 @@ pub struct FailedReconcile<'a> {
     pub parent: &'a DynamicObject,
     /// The children the plugin saw (Secrets redacted).
     pub observed: &'a [Arc<DynamicObject>],
+    /// The related objects the plugin saw (Secrets redacted); none when its selection failed.
+    pub related: &'a [Arc<DynamicObject>],
     /// How it failed.
     pub failed: Failed,
 }
@@ -48,4 +52,16 @@ pub struct FailedReconcile<'a> {
 pub trait FailureSink: Send + Sync + std::fmt::Debug {
     /// One failed reconcile.
     fn failed(&self, reconcile: &FailedReconcile<'_>);
+}
+
+/// What one reconcile gave the plugin, kept for the error policy; filled as the reconcile goes.
+#[derive(Debug, Default)]
+pub struct Given {
+    /// The parent the plugin was called with (after the host added its finalizer); `None`
+    /// before the call.
+    pub parent: Option<Arc<DynamicObject>>,
+    /// The children, Secrets redacted.
+    pub observed: Vec<Arc<DynamicObject>>,
+    /// The selected related objects, Secrets redacted.
+    pub related: Vec<Arc<DynamicObject>>,
 }

@@ -346,59 +346,67 @@ impl Controller {
                 b.related.forget(key);
                 return (Finish::Done, ResultLabel::Gone);
             };
-            match self.reconcile_parent(b, shadow, key, parent.clone()).await {
+            let mut given = failed::Given::default();
+            match self
+                .reconcile_parent(b, shadow, key, parent.clone(), &mut given)
+                .await
+            {
                 Ok(finish) => (finish, ResultLabel::Success),
-                Err(e) => self.error_policy(b, key, &parent, &e).await,
+                Err(e) => self.error_policy(b, key, &parent, &given, &e).await,
             }
         }
         .instrument(span)
         .await
     }
 
-    /// The happy path, top to bottom: the seed's loop.
+    /// The happy path, top to bottom: the seed's loop. What the plugin is given is kept in
+    /// `given`, for the error policy to hand on.
     async fn reconcile_parent(
         &self,
         b: &Binding,
         shadow: Option<&candidate::Shadow>,
         key: &ObjectKey,
         parent: Arc<DynamicObject>,
+        given: &mut failed::Given,
     ) -> Result<Finish, ReconcileError> {
         let info = b.info();
         let uid = parent.metadata.uid.clone().unwrap_or_default();
         let children = b.cache.children_of(&uid);
         // The plugin sees its Secrets without their data (a content hash instead).
-        let observed: Vec<Arc<DynamicObject>> = children.iter().map(redact::for_plugin).collect();
+        given.observed = children.iter().map(redact::for_plugin).collect();
         // Watches: what the parent reads beyond its children, selected afresh each time.
-        let related = self.select_related(b, key, &parent).await?;
+        given.related = self.select_related(b, key, &parent).await?;
+        let (observed, related) = (&given.observed, &given.related);
 
         // Deletion: finalize, then let the API server's GC remove the children.
         if parent.metadata.deletion_timestamp.is_some() {
-            return self.finalize(b, &parent, &observed, &related).await;
+            return self.finalize(b, &parent, observed, related).await;
         }
         let parent = self.ensure_finalizer(b, parent).await?;
+        given.parent = Some(parent.clone());
 
         // ④ Ask the plugin for the desired children and status (and a candidate beside it).
         let answer = self
-            .answer(b, shadow, (key, &parent), &observed, &related)
+            .answer(b, shadow, (key, &parent), &given.observed, &given.related)
             .await
             .map_err(ReconcileError::Plugin)?;
 
-        // ⑤ Validate the whole answer, then apply what differs and prune what is gone.
-        let refused = |refusal| ReconcileError::Refused {
-            message: validate::refusal_message(info, &refusal),
-            refusal,
-        };
-        let desired = validate::validate(
+        // ⑤ Validate the whole answer, then apply what differs and prune what is gone. A
+        // refused answer goes with the error, untouched (the checks only borrow it).
+        let accepted = match validate::check(
             info,
             &parent,
-            (answer.children, answer.status.as_ref()),
+            (&answer.children, answer.status.as_ref()),
             &b.cache,
             &self.parts.config.validation,
-        )
-        .map_err(refused)?;
+        ) {
+            Ok(accepted) => accepted,
+            Err(refusal) => return Err(ReconcileError::refused(info, refusal, Some(answer))),
+        };
+        let desired = accepted.stamp(answer.children);
         // A name taken between the cache read and the create is refused like one the cache showed.
         let mut writes = b.applier.apply(&desired).await.map_err(|e| match e {
-            apply::ApplyError::Foreign(refusal) => refused(refusal),
+            apply::ApplyError::Foreign(refusal) => ReconcileError::refused(info, refusal, None),
             e => ReconcileError::Apply(e),
         })?;
         writes.extend(b.applier.prune(&desired, &children, &info.children).await?);
@@ -462,6 +470,7 @@ impl Controller {
         b: &Binding,
         key: &ObjectKey,
         parent: &DynamicObject,
+        given: &failed::Given,
         error: &ReconcileError,
     ) -> (Finish, ResultLabel) {
         let policy = Policy::of(error);
@@ -472,7 +481,7 @@ impl Controller {
         let activity = &self.parts.config.activity;
         activity.failed(b.info(), key, &policy, &message);
         if let Some(sink) = &self.parts.config.failures {
-            self.hand_on(b, sink.as_ref(), parent, error).await;
+            hand_on(b.info(), sink.as_ref(), parent, given, error);
         }
         // A failure is neither busy nor an outside change for the hot-loop guard.
         self.parts.queue.guard(key, false);
@@ -492,46 +501,6 @@ impl Controller {
             }
         }
         (policy.finish, policy.label)
-    }
-
-    /// Hands a failed or refused plugin call to `sink` with the children the plugin saw; for a
-    /// refusal the plugin is asked once more, for the answer that was refused.
-    async fn hand_on(
-        &self,
-        b: &Binding,
-        sink: &dyn failed::FailureSink,
-        parent: &DynamicObject,
-        error: &ReconcileError,
-    ) {
-        let uid = parent.metadata.uid.clone().unwrap_or_default();
-        let observed: Vec<Arc<DynamicObject>> = b
-            .cache
-            .children_of(&uid)
-            .iter()
-            .map(redact::for_plugin)
-            .collect();
-        let failed = match error {
-            ReconcileError::Plugin(e) => failed::Failed::Error {
-                kind: e.kind,
-                message: e.message.clone(),
-            },
-            ReconcileError::Refused { message, .. } => {
-                match b.invoker.reconcile(parent, &observed, &[]).await {
-                    Ok(answer) => failed::Failed::Refused {
-                        answer,
-                        message: message.clone(),
-                    },
-                    Err(_) => return,
-                }
-            }
-            _ => return,
-        };
-        sink.failed(&failed::FailedReconcile {
-            info: b.info(),
-            parent,
-            observed: &observed,
-            failed,
-        });
     }
 
     /// Asks the plugin what `parent` reads, refuses a selection beyond its declaration, records
@@ -554,10 +523,7 @@ impl Controller {
             .map_err(ReconcileError::Plugin)?;
         b.related
             .select(info, key, &selections)
-            .map_err(|refusal| ReconcileError::Refused {
-                message: validate::refusal_message(info, &refusal),
-                refusal,
-            })
+            .map_err(|refusal| ReconcileError::refused(info, refusal, None))
     }
 
     /// Adds the plugin's finalizer to a live parent that lacks it, and carries on with the
@@ -609,6 +575,37 @@ impl Controller {
             }
         }
     }
+}
+
+/// Hands a failed plugin call or a refused answer to `sink` with what the plugin was given and,
+/// for a refusal, the answer it gave: the plugin is not asked again.
+fn hand_on(
+    info: &PluginInfo,
+    sink: &dyn failed::FailureSink,
+    cached: &DynamicObject,
+    given: &failed::Given,
+    error: &ReconcileError,
+) {
+    let failed = match error {
+        ReconcileError::Plugin(e) => failed::Failed::Error {
+            kind: e.kind,
+            message: e.message.clone(),
+        },
+        ReconcileError::Refused {
+            message, answer, ..
+        } => failed::Failed::Refused {
+            answer: answer.as_deref().cloned(),
+            message: message.clone(),
+        },
+        _ => return,
+    };
+    sink.failed(&failed::FailedReconcile {
+        info,
+        parent: given.parent.as_deref().unwrap_or(cached),
+        observed: &given.observed,
+        related: &given.related,
+        failed,
+    });
 }
 
 /// The queue decision a plugin's requeue asks for.

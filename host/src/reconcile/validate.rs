@@ -7,7 +7,9 @@
 //! [`validate`] is a pure function of the plugin's declaration, the parent, the answer and a
 //! [`LiveObjects`] lookup: the controller passes its [`Cache`], `weir test` the fixture's
 //! observed objects, so a fixture fails offline exactly when the host would refuse the answer,
-//! with the same [`refusal_message`].
+//! with the same [`refusal_message`]. The controller runs its two halves: [`check`] only borrows
+//! the answer, so a refused one goes with the error as the plugin gave it (no copy on the way),
+//! and [`Accepted::stamp`] takes the children once all of them passed.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -264,6 +266,7 @@ pub fn is_valid_name(name: &str) -> bool {
 /// Checks the plugin's whole answer (desired children, taken to be stamped, and status) against its declaration,
 /// `policy` and the `live` objects, and stamps the host-owned fields on the children. Either
 /// the whole answer passes or nothing is returned; nothing here talks to the cluster.
+/// ([`check`] then [`Accepted::stamp`], for a caller that needs the answer back on refusal.)
 pub fn validate(
     info: &PluginInfo,
     parent: &DynamicObject,
@@ -271,6 +274,52 @@ pub fn validate(
     live: &dyn LiveObjects,
     policy: &ValidationPolicy,
 ) -> Result<Vec<DesiredChild>, Refusal> {
+    Ok(check(info, parent, (&desired, status), live, policy)?.stamp(desired))
+}
+
+/// An answer that passed every check, its children not yet stamped: [`Accepted::stamp`] turns
+/// them into what the host applies.
+#[derive(Debug)]
+pub struct Accepted {
+    namespace: String,
+    uid: String,
+    owner: Value,
+    /// Per child, in the answer's order: its declared kind, key and live copy.
+    children: Vec<(ResourceKind, ObjectKey, Option<Arc<DynamicObject>>)>,
+}
+
+impl Accepted {
+    /// Stamps the host-owned fields on `desired`, the children [`check`] accepted (moved, not
+    /// copied: the answer is only given up once the whole of it passed).
+    pub fn stamp(self, desired: Vec<Value>) -> Vec<DesiredChild> {
+        debug_assert_eq!(desired.len(), self.children.len(), "the children checked");
+        desired
+            .into_iter()
+            .zip(self.children)
+            .map(|(mut manifest, (kind, key, live))| {
+                stamp(&mut manifest, &self.namespace, &self.owner, &self.uid);
+                DesiredChild {
+                    kind,
+                    key,
+                    manifest,
+                    live,
+                }
+            })
+            .collect()
+    }
+}
+
+/// The checks of [`validate`] on a borrowed answer: on refusal the caller still holds the
+/// answer exactly as the plugin gave it (a `--dump-failures` fixture keeps it). The size of a
+/// stamped child is bounded from its own size; only a child that might cross
+/// [`MAX_CHILD_BYTES`] once stamped is stamped on a copy to measure it.
+pub fn check(
+    info: &PluginInfo,
+    parent: &DynamicObject,
+    (desired, status): (&[Value], Option<&Value>),
+    live: &dyn LiveObjects,
+    policy: &ValidationPolicy,
+) -> Result<Accepted, Refusal> {
     if desired.len() > MAX_CHILDREN {
         return Err(Refusal::TooLarge {
             what: format!("{} children", desired.len()),
@@ -297,18 +346,19 @@ pub fn validate(
         "controller": true,
         "blockOwnerDeletion": true,
     });
+    let stamp_growth = stamp_growth(&owner, &parent_ns, &parent_uid);
     let mut seen = HashSet::new();
-    let mut out = Vec::with_capacity(desired.len());
-    for (index, mut child) in desired.into_iter().enumerate() {
-        let api_version = str_at(&child, &["apiVersion"]).ok_or(Refusal::Malformed {
+    let mut children = Vec::with_capacity(desired.len());
+    for (index, child) in desired.iter().enumerate() {
+        let api_version = str_at(child, &["apiVersion"]).ok_or(Refusal::Malformed {
             index,
             field: "apiVersion",
         })?;
-        let kind_name = str_at(&child, &["kind"]).ok_or(Refusal::Malformed {
+        let kind_name = str_at(child, &["kind"]).ok_or(Refusal::Malformed {
             index,
             field: "kind",
         })?;
-        let name = str_at(&child, &["metadata", "name"]).ok_or(Refusal::Malformed {
+        let name = str_at(child, &["metadata", "name"]).ok_or(Refusal::Malformed {
             index,
             field: "metadata.name",
         })?;
@@ -328,7 +378,7 @@ pub fn validate(
                 name,
             });
         };
-        let wanted_ns = str_at(&child, &["metadata", "namespace"])
+        let wanted_ns = str_at(child, &["metadata", "namespace"])
             .unwrap_or(&parent_ns)
             .to_owned();
         if parent_ns.is_empty() || wanted_ns != parent_ns {
@@ -351,7 +401,7 @@ pub fn validate(
                 name,
             });
         }
-        check_content(&child, &kind_name, &name, policy)?;
+        check_content(child, &kind_name, &name, policy)?;
         let key = ObjectKey::new(parent_ns.clone(), name.clone());
         let live = live.get(&api_version, &kind_name, &key);
         if let Some(live) = &live {
@@ -368,22 +418,32 @@ pub fn validate(
                 });
             }
         }
-        stamp(&mut child, &parent_ns, &owner, &parent_uid);
-        let size = json_len(&child);
-        if size > MAX_CHILD_BYTES {
-            return Err(Refusal::TooLarge {
-                what: format!("{kind_name} {name:?} ({size} bytes)"),
-                limit: MAX_CHILD_BYTES,
-            });
+        if json_len(child).saturating_add(stamp_growth) > MAX_CHILD_BYTES {
+            let mut stamped = child.clone();
+            stamp(&mut stamped, &parent_ns, &owner, &parent_uid);
+            let size = json_len(&stamped);
+            if size > MAX_CHILD_BYTES {
+                return Err(Refusal::TooLarge {
+                    what: format!("{kind_name} {name:?} ({size} bytes)"),
+                    limit: MAX_CHILD_BYTES,
+                });
+            }
         }
-        out.push(DesiredChild {
-            kind: kind.clone(),
-            key,
-            manifest: child,
-            live,
-        });
+        children.push((kind.clone(), key, live));
     }
-    Ok(out)
+    Ok(Accepted {
+        namespace: parent_ns,
+        uid: parent_uid,
+        owner,
+        children,
+    })
+}
+
+/// At most how many bytes [`stamp`] adds to a child's compact JSON: it only removes fields,
+/// except the namespace, the owner reference, the parent-UID label and the hash annotation (with
+/// the `labels` and `annotations` objects around them), whose keys and punctuation fit in 256.
+fn stamp_growth(owner: &Value, namespace: &str, uid: &str) -> usize {
+    json_len(owner) + json_len(&json!(namespace)) + json_len(&json!(uid)) + 256
 }
 
 /// The answer-side rules on a child's content: no finalizers, no self-filling credentials.

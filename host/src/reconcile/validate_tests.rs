@@ -233,6 +233,37 @@ fn too_many_or_too_large_children_are_refused() {
 }
 
 #[test]
+fn a_child_within_the_size_limit_until_the_host_stamps_it_is_refused() {
+    let mut big = cm("big");
+    big["data"]["a"] = json!("");
+    let pad = MAX_CHILD_BYTES - json_len(&big) - 10;
+    big["data"]["a"] = json!("x".repeat(pad));
+    assert!(json_len(&big) <= MAX_CHILD_BYTES);
+    let r = check(vec![big.clone()], &cache());
+    assert!(
+        matches!(&r, Err(Refusal::TooLarge { what, .. }) if what.starts_with("ConfigMap \"big\"")),
+        "{r:?}"
+    );
+    big["data"]["a"] = json!("x".repeat(pad - 1024));
+    assert_eq!(check(vec![big], &cache()).unwrap().len(), 1);
+}
+
+#[test]
+fn a_refused_answer_is_only_borrowed_by_the_checks() {
+    let answer = vec![cm("a"), cm("a")];
+    let before = answer.clone();
+    let r = super::check(
+        &info(),
+        &parent(),
+        (&answer, None),
+        &cache(),
+        &ValidationPolicy::default(),
+    );
+    assert!(matches!(r, Err(Refusal::Duplicate { .. })));
+    assert_eq!(answer, before, "the answer stays the plugin's, for a dump");
+}
+
+#[test]
 fn an_existing_object_controlled_by_another_owner_is_refused() {
     let c = cache();
     c.children[0].apply(watcher::Event::Apply(live_cm("page", Some("uid-other"))));

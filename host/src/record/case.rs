@@ -6,7 +6,10 @@ use std::sync::Arc;
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
-use crate::plugin::{CallError, Plugin, PluginInfo, ReconcileRequest, ReconcileResponse, Requeue};
+use crate::fixtures::{SelectError, select_related};
+use crate::plugin::{
+    CallError, ErrorKind, Plugin, PluginInfo, ReconcileRequest, ReconcileResponse, Requeue,
+};
 use crate::reconcile::failed::Failed;
 use crate::reconcile::validate::ValidationPolicy;
 
@@ -17,11 +20,18 @@ pub struct Case {
     pub parent: Value,
     /// The children it controls (Secrets redacted unless asked otherwise).
     pub observed: Vec<Value>,
+    /// The related objects its selection read (Secrets redacted unless asked otherwise): the
+    /// fixture's `related`, which `weir test` selects from again.
+    pub related: Vec<Value>,
 }
 
 impl Case {
     /// The inputs of a reconcile from the cache's objects.
-    pub fn of(parent: &DynamicObject, observed: &[Arc<DynamicObject>]) -> Case {
+    pub fn of(
+        parent: &DynamicObject,
+        observed: &[Arc<DynamicObject>],
+        related: &[Arc<DynamicObject>],
+    ) -> Case {
         let plain = |o: &DynamicObject| {
             let mut o = o.clone();
             o.metadata.managed_fields = None;
@@ -30,6 +40,7 @@ impl Case {
         Case {
             parent: plain(parent),
             observed: observed.iter().map(|o| plain(o)).collect(),
+            related: related.iter().map(|o| plain(o)).collect(),
         }
     }
 
@@ -53,12 +64,31 @@ impl Case {
         format!("{}.yaml", self.key().replace('/', "_"))
     }
 
-    /// Calls `plugin` on the inputs, and checks its answer as the host would under `policy`.
+    /// Calls `plugin` on the inputs as `weir test` will call it on the fixture (its selection
+    /// resolved against [`Case::related`] by [`crate::fixtures::select_related`]), and checks
+    /// its answer as the host would under `policy`.
     pub fn run(&self, plugin: &Plugin, policy: &ValidationPolicy) -> Outcome {
+        let unusable = |message: String| {
+            Outcome::Failed(Failed::Error {
+                kind: ErrorKind::Permanent,
+                message,
+            })
+        };
+        let related = match select_related(plugin, &self.parent, &self.related) {
+            Ok((_, related)) => related,
+            Err(SelectError::Call(e)) => return Outcome::Failed(call_failed(e)),
+            Err(SelectError::Refused(message)) => {
+                return Outcome::Failed(Failed::Refused {
+                    answer: None,
+                    message,
+                });
+            }
+            Err(SelectError::Unreadable(text)) => return unusable(text),
+        };
         let req = ReconcileRequest {
             parent: self.parent.to_string(),
             children: self.observed.iter().map(Value::to_string).collect(),
-            related: Vec::new(),
+            related,
         };
         match plugin.reconcile(&req) {
             Ok(answer) => match crate::fixtures::host_refusal(
@@ -69,22 +99,27 @@ impl Case {
                 policy,
             ) {
                 Ok(None) => Outcome::Answer(answer),
-                Ok(Some(message)) => Outcome::Failed(Failed::Refused { answer, message }),
-                Err(failure) => Outcome::Failed(Failed::Error {
-                    kind: crate::plugin::ErrorKind::Permanent,
-                    message: format!("{failure:?}"),
+                Ok(Some(message)) => Outcome::Failed(Failed::Refused {
+                    answer: Some(answer),
+                    message,
                 }),
+                Err(failure) => unusable(format!("{failure:?}")),
             },
-            Err(e) => Outcome::Failed(Failed::Error {
-                kind: e.kind(),
-                message: match e {
-                    // The plugin's own words: the `plugin name@version:` prefix would tie the
-                    // expectation to this version.
-                    CallError::Plugin { message, .. } => message,
-                    e => e.to_string(),
-                },
-            }),
+            Err(e) => Outcome::Failed(call_failed(e)),
         }
+    }
+}
+
+/// A failed call as a fixture expects it.
+fn call_failed(e: CallError) -> Failed {
+    Failed::Error {
+        kind: e.kind(),
+        message: match e {
+            // The plugin's own words: the `plugin name@version:` prefix would tie the
+            // expectation to this version.
+            CallError::Plugin { message, .. } => message,
+            e => e.to_string(),
+        },
     }
 }
 
@@ -123,7 +158,13 @@ pub fn fixture_text(
     );
     let expect = match (outcome, expectation) {
         (Outcome::Answer(answer), _)
-        | (Outcome::Failed(Failed::Refused { answer, .. }), Expectation::Success) => {
+        | (
+            Outcome::Failed(Failed::Refused {
+                answer: Some(answer),
+                ..
+            }),
+            Expectation::Success,
+        ) => {
             json!({"children": answer.children, "status": answer.status, "requeue": requeue(answer.requeue)})
         }
         (Outcome::Failed(Failed::Refused { message, .. }), Expectation::AsRecorded) => {
@@ -132,20 +173,26 @@ pub fn fixture_text(
         (Outcome::Failed(Failed::Error { kind, message }), Expectation::AsRecorded) => {
             json!({"error": {"kind": kind, "message_contains": message}})
         }
-        (Outcome::Failed(Failed::Error { .. }), Expectation::Success) => {
+        (
+            Outcome::Failed(Failed::Error { .. } | Failed::Refused { answer: None, .. }),
+            Expectation::Success,
+        ) => {
             header.push_str(
-                "# The call failed, so no answer is known: `requeue: done` only stands for \"succeeds\".\n\
-                 # Once the plugin is fixed, write down the answer it should give.\n",
+                "# No answer is known (the call failed, or the host refused before it): `requeue: done`\n\
+                 # only stands for \"succeeds\". Once the plugin is fixed, write down the answer it should give.\n",
             );
             json!({"requeue": "done"})
         }
     };
-    let fixture = json!({
+    let mut fixture = json!({
         "description": description,
         "parent": case.parent,
         "observed": case.observed,
         "expect": expect,
     });
+    if !case.related.is_empty() {
+        fixture["related"] = json!(case.related);
+    }
     let body = serde_yaml::to_string(&fixture).unwrap_or_else(|_| format!("{fixture:#}\n"));
     header + &body
 }
@@ -172,7 +219,6 @@ pub fn write(dir: &Path, name: &str, text: &str) -> std::io::Result<PathBuf> {
 mod tests {
     use super::*;
     use crate::fixtures::{ExpectRequeue, parse};
-    use crate::plugin::ErrorKind;
     use std::time::Duration;
 
     fn info() -> PluginInfo {
@@ -189,7 +235,7 @@ mod tests {
                          "managedFields": [{"manager": "kubectl"}]},
             "spec": {"title": "A"}}))
         .unwrap();
-        Case::of(&parent, &[])
+        Case::of(&parent, &[], &[])
     }
 
     #[test]
@@ -246,11 +292,11 @@ mod tests {
         assert!(dumped.expect.error.is_none());
         assert_eq!(dumped.expect.requeue, Some(ExpectRequeue::Done));
         let refused = Outcome::Failed(Failed::Refused {
-            answer: ReconcileResponse {
+            answer: Some(ReconcileResponse {
                 children: vec![],
                 status: None,
                 requeue: Requeue::Done,
-            },
+            }),
             message: "too many".into(),
         });
         let recorded = parse(&fixture_text(
@@ -271,5 +317,19 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(dumped.expect.children, Some(vec![]));
+        let selection_refused = Outcome::Failed(Failed::Refused {
+            answer: None,
+            message: "reads another namespace".into(),
+        });
+        let dumped = parse(&fixture_text(
+            &info(),
+            "d",
+            &case,
+            &selection_refused,
+            Expectation::Success,
+        ))
+        .unwrap();
+        assert_eq!(dumped.expect.requeue, Some(ExpectRequeue::Done));
+        assert!(dumped.expect.children.is_none());
     }
 }

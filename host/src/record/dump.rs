@@ -27,7 +27,7 @@ impl Dumps {
 impl FailureSink for Dumps {
     fn failed(&self, reconcile: &FailedReconcile<'_>) {
         let info = reconcile.info;
-        let case = Case::of(reconcile.parent, reconcile.observed);
+        let case = Case::of(reconcile.parent, reconcile.observed, reconcile.related);
         let what = match &reconcile.failed {
             crate::reconcile::failed::Failed::Error { .. } => "failed",
             crate::reconcile::failed::Failed::Refused { .. } => "was refused",
@@ -53,5 +53,57 @@ impl FailureSink for Dumps {
                 tracing::warn!(dir = %self.dir.display(), error = %Chain(&e), "cannot dump a failed reconcile")
             }
         }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test fails by panicking")]
+mod tests {
+    use std::sync::Arc;
+
+    use kube::api::DynamicObject;
+    use serde_json::json;
+
+    use super::*;
+    use crate::plugin::{ReconcileResponse, Requeue};
+    use crate::reconcile::failed::Failed;
+
+    fn object(value: serde_json::Value) -> Arc<DynamicObject> {
+        Arc::new(serde_json::from_value(value).unwrap())
+    }
+
+    #[test]
+    fn a_refused_reconcile_is_dumped_with_its_related_objects_and_the_answer_it_gave() {
+        let info = crate::plugin::test_info::owning_config_maps(
+            "blog",
+            crate::plugin::test_info::namespaced("weir.dev", "Blog", "blogs"),
+        );
+        let parent = object(json!({"apiVersion": "weir.dev/v1", "kind": "Blog",
+            "metadata": {"name": "a", "namespace": "ns", "uid": "u"}}));
+        let theme = object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "theme", "namespace": "ns"}, "data": {"style.css": "h1{}"}}));
+        let answer = ReconcileResponse {
+            children: vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "a-page", "namespace": "elsewhere"}})],
+            status: None,
+            requeue: Requeue::Done,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let dumps = Dumps::new(dir.path()).unwrap();
+        dumps.failed(&FailedReconcile {
+            info: &info,
+            parent: &parent,
+            observed: &[],
+            related: std::slice::from_ref(&theme),
+            failed: Failed::Refused {
+                answer: Some(answer.clone()),
+                message: "refused".into(),
+            },
+        });
+        let text = std::fs::read_to_string(dir.path().join("blog-ns_a.yaml")).unwrap();
+        let fixture = crate::fixtures::parse(&text).unwrap();
+        assert_eq!(fixture.related, [serde_json::to_value(&*theme).unwrap()]);
+        assert_eq!(fixture.expect.children, Some(answer.children));
+        assert!(fixture.expect.error.is_none(), "a dump expects success");
     }
 }

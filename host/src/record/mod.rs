@@ -2,23 +2,26 @@
 //!
 //! `weir record --plugin PLUGIN.wasm OUT_DIR` reads every parent of the plugin's kind from the
 //! cluster, each with the children it controls (found by their controller owner reference, as
-//! the host's owner index finds them), and writes one fixture per parent whose expectation is
-//! the plugin's own answer: children, status and requeue, or the error it returns, or the
-//! host's refusal. The inputs are what the host would give the plugin: no `managedFields`,
-//! observed Secrets without their data (the hash annotation instead,
-//! [`crate::reconcile::redact`]) unless `--include-secret-data`. Parents being deleted are left
-//! out (the host would call `finalize`).
+//! the host's owner index finds them) and the related objects it selects (contract 0.2.0: the
+//! plugin's `select` for the parent, checked and resolved by [`Related::select`] over the listed
+//! objects of its related kinds, the host's own path), and writes one fixture per parent whose
+//! expectation is the plugin's own answer given those objects: children, status and requeue,
+//! or the error it returns, or the host's refusal. The inputs are what the host would give the
+//! plugin: no `managedFields`, observed and related Secrets without their data (the hash
+//! annotation instead, [`crate::reconcile::redact`]) unless `--include-secret-data`. Parents
+//! being deleted are left out (the host would call `finalize`).
 //!
 //! `weir test NEW.wasm OUT_DIR` then answers "what would the new version change across my real
 //! objects", offline: every case whose answer differs fails, and the report ends with how many
 //! parents would change and which fields ([`crate::fixtures`]).
 //!
-//! [`Dumps`] writes failed and refused reconciles of a running host the same way
-//! (`weir run --dump-failures DIR`), expecting success, so that `weir test` on the file shows
-//! the failure the cluster saw.
+//! Only the selected related objects are written: a new version that selects other objects
+//! finds, under `weir test`, only those the serving one read.
 //!
-//! Not yet: a plugin's related objects (contract 0.2.0) are not recorded; a plugin that reads
-//! some is called without them.
+//! [`Dumps`] writes failed and refused reconciles of a running host the same way
+//! (`weir run --dump-failures DIR`): the parent, children and related objects the plugin was
+//! given, and for a refused answer the answer itself, expecting success, so that `weir test` on
+//! the file shows the failure the cluster saw.
 
 mod case;
 mod dump;
@@ -35,6 +38,8 @@ pub use dump::Dumps;
 
 use crate::plugin::{Engine, EngineConfig, Limits, LoadError, Plugin, ResourceKind};
 use crate::reconcile::failed::Failed;
+use crate::reconcile::queue::ObjectKey;
+use crate::reconcile::related::Related;
 use crate::reconcile::validate::ValidationPolicy;
 
 /// Why recording failed.
@@ -211,7 +216,8 @@ async fn list(
         .collect())
 }
 
-/// The plugin's parents with the children each controls, as the host would give them.
+/// The plugin's parents with the children each controls and the related objects each selects,
+/// as the host would give them.
 pub async fn read(
     client: &Client,
     plugin: &Plugin,
@@ -219,10 +225,8 @@ pub async fn read(
     include_secret_data: bool,
 ) -> Result<Vec<Case>, RecordError> {
     let info = plugin.info();
-    if !info.related.is_empty() {
-        tracing::warn!(plugin = %info.name, "related objects are not recorded yet: the plugin is called without them");
-    }
     let parents = list(client, &info.parent, namespace).await?;
+    let related = Selectable::list(client, plugin, namespace).await?;
     let mut children: Vec<Arc<DynamicObject>> = Vec::new();
     for kind in &info.children {
         for child in list(client, kind, namespace).await? {
@@ -249,11 +253,78 @@ pub async fn read(
                 })
                 .cloned()
                 .collect();
-            Case::of(parent, &observed)
+            Case::of(parent, &observed, &related.of(parent, include_secret_data))
         })
         .collect();
     cases.sort_by_key(Case::key);
     Ok(cases)
+}
+
+/// The objects of a plugin's related kinds, listed once, that its parents select from.
+struct Selectable<'a> {
+    plugin: &'a Plugin,
+    /// The listed objects in the host's stores, selected from by the host's own path.
+    stores: Related,
+    /// The same objects as listed (with their Secrets' data), by kind and key.
+    listed: std::collections::HashMap<(String, String, ObjectKey), Arc<DynamicObject>>,
+}
+
+impl<'a> Selectable<'a> {
+    async fn list(
+        client: &Client,
+        plugin: &'a Plugin,
+        namespace: Option<&str>,
+    ) -> Result<Selectable<'a>, RecordError> {
+        let info = plugin.info();
+        let mut objects = Vec::new();
+        for kind in &info.related {
+            objects.extend(list(client, kind, namespace).await?);
+        }
+        let listed = objects
+            .iter()
+            .map(|o| (identity(o), Arc::new(o.clone())))
+            .collect();
+        Ok(Selectable {
+            plugin,
+            stores: Related::offline(info, objects),
+            listed,
+        })
+    }
+
+    /// What `parent` selects and the cluster holds, Secrets redacted unless `keep_secrets`.
+    /// A failed or refused selection reads nothing: replaying the case fails the same way.
+    fn of(&self, parent: &DynamicObject, keep_secrets: bool) -> Vec<Arc<DynamicObject>> {
+        let info = self.plugin.info();
+        if info.related.is_empty() {
+            return Vec::new();
+        }
+        let text = serde_json::to_string(parent).unwrap_or_default();
+        let Ok(selections) = self.plugin.select(&text) else {
+            return Vec::new();
+        };
+        let key = crate::reconcile::cache::key_of(parent);
+        let found = self
+            .stores
+            .select(info, &key, &selections)
+            .unwrap_or_default();
+        if !keep_secrets {
+            return found;
+        }
+        found
+            .into_iter()
+            .map(|o| self.listed.get(&identity(&o)).cloned().unwrap_or(o))
+            .collect()
+    }
+}
+
+/// `(apiVersion, kind, key)` of a listed object.
+fn identity(o: &DynamicObject) -> (String, String, ObjectKey) {
+    let types = o.types.clone().unwrap_or_default();
+    (
+        types.api_version,
+        types.kind,
+        crate::reconcile::cache::key_of(o),
+    )
 }
 
 /// Runs `plugin` on every case and writes the fixtures into `dir` (created; must be empty).

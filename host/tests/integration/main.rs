@@ -32,6 +32,7 @@ mod dev_watch;
 mod features;
 #[cfg(feature = "dev")]
 mod record;
+mod record_related;
 
 /// The checkout's root.
 pub fn workspace() -> PathBuf {

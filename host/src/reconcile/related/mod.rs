@@ -177,7 +177,7 @@ impl Related {
 
     /// The related kinds `info` declares, each with a store holding the `objects` of that kind
     /// (objects of other kinds are left out: the plugin could not read them) and an empty
-    /// index: the cluster a `weir test` fixture describes.
+    /// index: the cluster a `weir test` fixture describes, or the one `weir record` listed.
     pub fn offline(info: &PluginInfo, objects: impl IntoIterator<Item = DynamicObject>) -> Self {
         let stores: Vec<Arc<Store>> = info
             .related
