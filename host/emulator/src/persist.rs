@@ -46,7 +46,10 @@ pub enum StateError {
         source: serde_json::Error,
     },
     /// The file was written in another layout.
-    #[error("{path} has state format {found}; this emulator reads format {}", FORMAT)]
+    #[error(
+        "{path} has state format {found}; this emulator reads format {}",
+        FORMAT
+    )]
     Format {
         /// The state file.
         path: PathBuf,

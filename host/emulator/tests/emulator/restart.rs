@@ -59,9 +59,15 @@ async fn objects_crd_kinds_and_the_resource_version_survive_a_restart_through_th
         .await
         .unwrap();
     let configmaps: Api<ConfigMap> = Api::default_namespaced(em.client());
-    let cm = configmap("settings").data("k", "v").create(&configmaps).await;
+    let cm = configmap("settings")
+        .data("k", "v")
+        .create(&configmaps)
+        .await;
     let before = em.object_count();
-    assert!(!file.exists(), "the state file is written on restart, not on every write");
+    assert!(
+        !file.exists(),
+        "the state file is written on restart, not on every write"
+    );
 
     em.restart(Duration::from_millis(200)).await.unwrap();
 
@@ -94,7 +100,9 @@ async fn objects_crd_kinds_and_the_resource_version_survive_a_restart_through_th
         .await;
     assert!(refused.is_err(), "the CRD schema still applies");
     assert!(
-        em.requests().iter().any(|r| r.path.ends_with("/blogs/hello")),
+        em.requests()
+            .iter()
+            .any(|r| r.path.ends_with("/blogs/hello")),
         "the request log survives a restart"
     );
 
@@ -210,11 +218,7 @@ async fn a_watch_resumed_from_before_a_restart_gets_410() {
 async fn a_state_file_of_another_format_is_refused_at_start() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("state.json");
-    std::fs::write(
-        &file,
-        r#"{"format": 99, "objects": {}}"#,
-    )
-    .unwrap();
+    std::fs::write(&file, r#"{"format": 99, "objects": {}}"#).unwrap();
     let started = Emulator::start(EmulatorConfig {
         state_file: Some(file.clone()),
         ..EmulatorConfig::default()
