@@ -275,6 +275,10 @@ pub struct EmulatorArgs {
     /// probability, times, fault), as `weir_emulator::Rule` describes.
     #[arg(long, value_name = "FILE")]
     pub faults: Option<PathBuf>,
+    /// Keep the stored objects across runs: load them from this JSON file at start when it
+    /// exists, write them to it on exit (Ctrl-C or SIGTERM). Watch history is not kept.
+    #[arg(long, value_name = "FILE")]
+    pub state: Option<PathBuf>,
 }
 
 /// Serves the emulator until Ctrl-C or SIGTERM, printing where it listens.
@@ -301,6 +305,7 @@ fn emulator(args: &EmulatorArgs) -> anyhow::Result<()> {
             workloads,
             port: args.port,
             faults,
+            state_file: args.state.clone(),
             ..EmulatorConfig::default()
         };
         let emulator = Emulator::start(config)
@@ -317,6 +322,13 @@ fn emulator(args: &EmulatorArgs) -> anyhow::Result<()> {
             .write_kubeconfig(&args.kubeconfig)
             .with_context(|| format!("writing {}", args.kubeconfig.display()))?;
         println!("Kubernetes API emulator at {}", emulator.url());
+        if let Some(state) = &args.state {
+            println!(
+                "state in {} ({} objects; written on exit)",
+                state.display(),
+                emulator.object_count()
+            );
+        }
         println!(
             "kubectl --kubeconfig {} get namespaces",
             args.kubeconfig.display()

@@ -1,13 +1,18 @@
 //! Blogs created, edited and deleted while the API server fails the host's requests, one fault
 //! kind at a time (500, 503, 429 with `Retry-After`, 409 on writes, latency, connection resets,
-//! watches cut mid-stream, forced compaction): once the faults stop, every Blog converges, no
-//! child is orphaned or duplicated, and every deleted Blog is gone (its finalizer removed).
+//! watches cut mid-stream, forced compaction, and the whole emulator restarting with its
+//! objects kept): once the faults stop, every Blog converges, no child is orphaned or duplicated, and
+//! every deleted Blog is gone (its finalizer removed).
 //!
-//! Scaled to the CI budget: 96 Blogs over eight phases of 12, each fault at 30% (50% for cut
-//! watches) on the paths it touches, injected only into the host's own requests.
+//! Scaled to the CI budget: 108 Blogs over nine phases of 12, each fault at 30% (50% for cut
+//! watches) on the paths it touches, injected only into the host's own requests; in the last
+//! phase the emulator restarts twice, down 1 s each time (connections refused, watches gone,
+//! resuming them answers 410).
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
+
+use anyhow::Result;
 
 use kube::ResourceExt;
 use kube::api::{DeleteParams, ListParams};
@@ -15,15 +20,23 @@ use serde_json::json;
 use weir::client::ClientLimits;
 use weir::manager::{Manager, PluginSource};
 use weir_e2e::{CONVERGE, TestEnv, eventually, fast_config, kinds, plugin, wait_ready};
-use weir_emulator::{Fault, Rule, Verb};
+use weir_emulator::{Emulator, Fault, Rule, Verb};
 
 const HOST: &str = "weir-e2e/faulty-host";
 const PER_PHASE: usize = 12;
+/// How long each restart of the restart phase refuses connections.
+const DOWN: Duration = Duration::from_secs(1);
 
-fn phases() -> Vec<(&'static str, Rule)> {
+/// What a phase does to the host: one fault rule, or restarts of the whole emulator.
+enum Phase {
+    Faults(Rule),
+    Restarts,
+}
+
+fn phases() -> Vec<(&'static str, Phase)> {
     use Verb::{Create, Delete, List, Patch, Update, Watch};
     let writes = [Create, Update, Patch, Delete];
-    vec![
+    let rules = vec![
         ("500", Rule::new(&[], None, Fault::Status { code: 500 })),
         ("503", Rule::new(&[], None, Fault::Status { code: 503 })),
         (
@@ -53,11 +66,29 @@ fn phases() -> Vec<(&'static str, Rule)> {
             "410",
             Rule::new(&[Watch, List], None, Fault::Expired).probability(0.5),
         ),
-    ]
+    ];
+    rules
+        .into_iter()
+        .map(|(name, rule)| (name, Phase::Faults(rule)))
+        .chain([("restart", Phase::Restarts)])
+        .collect()
+}
+
+/// Cut every watch, or for the restart phase restart the emulator (noting where the request
+/// log stood in `restarts`).
+async fn disrupt(emulator: &Emulator, phase: &Phase, restarts: &mut Vec<usize>) -> Result<()> {
+    match phase {
+        Phase::Faults(_) => emulator.drop_watches(),
+        Phase::Restarts => {
+            restarts.push(emulator.requests().len());
+            emulator.restart(DOWN).await?;
+        }
+    }
+    Ok(())
 }
 
 #[tokio::test]
-async fn blogs_converge_after_every_kind_of_api_fault() -> anyhow::Result<()> {
+async fn blogs_converge_after_every_kind_of_api_fault() -> Result<()> {
     let env = TestEnv::start().await?;
     let Some(emulator) = env.emulator.as_ref() else {
         return Ok(()); // Fault injection is the emulator's.
@@ -88,15 +119,22 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> anyhow::Result<()> {
 
     let mut deleted = Vec::new();
     let mut n = 0;
-    for (phase, (name, rule)) in phases().into_iter().enumerate() {
-        let rule = if rule.probability < 1.0 {
-            rule
-        } else {
-            rule.probability(0.3)
-        };
-        emulator.faults().set(vec![rule.client(HOST)]);
+    // Where the request log stood at each restart.
+    let mut restarts = Vec::new();
+    for (phase, (name, disruption)) in phases().into_iter().enumerate() {
+        match &disruption {
+            Phase::Faults(rule) if rule.probability < 1.0 => {
+                emulator.faults().set(vec![rule.clone().client(HOST)]);
+            }
+            Phase::Faults(rule) => {
+                emulator
+                    .faults()
+                    .set(vec![rule.clone().probability(0.3).client(HOST)]);
+            }
+            Phase::Restarts => emulator.faults().clear(),
+        }
         // Watches open for minutes: cut them so the new rule meets the re-watches too.
-        emulator.drop_watches();
+        disrupt(emulator, &disruption, &mut restarts).await?;
         for _ in 0..PER_PHASE {
             env.create(
                 &kinds::blog(),
@@ -107,8 +145,8 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> anyhow::Result<()> {
             n += 1;
         }
         // A second cut in the phase: the watch faults only meet freshly opened watches, and
-        // every kind must have fired by the end.
-        emulator.drop_watches();
+        // every kind must have fired by the end. A restart here lands mid-reconcile.
+        disrupt(emulator, &disruption, &mut restarts).await?;
         // Edit half of the previous phase's Blogs, delete a quarter of them.
         if phase > 0 {
             let first = (phase - 1) * PER_PHASE;
@@ -187,12 +225,26 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> anyhow::Result<()> {
     }
     let total: u64 = injected.values().sum();
     println!(
-        "faults: {n} Blogs ({} deleted) under {} phases in {faults_phase:?}; faults survived {total} of {total} injected {injected:?}; converged after {:?}",
+        "faults: {n} Blogs ({} deleted) under {} phases in {faults_phase:?}; faults survived {total} of {total} injected {injected:?} and {} of {} restarts ({DOWN:?} down each); converged after {:?}",
         deleted.len(),
         phases().len(),
+        restarts.len(),
+        restarts.len(),
         started.elapsed()
     );
-    for (name, _) in phases() {
+    assert_eq!(restarts.len(), 2, "the restart phase restarts twice");
+    // The host's watches could not resume on the restarted server (410): it listed again.
+    let relisted = emulator.requests()[restarts[0]..].iter().any(|r| {
+        r.method == "GET"
+            && r.path.ends_with("/blogs")
+            && !r.is_watch()
+            && r.user_agent.as_deref().is_some_and(|a| a.contains(HOST))
+    });
+    assert!(relisted, "the host listed Blogs again after the restarts");
+    for (name, phase) in phases() {
+        if matches!(phase, Phase::Restarts) {
+            continue;
+        }
         let key = match name {
             "500" | "503" | "409" => "status",
             "429" => "too-many-requests",

@@ -1,5 +1,6 @@
 //! The emulator's public settings and the record of one served request.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::faults::Faults;
@@ -27,6 +28,10 @@ pub struct EmulatorConfig {
     pub bookmark_interval: Duration,
     /// Fault rules (none by default); the handle stays live: [`crate::Emulator::faults`].
     pub faults: Faults,
+    /// A state file: loaded at [`crate::Emulator::start`] when it exists, written by
+    /// [`crate::Emulator::shutdown`], [`crate::Emulator::restart`] and [`crate::Emulator::save`]
+    /// (not after every write). `None` keeps the state in memory only.
+    pub state_file: Option<PathBuf>,
 }
 
 impl Default for EmulatorConfig {
@@ -37,6 +42,7 @@ impl Default for EmulatorConfig {
             port: 0,
             bookmark_interval: Duration::from_secs(1),
             faults: Faults::default(),
+            state_file: None,
         }
     }
 }

@@ -7,6 +7,11 @@
 //! FILE` reads them from a YAML list ([`Faults::from_yaml`]). The middleware [`inject`] sits
 //! inside the request log, so the log shows the status the client received. Faults are answers
 //! only: the store is not touched (a 409 or 503 stored nothing, a 410 forgot nothing).
+//!
+//! One fault is not a rule, because no request triggers it: a restart of the whole emulator,
+//! [`crate::Emulator::restart`], which ends every watch and connection, refuses connections for
+//! a while, then serves the kept objects again on the same address with an empty watch history
+//! (resuming a watch from before it answers 410). The rules and their counts survive it.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};

@@ -31,6 +31,16 @@ impl Propagation {
 const FOREGROUND: &str = "foregroundDeletion";
 const ORPHAN: &str = "orphan";
 
+/// Whether a stored object waits for the collector to orphan or delete its dependents (it is
+/// being deleted and holds the `orphan` or `foregroundDeletion` finalizer): the objects
+/// [`Store::pending_owners`] must list again after the store is loaded from a state file.
+pub fn waits_on_dependents(obj: &Value) -> bool {
+    object::is_deleting(obj)
+        && object::finalizers(obj)
+            .iter()
+            .any(|f| f == ORPHAN || f == FOREGROUND)
+}
+
 /// Start deleting `key`: returns the object's last state and whether it is gone already.
 pub fn delete(store: &mut Store, key: &ObjKey, policy: Propagation) -> Option<(Value, bool)> {
     let current = store.get(key)?;

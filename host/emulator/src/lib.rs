@@ -33,21 +33,24 @@
 //!    of built-in kinds, CRD schemas).
 //! 5. `ops` — the writes themselves: create, update, patch, apply, delete, with optimistic
 //!    concurrency and `DeleteOptions.preconditions`.
-//! 6. `shared` — the state of a running emulator: the store under its lock, the request log, and
+//! 6. `persist` — saves the store to a state file and loads it back (objects, CRDs and the
+//!    resourceVersion counter; not the watch history).
+//! 7. `shared` — the state of a running emulator: the store under its lock, the request log, and
 //!    the signal that ends every watch.
-//! 7. What a request can ask for on top of it: `printers` (the built-in kinds' columns, `-o wide`
+//! 8. What a request can ask for on top of it: `printers` (the built-in kinds' columns, `-o wide`
 //!    included) and `table` (`Table` output), `watch` (resume from a
 //!    resourceVersion, bookmarks, `sendInitialEvents`, in-stream `410 Expired`), `scale` (the
 //!    `/scale` subresource); and `workload`, the optional background task that runs the
 //!    workload controllers and a fake kubelet, as KWOK does: Deployments get ReplicaSets and
 //!    rollout history, ReplicaSets, Jobs and StatefulSets get Pods, Pods become Running and
 //!    Ready (or Succeeded) after a delay, Services get Endpoints and EndpointSlices.
-//! 8. `handlers` — one resource request: get, list, watch, create, update, patch, delete, `/status`;
+//! 9. `handlers` — one resource request: get, list, watch, create, update, patch, delete, `/status`;
 //!    `reviews` — the self-reviews of `kubectl auth can-i|whoami`.
-//! 9. `routes` — URL paths laid out as kube-apiserver does, dispatched to discovery, OpenAPI or
+//! 10. `routes` — URL paths laid out as kube-apiserver does, dispatched to discovery, OpenAPI or
 //!    the handlers.
-//! 10. `server` — the router with the middleware that keeps the request log.
-//! 11. This file — the facade: [`Emulator`] starts the server and the workload task.
+//! 11. `server` — the router with the middleware that keeps the request log, and the task
+//!     serving it with the workload task beside it.
+//! 12. This file — the facade: [`Emulator`] starts, restarts and stops the server.
 //!
 //! # Deliberate simplifications
 //! - No authentication, authorization or RBAC: every request is allowed. Plain HTTP only.
@@ -90,6 +93,12 @@
 //!   schema; its paths list only the basic verbs.
 //! - Watch history is bounded (`watch_history` events); a watcher falling further behind than
 //!   the broadcast buffer gets an in-stream 410 and must re-list, like after etcd compaction.
+//! - A state file ([`EmulatorConfig::state_file`]) keeps the objects and the resourceVersion
+//!   counter but no watch history: after [`Emulator::restart`] (or a start from the file) a
+//!   watch resuming from an older resourceVersion gets an in-stream 410 and must re-list, as
+//!   after a kube-apiserver restart. The file is written on shutdown, restart and
+//!   [`Emulator::save`], not after every write: an emulator that is killed loses what it served
+//!   since.
 //!
 //! # Example
 //! Start the emulator, create a Deployment with the real `kubectl`, and watch
@@ -171,6 +180,8 @@ mod admission;
 
 mod ops;
 
+mod persist;
+
 mod shared;
 
 mod printers;
@@ -195,15 +206,20 @@ use kube::config::{
     AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
 };
 
+use crate::server::Serving;
 use crate::shared::Shared;
 
 pub use config::{EmulatorConfig, RequestRecord, WorkloadSimulation};
 pub use discovery::KUBE_VERSION;
 pub use faults::{Fault, Faults, FaultsError, Rule, Verb};
+pub use persist::StateError;
 
 /// Why the emulator could not start or write its kubeconfig.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The state file could not be loaded or written.
+    #[error("the emulator's state could not be kept")]
+    State(#[from] StateError),
     /// Binding the listening socket failed.
     #[error("could not bind 127.0.0.1:{port}")]
     Bind {
@@ -245,18 +261,19 @@ pub enum Error {
     },
 }
 
-/// A running emulator; dropping it without [`Emulator::shutdown`] stops the server task too.
+/// A running emulator; dropping it without [`Emulator::shutdown`] stops the server task too
+/// (without writing the state file).
 pub struct Emulator {
     addr: SocketAddr,
     shared: Arc<Shared>,
     client: kube::Client,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-    task: tokio::task::JoinHandle<()>,
-    workload: Option<tokio::task::JoinHandle<()>>,
+    /// The server task; `None` while a restart is down (or after one failed).
+    serving: tokio::sync::Mutex<Option<Serving>>,
 }
 
 impl Emulator {
-    /// Bind 127.0.0.1 and serve until [`Emulator::shutdown`].
+    /// Bind 127.0.0.1 and serve until [`Emulator::shutdown`], from the state file when one is
+    /// configured and exists.
     pub async fn start(config: EmulatorConfig) -> Result<Emulator, Error> {
         let port = config.port;
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
@@ -265,32 +282,68 @@ impl Emulator {
         let addr = listener
             .local_addr()
             .map_err(|source| Error::Bind { port, source })?;
-        let shared = Shared::new(config.clone());
+        let shared = Shared::new(config)?;
         shared.set_address(addr.to_string());
         let url = format!("http://{addr}");
         let client = client_for(&url)?;
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let app = server::router(shared.clone());
-        let task = tokio::spawn(async move {
-            let serve = axum::serve(listener, app).with_graceful_shutdown(async {
-                let _ = stopped.await;
-            });
-            if let Err(e) = serve.await {
-                tracing::error!(error = %e, "emulator server stopped");
-            }
-        });
-        let workload = config
-            .workloads
-            .map(|sim| tokio::spawn(workload::run(shared.clone(), sim)));
+        let serving = Serving::start(listener, shared.clone());
         tracing::info!(%url, "Kubernetes API emulator listening");
         Ok(Emulator {
             addr,
             shared,
             client,
-            stop: Some(stop),
-            task,
-            workload,
+            serving: tokio::sync::Mutex::new(Some(serving)),
         })
+    }
+
+    /// Restart the whole emulator, as a kube-apiserver restart looks to its clients: every watch
+    /// and connection ends, new connections are refused for `down`, then the same address serves
+    /// again what was stored, through the state file when one is configured (written, then read
+    /// back). Watch history is not kept: resuming from an earlier resourceVersion answers 410.
+    /// The fault rules, their counts and the request log survive; the workload simulation
+    /// starts over on the kept objects. On an error the emulator stays down.
+    pub async fn restart(&self, down: Duration) -> Result<(), Error> {
+        let mut serving = self.serving.lock().await;
+        if let Some(mut running) = serving.take() {
+            running.stop(&self.shared).await;
+        }
+        let kept = self.shared.save()?;
+        tracing::info!(url = %self.url(), ?down, "emulator restarting");
+        tokio::time::sleep(down).await;
+        self.shared.reload(kept)?;
+        let listener = self.rebind().await?;
+        *serving = Some(Serving::start(listener, self.shared.clone()));
+        tracing::info!(url = %self.url(), "emulator serving again");
+        Ok(())
+    }
+
+    /// Bind the address served before a restart again, retrying for a while if another socket
+    /// holds it (a client's ephemeral port can, briefly).
+    async fn rebind(&self) -> Result<tokio::net::TcpListener, Error> {
+        let mut attempts = 0;
+        loop {
+            match tokio::net::TcpListener::bind(self.addr).await {
+                Ok(listener) => return Ok(listener),
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && attempts < 50 => {
+                    attempts += 1;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                Err(source) => {
+                    return Err(Error::Bind {
+                        port: self.addr.port(),
+                        source,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Write the store to the state file now (nothing without one), while serving.
+    pub fn save(&self) -> Result<(), Error> {
+        if self.shared.config.state_file.is_some() {
+            self.shared.save()?;
+        }
+        Ok(())
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -381,34 +434,18 @@ impl Emulator {
         self.shared.lock().len()
     }
 
-    /// Stop serving: end watches, then shut the server down gracefully.
-    pub async fn shutdown(mut self) {
-        self.stop_now().await;
-    }
-
-    async fn stop_now(&mut self) {
-        if let Some(w) = self.workload.take() {
-            w.abort();
+    /// Stop serving: end watches, shut the server down gracefully, then write the state file if
+    /// one is configured (a failure is logged: see [`Emulator::save`] to handle it).
+    pub async fn shutdown(self) {
+        if let Some(mut running) = self.serving.lock().await.take() {
+            running.stop(&self.shared).await;
         }
-        self.shared.drop_watches();
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if tokio::time::timeout(Duration::from_secs(5), &mut self.task)
-            .await
-            .is_err()
+        if self.shared.config.state_file.is_some()
+            && let Err(e) = self.shared.save()
         {
-            self.task.abort();
+            let e = anyhow::Error::new(e);
+            tracing::error!(error = %format!("{e:#}"), "the emulator's state was not saved");
         }
-    }
-}
-
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        if let Some(w) = self.workload.take() {
-            w.abort();
-        }
-        self.task.abort();
     }
 }
 

@@ -1,6 +1,7 @@
-//! The HTTP server: the router and the middleware that keeps the request log.
+//! The HTTP server: the router, the middleware that keeps the request log, and the task serving them.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Request, State};
@@ -11,6 +12,7 @@ use crate::config::RequestRecord;
 use crate::http_util::form_pairs;
 use crate::routes;
 use crate::shared::Shared;
+use crate::workload;
 
 async fn log_requests(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
     let method = req.method().clone();
@@ -54,4 +56,72 @@ pub fn router(shared: Arc<Shared>) -> Router {
         ))
         .layer(middleware::from_fn_with_state(shared.clone(), log_requests))
         .with_state(shared)
+}
+
+/// The server task on one listener and the workload task beside it; dropping it aborts both.
+pub struct Serving {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+    workload: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Serving {
+    /// Serve `shared` on `listener` (and run the workload simulation if configured).
+    pub fn start(listener: tokio::net::TcpListener, shared: Arc<Shared>) -> Serving {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let app = router(shared.clone());
+        let task = tokio::spawn(async move {
+            let serve = axum::serve(listener, app).with_graceful_shutdown(async {
+                let _ = stopped.await;
+            });
+            if let Err(e) = serve.await {
+                tracing::error!(error = %e, "emulator server stopped");
+            }
+        });
+        let workload = shared
+            .config
+            .workloads
+            .clone()
+            .map(|sim| tokio::spawn(workload::run(shared.clone(), sim)));
+        Serving {
+            stop: Some(stop),
+            task,
+            workload,
+        }
+    }
+
+    /// Stop the workload task, close the listener at once (new connections are refused), end
+    /// every watch (again every 100 ms, for one that opened meanwhile) and wait up to 5 s for the
+    /// requests in flight before aborting the server.
+    pub async fn stop(&mut self, shared: &Shared) {
+        if let Some(w) = self.workload.take() {
+            w.abort();
+        }
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            shared.drop_watches();
+            if tokio::time::timeout(Duration::from_millis(100), &mut self.task)
+                .await
+                .is_ok()
+            {
+                return;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                self.task.abort();
+                return;
+            }
+        }
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        if let Some(w) = self.workload.take() {
+            w.abort();
+        }
+        self.task.abort();
+    }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::config::{EmulatorConfig, RequestRecord};
 use crate::ops;
 use crate::opts::{Validation, WriteOpts};
+use crate::persist::{Snapshot, StateError};
 use crate::store::Store;
 
 /// State every request handler and background task shares.
@@ -19,33 +20,70 @@ pub struct Shared {
     drop_tx: tokio::sync::watch::Sender<u64>,
 }
 
-impl Shared {
-    /// Fresh state with the default namespaces created.
-    pub fn new(config: EmulatorConfig) -> Arc<Self> {
-        let mut store = Store::new(config.watch_history);
-        for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            let rt = store.registry.find("", "v1", "namespaces").cloned();
-            if let Some(rt) = rt {
-                let opts = WriteOpts {
-                    manager: "weir-emulator".into(),
-                    validation: Validation::Ignore,
-                    dry_run: false,
-                    force: false,
-                };
-                let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-                if let Err(e) = ops::create(&mut store, &rt, "", body, &opts) {
-                    tracing::warn!(namespace = ns, error = %e, "could not create a default namespace");
-                }
+/// A store with the default namespaces created, as a new cluster has them.
+fn fresh_store(history_cap: usize) -> Store {
+    let mut store = Store::new(history_cap);
+    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        let rt = store.registry.find("", "v1", "namespaces").cloned();
+        if let Some(rt) = rt {
+            let opts = WriteOpts {
+                manager: "weir-emulator".into(),
+                validation: Validation::Ignore,
+                dry_run: false,
+                force: false,
+            };
+            let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+            if let Err(e) = ops::create(&mut store, &rt, "", body, &opts) {
+                tracing::warn!(namespace = ns, error = %e, "could not create a default namespace");
             }
         }
+    }
+    store
+}
+
+impl Shared {
+    /// The state of the configured state file if it exists, else a fresh store with the default
+    /// namespaces.
+    pub fn new(config: EmulatorConfig) -> Result<Arc<Self>, StateError> {
+        let store = Self::initial_store(&config, None)?;
         let (drop_tx, _) = tokio::sync::watch::channel(0);
-        Arc::new(Shared {
+        Ok(Arc::new(Shared {
             store: Mutex::new(store),
             config,
             requests: Mutex::new(Vec::new()),
             address: std::sync::OnceLock::new(),
             drop_tx,
+        }))
+    }
+
+    /// What a starting emulator serves: the state file's contents when it exists, else `kept`
+    /// (a restart without a state file), else a fresh store.
+    fn initial_store(config: &EmulatorConfig, kept: Option<Snapshot>) -> Result<Store, StateError> {
+        let loaded = match &config.state_file {
+            Some(path) => Snapshot::load(path)?,
+            None => None,
+        };
+        Ok(match loaded.or(kept) {
+            Some(snapshot) => snapshot.into_store(config.watch_history),
+            None => fresh_store(config.watch_history),
         })
+    }
+
+    /// The store's contents now, written to the state file if one is configured.
+    pub fn save(&self) -> Result<Snapshot, StateError> {
+        let snapshot = Snapshot::of(&self.lock());
+        if let Some(path) = &self.config.state_file {
+            snapshot.save(path)?;
+        }
+        Ok(snapshot)
+    }
+
+    /// Replace the store as a restarted emulator finds it (see [`Shared::new`]), `kept` standing
+    /// in for the state file when none is configured. Watches on the old store must have ended.
+    pub fn reload(&self, kept: Snapshot) -> Result<(), StateError> {
+        let store = Self::initial_store(&self.config, Some(kept))?;
+        *self.lock() = store;
+        Ok(())
     }
 
     /// The store; a poisoned lock is recovered because every mutation leaves it consistent.

@@ -117,6 +117,32 @@ impl Store {
         }
     }
 
+    /// A store holding `objects` as they were saved, resuming at resourceVersion `rv` (or the
+    /// newest object's, if later) with an empty watch history: resuming a watch from any earlier
+    /// version answers 410, as from kube-apiserver after a restart. UIDs, generations and
+    /// timestamps are kept as given; nothing is broadcast.
+    pub fn restored(
+        history_cap: usize,
+        rv: u64,
+        objects: impl IntoIterator<Item = (ObjKey, Arc<Value>)>,
+    ) -> Self {
+        let mut store = Store::new(history_cap);
+        store.rv = rv.max(store.rv);
+        for (key, obj) in objects {
+            store.rv = store
+                .rv
+                .max(object::resource_version(&obj).parse().unwrap_or(0));
+            store.index(&key, &obj, true);
+            store
+                .objects
+                .entry(key.res)
+                .or_default()
+                .insert((key.ns, key.name), obj);
+        }
+        store.compacted = store.rv;
+        store
+    }
+
     /// The latest resourceVersion handed out.
     pub fn current_rv(&self) -> u64 {
         self.rv

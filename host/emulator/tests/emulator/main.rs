@@ -11,6 +11,7 @@ mod gc;
 mod kubeconfig;
 mod kubectl;
 mod kubectl_prune;
+mod restart;
 mod runtime;
 mod watch;
 mod workload;
