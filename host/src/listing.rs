@@ -227,9 +227,14 @@ fn details(p: &Listed) -> String {
         ));
     }
     if !r.first_diffs.is_empty() {
+        // Once promoted, the row is the candidate's own (`/plugins` lists what serves).
+        let against = match r.phase {
+            crate::rollout::Phase::Promoted => "the version it replaced",
+            _ => &p.version,
+        };
         out.push_str(&format!(
-            "\n{} {} against {}: first differing reconciles\n",
-            p.name, r.version, p.version
+            "\n{} {} against {against}: first differing reconciles\n",
+            p.name, r.version
         ));
     }
     for d in &r.first_diffs {

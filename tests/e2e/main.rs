@@ -1,6 +1,12 @@
 //! End-to-end tests: one binary, one module per scenario. Each runs on the embedded emulator,
 //! or on the cluster `KUBECONFIG` names. Plugins come from `target/plugins` (`plugins/build.sh`).
 
+// The hand-written components of the `weir` crate's own tests (a `describe` that traps,
+// another contract version), shared rather than copied.
+#[path = "../../host/tests/integration/guests.rs"]
+#[expect(clippy::unwrap_used, reason = "test fixtures: a failed build is a failed test")]
+mod guests;
+
 mod blog_lifecycle;
 mod blog_theme;
 mod converged_writes_nothing;
@@ -25,6 +31,7 @@ mod refused_answers_write_nothing;
 mod related_objects;
 mod restart_converges;
 mod rollout_canary;
+mod rollout_restart;
 mod rollout_shadow;
 mod rollout_undo;
 mod unwanted_children_are_pruned;

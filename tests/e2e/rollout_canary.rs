@@ -50,7 +50,7 @@ async fn propose(
 
 /// The reasons of the rollout Events about `plugin`, oldest first, each with how many times it
 /// happened (the recorder folds a repeated reason into a series).
-async fn rollout_events(env: &TestEnv, plugin: &str) -> Result<Vec<(String, i32)>> {
+pub async fn rollout_events(env: &TestEnv, plugin: &str) -> Result<Vec<(String, i32)>> {
     let events = env.typed::<Event>().list(&Default::default()).await?;
     let mut about: Vec<Event> = events
         .items
@@ -149,10 +149,14 @@ async fn a_candidate_failing_on_a_tenth_of_its_parents_is_rolled_back_by_itself_
 }
 
 /// Per ConfigMap of the namespace: the values its `weir.dev/hot-swapped` label took, in order.
-type Versions = Arc<Mutex<BTreeMap<String, Vec<Option<String>>>>>;
+pub type Versions = Arc<Mutex<BTreeMap<String, Vec<Option<String>>>>>;
 
-/// Follows every ConfigMap of the namespace and records each change of its version label.
-fn follow_versions(env: &TestEnv) -> (Versions, tokio::task::JoinHandle<()>) {
+/// Follows every child ConfigMap of the namespace and records each change of its version
+/// label, from once the first list has shown `pages` of them.
+pub async fn follow_versions(
+    env: &TestEnv,
+    pages: usize,
+) -> Result<(Versions, tokio::task::JoinHandle<()>)> {
     let seen: Versions = Arc::default();
     let api = env.typed::<ConfigMap>();
     let record = seen.clone();
@@ -176,7 +180,12 @@ fn follow_versions(env: &TestEnv) -> (Versions, tokio::task::JoinHandle<()>) {
             }
         }
     });
-    (seen, task)
+    eventually("every page is followed", CONVERGE, || async {
+        let n = seen.lock().unwrap_or_else(PoisonError::into_inner).len();
+        (n >= pages).then_some(())
+    })
+    .await?;
+    Ok((seen, task))
 }
 
 #[tokio::test]
@@ -208,15 +217,7 @@ async fn a_good_candidate_is_promoted_through_the_canary_steps_and_no_child_chan
     for i in 0..BLOGS {
         wait_ready(&blogs, &format!("blog-{i}")).await?;
     }
-    let (versions, follower) = follow_versions(&env);
-    eventually("every page is followed", CONVERGE, || async {
-        let n = versions
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len();
-        (n as u64 >= BLOGS).then_some(())
-    })
-    .await?;
+    let (versions, follower) = follow_versions(&env, BLOGS as usize).await?;
     host.propose_candidate(Path::new(serving.label()), plugin("blog-v2")?)
         .await?;
     eventually("the candidate is promoted", CONVERGE, || async {

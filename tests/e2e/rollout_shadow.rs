@@ -1,6 +1,7 @@
 //! Shadow mode: a candidate in `DIR/candidates/` runs beside the serving Blog on every reconcile
-//! and writes nothing; its differences are counted and listed; a candidate that cannot serve
-//! the file's kind is refused with its reason, and the serving version is untouched.
+//! and writes nothing; its differences are counted and listed; a candidate that cannot load
+//! (corrupt, not a component, its `describe` traps, another contract version) or serve the
+//! file's kind is refused with its reason, and the serving version is untouched.
 
 use std::path::Path;
 use std::time::Duration;
@@ -190,7 +191,12 @@ async fn candidates_that_cannot_load_or_serve_the_files_kind_are_refused_and_the
         std::fs::rename(&tmp, candidates.join("blog.wasm"))?;
         Ok(())
     };
-    let cases: [(&str, Vec<u8>, &str); 4] = [
+    let contract = crate::guests::contract();
+    let another_contract = contract.replace(
+        "package weir:reconciler@0.1.0;",
+        "package weir:reconciler@0.3.0;",
+    );
+    let cases: [(&str, Vec<u8>, &str); 6] = [
         (
             "corrupt",
             b"\0asm\x0d\0\x01\0 truncated".to_vec(),
@@ -211,7 +217,18 @@ async fn candidates_that_cannot_load_or_serve_the_files_kind_are_refused_and_the
             std::fs::read(weir_e2e::built("hostile-claims.wasm"))?,
             "child v1 Namespace is never allowed",
         ),
+        (
+            "describe traps",
+            crate::guests::dummy_component(&contract, "reconciler"),
+            "describe() failed: plugin",
+        ),
+        (
+            "another contract version",
+            crate::guests::dummy_component(&another_contract, "reconciler"),
+            "does not implement weir:reconciler@0.1.0 or 0.2.0: built against weir:reconciler@0.3.0",
+        ),
     ];
+    let addr = host.addr().map(|a| a.to_string()).unwrap_or_default();
     for (case, bytes, expected) in &cases {
         put(bytes)?;
         let reason = eventually(&format!("{case} is refused"), CONVERGE, || async {
@@ -223,9 +240,13 @@ async fn candidates_that_cannot_load_or_serve_the_files_kind_are_refused_and_the
         .await?;
         eprintln!("{case}: {reason}");
         assert!(host.rollouts().is_empty(), "{case}: no rollout started");
-        assert_eq!(host.catalog().rows()[0].sha256, sha, "{case}: v1 serves");
+        let listed = weir::listing::fetch(&addr).await?;
+        assert_eq!(
+            (listed[0].sha256.as_str(), listed[0].candidate_refused.as_ref()),
+            (sha.as_str(), Some(&reason)),
+            "{case}: v1 serves, and the listing shows the reason"
+        );
     }
-    let addr = host.addr().map(|a| a.to_string()).unwrap_or_default();
     let text = weir::listing::table(&weir::listing::fetch(&addr).await?);
     assert!(text.contains("blog: candidate refused:"), "{text}");
 

@@ -3,19 +3,24 @@
 //! The directory source's candidates are the files of `DIR/candidates/`, followed by a second
 //! hot loader: `DIR/candidates/FILE.wasm` is the candidate of `DIR/FILE.wasm`. Any other source
 //! (the cluster `Plugin` resource) calls [`Candidates::propose`] with the serving file.
+//!
+//! After a restart a candidate comes back later than the serving version (its own loader, its
+//! own compile), so a new controller first asks [`Resume::hold`] whether its kept phase has the
+//! candidate's answers written; if so its workers wait for the candidate (see `crate::rollout`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
-use kube::Client;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::controllers::ControllersView;
+use crate::chain::Chain;
 use crate::hotload::{Catalog, KindKey, PluginEvent};
 use crate::plugin::Plugin;
+use crate::reconcile::Controller;
 use crate::rollout::{CandidateRefusal, PhaseStore, Rollout, RolloutConfig, StoredPhase};
 
 /// The subdirectory of the plugins directory holding candidates.
@@ -32,18 +37,51 @@ pub(super) struct Candidates {
     pub(super) refused: Arc<RwLock<BTreeMap<PathBuf, String>>>,
 }
 
+/// What a new controller waits for before its first reconcile: the candidate its kept phase names.
+#[derive(Clone)]
+pub(super) struct Resume {
+    pub(super) store: PhaseStore,
+    /// [`RolloutConfig::resume_within`].
+    pub(super) within: Duration,
+}
+
+impl Resume {
+    /// Returns once `controller` (serving the bytes `serving_sha`) may reconcile: at once unless
+    /// the phase kept for its plugin has another version's answers written (`Canary`,
+    /// `Promoted`); then once a candidate is proposed or withdrawn, or after `within`, when the
+    /// serving version reconciles alone and a `NotResumed` Event says so.
+    pub(super) async fn hold(&self, controller: &Controller, serving_sha: &str) {
+        let plugin = controller.info().name;
+        let kept = match self.store.load(&plugin).await {
+            Ok(kept) => kept,
+            Err(e) => {
+                tracing::warn!(plugin = %plugin, error = %Chain(&e), "the kept rollout phase is unknown: reconciling with the serving version");
+                None
+            }
+        };
+        let Some(kept) = kept.filter(|k| k.phase.candidate_applies() && k.sha256 != serving_sha)
+        else {
+            return;
+        };
+        tracing::info!(plugin = %plugin, candidate = %kept.version, phase = %kept.phase, "holding the workers until the kept candidate is proposed again");
+        if controller.proposed_within(self.within).await {
+            return;
+        }
+        tracing::warn!(plugin = %plugin, candidate = %kept.version, phase = %kept.phase, waited = ?self.within, "the kept candidate was not proposed again: the serving version reconciles alone");
+        self.store.not_resumed(&plugin, &kept, self.within).await;
+    }
+}
+
 impl Candidates {
     pub(super) fn new(
-        client: Client,
         (catalog, view): (Catalog, ControllersView),
         config: RolloutConfig,
-        namespace: &str,
-        instance: &str,
+        store: PhaseStore,
     ) -> Self {
         Self {
             catalog,
             view,
-            store: PhaseStore::new(client, namespace, instance),
+            store,
             config,
             refused: Arc::default(),
         }
@@ -106,7 +144,7 @@ impl Candidates {
         let kept = match self.store.load(&info.name).await {
             Ok(kept) => kept.filter(|k| k.sha256 == sha),
             Err(e) => {
-                tracing::warn!(error = %crate::chain::Chain(&e), "starting the candidate afresh");
+                tracing::warn!(error = %Chain(&e), "starting the candidate afresh");
                 None
             }
         };
@@ -120,7 +158,7 @@ impl Candidates {
                 phase: phase.clone(),
             };
             if let Err(e) = self.store.save(&info.name, &stored).await {
-                tracing::warn!(error = %crate::chain::Chain(&e), "the rollout phase was not kept");
+                tracing::warn!(error = %Chain(&e), "the rollout phase was not kept");
             }
         }
         let rollout = Rollout::new(

@@ -5,6 +5,9 @@
 //! parent of the kind is enqueued once so the new logic reaches all of them. Kinds only the old
 //! version declared are unsubscribed; kinds only the new one declares get their watches.
 //!
+//! A new controller reconciles nothing before its caches are synced and, after a restart in
+//! the middle of a rollout, before the kept candidate is back (`super::candidates::Resume`).
+//!
 //! Stopping a kind (its plugin removed) leaves its children as they are.
 
 use std::collections::HashMap;
@@ -17,6 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use super::candidates::Resume;
 use crate::hotload::{KindKey, PluginEvent};
 use crate::metrics::Metrics;
 use crate::plugin::Plugin;
@@ -49,6 +53,8 @@ pub(super) struct Controllers {
     leading: Option<(watch::Receiver<bool>, Duration)>,
     running: HashMap<KindKey, Running>,
     view: ControllersView,
+    /// What a new controller waits for when its kept rollout phase names a candidate.
+    resume: Resume,
 }
 
 /// A running controller and the handles that stop its tasks at once.
@@ -148,6 +154,7 @@ impl Controllers {
         metrics: Arc<Metrics>,
         config: ControllerConfig,
         leading: Option<(watch::Receiver<bool>, Duration)>,
+        resume: Resume,
     ) -> Self {
         let slots = slots.max(1);
         Self {
@@ -160,6 +167,7 @@ impl Controllers {
             leading,
             running: HashMap::new(),
             view: ControllersView::default(),
+            resume,
         }
     }
 
@@ -186,6 +194,7 @@ impl Controllers {
     fn start(&mut self, plugin: Plugin) {
         let kind = KindKey::of(plugin.info());
         let label = plugin.label().to_owned();
+        let sha = plugin.sha256().to_owned();
         let reconciler: Arc<dyn Reconciler> = Arc::new(plugin);
         let controller = Arc::new(Controller::new(
             self.client.clone(),
@@ -196,9 +205,13 @@ impl Controllers {
             self.config.clone(),
         ));
         let stop = CancellationToken::new();
+        let hold = {
+            let (resume, controller) = (self.resume.clone(), controller.clone());
+            async move { resume.hold(&controller, &sha).await }
+        };
         let workers = tokio::spawn(lead_then_work(
             controller.clone(),
-            self.leading.clone(),
+            (hold, self.leading.clone()),
             stop.clone(),
         ));
         let resync = tokio::spawn(controller.clone().resync());
@@ -242,19 +255,23 @@ impl Controllers {
     }
 }
 
-/// Runs the workers while this replica leads; the watches run regardless, so a standby's
-/// caches are warm when it takes over. A lost lease stops the workers (in-flight reconciles get
-/// `abandon` to finish, then are dropped) and the controller stands again.
+/// Runs the workers while this replica leads, once `hold` is over; the watches run regardless,
+/// so a standby's caches are warm when it takes over. A lost lease stops the workers (in-flight
+/// reconciles get `abandon` to finish, then are dropped) and the controller stands again.
 async fn lead_then_work(
     controller: Arc<Controller>,
-    leading: Option<(watch::Receiver<bool>, Duration)>,
+    (hold, leading): (
+        impl Future<Output = ()>,
+        Option<(watch::Receiver<bool>, Duration)>,
+    ),
     stop: CancellationToken,
 ) {
+    // The hold and the first list run at once: without a kept candidate, no later than before.
+    tokio::select! {
+        () = stop.cancelled() => return,
+        ((), ()) = async { tokio::join!(hold, wait_synced(&controller)) } => {}
+    }
     let Some((mut leading, abandon)) = leading else {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = wait_synced(&controller) => {}
-        }
         // Dropping `run_workers` would abort reconciles in flight: once running, the workers
         // end through `Controller::shutdown`.
         return controller.run_workers().await;

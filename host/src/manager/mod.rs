@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
 pub use self::candidates::CANDIDATES_DIR;
-use self::candidates::Candidates;
+use self::candidates::{Candidates, Resume};
 use self::controllers::{Controllers, ControllersView};
 use crate::hotload::{
     self, Catalog, ClusterLoader, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, install_crd,
@@ -35,7 +35,7 @@ use crate::policy::Policy;
 use crate::reconcile::ControllerConfig;
 pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
 use crate::reconcile::source::Informers;
-use crate::rollout::{CandidateRefusal, RolloutConfig, RolloutStatus};
+use crate::rollout::{CandidateRefusal, PhaseStore, RolloutConfig, RolloutStatus};
 use crate::server::ServerError;
 
 /// Why the host could not start.
@@ -241,6 +241,15 @@ impl Manager {
             Some(l) => crate::fence::fenced(client.clone(), l.fence()),
             None => client.clone(),
         };
+        let store = PhaseStore::new(
+            client.clone(),
+            &rollout_namespace(&config),
+            &config.controller.instance,
+        );
+        let resume = Resume {
+            store: store.clone(),
+            within: config.rollout.resume_within,
+        };
         let controllers = Controllers::new(
             writer,
             informers.clone(),
@@ -254,15 +263,14 @@ impl Manager {
                 .as_ref()
                 .zip(config.leader.as_ref())
                 .map(|(l, c)| (l.is_leader.clone(), c.abandon_after())),
+            resume,
         );
         let view = controllers.view();
         let stop = CancellationToken::new();
         let candidates = Candidates::new(
-            client.clone(),
             (catalog.clone(), view.clone()),
             config.rollout.clone(),
-            &rollout_namespace(&config),
-            &config.controller.instance,
+            store,
         );
         let candidate_loader = candidate_source.map(|(hot, rx, dir)| {
             tokio::spawn(candidates.clone().follow(rx, dir, stop.clone()));
@@ -332,8 +340,9 @@ impl Manager {
 
     /// Rolls `candidate` out as a new version of the plugin served from `serving` (a catalog
     /// row's `file`): shadowed, canaried, then promoted or rolled back (`crate::rollout`). A
-    /// phase kept for the same bytes (before a restart) is resumed. The serving version is
-    /// untouched by a refusal.
+    /// phase kept for the same bytes (before a restart) is resumed; while one has the candidate's
+    /// answers written, the kind's workers wait for this call, up to
+    /// [`RolloutConfig::resume_within`]. The serving version is untouched by a refusal.
     pub async fn propose_candidate(
         &self,
         serving: &std::path::Path,

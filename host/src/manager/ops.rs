@@ -15,7 +15,7 @@ use super::controllers::ControllersView;
 use crate::hotload::{Catalog, CatalogRow};
 use crate::metrics::Metrics;
 use crate::reconcile::error::ResultLabel;
-use crate::rollout::RolloutStatus;
+use crate::rollout::{Phase, RolloutStatus};
 use crate::server::{self, ServerError};
 
 /// Ready: the source was read once, every served kind has a controller, and their caches
@@ -99,15 +99,31 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
                     })
                     .collect();
                 let (synced, unserved) = states.get(&row.kind).cloned().unwrap_or_default();
+                let rollout = rollouts.remove(&row.kind);
                 Listed {
-                    rollout: rollouts.remove(&row.kind),
                     candidate_refused: refused.get(&row.file).cloned(),
+                    row: serving(row, rollout.as_ref()),
+                    rollout,
                     synced,
                     unserved,
-                    row,
                     reconciles,
                 }
             })
             .collect(),
     )
+}
+
+/// The row of what serves the kind: the source's file, or once its candidate is promoted, the
+/// candidate's version, bytes and file (the serving file is not rewritten by a promotion).
+fn serving(row: CatalogRow, rollout: Option<&RolloutStatus>) -> CatalogRow {
+    match rollout {
+        Some(r) if r.phase == Phase::Promoted => CatalogRow {
+            version: r.version.clone(),
+            file: r.file.clone(),
+            sha256: r.sha256.clone(),
+            loaded_at: r.phase_since.clone(),
+            ..row
+        },
+        _ => row,
+    }
 }

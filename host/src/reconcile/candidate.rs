@@ -6,8 +6,10 @@
 //! written, and its failures never reach the parent: they are counted.
 
 use std::sync::{Arc, PoisonError};
+use std::time::Duration;
 
 use kube::api::DynamicObject;
+use tokio::sync::watch;
 
 use super::invoke::{PluginError, Reconciler};
 use super::queue::{Cause, ObjectKey};
@@ -29,6 +31,8 @@ pub(super) struct Slot {
     live: Option<Arc<Candidate>>,
     /// The last rollout, kept for the listing once it is promoted or rolled back.
     last: Option<Arc<Rollout>>,
+    /// Turns true at the first proposal or withdrawal ([`Controller::proposed_within`]).
+    proposed: watch::Sender<bool>,
 }
 
 /// For one reconcile: the version not applied, called on the same inputs.
@@ -46,7 +50,9 @@ impl Controller {
 
     /// Rolls `plugin` out beside the serving version, starting at `rollout`'s phase; `store`
     /// keeps each move. A candidate already `RolledBack` is only listed; one already `Promoted`
-    /// serves at once. Every parent is reconciled again.
+    /// serves at once. Every parent is reconciled again (after the slot changed, when the
+    /// candidate's answers are written: the subscription's enqueue may have been served by the
+    /// serving version, as in [`Controller::swap`]).
     pub fn propose(
         &self,
         plugin: Arc<dyn Reconciler>,
@@ -55,38 +61,53 @@ impl Controller {
     ) {
         let phase = rollout.phase();
         tracing::info!(kind = %self.info().parent.kind, candidate = %plugin.info().version, %phase, "candidate proposed");
-        if let Phase::RolledBack { .. } = phase {
-            *self.slot() = Slot {
-                live: None,
-                last: Some(rollout),
-            };
-            return;
-        }
         // Subscribing the candidate's parent kind enqueues every cached parent.
-        let binding = Arc::new(self.parts.bind(plugin));
+        let binding =
+            (!matches!(phase, Phase::RolledBack { .. })).then(|| Arc::new(self.parts.bind(plugin)));
         let mut slot = self.slot();
-        if phase == Phase::Promoted {
-            *self.current.write().unwrap_or_else(PoisonError::into_inner) = binding;
-            *slot = Slot {
-                live: None,
-                last: Some(rollout),
-            };
-            return;
-        }
-        *slot = Slot {
-            live: Some(Arc::new(Candidate {
+        slot.last = Some(rollout.clone());
+        slot.live = match binding {
+            Some(binding) if phase == Phase::Promoted => {
+                *self.current.write().unwrap_or_else(PoisonError::into_inner) = binding;
+                None
+            }
+            Some(binding) => Some(Arc::new(Candidate {
                 binding,
-                rollout: rollout.clone(),
+                rollout,
                 store,
             })),
-            last: Some(rollout),
+            None => None,
         };
+        slot.proposed.send_replace(true);
+        drop(slot);
+        if phase.candidate_applies() {
+            self.enqueue_all();
+        }
     }
 
     /// Drops the candidate (its file went away): the serving version answers alone again.
     pub fn withdraw(&self) {
-        *self.slot() = Slot::default();
+        {
+            let mut slot = self.slot();
+            (slot.live, slot.last) = (None, None);
+            slot.proposed.send_replace(true);
+        }
         self.enqueue_all();
+    }
+
+    /// Waits, for at most `within`, until a candidate has been proposed to this controller or
+    /// withdrawn from it since it started (at once if one has); whether one has. A new
+    /// controller whose kept phase names a candidate holds its workers on this.
+    pub async fn proposed_within(&self, within: Duration) -> bool {
+        let mut proposed = self
+            .slot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .proposed
+            .subscribe();
+        tokio::time::timeout(within, proposed.wait_for(|p| *p))
+            .await
+            .is_ok_and(|r| r.is_ok())
     }
 
     /// The current or last rollout of this kind, as listed.

@@ -15,6 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::compare::{Diff, DiffKind, Outcome};
 use super::{Phase, RolloutConfig};
+use crate::reconcile::status::now;
 
 /// Which of 100 buckets a parent falls in: a hash of its UID, so it never changes, and a parent
 /// in the first n buckets is in the first m for every m > n (it crosses over once).
@@ -49,6 +50,9 @@ pub struct RolloutStatus {
     pub sha256: String,
     /// Where it stands.
     pub phase: Phase,
+    /// When it got there in this process (RFC 3339): for `Promoted`, when the candidate began
+    /// serving every parent.
+    pub phase_since: String,
     /// Reconciles whose two answers were compared.
     pub compared: u64,
     /// Reconciles whose answers differed.
@@ -120,6 +124,7 @@ impl Rollout {
             version,
             sha256,
             phase: phase.clone(),
+            phase_since: now(),
             compared: 0,
             differed: 0,
             diffs: BTreeMap::new(),
@@ -214,6 +219,7 @@ impl Rollout {
         )?;
         st.phase = next.clone();
         st.status.phase = next.clone();
+        st.status.phase_since = now();
         st.since = Instant::now();
         st.compared_in_phase = 0;
         Some(next)
@@ -267,6 +273,7 @@ impl Rollout {
     pub fn set_phase(&self, phase: Phase) {
         let mut st = self.lock();
         st.status.phase = phase.clone();
+        st.status.phase_since = now();
         st.phase = phase;
         st.since = Instant::now();
         st.compared_in_phase = 0;
@@ -291,6 +298,7 @@ mod tests {
             margin: 0.05,
             first_diffs: 2,
             namespace: None,
+            resume_within: Duration::ZERO,
         }
     }
 

@@ -19,8 +19,22 @@
 //! The phase moves forward after [`RolloutConfig::shadow_reconciles`] (then
 //! [`RolloutConfig::step_reconciles`] per canary step) compared reconciles and at least
 //! [`RolloutConfig::min_phase_time`]; every move enqueues every parent, so the new split
-//! reaches them at once. Each move is an Event and is kept in a ConfigMap ([`store`]) the host
-//! reads back when the same candidate is proposed after a restart.
+//! reaches them at once. Each move is an Event and is kept in a ConfigMap ([`store`]).
+//!
+//! What survives a restart: the kept phase, for the candidate's bytes (its sha256). When the
+//! same bytes are proposed again the rollout resumes there (a `RolledBack` candidate is listed,
+//! never called). So that no parent's children go back to the serving version and forth again,
+//! a controller whose kept phase has the candidate's answers written (`Canary`, `Promoted`)
+//! holds its workers until a candidate is proposed or withdrawn, for at most
+//! [`RolloutConfig::resume_within`]; if none comes, the serving version reconciles alone, with a
+//! warning and a `NotResumed` Event on the ConfigMap. A restart with no such phase starts as
+//! fast as before (the phase is read while the caches fill). The counts and diffs start afresh.
+//!
+//! `Promoted` does not rewrite the serving file: the candidate serves (and `/plugins` lists it
+//! as what serves the kind) while its file is in `candidates/`, across restarts too. Replacing
+//! the serving file with the candidate, then removing the candidate, ends the rollout. (Removing
+//! the candidate alone leaves it serving until the host restarts; then the serving file's
+//! version serves, once `resume_within` has passed.)
 //!
 //! Where candidates come from: with the directory source, `DIR/candidates/FILE.wasm` is the
 //! candidate of `DIR/FILE.wasm` (the directory must exist when the host starts). Any other
@@ -73,6 +87,11 @@ impl fmt::Display for Phase {
 }
 
 impl Phase {
+    /// Whether the candidate's answers are written for some parents in this phase.
+    pub fn candidate_applies(&self) -> bool {
+        matches!(self, Phase::Canary { .. } | Phase::Promoted)
+    }
+
     /// The Event reason of a move into this phase.
     pub fn reason(&self) -> &'static str {
         match self {
@@ -106,6 +125,9 @@ pub struct RolloutConfig {
     /// Namespace of the ConfigMaps keeping the phase; `None`: the leader lease's namespace, else
     /// the watched namespace, else `default`.
     pub namespace: Option<String>,
+    /// After a restart, how long a controller whose kept phase has a candidate's answers written
+    /// waits for that candidate before the serving version reconciles alone.
+    pub resume_within: Duration,
 }
 
 impl Default for RolloutConfig {
@@ -120,6 +142,7 @@ impl Default for RolloutConfig {
             margin: 0.05,
             first_diffs: 5,
             namespace: None,
+            resume_within: Duration::from_secs(30),
         }
     }
 }

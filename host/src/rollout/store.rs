@@ -6,10 +6,14 @@
 //! and the host may already write ConfigMaps there (the Lease's namespace is the host's own). Only
 //! the leader writes it, because only the leader's workers reconcile and so move a phase. The
 //! Events of each move name this ConfigMap, so `kubectl describe cm weir-rollout-<plugin>` reads
-//! as the rollout's history. When the cluster `Plugin` resource exists, its status is the
-//! natural successor; the record's shape stays.
+//! as the rollout's history (with a Warning `NotResumed` when, after a restart, the candidate a
+//! kept phase names did not come back in time and the serving version reconciled alone). When
+//! the cluster `Plugin` resource exists, its status is the natural successor; the record's shape
+//! stays.
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
@@ -129,30 +133,52 @@ impl PhaseStore {
             .await
             .map_err(self.error(plugin))?;
         let rolled_back = matches!(stored.phase, Phase::RolledBack { .. });
+        let note = format!("{plugin} {}: {}", stored.version, stored.phase);
+        let reason = stored.phase.reason();
+        self.announce(plugin, &written.object_ref(&()), (rolled_back, reason), &note)
+            .await;
+        Ok(())
+    }
+
+    /// Announces that the candidate `stored` names did not come back within `waited` after a
+    /// restart: the serving version reconciles alone (a Warning Event `NotResumed`).
+    pub async fn not_resumed(&self, plugin: &str, stored: &StoredPhase, waited: Duration) {
+        let regarding = ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("ConfigMap".into()),
+            name: Some(config_map_name(plugin)),
+            namespace: Some(self.namespace.clone()),
+            ..ObjectReference::default()
+        };
+        let note = format!(
+            "{plugin} {} ({}) was kept but not proposed again within {waited:?}: the serving version reconciles alone",
+            stored.version, stored.phase
+        );
+        self.announce(plugin, &regarding, (true, "NotResumed"), &note)
+            .await;
+    }
+
+    /// One Event about `plugin`'s rollout on `regarding`; `(warning, reason)`.
+    async fn announce(
+        &self,
+        plugin: &str,
+        regarding: &ObjectReference,
+        (warning, reason): (bool, &str),
+        note: &str,
+    ) {
         let event = Event {
-            type_: if rolled_back {
+            type_: if warning {
                 EventType::Warning
             } else {
                 EventType::Normal
             },
-            reason: stored.phase.reason().into(),
-            note: Some(
-                crate::plugin::truncate(
-                    &format!("{plugin} {}: {}", stored.version, stored.phase),
-                    1_024,
-                )
-                .into_owned(),
-            ),
+            reason: reason.into(),
+            note: Some(crate::plugin::truncate(note, 1_024).into_owned()),
             action: "Rollout".into(),
             secondary: None,
         };
-        if let Err(e) = self
-            .recorder
-            .publish(&event, &written.object_ref(&()))
-            .await
-        {
+        if let Err(e) = self.recorder.publish(&event, regarding).await {
             tracing::warn!(plugin, error = %Chain(&e), "could not publish the rollout Event");
         }
-        Ok(())
     }
 }
