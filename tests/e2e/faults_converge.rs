@@ -14,47 +14,11 @@ use kube::api::{DeleteParams, ListParams};
 use serde_json::json;
 use weir::client::ClientLimits;
 use weir::manager::{Manager, PluginSource};
+use weir_e2e::api_faults;
 use weir_e2e::{CONVERGE, TestEnv, eventually, fast_config, kinds, plugin, wait_ready};
-use weir_emulator::{Fault, Rule, Verb};
 
 const HOST: &str = "weir-e2e/faulty-host";
 const PER_PHASE: usize = 12;
-
-fn phases() -> Vec<(&'static str, Rule)> {
-    use Verb::{Create, Delete, List, Patch, Update, Watch};
-    let writes = [Create, Update, Patch, Delete];
-    vec![
-        ("500", Rule::new(&[], None, Fault::Status { code: 500 })),
-        ("503", Rule::new(&[], None, Fault::Status { code: 503 })),
-        (
-            "429",
-            Rule::new(
-                &writes,
-                None,
-                Fault::TooManyRequests {
-                    retry_after_secs: 1,
-                },
-            ),
-        ),
-        (
-            "409",
-            Rule::new(&[Update, Patch], None, Fault::Status { code: 409 }),
-        ),
-        (
-            "latency",
-            Rule::new(&[], None, Fault::Latency { millis: 150 }),
-        ),
-        ("reset", Rule::new(&[], None, Fault::Reset)),
-        (
-            "cut watch",
-            Rule::new(&[Watch], None, Fault::CloseWatch { after_millis: 200 }).probability(0.5),
-        ),
-        (
-            "410",
-            Rule::new(&[Watch, List], None, Fault::Expired).probability(0.5),
-        ),
-    ]
-}
 
 #[tokio::test]
 async fn blogs_converge_after_every_kind_of_api_fault() -> anyhow::Result<()> {
@@ -88,7 +52,7 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> anyhow::Result<()> {
 
     let mut deleted = Vec::new();
     let mut n = 0;
-    for (phase, (name, rule)) in phases().into_iter().enumerate() {
+    for (phase, (name, rule)) in api_faults::every_kind().into_iter().enumerate() {
         let rule = if rule.probability < 1.0 {
             rule
         } else {
@@ -189,10 +153,10 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> anyhow::Result<()> {
     println!(
         "faults: {n} Blogs ({} deleted) under {} phases in {faults_phase:?}; faults survived {total} of {total} injected {injected:?}; converged after {:?}",
         deleted.len(),
-        phases().len(),
+        api_faults::every_kind().len(),
         started.elapsed()
     );
-    for (name, _) in phases() {
+    for (name, _) in api_faults::every_kind() {
         let key = match name {
             "500" | "503" | "409" => "status",
             "429" => "too-many-requests",
