@@ -5,6 +5,9 @@
 //! `Retry-After: N` holds every further request of the client for `N` seconds (at most a minute),
 //! as client-go does, so a throttled API server sees the host slow down instead of retry at once.
 //! The wait happens in `poll_ready`, inside kube's request buffer: long watches hold no token.
+//! Every request says `User-Agent: weir/VERSION` (unless the config names another), as client-go's
+//! clients name themselves, so the API server's audit log, and a test's fault rules, can tell the
+//! host's requests from everyone else's.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -41,8 +44,22 @@ impl Default for ClientLimits {
     }
 }
 
-/// A client for `config` whose requests go through the rate limit and the pushback gate.
-pub fn build(config: Config, limits: ClientLimits) -> Result<Client, kube::Error> {
+/// The `User-Agent` of the host's requests.
+pub const USER_AGENT: &str = concat!("weir/", env!("CARGO_PKG_VERSION"));
+
+/// A client for `config` whose requests go through the rate limit and the pushback gate, and
+/// carry [`USER_AGENT`] unless `config` sets a `User-Agent` of its own.
+pub fn build(mut config: Config, limits: ClientLimits) -> Result<Client, kube::Error> {
+    if !config
+        .headers
+        .iter()
+        .any(|(name, _)| name == http::header::USER_AGENT)
+    {
+        config.headers.push((
+            http::header::USER_AGENT,
+            http::HeaderValue::from_static(USER_AGENT),
+        ));
+    }
     Ok(ClientBuilder::try_from(config)?
         .with_layer(&PushbackLayer::new(limits))
         .build())

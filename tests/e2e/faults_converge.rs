@@ -19,8 +19,9 @@ use kube::api::{DeleteParams, ListParams};
 use serde_json::json;
 use weir::client::ClientLimits;
 use weir::manager::{Manager, PluginSource};
+use weir_e2e::api_faults;
 use weir_e2e::{CONVERGE, TestEnv, eventually, fast_config, kinds, plugin, wait_ready};
-use weir_emulator::{Emulator, Fault, Rule, Verb};
+use weir_emulator::{Emulator, Rule};
 
 const HOST: &str = "weir-e2e/faulty-host";
 const PER_PHASE: usize = 12;
@@ -34,40 +35,7 @@ enum Phase {
 }
 
 fn phases() -> Vec<(&'static str, Phase)> {
-    use Verb::{Create, Delete, List, Patch, Update, Watch};
-    let writes = [Create, Update, Patch, Delete];
-    let rules = vec![
-        ("500", Rule::new(&[], None, Fault::Status { code: 500 })),
-        ("503", Rule::new(&[], None, Fault::Status { code: 503 })),
-        (
-            "429",
-            Rule::new(
-                &writes,
-                None,
-                Fault::TooManyRequests {
-                    retry_after_secs: 1,
-                },
-            ),
-        ),
-        (
-            "409",
-            Rule::new(&[Update, Patch], None, Fault::Status { code: 409 }),
-        ),
-        (
-            "latency",
-            Rule::new(&[], None, Fault::Latency { millis: 150 }),
-        ),
-        ("reset", Rule::new(&[], None, Fault::Reset)),
-        (
-            "cut watch",
-            Rule::new(&[Watch], None, Fault::CloseWatch { after_millis: 200 }).probability(0.5),
-        ),
-        (
-            "410",
-            Rule::new(&[Watch, List], None, Fault::Expired).probability(0.5),
-        ),
-    ];
-    rules
+    api_faults::every_kind()
         .into_iter()
         .map(|(name, rule)| (name, Phase::Faults(rule)))
         .chain([("restart", Phase::Restarts)])

@@ -2,24 +2,13 @@
 //! restart or a re-list; removing a plugin stops its controller (children stay); a plugin for another CRD
 //! starts beside a working one.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use kube::ResourceExt;
 use kube::api::ListParams;
 use serde_json::json;
-use weir_e2e::{CONVERGE, TestEnv, built, eventually, kinds, plugin, wait_ready};
-
-/// Copies a built plugin into `dir` as `name` the way an installer should: a hidden temporary,
-/// then a rename. Returns when the rename is done.
-pub fn install(dir: &Path, built_name: &str, name: &str) -> Result<()> {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    std::fs::copy(built(built_name), &tmp)
-        .with_context(|| format!("{built_name}: run plugins/build.sh"))?;
-    std::fs::rename(&tmp, dir.join(name))?;
-    Ok(())
-}
+use weir_e2e::{CONVERGE, TestEnv, eventually, install, kinds, plugin, wait_ready};
 
 /// Children of every kind in the namespace that carry `label`.
 async fn labelled(env: &TestEnv, label: &str) -> usize {

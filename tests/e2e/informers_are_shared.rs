@@ -6,7 +6,7 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin, wait_ready};
 
-use crate::hot_loading::install;
+use weir_e2e::install;
 
 /// How many controllers the host has subscribed to `kind` right now.
 fn subscribers(host: &weir::Manager, kind: &str) -> usize {

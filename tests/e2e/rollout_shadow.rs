@@ -15,7 +15,7 @@ use weir_e2e::{
     CONVERGE, TestEnv, engine, eventually, fast_config, fast_directory, kinds, plugin, wait_ready,
 };
 
-use crate::hot_loading::install;
+use weir_e2e::install;
 
 const BLOG: &str = "Blog.weir.dev";
 

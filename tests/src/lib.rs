@@ -22,6 +22,7 @@ use weir::reconcile::ControllerConfig;
 use weir::reconcile::queue::QueueConfig;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
+pub mod api_faults;
 pub mod convergence;
 pub mod hostile;
 pub mod native_twin;
@@ -87,6 +88,18 @@ pub fn plugin(name: &str) -> Result<Plugin> {
 /// `target/plugins/<name>`, as built by `plugins/build.sh`.
 pub fn built(name: &str) -> PathBuf {
     workspace_root().join("target/plugins").join(name)
+}
+
+/// Copies the built plugin `built_name` into `dir` as `name` the way an installer should: a
+/// hidden temporary, then a rename (a watcher of `dir` never sees a half-written file).
+/// Returns when the rename is done.
+pub fn install(dir: &Path, built_name: &str, name: &str) -> Result<()> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::copy(built(built_name), &tmp)
+        .with_context(|| format!("{built_name}: run plugins/build.sh"))?;
+    std::fs::rename(&tmp, dir.join(name))
+        .with_context(|| format!("installing {built_name} as {}", dir.join(name).display()))?;
+    Ok(())
 }
 
 /// How the directory source watches in tests: short settle times.

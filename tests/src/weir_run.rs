@@ -17,6 +17,7 @@ use crate::workspace_root;
 pub struct WeirRun {
     command: Vec<std::ffi::OsString>,
     binary: PathBuf,
+    plugins: PathBuf,
     log: PathBuf,
     child: Option<Child>,
     starts: usize,
@@ -57,7 +58,7 @@ impl WeirRun {
             workspace_root().join("target/plugin-cache").into(),
             "run".into(),
             "--plugins".into(),
-            plugins.into(),
+            plugins.clone().into(),
             "--kubeconfig".into(),
             kubeconfig.into(),
             "--listen".into(),
@@ -71,6 +72,7 @@ impl WeirRun {
         let mut run = WeirRun {
             command,
             binary: binary.to_owned(),
+            plugins,
             log: dir.join("weir-run.log"),
             child: None,
             starts: 0,
@@ -119,6 +121,11 @@ impl WeirRun {
             );
         }
         Ok(())
+    }
+
+    /// The directory the process serves (and hot-loads) its plugins from.
+    pub fn plugins(&self) -> &Path {
+        &self.plugins
     }
 
     /// How many times the process was started.

@@ -6,7 +6,7 @@
 //! plugins/build.sh ten      # the Blog plugin, and the ten Blog kinds of the ten-plugin row
 //! target/release/weir-bench --blogs 1000 --blogs 10000 --ten 100
 //! target/release/weir-bench hostile   # the Blog beside the hostile plugin (see `hostile`)
-//! target/release/weir-bench soak --minutes 10   # churn; RSS slope and convergence (see `soak`)
+//! target/release/weir-bench soak --minutes 10   # churn, kills, swaps, faults; RSS slope, convergence (`soak`)
 //! ```
 //!
 //! The emulator runs in this process; its request log counts the children's requests (this
@@ -82,8 +82,8 @@ enum Mode {
     /// Plugins from a registry: cold pull + compile and cached load per language, and the time
     /// from a new digest applied to the last of N Blogs updated.
     Delivery(delivery::DeliveryArgs),
-    /// Minutes of churn on one `weir run`: its RSS sampled, the slope over the second half, and
-    /// the convergence check at the end.
+    /// Minutes of churn, host kills, plugin swaps and API faults on one `weir run` serving
+    /// 1,000 Blogs: its RSS per lifetime, the slope, and the convergence check at the end.
     Soak(soak::SoakArgs),
     /// Runs the native twin (the benchmark's own child process).
     #[command(hide = true)]

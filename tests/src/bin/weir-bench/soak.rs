@@ -1,47 +1,76 @@
-//! `weir-bench soak`: the shipped `weir run` serving the Blog for minutes of churn, its memory
-//! sampled; does it leak, and does it still converge?
+//! `weir-bench soak`: the shipped `weir run` serving 1,000 Blogs through minutes of churn, kills,
+//! plugin swaps and API faults, its memory sampled; does it leak, and does it still converge?
 //!
-//! The churn keeps about `--blogs` Blogs alive: Blogs created, edited (title, replicas) and
-//! deleted, children edited (a Deployment scaled by hand) and deleted (a page ConfigMap), at
-//! `--rate` operations a second from a seeded generator. Every `--sample-secs` the host's
-//! `VmRSS` is read from `/proc/PID/status` and printed. At the end: the RSS slope (least squares
-//! over the second half of the samples, after start-up and warm caches) and the convergence
-//! check of `weir_e2e::convergence` (every Blog Ready, one child of each kind, no orphan).
+//! First `--blogs` Blogs are created at once and the host converges them (the population). Then,
+//! for `--minutes`, the churn ([`churn`]) keeps about that many live at `--rate` operations a
+//! second, while the disruptions drawn from the same seed ([`plan`]) happen: `--kills` SIGKILLs of
+//! the host, each followed by a start on the same plugins directory; `--swaps` replacements of the
+//! Blog plugin file by another build (`--variant`, hot-loaded by the running host) and back; and
+//! windows of one API fault kind at a time, injected by the emulator into the host's requests only
+//! (their `User-Agent`, `weir/VERSION`). Every `--sample-secs` the running process's `VmRSS` is
+//! printed ([`rss`]: per lifetime; the figure is the slope over the second half of the last one).
+//! When the churn stops the faults are cleared, the original Blog is put back if a variant is
+//! serving, and the convergence check of `weir_e2e::convergence` must pass: every Blog Ready as
+//! its spec says, one child of each kind, none orphaned, duplicated, foreign-owned or still
+//! labelled by the variant, and every deleted Blog gone.
 //!
 //! ```text
-//! target/debug/weir-bench soak --minutes 3 --weir target/debug/weir
+//! target/debug/weir-bench soak --minutes 10 --blogs 1000 --weir target/debug/weir --seed 1
 //! ```
 
+#[path = "soak/churn.rs"]
+mod churn;
+#[path = "soak/plan.rs"]
+mod plan;
+#[path = "soak/rss.rs"]
+mod rss;
+
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use rand::{Rng, SeedableRng};
-use serde_json::json;
-use weir_e2e::convergence::{self, Expected};
-use weir_e2e::kinds;
+use tokio::time::{Instant, MissedTickBehavior};
+use weir_e2e::convergence;
 use weir_e2e::weir_run::WeirRun;
-use weir_emulator::EmulatorConfig;
+use weir_emulator::{Emulator, EmulatorConfig};
 
+use self::churn::Churn;
+use self::plan::{Draw, Event, ORIGINAL};
+use self::rss::Sample;
 use super::{Target, blog_kind, built, emulator_for, root};
 
 /// Arguments of `weir-bench soak`.
 #[derive(Debug, clap::Args)]
 pub struct SoakArgs {
-    /// Minutes of churn.
+    /// Minutes of churn (after the population has converged).
     #[arg(long, default_value_t = 10.0)]
     minutes: f64,
-    /// Blogs the churn keeps alive.
-    #[arg(long, default_value_t = 100)]
+    /// Blogs created first and kept alive by the churn.
+    #[arg(long, default_value_t = 1000)]
     blogs: usize,
     /// Churn operations per second.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 3.0)]
     rate: f64,
+    /// SIGKILLs of the host during the churn.
+    #[arg(long, default_value_t = 2)]
+    kills: usize,
+    /// Replacements of the Blog plugin file during the churn (a variant, then the original, ...).
+    #[arg(long, default_value_t = 2)]
+    swaps: usize,
+    /// The builds swapped in (files of target/plugins; repeat or separate by commas).
+    #[arg(long, value_delimiter = ',', default_value = "blog-v2.wasm")]
+    variant: Vec<String>,
+    /// No injected API faults.
+    #[arg(long)]
+    no_faults: bool,
     /// Seconds between two RSS samples.
     #[arg(long, default_value_t = 5)]
     sample_secs: u64,
-    /// Seed of the churn [default: random, printed].
+    /// How long the population, and the namespace after the churn, may take to converge.
+    #[arg(long, default_value_t = 900)]
+    settle_secs: u64,
+    /// Seed of the churn and the disruptions [default: random, printed].
     #[arg(long)]
     seed: Option<u64>,
     /// The `weir` binary measured [default: target/release/weir].
@@ -50,126 +79,120 @@ pub struct SoakArgs {
 }
 
 const NAMESPACE: &str = "soak";
-/// How long the host may take to converge once the churn stops.
-const SETTLE: Duration = Duration::from_secs(180);
+/// The label `blog-v2.wasm` puts on every child: none may carry it once the original serves.
+const VARIANT_LABEL: &str = "weir.dev/hot-swapped";
+/// Between two looks of the convergence check (each lists every Blog and child).
+const POLL: Duration = Duration::from_secs(2);
 
-/// The churn's state: which Blogs live, which were deleted, what was done.
-struct Churn {
-    rng: rand::rngs::StdRng,
-    expected: Expected,
-    live: Vec<String>,
-    next: usize,
-    ops: [usize; 5],
+/// The host under test and its memory readings.
+struct Host {
+    run: WeirRun,
+    samples: Vec<(Instant, f64, usize)>,
+    pids: Vec<u32>,
 }
 
-const OPS: [&str; 5] = ["create", "edit", "delete", "child edit", "child delete"];
+impl Host {
+    /// Reads the running process's `VmRSS` and prints it with `what`.
+    fn sample(&mut self, since: Instant, what: &str) -> Result<()> {
+        self.run.check_running()?;
+        let mib = self.run.rss_mib().context("reading the host's VmRSS")?;
+        let now = Instant::now();
+        self.samples.push((now, mib, self.run.starts()));
+        let t = now.duration_since(since).as_secs_f64();
+        println!("{t:>8.1} {mib:>9.1} {:>5} {what}", self.run.starts());
+        Ok(())
+    }
 
-impl Churn {
-    /// One operation: creations until `target` Blogs live, then a random mix.
-    async fn step(&mut self, client: &kube::Client, target: usize) -> Result<()> {
-        let api = |kind: &weir::plugin::ResourceKind| -> Api<DynamicObject> {
-            Api::namespaced_with(client.clone(), NAMESPACE, &kind.api_resource())
-        };
-        let roll: f64 = self.rng.random();
-        let op = if self.live.len() < target / 2 || self.live.is_empty() {
-            0
-        } else if self.live.len() < target {
-            // Growing: mostly creations.
-            if roll < 0.6 { 0 } else { 1 }
-        } else {
-            // Creations and deletions equally likely; over `target` + 10% a creation becomes a
-            // deletion, so the population stays near `target`.
-            match roll {
-                r if r < 0.2 && self.live.len() <= target + target / 10 => 0,
-                r if r < 0.2 => 2,
-                r if r < 0.6 => 1,
-                r if r < 0.8 => 2,
-                r if r < 0.9 => 3,
-                _ => 4,
-            }
-        };
-        let pick = self.rng.random_range(0..self.live.len().max(1));
-        match op {
-            0 => {
-                let name = format!("s{}", self.next);
-                self.next += 1;
-                let blog: DynamicObject = serde_json::from_value(json!({
-                    "apiVersion": "weir.dev/v1alpha1",
-                    "kind": "Blog",
-                    "metadata": {"name": name, "namespace": NAMESPACE},
-                    "spec": {"title": format!("{name} v0"), "replicas": 1},
-                }))?;
-                api(&kinds::blog())
-                    .create(&PostParams::default(), &blog)
-                    .await
-                    .with_context(|| format!("creating {name}"))?;
-                self.expected.live.insert(name.clone());
-                self.live.push(name);
-            }
-            1 => {
-                let name = &self.live[pick];
-                let v: u32 = self.rng.random_range(1..1000);
-                let replicas: u32 = self.rng.random_range(1..=3);
-                let patch =
-                    json!({"spec": {"title": format!("{name} v{v}"), "replicas": replicas}});
-                api(&kinds::blog())
-                    .patch(name, &user(), &Patch::Merge(patch))
-                    .await
-                    .with_context(|| format!("editing {name}"))?;
-            }
-            2 => {
-                let name = self.live.swap_remove(pick);
-                api(&kinds::blog())
-                    .delete(&name, &DeleteParams::default())
-                    .await
-                    .with_context(|| format!("deleting {name}"))?;
-                self.expected.live.remove(&name);
-                self.expected.deleted.insert(name);
-            }
-            3 => {
-                // The child may not exist yet (a Blog just created): nothing to edit then.
-                let patch = json!({"spec": {"replicas": 5}});
-                let _ = api(&kinds::deployment())
-                    .patch(&self.live[pick], &user(), &Patch::Merge(patch))
-                    .await;
-            }
-            _ => {
-                let page = format!("{}-page", self.live[pick]);
-                let _ = api(&kinds::config_map())
-                    .delete(&page, &DeleteParams::default())
-                    .await;
-            }
-        }
-        self.ops[op] += 1;
+    /// SIGKILL, then a start on the same plugins directory.
+    fn kill(&mut self) -> Result<()> {
+        // The process killed must be running: one that died by itself is a failure.
+        self.run.check_running()?;
+        self.run.restart()?;
+        self.pids.extend(self.run.pid());
         Ok(())
     }
 }
 
-/// A person's field manager.
-fn user() -> PatchParams {
-    PatchParams {
-        field_manager: Some("soak-user".into()),
-        ..PatchParams::default()
+/// What the disruptions did.
+#[derive(Default)]
+struct Disrupted {
+    kills: usize,
+    swaps: BTreeMap<String, usize>,
+    windows: BTreeMap<&'static str, usize>,
+    serving: String,
+    /// Whether the original Blog was put back after the churn.
+    restored: bool,
+}
+
+impl Disrupted {
+    /// Applies `event` to the host and the emulator.
+    fn apply(&mut self, event: Event, host: &mut Host, emulator: &Emulator) -> Result<String> {
+        Ok(match event {
+            Event::Kill => {
+                let old = host.run.pid().unwrap_or_default();
+                host.kill()?;
+                self.kills += 1;
+                let new = host.run.pid().unwrap_or_default();
+                format!("kill {}: pid {old} killed, pid {new} started", self.kills)
+            }
+            Event::Swap(build) => {
+                weir_e2e::install(host.run.plugins(), &build, ORIGINAL)?;
+                *self.swaps.entry(build.clone()).or_default() += 1;
+                self.serving = build.clone();
+                format!("swap: {ORIGINAL} replaced by {build}")
+            }
+            Event::FaultOn { name, rule } => {
+                let p = rule.probability;
+                emulator.faults().set(vec![rule]);
+                if matches!(name, "cut watch" | "410") {
+                    // Watches open for minutes: the rule meets the re-watches.
+                    emulator.drop_watches();
+                }
+                *self.windows.entry(name).or_default() += 1;
+                format!("faults on: {name} at {:.0}%", p * 100.0)
+            }
+            Event::FaultOff => {
+                emulator.faults().clear();
+                "faults off".to_owned()
+            }
+        })
     }
 }
 
-/// The least-squares slope of `samples` (seconds, MiB), in MiB per minute.
-fn slope_per_minute(samples: &[(f64, f64)]) -> f64 {
-    let n = samples.len() as f64;
-    if samples.len() < 2 {
-        return 0.0;
+/// Polls the convergence check while sampling the host's memory.
+async fn converge(
+    churn: &Churn,
+    client: &kube::Client,
+    host: &mut Host,
+    since: Instant,
+    args: &SoakArgs,
+    phase: &str,
+) -> Result<(convergence::Converged, Duration)> {
+    let started = Instant::now();
+    let timeout = Duration::from_secs(args.settle_secs);
+    let wait = convergence::wait_polling(client, NAMESPACE, &churn.expected, timeout, POLL);
+    tokio::pin!(wait);
+    let mut tick = tokio::time::interval(Duration::from_secs(args.sample_secs));
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            converged = &mut wait => {
+                host.run.check_running()?;
+                return match converged {
+                    Ok(c) => Ok((c, started.elapsed())),
+                    Err(e) => {
+                        println!("convergence ({phase}): FAILED: {e:#}");
+                        println!("weir run's log ends:\n{}", host.run.log_tail(30));
+                        anyhow::bail!("the host did not converge ({phase})");
+                    }
+                };
+            }
+            _ = tick.tick() => host.sample(since, phase)?,
+        }
     }
-    let mean_t = samples.iter().map(|s| s.0).sum::<f64>() / n;
-    let mean_m = samples.iter().map(|s| s.1).sum::<f64>() / n;
-    let cov: f64 = samples
-        .iter()
-        .map(|(t, m)| (t - mean_t) * (m - mean_m))
-        .sum();
-    let var: f64 = samples.iter().map(|(t, _)| (t - mean_t).powi(2)).sum();
-    if var == 0.0 { 0.0 } else { cov / var * 60.0 }
 }
 
-/// Runs the soak and prints the samples, the slope and the convergence check.
+/// Runs the soak and prints the samples, the disruptions, the slope and the convergence check.
 pub async fn run(args: SoakArgs) -> Result<()> {
     let binary = built(
         args.weir
@@ -177,94 +200,217 @@ pub async fn run(args: SoakArgs) -> Result<()> {
             .unwrap_or_else(|| root().join("target/release/weir")),
         "build it with `cargo build --release -p weir --bin weir`",
     )?;
+    for build in std::iter::once(ORIGINAL).chain(args.variant.iter().map(String::as_str)) {
+        built(
+            root().join("target/plugins").join(build),
+            "run plugins/build.sh first",
+        )?;
+    }
     let seed = args.seed.unwrap_or_else(rand::random);
     let target = Target {
         kind: blog_kind(None),
         copy: None,
         namespace: NAMESPACE.into(),
     };
-    let emulator = emulator_for(std::slice::from_ref(&target), EmulatorConfig::default()).await?;
+    let config = EmulatorConfig {
+        watch_history: 200_000,
+        ..EmulatorConfig::default()
+    };
+    let emulator = emulator_for(std::slice::from_ref(&target), config).await?;
     let client = emulator.client();
     let dir = tempfile::Builder::new().prefix("weir-soak-").tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
     emulator.write_kubeconfig(&kubeconfig)?;
-    let mut host = WeirRun::start(&binary, dir.path(), &kubeconfig, Some(NAMESPACE), 30)?;
+    let run = WeirRun::start(&binary, dir.path(), &kubeconfig, Some(NAMESPACE), 30)?;
+    let mut host = Host {
+        pids: run.pid().into_iter().collect(),
+        run,
+        samples: Vec::new(),
+    };
     println!(
-        "soak: {} for {} min, ~{} Blogs, {} ops/s, seed {seed}",
+        "soak: {} for {} min, {} Blogs, {} ops/s, {} kills, {} swaps ({}), faults {}, seed {seed}",
         binary.display(),
         args.minutes,
         args.blogs,
-        args.rate
+        args.rate,
+        args.kills,
+        args.swaps,
+        args.variant.join(", "),
+        if args.no_faults { "off" } else { "on" },
+    );
+    println!("{:>8} {:>9} {:>5} what", "seconds", "RSS MiB", "life");
+
+    // The population: created at once, converged before the clock starts.
+    let t0 = Instant::now();
+    let mut churn = Churn::new(client.clone(), NAMESPACE, seed);
+    churn.populate(args.blogs).await?;
+    let created = t0.elapsed();
+    let (_, populated) = converge(&churn, &client, &mut host, t0, &args, "population").await?;
+    println!(
+        "population: {} Blogs created in {created:.1?}, converged {populated:.1?} later",
+        args.blogs
     );
 
-    let mut churn = Churn {
-        rng: rand::rngs::StdRng::seed_from_u64(seed),
-        expected: Expected::default(),
-        live: Vec::new(),
-        next: 0,
-        ops: [0; 5],
-    };
+    // The churn and the disruptions.
     let length = Duration::from_secs_f64(args.minutes * 60.0);
+    let mut plan = plan::draw(&Draw {
+        seed,
+        length,
+        kills: args.kills,
+        swaps: args.swaps,
+        variants: &args.variant,
+        faults_for: (!args.no_faults).then_some("weir/"),
+    })
+    .into_iter()
+    .peekable();
+    let mut disrupted = Disrupted {
+        serving: ORIGINAL.to_owned(),
+        ..Disrupted::default()
+    };
     let started = Instant::now();
     let mut ops = tokio::time::interval(Duration::from_secs_f64(1.0 / args.rate));
-    let mut samples_tick = tokio::time::interval(Duration::from_secs(args.sample_secs));
-    let mut samples: Vec<(f64, f64)> = Vec::new();
-    println!(
-        "{:>8} {:>9} {:>6} {:>7}",
-        "seconds", "RSS MiB", "Blogs", "ops"
-    );
+    ops.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut tick = tokio::time::interval(Duration::from_secs(args.sample_secs));
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let far = started + length + Duration::from_secs(3600);
     while started.elapsed() < length {
+        let next = plan.peek().map_or(far, |(at, _)| started + *at);
         tokio::select! {
-            _ = ops.tick() => churn.step(&client, args.blogs).await?,
-            _ = samples_tick.tick() => {
-                host.check_running()?;
-                let t = started.elapsed().as_secs_f64();
-                let rss = host.rss_mib().context("reading the host's VmRSS")?;
-                samples.push((t, rss));
-                println!(
-                    "{t:>8.1} {rss:>9.1} {:>6} {:>7}",
-                    churn.live.len(),
-                    churn.ops.iter().sum::<usize>()
-                );
+            _ = ops.tick() => churn.step(args.blogs).await?,
+            _ = tick.tick() => {
+                let what = format!("churn: {} Blogs, {} ops", churn.live(), churn.total());
+                host.sample(started, &what)?;
                 // The request log is the emulator's (this process's), not the host's: keep it small.
                 emulator.clear_requests();
             }
+            _ = tokio::time::sleep_until(next) => {
+                if let Some((_, event)) = plan.next() {
+                    let what = disrupted.apply(event, &mut host, &emulator)?;
+                    println!("{:>8.1} {:>9} {:>5} {what}", started.elapsed().as_secs_f64(), "", "");
+                }
+            }
         }
     }
-    let half = length.as_secs_f64() / 2.0;
-    let second_half: Vec<(f64, f64)> = samples.iter().copied().filter(|s| s.0 >= half).collect();
-    let slope = slope_per_minute(&second_half);
-    let ops: Vec<String> = OPS
-        .iter()
-        .zip(churn.ops)
-        .map(|(name, n)| format!("{n} {name}"))
-        .collect();
-    println!("churn: {}", ops.join(", "));
-    let (first, peak) = (
-        samples.first().map_or(0.0, |s| s.1),
-        samples.iter().map(|s| s.1).fold(0.0, f64::max),
+    let churned = started.elapsed();
+
+    // The end: no faults, the original Blog, and the check.
+    emulator.faults().clear();
+    if disrupted.serving != ORIGINAL {
+        weir_e2e::install(host.run.plugins(), ORIGINAL, ORIGINAL)?;
+        *disrupted.swaps.entry(ORIGINAL.to_owned()).or_default() += 1;
+        disrupted.restored = true;
+    }
+    let injected = emulator.faults().injected();
+    churn.expected.stale_label = Some(VARIANT_LABEL.to_owned());
+    let converged = converge(
+        &churn,
+        &client,
+        &mut host,
+        started,
+        &args,
+        "after the churn",
+    )
+    .await;
+    host.sample(started, "converged")?;
+
+    summary(
+        &args,
+        &churn,
+        &disrupted,
+        &host,
+        &injected,
+        started..started + churned,
     );
+    let (c, settled) = converged?;
     println!(
-        "RSS: first {first:.1} MiB, last {:.1} MiB, peak {peak:.1} MiB; slope over the second half ({} samples): {slope:+.3} MiB/min",
-        samples.last().map_or(0.0, |s| s.1),
-        second_half.len()
+        "convergence: ok {settled:.1?} after the churn: {} Blogs Ready, {} children, none orphaned, \
+         duplicated, foreign-owned or labelled {VARIANT_LABEL}; {} deleted Blogs gone",
+        c.blogs,
+        c.children,
+        churn.expected.deleted.len()
     );
-    let settle = Instant::now();
-    let converged = convergence::wait(&client, NAMESPACE, &churn.expected, SETTLE).await;
-    host.check_running()?;
-    match converged {
-        Ok(c) => println!(
-            "convergence: ok in {:?}: {} Blogs Ready, {} children, none orphaned or duplicated, {} deleted Blogs gone",
-            settle.elapsed(),
-            c.blogs,
-            c.children,
-            churn.expected.deleted.len()
-        ),
-        Err(e) => {
-            println!("convergence: FAILED: {e:#}");
-            println!("weir run's log ends:\n{}", host.log_tail(30));
-            anyhow::bail!("the host did not converge after the soak");
-        }
-    }
     Ok(())
+}
+
+/// Prints what the churn (over `churned`) and the disruptions did, and the memory per lifetime.
+fn summary(
+    args: &SoakArgs,
+    churn: &Churn,
+    disrupted: &Disrupted,
+    host: &Host,
+    injected: &BTreeMap<&'static str, u64>,
+    churned: std::ops::Range<Instant>,
+) {
+    let (started, end) = (churned.start, churned.end);
+    let ops: Vec<String> = churn
+        .counts()
+        .map(|(op, n)| format!("{n} {}", op.name()))
+        .collect();
+    println!("churn over {:.1?}: {}", end - started, ops.join(", "));
+    let pids: Vec<String> = host.pids.iter().map(u32::to_string).collect();
+    println!(
+        "kills: {} of {} (pids {})",
+        disrupted.kills,
+        args.kills,
+        pids.join(" -> ")
+    );
+    let swaps: Vec<String> = disrupted
+        .swaps
+        .iter()
+        .map(|(b, n)| format!("{b} x{n}"))
+        .collect();
+    println!(
+        "plugin swaps: {} ({}){}",
+        disrupted.swaps.values().sum::<usize>(),
+        swaps.join(", "),
+        if disrupted.restored {
+            "; the last one after the churn, restoring the original"
+        } else {
+            ""
+        }
+    );
+    let windows: Vec<String> = disrupted
+        .windows
+        .iter()
+        .map(|(k, n)| format!("{k} x{n}"))
+        .collect();
+    let faults: Vec<String> = injected.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    println!(
+        "fault windows: {} ({}); faults injected into the host's requests: {} ({})",
+        disrupted.windows.values().sum::<usize>(),
+        windows.join(", "),
+        injected.values().sum::<u64>(),
+        faults.join(", ")
+    );
+    let samples: Vec<Sample> = host
+        .samples
+        .iter()
+        .filter(|(at, _, _)| *at <= end)
+        .map(|&(at, mib, life)| Sample {
+            t: if at >= started {
+                at.duration_since(started).as_secs_f64()
+            } else {
+                -started.duration_since(at).as_secs_f64()
+            },
+            mib,
+            life,
+        })
+        .collect();
+    let lives = rss::lifetimes(&samples);
+    for l in &lives {
+        println!(
+            "RSS life {} ({:.0} s to {:.0} s of the churn): first {:.1} MiB, last {:.1} MiB, peak {:.1} MiB; \
+             slope over the second half of its churn ({} samples): {:+.3} MiB/min",
+            l.life, l.from, l.to, l.first, l.last, l.peak, l.slope_samples, l.slope
+        );
+    }
+    if let Some(l) = lives.last() {
+        println!(
+            "RSS slope (last lifetime, second half of its churn, {} samples): {:+.3} MiB/min",
+            l.slope_samples, l.slope
+        );
+    }
+    if let Some(&(_, mib, _)) = host.samples.last() {
+        println!("RSS once converged: {mib:.1} MiB");
+    }
 }
