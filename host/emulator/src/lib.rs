@@ -49,6 +49,9 @@
 //! 10. `server` — the router with the middleware that keeps the request log.
 //! 11. This file — the facade: [`Emulator`] starts the server and the workload task.
 //!
+//! Tests only: `properties`, property tests of the rules that take arbitrary input (strategic
+//! merge, server-side apply, label selectors) against simple models.
+//!
 //! # Deliberate simplifications
 //! - No authentication, authorization or RBAC: every request is allowed. Plain HTTP only.
 //!   `SelfSubjectAccessReview`/`SelfSubjectRulesReview` answer allowed and `SelfSubjectReview`
@@ -185,6 +188,9 @@ mod reviews;
 mod routes;
 
 mod server;
+
+#[cfg(test)]
+mod properties;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
