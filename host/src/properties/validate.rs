@@ -257,7 +257,8 @@ proptest! {
         for (out, sent) in answer.unwrap_or_default().iter().zip(&children) {
             let m = &out.manifest;
             prop_assert!(info.children.contains(&out.kind) && out.kind.namespaced);
-            prop_assert_eq!(m["apiVersion"].as_str(), Some(out.kind.api_version().as_str()));
+            let api_version = out.kind.api_version();
+            prop_assert_eq!(m["apiVersion"].as_str(), Some(api_version.as_str()));
             prop_assert_eq!(&m["kind"], &json!(out.kind.kind));
             prop_assert_eq!(&m["metadata"]["name"], &sent["metadata"]["name"]);
             prop_assert_eq!(out.key.namespace.as_deref(), parent_ns.as_deref());
