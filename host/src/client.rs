@@ -227,6 +227,67 @@ mod tests {
         );
     }
 
+    /// An API server answering every request at once, noting when each arrived.
+    #[derive(Clone, Default)]
+    struct Arrivals(Arc<Mutex<Vec<Instant>>>);
+
+    impl Service<http::Request<kube::client::Body>> for Arrivals {
+        type Response = http::Response<kube::client::Body>;
+        type Error = std::convert::Infallible;
+        type Future = std::future::Ready<Result<Self::Response, Self::Error>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, _: http::Request<kube::client::Body>) -> Self::Future {
+            self.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Instant::now());
+            std::future::ready(Ok(http::Response::new(
+                kube::client::Body::from(Vec::new()),
+            )))
+        }
+    }
+
+    /// Through the whole client stack (kube's request buffer included): with one token every
+    /// 1000 s, the whole burst goes at once and the next request waits. The bounds are far
+    /// apart (30 s against 1000 s), so a busy machine cannot make the test fail.
+    #[tokio::test]
+    async fn a_fresh_client_sends_its_whole_burst_at_once_and_then_waits() {
+        let arrivals = Arrivals::default();
+        let client = ClientBuilder::new(arrivals.clone(), "default")
+            .with_layer(&PushbackLayer::new(ClientLimits {
+                qps: 0.001,
+                burst: 2,
+            }))
+            .build();
+        let send = || {
+            let mut request = http::Request::new(kube::client::Body::from(Vec::new()));
+            *request.uri_mut() = http::Uri::from_static("/api/v1/namespaces");
+            client.send(request)
+        };
+        for n in 1..=2 {
+            let sent = tokio::time::timeout(Duration::from_secs(30), send()).await;
+            assert!(
+                matches!(sent, Ok(Ok(_))),
+                "request {n} of the burst of 2 waited"
+            );
+        }
+        let third = tokio::time::timeout(Duration::from_millis(200), send()).await;
+        assert!(
+            third.is_err(),
+            "the request after the burst waits for a token"
+        );
+        let arrived = arrivals
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len();
+        assert_eq!(arrived, 2);
+    }
+
     #[tokio::test]
     async fn requests_beyond_the_burst_wait_their_turn() {
         let g = gate(10.0, 2);

@@ -51,6 +51,10 @@ pub mod run;
 pub mod scaffold;
 pub mod server;
 
+// Property tests of answer validation, status merge and the fixture parser.
+#[cfg(test)]
+mod properties;
+
 pub use manager::{Manager, ManagerConfig, PluginSource};
 pub use plugin::{Engine, EngineConfig, Limits, Plugin};
 pub use reconcile::{Controller, ControllerConfig};

@@ -52,6 +52,9 @@
 //!     serving it with the workload task beside it.
 //! 12. This file — the facade: [`Emulator`] starts, restarts and stops the server.
 //!
+//! Tests only: `properties`, property tests of the rules that take arbitrary input (strategic
+//! merge, server-side apply, label selectors) against simple models.
+//!
 //! # Deliberate simplifications
 //! - No authentication, authorization or RBAC: every request is allowed. Plain HTTP only.
 //!   `SelfSubjectAccessReview`/`SelfSubjectRulesReview` answer allowed and `SelfSubjectReview`
@@ -196,6 +199,9 @@ mod reviews;
 mod routes;
 
 mod server;
+
+#[cfg(test)]
+mod properties;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

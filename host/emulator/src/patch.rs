@@ -127,9 +127,9 @@ fn merge_list(doc: &mut Vec<Value>, patch: &[Value], field: &str) {
             }
         }
         _ if fieldset::is_set_list(field) => {
-            for p in patch {
-                if !doc.contains(p) {
-                    doc.push(p.clone());
+            for p in patch.iter().map(strip_directives) {
+                if !doc.contains(&p) {
+                    doc.push(p);
                 }
             }
         }

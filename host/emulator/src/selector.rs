@@ -23,6 +23,19 @@ enum Req {
     NotExists(String),
 }
 
+impl Req {
+    /// Whether the key is a valid label key and an `=`/`!=` value a valid label value (set
+    /// values are checked as they are parsed).
+    fn is_valid(&self) -> bool {
+        match self {
+            Req::Eq(k, v) | Req::NotEq(k, v) => is_label_key(k) && is_label_value(v),
+            Req::In(k, _) | Req::NotIn(k, _) | Req::Exists(k) | Req::NotExists(k) => {
+                is_label_key(k)
+            }
+        }
+    }
+}
+
 /// A parsed label selector; the empty selector matches everything.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LabelSelector(Vec<Req>);
@@ -51,21 +64,62 @@ fn split_top(s: &str) -> Vec<String> {
         .collect()
 }
 
+/// The values of `in (a,b)` / `notin (a,b)`: at least one, each a valid label value.
 fn parse_set(rest: &str, raw: &str) -> Result<Vec<String>, Error> {
+    let syntax = || Error::Syntax(raw.to_string());
     let inner = rest
         .trim()
         .strip_prefix('(')
         .and_then(|r| r.strip_suffix(')'))
-        .ok_or_else(|| Error::Syntax(raw.to_string()))?;
-    Ok(inner
+        .ok_or_else(syntax)?;
+    let values: Vec<String> = inner
         .split(',')
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty())
-        .collect())
+        .collect();
+    if values.is_empty() || !values.iter().all(|v| is_label_value(v)) {
+        return Err(syntax());
+    }
+    Ok(values)
+}
+
+/// A label name: at most 63 characters of `[A-Za-z0-9._-]`, alphanumeric at both ends.
+fn is_label_name(name: &str) -> bool {
+    let alphanumeric = |c: char| c.is_ascii_alphanumeric();
+    name.len() <= 63
+        && name.starts_with(alphanumeric)
+        && name.ends_with(alphanumeric)
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// A label value: empty or a label name.
+fn is_label_value(value: &str) -> bool {
+    value.is_empty() || is_label_name(value)
+}
+
+/// A label key: a name, optionally behind a DNS subdomain prefix (`example.com/name`).
+fn is_label_key(key: &str) -> bool {
+    let dns_label = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    match key.split_once('/') {
+        Some((prefix, name)) => {
+            prefix.len() <= 253 && prefix.split('.').all(dns_label) && is_label_name(name)
+        }
+        None => is_label_name(key),
+    }
 }
 
 impl LabelSelector {
-    /// Parse `a=b,c!=d,e in (f,g),h notin (i),j,!k`.
+    /// Parse `a=b,c!=d,e in (f,g),h notin (i),j,!k`; keys and values must be valid label
+    /// keys and values, as kube-apiserver requires.
     pub fn parse(s: &str) -> Result<Self, Error> {
         let mut reqs = Vec::new();
         for part in split_top(s) {
@@ -84,8 +138,11 @@ impl LabelSelector {
             } else if part.contains(char::is_whitespace) || part.contains('(') {
                 return Err(Error::Syntax(part));
             } else {
-                Req::Exists(part)
+                Req::Exists(part.clone())
             };
+            if !req.is_valid() {
+                return Err(Error::Syntax(part));
+            }
             reqs.push(req);
         }
         Ok(LabelSelector(reqs))
@@ -179,6 +236,25 @@ mod tests {
         );
         assert!(!LabelSelector::parse("tier!=front").unwrap().matches(&obj));
         assert!(LabelSelector::parse("app==web").unwrap().matches(&obj));
+    }
+
+    #[test]
+    fn keys_and_values_kubernetes_rejects_are_errors_not_requirements() {
+        for text in [
+            "=web",
+            "app=web=api",
+            "app=(web)",
+            "app!",
+            "app in (web api)",
+            "app notin (web))",
+            "app in ()",
+            "-app",
+            "Example.com/app",
+        ] {
+            let parsed = LabelSelector::parse(text);
+            assert!(parsed.is_err(), "{text:?} parsed as {parsed:?}");
+        }
+        assert!(LabelSelector::parse("example.com/app=Web_1.a,weir.dev/parent-uid").is_ok());
     }
 
     #[test]

@@ -104,20 +104,28 @@ pub fn desired_status(
     if !kept_plugin_status && let Some(g) = generation {
         status.insert("observedGeneration".into(), json!(g));
     }
-    let mut conditions: Vec<Value> = status
+    // One condition per type (a later one of the same type replaces an earlier one, as
+    // `meta.SetStatusCondition` does): with two, neither's `lastTransitionTime` would hold and
+    // every reconcile would patch the status again.
+    let type_of = |c: &Value| c.get("type").and_then(Value::as_str).map(str::to_owned);
+    let mut conditions: Vec<Value> = Vec::new();
+    for c in status
         .get("conditions")
         .and_then(Value::as_array)
-        .map(|c| {
-            c.iter()
-                .filter(|c| {
-                    c.get("type")
-                        .and_then(Value::as_str)
-                        .is_some_and(|t| t != "Reconciled")
-                })
-                .cloned()
-                .collect()
-        })
-        .unwrap_or_default();
+        .into_iter()
+        .flatten()
+    {
+        let Some(ty) = type_of(c).filter(|t| t != "Reconciled") else {
+            continue;
+        };
+        match conditions
+            .iter_mut()
+            .find(|earlier| type_of(earlier).as_deref() == Some(ty.as_str()))
+        {
+            Some(earlier) => *earlier = c.clone(),
+            None => conditions.push(c.clone()),
+        }
+    }
     conditions.push(json!({
         "type": "Reconciled",
         "status": condition_status(reconciled.ok),
@@ -417,6 +425,29 @@ mod tests {
             kept.ends_with(" bytes]") && kept.contains("… [truncated "),
             "{}",
             &kept[kept.len() - 40..]
+        );
+    }
+
+    #[test]
+    fn two_conditions_of_one_type_become_the_later_one_and_the_status_settles() {
+        let plugin = json!({"conditions": [
+            {"type": "Ready", "status": "True"},
+            {"type": "Available", "status": "True"},
+            {"type": "Ready", "status": "False", "reason": "Later"}]});
+        let first = desired_status(None, Some(plugin.clone()), Some(1), &Reconciled::ok(), "T1");
+        let types: Vec<&Value> = first["conditions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| &c["type"])
+            .collect();
+        assert_eq!(types, ["Ready", "Available", "Reconciled"]);
+        assert_eq!(first["conditions"][0]["reason"], "Later");
+        let again = desired_status(Some(&first), Some(plugin), Some(1), &Reconciled::ok(), "T2");
+        assert_eq!(
+            merge_diff(Some(&first), &again),
+            None,
+            "no write on the next reconcile"
         );
     }
 

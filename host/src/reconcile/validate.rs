@@ -94,8 +94,9 @@ pub fn refusal_message(info: &PluginInfo, refusal: &Refusal) -> String {
 /// Why the plugin's answer was refused. Permanent: retrying the same answer cannot help.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
-    /// A child is not a JSON object or lacks `apiVersion`, `kind` or `metadata.name`.
-    #[error("child #{index} is missing {field}")]
+    /// A child is not a JSON object, lacks `apiVersion`, `kind` or `metadata.name`, or has
+    /// `metadata.labels` or `metadata.annotations` that are not maps.
+    #[error("child #{index} has a missing or mistyped {field}")]
     Malformed {
         /// Position in the plugin's answer.
         index: usize,
@@ -362,6 +363,17 @@ pub fn check(
             index,
             field: "metadata.name",
         })?;
+        for (key, field) in [
+            ("labels", "metadata.labels"),
+            ("annotations", "metadata.annotations"),
+        ] {
+            if child["metadata"]
+                .get(key)
+                .is_some_and(|m| !m.is_null() && !m.is_object())
+            {
+                return Err(Refusal::Malformed { index, field });
+            }
+        }
         let (api_version, kind_name, name) = (
             api_version.to_owned(),
             kind_name.to_owned(),
@@ -525,13 +537,18 @@ fn stamp(child: &mut Value, namespace: &str, owner: &Value, parent_uid: &str) {
     };
     meta.insert("namespace".into(), json!(namespace));
     meta.insert("ownerReferences".into(), json!([owner]));
-    let labels = meta.entry("labels").or_insert_with(|| json!({}));
-    if let Some(labels) = labels.as_object_mut() {
-        labels.insert(PARENT_UID_LABEL.into(), json!(parent_uid));
-    }
-    let ann = meta.entry("annotations").or_insert_with(|| json!({}));
-    if let Some(ann) = ann.as_object_mut() {
-        ann.insert(MANIFEST_HASH_ANNOTATION.into(), json!(hash));
+    // A plugin may serialise absent labels or annotations as `null`: they start empty then.
+    for (field, key, value) in [
+        ("labels", PARENT_UID_LABEL, parent_uid),
+        ("annotations", MANIFEST_HASH_ANNOTATION, hash.as_str()),
+    ] {
+        let map = meta.entry(field).or_insert_with(|| json!({}));
+        if map.is_null() {
+            *map = json!({});
+        }
+        if let Some(map) = map.as_object_mut() {
+            map.insert(key.into(), json!(value));
+        }
     }
 }
 

@@ -95,6 +95,23 @@ fn the_host_stamps_namespace_owner_reference_label_and_hash() {
 }
 
 #[test]
+fn null_labels_and_annotations_still_get_the_parent_label_and_hash_and_non_maps_are_refused() {
+    let mut c = cm("page");
+    c["metadata"]["labels"] = Value::Null;
+    c["metadata"]["annotations"] = Value::Null;
+    let out = check(vec![c.clone()], &cache()).unwrap();
+    let m = &out[0].manifest["metadata"];
+    assert_eq!(m["labels"][PARENT_UID_LABEL], "uid-parent");
+    assert!(m["annotations"][MANIFEST_HASH_ANNOTATION].is_string());
+    c["metadata"]["labels"] = json!("a=b");
+    let refused = check(vec![c], &cache()).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "child #0 has a missing or mistyped metadata.labels"
+    );
+}
+
+#[test]
 fn owner_references_and_server_fields_from_the_plugin_are_replaced() {
     let mut c = cm("page");
     c["metadata"]["ownerReferences"] = json!([{"uid": "someone-else", "controller": true}]);
