@@ -24,8 +24,10 @@ const BLOG_BUDGET: Duration = Duration::from_secs(10);
 /// How long the host may take to compile and admit the seven components: on a fresh machine the
 /// precompiled cache is empty, and the other tests compile beside it. Not part of the Blog's budget.
 const LOAD_BUDGET: Duration = Duration::from_secs(120);
-/// How long the attacks get to show their evidence.
-const EVIDENCE_BUDGET: Duration = Duration::from_secs(30);
+/// How long the attacks get to show their evidence. The judging ends as soon as every attack
+/// has; the margin is for a loaded machine, where the 1,000-Blog test beside this one once kept
+/// the hot-loop attacks from five busy rounds in a row within 30 s.
+const EVIDENCE_BUDGET: Duration = Duration::from_secs(90);
 
 /// `host:port` of the API server, for the network attack.
 fn api_server_address(env: &TestEnv) -> String {
