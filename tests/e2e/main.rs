@@ -4,7 +4,10 @@
 // The hand-written components of the `weir` crate's own tests (a `describe` that traps,
 // another contract version), shared rather than copied.
 #[path = "../../host/tests/integration/guests.rs"]
-#[expect(clippy::unwrap_used, reason = "test fixtures: a failed build is a failed test")]
+#[expect(
+    clippy::unwrap_used,
+    reason = "test fixtures: a failed build is a failed test"
+)]
 mod guests;
 
 mod blog_lifecycle;

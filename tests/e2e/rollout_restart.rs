@@ -44,16 +44,18 @@ async fn blogs(env: &TestEnv, n: usize) -> Result<Vec<String>> {
     let api = env.api(&kinds::blog());
     let names: Vec<String> = (0..n).map(|i| format!("blog-{i}")).collect();
     for name in &names {
-        env.create(
-            &kinds::blog(),
-            name,
-            json!({"title": name, "replicas": 1}),
-        )
-        .await?;
+        env.create(&kinds::blog(), name, json!({"title": name, "replicas": 1}))
+            .await?;
     }
     let mut uids = Vec::new();
     for name in &names {
-        uids.push(wait_ready(&api, name).await?.metadata.uid.unwrap_or_default());
+        uids.push(
+            wait_ready(&api, name)
+                .await?
+                .metadata
+                .uid
+                .unwrap_or_default(),
+        );
     }
     Ok(uids)
 }
@@ -190,7 +192,11 @@ async fn a_promoted_candidate_serves_on_after_a_restart_and_is_what_the_listing_
     host.propose_candidate(file, v2.clone()).await?;
     v2_children(&env, &host, 3 * BLOGS).await?;
     follower.abort();
-    assert_eq!(row_of(&host).await?.sha256, v2.sha256(), "after the restart");
+    assert_eq!(
+        row_of(&host).await?.sha256,
+        v2.sha256(),
+        "after the restart"
+    );
     let twice = flipped(&versions);
     assert!(twice.is_empty(), "pages changed version twice: {twice:?}");
     host.shutdown().await;

@@ -242,7 +242,10 @@ async fn candidates_that_cannot_load_or_serve_the_files_kind_are_refused_and_the
         assert!(host.rollouts().is_empty(), "{case}: no rollout started");
         let listed = weir::listing::fetch(&addr).await?;
         assert_eq!(
-            (listed[0].sha256.as_str(), listed[0].candidate_refused.as_ref()),
+            (
+                listed[0].sha256.as_str(),
+                listed[0].candidate_refused.as_ref()
+            ),
             (sha.as_str(), Some(&reason)),
             "{case}: v1 serves, and the listing shows the reason"
         );

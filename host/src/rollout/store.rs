@@ -135,8 +135,13 @@ impl PhaseStore {
         let rolled_back = matches!(stored.phase, Phase::RolledBack { .. });
         let note = format!("{plugin} {}: {}", stored.version, stored.phase);
         let reason = stored.phase.reason();
-        self.announce(plugin, &written.object_ref(&()), (rolled_back, reason), &note)
-            .await;
+        self.announce(
+            plugin,
+            &written.object_ref(&()),
+            (rolled_back, reason),
+            &note,
+        )
+        .await;
         Ok(())
     }
 
