@@ -30,7 +30,7 @@ async fn no_write_leaves_a_fenced_client_after_its_deadline() -> anyhow::Result<
     config
         .headers
         .push((http::header::USER_AGENT, "weir-e2e/fenced".parse()?));
-    // Two tokens (a list, a write), then one every two seconds: the next write waits.
+    // One token (the first write), then one every two seconds: the next write waits.
     let limits = ClientLimits { qps: 0.5, burst: 1 };
     let fence = Fence::closed();
     let client = fenced(weir::client::build(config, limits)?, fence.clone());
