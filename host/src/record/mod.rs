@@ -226,7 +226,7 @@ pub async fn read(
 ) -> Result<Vec<Case>, RecordError> {
     let info = plugin.info();
     let parents = list(client, &info.parent, namespace).await?;
-    let related = Selectable::list(client, plugin, namespace).await?;
+    let related = Selectable::list(client, plugin, namespace, include_secret_data).await?;
     let mut children: Vec<Arc<DynamicObject>> = Vec::new();
     for kind in &info.children {
         for child in list(client, kind, namespace).await? {
@@ -253,7 +253,7 @@ pub async fn read(
                 })
                 .cloned()
                 .collect();
-            Case::of(parent, &observed, &related.of(parent, include_secret_data))
+            Case::of(parent, &observed, &related.of(parent))
         })
         .collect();
     cases.sort_by_key(Case::key);
@@ -265,7 +265,8 @@ struct Selectable<'a> {
     plugin: &'a Plugin,
     /// The listed objects in the host's stores, selected from by the host's own path.
     stores: Related,
-    /// The same objects as listed (with their Secrets' data), by kind and key.
+    /// With `--include-secret-data`, the same objects as listed (with their Secrets' data), by
+    /// kind and key; empty otherwise (the stores' redacted copies are what is recorded).
     listed: std::collections::HashMap<(String, String, ObjectKey), Arc<DynamicObject>>,
 }
 
@@ -274,16 +275,21 @@ impl<'a> Selectable<'a> {
         client: &Client,
         plugin: &'a Plugin,
         namespace: Option<&str>,
+        keep_secrets: bool,
     ) -> Result<Selectable<'a>, RecordError> {
         let info = plugin.info();
         let mut objects = Vec::new();
         for kind in &info.related {
             objects.extend(list(client, kind, namespace).await?);
         }
-        let listed = objects
-            .iter()
-            .map(|o| (identity(o), Arc::new(o.clone())))
-            .collect();
+        let listed = if keep_secrets {
+            objects
+                .iter()
+                .map(|o| (identity(o), Arc::new(o.clone())))
+                .collect()
+        } else {
+            std::collections::HashMap::new()
+        };
         Ok(Selectable {
             plugin,
             stores: Related::offline(info, objects),
@@ -291,9 +297,9 @@ impl<'a> Selectable<'a> {
         })
     }
 
-    /// What `parent` selects and the cluster holds, Secrets redacted unless `keep_secrets`.
+    /// What `parent` selects and the cluster holds, Secrets redacted unless kept at listing.
     /// A failed or refused selection reads nothing: replaying the case fails the same way.
-    fn of(&self, parent: &DynamicObject, keep_secrets: bool) -> Vec<Arc<DynamicObject>> {
+    fn of(&self, parent: &DynamicObject) -> Vec<Arc<DynamicObject>> {
         let info = self.plugin.info();
         if info.related.is_empty() {
             return Vec::new();
@@ -307,7 +313,7 @@ impl<'a> Selectable<'a> {
             .stores
             .select(info, &key, &selections)
             .unwrap_or_default();
-        if !keep_secrets {
+        if self.listed.is_empty() {
             return found;
         }
         found
