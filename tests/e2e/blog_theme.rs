@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
-use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds, plugin, wait_ready};
+use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds, plugin, quiet, wait_ready};
 
 /// The sum of the `/metrics` samples of `metric` for the Blog plugin.
 fn metric(host: &weir::Manager, metric: &str) -> u64 {
@@ -30,17 +30,6 @@ fn reconciles(host: &weir::Manager) -> u64 {
 
 fn related_enqueues(host: &weir::Manager) -> u64 {
     metric(host, "weir_related_enqueues_total")
-}
-
-/// Waits until the Blog plugin has not reconciled for `still` (pods turning ready, echoes of
-/// the host's own writes and the like have settled).
-async fn quiet(host: &weir::Manager, still: Duration) -> Result<()> {
-    eventually("the Blog plugin goes quiet", CONVERGE * 3, || async {
-        let before = reconciles(host);
-        tokio::time::sleep(still).await;
-        (reconciles(host) == before).then_some(())
-    })
-    .await
 }
 
 async fn put_config_map(env: &TestEnv, name: &str, labels: Value, data: Value) -> Result<()> {

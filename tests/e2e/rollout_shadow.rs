@@ -12,7 +12,8 @@ use serde_json::json;
 use weir::manager::{CANDIDATES_DIR, Manager, ManagerConfig, PluginSource};
 use weir::rollout::{DiffKind, Phase, RolloutConfig, RolloutStatus};
 use weir_e2e::{
-    CONVERGE, TestEnv, engine, eventually, fast_config, fast_directory, kinds, plugin, wait_ready,
+    CONVERGE, TestEnv, engine, eventually, fast_config, fast_directory, kinds, plugin, quiet,
+    wait_ready,
 };
 
 use weir_e2e::install;
@@ -117,6 +118,10 @@ async fn a_shadowed_candidate_changing_one_label_differs_on_every_blog_and_write
     for i in 0..BLOGS {
         wait_ready(&blogs, &format!("blog-{i}")).await?;
     }
+    // Ready is written before the Deployments' last status changes reach the host: the
+    // reconciles those cause would land between the count and the candidate's taking effect,
+    // uncompared, so the window starts once the host is quiet.
+    quiet(&host, Duration::from_millis(500)).await?;
     let writes = plugin_writes(&env);
     let reconciles = host.metrics().reconciles_total();
 

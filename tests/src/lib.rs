@@ -366,6 +366,18 @@ pub fn controlled_by(obj: &DynamicObject, owner: &DynamicObject) -> bool {
         .any(|r| r.controller == Some(true) && Some(&r.uid) == owner.metadata.uid.as_ref())
 }
 
+/// Waits until `host` has not reconciled anything for `still`: children turning ready, echoes
+/// of the host's own writes and the like have settled, so a count taken now starts a window
+/// that only the test's own next step can add to.
+pub async fn quiet(host: &Manager, still: Duration) -> Result<()> {
+    eventually("the host goes quiet", CONVERGE * 3, || async {
+        let before = host.metrics().reconciles_total();
+        tokio::time::sleep(still).await;
+        (host.metrics().reconciles_total() == before).then_some(())
+    })
+    .await
+}
+
 /// Polls `f` every 20 ms until it returns `Some`, failing with `what` after `timeout`.
 pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut f: F) -> Result<T>
 where
