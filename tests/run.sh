@@ -20,6 +20,15 @@ if grep -q '^weir-emulator ' <<<"$tree"; then
   exit 1
 fi
 
+step "no deprecated YAML crate anywhere in the workspace (serde_yaml is unmaintained)"
+tree=$(cargo tree --workspace --target all -e normal,dev,build --prefix none)
+if grep -Eq '^(serde_yaml|serde_yml|unsafe-libyaml) ' <<<"$tree"; then
+  echo "a deprecated YAML crate is back in the dependency tree:" >&2
+  grep -E '^(serde_yaml|serde_yml|unsafe-libyaml) ' <<<"$tree" | sort -u >&2
+  cargo tree --workspace -e normal,dev,build -i serde_yaml >&2 || true
+  exit 1
+fi
+
 step "kubectl (the end-to-end and emulator tests drive the real one)"
 if ! command -v kubectl >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq kubernetes-client

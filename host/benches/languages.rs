@@ -76,7 +76,7 @@ fn main() -> anyhow::Result<()> {
 fn request(fixture: &Path) -> anyhow::Result<ReconcileRequest> {
     let text = std::fs::read_to_string(fixture)
         .with_context(|| format!("reading {}", fixture.display()))?;
-    let case: serde_json::Value = serde_yaml::from_str(&text)?;
+    let case: serde_json::Value = weir::yaml::from_str(&text)?;
     let children = case["observed"].as_array().cloned().unwrap_or_default();
     Ok(ReconcileRequest {
         parent: serde_json::to_string(&case["parent"])?,
@@ -104,7 +104,7 @@ fn same_plugin(rust: &PluginInfo, port: &PluginInfo) -> anyhow::Result<()> {
         bail!("describe differs: {port:?}");
     }
     let crd = |i: &PluginInfo| -> anyhow::Result<Option<serde_json::Value>> {
-        Ok(i.crd.as_deref().map(serde_yaml::from_str).transpose()?)
+        Ok(i.crd.as_deref().map(weir::yaml::from_str).transpose()?)
     };
     if crd(rust)? != crd(port)? {
         bail!("its CRD differs from the Rust plugin's");

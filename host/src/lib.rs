@@ -50,6 +50,7 @@ pub mod rollout;
 pub mod run;
 pub mod scaffold;
 pub mod server;
+pub mod yaml;
 
 // Property tests of answer validation, status merge and the fixture parser.
 #[cfg(test)]

@@ -187,7 +187,7 @@ pub enum PolicyError {
         path: PathBuf,
         /// The parser's error.
         #[source]
-        source: serde_yaml::Error,
+        source: crate::yaml::Error,
     },
     /// The policy allows a kind no plugin may ever declare.
     #[error("the policy {} allows {kind}, which no plugin may declare (access control, API shape, admission or Namespace)", path.display())]
@@ -206,7 +206,7 @@ impl Policy {
             path: path.to_owned(),
             source,
         })?;
-        let policy: Self = serde_yaml::from_str(&text).map_err(|source| PolicyError::Parse {
+        let policy: Self = crate::yaml::from_str(&text).map_err(|source| PolicyError::Parse {
             path: path.to_owned(),
             source,
         })?;
@@ -285,7 +285,7 @@ pub enum PolicyRefusal {
         plugin: String,
         /// The parser's error.
         #[source]
-        source: serde_yaml::Error,
+        source: crate::yaml::Error,
     },
     /// The plugin's CRD does not define exactly its parent kind.
     #[error("plugin {plugin}: its CRD does not define exactly its parent {kind}: {reason}")]

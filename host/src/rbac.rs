@@ -49,7 +49,7 @@ pub enum RbacError {
     Refused(Vec<PolicyRefusal>),
     /// The ClusterRole could not be written as YAML.
     #[error("cannot render the ClusterRole as YAML")]
-    Yaml(#[from] serde_yaml::Error),
+    Yaml(#[from] crate::yaml::SerializeError),
 }
 
 fn bullets(refusals: &[PolicyRefusal]) -> String {
@@ -236,7 +236,7 @@ pub fn role_for(
             info.name, info.version, info.parent.kind, info.parent.group
         ));
     }
-    out.push_str(&serde_yaml::to_string(&with_kind(cluster_role(
+    out.push_str(&crate::yaml::to_string(&with_kind(cluster_role(
         name, &admitted,
     )))?);
     Ok(Rendered {
@@ -246,7 +246,7 @@ pub fn role_for(
 }
 
 /// k8s-openapi leaves `apiVersion`/`kind` to the serializer of the typed value;
-/// serde_yaml needs them spelled out to produce an applicable manifest.
+/// the YAML serializer needs them spelled out to produce an applicable manifest.
 fn with_kind(role: ClusterRole) -> serde_json::Value {
     let mut value = serde_json::to_value(role).unwrap_or_default();
     if let Some(map) = value.as_object_mut() {
@@ -305,7 +305,7 @@ mod tests {
     }
 
     fn rules(yaml: &str) -> Vec<(String, Vec<String>, Vec<String>)> {
-        let role: ClusterRole = serde_yaml::from_str(yaml).unwrap();
+        let role: ClusterRole = crate::yaml::from_str(yaml).unwrap();
         role.rules
             .iter()
             .flatten()

@@ -204,7 +204,7 @@ impl TestEnv {
         let Some(text) = &info.crd else {
             bail!("plugin {} ships no CRD", info.name)
         };
-        let crd: Value = serde_yaml::from_str(text).context("parsing the plugin's CRD")?;
+        let crd: Value = weir::yaml::from_str(text).context("parsing the plugin's CRD")?;
         let name = crd["metadata"]["name"]
             .as_str()
             .context("CRD without a name")?

@@ -22,6 +22,7 @@ pub struct LocalRegistry {
     /// `127.0.0.1:PORT`, the registry part of a reference.
     pub addr: String,
     requests: Arc<AtomicUsize>,
+    downloads: Arc<AtomicUsize>,
     _dir: tempfile::TempDir,
 }
 
@@ -75,12 +76,17 @@ impl LocalRegistry {
         // Counts the access log's lines (Distribution writes them to stdout, in the combined log
         // format): one per HTTP request the registry served.
         let requests = Arc::new(AtomicUsize::new(0));
+        let downloads = Arc::new(AtomicUsize::new(0));
         if let Some(stdout) = child.stdout.take() {
-            let requests = requests.clone();
+            let (requests, downloads) = (requests.clone(), downloads.clone());
             std::thread::spawn(move || {
                 for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                    if line.contains("\"GET /v2/") || line.contains("\"HEAD /v2/") {
+                    let get = line.contains("\"GET /v2/");
+                    if get || line.contains("\"HEAD /v2/") {
                         requests.fetch_add(1, Ordering::Relaxed);
+                    }
+                    if get && line.contains("/blobs/") {
+                        downloads.fetch_add(1, Ordering::Relaxed);
                     }
                 }
             });
@@ -89,6 +95,7 @@ impl LocalRegistry {
             child,
             addr,
             requests,
+            downloads,
             _dir: dir,
         };
         registry.wait_until_serving()?;
@@ -98,6 +105,11 @@ impl LocalRegistry {
     /// GET and HEAD requests under `/v2/` the registry served so far (pulls, not pushes).
     pub fn reads(&self) -> usize {
         self.requests.load(Ordering::Relaxed)
+    }
+
+    /// Blobs (components, configs) the registry sent so far: what resolving a tag never costs.
+    pub fn downloads(&self) -> usize {
+        self.downloads.load(Ordering::Relaxed)
     }
 
     /// `127.0.0.1:PORT/REPOSITORY:TAG`.

@@ -35,7 +35,7 @@ use crate::http_util::{form_pairs, is_true, json_response};
 pub enum FaultsError {
     /// The YAML is not a list of rules.
     #[error("fault rules are not a YAML list of rules")]
-    Parse(#[source] serde_yaml::Error),
+    Parse(#[source] serde_saphyr::Error),
     /// A rule's probability is outside `0..=1`.
     #[error("rule #{index}: probability {probability} is not between 0 and 1")]
     Probability {
@@ -238,7 +238,7 @@ impl Faults {
 
     /// Rules from a YAML list (the `weir emulator --faults FILE` format).
     pub fn from_yaml(text: &str) -> Result<Vec<Rule>, FaultsError> {
-        let rules: Vec<Rule> = serde_yaml::from_str(text).map_err(FaultsError::Parse)?;
+        let rules: Vec<Rule> = crate::yaml::from_str(text).map_err(FaultsError::Parse)?;
         for (index, r) in rules.iter().enumerate() {
             if !(0.0..=1.0).contains(&r.probability) {
                 return Err(FaultsError::Probability {
@@ -508,5 +508,18 @@ mod tests {
         let rules = rules.map_err(|e| format!("{e}: {:?}", std::error::Error::source(&e)));
         assert_eq!(rules.as_ref().map(Vec::len), Ok(3), "{rules:?}");
         assert!(Faults::from_yaml("- fault: {kind: reset}\n  probability: 2\n").is_err());
+    }
+
+    #[test]
+    fn a_rule_that_does_not_read_is_reported_with_its_line_and_column() {
+        let err = Faults::from_yaml(
+            "- fault: {kind: reset}\n- verbs: [frobnicate]\n  fault: {kind: reset}\n",
+        )
+        .unwrap_err();
+        let parser = std::error::Error::source(&err).map(ToString::to_string);
+        let parser = parser.unwrap_or_default();
+        assert!(parser.contains("frobnicate"), "{parser}");
+        assert!(parser.contains("line 2"), "{parser}");
+        assert!(parser.contains("column"), "{parser}");
     }
 }

@@ -117,7 +117,7 @@ impl Request {
             return Err(ApiError::unsupported_media(ct));
         }
         serde_json::from_slice(&self.body)
-            .or_else(|_| serde_yaml::from_slice(&self.body))
+            .or_else(|_| crate::yaml::from_slice(&self.body))
             .map_err(|e| {
                 ApiError::bad_request(format!("the request body could not be decoded: {e}"))
             })

@@ -155,6 +155,7 @@
 //! ```
 
 // In reading order (see above): each module imports only from the ones declared before it.
+mod yaml;
 mod http_util;
 mod object;
 mod fieldset;
@@ -255,7 +256,7 @@ pub enum Error {
     },
     /// The kubeconfig could not be serialized.
     #[error("could not serialize the kubeconfig")]
-    Serialize(#[source] serde_yaml::Error),
+    Serialize(#[source] serde_saphyr::SerializeError),
     /// The kubeconfig file could not be written.
     #[error("could not write the kubeconfig to {path}")]
     Write {
@@ -403,7 +404,7 @@ impl Emulator {
 
     /// Write [`Emulator::kubeconfig`] as YAML to `path`.
     pub fn write_kubeconfig(&self, path: &Path) -> Result<(), Error> {
-        let yaml = serde_yaml::to_string(&self.kubeconfig()).map_err(Error::Serialize)?;
+        let yaml = serde_saphyr::to_string(&self.kubeconfig()).map_err(Error::Serialize)?;
         std::fs::write(path, yaml).map_err(|source| Error::Write {
             path: path.to_path_buf(),
             source,

@@ -252,7 +252,7 @@ pub fn patch(
     let old = store.get(key);
     let now = object::now_rfc3339();
     if ptype == PatchType::Apply {
-        let mut cfg: Value = serde_yaml::from_slice(body)
+        let mut cfg: Value = crate::yaml::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
         // kube-apiserver takes the name from the URL when the apply configuration omits it
         // (kube-lease-manager applies Leases that way).

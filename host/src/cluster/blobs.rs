@@ -4,7 +4,8 @@
 //! - `components/SHA256.wasm`: a component, named by its own sha256 (checked before it is written);
 //! - `manifests/SHA256`: the hex sha256 of the component a manifest digest points at.
 //!
-//! Both are written to a temporary file and renamed into place, so a file is complete or absent.
+//! Both are written to a temporary file and renamed into place, so a file is complete or absent;
+//! a directory removed underneath is created again on the next write.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -96,8 +97,11 @@ fn is_hex_sha256(s: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// Writes through a temporary file beside `path`, recreating the directory if it was removed
+/// under the running host (a wiped cache volume, `rm -rf` by hand): the store heals itself.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir)?;
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
     file.write_all(bytes)?;
     file.as_file().sync_data()?;
@@ -123,6 +127,19 @@ mod tests {
         assert_eq!(again.get(&digest), Some(stored.clone()));
         assert_eq!(std::fs::read(&stored.path).unwrap(), bytes);
         assert_eq!(again.get(&format!("sha256:{}", "b".repeat(64))), None);
+    }
+
+    #[test]
+    fn a_store_removed_under_a_running_host_is_recreated_by_the_next_put() {
+        let tmp = tempfile::tempdir().unwrap();
+        let blobs = Blobs::open(&tmp.path().join("store")).unwrap();
+        std::fs::remove_dir_all(tmp.path().join("store")).unwrap();
+        let bytes = b"\0asm component";
+        let sha256 = hex::encode(Sha256::digest(bytes));
+        let digest = format!("sha256:{}", "c".repeat(64));
+        assert_eq!(blobs.get(&digest), None);
+        let stored = blobs.put(&digest, &sha256, bytes).unwrap();
+        assert_eq!(blobs.get(&digest), Some(stored));
     }
 
     #[test]

@@ -1,15 +1,20 @@
-//! One Plugin's component onto local disk: from the local store when the digest is known, else
-//! resolved, checked against the pin, pulled and stored.
+//! One Plugin's component onto local disk, with the same answer on every replica whatever its
+//! local store holds: the store saves downloads, never a question to the registry.
 //!
 //! The rules, in order:
-//! 1. The digest pinned (`spec.digest`, or `@sha256:` in the reference; both must agree) and
-//!    already in the local store: served from disk, **no request to the registry** (a restart
-//!    of the host, a second replica sharing the volume).
-//! 2. Otherwise a tag is resolved (one HEAD request). A pin that differs from what the tag
-//!    names now is refused: the tag moved, or the pin is wrong.
-//! 3. The resolved digest in the local store: served from disk.
+//! 1. The digest the reference names **now**: its own `@sha256:…` (content-addressed: no
+//!    request), or what its tag points at, asked on every fetch (one manifest HEAD request, no
+//!    download). A component stored earlier never stands in for a tag, so a tag moved since is
+//!    seen by a host that stored the old content exactly as by a fresh one.
+//! 2. A pin (`spec.digest`, or `@sha256:` in the reference; both must agree) that differs from
+//!    that digest is refused: the tag moved, or the pin is wrong.
+//! 3. That digest in the local store: served from disk (a restart, a second replica sharing
+//!    the volume).
 //! 4. Otherwise pulled (manifest checked against the digest, the layer against the manifest),
 //!    stored, and served.
+//!
+//! A ConfigMap is read the same way on every fetch (its `binaryData` is both the question and
+//! the download), and its content is checked against the pin before the store is looked at.
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::{Api, Client};
@@ -106,7 +111,7 @@ pub struct Fetched {
     pub digest: String,
     /// The component on disk.
     pub component: StoredComponent,
-    /// Whether it was pulled now (`false`: it was on disk already).
+    /// Whether it was downloaded now (`false`: it was on disk already).
     pub pulled: bool,
 }
 
@@ -127,16 +132,6 @@ pub async fn fetch(
         }
         (spec, in_ref) => spec.or(in_ref).map(str::to_owned),
     };
-    let local = |digest: &str| {
-        blobs.get(digest).map(|component| Fetched {
-            digest: digest.to_owned(),
-            component,
-            pulled: false,
-        })
-    };
-    if let Some(found) = pinned.as_deref().and_then(local) {
-        return Ok(found);
-    }
     let registry = Registry::new(&parsed, credentials);
     let digest = registry.resolve(&parsed).await?;
     if let Some(pin) = &pinned
@@ -149,8 +144,12 @@ pub async fn fetch(
         }
         .into());
     }
-    if let Some(found) = local(&digest) {
-        return Ok(found);
+    if let Some(component) = blobs.get(&digest) {
+        return Ok(Fetched {
+            digest,
+            component,
+            pulled: false,
+        });
     }
     let pulled = registry.pull(&parsed, &digest).await?;
     let component = blobs
@@ -167,20 +166,13 @@ pub async fn fetch(
 }
 
 /// Reads a component from a ConfigMap's `binaryData` key; its digest is the component's own
-/// sha256 (`sha256:…`), checked against `pinned`. A pinned component on disk is not read again.
+/// sha256 (`sha256:…`), checked against `pinned` (a stored pin does not spare the read).
 pub async fn fetch_config_map(
     client: &Client,
     blobs: &Blobs,
     key: &ConfigMapKey,
     pinned: Option<&str>,
 ) -> Result<Fetched, FetchError> {
-    if let Some(component) = pinned.and_then(|digest| blobs.get(digest)) {
-        return Ok(Fetched {
-            digest: pinned.unwrap_or_default().to_owned(),
-            component,
-            pulled: false,
-        });
-    }
     let fail = |reason: String| FetchError::ConfigMap {
         namespace: key.namespace.clone(),
         name: key.name.clone(),
@@ -206,6 +198,13 @@ pub async fn fetch_config_map(
             found: digest,
         }
         .into());
+    }
+    if let Some(component) = blobs.get(&digest) {
+        return Ok(Fetched {
+            digest,
+            component,
+            pulled: false,
+        });
     }
     let component = blobs
         .put(&digest, &sha256, &bytes.0)

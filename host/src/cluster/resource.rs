@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn the_checked_in_crd_matches_the_rust_type() {
-        let yaml = serde_yaml::to_string(&Plugin::crd()).unwrap();
+        let yaml = crate::yaml::to_string(&Plugin::crd()).unwrap();
         let want = format!(
             "# Generated from host/src/cluster/resource.rs; do not edit. Regenerate: {REGENERATE}\n{yaml}"
         );
@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn a_plugin_reads_from_yaml_as_written_in_the_docs() {
-        let plugin: Plugin = serde_yaml::from_str(
+        let plugin: Plugin = crate::yaml::from_str(
             "apiVersion: weir.dev/v1alpha1\nkind: Plugin\nmetadata: {name: blog}\nspec:\n  \
              source: {oci: 'localhost:5000/weir/blog:1.0'}\n  pullSecret: {namespace: weir, name: regcred}\n",
         )

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use kube::api::{Api, DynamicObject, GroupVersionKind, Patch, PatchParams};
 use kube::discovery::{self, Scope};
 use kube::{Client, ResourceExt};
-use serde::Deserialize;
 
 /// Why a manifest could not be applied.
 #[derive(Debug, thiserror::Error)]
@@ -19,16 +18,15 @@ pub enum ApplyError {
         #[source]
         source: std::io::Error,
     },
-    /// A document is not a Kubernetes object.
-    #[error("{}: document {index} is not a Kubernetes object", path.display())]
+    /// A file is not YAML, or a document in it is not a Kubernetes object; the parser's
+    /// message names the line and column.
+    #[error("{} is not a stream of Kubernetes objects", path.display())]
     Parse {
         /// The file.
         path: PathBuf,
-        /// Zero-based document index in the file.
-        index: usize,
         /// The parser's error.
         #[source]
-        source: serde_yaml::Error,
+        source: crate::yaml::Error,
     },
     /// The API server does not serve the object's kind, or refused it.
     #[error("{}: {kind} {name}", path.display())]
@@ -64,27 +62,23 @@ pub async fn apply_dir(client: &Client, dir: &Path) -> Result<Vec<String>, Apply
     files.sort();
     let mut lines = Vec::new();
     for path in files {
-        let text = std::fs::read_to_string(&path).map_err(read_err(&path))?;
-        for (index, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
-            let value =
-                serde_yaml::Value::deserialize(doc).map_err(|source| ApplyError::Parse {
-                    path: path.clone(),
-                    index,
-                    source,
-                })?;
-            if value.is_null() {
-                continue;
-            }
-            let obj: DynamicObject =
-                serde_yaml::from_value(value).map_err(|source| ApplyError::Parse {
-                    path: path.clone(),
-                    index,
-                    source,
-                })?;
+        for obj in read_objects(&path)? {
             lines.push(apply_one(client, &path, obj).await?);
         }
     }
     Ok(lines)
+}
+
+/// The objects in one file: every document of a `---` separated stream, empty ones left out.
+fn read_objects(path: &Path) -> Result<Vec<DynamicObject>, ApplyError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ApplyError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    crate::yaml::from_documents(&text).map_err(|source| ApplyError::Parse {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 async fn apply_one(client: &Client, path: &Path, obj: DynamicObject) -> Result<String, ApplyError> {
@@ -126,4 +120,43 @@ async fn apply_one(client: &Client, path: &Path, obj: DynamicObject) -> Result<S
         types.kind,
         path.display()
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("blog.yaml");
+        std::fs::write(&path, text).unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn every_document_of_a_stream_is_an_object_and_empty_ones_are_skipped() {
+        let (_dir, path) = written(
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n\
+             ---\napiVersion: weir.dev/v1alpha1\nkind: Blog\nmetadata: {name: b}\n",
+        );
+        let names: Vec<String> = read_objects(&path)
+            .unwrap()
+            .iter()
+            .map(ResourceExt::name_any)
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+    }
+
+    #[test]
+    fn a_bad_manifest_is_reported_with_its_file_line_and_column() {
+        let (_dir, path) = written(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n\
+             apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [b\n",
+        );
+        let err = read_objects(&path).unwrap_err();
+        let shown = crate::chain::Chain(&err).to_string();
+        assert!(shown.starts_with(&path.display().to_string()), "{shown}");
+        assert!(shown.contains("line 8"), "{shown}");
+        assert!(shown.contains("column"), "{shown}");
+    }
 }

@@ -3,10 +3,12 @@
 //!
 //! One task watches every Plugin (`weir.dev/v1alpha1`, cluster-scoped) and handles one at a
 //! time, off the reconcile path. For each Plugin whose spec it has not decided on yet:
-//! 1. **fetch** (`crate::cluster::fetch`): a pinned digest already on local disk is served
-//!    without asking the registry (a restart, a second replica on a shared volume); a tag the
-//!    status says this spec resolved to before is too. Otherwise it is resolved, checked
-//!    against the pin, pulled with the pull Secret's credentials, and stored.
+//! 1. **fetch** (`crate::cluster::fetch`): the tag is resolved on every replica and checked
+//!    against the pin (one manifest HEAD request), so a host with the old content in its store
+//!    answers as a fresh one does; only the download is spared when the digest is on local
+//!    disk. Without a pin, the tag is resolved once per spec: the digest the status records for
+//!    this generation is what every replica fetches (by digest, no HEAD). A ConfigMap is read
+//!    and hashed on every fetch.
 //! 2. **load** with the host's loader (compile, or map the precompiled artifact; then admission),
 //!    on a blocking thread.
 //! 3. **serve**: [`PluginEvent::Added`], or [`PluginEvent::Replaced`] for a new digest (a hot
@@ -337,10 +339,12 @@ impl<L: Loader + Sync> Run<L> {
     /// The Plugin's component on local disk; see the module docs for when the registry is asked.
     async fn fetch(&self, object: &Plugin) -> Result<Fetched, FetchError> {
         let spec = &object.spec;
-        // A tag this very spec resolved to before (by this replica or another): its digest.
-        let remembered = object
+        // The digest this very spec's tag resolved to (by this replica or another), when no
+        // digest is pinned: the tag is resolved once, and every replica serves that content.
+        let resolved = object
             .status
             .as_ref()
+            .filter(|_| spec.digest.is_none())
             .filter(|s| s.observed_generation == object.metadata.generation)
             .filter(|s| {
                 s.conditions
@@ -350,29 +354,27 @@ impl<L: Loader + Sync> Run<L> {
             .and_then(|s| s.digest.clone());
         match (&spec.source.oci, &spec.source.config_map) {
             (Some(reference), None) => {
-                let in_reference = parse_reference(reference)?.digest().map(str::to_owned);
-                let pinned = match (&spec.digest, &in_reference) {
-                    (Some(a), Some(b)) if a != b => None,
-                    (a, b) => a.clone().or_else(|| b.clone()).or(remembered),
+                let parsed = parse_reference(reference)?;
+                let reference = match resolved {
+                    Some(digest) if parsed.digest().is_none() => {
+                        parsed.clone_with_digest(digest).whole()
+                    }
+                    _ => reference.clone(),
                 };
-                if let Some(digest) = pinned
-                    && let Some(component) = self.blobs.get(&digest)
-                {
-                    return Ok(Fetched {
-                        digest,
-                        component,
-                        pulled: false,
-                    });
-                }
                 let credentials = match &spec.pull_secret {
-                    Some(secret) => pull_credentials(&self.client, secret, reference).await?,
+                    Some(secret) => pull_credentials(&self.client, secret, &reference).await?,
                     None => Credentials::Anonymous,
                 };
-                fetch(&self.blobs, reference, spec.digest.as_deref(), &credentials).await
+                fetch(
+                    &self.blobs,
+                    &reference,
+                    spec.digest.as_deref(),
+                    &credentials,
+                )
+                .await
             }
             (None, Some(key)) => {
-                let pinned = spec.digest.as_deref().or(remembered.as_deref());
-                fetch_config_map(&self.client, &self.blobs, key, pinned).await
+                fetch_config_map(&self.client, &self.blobs, key, spec.digest.as_deref()).await
             }
             _ => Err(FetchError::Source),
         }

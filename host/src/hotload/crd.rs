@@ -17,7 +17,7 @@ pub enum CrdError {
         plugin: String,
         /// The parser's error.
         #[source]
-        source: serde_yaml::Error,
+        source: crate::yaml::Error,
     },
     /// The API server refused the CRD.
     #[error("plugin {plugin}: installing its CRD failed")]
@@ -50,7 +50,7 @@ pub async fn install_crd(client: &Client, info: &PluginInfo) -> Result<bool, Crd
         return Ok(false);
     };
     crate::policy::check_crd(info)?;
-    let crd: DynamicObject = serde_yaml::from_str(text).map_err(|source| CrdError::Parse {
+    let crd: DynamicObject = crate::yaml::from_str(text).map_err(|source| CrdError::Parse {
         plugin: info.name.clone(),
         source,
     })?;

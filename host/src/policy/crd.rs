@@ -20,7 +20,7 @@ pub fn check(info: &PluginInfo, text: &str) -> Result<Scope, PolicyRefusal> {
         kind: super::describe(parent),
         reason,
     };
-    let crd: Value = serde_yaml::from_str(text).map_err(|source| PolicyRefusal::CrdParse {
+    let crd: Value = crate::yaml::from_str(text).map_err(|source| PolicyRefusal::CrdParse {
         plugin: super::label(info),
         source,
     })?;

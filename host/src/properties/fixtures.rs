@@ -80,7 +80,7 @@ impl Case {
         if let Some(f) = &self.finalizer {
             doc["finalizer"] = json!(f);
         }
-        serde_yaml::to_string(&doc).unwrap_or_default()
+        crate::yaml::to_string(&doc).unwrap_or_default()
     }
 
     /// Whether the format's documentation (`fixtures/mod.rs`) allows this case: `expect`

@@ -193,7 +193,7 @@ pub fn fixture_text(
     if !case.related.is_empty() {
         fixture["related"] = json!(case.related);
     }
-    let body = serde_yaml::to_string(&fixture).unwrap_or_else(|_| format!("{fixture:#}\n"));
+    let body = crate::yaml::to_string(&fixture).unwrap_or_else(|_| format!("{fixture:#}\n"));
     header + &body
 }
 

@@ -102,8 +102,8 @@ fn a_directory_that_is_not_empty_is_left_alone() {
 #[test]
 fn the_parent_in_the_fixtures_is_the_kind_of_the_crd() {
     let project = Project::new("app", Lang::Python, "acme.io", Some("Widget"), &sdk()).unwrap();
-    let crd: serde_yaml::Value =
-        serde_yaml::from_str(&project.fill(include_str!("templates/common/crd.yaml"))).unwrap();
+    let crd: serde_json::Value =
+        crate::yaml::from_str(&project.fill(include_str!("templates/common/crd.yaml"))).unwrap();
     assert_eq!(crd["metadata"]["name"].as_str(), Some("widgets.acme.io"));
     assert_eq!(crd["spec"]["names"]["kind"].as_str(), Some("Widget"));
     let fixture = project.fill(include_str!(

@@ -135,9 +135,9 @@ async fn recorded_blogs_carry_the_theme_and_posts_they_read_and_a_changed_theme_
     );
 
     // The theme in the fixture is what the plugin reads: edited there, the page changes.
-    let mut edited: Value = serde_yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let mut edited: Value = weir::yaml::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     edited["related"][0]["data"]["style.css"] = json!("h1{color:blue}");
-    std::fs::write(&file, serde_yaml::to_string(&edited).unwrap()).unwrap();
+    std::fs::write(&file, weir::yaml::to_string(&edited).unwrap()).unwrap();
     let summary = run_dir(&plugin, dir.path()).unwrap();
     assert_eq!(summary.passed(), 1);
     let case = summary.cases.iter().find(|c| c.file == file).unwrap();

@@ -18,7 +18,7 @@ fn input() -> (Value, Vec<Value>) {
         env!("CARGO_MANIFEST_DIR"),
         "/fixtures/07-deployment-ready.yaml"
     );
-    let case: Value = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap_or_default())
+    let case: Value = serde_saphyr::from_str(&std::fs::read_to_string(path).unwrap_or_default())
         .unwrap_or_default();
     let observed = case["observed"].as_array().cloned().unwrap_or_default();
     (case["parent"].clone(), observed)

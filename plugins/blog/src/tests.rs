@@ -362,7 +362,7 @@ fn describe_declares_the_blog_kind_its_children_and_the_finalizer() {
     assert_eq!(related, [("", "ConfigMap", true)]);
     assert_eq!(info.finalizer.as_deref(), Some(FINALIZER));
     // The CRD is the checked-in YAML; it must say what the Rust type generates.
-    let crd: Value = serde_yaml::from_str(info.crd.as_deref().unwrap()).unwrap();
+    let crd: Value = serde_saphyr::from_str(info.crd.as_deref().unwrap()).unwrap();
     assert_eq!(crd["metadata"]["name"], "blogs.weir.dev");
     assert_eq!(
         crd,

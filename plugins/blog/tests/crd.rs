@@ -17,7 +17,7 @@ fn checked_in() -> PathBuf {
 }
 
 fn generated() -> String {
-    let yaml = serde_yaml::to_string(&Blog::crd()).unwrap();
+    let yaml = serde_saphyr::to_string(&Blog::crd()).unwrap();
     format!(
         "# Generated from plugins/blog/src/types.rs; do not edit. Regenerate: {REGENERATE}\n{yaml}"
     )

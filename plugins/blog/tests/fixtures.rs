@@ -111,7 +111,7 @@ fn every_fixture_holds_natively_and_converges() {
     );
     for path in files {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let case: Value = serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let case: Value = serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         let parent = &case["parent"];
         let observed: Vec<Child> = case
             .get("observed")

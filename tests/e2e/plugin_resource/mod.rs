@@ -1,5 +1,7 @@
 //! Plugins delivered through a registry: `weir push`, pulls pinned by digest, the local store
-//! that spares a restart the pull, and a registry behind basic auth read with a pull Secret.
+//! that spares a restart the download (never the question what a tag names now), the same
+//! refusal of a moved tag with and without the old content stored, a store that heals when
+//! removed, and a registry behind basic auth read with a pull Secret.
 //! Each test starts a real registry on loopback (`tests/setup-registry.sh` installs it).
 //! [`through_the_host`]: the same, end to end, with the host following Plugin objects.
 
@@ -37,7 +39,7 @@ pub(crate) fn weir_push(component: &str, reference: &str) -> String {
 }
 
 #[tokio::test]
-async fn a_pushed_component_is_pulled_by_digest_and_a_second_fetch_asks_the_registry_nothing() {
+async fn a_pushed_component_is_pulled_once_and_a_second_fetch_downloads_nothing() {
     let registry = LocalRegistry::start().unwrap();
     let reference = registry.reference("weir/blog", "1.0");
     let digest = weir_push("blog.wasm", &reference);
@@ -58,14 +60,32 @@ async fn a_pushed_component_is_pulled_by_digest_and_a_second_fetch_asks_the_regi
     let original = std::fs::read(built("blog.wasm")).unwrap();
     assert_eq!(std::fs::read(&first.component.path).unwrap(), original);
 
-    // Pinned and on disk: served without a single request (a restart, a second replica).
-    let reads = registry.reads();
-    assert!(reads > 0, "the registry's access log is not counted");
+    // Pinned and on disk (a restart, a second replica): the tag is asked about, nothing is
+    // downloaded.
+    let downloads = registry.downloads();
+    assert!(downloads > 0, "the registry's access log is not counted");
     let again = fetch(&blobs, &reference, Some(&digest), &Credentials::Anonymous)
         .await
         .unwrap();
     assert_eq!((again.pulled, &again.component), (false, &first.component));
-    assert_eq!(registry.reads(), reads, "the registry was asked again");
+    assert_eq!(
+        registry.downloads(),
+        downloads,
+        "the component was downloaded again"
+    );
+
+    // By digest and on disk: a digest names its content for good, so the registry hears nothing.
+    let reads = registry.reads();
+    let by_digest = format!("{}/weir/blog@{digest}", registry.addr);
+    let again = fetch(&blobs, &by_digest, None, &Credentials::Anonymous)
+        .await
+        .unwrap();
+    assert_eq!((again.pulled, &again.component), (false, &first.component));
+    assert_eq!(
+        registry.reads(),
+        reads,
+        "the registry was asked about a digest"
+    );
 
     // The stored component loads straight from disk by its digest.
     let plugin = engine()
@@ -114,6 +134,68 @@ async fn a_tag_that_names_another_digest_than_the_pin_is_refused() {
         matches!(err, FetchError::Oci(OciError::DigestMismatch { .. })),
         "{err:?}"
     );
+}
+
+#[tokio::test]
+async fn a_moved_tag_is_refused_alike_with_the_pinned_content_stored_and_with_a_fresh_store() {
+    let registry = LocalRegistry::start().unwrap();
+    let reference = registry.reference("weir/blog", "2.0");
+    let v1 = weir_push("blog.wasm", &reference);
+    let warm = tempfile::tempdir().unwrap();
+    let warm = Blobs::open(warm.path()).unwrap();
+    let stored = fetch(&warm, &reference, Some(&v1), &Credentials::Anonymous)
+        .await
+        .unwrap();
+    assert!(stored.pulled);
+
+    // The tag now names other content; the pin still says v1.
+    let v2 = weir_push("blog-v2.wasm", &reference);
+    assert_ne!(v1, v2);
+    let fresh = tempfile::tempdir().unwrap();
+    let fresh = Blobs::open(fresh.path()).unwrap();
+    let mut answers = Vec::new();
+    for blobs in [&warm, &fresh] {
+        let err = fetch(blobs, &reference, Some(&v1), &Credentials::Anonymous)
+            .await
+            .unwrap_err();
+        let FetchError::Oci(OciError::DigestMismatch { pinned, found, .. }) = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!((pinned, found), (&v1, &v2));
+        answers.push((err.reason(), err.to_string()));
+    }
+    assert_eq!(
+        answers[0], answers[1],
+        "the warm and the fresh store answer differently"
+    );
+    assert_eq!(answers[0].0, "DigestMismatch");
+}
+
+#[tokio::test]
+async fn a_store_removed_under_a_running_host_is_recreated_by_the_next_fetch() {
+    let registry = LocalRegistry::start().unwrap();
+    let reference = registry.reference("weir/blog", "1.0");
+    let digest = weir_push("blog.wasm", &reference);
+    let cache = tempfile::tempdir().unwrap();
+    let store = cache.path().join("components-store");
+    let blobs = Blobs::open(&store).unwrap();
+    fetch(&blobs, &reference, Some(&digest), &Credentials::Anonymous)
+        .await
+        .unwrap();
+
+    std::fs::remove_dir_all(&store).unwrap();
+    let again = fetch(&blobs, &reference, Some(&digest), &Credentials::Anonymous)
+        .await
+        .unwrap();
+    assert!(again.pulled, "the removed component was not pulled again");
+    assert_eq!(
+        std::fs::read(&again.component.path).unwrap(),
+        std::fs::read(built("blog.wasm")).unwrap()
+    );
+    let third = fetch(&blobs, &reference, Some(&digest), &Credentials::Anonymous)
+        .await
+        .unwrap();
+    assert_eq!((third.pulled, third.component), (false, again.component));
 }
 
 #[tokio::test]

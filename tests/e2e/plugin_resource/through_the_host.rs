@@ -1,7 +1,9 @@
 //! The host following Plugin objects (`weir run --plugins-from-cluster`): a pushed Blog served,
 //! swapped to v2 by a new digest, refused updates that leave v2 serving, a second Plugin for
 //! the kind held back until the first is deleted, deletion that leaves children; a Python Blog
-//! behind basic auth, and a restart that serves it from the local store without a pull.
+//! behind basic auth, and a restart that serves it from the local store without a download; a
+//! moved tag refused alike by a host with the old content stored and by a fresh one, and a store
+//! removed under a running host that heals.
 
 use std::path::Path;
 use std::time::Duration;
@@ -266,7 +268,7 @@ async fn a_plugin_applied_in_the_cluster_is_served_swapped_by_digest_refused_and
 }
 
 #[tokio::test]
-async fn the_python_blog_comes_through_a_pull_secret_and_a_restart_serves_it_without_a_pull()
+async fn the_python_blog_comes_through_a_pull_secret_and_a_restart_serves_it_without_a_download()
 -> Result<()> {
     let registry = LocalRegistry::start_with_basic_auth("weir", "s3cret")?;
     let reference = registry.reference("weir/blog-py", "1.0");
@@ -315,9 +317,9 @@ async fn the_python_blog_comes_through_a_pull_secret_and_a_restart_serves_it_wit
     wait_ready(&blogs, "py").await?;
     host.shutdown().await;
 
-    // The restart: the component is on disk by its digest, so the registry hears nothing.
-    let reads = registry.reads();
-    assert!(reads > 0, "the first start pulled");
+    // The restart: the component is on disk by its digest, so only the tag is asked about.
+    let downloads = registry.downloads();
+    assert!(downloads > 0, "the first start pulled");
     let host = host_from_cluster(&env, store.path()).await?;
     eventually("the restarted host serves the Blog", CONVERGE, || async {
         (host.catalog().len() == 1).then_some(())
@@ -330,7 +332,95 @@ async fn the_python_blog_comes_through_a_pull_secret_and_a_restart_serves_it_wit
     )
     .await?;
     wait_ready(&blogs, "after").await?;
-    assert_eq!(registry.reads(), reads, "the restart asked the registry");
+    assert_eq!(
+        registry.downloads(),
+        downloads,
+        "the restart downloaded the component"
+    );
+    host.shutdown().await;
+    Ok(())
+}
+
+/// `(Loaded, Ready, lastError)` of a Plugin as one host left it.
+fn verdict(status: &PluginStatus) -> ((String, String), (String, String), Option<String>) {
+    (
+        condition(status, "Loaded"),
+        condition(status, "Ready"),
+        status.last_error.clone(),
+    )
+}
+
+#[tokio::test]
+async fn a_moved_tag_gets_the_same_condition_from_a_host_with_v1_stored_and_from_a_fresh_one()
+-> Result<()> {
+    let registry = LocalRegistry::start()?;
+    let tag = registry.reference("weir/blog", "2.0");
+    let v1 = weir_push("blog.wasm", &tag);
+    let env = TestEnv::start().await?;
+    env.install_crd(&plugin("blog")?).await?;
+    let plugins = install_plugin_crd(&env).await?;
+    let warm = tempfile::tempdir()?;
+    let host = host_from_cluster(&env, warm.path()).await?;
+    apply(
+        &plugins,
+        "blog",
+        json!({"source": {"oci": tag}, "digest": v1}),
+    )
+    .await?;
+    status_until(&plugins, "blog", "v1 is loaded", loaded_digest(&v1)).await?;
+    host.shutdown().await;
+
+    // The tag moves to other content; the Plugin still pins v1, which `warm` holds.
+    let v2 = weir_push("blog-v2.wasm", &tag);
+    let fresh = tempfile::tempdir()?;
+    let mut verdicts = Vec::new();
+    for store in [warm.path(), fresh.path()] {
+        plugins
+            .patch_status(
+                "blog",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"status": null})),
+            )
+            .await?;
+        let host = host_from_cluster(&env, store).await?;
+        let status = status_until(&plugins, "blog", "the moved tag is refused", |s| {
+            condition(s, "Loaded").0 == "False"
+        })
+        .await?;
+        assert!(host.catalog().is_empty(), "{} serves v1", store.display());
+        host.shutdown().await;
+        verdicts.push(verdict(&status));
+    }
+    assert_eq!(
+        verdicts[0], verdicts[1],
+        "the host with v1 stored and the fresh one disagree"
+    );
+    assert_eq!(verdicts[0].0, ("False".into(), "DigestMismatch".into()));
+    assert!(
+        verdicts[0]
+            .2
+            .as_deref()
+            .is_some_and(|e| e.contains(&v1) && e.contains(&v2)),
+        "{verdicts:?}"
+    );
+
+    // The store removed under a running host: the next fetch creates it again.
+    let host = host_from_cluster(&env, fresh.path()).await?;
+    std::fs::remove_dir_all(fresh.path())?;
+    apply(
+        &plugins,
+        "blog",
+        json!({"source": {"oci": tag}, "digest": v2}),
+    )
+    .await?;
+    status_until(
+        &plugins,
+        "blog",
+        "v2 is loaded into a new store",
+        loaded_digest(&v2),
+    )
+    .await?;
+    assert_eq!(host.catalog().len(), 1);
     host.shutdown().await;
     Ok(())
 }

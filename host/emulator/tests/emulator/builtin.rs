@@ -12,7 +12,7 @@ fn golden(name: &str) -> Value {
         "{}/tests/emulator/golden/{name}",
         env!("CARGO_MANIFEST_DIR")
     );
-    serde_yaml::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    serde_saphyr::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
 }
 
 /// Drop what differs between any two servers (and between runs): uid, timestamps,

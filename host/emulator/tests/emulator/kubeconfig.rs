@@ -14,7 +14,7 @@ async fn the_written_kubeconfig_has_a_user_key_and_skips_tls_verification() {
     let path = dir.path().join("kubeconfig");
     em.write_kubeconfig(&path).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
-    let doc: Value = serde_yaml::from_str(&text).unwrap();
+    let doc: Value = serde_saphyr::from_str(&text).unwrap();
 
     // The Python client: "Invalid kube-config file. Expected key user in users[0]".
     assert!(

@@ -126,7 +126,7 @@ async fn install_attack_crd(emulator: &Emulator) -> Result<()> {
         .crd
         .clone()
         .context("the hostile plugin ships no CRD")?;
-    let crd: Value = serde_yaml::from_str(&text).context("parsing the hostile plugin's CRD")?;
+    let crd: Value = weir::yaml::from_str(&text).context("parsing the hostile plugin's CRD")?;
     let name = crd["metadata"]["name"]
         .as_str()
         .context("CRD without a name")?;
