@@ -20,9 +20,11 @@
 //! 2. `resources` — the registry of served kinds: built-ins (namespaces, configmaps, secrets,
 //!    services, serviceaccounts, core and `events.k8s.io` events, pods, endpoints,
 //!    persistentvolumeclaims, deployments, replicasets, statefulsets, daemonsets, jobs, cronjobs,
-//!    endpointslices, ingresses, the RBAC kinds, poddisruptionbudgets, leases, CRDs) plus every
-//!    kind a CustomResourceDefinition declares, served as soon as the
-//!    CRD is created; `discovery` and `openapi`, the documents kubectl reads from it.
+//!    endpointslices, ingresses, the RBAC kinds, poddisruptionbudgets, leases, priorityclasses,
+//!    CRDs) plus every kind a CustomResourceDefinition declares, served as soon as the
+//!    CRD is created; `discovery` and `openapi`, the documents kubectl reads from it
+//!    (`/openapi/v3`, and `/openapi/v2` rewritten from the same schemas, in JSON or as gnostic
+//!    protobuf).
 //! 3. `store` — one global, monotonic resourceVersion; uid, creationTimestamp, generation
 //!    (bumped on spec changes only); a bounded event history for watch resumption.
 //! 4. The rules of one write: `patch` (merge, JSON and strategic merge patches), `apply`
@@ -79,7 +81,8 @@
 //!   watch cache.
 //! - Built-in kinds are defaulted as kube-apiserver defaults them (Pod, Deployment, ReplicaSet,
 //!   StatefulSet, DaemonSet, Job, CronJob and their pod templates, Service with cluster IP and
-//!   node port allocation, Secret, Namespace, PersistentVolumeClaim, RBAC subjects)
+//!   node port allocation, Secret, Namespace, PersistentVolumeClaim, PriorityClass, RBAC
+//!   subjects)
 //!   and checked for unknown fields only: no other validation of built-in kinds (a Deployment
 //!   without a selector is accepted). `metadata.generation` is set on every kind (a cluster sets
 //!   it only where the kind's strategy does).
@@ -91,9 +94,19 @@
 //!   generators send); protobuf responses are never produced, and protobuf for custom resources
 //!   gets 415, as from a real server. No CBOR. `Table` output has Name, Age, a few columns per
 //!   built-in kind and a CRD's `additionalPrinterColumns` (simple JSONPaths only).
-//! - `/openapi/v2` answers 404 (kubectl falls back to v3); `/openapi/v3` serves the built-in
-//!   kinds' full schemas (generated from k8s-openapi, so `kubectl explain` works) and each CRD's
-//!   schema; its paths list only the basic verbs.
+//! - `/openapi/v3` serves the built-in kinds' full schemas (generated from k8s-openapi, so
+//!   `kubectl explain` works) and each CRD's schema; its paths list only the basic verbs.
+//!   `/openapi/v2` (what kubectl before 1.29 reads for `apply` and `explain`) is the same
+//!   schemas rewritten for Swagger 2.0, JSON or gnostic protobuf by `Accept`: what 2.0 cannot say
+//!   (`nullable`, `oneOf`, `anyOf`, `not`) is dropped. Neither version carries the
+//!   `x-kubernetes-patch-strategy`/`-merge-key` extensions (k8s-openapi's schemas lack them),
+//!   so kubectl's client-side apply computes its patches as if every list were atomic; the
+//!   server's strategic merge still merges by the known keys.
+//! - PriorityClasses (`scheduling.k8s.io/v1`) are stored and served, the two system classes
+//!   (`system-cluster-critical`, `system-node-critical`) exist from the start, and
+//!   `preemptionPolicy` is defaulted; nothing else about them is checked (the reserved
+//!   `system-` prefix, the value range, one `globalDefault`) and no Pod's priority is resolved
+//!   from them.
 //! - Watch history is bounded (`watch_history` events); a watcher falling further behind than
 //!   the broadcast buffer gets an in-stream 410 and must re-list, like after etcd compaction.
 //! - A state file ([`EmulatorConfig::state_file`]) keeps the objects and the resourceVersion

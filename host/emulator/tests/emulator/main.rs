@@ -11,6 +11,7 @@ mod gc;
 mod kubeconfig;
 mod kubectl;
 mod kubectl_prune;
+mod kubectl_versions;
 mod restart;
 mod runtime;
 mod watch;
