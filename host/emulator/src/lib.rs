@@ -26,7 +26,9 @@
 //!    (`/openapi/v3`, and `/openapi/v2` rewritten from the same schemas, in JSON or as gnostic
 //!    protobuf).
 //! 3. `store` — one global, monotonic resourceVersion; uid, creationTimestamp, generation
-//!    (bumped on spec changes only); a bounded event history for watch resumption.
+//!    (bumped on spec changes only); a bounded event history for watch resumption; the indexes
+//!    kept beside the objects so that no write scans a kind: `allocations` (the cluster IPs and
+//!    node ports Services hold) and `label_index` (Pods by label, Services by selector).
 //! 4. The rules of one write: `patch` (merge, JSON and strategic merge patches), `apply`
 //!    (server-side apply with `managedFields`, conflicts and field removal), `crd` (a stored
 //!    CRD registers its kinds), `gc` (finalizers, `deletionTimestamp`, Background/Foreground/Orphan
@@ -81,8 +83,8 @@
 //!   watch cache.
 //! - Built-in kinds are defaulted as kube-apiserver defaults them (Pod, Deployment, ReplicaSet,
 //!   StatefulSet, DaemonSet, Job, CronJob and their pod templates, Service with cluster IP and
-//!   node port allocation, Secret, Namespace, PersistentVolumeClaim, PriorityClass, RBAC
-//!   subjects)
+//!   node port allocation — the lowest free address or port, where a cluster picks at random —,
+//!   Secret, Namespace, PersistentVolumeClaim, PriorityClass, RBAC subjects)
 //!   and checked for unknown fields only: no other validation of built-in kinds (a Deployment
 //!   without a selector is accepted). `metadata.generation` is set on every kind (a cluster sets
 //!   it only where the kind's strategy does).
@@ -185,6 +187,8 @@ mod resources;
 mod discovery;
 mod openapi;
 
+mod allocations;
+mod label_index;
 mod store;
 
 mod patch;

@@ -255,6 +255,11 @@ fn condition(old: Option<&Value>, kind: &str, ok: bool, reason: &str, message: &
     c
 }
 
+/// An object's labels.
+fn labels_of(obj: &Value) -> Option<&serde_json::Map<String, Value>> {
+    obj.pointer("/metadata/labels").and_then(Value::as_object)
+}
+
 /// The keys a change makes worth reconciling: the object itself, its controller, and for a
 /// Pod the Services selecting it (before or after the change).
 fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
@@ -283,20 +288,24 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
         }
     }
     if key.res == res("", "pods") {
-        for svc in store.list(&res("", "services"), Some(&key.ns)) {
+        let index = store.labels();
+        let mut names = index.services_for(&key.ns, labels_of(&ev.object));
+        if let Some(prev) = &ev.prev {
+            names.extend(index.services_for(&key.ns, labels_of(prev)));
+        }
+        for name in names {
+            let svc_key = ObjKey {
+                res: res("", "services"),
+                ns: key.ns.clone(),
+                name,
+            };
+            let Some(svc) = store.get(&svc_key) else {
+                continue;
+            };
             let sel = svc.pointer("/spec/selector");
-            let labels = |o: &Value| o.pointer("/metadata/labels").cloned();
-            if selects(sel, labels(&ev.object).as_ref())
-                || ev
-                    .prev
-                    .as_ref()
-                    .is_some_and(|p| selects(sel, labels(p).as_ref()))
-            {
-                out.insert(ObjKey {
-                    res: res("", "services"),
-                    ns: key.ns.clone(),
-                    name: object::name(&svc).to_string(),
-                });
+            let selected = |o: &Value| selects(sel, o.pointer("/metadata/labels"));
+            if selected(&ev.object) || ev.prev.as_deref().is_some_and(selected) {
+                out.insert(svc_key);
             }
         }
     }
