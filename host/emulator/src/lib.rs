@@ -46,8 +46,8 @@
 //!    resourceVersion, bookmarks, `sendInitialEvents`, in-stream `410 Expired`), `scale` (the
 //!    `/scale` subresource); and `workload`, the optional background task that runs the
 //!    workload controllers and a fake kubelet, as KWOK does: Deployments get ReplicaSets and
-//!    rollout history, ReplicaSets, Jobs and StatefulSets get Pods, Pods become Running and
-//!    Ready (or Succeeded) after a delay, Services get Endpoints and EndpointSlices.
+//!    rollout history, ReplicaSets, Jobs, StatefulSets and DaemonSets get Pods, Pods become
+//!    Running and Ready (or Succeeded) after a delay, Services get Endpoints and EndpointSlices.
 //! 9. `handlers` — one resource request: get, list, watch, create, update, patch, delete, `/status`;
 //!    `reviews` — the self-reviews of `kubectl auth can-i|whoami`.
 //! 10. `routes` — URL paths laid out as kube-apiserver does, dispatched to discovery, OpenAPI or
@@ -67,10 +67,12 @@
 //!   stored object and only `apiVersion` is rewritten (no conversion).
 //! - No controllers except the optional workload simulation ([`WorkloadSimulation`]): with it,
 //!   Deployments roll out through ReplicaSets (the new one scaled up at once, old ones scaled
-//!   down when it is available), ReplicaSets, Jobs and StatefulSets own Pods on one fake node
-//!   `weir-node`, and Services get Endpoints and one EndpointSlice; DaemonSets, CronJobs,
-//!   PersistentVolumeClaims, Ingresses and PodDisruptionBudgets are stored and served but
-//!   nothing acts on them. No ServiceAccount tokens.
+//!   down when it is available), ReplicaSets, Jobs, StatefulSets and DaemonSets own Pods on one
+//!   fake node `weir-node` (a DaemonSet: one Pod, replaced by deleting the old one first when
+//!   its template changes, with no ControllerRevisions), Pods whose `restartPolicy` is `Never`
+//!   or `OnFailure` succeed (containers exit 0; none ever fails), and Services get Endpoints and
+//!   one EndpointSlice; CronJobs, PersistentVolumeClaims, Ingresses and PodDisruptionBudgets
+//!   are stored and served but nothing acts on them. No ServiceAccount tokens.
 //! - A deleted Namespace goes `Terminating` (new content is refused with 403) while its contents
 //!   are deleted, then drops its `kubernetes` finalizer and disappears; this happens within the
 //!   delete request unless contents wait on finalizers. No `/finalize` subresource.

@@ -3,13 +3,15 @@
 //! One task follows the store's change stream and reconciles what each change touches, each
 //! controller in its own module: `deployment` (Deployment → ReplicaSets, rollout and history,
 //! status), `replicaset` (ReplicaSet → Pods), `job` (Job → Pods, Complete), `statefulset`
-//! (ordered Pods), `kubelet` (Pods scheduled onto one fake node, Running and Ready — or
-//! Succeeded for a Job's Pods — after [`WorkloadSimulation::ready_after`], with IPs) and
+//! (ordered Pods), `daemonset` (one Pod per node), `kubelet` (Pods scheduled onto one fake
+//! node, Running and Ready — or Succeeded, for a Pod whose `restartPolicy` is `Never` or
+//! `OnFailure` — after [`WorkloadSimulation::ready_after`], with IPs) and
 //! `endpoints` (Service → Endpoints and EndpointSlice from the Pods its selector matches).
 //! Every write goes through [`crate::ops`], as a controller's request would, so watches,
 //! `managedFields` and owner-reference garbage collection apply; a write happens only when
 //! something changed.
 
+mod daemonset;
 mod deployment;
 mod endpoints;
 mod job;
@@ -277,6 +279,7 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
                 "ReplicaSet" => res("apps", "replicasets"),
                 "Deployment" => res("apps", "deployments"),
                 "StatefulSet" => res("apps", "statefulsets"),
+                "DaemonSet" => res("apps", "daemonsets"),
                 "Job" => res("batch", "jobs"),
                 _ => continue,
             };
@@ -312,10 +315,11 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
 }
 
 /// The resources the simulation reacts to.
-const WATCHED: [(&str, &str); 6] = [
+const WATCHED: [(&str, &str); 7] = [
     ("apps", "deployments"),
     ("apps", "replicasets"),
     ("apps", "statefulsets"),
+    ("apps", "daemonsets"),
     ("batch", "jobs"),
     ("", "pods"),
     ("", "services"),
@@ -327,6 +331,7 @@ fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
         ("apps", "deployments") => deployment::reconcile(store, key),
         ("apps", "replicasets") => replicaset::reconcile(store, key),
         ("apps", "statefulsets") => statefulset::reconcile(store, key),
+        ("apps", "daemonsets") => daemonset::reconcile(store, key),
         ("batch", "jobs") => job::reconcile(store, key),
         ("", "pods") => kubelet::reconcile(store, sim, key),
         ("", "services") => endpoints::reconcile(store, key),

@@ -17,6 +17,7 @@ mod runtime;
 mod watch;
 mod workload;
 mod workload_controllers;
+mod workload_daemonsets;
 mod workload_kubectl;
 mod workload_operator;
 
