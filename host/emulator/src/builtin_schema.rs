@@ -19,6 +19,7 @@ use k8s_openapi::api::events::v1::Event as EventsEvent;
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::scheduling::v1::PriorityClass;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value, json};
@@ -90,6 +91,7 @@ fn generate() -> Schemas {
     add::<ClusterRoleBinding>(&mut generator, &mut kinds);
     add::<PodDisruptionBudget>(&mut generator, &mut kinds);
     add::<Lease>(&mut generator, &mut kinds);
+    add::<PriorityClass>(&mut generator, &mut kinds);
     add::<CustomResourceDefinition>(&mut generator, &mut kinds);
     let mut definitions = generator.take_definitions(true);
     // kubectl explain finds a kind's root definition by this extension, as kube-apiserver sets it.

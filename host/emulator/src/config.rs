@@ -7,10 +7,11 @@ use crate::faults::Faults;
 use crate::http_util::{form_pairs, is_true};
 
 /// Workload simulation, the way KWOK fakes controllers and kubelets: Deployments, ReplicaSets,
-/// Jobs and StatefulSets get Pods, Services get Endpoints and EndpointSlices.
+/// Jobs, StatefulSets and DaemonSets get Pods, Services get Endpoints and EndpointSlices.
 #[derive(Clone, Debug)]
 pub struct WorkloadSimulation {
-    /// How long a new Pod stays Pending before it is Running and Ready (a Job's Pod: Succeeded);
+    /// How long a new Pod stays Pending before it is Running and Ready (one with
+    /// `restartPolicy` `Never` or `OnFailure`: Succeeded);
     /// a Deployment is Available once its Pods are.
     pub ready_after: Duration,
 }

@@ -20,11 +20,15 @@
 //! 2. `resources` — the registry of served kinds: built-ins (namespaces, configmaps, secrets,
 //!    services, serviceaccounts, core and `events.k8s.io` events, pods, endpoints,
 //!    persistentvolumeclaims, deployments, replicasets, statefulsets, daemonsets, jobs, cronjobs,
-//!    endpointslices, ingresses, the RBAC kinds, poddisruptionbudgets, leases, CRDs) plus every
-//!    kind a CustomResourceDefinition declares, served as soon as the
-//!    CRD is created; `discovery` and `openapi`, the documents kubectl reads from it.
+//!    endpointslices, ingresses, the RBAC kinds, poddisruptionbudgets, leases, priorityclasses,
+//!    CRDs) plus every kind a CustomResourceDefinition declares, served as soon as the
+//!    CRD is created; `discovery` and `openapi`, the documents kubectl reads from it
+//!    (`/openapi/v3`, and `/openapi/v2` rewritten from the same schemas, in JSON or as gnostic
+//!    protobuf).
 //! 3. `store` — one global, monotonic resourceVersion; uid, creationTimestamp, generation
-//!    (bumped on spec changes only); a bounded event history for watch resumption.
+//!    (bumped on spec changes only); a bounded event history for watch resumption; the indexes
+//!    kept beside the objects so that no write scans a kind: `allocations` (the cluster IPs and
+//!    node ports Services hold) and `label_index` (Pods by label, Services by selector).
 //! 4. The rules of one write: `patch` (merge, JSON and strategic merge patches), `apply`
 //!    (server-side apply with `managedFields`, conflicts and field removal), `crd` (a stored
 //!    CRD registers its kinds), `gc` (finalizers, `deletionTimestamp`, Background/Foreground/Orphan
@@ -42,8 +46,8 @@
 //!    resourceVersion, bookmarks, `sendInitialEvents`, in-stream `410 Expired`), `scale` (the
 //!    `/scale` subresource); and `workload`, the optional background task that runs the
 //!    workload controllers and a fake kubelet, as KWOK does: Deployments get ReplicaSets and
-//!    rollout history, ReplicaSets, Jobs and StatefulSets get Pods, Pods become Running and
-//!    Ready (or Succeeded) after a delay, Services get Endpoints and EndpointSlices.
+//!    rollout history, ReplicaSets, Jobs, StatefulSets and DaemonSets get Pods, Pods become
+//!    Running and Ready (or Succeeded) after a delay, Services get Endpoints and EndpointSlices.
 //! 9. `handlers` — one resource request: get, list, watch, create, update, patch, delete, `/status`;
 //!    `reviews` — the self-reviews of `kubectl auth can-i|whoami`.
 //! 10. `routes` — URL paths laid out as kube-apiserver does, dispatched to discovery, OpenAPI or
@@ -63,10 +67,12 @@
 //!   stored object and only `apiVersion` is rewritten (no conversion).
 //! - No controllers except the optional workload simulation ([`WorkloadSimulation`]): with it,
 //!   Deployments roll out through ReplicaSets (the new one scaled up at once, old ones scaled
-//!   down when it is available), ReplicaSets, Jobs and StatefulSets own Pods on one fake node
-//!   `weir-node`, and Services get Endpoints and one EndpointSlice; DaemonSets, CronJobs,
-//!   PersistentVolumeClaims, Ingresses and PodDisruptionBudgets are stored and served but
-//!   nothing acts on them. No ServiceAccount tokens.
+//!   down when it is available), ReplicaSets, Jobs, StatefulSets and DaemonSets own Pods on one
+//!   fake node `weir-node` (a DaemonSet: one Pod, replaced by deleting the old one first when
+//!   its template changes, with no ControllerRevisions), Pods whose `restartPolicy` is `Never`
+//!   or `OnFailure` succeed (containers exit 0; none ever fails), and Services get Endpoints and
+//!   one EndpointSlice; CronJobs, PersistentVolumeClaims, Ingresses and PodDisruptionBudgets
+//!   are stored and served but nothing acts on them. No ServiceAccount tokens.
 //! - A deleted Namespace goes `Terminating` (new content is refused with 403) while its contents
 //!   are deleted, then drops its `kubernetes` finalizer and disappears; this happens within the
 //!   delete request unless contents wait on finalizers. No `/finalize` subresource.
@@ -79,7 +85,8 @@
 //!   watch cache.
 //! - Built-in kinds are defaulted as kube-apiserver defaults them (Pod, Deployment, ReplicaSet,
 //!   StatefulSet, DaemonSet, Job, CronJob and their pod templates, Service with cluster IP and
-//!   node port allocation, Secret, Namespace, PersistentVolumeClaim, RBAC subjects)
+//!   node port allocation — the lowest free address or port, where a cluster picks at random —,
+//!   Secret, Namespace, PersistentVolumeClaim, PriorityClass, RBAC subjects)
 //!   and checked for unknown fields only: no other validation of built-in kinds (a Deployment
 //!   without a selector is accepted). `metadata.generation` is set on every kind (a cluster sets
 //!   it only where the kind's strategy does).
@@ -91,9 +98,19 @@
 //!   generators send); protobuf responses are never produced, and protobuf for custom resources
 //!   gets 415, as from a real server. No CBOR. `Table` output has Name, Age, a few columns per
 //!   built-in kind and a CRD's `additionalPrinterColumns` (simple JSONPaths only).
-//! - `/openapi/v2` answers 404 (kubectl falls back to v3); `/openapi/v3` serves the built-in
-//!   kinds' full schemas (generated from k8s-openapi, so `kubectl explain` works) and each CRD's
-//!   schema; its paths list only the basic verbs.
+//! - `/openapi/v3` serves the built-in kinds' full schemas (generated from k8s-openapi, so
+//!   `kubectl explain` works) and each CRD's schema; its paths list only the basic verbs.
+//!   `/openapi/v2` (what kubectl before 1.29 reads for `apply` and `explain`) is the same
+//!   schemas rewritten for Swagger 2.0, JSON or gnostic protobuf by `Accept`: what 2.0 cannot say
+//!   (`nullable`, `oneOf`, `anyOf`, `not`) is dropped. Neither version carries the
+//!   `x-kubernetes-patch-strategy`/`-merge-key` extensions (k8s-openapi's schemas lack them),
+//!   so kubectl's client-side apply computes its patches as if every list were atomic; the
+//!   server's strategic merge still merges by the known keys.
+//! - PriorityClasses (`scheduling.k8s.io/v1`) are stored and served, the two system classes
+//!   (`system-cluster-critical`, `system-node-critical`) exist from the start, and
+//!   `preemptionPolicy` is defaulted; nothing else about them is checked (the reserved
+//!   `system-` prefix, the value range, one `globalDefault`) and no Pod's priority is resolved
+//!   from them.
 //! - Watch history is bounded (`watch_history` events); a watcher falling further behind than
 //!   the broadcast buffer gets an in-stream 410 and must re-list, like after etcd compaction.
 //! - A state file ([`EmulatorConfig::state_file`]) keeps the objects and the resourceVersion
@@ -173,6 +190,8 @@ mod resources;
 mod discovery;
 mod openapi;
 
+mod allocations;
+mod label_index;
 mod store;
 
 mod patch;

@@ -58,7 +58,7 @@ macro_rules! describe {
 /// Decode a `k8s\0`-enveloped protobuf body into the JSON object it carries.
 pub fn decode(body: &[u8]) -> Result<Value, Error> {
     use k8s_pb::api::{
-        apps, batch, coordination, core, discovery, events, networking, policy, rbac,
+        apps, batch, coordination, core, discovery, events, networking, policy, rbac, scheduling,
     };
     use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions;
     let inner = body.strip_prefix(b"k8s\0").ok_or(Error::NoPrefix)?;
@@ -111,6 +111,9 @@ pub fn decode(body: &[u8]) -> Result<Value, Error> {
             describe!(policy::v1::PodDisruptionBudget, raw, kind)?
         }
         ("coordination.k8s.io/v1", "Lease") => describe!(coordination::v1::Lease, raw, kind)?,
+        ("scheduling.k8s.io/v1", "PriorityClass") => {
+            describe!(scheduling::v1::PriorityClass, raw, kind)?
+        }
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
             describe!(apiextensions::v1::CustomResourceDefinition, raw, kind)?
         }

@@ -271,6 +271,16 @@ pub fn builtins() -> Vec<ResourceType> {
             &["pdb"],
         )),
         builtin("coordination.k8s.io", "v1", "Lease", "leases", true),
+        with_short(
+            builtin(
+                "scheduling.k8s.io",
+                "v1",
+                "PriorityClass",
+                "priorityclasses",
+                false,
+            ),
+            &["pc"],
+        ),
         crd,
     ]
 }

@@ -97,7 +97,15 @@ pub async fn dispatch(
                 None => not_found(),
             };
         }
-        ["openapi", "v2"] => return not_found(),
+        ["openapi", "v2"] if get => {
+            let accept = headers
+                .get(http::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let registry = shared.lock().registry.clone();
+            let (content_type, body) = openapi::v2_document(&registry, accept);
+            return ([(http::header::CONTENT_TYPE, content_type)], body).into_response();
+        }
         ["openapi", "v3", rest @ ..] if get => {
             return match openapi::document(&shared.lock().registry, &rest.join("/")) {
                 Some(doc) => json_response(StatusCode::OK, &doc),

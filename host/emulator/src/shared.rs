@@ -20,22 +20,65 @@ pub struct Shared {
     drop_tx: tokio::sync::watch::Sender<u64>,
 }
 
-/// A store with the default namespaces created, as a new cluster has them.
+/// What a new cluster holds before anyone writes: the default namespaces and the two system
+/// PriorityClasses (as kube-apiserver's scheduling bootstrap creates them).
+fn bootstrap_objects() -> Vec<serde_json::Value> {
+    use serde_json::json;
+    let mut objects: Vec<serde_json::Value> =
+        ["default", "kube-system", "kube-public", "kube-node-lease"]
+            .iter()
+            .map(|ns| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}))
+            .collect();
+    for (name, value, description) in [
+        (
+            "system-node-critical",
+            2_000_001_000,
+            "Used for system critical pods that must not be moved from their current node.",
+        ),
+        (
+            "system-cluster-critical",
+            2_000_000_000,
+            "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary.",
+        ),
+    ] {
+        objects.push(
+            json!({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "description": description,
+            "preemptionPolicy": "PreemptLowerPriority"}),
+        );
+    }
+    objects
+}
+
+/// A store holding [`bootstrap_objects`], as a new cluster has them.
 fn fresh_store(history_cap: usize) -> Store {
     let mut store = Store::new(history_cap);
-    for ns in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-        let rt = store.registry.find("", "v1", "namespaces").cloned();
-        if let Some(rt) = rt {
-            let opts = WriteOpts {
-                manager: "weir-emulator".into(),
-                validation: Validation::Ignore,
-                dry_run: false,
-                force: false,
-            };
-            let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
-            if let Err(e) = ops::create(&mut store, &rt, "", body, &opts) {
-                tracing::warn!(namespace = ns, error = %e, "could not create a default namespace");
-            }
+    let opts = WriteOpts {
+        manager: "weir-emulator".into(),
+        validation: Validation::Ignore,
+        dry_run: false,
+        force: false,
+    };
+    for body in bootstrap_objects() {
+        let name = crate::object::name(&body).to_string();
+        let (group, version) = match body["apiVersion"].as_str().unwrap_or("").rsplit_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (
+                String::new(),
+                body["apiVersion"].as_str().unwrap_or("").to_string(),
+            ),
+        };
+        let kind = body["kind"].as_str().unwrap_or("").to_string();
+        let rt = store
+            .registry
+            .all()
+            .iter()
+            .find(|t| t.group == group && t.version == version && t.kind == kind)
+            .cloned();
+        if let Some(rt) = rt
+            && let Err(e) = ops::create(&mut store, &rt, "", body, &opts)
+        {
+            tracing::warn!(%kind, %name, error = %e, "could not create a bootstrap object");
         }
     }
     store

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+use crate::allocations::Allocations;
+use crate::label_index::LabelIndex;
 use crate::object;
 use crate::resources::{Registry, ResKey};
 
@@ -90,6 +92,8 @@ pub struct Store {
     pub removed_uids: Vec<(String, ObjKey, Arc<Value>)>,
     /// Objects waiting on the `orphan` or `foregroundDeletion` finalizer.
     pub pending_owners: BTreeSet<ObjKey>,
+    allocations: Allocations,
+    labels: LabelIndex,
 }
 
 impl Store {
@@ -114,6 +118,8 @@ impl Store {
             uid_seed,
             removed_uids: Vec::new(),
             pending_owners: BTreeSet::new(),
+            allocations: Allocations::default(),
+            labels: LabelIndex::default(),
         }
     }
 
@@ -281,6 +287,26 @@ impl Store {
         } else {
             self.by_uid.remove(&uid);
         }
+        if key.res.group.is_empty() {
+            match key.res.plural.as_str() {
+                "services" => {
+                    self.allocations.track(obj, add);
+                    self.labels.track_service(&key.ns, &key.name, obj, add);
+                }
+                "pods" => self.labels.track_pod(&key.ns, &key.name, obj, add),
+                _ => {}
+            }
+        }
+    }
+
+    /// The cluster IPs and node ports the stored Services hold.
+    pub fn allocations(&self) -> &Allocations {
+        &self.allocations
+    }
+
+    /// Pods by label and Services by selector.
+    pub fn labels(&self) -> &LabelIndex {
+        &self.labels
     }
 
     /// Store `obj` at `key` with the next resourceVersion and broadcast ADDED or MODIFIED.

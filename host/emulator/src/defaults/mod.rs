@@ -34,6 +34,7 @@ pub fn apply(rt: &ResourceType, obj: &mut Value, store: &Store, old: Option<&Val
         ("", "Secret") => secret::secret(obj),
         ("", "Service") => service::service(obj, store, old),
         ("", "Namespace") => namespace(obj),
+        ("scheduling.k8s.io", "PriorityClass") => priority_class(obj),
         _ => {}
     }
 }
@@ -56,6 +57,14 @@ fn namespace(obj: &mut Value) {
         }
         let status = object_at(m, "status");
         set_if_empty(status, "phase", json!("Active"));
+    }
+}
+
+/// `SetDefaults_PriorityClass` (`pkg/apis/scheduling/v1/defaults.go`): preemptionPolicy
+/// `PreemptLowerPriority`.
+fn priority_class(obj: &mut Value) {
+    if let Some(m) = obj.as_object_mut() {
+        set_if_empty(m, "preemptionPolicy", json!("PreemptLowerPriority"));
     }
 }
 

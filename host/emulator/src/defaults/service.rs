@@ -1,18 +1,12 @@
 //! Service defaults and the allocation of cluster IPs and node ports.
 
 use std::collections::BTreeSet;
-use std::net::Ipv4Addr;
 
 use serde_json::{Map, Value, json};
 
 use super::{each_object, object_at, set_if_empty};
-use crate::resources::ResKey;
+use crate::allocations::NODE_PORTS;
 use crate::store::Store;
-
-/// The service CIDR cluster IPs come from (kube-apiserver's default `--service-cluster-ip-range`).
-const SERVICE_CIDR: (Ipv4Addr, u32) = (Ipv4Addr::new(10, 96, 0, 0), 12);
-/// kube-apiserver's default `--service-node-port-range`.
-const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
 
 /// `SetDefaults_Service` (`pkg/apis/core/v1/defaults.go`): type `ClusterIP`, sessionAffinity
 /// `None` (ClientIP gets a 10800 s timeout), port protocol `TCP`, targetPort = port,
@@ -66,7 +60,7 @@ pub fn service(obj: &mut Value, store: &Store, old: Option<&Value>) {
         .and_then(Value::as_str)
         .is_none_or(str::is_empty)
     {
-        let ip = free_cluster_ip(store);
+        let ip = store.allocations().free_cluster_ip();
         spec.insert("clusterIP".into(), json!(ip));
     }
     if let Some(ip) = spec.get("clusterIP").cloned() {
@@ -75,13 +69,23 @@ pub fn service(obj: &mut Value, store: &Store, old: Option<&Value>) {
     set_if_empty(spec, "ipFamilies", json!(["IPv4"]));
     set_if_empty(spec, "ipFamilyPolicy", json!("SingleStack"));
     if matches!(ty.as_str(), "NodePort" | "LoadBalancer") {
-        let mut used = used_node_ports(store);
+        let allocations = store.allocations();
+        // Ports this Service names itself, besides those other Services hold.
+        let mut taken: BTreeSet<u32> = each_object(spec, "ports")
+            .filter_map(|p| p.get("nodePort").and_then(Value::as_u64))
+            .filter_map(|n| u32::try_from(n).ok())
+            .collect();
         for p in each_object(spec, "ports") {
-            if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) == 0
-                && let Some(port) = NODE_PORTS.clone().find(|n| !used.contains(n))
-            {
-                used.insert(port);
-                p.insert("nodePort".into(), json!(port));
+            if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
+                continue;
+            }
+            let mut from = *NODE_PORTS.start();
+            while let Some(port) = allocations.free_node_port(from) {
+                from = port + 1;
+                if taken.insert(port) {
+                    p.insert("nodePort".into(), json!(port));
+                    break;
+                }
             }
         }
     }
@@ -110,37 +114,4 @@ fn keep_allocated(spec: &mut Map<String, Value>, old: Option<&Value>) {
             p.insert("nodePort".into(), n.clone());
         }
     }
-}
-
-fn services(store: &Store) -> Vec<std::sync::Arc<Value>> {
-    let key = ResKey {
-        group: String::new(),
-        plural: "services".into(),
-    };
-    store.list(&key, None)
-}
-
-/// The lowest free address of the service CIDR after the network address and `.1` (which a
-/// cluster gives to the `kubernetes` Service).
-fn free_cluster_ip(store: &Store) -> String {
-    let used: BTreeSet<String> = services(store)
-        .iter()
-        .filter_map(|s| s.pointer("/spec/clusterIP").and_then(Value::as_str))
-        .map(String::from)
-        .collect();
-    let base = u32::from(SERVICE_CIDR.0);
-    let size = 1u32 << (32 - SERVICE_CIDR.1);
-    (2..size - 1)
-        .map(|i| Ipv4Addr::from(base + i).to_string())
-        .find(|ip| !used.contains(ip))
-        .unwrap_or_else(|| Ipv4Addr::from(base + 2).to_string())
-}
-
-fn used_node_ports(store: &Store) -> BTreeSet<i64> {
-    services(store)
-        .iter()
-        .filter_map(|s| s.pointer("/spec/ports").and_then(Value::as_array).cloned())
-        .flatten()
-        .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
-        .collect()
 }

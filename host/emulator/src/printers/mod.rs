@@ -116,6 +116,21 @@ pub fn columns(rt: &ResourceType) -> Option<Vec<Column>> {
             col("Status", "string", "", 0, |o| at(o, "/status/phase")),
             age(),
         ],
+        ("scheduling.k8s.io", "PriorityClass") => vec![
+            name(),
+            col("Value", "integer", "", 0, |o| json!(int(o, "/value"))),
+            col("Global-Default", "boolean", "", 0, |o| {
+                json!(
+                    o.get("globalDefault")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false)
+                )
+            }),
+            age(),
+            col("PreemptionPolicy", "string", "", 0, |o| {
+                at(o, "/preemptionPolicy")
+            }),
+        ],
         ("coordination.k8s.io", "Lease") => vec![
             name(),
             col("Holder", "string", "", 0, |o| at(o, "/spec/holderIdentity")),

@@ -61,12 +61,26 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
         }
         return;
     };
-    let mut pods: Vec<_> = store
-        .list(&res("", "pods"), Some(&key.ns))
+    let selector = svc.pointer("/spec/selector");
+    // Every Pod the selector matches carries its first pair: look those up, not the namespace.
+    let candidates = match selector
+        .and_then(Value::as_object)
+        .and_then(|m| m.iter().next())
+        .and_then(|(k, v)| Some((k.as_str(), v.as_str()?)))
+    {
+        Some((k, v)) => store.labels().pods_labelled(&key.ns, k, v),
+        None => Vec::new(),
+    };
+    let mut pods: Vec<_> = candidates
         .into_iter()
-        .filter(|p| {
-            active(p) && selects(svc.pointer("/spec/selector"), p.pointer("/metadata/labels"))
+        .filter_map(|name| {
+            store.get(&ObjKey {
+                res: res("", "pods"),
+                ns: key.ns.clone(),
+                name,
+            })
         })
+        .filter(|p| active(p) && selects(selector, p.pointer("/metadata/labels")))
         .filter(|p| {
             p.pointer("/status/podIP")
                 .and_then(Value::as_str)

@@ -1,10 +1,11 @@
 //! The scheduler and kubelet of the one simulated node: Pods are bound to it, Pending at
-//! first, then Running and Ready with an IP after the configured delay — or Succeeded, for
-//! a Job's Pods, whose containers exit 0 (KWOK's `pod-ready` and `pod-complete` stages).
+//! first, then Running and Ready with an IP after the configured delay — or Succeeded, for a
+//! Pod whose `restartPolicy` is `Never` or `OnFailure` (a Job's, or any other owner's), whose
+//! containers exit 0 (KWOK's `pod-ready` and `pod-complete` stages).
 
 use serde_json::{Value, json};
 
-use super::{NODE, NODE_IP, Sim, controller_of, update, write_status};
+use super::{NODE, NODE_IP, Sim, update, write_status};
 use crate::object;
 use crate::store::{ObjKey, Store};
 
@@ -56,7 +57,11 @@ pub(super) fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
     }
     sim.starts.remove(key);
     let ip = sim.pod_ip();
-    let status = if controller_of(&pod).is_some_and(|(kind, _, _)| kind == "Job") {
+    let runs_to_completion = matches!(
+        pod.pointer("/spec/restartPolicy").and_then(Value::as_str),
+        Some("Never" | "OnFailure")
+    );
+    let status = if runs_to_completion {
         succeeded(&pod, &ip)
     } else {
         running(&pod, &ip)
@@ -175,7 +180,7 @@ fn running(pod: &Value, ip: &str) -> Value {
     s
 }
 
-/// Every container exited 0: a finished Job Pod.
+/// Every container exited 0: a Pod run to completion.
 fn succeeded(pod: &Value, ip: &str) -> Value {
     let now = object::now_rfc3339();
     let mut s = base(pod, Some(ip), &now);

@@ -3,13 +3,15 @@
 //! One task follows the store's change stream and reconciles what each change touches, each
 //! controller in its own module: `deployment` (Deployment → ReplicaSets, rollout and history,
 //! status), `replicaset` (ReplicaSet → Pods), `job` (Job → Pods, Complete), `statefulset`
-//! (ordered Pods), `kubelet` (Pods scheduled onto one fake node, Running and Ready — or
-//! Succeeded for a Job's Pods — after [`WorkloadSimulation::ready_after`], with IPs) and
+//! (ordered Pods), `daemonset` (one Pod per node), `kubelet` (Pods scheduled onto one fake
+//! node, Running and Ready — or Succeeded, for a Pod whose `restartPolicy` is `Never` or
+//! `OnFailure` — after [`WorkloadSimulation::ready_after`], with IPs) and
 //! `endpoints` (Service → Endpoints and EndpointSlice from the Pods its selector matches).
 //! Every write goes through [`crate::ops`], as a controller's request would, so watches,
 //! `managedFields` and owner-reference garbage collection apply; a write happens only when
 //! something changed.
 
+mod daemonset;
 mod deployment;
 mod endpoints;
 mod job;
@@ -255,6 +257,11 @@ fn condition(old: Option<&Value>, kind: &str, ok: bool, reason: &str, message: &
     c
 }
 
+/// An object's labels.
+fn labels_of(obj: &Value) -> Option<&serde_json::Map<String, Value>> {
+    obj.pointer("/metadata/labels").and_then(Value::as_object)
+}
+
 /// The keys a change makes worth reconciling: the object itself, its controller, and for a
 /// Pod the Services selecting it (before or after the change).
 fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
@@ -272,6 +279,7 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
                 "ReplicaSet" => res("apps", "replicasets"),
                 "Deployment" => res("apps", "deployments"),
                 "StatefulSet" => res("apps", "statefulsets"),
+                "DaemonSet" => res("apps", "daemonsets"),
                 "Job" => res("batch", "jobs"),
                 _ => continue,
             };
@@ -283,30 +291,35 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
         }
     }
     if key.res == res("", "pods") {
-        for svc in store.list(&res("", "services"), Some(&key.ns)) {
+        let index = store.labels();
+        let mut names = index.services_for(&key.ns, labels_of(&ev.object));
+        if let Some(prev) = &ev.prev {
+            names.extend(index.services_for(&key.ns, labels_of(prev)));
+        }
+        for name in names {
+            let svc_key = ObjKey {
+                res: res("", "services"),
+                ns: key.ns.clone(),
+                name,
+            };
+            let Some(svc) = store.get(&svc_key) else {
+                continue;
+            };
             let sel = svc.pointer("/spec/selector");
-            let labels = |o: &Value| o.pointer("/metadata/labels").cloned();
-            if selects(sel, labels(&ev.object).as_ref())
-                || ev
-                    .prev
-                    .as_ref()
-                    .is_some_and(|p| selects(sel, labels(p).as_ref()))
-            {
-                out.insert(ObjKey {
-                    res: res("", "services"),
-                    ns: key.ns.clone(),
-                    name: object::name(&svc).to_string(),
-                });
+            let selected = |o: &Value| selects(sel, o.pointer("/metadata/labels"));
+            if selected(&ev.object) || ev.prev.as_deref().is_some_and(selected) {
+                out.insert(svc_key);
             }
         }
     }
 }
 
 /// The resources the simulation reacts to.
-const WATCHED: [(&str, &str); 6] = [
+const WATCHED: [(&str, &str); 7] = [
     ("apps", "deployments"),
     ("apps", "replicasets"),
     ("apps", "statefulsets"),
+    ("apps", "daemonsets"),
     ("batch", "jobs"),
     ("", "pods"),
     ("", "services"),
@@ -318,6 +331,7 @@ fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
         ("apps", "deployments") => deployment::reconcile(store, key),
         ("apps", "replicasets") => replicaset::reconcile(store, key),
         ("apps", "statefulsets") => statefulset::reconcile(store, key),
+        ("apps", "daemonsets") => daemonset::reconcile(store, key),
         ("batch", "jobs") => job::reconcile(store, key),
         ("", "pods") => kubelet::reconcile(store, sim, key),
         ("", "services") => endpoints::reconcile(store, key),

@@ -16,6 +16,7 @@ use crate::configmap;
 pub struct Kubectl {
     home: tempfile::TempDir,
     kubeconfig: PathBuf,
+    binary: PathBuf,
 }
 
 fn kubectl_binary() -> PathBuf {
@@ -28,15 +29,23 @@ fn kubectl_binary() -> PathBuf {
 
 impl Kubectl {
     pub fn new(em: &Emulator) -> Self {
-        kubectl_binary();
+        Self::with_binary(em, kubectl_binary())
+    }
+
+    /// A given kubectl binary (another version than the default one) bound to `em`.
+    pub fn with_binary(em: &Emulator, binary: PathBuf) -> Self {
         let home = tempfile::tempdir().unwrap();
         let kubeconfig = home.path().join("kubeconfig");
         em.write_kubeconfig(&kubeconfig).unwrap();
-        Kubectl { home, kubeconfig }
+        Kubectl {
+            home,
+            kubeconfig,
+            binary,
+        }
     }
 
     fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(kubectl_binary());
+        let mut cmd = tokio::process::Command::new(&self.binary);
         cmd.args(args)
             .env("KUBECONFIG", &self.kubeconfig)
             .env("HOME", self.home.path())
@@ -60,7 +69,8 @@ impl Kubectl {
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         assert!(
             out.status.success(),
-            "kubectl {args:?} failed: {}\nstdout: {stdout}",
+            "{} {args:?} failed: {}\nstdout: {stdout}",
+            self.binary.display(),
             String::from_utf8_lossy(&out.stderr)
         );
         stdout

@@ -11,11 +11,13 @@ mod gc;
 mod kubeconfig;
 mod kubectl;
 mod kubectl_prune;
+mod kubectl_versions;
 mod restart;
 mod runtime;
 mod watch;
 mod workload;
 mod workload_controllers;
+mod workload_daemonsets;
 mod workload_kubectl;
 mod workload_operator;
 

@@ -1,4 +1,11 @@
-//! `/openapi/v3`: the full schemas of the built-in kinds (for `kubectl explain`) and the CRD schemas.
+//! `/openapi/v3` and `/openapi/v2`: the full schemas of the built-in kinds (for `kubectl explain`
+//! and `apply`) and the CRD schemas.
+//!
+//! v3 is the source; `v2` rewrites the same schemas as one Swagger 2.0 document and `gnostic`
+//! encodes that as the protobuf client-go reads.
+
+mod gnostic;
+mod v2;
 
 use serde_json::{Map, Value, json};
 
@@ -116,6 +123,20 @@ fn gv_document(reg: &Registry, key: &str) -> Option<Value> {
         "paths": paths,
         "components": {"schemas": schemas},
     }))
+}
+
+/// `/openapi/v2` in the form `accept` asks for: gnostic protobuf (what client-go asks for) or
+/// JSON. Returns the Content-Type and the body.
+pub fn v2_document(reg: &Registry, accept: &str) -> (&'static str, Vec<u8>) {
+    let doc = v2::document(reg);
+    if accept.contains("protobuf") {
+        (gnostic::CONTENT_TYPE, gnostic::encode(&doc))
+    } else {
+        (
+            "application/json",
+            serde_json::to_vec(&doc).unwrap_or_default(),
+        )
+    }
 }
 
 /// `/openapi/v3` (empty `rest`) or `/openapi/v3/{api/v1 | apis/group/version}`.
