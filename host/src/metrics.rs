@@ -271,6 +271,13 @@ impl Metrics {
         &mut self.registry
     }
 
+    /// Adds the gauges of what `engine`'s plugins keep in memory (compiled code per plugin, the
+    /// instance pool's idle slots), read at each scrape ([`crate::plugin::MemoryGauges`]).
+    pub fn plugin_memory(&mut self, engine: &crate::plugin::Engine) {
+        self.registry
+            .register_collector(Box::new(crate::plugin::MemoryGauges::new(engine)));
+    }
+
     /// Reconciles of `plugin` that ended with `result` (`success`, `error`, `refused`, `gone`).
     pub fn reconciles_of(&self, plugin: &str, result: &str) -> u64 {
         self.reconciles

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use kube::Client;
 use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 
+use crate::client::ClientLimits;
 use crate::leader::LeaderConfig;
 use crate::manager::{Manager, ManagerConfig, PluginSource};
 use crate::plugin::{Engine, EngineConfig};
@@ -68,8 +69,9 @@ pub enum RunError {
 }
 
 /// A client for `--kubeconfig PATH`, or the usual inference (KUBECONFIG, ~/.kube/config, in-cluster),
-/// rate-limited and honouring the server's pushback ([`crate::client`]).
-pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, RunError> {
+/// rate-limited by `limits`, fairly between plugins, and honouring the server's pushback
+/// ([`crate::client`]).
+pub async fn client(kubeconfig: Option<&Path>, limits: ClientLimits) -> Result<Client, RunError> {
     let config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path).map_err(|source| RunError::Kubeconfig {
@@ -88,7 +90,7 @@ pub async fn client(kubeconfig: Option<&Path>) -> Result<Client, RunError> {
             RunError::NoCluster
         })?,
     };
-    crate::client::build(config, crate::client::ClientLimits::default()).map_err(RunError::Client)
+    crate::client::build(config, limits).map_err(RunError::Client)
 }
 
 /// Arguments of `weir run`.
@@ -108,6 +110,14 @@ pub struct RunArgs {
     /// Kubeconfig to use instead of KUBECONFIG, ~/.kube/config or the in-cluster config.
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// Requests per second to the API server, all plugins together (kube-controller-manager's
+    /// flag); when the limit binds, the plugins take turns. 0 lifts the limit (the server's `429`
+    /// pushback still holds the host).
+    #[arg(long, value_name = "QPS", default_value_t = ClientLimits::default().qps)]
+    pub kube_api_qps: f64,
+    /// Requests allowed at once above `--kube-api-qps`.
+    #[arg(long, value_name = "N", default_value_t = ClientLimits::default().burst)]
+    pub kube_api_burst: u32,
     /// Keys reconciled at once, per plugin.
     #[arg(long, default_value_t = 4)]
     pub workers: usize,
@@ -173,6 +183,14 @@ impl RunArgs {
         })
     }
 
+    /// The API client's rate limit (`--kube-api-qps`, `--kube-api-burst`).
+    pub fn client_limits(&self) -> ClientLimits {
+        ClientLimits {
+            qps: self.kube_api_qps.max(0.0),
+            burst: self.kube_api_burst,
+        }
+    }
+
     /// Where the host's plugins come from.
     pub fn origin(&self, engine: &EngineConfig) -> Origin {
         match &self.plugins {
@@ -192,6 +210,7 @@ impl RunArgs {
         runtime.block_on(run(
             &self.origin(&engine),
             self.kubeconfig.as_deref(),
+            self.client_limits(),
             engine,
             self.manager_config()?,
         ))
@@ -211,14 +230,17 @@ pub enum Origin {
     Cluster(PathBuf),
 }
 
-/// Connects, serves the plugins of `origin` (following it as they change) until SIGTERM or Ctrl-C.
+/// Connects (rate-limited by `limits`), serves the plugins of `origin` (following it as they
+/// change) until SIGTERM or Ctrl-C.
 pub async fn run(
     origin: &Origin,
     kubeconfig: Option<&Path>,
+    limits: ClientLimits,
     engine: EngineConfig,
     config: ManagerConfig,
 ) -> Result<(), RunError> {
-    let client = client(kubeconfig).await?;
+    let client = client(kubeconfig, limits).await?;
+    tracing::info!(%limits, "API client limit (shared fairly between plugins)");
     let (Origin::Directory(dir) | Origin::Cluster(dir)) = origin;
     let engine = Engine::new(engine).map_err(|source| RunError::Load {
         path: dir.clone(),

@@ -28,6 +28,7 @@ mod leader_failover;
 mod leader_fence;
 mod metacontroller_example;
 mod no_takeover_in_the_race_window;
+mod no_write_loses_a_race;
 mod other_languages;
 mod plugin_resource;
 mod refused_answers_write_nothing;

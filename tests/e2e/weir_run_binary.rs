@@ -1,4 +1,5 @@
-//! The `weir run --plugins DIR --kubeconfig PATH` binary reconciles a Blog and stops cleanly on SIGTERM.
+//! The `weir run --plugins DIR --kubeconfig PATH` binary reconciles a Blog, shows where its plugin
+//! memory goes on `/metrics`, and stops cleanly on SIGTERM.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -29,12 +30,14 @@ async fn weir_run_reconciles_a_blog_and_exits_on_sigterm() -> anyhow::Result<()>
         dir.join("plugins/blog.wasm"),
     )?;
     emulator.write_kubeconfig(&dir.join("kubeconfig"))?;
+    // A port free a moment ago, for `/metrics`.
+    let listen = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
 
     let mut child = Command::new(&weir)
         .args([
             "run",
             "--listen",
-            "127.0.0.1:0",
+            &listen.to_string(),
             "--resync-secs",
             "5",
             "--plugins",
@@ -52,6 +55,7 @@ async fn weir_run_reconciles_a_blog_and_exits_on_sigterm() -> anyhow::Result<()>
     )
     .await?;
     let ready = wait_ready(&env.api(&kinds::blog()), "cli-blog").await;
+    let metrics = tokio::task::spawn_blocking(move || metrics(listen)).await?;
 
     let term = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -73,5 +77,36 @@ async fn weir_run_reconciles_a_blog_and_exits_on_sigterm() -> anyhow::Result<()>
     let status =
         exited.ok_or_else(|| anyhow::anyhow!("weir run did not exit within 5 s of SIGTERM"))?;
     assert!(status.success(), "weir run exited with {status}");
+    let metrics = metrics?;
+    let code = gauge(&metrics, "weir_plugin_code_bytes{plugin=\"blog\"}");
+    assert!(
+        code.is_some_and(|bytes| bytes > 10_000.0),
+        "the Blog plugin's compiled code is counted: {code:?}"
+    );
+    assert!(
+        gauge(&metrics, "weir_plugin_pool_resident_bytes").is_some(),
+        "the instance pool's resident bytes are shown:\n{metrics}"
+    );
     Ok(())
+}
+
+/// The body of `GET /metrics` from the host's operations server.
+fn metrics(addr: std::net::SocketAddr) -> anyhow::Result<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr)?;
+    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response)?;
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| anyhow::anyhow!("not an HTTP response: {response}"))?;
+    anyhow::ensure!(head.contains(" 200 "), "GET /metrics: {head}");
+    Ok(body.to_owned())
+}
+
+/// The value of the sample `name` (with its labels) in a text exposition.
+fn gauge(metrics: &str, name: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
 }

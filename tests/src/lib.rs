@@ -167,7 +167,14 @@ impl TestEnv {
             .with(plugin_log::layer())
             .try_init();
         let (client, emulator) = match std::env::var_os("KUBECONFIG") {
-            Some(path) => (weir::run::client(Some(Path::new(&path))).await?, None),
+            Some(path) => (
+                weir::run::client(
+                    Some(Path::new(&path)),
+                    weir::client::ClientLimits::default(),
+                )
+                .await?,
+                None,
+            ),
             None => {
                 let config = EmulatorConfig {
                     workloads: Some(WorkloadSimulation {

@@ -154,6 +154,11 @@ impl Manager {
         let mut metrics = Metrics::new();
         let hotload_metrics = HotloadMetrics::default();
         hotload_metrics.register(metrics.registry_mut());
+        if let PluginSource::Directory { engine, .. } | PluginSource::Cluster { engine, .. } =
+            &source
+        {
+            metrics.plugin_memory(engine);
+        }
         let metrics = Arc::new(metrics);
         let admission = Admission::new(client.clone(), config.policy.clone());
         let leadership = match &config.leader {

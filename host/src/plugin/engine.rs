@@ -5,7 +5,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
@@ -15,6 +15,7 @@ use wasmtime::component::{Component, Linker};
 use super::bindings::{v1, v2};
 use super::guest::Pre;
 use super::limits::Limits;
+use super::memory::Ledger;
 use super::precompiled::Precompiled;
 use super::sandbox::Plugin;
 use super::store::State;
@@ -139,6 +140,11 @@ struct Inner {
     stop_ticker: Arc<AtomicBool>,
     /// Drives the timers of calls (their deadlines, a guest's WASI sleeps).
     timers: &'static tokio::runtime::Runtime,
+    /// Held while a component compiles: one compile at a time, so that several plugins loading
+    /// at once (a host starting with an empty cache) do not add their compilers' peaks up.
+    compiling: Mutex<()>,
+    /// The plugins loaded and the code each keeps (`/metrics`).
+    ledger: Ledger,
 }
 
 impl std::fmt::Debug for Engine {
@@ -175,7 +181,12 @@ impl Engine {
                 .table_keep_resident(POOL_KEEP_RESIDENT)
                 .pagemap_scan(wasmtime::Enabled::Auto)
                 // CPython's function table alone exceeds the default 20 000.
-                .table_elements(POOL_TABLE_ELEMENTS);
+                .table_elements(POOL_TABLE_ELEMENTS)
+                // A freed slot is reused (least recently used first) before a fresh one is
+                // touched, even if it last held another plugin: the slots that ever keep memory
+                // resident are as many as the calls that ran at once, not a warm slot per
+                // plugin (wasmtime keeps up to 100 by default).
+                .max_unused_warm_slots(0);
             wasm.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
         }
         let engine = wasmtime::Engine::new(&wasm).map_err(|e| engine_err(format!("{e:#}")))?;
@@ -236,6 +247,8 @@ impl Engine {
                 tick,
                 stop_ticker,
                 timers,
+                compiling: Mutex::new(()),
+                ledger: Ledger::default(),
             }),
         })
     }
@@ -294,7 +307,9 @@ impl Engine {
     }
 
     /// The compiled component: mapped from the precompiled cache, or compiled
-    /// from `bytes()` (and stored there).
+    /// from `bytes()` one at a time, stored there and mapped back from it, so that
+    /// its code is a shared, reclaimable file mapping rather than the compiler's
+    /// private copy.
     fn component<'b>(
         &self,
         path: &str,
@@ -306,15 +321,25 @@ impl Engine {
         if let Some(component) = cache.and_then(|c| c.lookup(engine, sha256)) {
             return Ok(component);
         }
+        let _one_at_a_time = self
+            .inner
+            .compiling
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // Another load of the same component may have compiled it while this one waited.
+        if let Some(component) = cache.and_then(|c| c.lookup(engine, sha256)) {
+            return Ok(component);
+        }
         let component =
             Component::from_binary(engine, &bytes()?).map_err(|e| LoadError::Compile {
                 path: path.to_owned(),
                 source: e.into(),
             })?;
-        if let Some(cache) = cache {
-            cache.store(sha256, &component);
-        }
-        Ok(component)
+        let Some(cache) = cache else {
+            return Ok(component);
+        };
+        cache.store(sha256, &component);
+        Ok(cache.lookup(engine, sha256).unwrap_or(component))
     }
 
     /// Finds the component's contract, links it once with that version's linker.
@@ -340,11 +365,33 @@ impl Engine {
             .instantiate_pre(component)
             .map_err(|e| wrong(format!("{e:#}")))?;
         let pre = Pre::new(contract, pre).map_err(|e| wrong(format!("{e:#}")))?;
-        Plugin::new(self.clone(), pre, sha256, limits, path)
+        let image = component.image_range();
+        let code_bytes = (image.end.addr() - image.start.addr()) as u64;
+        Plugin::new(self.clone(), pre, (sha256, code_bytes), limits, path)
     }
 
     pub(super) fn wasmtime(&self) -> &wasmtime::Engine {
         &self.inner.engine
+    }
+
+    pub(super) fn ledger(&self) -> &Ledger {
+        &self.inner.ledger
+    }
+
+    /// Compiled code bytes of the loaded plugins, per plugin name.
+    pub fn code_bytes(&self) -> std::collections::BTreeMap<String, u64> {
+        self.inner.ledger.code_bytes()
+    }
+
+    /// Bytes the instance pool keeps resident in slots no call is using (0 without pooling).
+    pub fn pool_resident_bytes(&self) -> u64 {
+        self.inner
+            .engine
+            .pooling_allocator_metrics()
+            .map_or(0, |m| {
+                let stacks = m.unused_stack_bytes_resident().unwrap_or(0);
+                (m.unused_memory_bytes_resident() + m.unused_table_bytes_resident() + stacks) as u64
+            })
     }
 
     /// Runs a call's future on the current thread until it ends or `timeout`

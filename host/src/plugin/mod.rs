@@ -18,6 +18,7 @@ mod engine;
 mod guest;
 mod limits;
 mod log;
+mod memory;
 mod precompiled;
 mod response;
 mod reused;
@@ -31,6 +32,7 @@ mod types;
 
 pub use engine::{CONTRACT_VERSION, Engine, EngineConfig, LoadError, VERSION_LINE};
 pub use limits::Limits;
+pub use memory::MemoryGauges;
 pub use reused::ReusedInstance;
 pub use sandbox::{CallError, Plugin};
 pub use selection::{LabelRequirement, LabelSelector, Selection, Selector, SelectorOperator};

@@ -139,6 +139,8 @@ struct Inner {
     label: String,
     /// The log-line rate all calls of this plugin share.
     log_rate: Arc<Mutex<LogRate>>,
+    /// Counts the plugin in its engine's ledger while it lives (`/metrics`).
+    _counted: Arc<()>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -155,7 +157,7 @@ impl Plugin {
     pub(super) fn new(
         engine: Engine,
         pre: Pre,
-        sha256: String,
+        (sha256, code_bytes): (String, u64),
         limits: Limits,
         path: String,
     ) -> Result<Plugin, LoadError> {
@@ -176,8 +178,10 @@ impl Plugin {
             .map_err(|e| describe_err(e.to_string()))?;
         check_info(&info).map_err(describe_err)?;
         let label = format!("{}@{}", info.name, info.version);
+        let counted = engine.ledger().count(&info.name, &sha256, code_bytes);
         Ok(Plugin {
             inner: Arc::new(Inner {
+                _counted: counted,
                 engine,
                 pre,
                 info,

@@ -17,6 +17,7 @@ mod candidate;
 pub mod echoes;
 pub mod error;
 pub mod failed;
+pub mod finalizer;
 pub mod invoke;
 pub mod queue;
 pub mod redact;
@@ -173,15 +174,18 @@ impl Parts {
         let mut subscriptions = children;
         subscriptions.extend(related_subscriptions);
         subscriptions.push(parent);
+        // The plugin's writes are its own flow of the host's client: they take turns with the
+        // other plugins' when the host's rate limit binds.
+        let client = crate::client::for_plugin(&self.client, &info.name);
         Binding {
             applier: Applier::new(
-                self.client.clone(),
+                client.clone(),
                 &info.name,
                 self.metrics.clone(),
                 self.echoes.clone(),
             ),
             parents: ParentWriter::new(
-                self.client.clone(),
+                client,
                 info.parent.clone(),
                 &info.name,
                 &self.config.instance,
@@ -536,14 +540,17 @@ impl Controller {
         let Some(finalizer) = b.info().finalizer.as_ref() else {
             return Ok(parent);
         };
-        let mut finalizers = parent.metadata.finalizers.clone().unwrap_or_default();
-        if finalizers.contains(finalizer) {
+        let finalizers = b.parents.finalizers();
+        let present = parent.metadata.finalizers.as_deref().unwrap_or_default();
+        if present.contains(finalizer) {
+            finalizers.seen(parent.metadata.uid.as_deref().unwrap_or_default());
             return Ok(parent);
         }
-        finalizers.push(finalizer.clone());
-        Ok(Arc::new(
-            b.parents.set_finalizers(&parent, finalizers).await?,
-        ))
+        // `None`: the host added it moments ago and the cache has not caught up.
+        Ok(finalizers
+            .add(&parent, finalizer)
+            .await?
+            .map_or(parent, Arc::new))
     }
 
     /// The parent is being deleted: run the plugin's cleanup, then release the finalizer.
@@ -569,8 +576,7 @@ impl Controller {
         {
             FinalizeResponse::AgainAfter(d) => Ok(Finish::After(d)),
             FinalizeResponse::Complete => {
-                let rest = finalizers.into_iter().filter(|f| *f != finalizer).collect();
-                b.parents.set_finalizers(parent, rest).await?;
+                b.parents.finalizers().remove(parent, &finalizer).await?;
                 Ok(Finish::Done)
             }
         }

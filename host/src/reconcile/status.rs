@@ -13,6 +13,7 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{Map, Value, json};
 
 use super::echoes::Echoes;
+use super::finalizer::Finalizers;
 use crate::chain::Chain;
 use crate::metrics::Metrics;
 use crate::plugin::ResourceKind;
@@ -187,7 +188,7 @@ pub fn merge_diff(live: Option<&Value>, desired: &Value) -> Option<Value> {
     }
 }
 
-/// Writes to one plugin's parents: status, finalizer, Events.
+/// Writes to one plugin's parents: status, Events, and (through [`Finalizers`]) the finalizer.
 pub struct ParentWriter {
     client: Client,
     kind: ResourceKind,
@@ -195,6 +196,7 @@ pub struct ParentWriter {
     metrics: Arc<Metrics>,
     echoes: Arc<Echoes>,
     recorder: Recorder,
+    finalizers: Finalizers,
 }
 
 impl ParentWriter {
@@ -212,7 +214,15 @@ impl ParentWriter {
             instance: Some(instance.to_owned()),
         };
         let recorder = Recorder::new(client.clone(), reporter);
+        let finalizers = Finalizers::new(
+            client.clone(),
+            kind.clone(),
+            plugin,
+            metrics.clone(),
+            echoes.clone(),
+        );
         Self {
+            finalizers,
             client,
             kind,
             plugin: plugin.to_owned(),
@@ -278,27 +288,9 @@ impl ParentWriter {
         Ok(true)
     }
 
-    /// Sets the parent's finalizers to `finalizers`, conditional on its resourceVersion.
-    /// Returns the parent as written.
-    pub async fn set_finalizers(
-        &self,
-        parent: &DynamicObject,
-        finalizers: Vec<String>,
-    ) -> Result<DynamicObject, StatusError> {
-        let name = parent.metadata.name.clone().unwrap_or_default();
-        let patch = json!({"metadata": {"finalizers": finalizers, "resourceVersion": parent.metadata.resource_version}});
-        self.metrics.wrote(&self.plugin, "patch", &self.kind.plural);
-        let written = self
-            .api(parent)
-            .patch(&name, &PatchParams::default(), &Patch::Merge(patch))
-            .await
-            .map_err(|source| StatusError::Finalizer {
-                kind: self.kind.kind.clone(),
-                name: Self::name(parent),
-                source,
-            })?;
-        self.echoes.wrote(&self.kind.kind, &written);
-        Ok(written)
+    /// The writer of the plugin's finalizer on these parents.
+    pub fn finalizers(&self) -> &Finalizers {
+        &self.finalizers
     }
 
     /// Publishes an Event on the parent; a failure is logged, never fatal.

@@ -438,6 +438,11 @@ async fn bench(cli: Cli) -> Result<()> {
         };
         push(&mut rows, &mut pairs, w, t);
     }
+    println!(
+        "client limits: weir run {} (its default, shared fairly between plugins); \
+         native twin: none (a plain kube-rs client)",
+        weir::client::ClientLimits::default()
+    );
     print(&rows);
     if !pairs.is_empty() {
         let pairs: Vec<(&Row, &Row)> = pairs.iter().map(|&(a, b)| (&rows[a], &rows[b])).collect();
@@ -463,7 +468,15 @@ async fn main() -> Result<()> {
                 .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
                 .with_writer(std::io::stderr)
                 .try_init();
-            let client = weir::run::client(Some(&kubeconfig)).await?;
+            // A plain kube client, as a careful kube-rs user builds it: kube-rs has no
+            // client-side rate limit (the API server's own fairness and 429s pace it).
+            let kc = kube::config::Kubeconfig::read_from(&kubeconfig)?;
+            let config = kube::Config::from_custom_kubeconfig(
+                kc,
+                &kube::config::KubeConfigOptions::default(),
+            )
+            .await?;
+            let client = kube::Client::try_from(config)?;
             println!("STARTED");
             let resync = Duration::from_secs(RESYNC_SECS);
             weir_e2e::native_twin::run(client, namespace.as_deref(), WORKERS as u16, resync).await;

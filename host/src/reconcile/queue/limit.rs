@@ -86,17 +86,36 @@ impl TokenBucket {
     /// Takes a token at `now`; returns how long the caller must wait for it (zero if one was free).
     /// Tokens go negative, so callers beyond the burst queue up one `1/qps` apart.
     pub fn take(&mut self, now: Instant) -> Duration {
-        let elapsed = self
-            .refilled
-            .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
-        self.refilled = Some(now);
-        self.tokens = (self.tokens + elapsed * self.qps).min(f64::from(self.burst));
+        self.refill(now);
         self.tokens -= 1.0;
         if self.tokens >= 0.0 || self.qps <= 0.0 {
             Duration::ZERO
         } else {
             Duration::from_secs_f64(-self.tokens / self.qps)
         }
+    }
+
+    /// Takes a token at `now` if one is free; otherwise takes nothing and says how long until
+    /// one is. A bucket with no rate (`qps` ≤ 0) never runs out.
+    pub fn try_take(&mut self, now: Instant) -> Result<(), Duration> {
+        if self.qps <= 0.0 {
+            return Ok(());
+        }
+        self.refill(now);
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            Ok(())
+        } else {
+            Err(Duration::from_secs_f64((1.0 - self.tokens) / self.qps))
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let elapsed = self
+            .refilled
+            .map_or(0.0, |t| now.saturating_duration_since(t).as_secs_f64());
+        self.refilled = Some(now);
+        self.tokens = (self.tokens + elapsed * self.qps).min(f64::from(self.burst));
     }
 }
 
