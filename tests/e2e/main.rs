@@ -30,6 +30,7 @@ mod metacontroller_example;
 mod no_takeover_in_the_race_window;
 mod other_languages;
 mod plugin_resource;
+mod plugins_are_given_the_cached_json;
 mod refused_answers_write_nothing;
 mod related_objects;
 mod restart_converges;

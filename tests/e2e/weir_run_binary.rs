@@ -1,4 +1,5 @@
-//! The `weir run --plugins DIR --kubeconfig PATH` binary reconciles a Blog and stops cleanly on SIGTERM.
+//! The `weir run --plugins DIR --kubeconfig PATH` binary reconciles a Blog, shows where its
+//! memory goes on `/metrics`, and stops cleanly on SIGTERM.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -29,12 +30,14 @@ async fn weir_run_reconciles_a_blog_and_exits_on_sigterm() -> anyhow::Result<()>
         dir.join("plugins/blog.wasm"),
     )?;
     emulator.write_kubeconfig(&dir.join("kubeconfig"))?;
+    // A port free now, for the ops server (`/metrics`).
+    let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
 
     let mut child = Command::new(&weir)
         .args([
             "run",
             "--listen",
-            "127.0.0.1:0",
+            &ops.to_string(),
             "--resync-secs",
             "5",
             "--plugins",
@@ -52,6 +55,11 @@ async fn weir_run_reconciles_a_blog_and_exits_on_sigterm() -> anyhow::Result<()>
     )
     .await?;
     let ready = wait_ready(&env.api(&kinds::blog()), "cli-blog").await;
+    let metrics = if ready.is_ok() {
+        Some(get(ops, "/metrics").await)
+    } else {
+        None
+    };
 
     let term = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -70,8 +78,54 @@ async fn weir_run_reconciles_a_blog_and_exits_on_sigterm() -> anyhow::Result<()>
     }
     let _ = std::fs::remove_dir_all(&dir);
     ready?;
+    if let Some(metrics) = metrics {
+        cache_gauges_are_shown(&metrics?);
+    }
     let status =
         exited.ok_or_else(|| anyhow::anyhow!("weir run did not exit within 5 s of SIGTERM"))?;
     assert!(status.success(), "weir run exited with {status}");
     Ok(())
+}
+
+/// The body of `GET path` from the ops server at `addr` (HTTP/1.0: the answer ends the stream).
+async fn get(addr: std::net::SocketAddr, path: &str) -> anyhow::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await?;
+    Ok(answer)
+}
+
+/// The value of the sample `name{labels}` in a metrics text.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+}
+
+/// One Blog with its ConfigMap, Deployment and Service: the cache shows each kind's objects
+/// and bytes, the owner index its children, and the queue its length.
+fn cache_gauges_are_shown(text: &str) {
+    let kind = |group: &str, kind: &str| format!(r#"{{group="{group}",kind="{kind}"}}"#);
+    assert_eq!(
+        sample(
+            text,
+            &format!("weir_cached_objects{}", kind("weir.dev", "Blog"))
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    for (group, k) in [("", "ConfigMap"), ("apps", "Deployment"), ("", "Service")] {
+        let objects = sample(text, &format!("weir_cached_objects{}", kind(group, k)));
+        assert!(objects.is_some_and(|n| n >= 1.0), "{k} objects: {text}");
+        let bytes = sample(text, &format!("weir_cached_bytes{}", kind(group, k)));
+        assert!(bytes.is_some_and(|b| b > 200.0), "{k} bytes: {text}");
+    }
+    let owner = format!(r#"weir_index_entries{{group="",kind="ConfigMap",index="owner"}}"#);
+    assert!(sample(text, &owner).is_some_and(|n| n >= 1.0), "{text}");
+    assert!(
+        sample(text, r#"weir_queue_depth{plugin="blog"}"#).is_some(),
+        "the work queue's length: {text}"
+    );
 }
