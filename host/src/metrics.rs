@@ -50,6 +50,45 @@ pub struct RolloutLabels {
     pub kind: String,
 }
 
+/// Labels of the cache gauges: the kind a store holds.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    /// API group (empty for the core group).
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+}
+
+/// Labels of the index gauge.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct IndexLabels {
+    /// API group of the indexed kind (empty for the core group).
+    pub group: String,
+    /// The indexed kind.
+    pub kind: String,
+    /// `owner`, `labels` (the stores') or `related` (the plugins' related-object indexes).
+    pub index: String,
+}
+
+/// The gauges one store adds its size to (several stores of a kind may overlap for a moment).
+#[derive(Clone, Debug)]
+pub struct StoreGauges {
+    objects: Gauge,
+    bytes: Gauge,
+    owner: Gauge,
+    labels: Gauge,
+}
+
+impl StoreGauges {
+    /// Adds `now - before` (objects, bytes, owner and label index entries).
+    pub fn add(&self, now: [i64; 4], before: [i64; 4]) {
+        let gauges = [&self.objects, &self.bytes, &self.owner, &self.labels];
+        for ((gauge, now), before) in gauges.into_iter().zip(now).zip(before) {
+            gauge.inc_by(now - before);
+        }
+    }
+}
+
 fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.000_05, 2.0, 20))
 }
@@ -68,6 +107,9 @@ pub struct Metrics {
     shadow_compared: Family<PluginLabels, Counter>,
     shadow_diffs: Family<RolloutLabels, Counter>,
     candidate_failures: Family<RolloutLabels, Counter>,
+    cached_objects: Family<KindLabels, Gauge>,
+    cached_bytes: Family<KindLabels, Gauge>,
+    index_entries: Family<IndexLabels, Gauge>,
     writes_total: AtomicU64,
     reconciles_total: AtomicU64,
 }
@@ -95,6 +137,7 @@ impl Metrics {
         let shadow_compared = Family::default();
         let shadow_diffs = Family::default();
         let candidate_failures = Family::default();
+        let (cached_objects, cached_bytes, index_entries) = Self::cache_gauges(&mut registry);
         registry.register(
             "rollout_compared",
             "Reconciles whose serving and candidate answers were compared",
@@ -163,9 +206,64 @@ impl Metrics {
             shadow_compared,
             shadow_diffs,
             candidate_failures,
+            cached_objects,
+            cached_bytes,
+            index_entries,
             writes_total: AtomicU64::new(0),
             reconciles_total: AtomicU64::new(0),
         }
+    }
+
+    /// The cache's gauges: objects and bytes per kind, index entries per kind and index.
+    fn cache_gauges(
+        registry: &mut Registry,
+    ) -> (
+        Family<KindLabels, Gauge>,
+        Family<KindLabels, Gauge>,
+        Family<IndexLabels, Gauge>,
+    ) {
+        let (objects, bytes, entries) = Default::default();
+        registry.register(
+            "cached_objects",
+            "Objects in the host's cache, by kind",
+            Family::clone(&objects),
+        );
+        registry.register(
+            "cached_bytes",
+            "Heap bytes of the objects in the host's cache (JSON and header), by kind",
+            Family::clone(&bytes),
+        );
+        registry.register(
+            "index_entries",
+            "Entries of the cache's indexes, by kind and index",
+            Family::clone(&entries),
+        );
+        (objects, bytes, entries)
+    }
+
+    /// The gauges the store of `group`/`kind` adds its size to.
+    pub fn store_gauges(&self, group: &str, kind: &str) -> StoreGauges {
+        let labels = KindLabels {
+            group: group.into(),
+            kind: kind.into(),
+        };
+        StoreGauges {
+            objects: self.cached_objects.get_or_create(&labels).clone(),
+            bytes: self.cached_bytes.get_or_create(&labels).clone(),
+            owner: self.index_entries(group, kind, "owner"),
+            labels: self.index_entries(group, kind, "labels"),
+        }
+    }
+
+    /// The gauge of `index`'s entries for `group`/`kind` (shared by all who add to it).
+    pub fn index_entries(&self, group: &str, kind: &str, index: &str) -> Gauge {
+        self.index_entries
+            .get_or_create(&IndexLabels {
+                group: group.into(),
+                kind: kind.into(),
+                index: index.into(),
+            })
+            .clone()
     }
 
     fn plugin(plugin: &str) -> PluginLabels {

@@ -31,6 +31,7 @@ mod no_takeover_in_the_race_window;
 mod no_write_loses_a_race;
 mod other_languages;
 mod plugin_resource;
+mod plugins_are_given_the_cached_json;
 mod refused_answers_write_nothing;
 mod related_objects;
 mod restart_converges;

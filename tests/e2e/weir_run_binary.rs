@@ -1,4 +1,4 @@
-//! The `weir run --plugins DIR --kubeconfig PATH` binary reconciles a Blog, shows where its plugin
+//! The `weir run --plugins DIR --kubeconfig PATH` binary reconciles a Blog, shows where its
 //! memory goes on `/metrics`, and stops cleanly on SIGTERM.
 
 use std::path::Path;
@@ -30,14 +30,14 @@ async fn weir_run_reconciles_a_blog_and_exits_on_sigterm() -> anyhow::Result<()>
         dir.join("plugins/blog.wasm"),
     )?;
     emulator.write_kubeconfig(&dir.join("kubeconfig"))?;
-    // A port free a moment ago, for `/metrics`.
-    let listen = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    // A port free now, for the ops server (`/metrics`).
+    let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
 
     let mut child = Command::new(&weir)
         .args([
             "run",
             "--listen",
-            &listen.to_string(),
+            &ops.to_string(),
             "--resync-secs",
             "5",
             "--plugins",
@@ -55,7 +55,11 @@ async fn weir_run_reconciles_a_blog_and_exits_on_sigterm() -> anyhow::Result<()>
     )
     .await?;
     let ready = wait_ready(&env.api(&kinds::blog()), "cli-blog").await;
-    let metrics = tokio::task::spawn_blocking(move || metrics(listen)).await?;
+    let metrics = if ready.is_ok() {
+        Some(get(ops, "/metrics").await)
+    } else {
+        None
+    };
 
     let term = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -74,39 +78,64 @@ async fn weir_run_reconciles_a_blog_and_exits_on_sigterm() -> anyhow::Result<()>
     }
     let _ = std::fs::remove_dir_all(&dir);
     ready?;
+    if let Some(metrics) = metrics {
+        memory_gauges_are_shown(&metrics?);
+    }
     let status =
         exited.ok_or_else(|| anyhow::anyhow!("weir run did not exit within 5 s of SIGTERM"))?;
     assert!(status.success(), "weir run exited with {status}");
-    let metrics = metrics?;
-    let code = gauge(&metrics, "weir_plugin_code_bytes{plugin=\"blog\"}");
+    Ok(())
+}
+
+/// The body of `GET path` from the ops server at `addr` (HTTP/1.0: the answer ends the stream).
+async fn get(addr: std::net::SocketAddr, path: &str) -> anyhow::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await?;
+    Ok(answer)
+}
+
+/// The value of the sample `name{labels}` in a metrics text.
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+}
+
+/// One Blog with its ConfigMap, Deployment and Service: the cache shows each kind's objects
+/// and bytes, the owner index its children, the queue its length, and the plugin its compiled
+/// code and instance pool.
+fn memory_gauges_are_shown(text: &str) {
+    let kind = |group: &str, kind: &str| format!(r#"{{group="{group}",kind="{kind}"}}"#);
+    assert_eq!(
+        sample(
+            text,
+            &format!("weir_cached_objects{}", kind("weir.dev", "Blog"))
+        ),
+        Some(1.0),
+        "{text}"
+    );
+    for (group, k) in [("", "ConfigMap"), ("apps", "Deployment"), ("", "Service")] {
+        let objects = sample(text, &format!("weir_cached_objects{}", kind(group, k)));
+        assert!(objects.is_some_and(|n| n >= 1.0), "{k} objects: {text}");
+        let bytes = sample(text, &format!("weir_cached_bytes{}", kind(group, k)));
+        assert!(bytes.is_some_and(|b| b > 200.0), "{k} bytes: {text}");
+    }
+    let owner = format!(r#"weir_index_entries{{group="",kind="ConfigMap",index="owner"}}"#);
+    assert!(sample(text, &owner).is_some_and(|n| n >= 1.0), "{text}");
+    assert!(
+        sample(text, r#"weir_queue_depth{plugin="blog"}"#).is_some(),
+        "the work queue's length: {text}"
+    );
+    let code = sample(text, r#"weir_plugin_code_bytes{plugin="blog"}"#);
     assert!(
         code.is_some_and(|bytes| bytes > 10_000.0),
         "the Blog plugin's compiled code is counted: {code:?}"
     );
     assert!(
-        gauge(&metrics, "weir_plugin_pool_resident_bytes").is_some(),
-        "the instance pool's resident bytes are shown:\n{metrics}"
+        sample(text, "weir_plugin_pool_resident_bytes").is_some(),
+        "the instance pool's resident bytes are shown:\n{text}"
     );
-    Ok(())
-}
-
-/// The body of `GET /metrics` from the host's operations server.
-fn metrics(addr: std::net::SocketAddr) -> anyhow::Result<String> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr)?;
-    write!(stream, "GET /metrics HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response)?;
-    let (head, body) = response
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| anyhow::anyhow!("not an HTTP response: {response}"))?;
-    anyhow::ensure!(head.contains(" 200 "), "GET /metrics: {head}");
-    Ok(body.to_owned())
-}
-
-/// The value of the sample `name` (with its labels) in a text exposition.
-fn gauge(metrics: &str, name: &str) -> Option<f64> {
-    metrics
-        .lines()
-        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
 }

@@ -240,7 +240,11 @@ impl Manager {
                 (rx, source.catalog(), Some(Running::Cluster(source)))
             }
         };
-        let informers = Informers::new(client.clone(), config.controller.namespace.clone());
+        let informers = Informers::new(
+            client.clone(),
+            config.controller.namespace.clone(),
+            metrics.clone(),
+        );
         // The controllers' writes stop at the step-down moment, checked at each write.
         let writer = match &leadership {
             Some(l) => crate::fence::fenced(client.clone(), l.fence()),

@@ -69,14 +69,20 @@ pub enum SelectorOperator {
 impl LabelSelector {
     /// Whether an object with `labels` is selected.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.matches_with(|k| labels.get(k).map(String::as_str))
+    }
+
+    /// Whether an object whose label `k` has the value `label(k)` is selected.
+    pub fn matches_with<'a>(&self, label: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.match_labels
             .iter()
-            .all(|(k, v)| labels.get(k) == Some(v))
+            .all(|(k, v)| label(k) == Some(v.as_str()))
             && self.match_expressions.iter().all(|r| {
-                let value = labels.get(&r.key);
+                let value = label(&r.key);
+                let listed = |v: &str| r.values.iter().any(|x| x == v);
                 match r.operator {
-                    SelectorOperator::In => value.is_some_and(|v| r.values.contains(v)),
-                    SelectorOperator::NotIn => value.is_none_or(|v| !r.values.contains(v)),
+                    SelectorOperator::In => value.is_some_and(listed),
+                    SelectorOperator::NotIn => value.is_none_or(|v| !listed(v)),
                     SelectorOperator::Exists => value.is_some(),
                     SelectorOperator::DoesNotExist => value.is_none(),
                 }

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 
-use super::cache::{controller_uid, key_of};
+use super::cache::{CachedObject, controller_uid};
 use super::echoes::Echoes;
 use super::queue::ObjectKey;
 use super::upgrade;
@@ -302,7 +302,7 @@ impl Applier {
     pub async fn prune(
         &self,
         desired: &[DesiredChild],
-        observed: &[Arc<DynamicObject>],
+        observed: &[Arc<CachedObject>],
         declared: &[crate::plugin::ResourceKind],
     ) -> Result<Vec<Change>, ApplyError> {
         let wanted: HashSet<(String, String, ObjectKey)> = desired
@@ -311,9 +311,9 @@ impl Applier {
             .collect();
         let mut changes = Vec::new();
         for obj in observed {
-            let Some(types) = &obj.types else { continue };
-            let key = key_of(obj);
-            if obj.metadata.deletion_timestamp.is_some()
+            let types = obj.types();
+            let key = obj.key().clone();
+            if obj.is_deleting()
                 || wanted.contains(&(types.api_version.clone(), types.kind.clone(), key.clone()))
             {
                 continue;
@@ -329,7 +329,7 @@ impl Applier {
                 Api::namespaced_with(self.client.clone(), ns, &kind.api_resource());
             let params = DeleteParams {
                 preconditions: Some(Preconditions {
-                    uid: obj.metadata.uid.clone(),
+                    uid: obj.uid().map(str::to_owned),
                     resource_version: None,
                 }),
                 ..DeleteParams::background()

@@ -11,6 +11,7 @@ use std::time::Duration;
 use kube::api::DynamicObject;
 use tokio::sync::watch;
 
+use super::cache::CachedObject;
 use super::invoke::{PluginError, Reconciler};
 use super::queue::{Cause, ObjectKey};
 use super::{Binding, Controller};
@@ -145,7 +146,7 @@ impl Controller {
             .cache
             .parents
             .get(key)
-            .and_then(|p| p.metadata.uid.clone())
+            .and_then(|p| p.uid().map(str::to_owned))
             .unwrap_or_default();
         if candidate.rollout.candidate_serves(&uid) {
             let applied = candidate.binding.clone();
@@ -171,16 +172,16 @@ impl Controller {
         &self,
         b: &Binding,
         shadow: Option<&Shadow>,
-        (key, parent): (&ObjectKey, &DynamicObject),
-        observed: &[Arc<DynamicObject>],
-        related: &[Arc<DynamicObject>],
+        (key, parent, cached): (&ObjectKey, &DynamicObject, &CachedObject),
+        observed: &[Arc<CachedObject>],
+        related: &[Arc<CachedObject>],
     ) -> Result<ReconcileResponse, PluginError> {
         let Some(shadow) = shadow else {
-            return b.invoker.reconcile(parent, observed, related).await;
+            return b.invoker.reconcile(cached, observed, related).await;
         };
         let (applied, other) = tokio::join!(
-            b.invoker.reconcile(parent, observed, related),
-            shadow.other.invoker.reconcile(parent, observed, related),
+            b.invoker.reconcile(cached, observed, related),
+            shadow.other.invoker.reconcile(cached, observed, related),
         );
         let policy = &self.parts.config.validation;
         let normalise = |binding: &Binding, answer| {

@@ -26,7 +26,7 @@ use std::time::Duration;
 use kube::api::DynamicObject;
 use tokio::time::Instant;
 
-use super::cache::key_of;
+use super::cache::{CachedObject, key_of};
 use super::queue::{Cause, ObjectKey, Queue};
 
 /// How long a write waits for its echo; a later echo counts as an outside change.
@@ -128,7 +128,7 @@ impl Echoes {
         queue: &Arc<Queue>,
         parent: ObjectKey,
         kind: &str,
-        obj: &DynamicObject,
+        obj: &CachedObject,
         deleted: bool,
     ) -> Cause {
         self.observe(queue, parent, kind, obj, deleted, Instant::now())
@@ -162,18 +162,19 @@ impl Echoes {
         queue: &Arc<Queue>,
         parent: ObjectKey,
         kind: &str,
-        obj: &DynamicObject,
+        obj: &CachedObject,
         deleted: bool,
         now: Instant,
     ) -> Cause {
         let change = if deleted {
             Some(Change::Deleted)
         } else {
-            obj.metadata.resource_version.clone().map(Change::Version)
+            obj.resource_version()
+                .map(|rv| Change::Version(rv.to_owned()))
         };
         let mut st = self.lock();
         st.sweep(now);
-        let id = (kind.to_owned(), key_of(obj));
+        let id = (kind.to_owned(), obj.key().clone());
         let trail = st.objects.entry(id.clone()).or_default();
         let written = change
             .as_ref()
@@ -249,8 +250,12 @@ mod tests {
         queue
     }
 
+    fn cached(obj: &DynamicObject) -> CachedObject {
+        CachedObject::from_object(obj).unwrap_or_else(|e| panic!("{e}"))
+    }
+
     fn event(echoes: &Echoes, queue: &Arc<Queue>, obj: &DynamicObject) -> Cause {
-        echoes.enqueue(queue, parent(), "ConfigMap", obj, false)
+        echoes.enqueue(queue, parent(), "ConfigMap", &cached(obj), false)
     }
 
     #[test]
@@ -261,7 +266,7 @@ mod tests {
         assert_eq!(echoes.remembered(), 0, "consumed by its echo");
         assert_eq!(event(&echoes, &queue, &config_map("7")), Cause::Outside);
         assert_eq!(
-            echoes.enqueue(&queue, parent(), "Secret", &config_map("7"), false),
+            echoes.enqueue(&queue, parent(), "Secret", &cached(&config_map("7")), false),
             Cause::Outside,
             "per kind"
         );
@@ -321,7 +326,7 @@ mod tests {
         let obj = config_map("7");
         echoes.wrote("ConfigMap", &obj);
         echoes.deleted("ConfigMap", &key_of(&obj));
-        let cause = echoes.enqueue(&queue, parent(), "ConfigMap", &obj, true);
+        let cause = echoes.enqueue(&queue, parent(), "ConfigMap", &cached(&obj), true);
         assert_eq!(cause, Cause::Echo);
         assert_eq!(echoes.remembered(), 0);
     }
@@ -331,7 +336,13 @@ mod tests {
         let (echoes, queue) = (Echoes::default(), busy_queue());
         echoes.wrote("ConfigMap", &config_map("7"));
         event(&echoes, &queue, &config_map("6"));
-        let cause = echoes.enqueue(&queue, parent(), "ConfigMap", &config_map("9"), true);
+        let cause = echoes.enqueue(
+            &queue,
+            parent(),
+            "ConfigMap",
+            &cached(&config_map("9")),
+            true,
+        );
         assert_eq!(cause, Cause::Outside);
         assert_eq!(echoes.remembered(), 1, "only the unmatched delete");
         assert_eq!(event(&echoes, &queue, &config_map("7")), Cause::Outside);
@@ -347,7 +358,14 @@ mod tests {
             Change::Version("1".into()),
             t0,
         );
-        echoes.observe(&queue, parent(), "ConfigMap", &config_map("2"), false, t0);
+        echoes.observe(
+            &queue,
+            parent(),
+            "ConfigMap",
+            &cached(&config_map("2")),
+            false,
+            t0,
+        );
         assert_eq!(echoes.remembered(), 2);
         let later = t0 + EVENT_TTL;
         echoes.record(

@@ -9,8 +9,7 @@
 
 use std::sync::Arc;
 
-use kube::api::DynamicObject;
-
+use super::cache::CachedObject;
 use crate::plugin::{ErrorKind, PluginInfo, ReconcileResponse};
 
 /// How a reconcile failed.
@@ -39,11 +38,11 @@ pub struct FailedReconcile<'a> {
     /// The plugin.
     pub info: &'a PluginInfo,
     /// The parent, as cached.
-    pub parent: &'a DynamicObject,
+    pub parent: &'a CachedObject,
     /// The children the plugin saw (Secrets redacted).
-    pub observed: &'a [Arc<DynamicObject>],
+    pub observed: &'a [Arc<CachedObject>],
     /// The related objects the plugin saw (Secrets redacted); none when its selection failed.
-    pub related: &'a [Arc<DynamicObject>],
+    pub related: &'a [Arc<CachedObject>],
     /// How it failed.
     pub failed: Failed,
 }
@@ -59,9 +58,9 @@ pub trait FailureSink: Send + Sync + std::fmt::Debug {
 pub struct Given {
     /// The parent the plugin was called with (after the host added its finalizer); `None`
     /// before the call.
-    pub parent: Option<Arc<DynamicObject>>,
+    pub parent: Option<Arc<CachedObject>>,
     /// The children, Secrets redacted.
-    pub observed: Vec<Arc<DynamicObject>>,
+    pub observed: Vec<Arc<CachedObject>>,
     /// The selected related objects, Secrets redacted.
-    pub related: Vec<Arc<DynamicObject>>,
+    pub related: Vec<Arc<CachedObject>>,
 }

@@ -9,10 +9,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use kube::api::DynamicObject;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
+use super::cache::CachedObject;
 use crate::metrics::Metrics;
 use crate::plugin::{
     ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
@@ -151,9 +151,9 @@ pub struct Invoker {
     metrics: Arc<Metrics>,
 }
 
-fn to_json(obj: &DynamicObject) -> String {
-    // A DynamicObject is a JSON value already: serialising it cannot fail.
-    serde_json::to_string(obj).unwrap_or_default()
+/// The JSON of cached objects, as they are cached: the contract carries JSON text.
+fn texts(objects: &[Arc<CachedObject>]) -> Vec<String> {
+    objects.iter().map(|o| o.json().to_owned()).collect()
 }
 
 impl Invoker {
@@ -222,22 +222,22 @@ impl Invoker {
     }
 
     /// What the plugin wants to read for `parent` (its `select`).
-    pub async fn select(&self, parent: &DynamicObject) -> Result<Vec<Selection>, PluginError> {
-        let parent = to_json(parent);
+    pub async fn select(&self, parent: &CachedObject) -> Result<Vec<Selection>, PluginError> {
+        let parent = parent.json().to_owned();
         self.call(move |p| p.select(&parent)).await
     }
 
     /// The plugin's answer for `parent` with its observed `children` and selected `related` objects.
     pub async fn reconcile(
         &self,
-        parent: &DynamicObject,
-        children: &[Arc<DynamicObject>],
-        related: &[Arc<DynamicObject>],
+        parent: &CachedObject,
+        children: &[Arc<CachedObject>],
+        related: &[Arc<CachedObject>],
     ) -> Result<ReconcileResponse, PluginError> {
         let req = ReconcileRequest {
-            parent: to_json(parent),
-            children: children.iter().map(|c| to_json(c)).collect(),
-            related: related.iter().map(|c| to_json(c)).collect(),
+            parent: parent.json().to_owned(),
+            children: texts(children),
+            related: texts(related),
         };
         self.call(move |p| p.reconcile(&req)).await
     }
@@ -245,15 +245,15 @@ impl Invoker {
     /// One cleanup step for `parent`, which is being deleted.
     pub async fn finalize(
         &self,
-        parent: &DynamicObject,
-        children: &[Arc<DynamicObject>],
-        related: &[Arc<DynamicObject>],
+        parent: &CachedObject,
+        children: &[Arc<CachedObject>],
+        related: &[Arc<CachedObject>],
         finalizer: &str,
     ) -> Result<FinalizeResponse, PluginError> {
         let req = FinalizeRequest {
-            parent: to_json(parent),
-            children: children.iter().map(|c| to_json(c)).collect(),
-            related: related.iter().map(|c| to_json(c)).collect(),
+            parent: parent.json().to_owned(),
+            children: texts(children),
+            related: texts(related),
             finalizer: finalizer.to_owned(),
         };
         self.call(move |p| p.finalize(&req)).await
@@ -326,11 +326,12 @@ mod tests {
         }
     }
 
-    fn parent() -> DynamicObject {
-        serde_json::from_value(json!({
+    fn parent() -> CachedObject {
+        serde_json::from_value::<kube::api::DynamicObject>(json!({
             "apiVersion": "test.weir.dev/v1", "kind": "Parent",
             "metadata": {"name": "p", "namespace": "default"},
         }))
+        .and_then(|p| CachedObject::from_object(&p))
         .unwrap_or_else(|e| panic!("{e}"))
     }
 

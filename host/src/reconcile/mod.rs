@@ -18,6 +18,8 @@ pub mod echoes;
 pub mod error;
 pub mod failed;
 pub mod finalizer;
+#[cfg(test)]
+mod given_tests;
 pub mod invoke;
 pub mod queue;
 pub mod redact;
@@ -37,7 +39,7 @@ use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use self::apply::Applier;
-use self::cache::Cache;
+use self::cache::{Cache, CachedObject};
 use self::echoes::Echoes;
 use self::error::{Policy, ReconcileError, ResultLabel};
 use self::invoke::{Invoker, Reconciler};
@@ -154,6 +156,8 @@ impl Parts {
         for kind in &info.related {
             let index = Arc::new(KindIndex::counting(
                 self.metrics.related_enqueues(&info.name),
+                self.metrics
+                    .index_entries(&kind.group, &kind.kind, "related"),
             ));
             let subscription = self
                 .informers
@@ -346,17 +350,28 @@ impl Controller {
         let span = tracing::info_span!("reconcile", plugin = %info.name, version = %info.version, kind = %info.parent.kind, key = %key, attempt);
         async move {
             // ③ Read the parent from the cache, never the API. Deleted means done.
-            let Some(parent) = b.cache.parents.get(key) else {
+            let Some(cached) = b.cache.parents.get(key) else {
                 b.related.forget(key);
                 return (Finish::Done, ResultLabel::Gone);
             };
+            // Its status and finalizers are read and written: the parent is parsed.
+            let parent = match cached.decode() {
+                Ok(parent) => Arc::new(parent),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the cached parent does not decode");
+                    return (Finish::Done, ResultLabel::Error);
+                }
+            };
             let mut given = failed::Given::default();
             match self
-                .reconcile_parent(b, shadow, key, parent.clone(), &mut given)
+                .reconcile_parent(b, shadow, key, (parent.clone(), cached.clone()), &mut given)
                 .await
             {
                 Ok(finish) => (finish, ResultLabel::Success),
-                Err(e) => self.error_policy(b, key, &parent, &given, &e).await,
+                Err(e) => {
+                    self.error_policy(b, key, (&parent, &cached), &given, &e)
+                        .await
+                }
             }
         }
         .instrument(span)
@@ -370,28 +385,38 @@ impl Controller {
         b: &Binding,
         shadow: Option<&candidate::Shadow>,
         key: &ObjectKey,
-        parent: Arc<DynamicObject>,
+        (parent, cached): (Arc<DynamicObject>, Arc<CachedObject>),
         given: &mut failed::Given,
     ) -> Result<Finish, ReconcileError> {
         let info = b.info();
-        let uid = parent.metadata.uid.clone().unwrap_or_default();
-        let children = b.cache.children_of(&uid);
+        let children = b.cache.children_of(cached.uid().unwrap_or_default());
         // The plugin sees its Secrets without their data (a content hash instead).
-        given.observed = children.iter().map(redact::for_plugin).collect();
+        given.observed = children
+            .iter()
+            .filter_map(redact::cached_for_plugin)
+            .collect();
         // Watches: what the parent reads beyond its children, selected afresh each time.
-        given.related = self.select_related(b, key, &parent).await?;
+        given.related = self.select_related(b, key, &cached).await?;
         let (observed, related) = (&given.observed, &given.related);
 
         // Deletion: finalize, then let the API server's GC remove the children.
-        if parent.metadata.deletion_timestamp.is_some() {
-            return self.finalize(b, &parent, observed, related).await;
+        if cached.is_deleting() {
+            return self
+                .finalize(b, (&parent, &cached), observed, related)
+                .await;
         }
-        let parent = self.ensure_finalizer(b, parent).await?;
-        given.parent = Some(parent.clone());
+        let (parent, cached) = self.ensure_finalizer(b, parent, cached).await?;
+        given.parent = Some(cached.clone());
 
         // ④ Ask the plugin for the desired children and status (and a candidate beside it).
         let answer = self
-            .answer(b, shadow, (key, &parent), &given.observed, &given.related)
+            .answer(
+                b,
+                shadow,
+                (key, &parent, &cached),
+                &given.observed,
+                &given.related,
+            )
             .await
             .map_err(ReconcileError::Plugin)?;
 
@@ -473,7 +498,7 @@ impl Controller {
         &self,
         b: &Binding,
         key: &ObjectKey,
-        parent: &DynamicObject,
+        (parent, cached): (&DynamicObject, &CachedObject),
         given: &failed::Given,
         error: &ReconcileError,
     ) -> (Finish, ResultLabel) {
@@ -485,7 +510,7 @@ impl Controller {
         let activity = &self.parts.config.activity;
         activity.failed(b.info(), key, &policy, &message);
         if let Some(sink) = &self.parts.config.failures {
-            hand_on(b.info(), sink.as_ref(), parent, given, error);
+            hand_on(b.info(), sink.as_ref(), cached, given, error);
         }
         // A failure is neither busy nor an outside change for the hot-loop guard.
         self.parts.queue.guard(key, false);
@@ -514,8 +539,8 @@ impl Controller {
         &self,
         b: &Binding,
         key: &ObjectKey,
-        parent: &DynamicObject,
-    ) -> Result<Vec<Arc<DynamicObject>>, ReconcileError> {
+        parent: &CachedObject,
+    ) -> Result<Vec<Arc<CachedObject>>, ReconcileError> {
         if b.related.is_empty() {
             return Ok(Vec::new());
         }
@@ -536,30 +561,39 @@ impl Controller {
         &self,
         b: &Binding,
         parent: Arc<DynamicObject>,
-    ) -> Result<Arc<DynamicObject>, ReconcileError> {
+        cached: Arc<CachedObject>,
+    ) -> Result<(Arc<DynamicObject>, Arc<CachedObject>), ReconcileError> {
         let Some(finalizer) = b.info().finalizer.as_ref() else {
-            return Ok(parent);
+            return Ok((parent, cached));
         };
         let finalizers = b.parents.finalizers();
         let present = parent.metadata.finalizers.as_deref().unwrap_or_default();
         if present.contains(finalizer) {
             finalizers.seen(parent.metadata.uid.as_deref().unwrap_or_default());
-            return Ok(parent);
+            return Ok((parent, cached));
         }
         // `None`: the host added it moments ago and the cache has not caught up.
-        Ok(finalizers
-            .add(&parent, finalizer)
-            .await?
-            .map_or(parent, Arc::new))
+        let Some(written) = finalizers.add(&parent, finalizer).await? else {
+            return Ok((parent, cached));
+        };
+        // The plugin is given the parent as written, in the cache's form.
+        let cached = match CachedObject::from_object(&written) {
+            Ok(written) => Arc::new(written),
+            Err(e) => {
+                tracing::warn!(error = %e, "the written parent does not encode; the cached one is given");
+                cached
+            }
+        };
+        Ok((Arc::new(written), cached))
     }
 
     /// The parent is being deleted: run the plugin's cleanup, then release the finalizer.
     async fn finalize(
         &self,
         b: &Binding,
-        parent: &DynamicObject,
-        children: &[Arc<DynamicObject>],
-        related: &[Arc<DynamicObject>],
+        (parent, cached): (&DynamicObject, &CachedObject),
+        children: &[Arc<CachedObject>],
+        related: &[Arc<CachedObject>],
     ) -> Result<Finish, ReconcileError> {
         let Some(finalizer) = b.info().finalizer.clone() else {
             return Ok(Finish::Done);
@@ -570,7 +604,7 @@ impl Controller {
         }
         match b
             .invoker
-            .finalize(parent, children, related, &finalizer)
+            .finalize(cached, children, related, &finalizer)
             .await
             .map_err(ReconcileError::Finalize)?
         {
@@ -588,7 +622,7 @@ impl Controller {
 fn hand_on(
     info: &PluginInfo,
     sink: &dyn failed::FailureSink,
-    cached: &DynamicObject,
+    cached: &CachedObject,
     given: &failed::Given,
     error: &ReconcileError,
 ) {

@@ -11,15 +11,16 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::Client;
-use kube::api::{Api, DynamicObject};
+use kube::api::Api;
 use kube::core::TypeMeta;
 use kube::runtime::{WatchStreamExt, watcher};
 
-use super::cache::{Store, key_of};
+use super::cache::{CachedObject, Incoming, Store};
 use super::echoes::Echoes;
 use super::queue::{Cause, ObjectKey, Queue};
 use super::related::KindIndex;
 use crate::chain::Chain;
+use crate::metrics::Metrics;
 use crate::plugin::ResourceKind;
 
 /// Which parent a watched object should enqueue.
@@ -36,22 +37,21 @@ pub enum Route {
 
 impl Route {
     /// The parents a change of `obj` (which was `old` before it) concerns.
-    fn keys(&self, obj: &DynamicObject, old: Option<&DynamicObject>) -> Vec<ObjectKey> {
+    fn keys(&self, obj: &CachedObject, old: Option<&CachedObject>) -> Vec<ObjectKey> {
         match self {
-            Route::Parent => vec![key_of(obj)],
+            Route::Parent => vec![obj.key().clone()],
             Route::Owner(parent) => Self::owner(parent, obj).into_iter().collect(),
             Route::Related(index) => index.parents_of(old, obj),
         }
     }
 
-    fn owner(parent: &ResourceKind, obj: &DynamicObject) -> Option<ObjectKey> {
-        let api_version = parent.api_version();
-        let owner = obj.metadata.owner_references.as_deref()?.iter().find(|r| {
-            r.controller == Some(true) && r.kind == parent.kind && r.api_version == api_version
-        })?;
+    fn owner(parent: &ResourceKind, obj: &CachedObject) -> Option<ObjectKey> {
+        let owner = obj
+            .controller()
+            .filter(|c| *c.kind == parent.kind && *c.api_version == parent.api_version())?;
         Some(ObjectKey {
-            namespace: obj.metadata.namespace.clone(),
-            name: owner.name.clone(),
+            namespace: obj.key().namespace.clone(),
+            name: owner.name.to_string(),
         })
     }
 }
@@ -75,10 +75,10 @@ pub struct Informer {
 }
 
 impl Informer {
-    /// An informer (not yet watching) for `kind`.
-    pub fn new(kind: ResourceKind) -> Self {
+    /// An informer (not yet watching) for `kind`, its store's size shown in `metrics`.
+    pub fn new(kind: ResourceKind, metrics: &Metrics) -> Self {
         Self {
-            store: Arc::new(Store::new(kind)),
+            store: Arc::new(Store::counted(kind, metrics)),
             targets: Mutex::new(Vec::new()),
         }
     }
@@ -102,6 +102,7 @@ impl Informer {
 pub struct Informers {
     client: Client,
     namespace: Option<String>,
+    metrics: Arc<Metrics>,
     by_kind: Mutex<HashMap<ResourceKind, Shared>>,
     next_id: AtomicU64,
 }
@@ -113,11 +114,13 @@ struct Shared {
 }
 
 impl Informers {
-    /// An empty registry whose watches use `client`, in `namespace` or cluster-wide.
-    pub fn new(client: Client, namespace: Option<String>) -> Arc<Self> {
+    /// An empty registry whose watches use `client`, in `namespace` or cluster-wide, and whose
+    /// stores show their size in `metrics`.
+    pub fn new(client: Client, namespace: Option<String>, metrics: Arc<Metrics>) -> Arc<Self> {
         Arc::new(Self {
             client,
             namespace,
+            metrics,
             by_kind: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
         })
@@ -138,7 +141,7 @@ impl Informers {
         let informer = {
             let mut by_kind = self.lock();
             let shared = by_kind.entry(kind.clone()).or_insert_with(|| {
-                let informer = Arc::new(Informer::new(kind.clone()));
+                let informer = Arc::new(Informer::new(kind.clone(), &self.metrics));
                 let watch = tokio::spawn(watch(
                     self.client.clone(),
                     self.namespace.clone(),
@@ -149,6 +152,10 @@ impl Informers {
             shared.informer.lock().push((id, target.clone()));
             shared.informer.clone()
         };
+        if let Route::Related(_) = target.route {
+            // Parents select objects of this kind by label: answer that from an index.
+            informer.store.index_labels();
+        }
         if informer.store.is_synced() {
             for obj in informer.store.objects() {
                 for key in target.route.keys(&obj, None) {
@@ -217,14 +224,14 @@ pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Info
     let store = informer.store.clone();
     let kind = store.kind().clone();
     // A cluster-scoped kind (a related Namespace) is watched cluster-wide whatever the host's scope.
-    let api: Api<DynamicObject> = match &namespace {
+    let api: Api<Incoming> = match &namespace {
         Some(ns) if kind.namespaced => Api::namespaced_with(client, ns, &kind.api_resource()),
         _ => Api::all_with(client, &kind.api_resource()),
     };
-    let types = TypeMeta {
+    let types = Arc::new(TypeMeta {
         api_version: kind.api_version(),
         kind: kind.kind.clone(),
-    };
+    });
     let mut events = watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
@@ -243,20 +250,14 @@ pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Info
         };
         let deleted = matches!(event, watcher::Event::Delete(_));
         let init_done = matches!(event, watcher::Event::InitDone);
-        let event = event.modify(|o| {
-            if o.types.is_none() {
-                o.types = Some(types.clone());
-            }
-            // managedFields are often the bulk of an object and neither the host nor a plugin
-            // reads them: not caching them roughly halves the cache.
-            o.metadata.managed_fields = None;
-        });
+        // Read once into the compact form (managedFields already left out by the decoding).
+        let event = compact(event, &types);
         let initial = matches!(event, watcher::Event::InitApply(_));
         // The object as cached before this event: a label selector that matched it then must
         // hear that it no longer does.
         let old = match &event {
             watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o) => {
-                store.get(&key_of(o))
+                store.get(o.key())
             }
             watcher::Event::Init | watcher::Event::InitDone => None,
         };
@@ -281,6 +282,18 @@ pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Info
                 }
             }
         }
+    }
+}
+
+/// The event with its object in the cache's form, of kind `types` when it names none.
+fn compact(event: watcher::Event<Incoming>, types: &Arc<TypeMeta>) -> watcher::Event<CachedObject> {
+    let cached = |o| CachedObject::new(o, types);
+    match event {
+        watcher::Event::Apply(o) => watcher::Event::Apply(cached(o)),
+        watcher::Event::Delete(o) => watcher::Event::Delete(cached(o)),
+        watcher::Event::InitApply(o) => watcher::Event::InitApply(cached(o)),
+        watcher::Event::Init => watcher::Event::Init,
+        watcher::Event::InitDone => watcher::Event::InitDone,
     }
 }
 
@@ -328,7 +341,7 @@ mod tests {
 
     #[tokio::test]
     async fn controllers_reading_the_same_kind_share_one_watch_until_the_last_unsubscribes() {
-        let informers = Informers::new(offline_client(), None);
+        let informers = Informers::new(offline_client(), None, Arc::new(Metrics::new()));
         let a = informers.subscribe(&kind("ConfigMap"), target());
         let b = informers.subscribe(&kind("ConfigMap"), target());
         let s = informers.subscribe(&kind("Service"), target());
@@ -361,10 +374,12 @@ mod tests {
 
     #[tokio::test]
     async fn a_parent_target_joining_a_listed_informer_gets_every_cached_key() {
-        let informers = Informers::new(offline_client(), None);
+        let informers = Informers::new(offline_client(), None, Arc::new(Metrics::new()));
         let first = informers.subscribe(&kind("Widget"), target());
-        let mut obj = DynamicObject::new("w1", &kind("Widget").api_resource()).within("default");
+        let mut obj =
+            kube::api::DynamicObject::new("w1", &kind("Widget").api_resource()).within("default");
         obj.metadata.resource_version = Some("1".into());
+        let obj = CachedObject::from_object(&obj).unwrap_or_else(|e| panic!("{e}"));
         first.store().apply(watcher::Event::Init);
         first.store().apply(watcher::Event::InitApply(obj));
         first.store().apply(watcher::Event::InitDone);

@@ -74,8 +74,16 @@ pub trait LiveObjects {
 }
 
 impl LiveObjects for Cache {
+    /// The cached child, parsed: the validation and the apply step look inside it.
     fn get(&self, api_version: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
-        self.child_store(api_version, kind)?.get(key)
+        let cached = self.child_store(api_version, kind)?.get(key)?;
+        match cached.decode() {
+            Ok(live) => Some(Arc::new(live)),
+            Err(e) => {
+                tracing::warn!(child = %key, error = %e, "a cached child does not decode");
+                None
+            }
+        }
     }
 }
 

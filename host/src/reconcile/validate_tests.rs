@@ -3,6 +3,7 @@ use kube::runtime::watcher;
 use serde_json::json;
 
 use super::*;
+use crate::reconcile::cache::CachedObject;
 
 fn kind(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceKind {
     ResourceKind {
@@ -61,6 +62,10 @@ fn check(children: Vec<Value>, live: &Cache) -> Result<Vec<DesiredChild>, Refusa
 
 fn cm(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}})
+}
+
+fn cached(obj: DynamicObject) -> CachedObject {
+    CachedObject::from_object(&obj).unwrap()
 }
 
 fn live_cm(name: &str, controller: Option<&str>) -> DynamicObject {
@@ -283,7 +288,10 @@ fn a_refused_answer_is_only_borrowed_by_the_checks() {
 #[test]
 fn an_existing_object_controlled_by_another_owner_is_refused() {
     let c = cache();
-    c.children[0].apply(watcher::Event::Apply(live_cm("page", Some("uid-other"))));
+    c.children[0].apply(watcher::Event::Apply(cached(live_cm(
+        "page",
+        Some("uid-other"),
+    ))));
     let err = check(vec![cm("page")], &c).unwrap_err();
     assert!(
         matches!(err, Refusal::Foreign { ref owner, .. } if owner.contains("uid-other")),
@@ -294,7 +302,7 @@ fn an_existing_object_controlled_by_another_owner_is_refused() {
 #[test]
 fn an_existing_unowned_object_is_refused() {
     let c = cache();
-    c.children[0].apply(watcher::Event::Apply(live_cm("page", None)));
+    c.children[0].apply(watcher::Event::Apply(cached(live_cm("page", None))));
     let err = check(vec![cm("page")], &c).unwrap_err();
     assert!(matches!(err, Refusal::Foreign { .. }), "{err}");
 }
@@ -302,7 +310,10 @@ fn an_existing_unowned_object_is_refused() {
 #[test]
 fn an_existing_object_this_parent_controls_is_passed_with_its_live_copy() {
     let c = cache();
-    c.children[0].apply(watcher::Event::Apply(live_cm("page", Some("uid-parent"))));
+    c.children[0].apply(watcher::Event::Apply(cached(live_cm(
+        "page",
+        Some("uid-parent"),
+    ))));
     let out = check(vec![cm("page")], &c).unwrap();
     assert!(out[0].live.is_some());
 }
@@ -477,7 +488,7 @@ fn any_lookup_of_live_objects_decides_ownership() {
 #[test]
 fn the_cache_is_a_lookup_of_live_objects_by_kind_and_key() {
     let c = cache();
-    c.children[0].apply(watcher::Event::Apply(live_cm("page", None)));
+    c.children[0].apply(watcher::Event::Apply(cached(live_cm("page", None))));
     let key = ObjectKey::new("default", "page");
     assert!(LiveObjects::get(&c, "v1", "ConfigMap", &key).is_some());
     assert!(LiveObjects::get(&c, "apps/v1", "Deployment", &key).is_none());

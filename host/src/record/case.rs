@@ -4,6 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kube::api::DynamicObject;
+
+use crate::reconcile::cache::CachedObject;
 use serde_json::{Value, json};
 
 use crate::fixtures::{SelectError, select_related};
@@ -37,6 +39,20 @@ impl Case {
             o.metadata.managed_fields = None;
             serde_json::to_value(o).unwrap_or_default()
         };
+        Case {
+            parent: plain(parent),
+            observed: observed.iter().map(|o| plain(o)).collect(),
+            related: related.iter().map(|o| plain(o)).collect(),
+        }
+    }
+
+    /// The inputs of a reconcile from the host's cache (managedFields already left out).
+    pub fn of_cached(
+        parent: &CachedObject,
+        observed: &[Arc<CachedObject>],
+        related: &[Arc<CachedObject>],
+    ) -> Case {
+        let plain = |o: &CachedObject| serde_json::from_str(o.json()).unwrap_or_default();
         Case {
             parent: plain(parent),
             observed: observed.iter().map(|o| plain(o)).collect(),

@@ -27,7 +27,7 @@ impl Dumps {
 impl FailureSink for Dumps {
     fn failed(&self, reconcile: &FailedReconcile<'_>) {
         let info = reconcile.info;
-        let case = Case::of(reconcile.parent, reconcile.observed, reconcile.related);
+        let case = Case::of_cached(reconcile.parent, reconcile.observed, reconcile.related);
         let what = match &reconcile.failed {
             crate::reconcile::failed::Failed::Error { .. } => "failed",
             crate::reconcile::failed::Failed::Refused { .. } => "was refused",
@@ -66,10 +66,12 @@ mod tests {
 
     use super::*;
     use crate::plugin::{ReconcileResponse, Requeue};
+    use crate::reconcile::cache::CachedObject;
     use crate::reconcile::failed::Failed;
 
-    fn object(value: serde_json::Value) -> Arc<DynamicObject> {
-        Arc::new(serde_json::from_value(value).unwrap())
+    fn object(value: serde_json::Value) -> Arc<CachedObject> {
+        let decoded: DynamicObject = serde_json::from_value(value).unwrap();
+        Arc::new(CachedObject::from_object(&decoded).unwrap())
     }
 
     #[test]
@@ -102,7 +104,10 @@ mod tests {
         });
         let text = std::fs::read_to_string(dir.path().join("blog-ns_a.yaml")).unwrap();
         let fixture = crate::fixtures::parse(&text).unwrap();
-        assert_eq!(fixture.related, [serde_json::to_value(&*theme).unwrap()]);
+        assert_eq!(
+            fixture.related,
+            [serde_json::from_str::<serde_json::Value>(theme.json()).unwrap()]
+        );
         assert_eq!(fixture.expect.children, Some(answer.children));
         assert!(fixture.expect.error.is_none(), "a dump expects success");
     }

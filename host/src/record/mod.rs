@@ -309,10 +309,13 @@ impl<'a> Selectable<'a> {
             return Vec::new();
         };
         let key = crate::reconcile::cache::key_of(parent);
-        let found = self
+        let found: Vec<Arc<DynamicObject>> = self
             .stores
             .select(info, &key, &selections)
-            .unwrap_or_default();
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|o| o.decode().ok().map(Arc::new))
+            .collect();
         if self.listed.is_empty() {
             return found;
         }

@@ -7,16 +7,17 @@
 //! are kept by one `matchLabels` pair (the first); a change looks up each of the object's labels,
 //! before and after the change, and checks the candidates' whole selectors. Selectors without
 //! `matchLabels` (only expressions, or empty) are kept per namespace and checked against every
-//! change there: the one case that costs a pass over those selectors.
+//! change there: the one case that costs a pass over those selectors. A parent's key is kept
+//! once (an `Arc`) however many entries name it.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::{PoisonError, RwLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, PoisonError, RwLock};
 
-use kube::api::DynamicObject;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 
 use crate::plugin::{LabelSelector, Selector};
-use crate::reconcile::cache::key_of;
+use crate::reconcile::cache::CachedObject;
 use crate::reconcile::queue::ObjectKey;
 
 /// What one parent selected of this kind: a name or a label selector, in a namespace (`None`
@@ -39,22 +40,28 @@ pub struct KindIndex {
     inner: RwLock<Inner>,
     /// Parents the index mapped a change to (`weir_related_enqueues_total`).
     enqueued: Counter,
+    /// Where the index's size is shown (`weir_index_entries{index="related"}`), shared with the
+    /// other plugins' indexes of the kind.
+    entries: Gauge,
 }
 
 #[derive(Default)]
 struct Inner {
     /// Selected object key → the parents that selected it by name.
-    names: HashMap<ObjectKey, HashSet<ObjectKey>>,
+    names: HashMap<ObjectKey, HashSet<Arc<ObjectKey>>>,
     /// One `matchLabels` pair of a selector → the parents whose selector has it.
-    labels: HashMap<LabelKey, HashSet<ObjectKey>>,
+    labels: HashMap<LabelKey, HashSet<Arc<ObjectKey>>>,
     /// Namespace → the parents with a selector that has no `matchLabels`.
-    unkeyed: HashMap<Option<String>, HashSet<ObjectKey>>,
+    unkeyed: HashMap<Option<String>, HashSet<Arc<ObjectKey>>>,
     /// Parent → what it selected (to undo it, and to check candidates' whole selectors).
-    picks: HashMap<ObjectKey, HashSet<Pick>>,
+    picks: HashMap<Arc<ObjectKey>, HashSet<Pick>>,
+    /// Picks, and the entries of `names`, `labels` and `unkeyed` they made.
+    entries: usize,
 }
 
 impl Inner {
-    fn add(&mut self, parent: &ObjectKey, pick: &Pick) {
+    fn add(&mut self, parent: &Arc<ObjectKey>, pick: &Pick) {
+        self.entries += 2;
         match &pick.selector {
             Selector::Name(name) => {
                 let key = ObjectKey {
@@ -76,8 +83,9 @@ impl Inner {
     }
 
     fn remove(&mut self, parent: &ObjectKey, pick: &Pick) {
+        self.entries = self.entries.saturating_sub(2);
         fn drop_from<K: std::hash::Hash + Eq>(
-            map: &mut HashMap<K, HashSet<ObjectKey>>,
+            map: &mut HashMap<K, HashSet<Arc<ObjectKey>>>,
             key: K,
             parent: &ObjectKey,
         ) {
@@ -109,9 +117,12 @@ fn first_pair(namespace: &Option<String>, selector: &LabelSelector) -> Option<La
     Some((namespace.clone(), k.clone(), v.clone()))
 }
 
-fn labels_of(obj: &DynamicObject) -> &BTreeMap<String, String> {
-    static NONE: BTreeMap<String, String> = BTreeMap::new();
-    obj.metadata.labels.as_ref().unwrap_or(&NONE)
+impl Drop for KindIndex {
+    fn drop(&mut self) {
+        let inner = self.inner.get_mut().unwrap_or_else(PoisonError::into_inner);
+        self.entries
+            .dec_by(i64::try_from(inner.entries).unwrap_or(i64::MAX));
+    }
 }
 
 impl std::fmt::Debug for KindIndex {
@@ -132,10 +143,11 @@ impl KindIndex {
     }
 
     /// An empty index that counts the parents it maps changes to in `enqueued`.
-    pub fn counting(enqueued: Counter) -> Self {
+    pub fn counting(enqueued: Counter, entries: Gauge) -> Self {
         Self {
+            inner: RwLock::default(),
             enqueued,
-            ..Self::default()
+            entries,
         }
     }
 
@@ -146,18 +158,24 @@ impl KindIndex {
         if inner.picks.get(parent) == Some(&picks) {
             return;
         }
-        if let Some(old) = inner.picks.remove(parent) {
-            for pick in &old {
-                inner.remove(parent, pick);
+        let before = inner.entries;
+        let shared = match inner.picks.remove_entry(parent) {
+            Some((shared, old)) => {
+                for pick in &old {
+                    inner.remove(parent, pick);
+                }
+                shared
             }
+            None => Arc::new(parent.clone()),
+        };
+        if !picks.is_empty() {
+            for pick in &picks {
+                inner.add(&shared, pick);
+            }
+            inner.picks.insert(shared, picks);
         }
-        if picks.is_empty() {
-            return;
-        }
-        for pick in &picks {
-            inner.add(parent, pick);
-        }
-        inner.picks.insert(parent.clone(), picks);
+        let size = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+        self.entries.inc_by(size(inner.entries) - size(before));
     }
 
     /// Forgets `parent` (deleted, or refused).
@@ -168,20 +186,19 @@ impl KindIndex {
     /// The parents a change of an object concerns: those that selected its name, and those whose
     /// label selector matches its labels before (`old`) or after (`new`) the change. Sorted,
     /// without duplicates.
-    pub fn parents_of(&self, old: Option<&DynamicObject>, new: &DynamicObject) -> Vec<ObjectKey> {
+    pub fn parents_of(&self, old: Option<&CachedObject>, new: &CachedObject) -> Vec<ObjectKey> {
         let inner = self.read();
         let mut found: HashSet<ObjectKey> = HashSet::new();
-        if let Some(parents) = inner.names.get(&key_of(new)) {
-            found.extend(parents.iter().cloned());
+        if let Some(parents) = inner.names.get(new.key()) {
+            found.extend(parents.iter().map(|p| (**p).clone()));
         }
-        let namespace = new.metadata.namespace.clone();
-        let versions: Vec<&BTreeMap<String, String>> =
-            std::iter::once(new).chain(old).map(labels_of).collect();
-        let mut candidates: HashSet<&ObjectKey> = HashSet::new();
-        for labels in &versions {
-            for (k, v) in labels.iter() {
-                if let Some(parents) = inner.labels.get(&(namespace.clone(), k.clone(), v.clone()))
-                {
+        let namespace = new.key().namespace.clone();
+        let versions: Vec<&CachedObject> = std::iter::once(new).chain(old).collect();
+        let mut candidates: HashSet<&Arc<ObjectKey>> = HashSet::new();
+        for version in &versions {
+            for (k, v) in version.labels() {
+                let label = (namespace.clone(), k.to_string(), v.to_string());
+                if let Some(parents) = inner.labels.get(&label) {
                     candidates.extend(parents);
                 }
             }
@@ -192,14 +209,14 @@ impl KindIndex {
         for parent in candidates {
             let selected = inner.picks.get(parent).is_some_and(|picks| {
                 picks.iter().any(|pick| match &pick.selector {
-                    Selector::Labels(selector) if pick.namespace == namespace => {
-                        versions.iter().any(|labels| selector.matches(labels))
-                    }
+                    Selector::Labels(selector) if pick.namespace == namespace => versions
+                        .iter()
+                        .any(|version| selector.matches_with(|k| version.label(k))),
                     _ => false,
                 })
             });
             if selected {
-                found.insert(parent.clone());
+                found.insert((**parent).clone());
             }
         }
         let mut keys: Vec<ObjectKey> = found.into_iter().collect();

@@ -22,7 +22,7 @@ use kube::api::DynamicObject;
 use kube::runtime::watcher;
 
 pub use self::index::{KindIndex, Pick};
-use super::cache::Store;
+use super::cache::{CachedObject, Store};
 use super::queue::ObjectKey;
 use super::redact;
 use super::validate::{Refusal, is_valid_name};
@@ -131,15 +131,13 @@ fn check_one(
 }
 
 /// Whether `obj` (of the pick's kind) is what `pick` selects.
-pub fn selects(pick: &Pick, obj: &DynamicObject) -> bool {
-    if obj.metadata.namespace != pick.namespace {
+pub fn selects(pick: &Pick, obj: &CachedObject) -> bool {
+    if obj.key().namespace != pick.namespace {
         return false;
     }
     match &pick.selector {
-        Selector::Name(name) => obj.metadata.name.as_deref() == Some(name.as_str()),
-        Selector::Labels(selector) => {
-            selector.matches(obj.metadata.labels.as_ref().unwrap_or(&Default::default()))
-        }
+        Selector::Name(name) => obj.key().name == *name,
+        Selector::Labels(selector) => selector.matches_with(|k| obj.label(k)),
     }
 }
 
@@ -184,6 +182,7 @@ impl Related {
             .iter()
             .map(|kind| {
                 let store = Store::new(kind.clone());
+                store.index_labels();
                 store.apply(watcher::Event::Init);
                 Arc::new(store)
             })
@@ -195,7 +194,10 @@ impl Related {
                 .iter()
                 .position(|k| k.kind == types.kind && k.api_version() == types.api_version)
             {
-                stores[i].apply(watcher::Event::InitApply(obj));
+                // A listed object that does not re-encode is one the watch would not have cached.
+                if let Ok(obj) = CachedObject::from_object(&obj) {
+                    stores[i].apply(watcher::Event::InitApply(obj));
+                }
             }
         }
         let kinds = info
@@ -222,7 +224,7 @@ impl Related {
         info: &PluginInfo,
         parent: &ObjectKey,
         selections: &[Selection],
-    ) -> Result<Vec<Arc<DynamicObject>>, Refusal> {
+    ) -> Result<Vec<Arc<CachedObject>>, Refusal> {
         match check(info, parent.namespace.as_deref(), selections) {
             Ok(checked) => {
                 self.record(parent, &checked);
@@ -254,9 +256,9 @@ impl Related {
     }
 
     /// The selected objects the caches hold, each once, Secrets without their data. A name
-    /// is one lookup; a label selector reads the kind's cached objects.
-    pub fn resolve(&self, checked: &[Checked]) -> Vec<Arc<DynamicObject>> {
-        let mut found: Vec<Arc<DynamicObject>> = Vec::new();
+    /// is one lookup; a label selector reads the candidates of the kind's label index.
+    pub fn resolve(&self, checked: &[Checked]) -> Vec<Arc<CachedObject>> {
+        let mut found: Vec<Arc<CachedObject>> = Vec::new();
         let mut seen = std::collections::HashSet::new();
         for c in checked {
             let Some(kind) = self.kinds.get(c.kind) else {
@@ -270,21 +272,14 @@ impl Related {
                     };
                     kind.store.get(&key).into_iter().collect()
                 }
-                Selector::Labels(_) => {
-                    let mut all: Vec<_> = kind
-                        .store
-                        .objects()
-                        .into_iter()
-                        .filter(|o| selects(&c.pick, o))
-                        .collect();
-                    all.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
-                    all
+                Selector::Labels(selector) => {
+                    kind.store.select(c.pick.namespace.as_deref(), selector)
                 }
             };
             for obj in objects {
-                let id = (c.kind, super::cache::key_of(&obj));
+                let id = (c.kind, obj.key().clone());
                 if seen.insert(id) {
-                    found.push(redact::for_plugin(&obj));
+                    found.extend(redact::cached_for_plugin(&obj));
                 }
             }
         }

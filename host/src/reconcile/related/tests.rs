@@ -37,7 +37,11 @@ fn parent(name: &str) -> ObjectKey {
     ObjectKey::new("ns", name)
 }
 
-fn config_map(ns: &str, name: &str, labels: &[(&str, &str)]) -> DynamicObject {
+fn config_map(ns: &str, name: &str, labels: &[(&str, &str)]) -> CachedObject {
+    CachedObject::from_object(&decoded_config_map(ns, name, labels)).unwrap()
+}
+
+fn decoded_config_map(ns: &str, name: &str, labels: &[(&str, &str)]) -> DynamicObject {
     let mut obj = DynamicObject::new(name, &kind("ConfigMap", true).api_resource()).within(ns);
     obj.metadata.labels = Some(
         labels
@@ -335,7 +339,7 @@ fn resolve_returns_the_selected_objects_that_exist_once_each_with_secrets_redact
     let names: Vec<String> = related
         .resolve(&checked)
         .iter()
-        .filter_map(|o| o.metadata.name.clone())
+        .map(|o| o.key().name.clone())
         .collect();
     assert_eq!(names, vec!["theme", "p1", "p2"]);
     related.record(&parent("a"), &checked);

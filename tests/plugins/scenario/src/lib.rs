@@ -12,6 +12,7 @@
 //! | `churn: true`             | a ConfigMap whose data counts the observed writes: never settles    |
 //! | `requeueNow: true`        | asks to run again at once on every call                             |
 //! | `finalizeAfterMs: n`      | `finalize` answers `againAfter(n)` until `spec.release` is true     |
+//! | `echo: true`              | puts the children's JSON, exactly as given (sorted), in `status.given` |
 //!
 //! Status: `{configMaps: <observed count>, conditions: [Ready]}`, Ready once every
 //! desired ConfigMap is observed.
@@ -161,10 +162,15 @@ impl Guest for Scenario {
             .filter(|n| observed.iter().any(|c| c["metadata"]["name"] == **n))
             .count();
         let ready = present == names.len();
-        let status = json!({
+        let mut status = json!({
             "configMaps": present,
             "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }, "reason": if ready { "AllPresent" } else { "Creating" }}],
         });
+        if spec["echo"].as_bool() == Some(true) {
+            let mut given = request.children.clone();
+            given.sort();
+            status["given"] = json!(given);
+        }
         let requeue = if spec["requeueNow"].as_bool() == Some(true) {
             Requeue::Now
         } else {

@@ -18,6 +18,7 @@ use anyhow::{Context, Result, ensure};
 use clap::Args;
 use kube::api::{ApiResource, DynamicObject};
 use weir::plugin::{LabelSelector, Selector};
+use weir::reconcile::cache::CachedObject;
 use weir::reconcile::queue::ObjectKey;
 use weir::reconcile::related::{KindIndex, Pick};
 
@@ -45,7 +46,7 @@ pub struct RelatedArgs {
 
 const NAMESPACE: &str = "bench";
 
-fn config_map(name: &str, labels: &[(&str, &str)]) -> DynamicObject {
+fn config_map(name: &str, labels: &[(&str, &str)]) -> Result<CachedObject> {
     let ar = ApiResource {
         group: String::new(),
         version: "v1".into(),
@@ -60,7 +61,7 @@ fn config_map(name: &str, labels: &[(&str, &str)]) -> DynamicObject {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
     );
-    cm
+    CachedObject::from_object(&cm).context("encoding a ConfigMap in the cache's form")
 }
 
 /// The selection the Blog `b-<i>` makes: its theme `t-<i>` and the posts labelled `blog=b-<i>`.
@@ -108,17 +109,17 @@ fn row(blogs: usize, changes: usize) -> Result<Row> {
     let themes: Vec<_> = targets
         .iter()
         .map(|i| config_map(&format!("t-{i}"), &[]))
-        .collect();
+        .collect::<Result<_>>()?;
     let posts: Vec<_> = targets
         .iter()
         .map(|i| config_map(&format!("p-{i}"), &[("blog", &format!("b-{i}"))]))
-        .collect();
+        .collect::<Result<_>>()?;
     let noise: Vec<_> = targets
         .iter()
         .map(|i| config_map(&format!("noise-{i}"), &[("app", "other")]))
-        .collect();
+        .collect::<Result<_>>()?;
     let started = Instant::now();
-    let count = |objects: &[DynamicObject]| -> usize {
+    let count = |objects: &[CachedObject]| -> usize {
         objects
             .iter()
             .map(|o| index.parents_of(Some(o), o).len())

@@ -1,0 +1,451 @@
+//! ③ The cache: one store per watched kind, its owner index (client-go's Indexer) and, for the
+//! kinds parents select by label, a label index.
+//!
+//! Reconciles read only from here. Each object is kept compactly ([`CachedObject`]: its JSON and
+//! a small header). kube's `Store` has no secondary index, so finding the children of one
+//! parent would scan every cached object; the owner index keeps children by their controller's
+//! UID and makes that lookup O(children of that parent). The indexes hold the store's `Arc`s,
+//! keyed by the objects' own strings: nothing is copied per entry.
+
+mod labels;
+pub mod object;
+mod trim;
+
+use std::borrow::Borrow;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
+
+use kube::api::DynamicObject;
+use kube::runtime::watcher;
+
+use self::labels::LabelIndex;
+pub use self::object::{CachedObject, Controller, Incoming};
+use super::queue::ObjectKey;
+use crate::metrics::{Metrics, StoreGauges};
+use crate::plugin::{LabelSelector, ResourceKind};
+
+/// The UID of a decoded object's controller (the owner reference with `controller: true`).
+pub fn controller_uid(obj: &DynamicObject) -> Option<&str> {
+    obj.metadata
+        .owner_references
+        .as_deref()?
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.as_str())
+}
+
+/// The key of a decoded object.
+pub fn key_of(obj: &DynamicObject) -> ObjectKey {
+    ObjectKey {
+        namespace: obj.metadata.namespace.clone(),
+        name: obj.metadata.name.clone().unwrap_or_default(),
+    }
+}
+
+/// A cached object in a set, found by its key (which it holds: the set copies no string).
+#[derive(Clone)]
+struct Entry(Arc<CachedObject>);
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key() == other.0.key()
+    }
+}
+
+impl Eq for Entry {}
+
+impl Hash for Entry {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.key().hash(state);
+    }
+}
+
+impl Borrow<ObjectKey> for Entry {
+    fn borrow(&self) -> &ObjectKey {
+        self.0.key()
+    }
+}
+
+/// The objects of one kind as last seen by its watch, indexed by controller UID.
+pub struct Store {
+    kind: ResourceKind,
+    inner: RwLock<Inner>,
+    synced: AtomicBool,
+    /// The API server answered the last list with 404: the kind is not served (yet).
+    unserved: AtomicBool,
+    /// Where the store's size is published (`/metrics`), if anywhere.
+    gauges: Option<StoreGauges>,
+}
+
+#[derive(Default)]
+struct Inner {
+    objects: HashSet<Entry>,
+    by_owner: HashMap<Arc<str>, HashSet<Entry>>,
+    /// Objects in `by_owner`.
+    owned: usize,
+    /// Heap bytes of the sets in `by_owner` (kept as they change: there is one per owner).
+    owner_sets: usize,
+    /// Kept once a plugin selects objects of this kind by label.
+    labels: Option<LabelIndex>,
+    /// Objects of a relist in progress; swapped in whole at `InitDone`, as kube's reflector does.
+    relist: Option<HashSet<Entry>>,
+    /// The sum of the objects' [`CachedObject::footprint`].
+    bytes: usize,
+    /// What was last added to the gauges: objects, bytes, owner and label index entries.
+    published: [i64; 4],
+}
+
+impl Inner {
+    fn insert(&mut self, obj: Arc<CachedObject>) {
+        if let Some(old) = self.objects.replace(Entry(obj.clone())) {
+            self.unindex(&old.0);
+        }
+        self.bytes += obj.footprint();
+        if let Some(uid) = obj.controller_uid() {
+            let set = self.by_owner.entry(uid.clone()).or_default();
+            let before = table_bytes::<Entry>(set.capacity());
+            set.insert(Entry(obj.clone()));
+            self.owner_sets += table_bytes::<Entry>(set.capacity());
+            self.owner_sets -= before;
+            self.owned += 1;
+        }
+        if let Some(labels) = &mut self.labels {
+            labels.insert(&obj);
+        }
+    }
+
+    fn remove(&mut self, key: &ObjectKey) {
+        if let Some(old) = self.objects.take(key) {
+            self.unindex(&old.0);
+        }
+    }
+
+    /// Takes `old` (no longer in `objects`) out of the indexes and the byte count.
+    fn unindex(&mut self, old: &CachedObject) {
+        self.bytes -= old.footprint();
+        if let Some(uid) = old.controller_uid()
+            && let Some(set) = self.by_owner.get_mut(uid)
+        {
+            if set.remove(old.key()) {
+                self.owned -= 1;
+            }
+            if set.is_empty() {
+                self.owner_sets -= table_bytes::<Entry>(set.capacity());
+                self.by_owner.remove(uid);
+            }
+        }
+        if let Some(labels) = &mut self.labels {
+            labels.remove(old);
+        }
+    }
+
+    fn replace(&mut self, objects: HashSet<Entry>) {
+        self.objects.clear();
+        self.by_owner.clear();
+        self.owned = 0;
+        self.owner_sets = 0;
+        self.bytes = 0;
+        if let Some(labels) = &mut self.labels {
+            *labels = LabelIndex::default();
+        }
+        for obj in objects {
+            self.insert(obj.0);
+        }
+    }
+
+    /// The objects' bytes and the tables of the set and the owner index that hold them.
+    fn bytes(&self) -> usize {
+        self.bytes
+            + table_bytes::<Entry>(self.objects.capacity())
+            + table_bytes::<(Arc<str>, HashSet<Entry>)>(self.by_owner.capacity())
+            + self.owner_sets
+    }
+
+    fn sizes(&self) -> [i64; 4] {
+        let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+        [
+            n(self.objects.len()),
+            n(self.bytes()),
+            n(self.owned),
+            n(self.labels.as_ref().map_or(0, LabelIndex::entries)),
+        ]
+    }
+}
+
+impl Store {
+    /// An empty, unsynced store for `kind`.
+    pub fn new(kind: ResourceKind) -> Self {
+        Self {
+            kind,
+            inner: RwLock::new(Inner::default()),
+            synced: AtomicBool::new(false),
+            unserved: AtomicBool::new(false),
+            gauges: None,
+        }
+    }
+
+    /// An empty, unsynced store for `kind` whose size shows in `metrics`.
+    pub fn counted(kind: ResourceKind, metrics: &Metrics) -> Self {
+        let gauges = metrics.store_gauges(&kind.group, &kind.kind);
+        Self {
+            kind,
+            inner: RwLock::new(Inner::default()),
+            synced: AtomicBool::new(false),
+            unserved: AtomicBool::new(false),
+            gauges: Some(gauges),
+        }
+    }
+
+    /// The kind this store holds.
+    pub fn kind(&self) -> &ResourceKind {
+        &self.kind
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adds what changed since the last call to the gauges (several stores of one kind may
+    /// live at once for a moment, during a swap: each adds its own share).
+    fn publish(&self, inner: &mut Inner) {
+        let Some(gauges) = &self.gauges else { return };
+        let now = inner.sizes();
+        gauges.add(now, inner.published);
+        inner.published = now;
+    }
+
+    /// Applies one watcher event. Returns the object the event was about, if any.
+    pub fn apply(&self, event: watcher::Event<CachedObject>) -> Option<Arc<CachedObject>> {
+        let mut inner = self.write();
+        let touched = match event {
+            watcher::Event::Apply(obj) => {
+                let obj = Arc::new(obj);
+                inner.insert(obj.clone());
+                Some(obj)
+            }
+            watcher::Event::Delete(obj) => {
+                inner.remove(obj.key());
+                Some(Arc::new(obj))
+            }
+            watcher::Event::Init => {
+                inner.relist = Some(HashSet::new());
+                None
+            }
+            watcher::Event::InitApply(obj) => {
+                let obj = Arc::new(obj);
+                inner
+                    .relist
+                    .get_or_insert_with(HashSet::new)
+                    .replace(Entry(obj.clone()));
+                Some(obj)
+            }
+            watcher::Event::InitDone => {
+                let objects = inner.relist.take().unwrap_or_default();
+                inner.replace(objects);
+                self.publish(&mut inner);
+                drop(inner);
+                self.unserved.store(false, Ordering::Release);
+                self.synced.store(true, Ordering::Release);
+                return None;
+            }
+        };
+        self.publish(&mut inner);
+        touched
+    }
+
+    /// Keeps a label index from now on, so [`Store::select`] reads only candidates.
+    pub fn index_labels(&self) {
+        let mut inner = self.write();
+        if inner.labels.is_none() {
+            let index = LabelIndex::of(inner.objects.iter().map(|e| &e.0));
+            inner.labels = Some(index);
+            self.publish(&mut inner);
+        }
+    }
+
+    /// The objects in `namespace` that `selector` selects, sorted by name: from the label
+    /// index when the store keeps one, by a pass over the kind otherwise.
+    pub fn select(
+        &self,
+        namespace: Option<&str>,
+        selector: &LabelSelector,
+    ) -> Vec<Arc<CachedObject>> {
+        let inner = self.read();
+        if let Some(labels) = &inner.labels {
+            return labels.select(namespace, selector);
+        }
+        let mut found: Vec<Arc<CachedObject>> = inner
+            .objects
+            .iter()
+            .filter(|e| {
+                e.0.key().namespace.as_deref() == namespace
+                    && selector.matches_with(|k| e.0.label(k))
+            })
+            .map(|e| e.0.clone())
+            .collect();
+        found.sort_by(|a, b| a.key().name.cmp(&b.key().name));
+        found
+    }
+
+    /// Records whether the API server serves this kind (its list answered 404, or a list came).
+    pub fn set_unserved(&self, unserved: bool) {
+        self.unserved.store(unserved, Ordering::Release);
+    }
+
+    /// Whether the last list of this kind failed because the API server does not serve it.
+    pub fn is_unserved(&self) -> bool {
+        self.unserved.load(Ordering::Acquire)
+    }
+
+    /// Whether the first full list has been received.
+    pub fn is_synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// The cached object with this key.
+    pub fn get(&self, key: &ObjectKey) -> Option<Arc<CachedObject>> {
+        self.read().objects.get(key).map(|e| e.0.clone())
+    }
+
+    /// The objects whose controller has this UID: O(their number).
+    pub fn controlled_by(&self, uid: &str) -> Vec<Arc<CachedObject>> {
+        self.read()
+            .by_owner
+            .get(uid)
+            .map(|set| set.iter().map(|e| e.0.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Every cached object.
+    pub fn objects(&self) -> Vec<Arc<CachedObject>> {
+        self.read().objects.iter().map(|e| e.0.clone()).collect()
+    }
+
+    /// Every cached key (for the periodic resync).
+    pub fn keys(&self) -> Vec<ObjectKey> {
+        self.read()
+            .objects
+            .iter()
+            .map(|e| e.0.key().clone())
+            .collect()
+    }
+
+    /// Number of cached objects.
+    pub fn len(&self) -> usize {
+        self.read().objects.len()
+    }
+
+    /// Whether the store is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The heap bytes the store holds: its objects ([`CachedObject::footprint`]), the table
+    /// that holds them and the owner index (the label index's size is its entries' gauge).
+    pub fn bytes(&self) -> usize {
+        self.read().bytes()
+    }
+}
+
+/// The heap bytes of a hash table of `T` with this capacity (hashbrown's layout: a power of
+/// two of buckets, from 4, with one control byte each and a group's worth more).
+fn table_bytes<T>(capacity: usize) -> usize {
+    const GROUP: usize = 16;
+    let buckets = match capacity {
+        0 => return 0,
+        c if c < 7 => c + 1,
+        c => c / 7 * 8,
+    };
+    buckets * (std::mem::size_of::<T>() + 1) + GROUP
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        let inner = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
+        if let Some(gauges) = &self.gauges {
+            gauges.add([0; 4], inner.published);
+        }
+    }
+}
+
+/// The parent store and one store per child kind of one plugin.
+pub struct Cache {
+    /// Parents (For).
+    pub parents: Arc<Store>,
+    /// Children, one store per declared kind (Owns).
+    pub children: Vec<Arc<Store>>,
+    /// Related objects, one store per declared related kind (Watches): read for the plugin,
+    /// never written.
+    pub related: Vec<Arc<Store>>,
+}
+
+impl Cache {
+    /// Empty stores for a parent kind and its child kinds.
+    pub fn new(parent: ResourceKind, children: &[ResourceKind]) -> Self {
+        Self {
+            parents: Arc::new(Store::new(parent)),
+            children: children
+                .iter()
+                .cloned()
+                .map(|k| Arc::new(Store::new(k)))
+                .collect(),
+            related: Vec::new(),
+        }
+    }
+
+    /// A cache over existing stores (shared with other controllers).
+    pub fn from_stores(parents: Arc<Store>, children: Vec<Arc<Store>>) -> Self {
+        Self {
+            parents,
+            children,
+            related: Vec::new(),
+        }
+    }
+
+    /// The same cache, also reading the stores of related kinds (for readiness).
+    pub fn with_related(mut self, related: Vec<Arc<Store>>) -> Self {
+        self.related = related;
+        self
+    }
+
+    /// Every child the parent with `uid` controls, across all child kinds.
+    pub fn children_of(&self, uid: &str) -> Vec<Arc<CachedObject>> {
+        self.children
+            .iter()
+            .flat_map(|s| s.controlled_by(uid))
+            .collect()
+    }
+
+    /// The store of a child kind, by apiVersion and kind.
+    pub fn child_store(&self, api_version: &str, kind: &str) -> Option<&Arc<Store>> {
+        self.children
+            .iter()
+            .find(|s| s.kind.kind == kind && s.kind.api_version() == api_version)
+    }
+
+    /// Whether every store has received its first full list (`/readyz`).
+    pub fn is_synced(&self) -> bool {
+        self.parents.is_synced()
+            && self.children.iter().all(|s| s.is_synced())
+            && self.related.iter().all(|s| s.is_synced())
+    }
+
+    /// The kinds among these stores that the API server does not serve.
+    pub fn unserved(&self) -> Vec<String> {
+        std::iter::once(&self.parents)
+            .chain(&self.children)
+            .chain(&self.related)
+            .filter(|s| s.is_unserved())
+            .map(|s| s.kind.kind.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

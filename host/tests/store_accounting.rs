@@ -1,0 +1,82 @@
+//! The cache's accounting: the bytes a store reports (`weir_cached_bytes`) are what the
+//! allocator says it holds. Its own test binary, so the counting allocator sees this test alone.
+
+use std::sync::Arc;
+
+use kube::core::TypeMeta;
+use kube::runtime::watcher;
+use weir::plugin::ResourceKind;
+use weir::reconcile::cache::{CachedObject, Incoming, Store};
+
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+fn config_maps() -> ResourceKind {
+    ResourceKind {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "ConfigMap".into(),
+        plural: "configmaps".into(),
+        namespaced: true,
+    }
+}
+
+/// A ConfigMap of a Blog as the API server serves it: labels, a controller, managedFields and
+/// `data` of `size` bytes.
+fn served(blog: usize, child: usize, size: usize) -> String {
+    serde_json::json!({
+        "apiVersion": "v1",
+        "data": {"index.html": "x".repeat(size)},
+        "kind": "ConfigMap",
+        "metadata": {
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+            "labels": {"app.kubernetes.io/managed-by": "weir", "app.kubernetes.io/name": format!("blog-{blog}")},
+            "managedFields": [{"apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:index.html": {}}}, "manager": "weir", "operation": "Apply"}],
+            "name": format!("blog-{blog}-{child}"),
+            "namespace": "default",
+            "ownerReferences": [{"apiVersion": "weir.dev/v1alpha1", "blockOwnerDeletion": true, "controller": true, "kind": "Blog", "name": format!("blog-{blog}"), "uid": format!("00000000-0000-0000-0000-{blog:012}")}],
+            "resourceVersion": format!("{}", blog * 3 + child),
+            "uid": format!("10000000-0000-0000-0000-{:012}", blog * 3 + child)
+        }
+    })
+    .to_string()
+}
+
+/// The heap bytes held after filling a store with `blogs` Blogs' three children of `size`
+/// bytes of data each, and the bytes the store reports.
+fn held_and_reported(blogs: usize, size: usize) -> (usize, usize) {
+    let texts: Vec<String> = (0..blogs)
+        .flat_map(|b| (0..3).map(move |c| served(b, c, size)))
+        .collect();
+    let types = Arc::new(TypeMeta {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+    });
+    let before = dhat::HeapStats::get().curr_bytes;
+    let store = Store::new(config_maps());
+    for text in &texts {
+        let incoming: Incoming = serde_json::from_str(text).expect("a served ConfigMap decodes");
+        store.apply(watcher::Event::Apply(CachedObject::new(incoming, &types)));
+    }
+    let held = dhat::HeapStats::get().curr_bytes - before;
+    let reported = store.bytes();
+    drop(store);
+    (held, reported)
+}
+
+#[test]
+fn the_bytes_a_store_reports_are_within_a_tenth_of_the_heap_it_holds() {
+    let _profiler = dhat::Profiler::builder().testing().build();
+    for (blogs, size) in [(1_000, 100), (1_000, 2_000), (3_000, 500)] {
+        let (held, reported) = held_and_reported(blogs, size);
+        let off = reported.abs_diff(held) as f64 / held as f64;
+        eprintln!(
+            "{blogs} Blogs x 3 children, {size} B of data: reported {reported} B, held {held} B"
+        );
+        assert!(
+            off <= 0.10,
+            "{blogs} Blogs' children with {size} bytes of data: the store reports {reported} bytes, the heap holds {held} ({:.1}% apart)",
+            off * 100.0
+        );
+    }
+}
