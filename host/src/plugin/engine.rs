@@ -53,6 +53,12 @@ pub struct EngineConfig {
     /// virtual address space (terabytes, not resident memory) and caps
     /// concurrent instances at 1000 per engine.
     pub pooling: bool,
+    /// Compile with wasmtime's baseline compiler (Winch) instead of its optimizing one
+    /// (Cranelift): a Python or JavaScript component compiles in a fraction of the time,
+    /// into slower code. Nothing else changes: the same limits, epoch deadlines, linker and
+    /// contract checks (Winch is a fully supported wasmtime compiler on x86_64). For
+    /// development (`weir dev --watch`); off by default. Its artifacts are cached apart.
+    pub baseline_compiler: bool,
 }
 
 impl Default for EngineConfig {
@@ -61,6 +67,7 @@ impl Default for EngineConfig {
             cache_dir: None,
             epoch_tick: Duration::from_millis(10),
             pooling: true,
+            baseline_compiler: false,
         }
     }
 }
@@ -166,6 +173,9 @@ impl Engine {
         wasm.wasm_component_model(true)
             .epoch_interruption(true)
             .gc_support(false);
+        if config.baseline_compiler {
+            wasm.strategy(wasmtime::Strategy::Winch);
+        }
         if config.pooling {
             let mut pool = wasmtime::PoolingAllocationConfig::new();
             // Reset memory by memset instead of unmapping it, so the next
