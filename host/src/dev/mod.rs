@@ -161,9 +161,16 @@ impl DevArgs {
 
         // A watched project's builds compile with the baseline compiler, seconds faster per save
         // for a Python or JavaScript component; `weir test` and `weir run` use the optimizing one.
-        let engine = Engine::new(EngineConfig {
-            baseline_compiler: self.watch.is_some(),
-            ..engine
+        // Each save's component is compiled once, for its fixtures, and the hot loader's load of
+        // the copy reuses it (the engine keeps the last compile), so no artifact of 50 MB is
+        // written to the precompiled cache per save.
+        let engine = Engine::new(match self.watch {
+            Some(_) => EngineConfig {
+                baseline_compiler: true,
+                cache_dir: None,
+                ..engine
+            },
+            None => engine,
         })?;
         let policy = std::sync::Arc::new(Policy::load_or_default(self.policy.as_deref())?);
         let (notes, notes_rx) = tokio::sync::mpsc::unbounded_channel();

@@ -11,8 +11,8 @@
 //!
 //! A build that passes every fixture (the same run as `weir test`, in this process) is copied
 //! into `PROJECT/.weir/plugins/`, the directory the host's own directory source serves: the
-//! hot loader swaps it in as it would any new file there; it compiles the component once, for the
-//! fixtures, and the host's load of the copy finds it in the engine's precompiled cache. The
+//! hot loader swaps it in as it would any new file there; the component is compiled once, for the
+//! fixtures, and the host's load of the copy reuses that compile (the engine keeps its last). The
 //! engine of `weir dev --watch` compiles with wasmtime's baseline compiler (Winch), which takes a
 //! fraction of Cranelift's time on a 12-20 MB Python or JavaScript component; the same fixtures
 //! must pass under `weir test`'s optimizing compiler (`guest-sdk/scaffold-test.sh` checks both).

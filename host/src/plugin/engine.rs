@@ -5,7 +5,7 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
@@ -142,6 +142,10 @@ struct Inner {
     linkers: [(Contract, Linker<State>); 2],
     /// Compiled artifacts on disk, when a cache directory is configured.
     precompiled: Option<Precompiled>,
+    /// The component compiled last and its sha256: a check of a new build (`weir dev --watch`)
+    /// and the host's load of the same bytes just after share one compile, with or without
+    /// a cache directory.
+    last_compiled: Mutex<Option<(String, Component)>>,
     tick: Duration,
     stop_ticker: Arc<AtomicBool>,
     /// Drives the timers of calls (their deadlines, a guest's WASI sleeps).
@@ -243,6 +247,7 @@ impl Engine {
                 engine,
                 linkers,
                 precompiled,
+                last_compiled: Mutex::new(None),
                 tick,
                 stop_ticker,
                 timers,
@@ -303,8 +308,8 @@ impl Engine {
         self.link(name, sha256.to_owned(), &component, limits)
     }
 
-    /// The compiled component: mapped from the precompiled cache, or compiled
-    /// from `bytes()` (and stored there).
+    /// The compiled component: the one compiled last if it has this sha256, else mapped
+    /// from the precompiled cache, or compiled from `bytes()` (and stored there).
     fn component<'b>(
         &self,
         path: &str,
@@ -312,6 +317,15 @@ impl Engine {
         bytes: impl FnOnce() -> Result<Cow<'b, [u8]>, LoadError>,
     ) -> Result<Component, LoadError> {
         let engine = &self.inner.engine;
+        let last = || {
+            self.inner
+                .last_compiled
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        if let Some((_, component)) = last().as_ref().filter(|(sha, _)| sha == sha256) {
+            return Ok(component.clone());
+        }
         let cache = self.inner.precompiled.as_ref();
         if let Some(component) = cache.and_then(|c| c.lookup(engine, sha256)) {
             return Ok(component);
@@ -324,6 +338,7 @@ impl Engine {
         if let Some(cache) = cache {
             cache.store(sha256, &component);
         }
+        *last() = Some((sha256.to_owned(), component.clone()));
         Ok(component)
     }
 

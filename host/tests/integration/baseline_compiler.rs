@@ -1,11 +1,13 @@
 //! `weir dev --watch` compiles with wasmtime's baseline compiler (Winch); production with the
 //! optimizing one (Cranelift). Every language's component passes its fixtures under both with
 //! the same report, and the sandbox holds the same: a spinning guest is stopped at its deadline.
+//! The component a save's check compiled is the one the host then loads (one compile per save).
 
 use crate::{built, guests, workspace};
 
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
 use weir::fixtures;
 use weir::plugin::{CallError, Engine, EngineConfig, Limits};
 
@@ -76,4 +78,30 @@ fn a_spinning_guest_is_stopped_at_its_deadline_under_the_baseline_compiler() {
         matches!(&err, CallError::Timeout { timeout: t, .. } if *t == timeout),
         "{err:?}"
     );
+}
+
+#[test]
+fn the_host_loads_the_component_the_check_just_compiled_without_compiling_it_again() {
+    // As in `weir dev --watch`: the baseline compiler and no cache directory.
+    let engine = engine(true);
+    let built = built("blog-py.wasm");
+    let checked = engine.load_file(&built, Limits::default()).unwrap();
+    let sha256 = hex::encode(Sha256::digest(std::fs::read(&built).unwrap()));
+    assert_eq!(checked.sha256(), sha256);
+    // A load trusting that digest reads the file only to compile it: a path that does not
+    // exist loads, so the compile the check made was reused.
+    let served = engine
+        .load_verified(
+            &workspace().join("target/no-such-copy.wasm"),
+            &sha256,
+            Limits::default(),
+        )
+        .unwrap();
+    assert_eq!(served.info().name, checked.info().name);
+    let other = engine.load_verified(
+        &workspace().join("target/no-such-copy.wasm"),
+        &"0".repeat(64),
+        Limits::default(),
+    );
+    assert!(other.is_err(), "another digest is read from its file");
 }
