@@ -11,6 +11,9 @@
 # Caches under target/ keep a second run warm: the Rust project builds in target/scaffold (with
 # the checkout's Cargo.lock, so it compiles the same dependency versions), the Python one uses
 # the SDK installed in target/venv, the JavaScript one links guest-sdk/js (guest-sdk/setup.sh).
+# The watch step fails when save-to-cluster takes SAVE_LIMIT s or more (default 10, generous for a
+# loaded two-core machine), and when the build it served fails its fixtures under `weir test`
+# (weir dev compiles with the baseline compiler, weir test with the optimizing one).
 # WEIR=path/to/weir uses that binary instead of building target/debug/weir; WATCH_TIMEOUT (s,
 # default 300) bounds each wait of the watch step.
 set -euo pipefail
@@ -31,6 +34,7 @@ case "$work" in "$root"/*) echo "the temporary directory $work is inside the che
 status=0
 summary=()
 timeout=${WATCH_TIMEOUT:-300}
+save_limit=${SAVE_LIMIT:-10}
 
 # Replaces the first $2 by $3 in file $1, in place (no temporary file for the watch to see).
 replace() {
@@ -92,6 +96,9 @@ watch_step() {
   save_to_cluster=$(awk -v a="$saved" -v b="$now" 'BEGIN { printf "%.1f", b - a }')
   echo "== $lang: save to cluster ${save_to_cluster} s (ConfigMap hello: '$before' -> '$before!')"
   stop_dev
+  # weir dev compiled the build with the baseline compiler; the production one must agree.
+  "$WEIR" test "$project/hello-$lang.wasm" "$project/fixtures" \
+    || { echo "the build weir dev served fails its fixtures under weir test"; return 1; }
 }
 
 for lang in "${langs[@]}"; do
@@ -114,6 +121,9 @@ for lang in "${langs[@]}"; do
     echo "FAILED: weir dev --watch on the $lang scaffold; its output:"
     tail -n 40 "$work/dev-$lang.log"
     stop_dev
+    status=1
+  elif awk -v s="$save_to_cluster" -v limit="$save_limit" 'BEGIN { exit !(s >= limit) }'; then
+    echo "FAILED: the $lang scaffold's save to cluster took ${save_to_cluster} s, not under ${save_limit} s"
     status=1
   fi
   end=$(date +%s)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every plugin component into target/plugins/<name>.wasm.
 #   plugins/build.sh            Rust plugins (the Blog plugin and the test plugins)
-#   plugins/build.sh all        also the Python and JavaScript plugins (the Blog ports, the Metacontroller example)
+#   plugins/build.sh all        also the Python and JavaScript plugins (the Blog ports, the Metacontroller examples)
 #   plugins/build.sh ten        also the Blog under ten kinds Blog0..Blog9, for the benchmark's
 #                               ten-plugin row: target/plugins/ten/blog{0..9}.wasm
 # Idempotent: installs the wasm32-wasip2 target if it is missing.
@@ -63,6 +63,11 @@ build_guests() {
   local example="$root/plugins/metacontroller-example"
   "$root/target/venv/bin/weir-py" build plugin:ConfigBundle --path "$example" --crd "$example/crd.yaml" -o "$out/metacontroller-example.wasm"
   echo "metacontroller-example.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+  # The same controller from async JavaScript hooks: the adapter awaits each hook's Promise.
+  start=$(date +%s%N)
+  node "$root/guest-sdk/js/bin/componentize.js" build "$root/plugins/metacontroller-example-js/plugin.js" \
+    --crd "$example/crd.yaml" -o "$out/metacontroller-example-js.wasm"
+  echo "metacontroller-example-js.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 }
 
 # Ten distinct components: the Blog built with `bench-copy` and WEIR_BLOG_COPY=0..9, in a target

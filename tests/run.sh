@@ -51,8 +51,10 @@ for p in blog blog-py blog-js; do
   target/debug/weir test "target/plugins/$p.wasm" plugins/blog/fixtures
 done
 
-step "the Metacontroller-style example's fixtures"
+step "the Metacontroller-style examples' fixtures (Python hooks, async JavaScript hooks)"
 target/debug/weir test target/plugins/metacontroller-example.wasm plugins/metacontroller-example/fixtures
+# The same fixtures through async JavaScript hooks (each hook's Promise awaited in the component).
+target/debug/weir test target/plugins/metacontroller-example-js.wasm plugins/metacontroller-example/fixtures
 
 step "guest SDK native tests (Python, JavaScript)"
 guest-sdk/test.sh

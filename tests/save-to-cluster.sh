@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Measures save-to-cluster with `weir dev --watch`: a source file of a `weir new` project saved
-# -> the ConfigMap its Greeting owns shows the new data on the emulator. One run per language.
+# -> the ConfigMap its Greeting owns shows the new data on the emulator. SAVES saves (default 5)
+# per language; prints the median of each column, then every run.
 #   tests/save-to-cluster.sh              Rust, Python and JavaScript
 #   tests/save-to-cluster.sh rust         some of them
 # For each language: scaffolds a project outside the checkout, starts `weir dev --watch PROJECT
-# --apply PROJECT/examples` (the first build is not timed), waits for the ConfigMap, then saves an
-# edit of the reconciler (the message gets a "!") with the matching fixture edit, and polls kubectl
-# every 50 ms until the ConfigMap holds the new message. Warm caches as guest-sdk/scaffold-test.sh
-# uses them (target/scaffold, target/venv, guest-sdk/js): run that once first.
-# WEIR=path/to/weir uses that binary instead of target/debug/weir.
+# --apply PROJECT/examples` (the first build is not timed), waits for the ConfigMap, then, SAVES
+# times, saves an edit of the reconciler (the message gets one more "!") with the matching fixture
+# edit, and polls kubectl every 50 ms until the ConfigMap holds the new message. Columns, from
+# `weir dev`'s own lines: build (build.sh), check (the component compiled and its fixtures run;
+# split into compile and fixtures when `weir dev` logs them), swap (from the check's end to the
+# ConfigMap seen: the copy, the hot load, the reconcile, the apply and the 50 ms poll), total
+# (saved -> seen, which also holds the 150 ms quiet time before a build).
+# Warm caches as guest-sdk/scaffold-test.sh uses them (target/scaffold, target/venv,
+# guest-sdk/js): run that once first. WEIR=path/to/weir uses that binary instead of target/debug/weir.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 langs=("$@")
@@ -18,6 +23,7 @@ if [[ -z "${WEIR:-}" ]]; then
   WEIR="$root/target/debug/weir"
 fi
 "$root/guest-sdk/setup.sh" >/dev/null
+saves=${SAVES:-5}
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/weir-save.XXXXXX")
 dev_pid=
@@ -34,47 +40,90 @@ wait_message() {
     sleep 0.05
   done
 }
+# The median of the numbers given (blank when there are none).
+median() {
+  printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g |
+    awk '{ v[NR] = $1 } END { if (NR) printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+# Saves edit number $1 (1, 2, ...): the fixture's expected message and the reconciler's output
+# both get their $1-th "!". The fixture first (it is a source too: both saves make one build).
+save_edit() {
+  python3 - "$project/fixtures/01-new-object-gets-its-config-map.yaml" "$source" "$from" "$to" "$again" "$1" <<'EOF'
+import sys
+fixture, source, old, new, again, n = sys.argv[1:]
+n = int(n)
+text = open(fixture).read()
+before, after = "Hello from Greeting" + "!" * (n - 1), "Hello from Greeting" + "!" * n
+text = text.replace(f"      data:\n        message: {before}\n", f"      data:\n        message: {after}\n")
+open(fixture, "w").write(text)
+code = open(source).read()
+if n > 1:
+    old, new = again, again + "!"
+assert old in code, (old, source)
+open(source, "w").write(code.replace(old, new, 1))
+EOF
+}
 
 rows=()
+runs=()
 for lang in "${langs[@]}"; do
   project="$work/hello-$lang"
   kubeconfig="$work/kubeconfig-$lang"
+  log="$work/dev-$lang.log"
   "$WEIR" new --lang "$lang" "hello-$lang" --kind Greeting --group demo.example.dev \
     --output "$project" --sdk "$root/guest-sdk" >/dev/null
+  # $from -> $to is the first edit; each later one adds a "!" after $again.
   case "$lang" in
     rust) cp "$root/Cargo.lock" "$project/Cargo.lock"; export CARGO_TARGET_DIR="$root/target/scaffold"
-          source="$project/src/lib.rs"; from='parent.spec.message.clone()'; to='format!("{}!", parent.spec.message)' ;;
+          source="$project/src/lib.rs"; from='parent.spec.message.clone()'; to='format!("{}!", parent.spec.message)'
+          again='format!("{}' ;;
     python) export WEIR_VENV="$root/target/venv"
           source="$project/src/hello_python.py"
-          from='{"message": message}'; to='{"message": message + "!"}' ;;
-    js) source="$project/src/hello-js.js"; from='{ message: spec.message }'; to="{ message: spec.message + '!' }" ;;
+          from='{"message": message}'; to='{"message": message + "!"}'; again='message + "' ;;
+    js) source="$project/src/hello-js.js"; from='{ message: spec.message }'; to="{ message: spec.message + '!' }"
+        again="spec.message + '" ;;
   esac
-  WEIR_CACHE_DIR="$root/target/plugin-cache" "$WEIR" dev --watch "$project" --apply "$project/examples" \
-    --plain --kubeconfig "$kubeconfig" --ready-after-ms 100 >"$work/dev-$lang.log" 2>&1 &
+  # weir dev's watch logs each check's compile and fixture seconds at info.
+  WEIR_LOG=warn,weir::dev::watch=info WEIR_CACHE_DIR="$root/target/plugin-cache" "$WEIR" dev --watch "$project" --apply "$project/examples" \
+    --plain --kubeconfig "$kubeconfig" --ready-after-ms 100 >"$log" 2>&1 &
   dev_pid=$!
-  wait_message "$kubeconfig" "Hello from Greeting" 900 || { cat "$work/dev-$lang.log"; exit 1; }
-  sleep 1
-  # The fixture first (it is a source too: both saves make one build), then the reconciler.
-  python3 - "$project/fixtures/01-new-object-gets-its-config-map.yaml" "$source" "$from" "$to" <<'EOF'
-import sys
-fixture, source, old, new = sys.argv[1:]
-text = open(fixture).read()
-text = text.replace("      data:\n        message: Hello from Greeting\n", "      data:\n        message: Hello from Greeting!\n")
-open(fixture, "w").write(text)
-code = open(source).read()
-assert old in code, (old, source)
-open(source, "w").write(code.replace(old, new))
-EOF
-  saved=$(now)
-  wait_message "$kubeconfig" "Hello from Greeting!" 300 || { cat "$work/dev-$lang.log"; exit 1; }
-  seen=$(now)
-  build=$(grep -o 'built [^ ]* in [0-9.]* s' "$work/dev-$lang.log" | tail -1 | awk '{print $4}')
+  wait_message "$kubeconfig" "Hello from Greeting" 900 || { cat "$log"; exit 1; }
+  builds=() checks=() compiles=() fixtures=() swaps=() totals=()
+  for n in $(seq 1 "$saves"); do
+    sleep 1
+    lines=$(wc -l <"$log")
+    save_edit "$n"
+    saved=$(now)
+    wait_message "$kubeconfig" "Hello from Greeting$(printf '!%.0s' $(seq 1 "$n"))" 300 || { cat "$log"; exit 1; }
+    seen=$(now)
+    sleep 0.5 # the rest of this cycle's lines
+    cycle=$(tail -n +"$((lines + 1))" "$log" | sed 's/\x1b\[[0-9;]*m//g') # without the log's colours
+    build=$(grep -o 'built [^ ]* in [0-9.]* s' <<<"$cycle" | tail -1 | awk '{print $4}')
+    served=$(grep -o 'serving the new build ([0-9.]* s' <<<"$cycle" | tail -1 | grep -o '[0-9.]* s$' | awk '{print $1}')
+    compile=$(grep -o 'compile_s=[0-9.]*' <<<"$cycle" | tail -1 | cut -d= -f2 || true)
+    fixture=$(grep -o 'fixtures_s=[0-9.]*' <<<"$cycle" | tail -1 | cut -d= -f2 || true)
+    total=$(echo "$seen - $saved" | bc)
+    # weir dev counts from the build's start (after the quiet time): the check is what follows the build.
+    check=$(awk -v s="$served" -v b="$build" 'BEGIN { printf "%.2f", s - b }')
+    swap=$(awk -v t="$total" -v s="$served" 'BEGIN { printf "%.2f", t - s }')
+    [[ -n "$compile" ]] && compile=$(printf '%.2f' "$compile")
+    [[ -n "$fixture" ]] && fixture=$(printf '%.2f' "$fixture")
+    builds+=("$build") checks+=("$check") compiles+=("$compile") fixtures+=("$fixture") swaps+=("$swap") totals+=("$total")
+    runs+=("$(printf '| %-8s | %d | %6s | %6s | %8s | %8s | %6s | %6.2f |' \
+      "$lang" "$n" "$build" "$check" "$compile" "$fixture" "$swap" "$total")")
+  done
   kill "$dev_pid"; wait "$dev_pid" 2>/dev/null || true; dev_pid=
-  rows+=("$(printf '| %-10s | %8s | %16.2f |' "$lang" "$build" "$(echo "$seen - $saved" | bc)")")
+  rows+=("$(printf '| %-8s | %6s | %6s | %8s | %8s | %6s | %6s |' "$lang" "$(median "${builds[@]}")" \
+    "$(median "${checks[@]}")" "$(median "${compiles[@]}")" "$(median "${fixtures[@]}")" \
+    "$(median "${swaps[@]}")" "$(median "${totals[@]}")")")
 done
 
-echo "save-to-cluster, one run each, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores:"
+echo "save-to-cluster (s), median of $saves saves each, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg):"
 echo
-echo "| language   | build s  | save → cluster s |"
-echo "|------------|----------|------------------|"
+echo "| language | build  | check  | compile  | fixtures | swap   | total  |"
+echo "|----------|--------|--------|----------|----------|--------|--------|"
 printf '%s\n' "${rows[@]}"
+echo
+echo "| language | n | build  | check  | compile  | fixtures | swap   | total  |"
+echo "|----------|---|--------|--------|----------|----------|--------|--------|"
+printf '%s\n' "${runs[@]}"

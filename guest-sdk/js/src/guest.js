@@ -5,6 +5,7 @@
 // to `{ tag, val }`, `u64` to BigInt, enums to strings, and a `result` to
 // `{ tag: 'ok' | 'err', val }`. Only this module knows those shapes.
 
+import { awaited } from './awaited.js';
 import * as logging from './log.js';
 import { ReconcileError } from './outcome.js';
 
@@ -87,41 +88,56 @@ export function exportReconciler(reconciler, hostLog, options = {}) {
       };
     },
 
+    // Each export answers synchronously for a synchronous hook, and with a Promise (which
+    // componentize-js runs the event loop to settle) for an async one.
+
     /** @param {string} parent */
     selectRelated(parent) {
-      try {
-        return { tag: 'ok', val: reconciler.handleSelect(parent).map(selection) };
-      } catch (e) {
-        return failure(e);
-      }
+      return settled(() => reconciler.handleSelect(parent), (found) => ({ tag: 'ok', val: found.map(selection) }));
     },
+
     /** @param {{parent: string, children: string[], related: string[]}} request */
     reconcile(request) {
-      try {
-        const outcome = reconciler.handleReconcile(request.parent, request.children, request.related);
-        const children = outcome.children.map((c) => JSON.stringify(c));
-        const status = outcome.desiredStatus === undefined ? undefined : JSON.stringify(outcome.desiredStatus);
-        const requeue =
-          outcome.requeue === 'done' || outcome.requeue === 'now'
-            ? { tag: outcome.requeue }
-            : { tag: 'after', val: BigInt(outcome.requeue) };
-        return { tag: 'ok', val: { children, status, requeue } };
-      } catch (e) {
-        return failure(e);
-      }
+      return settled(
+        () => reconciler.handleReconcile(request.parent, request.children, request.related),
+        (outcome) => {
+          const children = outcome.children.map((c) => JSON.stringify(c));
+          const status = outcome.desiredStatus === undefined ? undefined : JSON.stringify(outcome.desiredStatus);
+          const requeue =
+            outcome.requeue === 'done' || outcome.requeue === 'now'
+              ? { tag: outcome.requeue }
+              : { tag: 'after', val: BigInt(outcome.requeue) };
+          return { tag: 'ok', val: { children, status, requeue } };
+        },
+      );
     },
 
     /** @param {{parent: string, children: string[], related: string[], finalizer: string}} request */
     finalize(request) {
-      try {
-        const cleanup = reconciler.handleFinalize(request.parent, request.children, request.finalizer, request.related);
-        const val = cleanup.isComplete
-          ? { tag: 'complete' }
-          : { tag: 'again-after', val: BigInt(/** @type {number} */ (cleanup.againAfterMs)) };
-        return { tag: 'ok', val };
-      } catch (e) {
-        return failure(e);
-      }
+      return settled(
+        () => reconciler.handleFinalize(request.parent, request.children, request.finalizer, request.related),
+        (cleanup) => {
+          const val = cleanup.isComplete
+            ? { tag: 'complete' }
+            : { tag: 'again-after', val: BigInt(/** @type {number} */ (cleanup.againAfterMs)) };
+          return { tag: 'ok', val };
+        },
+      );
     },
   };
+}
+
+/**
+ * The WIT `result` of a call: `answer(value)` once `call()`'s value is known
+ * (awaited if it is a Promise), or the `reconcile-error` for what it threw or rejected with.
+ * @template T
+ * @param {() => T | Promise<T>} call
+ * @param {(value: T) => { tag: 'ok', val: unknown }} answer
+ */
+function settled(call, answer) {
+  try {
+    return awaited(call(), answer, failure);
+  } catch (e) {
+    return failure(e);
+  }
 }

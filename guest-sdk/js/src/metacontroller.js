@@ -16,8 +16,12 @@
 //     customize,
 //   });
 //
+// A hook may be `async` (Metacontroller's Node.js hooks usually are): its
+// Promise is awaited and what it resolves to is checked as a plain response.
+//
 // The mapping is the Python SDK's (weir_reconciler/metacontroller.py); the
 // SDK README's "Migrating from Metacontroller" says what differs.
+import { awaited } from './awaited.js';
 import { KubeObject, Objects } from './objects.js';
 import { Cleanup, Outcome, PermanentError } from './outcome.js';
 import { Reconciler } from './reconciler.js';
@@ -27,7 +31,8 @@ import { LabelSelector, Selection } from './selection.js';
 export const FINALIZE_RETRY_SECONDS = 5;
 
 /** @typedef {import('./objects.js').Kind} Kind */
-/** @typedef {(request: Record<string, any>) => Record<string, any> | undefined | null} Hook */
+/** @typedef {Record<string, any> | undefined | null} Response */
+/** @typedef {(request: Record<string, any>) => Response | Promise<Response>} Hook */
 
 /**
  * Metacontroller's key of a kind in `children` and `related`: `Kind.apiVersion`, e.g. `Deployment.apps/v1`.
@@ -109,13 +114,17 @@ export function compositeController(declaration) {
   const hooks = ['sync', ...(customize ? ['customize'] : []), ...(finalize ? ['finalize'] : [])];
   const controller = controllerObject(name, parent, children, hooks);
 
-  /** @param {KubeObject} p @returns {any[]} */
-  const rules = (p) => (customize ? response(customize({ controller, parent: plain(p) }), 'customize').relatedResources ?? [] : []);
+  /**
+   * The customize hook's `relatedResources` for `p` (a Promise of them if the hook is async).
+   * @param {KubeObject} p @returns {any[] | Promise<any[]>}
+   */
+  const rules = (p) =>
+    customize ? awaited(customize({ controller, parent: plain(p) }), (r) => response(r, 'customize').relatedResources ?? []) : [];
 
-  /** A rule with both `names` and `labelSelector` reads the named objects that also match. @param {KubeObject} p @param {Objects} objects */
-  function filtered(p, objects) {
+  /** A rule with both `names` and `labelSelector` reads the named objects that also match. @param {any[]} ruleList @param {Objects} objects */
+  function filtered(ruleList, objects) {
     let keep = [...objects];
-    for (const rule of rules(p)) {
+    for (const rule of ruleList) {
       if (rule?.names?.length && rule.labelSelector) {
         const selector = LabelSelector.parse(rule.labelSelector);
         keep = keep.filter((o) => !rule.names.includes(o.name) || selector.matches(o.labels));
@@ -124,14 +133,25 @@ export function compositeController(declaration) {
     return new Objects(keep);
   }
 
-  /** @param {KubeObject} p @param {import('./objects.js').Children} observed @param {boolean} finalizing */
-  const request = (p, observed, finalizing) => ({
-    controller,
-    parent: plain(p),
-    children: objectMap(children, observed),
-    related: objectMap(related, filtered(p, observed.related)),
-    finalizing,
-  });
+  /**
+   * `hook`'s response to the request for `p`, once the customize hook's rules are known
+   * (a Promise of it if either hook is async).
+   * @param {Hook} hook @param {string} name @param {KubeObject} p @param {import('./objects.js').Children} observed @param {boolean} finalizing
+   * @returns {Record<string, any> | Promise<Record<string, any>>}
+   */
+  const call = (hook, name, p, observed, finalizing) =>
+    awaited(rules(p), (ruleList) =>
+      awaited(
+        hook({
+          controller,
+          parent: plain(p),
+          children: objectMap(children, observed),
+          related: objectMap(related, filtered(ruleList, observed.related)),
+          finalizing,
+        }),
+        (r) => response(r, name),
+      ),
+    );
 
   return class CompositeController extends Reconciler {
     name = name;
@@ -144,28 +164,30 @@ export function compositeController(declaration) {
 
     /** @param {KubeObject} p */
     select(p) {
-      return selections(rules(p), related);
+      return awaited(rules(p), (ruleList) => selections(ruleList, related));
     }
 
     /** @param {KubeObject} p @param {import('./objects.js').Children} observed */
     reconcile(p, observed) {
-      const r = response(sync(request(p, observed, false)), 'sync');
-      const desired = r.children ?? [];
-      if (!Array.isArray(desired) || !desired.every((c) => c !== null && typeof c === 'object' && !Array.isArray(c))) {
-        throw new TypeError("the sync hook's children must be a list of objects");
-      }
-      const outcome = Outcome.apply(desired);
-      if (r.status !== undefined && r.status !== null) outcome.status(r.status);
-      const s = seconds(r, 'sync');
-      return s > 0 ? outcome.requeueAfter(s * 1000) : outcome;
+      return awaited(call(sync, 'sync', p, observed, false), (r) => {
+        const desired = r.children ?? [];
+        if (!Array.isArray(desired) || !desired.every((c) => c !== null && typeof c === 'object' && !Array.isArray(c))) {
+          throw new TypeError("the sync hook's children must be a list of objects");
+        }
+        const outcome = Outcome.apply(desired);
+        if (r.status !== undefined && r.status !== null) outcome.status(r.status);
+        const s = seconds(r, 'sync');
+        return s > 0 ? outcome.requeueAfter(s * 1000) : outcome;
+      });
     }
 
     /** @param {KubeObject} p @param {import('./objects.js').Children} observed */
     finalize(p, observed) {
       if (!finalize) return Cleanup.complete();
-      const r = response(finalize(request(p, observed, true)), 'finalize');
-      if (r.finalized === true) return Cleanup.complete();
-      return Cleanup.againAfter((seconds(r, 'finalize') || FINALIZE_RETRY_SECONDS) * 1000);
+      return awaited(call(finalize, 'finalize', p, observed, true), (r) => {
+        if (r.finalized === true) return Cleanup.complete();
+        return Cleanup.againAfter((seconds(r, 'finalize') || FINALIZE_RETRY_SECONDS) * 1000);
+      });
     }
   };
 }

@@ -1,8 +1,11 @@
 // The `Reconciler` base class: a plugin's identity and its pure reconcile function.
 //
 // Everything here is plain JavaScript, so a plugin's logic is tested in Node
-// with `node --test` by calling `reconcile` or `handleReconcile`.
+// with `node --test` by calling `reconcile` or `handleReconcile`. Any of the
+// hooks may be `async`: its Promise is awaited, and what it resolves to is
+// checked as a plain answer would be.
 
+import { awaited, isThenable } from './awaited.js';
 import { Children, Kind, KubeObject } from './objects.js';
 import { Cleanup, Outcome, PermanentError } from './outcome.js';
 import { Selection } from './selection.js';
@@ -39,7 +42,7 @@ export class Reconciler {
    * parent alone. A change to a selected object (or its creation) reconciles
    * the parent again.
    * @param {Resource} parent
-   * @returns {Selection[]}
+   * @returns {Iterable<Selection> | Promise<Iterable<Selection>>}
    */
   select(parent) {
     return [];
@@ -49,7 +52,7 @@ export class Reconciler {
    * The desired children and status of `parent`, given the children it owns now.
    * @param {Resource} parent
    * @param {Children} children
-   * @returns {Outcome}
+   * @returns {Outcome | Promise<Outcome>}
    */
   reconcile(parent, children) {
     throw new Error(`${this.constructor.name} must implement reconcile()`);
@@ -60,52 +63,75 @@ export class Reconciler {
    * @param {Resource} parent
    * @param {Children} children
    * @param {string} finalizer
-   * @returns {Cleanup}
+   * @returns {Cleanup | Promise<Cleanup>}
    */
   finalize(parent, children, finalizer) {
     return Cleanup.complete();
   }
 
   /**
-   * Decode the parent as the host sends it, run `select`, check its result.
+   * Decode the parent as the host sends it, run `select`, check its result
+   * (a Promise of them when `select` is async).
    * @param {string} parentJson
-   * @returns {Selection[]}
+   * @returns {Selection[] | Promise<Selection[]>}
    */
   handleSelect(parentJson) {
     const { parent } = decode(parentJson, [], []);
-    const selections = [...this.select(parent)];
-    for (const s of selections) {
-      if (!(s instanceof Selection)) throw new TypeError(`select() must return Selections, not ${describeValue(s)}`);
-    }
-    return selections;
+    const answer = this.select(parent);
+    return awaited(answer, (found) => {
+      const selections = found !== null && typeof found === 'object' && Symbol.iterator in found ? [...found] : undefined;
+      if (selections === undefined) throw wrong('select', 'Selections', answer, found);
+      for (const s of selections) {
+        if (!(s instanceof Selection)) throw wrong('select', 'Selections', answer, s);
+      }
+      return selections;
+    });
   }
 
   /**
-   * Decode the request as the host sends it, run `reconcile`, check its result.
+   * Decode the request as the host sends it, run `reconcile`, check its result
+   * (a Promise of it when `reconcile` is async).
    * @param {string} parentJson
    * @param {string[]} childrenJson
    * @param {string[]} [relatedJson] the selected related objects
+   * @returns {Outcome | Promise<Outcome>}
    */
   handleReconcile(parentJson, childrenJson, relatedJson = []) {
     const { parent, children } = decode(parentJson, childrenJson, relatedJson);
-    const outcome = this.reconcile(parent, children);
-    if (!(outcome instanceof Outcome)) throw new TypeError(`reconcile() must return an Outcome, not ${describeValue(outcome)}`);
-    return outcome;
+    const answer = this.reconcile(parent, children);
+    return awaited(answer, (outcome) => {
+      if (!(outcome instanceof Outcome)) throw wrong('reconcile', 'an Outcome', answer, outcome);
+      return outcome;
+    });
   }
 
   /**
-   * Decode the request as the host sends it, run `finalize`, check its result.
+   * Decode the request as the host sends it, run `finalize`, check its result
+   * (a Promise of it when `finalize` is async).
    * @param {string} parentJson
    * @param {string[]} childrenJson
    * @param {string} finalizer
    * @param {string[]} [relatedJson] the selected related objects
+   * @returns {Cleanup | Promise<Cleanup>}
    */
   handleFinalize(parentJson, childrenJson, finalizer, relatedJson = []) {
     const { parent, children } = decode(parentJson, childrenJson, relatedJson);
-    const cleanup = this.finalize(parent, children, finalizer);
-    if (!(cleanup instanceof Cleanup)) throw new TypeError(`finalize() must return a Cleanup, not ${describeValue(cleanup)}`);
-    return cleanup;
+    const answer = this.finalize(parent, children, finalizer);
+    return awaited(answer, (cleanup) => {
+      if (!(cleanup instanceof Cleanup)) throw wrong('finalize', 'a Cleanup', answer, cleanup);
+      return cleanup;
+    });
   }
+}
+
+/**
+ * The error for a hook's answer that is not one: `value` is what `hook` returned, or what its
+ * Promise (`answer`) resolved to.
+ * @param {string} hook @param {string} expected @param {unknown} answer @param {unknown} value
+ */
+function wrong(hook, expected, answer, value) {
+  const must = isThenable(answer) ? `${hook}()'s Promise must resolve to` : `${hook}() must return`;
+  return new TypeError(`${must} ${expected}, not ${describeValue(value)}`);
 }
 
 /** @param {unknown} value */

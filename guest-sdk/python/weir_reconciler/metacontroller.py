@@ -33,18 +33,22 @@ The mapping (README.md, "Migrating from Metacontroller", says what differs):
   true` completes the cleanup, otherwise it is asked again after
   `resyncAfterSeconds` (or `FINALIZE_RETRY_SECONDS`).
 - `controller` is a CompositeController object made from the declaration.
+- A hook may be `async def`: its coroutine is run to its response
+  (`weir_reconciler.awaited`), which is then checked as a plain one.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional, Sequence
+from typing import Any, Awaitable, Callable, Mapping, Optional, Sequence, Union
 
+from .awaited import resolved
 from .objects import Children, Kind, Object, Objects
 from .outcome import Cleanup, Outcome, PermanentError
 from .reconciler import Reconciler
 from .selection import LabelSelector, Selection
 
-Hook = Callable[[dict], Optional[Mapping[str, Any]]]
+Response = Optional[Mapping[str, Any]]
+Hook = Callable[[dict], Union[Response, Awaitable[Response]]]
 
 #: When a finalize hook answers `finalized: false` without `resyncAfterSeconds`.
 FINALIZE_RETRY_SECONDS = 5
@@ -103,7 +107,8 @@ def selections(rules: Any, related: Sequence[Kind]) -> list[Selection]:
     return chosen
 
 
-def _response(value: Any, hook: str) -> Mapping[str, Any]:
+def _response(answer: Any, hook: str) -> Mapping[str, Any]:
+    value = resolved(answer, f"the {hook} hook")
     if value is None:
         return {}
     if not isinstance(value, Mapping):

@@ -4,7 +4,9 @@ A plugin subclasses `Reconciler`, sets the class attributes that `describe`
 reports, and implements `reconcile` (and `finalize` if it declares a
 finalizer; `select` if it declares related kinds). Everything here is plain
 Python, so a plugin's logic is tested natively with `unittest` by calling
-`reconcile` or `handle_reconcile`.
+`reconcile` or `handle_reconcile`. A hook may be `async def`: the `handle_*`
+entry points run its coroutine to its answer (`weir_reconciler.awaited`) and
+check that answer as they check a plain one.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar, Optional, Sequence
 
+from .awaited import is_awaitable, resolved
 from .objects import Children, Kind, Object
 from .outcome import Cleanup, Outcome, PermanentError
 from .selection import Selection
@@ -58,18 +61,24 @@ class Reconciler:
     def handle_select(self, parent_json: str) -> list[Selection]:
         """Decode the parent, run `select`, and check that it returned `Selection`s."""
         parent, _ = _decode(parent_json, (), ())
-        selections = list(self.select(parent))
+        answer = self.select(parent)
+        found = resolved(answer, "select()")
+        try:
+            selections = list(found)
+        except TypeError:
+            raise _wrong("select()", "Selections", answer, found) from None
         for s in selections:
             if not isinstance(s, Selection):
-                raise TypeError(f"select() must return Selections, not {type(s).__name__}")
+                raise _wrong("select()", "Selections", answer, s)
         return selections
 
     def handle_reconcile(self, parent_json: str, children_json: Sequence[str], related_json: Sequence[str] = ()) -> Outcome:
         """Decode the request, run `reconcile`, and check that it returned an `Outcome`."""
         parent, children = _decode(parent_json, children_json, related_json)
-        outcome = self.reconcile(parent, children)
+        answer = self.reconcile(parent, children)
+        outcome = resolved(answer, "reconcile()")
         if not isinstance(outcome, Outcome):
-            raise TypeError(f"reconcile() must return an Outcome, not {type(outcome).__name__}")
+            raise _wrong("reconcile()", "an Outcome", answer, outcome)
         return outcome
 
     def handle_finalize(
@@ -77,10 +86,17 @@ class Reconciler:
     ) -> Cleanup:
         """Decode the request, run `finalize`, and check that it returned a `Cleanup`."""
         parent, children = _decode(parent_json, children_json, related_json)
-        cleanup = self.finalize(parent, children, finalizer)
+        answer = self.finalize(parent, children, finalizer)
+        cleanup = resolved(answer, "finalize()")
         if not isinstance(cleanup, Cleanup):
-            raise TypeError(f"finalize() must return a Cleanup, not {type(cleanup).__name__}")
+            raise _wrong("finalize()", "a Cleanup", answer, cleanup)
         return cleanup
+
+
+def _wrong(hook: str, expected: str, answer: Any, value: Any) -> TypeError:
+    """The error for an answer that is not one: `value` is what `hook` returned, or what its coroutine (`answer`) returned."""
+    must = f"{hook}'s coroutine must return" if is_awaitable(answer) else f"{hook} must return"
+    return TypeError(f"{must} {expected}, not {type(value).__name__}")
 
 
 def _decode(parent_json: str, children_json: Sequence[str], related_json: Sequence[str]) -> tuple[Object, Children]:

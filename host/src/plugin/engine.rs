@@ -54,6 +54,12 @@ pub struct EngineConfig {
     /// virtual address space (terabytes, not resident memory) and caps
     /// concurrent instances at 1000 per engine.
     pub pooling: bool,
+    /// Compile with wasmtime's baseline compiler (Winch) instead of its optimizing one
+    /// (Cranelift): a Python or JavaScript component compiles in a fraction of the time,
+    /// into slower code. Nothing else changes: the same limits, epoch deadlines, linker and
+    /// contract checks (Winch is a fully supported wasmtime compiler on x86_64). For
+    /// development (`weir dev --watch`); off by default. Its artifacts are cached apart.
+    pub baseline_compiler: bool,
 }
 
 impl Default for EngineConfig {
@@ -62,6 +68,7 @@ impl Default for EngineConfig {
             cache_dir: None,
             epoch_tick: Duration::from_millis(10),
             pooling: true,
+            baseline_compiler: false,
         }
     }
 }
@@ -136,6 +143,10 @@ struct Inner {
     linkers: [(Contract, Linker<State>); 2],
     /// Compiled artifacts on disk, when a cache directory is configured.
     precompiled: Option<Precompiled>,
+    /// The component compiled last and its sha256: a check of a new build (`weir dev --watch`)
+    /// and the host's load of the same bytes just after share one compile, with or without
+    /// a cache directory.
+    last_compiled: Mutex<Option<(String, Component)>>,
     tick: Duration,
     stop_ticker: Arc<AtomicBool>,
     /// Drives the timers of calls (their deadlines, a guest's WASI sleeps).
@@ -172,6 +183,9 @@ impl Engine {
         wasm.wasm_component_model(true)
             .epoch_interruption(true)
             .gc_support(false);
+        if config.baseline_compiler {
+            wasm.strategy(wasmtime::Strategy::Winch);
+        }
         if config.pooling {
             let mut pool = wasmtime::PoolingAllocationConfig::new();
             // Reset memory by memset instead of unmapping it, so the next
@@ -244,6 +258,7 @@ impl Engine {
                 engine,
                 linkers,
                 precompiled,
+                last_compiled: Mutex::new(None),
                 tick,
                 stop_ticker,
                 timers,
@@ -306,10 +321,10 @@ impl Engine {
         self.link(name, sha256.to_owned(), &component, limits)
     }
 
-    /// The compiled component: mapped from the precompiled cache, or compiled
-    /// from `bytes()` one at a time, stored there and mapped back from it, so that
-    /// its code is a shared, reclaimable file mapping rather than the compiler's
-    /// private copy.
+    /// The compiled component: the one compiled last if it has this sha256, else mapped from
+    /// the precompiled cache, or compiled from `bytes()` one at a time, stored there and mapped
+    /// back from it, so that its code is a shared, reclaimable file mapping rather than the
+    /// compiler's private copy.
     fn component<'b>(
         &self,
         path: &str,
@@ -317,6 +332,15 @@ impl Engine {
         bytes: impl FnOnce() -> Result<Cow<'b, [u8]>, LoadError>,
     ) -> Result<Component, LoadError> {
         let engine = &self.inner.engine;
+        let last = || {
+            self.inner
+                .last_compiled
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        if let Some((_, component)) = last().as_ref().filter(|(sha, _)| sha == sha256) {
+            return Ok(component.clone());
+        }
         let cache = self.inner.precompiled.as_ref();
         if let Some(component) = cache.and_then(|c| c.lookup(engine, sha256)) {
             return Ok(component);
@@ -335,11 +359,15 @@ impl Engine {
                 path: path.to_owned(),
                 source: e.into(),
             })?;
-        let Some(cache) = cache else {
-            return Ok(component);
+        let component = match cache {
+            Some(cache) => {
+                cache.store(sha256, &component);
+                cache.lookup(engine, sha256).unwrap_or(component)
+            }
+            None => component,
         };
-        cache.store(sha256, &component);
-        Ok(cache.lookup(engine, sha256).unwrap_or(component))
+        *last() = Some((sha256.to_owned(), component.clone()));
+        Ok(component)
     }
 
     /// Finds the component's contract, links it once with that version's linker.

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 
 mod guests;
 
+mod baseline_compiler;
 mod sandbox;
 mod sandbox_deadline;
 mod sandbox_load;
