@@ -143,7 +143,7 @@ async fn a_canary_promoted_by_command_serves_every_blog_at_once_and_flips_no_chi
         .await?;
     v2_children(&env, 3 * canary.len()).await?;
     let status = weir_rollout(&env, home.path(), &["status", "blog"]).await?;
-    assert!(status.starts_with("blog 0.2.0 (sha256 "), "{status}");
+    assert!(status.starts_with("blog 0.1.0 (sha256 "), "{status}");
     assert!(status.contains("): Canary 50%\n"), "{status}");
 
     let promoted = weir_rollout(&env, home.path(), &["promote", "blog"]).await?;
@@ -296,9 +296,10 @@ async fn a_plugins_candidate_named_by_digest_is_canaried_then_promoted_by_comman
     // The operator points the source at v2 and drops the candidate: nothing flips back.
     let (versions, follower) = follow_versions(&env, BLOGS).await?;
     apply_plugin(&plugins, json!({"source": {"oci": v2_ref}, "digest": v2})).await?;
+    let v2_sha = plugin("blog-v2")?.sha256().to_owned();
     eventually("v2 serves from the source", CONVERGE, || async {
         let row = host.catalog().rows().into_iter().find(|r| r.kind == BLOG)?;
-        (row.version == "0.2.0").then_some(())
+        (row.sha256 == v2_sha).then_some(())
     })
     .await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
