@@ -49,7 +49,8 @@ pub enum Command {
     Test(TestArgs),
     /// Write a plugin's parents on a cluster, with their children, as fixtures expecting its answers.
     Record(weir::record::RecordArgs),
-    /// Reconcile with every plugin in a directory against a cluster, until SIGTERM.
+    /// Reconcile against a cluster, with the plugins of a directory or the cluster's `Plugin`
+    /// objects (and their candidate versions, rolled out), until SIGTERM.
     Run(weir::run::RunArgs),
     /// Run everything on this machine: the API emulator, the host and a live view (no cluster).
     #[cfg(feature = "dev")]
@@ -62,6 +63,8 @@ pub enum Command {
     Rbac(RbacArgs),
     /// List the plugins a running host serves (from its `/plugins` endpoint).
     Plugins(PluginsArgs),
+    /// Show, promote, pause, resume or abort a candidate's rollout (the leading host carries it out).
+    Rollout(weir::rollout::RolloutArgs),
     /// Push a plugin component to an OCI registry (WebAssembly layout); prints its digest.
     Push(weir::cluster::PushArgs),
     /// Serve only the embedded Kubernetes API emulator, for kubectl and kube-rs, until Ctrl-C.
@@ -117,6 +120,10 @@ impl Cli {
                 .map(|()| ExitCode::SUCCESS)
                 .map_err(Into::into),
             Command::Push(args) => {
+                println!("{}", args.execute()?);
+                Ok(ExitCode::SUCCESS)
+            }
+            Command::Rollout(args) => {
                 println!("{}", args.execute()?);
                 Ok(ExitCode::SUCCESS)
             }

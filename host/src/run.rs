@@ -96,11 +96,15 @@ pub async fn client(kubeconfig: Option<&Path>, limits: ClientLimits) -> Result<C
 /// Arguments of `weir run`.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// Directory of plugin components (`*.wasm`); one controller per plugin.
+    /// Directory of plugin components (`*.wasm`), followed as files come, change and go; one
+    /// controller per plugin. `DIR/candidates/NAME.wasm` (when `DIR/candidates/` exists at
+    /// start) is rolled out as a new version of `DIR/NAME.wasm`: shadowed, canaried, then
+    /// promoted or rolled back (see `--rollout-*` and `weir rollout`).
     #[arg(long, required_unless_present = "plugins_from_cluster")]
     pub plugins: Option<PathBuf>,
     /// Serve the cluster's `Plugin` objects (`weir.dev/v1alpha1`) instead of a directory:
-    /// components pulled from OCI registries, pinned by digest, hot-swapped as Plugins change.
+    /// components pulled from OCI registries, pinned by digest, hot-swapped as Plugins change;
+    /// a Plugin's `spec.candidate` is rolled out as its new version.
     #[arg(long, conflicts_with = "plugins")]
     pub plugins_from_cluster: bool,
     /// Where components pulled for Plugins are kept by digest, so a restart does not pull
@@ -124,7 +128,10 @@ pub struct RunArgs {
     /// Seconds between periodic resyncs of every parent.
     #[arg(long, default_value_t = 600)]
     pub resync_secs: u64,
-    /// Address of `/metrics`, `/healthz` and `/readyz`.
+    /// Address of the operations server: `/metrics` (Prometheus), `/healthz` (the process
+    /// answers), `/readyz` (the plugins are loaded and their caches hold their first list) and
+    /// `/plugins` (what is served, with reconcile counts, rollouts and refused candidates, as
+    /// JSON; `weir plugins` prints it).
     #[arg(long, default_value = "127.0.0.1:9090")]
     pub listen: SocketAddr,
     /// Compete for a Lease and reconcile only while holding it (for more than one replica).
@@ -133,7 +140,8 @@ pub struct RunArgs {
     /// This replica's identity in the Lease (defaults to the host name).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
-    /// Namespace of the leader Lease.
+    /// Namespace of the leader Lease, and (with --leader-elect) of the rollouts' ConfigMaps
+    /// `weir-rollout-PLUGIN` (without it: --namespace's, else `default`).
     #[arg(long, default_value = "default")]
     pub lease_namespace: String,
     /// Watch and reconcile only this namespace (default: the whole cluster).
@@ -145,6 +153,9 @@ pub struct RunArgs {
     /// Write every failed or refused reconcile into DIR as a `weir test` fixture that fails the same way.
     #[arg(long, value_name = "DIR")]
     pub dump_failures: Option<PathBuf>,
+    /// How candidate versions are rolled out.
+    #[command(flatten)]
+    pub rollout: crate::rollout::RolloutFlags,
 }
 
 impl RunArgs {
@@ -179,6 +190,7 @@ impl RunArgs {
             leader,
             listen: Some(self.listen),
             policy: Arc::new(policy),
+            rollout: self.rollout.config(),
             ..ManagerConfig::default()
         })
     }

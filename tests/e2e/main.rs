@@ -38,6 +38,7 @@ mod restart_converges;
 mod rollout_canary;
 mod rollout_restart;
 mod rollout_shadow;
+mod rollout_steered;
 mod rollout_undo;
 mod unwanted_children_are_pruned;
 mod watch_recovers;

@@ -8,7 +8,13 @@
 //!   source: {oci: registry.example/weir/blog:1.0}
 //!   digest: sha256:4f1c…          # optional: refuse any other content
 //!   pullSecret: {namespace: weir, name: regcred}   # optional, kubernetes.io/dockerconfigjson
+//!   candidate: {digest: sha256:9b2e…}              # optional: a new version to roll out
 //! ```
+//!
+//! A `candidate` is another version of the same plugin, rolled out beside the one `source`
+//! serves as the host's rollout settings say (shadow, canary steps, promoted or rolled back;
+//! `weir rollout` steers it). It names its component as `source` does, or only by `digest`: then
+//! it is that digest in `source.oci`'s repository.
 //!
 //! Cluster-scoped, like the CRDs its plugins serve. `kubectl get plugins` shows the kind, the
 //! version and the digest served, and whether it is `Ready`.
@@ -46,6 +52,50 @@ pub struct PluginSpec {
     /// A `kubernetes.io/dockerconfigjson` Secret holding the registry's credentials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pull_secret: Option<ObjectReference>,
+    /// A new version of the plugin to roll out beside the one `source` serves (shadowed,
+    /// canaried, then promoted or rolled back; `weir rollout` steers it). Removing it
+    /// withdraws the candidate; once promoted, point `source` at it and remove it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<CandidateSource>,
+}
+
+/// Where a Plugin's candidate version comes from.
+#[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CandidateSource {
+    /// An OCI reference, as `source.oci`; without it (and without `configMap`), the
+    /// candidate is `digest` in `source.oci`'s repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oci: Option<String>,
+    /// A key of a ConfigMap's `binaryData`, as `source.configMap`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map: Option<ConfigMapKey>,
+    /// Pins the candidate's content (`sha256:` and 64 hex digits), as `digest` does the
+    /// serving version's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^sha256:[0-9a-f]{64}$"))]
+    pub digest: Option<String>,
+}
+
+impl CandidateSource {
+    /// The source and the pin of the candidate of a Plugin whose serving source is `serving`;
+    /// `None` when it names nothing to fetch (neither a source nor a digest with an OCI source).
+    pub fn resolve(&self, serving: &ComponentSource) -> Option<(ComponentSource, Option<String>)> {
+        if self.oci.is_some() || self.config_map.is_some() {
+            let source = ComponentSource {
+                oci: self.oci.clone(),
+                config_map: self.config_map.clone(),
+            };
+            return Some((source, self.digest.clone()));
+        }
+        let digest = self.digest.clone()?;
+        let repository = super::oci::parse_reference(serving.oci.as_deref()?).ok()?;
+        let source = ComponentSource {
+            oci: Some(repository.clone_with_digest(digest.clone()).whole()),
+            config_map: None,
+        };
+        Some((source, Some(digest)))
+    }
 }
 
 /// Where a Plugin's component comes from.
@@ -202,5 +252,41 @@ mod tests {
         );
         assert_eq!(plugin.spec.pull_secret.unwrap().name, "regcred");
         assert_eq!(short_digest("sha256:0123456789abcdef"), "0123456789ab");
+    }
+
+    #[test]
+    fn a_candidate_named_by_digest_alone_is_that_digest_in_the_serving_repository() {
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        let serving = ComponentSource {
+            oci: Some("localhost:5000/weir/blog:1.0".into()),
+            config_map: None,
+        };
+        let by_digest = CandidateSource {
+            digest: Some(digest.clone()),
+            ..CandidateSource::default()
+        };
+        let (source, pin) = by_digest.resolve(&serving).unwrap();
+        assert_eq!(
+            source.oci.as_deref(),
+            Some(format!("localhost:5000/weir/blog@{digest}").as_str())
+        );
+        assert_eq!(pin, Some(digest.clone()));
+        let elsewhere = CandidateSource {
+            oci: Some("localhost:5000/weir/blog:2.0".into()),
+            ..CandidateSource::default()
+        };
+        let (source, pin) = elsewhere.resolve(&serving).unwrap();
+        assert_eq!(source.oci.as_deref(), Some("localhost:5000/weir/blog:2.0"));
+        assert_eq!(pin, None);
+        assert_eq!(CandidateSource::default().resolve(&serving), None);
+        let from_config_map = ComponentSource {
+            oci: None,
+            config_map: Some(ConfigMapKey {
+                namespace: "weir".into(),
+                name: "blog".into(),
+                key: "blog.wasm".into(),
+            }),
+        };
+        assert_eq!(by_digest.resolve(&from_config_map), None);
     }
 }

@@ -157,7 +157,7 @@ impl DevArgs {
         emulator.write_kubeconfig(&self.kubeconfig)?;
         let kubectl = format!("kubectl --kubeconfig {}", self.kubeconfig.display());
         println!("weir dev: Kubernetes API emulator at {}", emulator.url());
-        println!("weir dev: use it with   {kubectl} get blogs");
+        println!("weir dev: use it with   {kubectl}");
 
         // A watched project's builds compile with the baseline compiler, seconds faster per save
         // for a Python or JavaScript component; `weir test` and `weir run` use the optimizing one.
@@ -220,6 +220,7 @@ impl DevArgs {
             };
             println!("weir dev: plugins from {from} (listed at http://{addr}/plugins)");
         }
+        let hint = tokio::spawn(hint(host.catalog(), kubectl.clone(), notes.clone()));
         let live = !self.plain && std::io::stdout().is_terminal();
         let inputs = view::Inputs {
             client: emulator.client(),
@@ -257,6 +258,7 @@ impl DevArgs {
         if let Some(task) = rebuilds {
             task.abort();
         }
+        hint.abort();
         stop_view.cancel();
         // The view restores the terminal before anything else is printed.
         let _ = view.await;
@@ -294,6 +296,34 @@ impl DevArgs {
             ..hotload::Config::new(dir)
         })
     }
+}
+
+/// Once the first plugins serve, says how to see their parents and children with kubectl
+/// (`kubectl --kubeconfig .weir/kubeconfig get blogs,configmaps,deployments,services`).
+async fn hint(
+    catalog: crate::hotload::Catalog,
+    kubectl: String,
+    notes: tokio::sync::mpsc::UnboundedSender<String>,
+) {
+    loop {
+        let rows = catalog.rows();
+        if !rows.is_empty() && catalog.loading().is_none() {
+            let _ = notes.send(format!("try   {kubectl} get {}", plurals(&rows)));
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The plurals of the served kinds, parents first, then their children, each once.
+fn plurals(rows: &[crate::hotload::CatalogRow]) -> String {
+    let mut names: Vec<&str> = rows.iter().map(|r| r.info.parent.plural.as_str()).collect();
+    for row in rows {
+        names.extend(row.info.children.iter().map(|c| c.plural.as_str()));
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    names.retain(|n| seen.insert(*n));
+    names.join(",")
 }
 
 /// Waits until the plugins present at start are loaded and their kinds are served (with

@@ -320,10 +320,14 @@ impl Project {
         }
         match self.serve(&wasm) {
             Ok(()) => {
+                // At start nothing was saved: the time since a save means nothing then.
+                let since_save = match reason {
+                    "start" => String::new(),
+                    _ => format!(" ({:.1} s after the save)", started.elapsed().as_secs_f64()),
+                };
                 say(format!(
-                    "watch: fixtures pass ({}); serving the new build ({:.1} s after the save)",
+                    "watch: fixtures pass ({}); serving the new build{since_save}",
                     summary.passed(),
-                    started.elapsed().as_secs_f64()
                 ));
                 Some(sha)
             }

@@ -21,6 +21,11 @@
 //!
 //! Every replica loads every Plugin, so a standby that takes over has its components compiled
 //! already; only the leader writes Plugin status (`crate::cluster::status`).
+//!
+//! A Plugin's `spec.candidate` is fetched and loaded the same way and sent on a second channel,
+//! named `Plugin/NAME/candidate`: the manager rolls it out beside what `Plugin/NAME` serves
+//! (`crate::rollout`). Removing it sends [`PluginEvent::Removed`] (withdrawn); one that cannot
+//! be fetched or loaded is [`PluginEvent::Refused`] (listed in `/plugins`), until its spec changes.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -40,7 +45,7 @@ use crate::chain::Chain;
 use crate::cluster::fetch::{FetchError, Fetched, fetch, fetch_config_map, pull_credentials};
 use crate::cluster::oci::parse_reference;
 use crate::cluster::status::{self, Attempt, Serving};
-use crate::cluster::{Blobs, Credentials, Plugin, PluginSpec};
+use crate::cluster::{Blobs, CandidateSource, Credentials, Plugin, PluginSpec};
 
 /// How the cluster source stores and retries.
 #[derive(Clone, Debug)]
@@ -78,19 +83,21 @@ impl Drop for ClusterLoader {
 
 impl ClusterLoader {
     /// Starts following Plugin objects. `leading` is this replica's leadership (`None`: the
-    /// only replica): only a leader writes Plugin status, but every replica loads.
+    /// only replica): only a leader writes Plugin status, but every replica loads. Returns the
+    /// served versions' events and the candidates'.
     pub fn start<L: Loader + Sync>(
         client: Client,
         config: ClusterConfig,
         leading: Option<watch::Receiver<bool>>,
         loader: L,
         metrics: HotloadMetrics,
-    ) -> Result<(Self, UnboundedReceiver<PluginEvent<L::Plugin>>)> {
+    ) -> Result<(Self, Events<L::Plugin>, Events<L::Plugin>)> {
         let blobs = Blobs::open(&config.store).map_err(|source| Error::Store {
             dir: config.store.clone(),
             source,
         })?;
         let (events, rx) = unbounded_channel();
+        let (candidates, candidates_rx) = unbounded_channel();
         let catalog = Catalog::default();
         let run = Run {
             api: Api::all(client.clone()),
@@ -99,6 +106,7 @@ impl ClusterLoader {
             config,
             loader: Arc::new(loader),
             events,
+            candidates,
             metrics,
             catalog: catalog.clone(),
             leading,
@@ -107,7 +115,7 @@ impl ClusterLoader {
             listed: false,
         };
         let task = tokio::spawn(run.run());
-        Ok((Self { task, catalog }, rx))
+        Ok((Self { task, catalog }, rx, candidates_rx))
     }
 
     /// The plugins served right now.
@@ -115,6 +123,9 @@ impl ClusterLoader {
         self.catalog.clone()
     }
 }
+
+/// The events of one channel of the source.
+type Events<P> = UnboundedReceiver<PluginEvent<P>>;
 
 /// One Plugin object and what became of it.
 struct Entry<P> {
@@ -128,6 +139,10 @@ struct Entry<P> {
     attempt: Attempt,
     /// When to try the same spec again, and how many times it failed in a row.
     retry: Option<(Instant, u32)>,
+    /// The `spec.candidate` last attempted.
+    candidate_attempted: Option<CandidateSource>,
+    /// The candidate proposed, and the digest it came from.
+    candidate: Option<(P, String)>,
 }
 
 struct Run<L: Loader> {
@@ -137,6 +152,8 @@ struct Run<L: Loader> {
     config: ClusterConfig,
     loader: Arc<L>,
     events: UnboundedSender<PluginEvent<L::Plugin>>,
+    /// Candidates proposed, withdrawn or refused (`Plugin/NAME/candidate`).
+    candidates: UnboundedSender<PluginEvent<L::Plugin>>,
     metrics: HotloadMetrics,
     catalog: Catalog,
     leading: Option<watch::Receiver<bool>>,
@@ -212,6 +229,8 @@ impl<L: Loader + Sync> Run<L> {
                         serving: None,
                         attempt: Attempt::Pending,
                         retry: None,
+                        candidate_attempted: None,
+                        candidate: None,
                     },
                 );
             }
@@ -222,6 +241,10 @@ impl<L: Loader + Sync> Run<L> {
         let Some(entry) = self.entries.remove(name) else {
             return;
         };
+        if let Some((plugin, _)) = entry.candidate {
+            let file = candidate_file_of(name);
+            let _ = self.candidates.send(PluginEvent::Removed { file, plugin });
+        }
         if let Some((plugin, _)) = entry.serving {
             let kind = KindKey::of(plugin.info());
             self.release(&kind);
@@ -268,6 +291,15 @@ impl<L: Loader + Sync> Run<L> {
             let Some(name) = next else { break };
             self.attempt(&name).await;
             self.sync_status(&name).await;
+        }
+        let changed: Vec<String> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.candidate_attempted != e.object.spec.candidate)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in changed {
+            self.attempt_candidate(&name).await;
         }
         if self.listed && !self.catalog.scanned() {
             self.catalog.mark_scanned();
@@ -378,6 +410,83 @@ impl<L: Loader + Sync> Run<L> {
             }
             _ => Err(FetchError::Source),
         }
+    }
+
+    /// Fetches and loads the Plugin's `spec.candidate` and proposes it (or withdraws the one
+    /// proposed before, when the spec no longer names one).
+    async fn attempt_candidate(&mut self, name: &str) {
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        let wanted = entry.object.spec.candidate.clone();
+        entry.candidate_attempted.clone_from(&wanted);
+        let file = candidate_file_of(name);
+        let Some(wanted) = wanted else {
+            if let Some((plugin, _)) = entry.candidate.take() {
+                info!(plugin = name, "candidate withdrawn");
+                let _ = self.candidates.send(PluginEvent::Removed { file, plugin });
+            }
+            return;
+        };
+        let mut object = entry.object.clone();
+        let Some((source, digest)) = wanted.resolve(&object.spec.source) else {
+            let why = "spec.candidate names no component: give `oci`, `configMap`, or a `digest` in the repository of `source.oci`";
+            return self.refuse_candidate(name, format!("Plugin {name}: {why}"));
+        };
+        // Fetched as a Plugin of its own, never from what the serving version's status remembers.
+        (object.spec.source, object.spec.digest, object.status) = (source, digest, None);
+        let fetched = match self.fetch(&object).await {
+            Ok(fetched) => fetched,
+            Err(e) => {
+                return self.refuse_candidate(name, format!("Plugin {name}: {}", Chain(&e)));
+            }
+        };
+        let proposed = self.entries.get(name).and_then(|e| e.candidate.as_ref());
+        if proposed.is_some_and(|(_, digest)| *digest == fetched.digest) {
+            return;
+        }
+        let (loader, path, sha256) = (
+            self.loader.clone(),
+            fetched.component.path.clone(),
+            fetched.component.sha256.clone(),
+        );
+        let loaded =
+            tokio::task::spawn_blocking(move || loader.load_verified(&path, &sha256)).await;
+        let plugin = match loaded {
+            Ok(Ok(plugin)) => plugin,
+            Ok(Err(e)) => {
+                let message = format!("Plugin {name} ({}): {}", fetched.digest, Chain(&e));
+                return self.refuse_candidate(name, message);
+            }
+            Err(e) => {
+                let message = format!("Plugin {name} ({}): the load panicked: {e}", fetched.digest);
+                return self.refuse_candidate(name, message);
+            }
+        };
+        info!(plugin = name, digest = %fetched.digest, version = %plugin.info().version, "candidate loaded");
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        let event = match entry.candidate.replace((plugin.clone(), fetched.digest)) {
+            Some((old, _)) => PluginEvent::Replaced {
+                file,
+                old,
+                new: plugin,
+            },
+            None => PluginEvent::Added { file, plugin },
+        };
+        let _ = self.candidates.send(event);
+    }
+
+    fn refuse_candidate(&self, name: &str, message: String) {
+        warn!(
+            plugin = name,
+            "candidate refused: {message}; the rollout in place (if any) goes on"
+        );
+        let _ = self.candidates.send(PluginEvent::Refused {
+            file: candidate_file_of(name),
+            reason: Refusal::Invalid(message),
+        });
     }
 
     fn serve(&mut self, name: &str, plugin: L::Plugin, digest: String) {
@@ -530,6 +639,12 @@ const CONFLICT: &str = "KindConflict";
 /// How events and the catalog name a Plugin's source: `Plugin/NAME`.
 fn file_of(name: &str) -> PathBuf {
     Path::new("Plugin").join(name)
+}
+
+/// How candidate events name a Plugin's candidate: `Plugin/NAME/candidate` (its parent
+/// directory is the serving version's name).
+fn candidate_file_of(name: &str) -> PathBuf {
+    file_of(name).join("candidate")
 }
 
 async fn sleep_until(at: Option<Instant>) {

@@ -1,8 +1,10 @@
 //! Candidate versions: checked against what they would replace, resumed where a restart left them, handed to their kind's controller.
 //!
 //! The directory source's candidates are the files of `DIR/candidates/`, followed by a second
-//! hot loader: `DIR/candidates/FILE.wasm` is the candidate of `DIR/FILE.wasm`. Any other source
-//! (the cluster `Plugin` resource) calls [`Candidates::propose`] with the serving file.
+//! hot loader: `DIR/candidates/FILE.wasm` is the candidate of `DIR/FILE.wasm`. The cluster
+//! source's are the Plugins' `spec.candidate`: `Plugin/NAME/candidate` is the candidate of
+//! `Plugin/NAME`. Both are followed by [`Candidates::follow`]; any other source calls
+//! [`Candidates::propose`] with the serving file.
 //!
 //! After a restart a candidate comes back later than the serving version (its own loader, its
 //! own compile), so a new controller first asks [`Resume::hold`] whether its kept phase has the
@@ -156,6 +158,7 @@ impl Candidates {
                 sha256: sha.clone(),
                 version: info.version.clone(),
                 phase: phase.clone(),
+                paused: false,
             };
             if let Err(e) = self.store.save(&info.name, &stored).await {
                 tracing::warn!(error = %Chain(&e), "the rollout phase was not kept");
@@ -167,6 +170,7 @@ impl Candidates {
             (file, info.version.clone(), sha),
             phase,
         );
+        rollout.set_paused(kept.is_some_and(|k| k.paused));
         controller.propose(
             Arc::new(plugin),
             Arc::new(rollout),
@@ -188,15 +192,15 @@ impl Candidates {
         }
     }
 
-    /// Follows the candidates directory's loader until `stop`: a candidate whose serving file
-    /// is not served yet (the host is starting) is retried until it is.
+    /// Follows a source's candidates until `stop` (`serving_of` names the serving file of a
+    /// candidate's): a candidate whose serving file is not served yet (the host is starting)
+    /// is retried until it is.
     pub(super) async fn follow(
         self,
         mut events: mpsc::UnboundedReceiver<PluginEvent<Plugin>>,
-        plugins_dir: PathBuf,
+        serving_of: super::ServingOf,
         stop: CancellationToken,
     ) {
-        let serving_of = |file: &Path| plugins_dir.join(file.file_name().unwrap_or_default());
         let mut pending: BTreeMap<PathBuf, (PathBuf, Plugin)> = BTreeMap::new();
         let mut tick = tokio::time::interval(Duration::from_millis(250));
         loop {

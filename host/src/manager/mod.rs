@@ -6,13 +6,15 @@
 //! operations server (`/metrics`, `/healthz`, `/readyz`, `/plugins`) and one [`PluginSource`]
 //! (a fixed list of components, a hot-loaded directory, or the cluster's `Plugin` objects). Its
 //! event loop turns the source's [`PluginEvent`]s into controllers: started, swapped in place,
-//! stopped. Candidate versions (`crate::rollout`) come from `DIR/candidates/` or
-//! [`Manager::propose_candidate`].
+//! stopped. Candidate versions (`crate::rollout`) come from `DIR/candidates/`, a `Plugin`'s
+//! `spec.candidate` or [`Manager::propose_candidate`]; operators steer them with `weir rollout`
+//! (`requests`).
 
 mod admission;
 mod candidates;
 mod controllers;
 mod ops;
+mod requests;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -212,7 +214,11 @@ impl Manager {
                         loader(admission.clone()),
                         HotloadMetrics::default(),
                     )?;
-                    candidate_source = Some((hot, rx, dir.dir.clone()));
+                    let plugins_dir = dir.dir.clone();
+                    let serving_of: ServingOf = Box::new(move |file: &std::path::Path| {
+                        plugins_dir.join(file.file_name().unwrap_or_default())
+                    });
+                    candidate_source = Some((Some(hot), rx, serving_of));
                 }
                 let (hot, rx) = HotLoader::start(dir, loader(admission), hotload_metrics.clone())?;
                 (rx, hot.catalog(), Some(Running::Directory(hot)))
@@ -230,13 +236,20 @@ impl Manager {
                     runtime: tokio::runtime::Handle::current(),
                 };
                 let leading = leadership.as_ref().map(|l| l.is_leader.clone());
-                let (source, rx) = ClusterLoader::start(
+                let (source, rx, candidates) = ClusterLoader::start(
                     client.clone(),
                     cluster,
                     leading,
                     loader,
                     hotload_metrics.clone(),
                 )?;
+                // `Plugin/NAME/candidate` is the candidate of `Plugin/NAME`.
+                let serving_of: ServingOf = Box::new(|file: &std::path::Path| {
+                    file.parent()
+                        .map(std::path::Path::to_path_buf)
+                        .unwrap_or_default()
+                });
+                candidate_source = Some((None, candidates, serving_of));
                 (rx, source.catalog(), Some(Running::Cluster(source)))
             }
         };
@@ -281,8 +294,12 @@ impl Manager {
             config.rollout.clone(),
             store,
         );
-        let candidate_loader = candidate_source.map(|(hot, rx, dir)| {
-            tokio::spawn(candidates.clone().follow(rx, dir, stop.clone()));
+        tokio::spawn(candidates.clone().follow_requests(
+            leadership.as_ref().map(|l| l.is_leader.clone()),
+            stop.clone(),
+        ));
+        let candidate_loader = candidate_source.and_then(|(hot, rx, serving_of)| {
+            tokio::spawn(candidates.clone().follow(rx, serving_of, stop.clone()));
             hot
         });
         let addr = match config.listen {
@@ -411,6 +428,9 @@ impl Manager {
         let _ = (&mut self.main).await;
     }
 }
+
+/// The serving file a candidate's file is the candidate of.
+pub(crate) type ServingOf = Box<dyn Fn(&std::path::Path) -> std::path::PathBuf + Send>;
 
 /// Where rollout phases are kept: the configured namespace, else the leader lease's, else the
 /// watched one, else `default`.

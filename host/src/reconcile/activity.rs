@@ -7,11 +7,16 @@
 //! (`weir run`) builds no message at all: every report first checks for a receiver.
 //!
 //! A child whose live copy differs from the desired one is *put back* when the plugin's manifest
-//! is the one last applied (its hash annotation is unchanged, so someone else edited the child),
-//! and *updated* otherwise (the plugin now wants something else). Either names the first field
-//! that differed, e.g. `spec.replicas`.
+//! is the one the host last applied to it, or found in place (so someone else edited the child),
+//! and *updated* otherwise (the plugin now wants something else, or the host never applied it).
+//! The feed remembers, per child, the hash of the manifest it last applied (while someone
+//! watches); the live child's own annotations play no part, so an edit that also changes them
+//! (`kubectl rollout undo` copies an old revision's) still reads as put back. Either names the
+//! first field that differed, e.g. `spec.replicas`.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use kube::api::DynamicObject;
 use serde_json::Value;
@@ -26,6 +31,8 @@ use crate::plugin::{Plugin, PluginInfo};
 
 /// Activities kept for a receiver that falls behind; older ones are dropped (it sees a gap).
 const BACKLOG: usize = 1024;
+/// Children whose last applied manifest is remembered; past this the memory starts afresh.
+const REMEMBERED: usize = 100_000;
 
 /// One thing the host did.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -171,12 +178,15 @@ impl fmt::Display for Activity {
 #[derive(Clone, Debug)]
 pub struct ActivityFeed {
     tx: broadcast::Sender<Activity>,
+    /// Per child (`Kind`, key): the hash of the manifest the host last applied or found in place.
+    applied: Arc<Mutex<HashMap<(String, ObjectKey), String>>>,
 }
 
 impl Default for ActivityFeed {
     fn default() -> Self {
         Self {
             tx: broadcast::Sender::new(BACKLOG),
+            applied: Arc::default(),
         }
     }
 }
@@ -222,16 +232,24 @@ impl ActivityFeed {
         if self.tx.receiver_count() == 0 {
             return;
         }
+        let mut applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
         for change in writes {
             let (write, field) = match change {
                 Change::Created(..) => (Write::Created, None),
-                Change::Deleted(..) => (Write::Pruned, None),
+                Change::Deleted(kind, child) => {
+                    applied.remove(&(kind.clone(), child.clone()));
+                    (Write::Pruned, None)
+                }
                 Change::Updated(kind, child) => desired
                     .iter()
                     .find(|d| d.kind.kind == *kind && d.key == *child)
-                    .and_then(|d| Some((d.live.as_deref()?, &d.manifest)))
-                    .map_or((Write::Updated, None), |(live, manifest)| {
-                        (drift(live, manifest), differing_field(live, manifest))
+                    .map_or((Write::Updated, None), |d| {
+                        let last = applied.get(&(kind.clone(), child.clone()));
+                        let field = d
+                            .live
+                            .as_deref()
+                            .and_then(|live| differing_field(live, &d.manifest));
+                        (drift(last.map(String::as_str), &d.manifest), field)
                     }),
             };
             let (Change::Created(kind, child)
@@ -244,6 +262,15 @@ impl ActivityFeed {
                 write,
                 field,
             });
+        }
+        if applied.len() > REMEMBERED {
+            applied.clear();
+        }
+        // Written now or found in place: what the host applies to each child from here on.
+        for d in desired {
+            if let Some(hash) = hash_of(&d.manifest) {
+                applied.insert((d.kind.kind.clone(), d.key.clone()), hash.to_owned());
+            }
         }
     }
 
@@ -299,21 +326,15 @@ impl ActivityFeed {
     }
 }
 
-/// Put back when the live child carries the hash of this very manifest: the plugin wants what
-/// it wanted when it last wrote the child, so the difference came from elsewhere.
-fn drift(live: &DynamicObject, manifest: &Value) -> Write {
-    let hash_of = |annotations: Option<&Value>| {
-        annotations
-            .and_then(|a| a.get(MANIFEST_HASH_ANNOTATION))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    let live_hash = live
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(MANIFEST_HASH_ANNOTATION).cloned());
-    match (live_hash, hash_of(manifest["metadata"].get("annotations"))) {
+/// The manifest-hash annotation the host stamped on a desired manifest.
+fn hash_of(manifest: &Value) -> Option<&str> {
+    manifest["metadata"]["annotations"][MANIFEST_HASH_ANNOTATION].as_str()
+}
+
+/// Put back when the host last applied this very manifest (its hash is `last`): the plugin
+/// wants what it wanted then, so the difference came from elsewhere.
+fn drift(last: Option<&str>, manifest: &Value) -> Write {
+    match (last, hash_of(manifest)) {
         (Some(l), Some(d)) if l == d => Write::PutBack,
         _ => Write::Updated,
     }
@@ -404,15 +425,73 @@ mod tests {
         );
     }
 
-    #[test]
-    fn an_unchanged_manifest_hash_means_the_child_was_put_back() {
-        let manifest = json!({"metadata": {"annotations": {MANIFEST_HASH_ANNOTATION: "aa"}}});
-        let child = |hash: &str| {
-            live(json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "c", "annotations": {MANIFEST_HASH_ANNOTATION: hash}}}))
+    fn blog() -> PluginInfo {
+        serde_json::from_value(json!({
+            "name": "blog", "version": "0.1.0",
+            "parent": {"group": "weir.dev", "version": "v1alpha1", "kind": "Blog", "plural": "blogs",
+                       "namespaced": true},
+            "children": [], "finalizer": null, "crd": null
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The Deployment `hello` as desired (manifest hash `hash`, image `image`) and as live (`live_image`, `live_hash`).
+    fn deployment(
+        (hash, image): (&str, &str),
+        (live_hash, live_image): (&str, &str),
+    ) -> DesiredChild {
+        let body = |hash: &str, image: &str| {
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "hello", "namespace": "default",
+                    "annotations": {MANIFEST_HASH_ANNOTATION: hash}},
+                "spec": {"template": {"spec": {"containers": [{"image": image}]}}}})
         };
-        assert_eq!(drift(&child("aa"), &manifest), Write::PutBack);
-        assert_eq!(drift(&child("bb"), &manifest), Write::Updated);
+        DesiredChild {
+            kind: serde_json::from_value(json!({"group": "apps", "version": "v1",
+                "kind": "Deployment", "plural": "deployments", "namespaced": true}))
+            .unwrap_or_else(|e| panic!("{e}")),
+            key: ObjectKey::new("default", "hello"),
+            manifest: body(hash, image),
+            live: Some(Arc::new(live(body(live_hash, live_image)))),
+        }
+    }
+
+    fn written(feed: &ActivityFeed, child: &DesiredChild) {
+        let change = Change::Updated("Deployment".into(), child.key.clone());
+        let key = ObjectKey::new("default", "hello");
+        feed.wrote(&blog(), &key, &[change], std::slice::from_ref(child));
+    }
+
+    #[test]
+    fn a_change_back_to_the_manifest_last_applied_is_put_back_whatever_the_live_annotation_says() {
+        let feed = ActivityFeed::default();
+        let mut rx = feed.subscribe();
+        let key = ObjectKey::new("default", "hello");
+        let first = deployment(("v1", "nginx:1"), ("v1", "nginx:1"));
+        feed.wrote(&blog(), &key, &[], std::slice::from_ref(&first));
+        // The Blog asks for another image: the plugin's manifest changed.
+        written(&feed, &deployment(("v2", "nginx:2"), ("v1", "nginx:1")));
+        // `kubectl rollout undo` brings back the old template and the old revision's annotation.
+        written(&feed, &deployment(("v2", "nginx:2"), ("v1", "nginx:1")));
+        let lines: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|a| a.to_string())
+            .collect();
+        let field = "(spec.template.spec.containers[0].image) of Blog default/hello";
+        assert_eq!(
+            lines,
+            [
+                format!("updated Deployment default/hello {field}"),
+                format!("put back Deployment default/hello {field}"),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_child_the_host_never_applied_is_updated_not_put_back() {
+        assert_eq!(drift(None, &json!({})), Write::Updated);
+        let manifest = json!({"metadata": {"annotations": {MANIFEST_HASH_ANNOTATION: "aa"}}});
+        assert_eq!(drift(Some("aa"), &manifest), Write::PutBack);
+        assert_eq!(drift(Some("bb"), &manifest), Write::Updated);
     }
 
     #[test]
@@ -420,13 +499,7 @@ mod tests {
         let feed = ActivityFeed::default();
         assert_eq!(feed.tx.receiver_count(), 0);
         let mut rx = feed.subscribe();
-        let info: PluginInfo = serde_json::from_value(json!({
-            "name": "blog", "version": "0.1.0",
-            "parent": {"group": "weir.dev", "version": "v1alpha1", "kind": "Blog", "plural": "blogs",
-                       "namespaced": true},
-            "children": [], "finalizer": null, "crd": null
-        }))
-        .unwrap_or_else(|e| panic!("{e}"));
+        let info = blog();
         let key = ObjectKey::new("default", "hello");
         let refused = Policy {
             reason: "Refused",

@@ -16,7 +16,9 @@ use super::invoke::{PluginError, Reconciler};
 use super::queue::{Cause, ObjectKey};
 use super::{Binding, Controller};
 use crate::plugin::ReconcileResponse;
-use crate::rollout::{Normalised, Phase, PhaseStore, Rollout, RolloutStatus, StoredPhase, compare};
+use crate::rollout::{
+    Normalised, Phase, PhaseStore, Request, Rollout, RolloutStatus, StoredPhase, compare,
+};
 
 /// A proposed candidate: its binding (subscriptions, writers) and its rollout.
 pub(super) struct Candidate {
@@ -237,14 +239,60 @@ impl Controller {
             }
         }
         self.enqueue_all();
-        if let Some(store) = &candidate.store {
-            let stored = StoredPhase {
-                sha256: candidate.rollout.sha256(),
-                version: info.version.clone(),
-                phase,
-            };
-            if let Err(e) = store.save(&info.name, &stored).await {
-                tracing::warn!(error = %crate::chain::Chain(&e), "the rollout phase was not kept");
+        self.keep(candidate, phase, None).await;
+    }
+
+    /// Keeps `phase` of `candidate` (with whether it is paused), announced with `reason` or
+    /// the phase's own.
+    async fn keep(&self, candidate: &Candidate, phase: Phase, reason: Option<&str>) {
+        let Some(store) = &candidate.store else {
+            return;
+        };
+        let info = candidate.binding.info();
+        let stored = StoredPhase {
+            sha256: candidate.rollout.sha256(),
+            version: info.version.clone(),
+            paused: candidate.rollout.paused(),
+            phase,
+        };
+        let reason = reason.unwrap_or_else(|| stored.phase.reason());
+        if let Err(e) = store.keep(&info.name, &stored, reason).await {
+            tracing::warn!(error = %crate::chain::Chain(&e), "the rollout phase was not kept");
+        }
+    }
+
+    /// Carries out an operator's `request` on the candidate in place (see
+    /// `crate::rollout::steer`): promoted or aborted at once (every parent reconciled again,
+    /// each crossing once), paused or resumed. Says why not when no candidate is in place.
+    pub async fn steer(&self, request: Request) -> Result<Phase, String> {
+        let live = self
+            .slot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .live
+            .clone()
+            .ok_or_else(|| "no candidate is being rolled out".to_owned())?;
+        let rollout = &live.rollout;
+        let now = rollout.phase();
+        tracing::info!(kind = %self.info().parent.kind, candidate = %live.binding.info().version, phase = %now, request = request.as_str(), "an operator steers the rollout");
+        match request {
+            Request::Promote | Request::Abort => {
+                let phase = match request {
+                    Request::Promote => Phase::Promoted,
+                    _ => Phase::RolledBack {
+                        reason: format!("aborted by an operator in {now}"),
+                    },
+                };
+                rollout.set_phase(phase.clone());
+                self.moved(&live, phase.clone()).await;
+                Ok(phase)
+            }
+            Request::Pause | Request::Resume => {
+                let paused = request == Request::Pause;
+                rollout.set_paused(paused);
+                let reason = if paused { "Paused" } else { "Resumed" };
+                self.keep(&live, now.clone(), Some(reason)).await;
+                Ok(now)
             }
         }
     }

@@ -50,6 +50,8 @@ pub struct RolloutStatus {
     pub sha256: String,
     /// Where it stands.
     pub phase: Phase,
+    /// An operator paused it: the phase does not step forward by itself.
+    pub paused: bool,
     /// When it got there in this process (RFC 3339): for `Promoted`, when the candidate began
     /// serving every parent.
     pub phase_since: String,
@@ -124,6 +126,7 @@ impl Rollout {
             version,
             sha256,
             phase: phase.clone(),
+            paused: false,
             phase_since: now(),
             compared: 0,
             differed: 0,
@@ -258,6 +261,9 @@ impl Rollout {
     /// The next phase, once this one has seen enough reconciles and time.
     fn step(&self, st: &State) -> Option<Phase> {
         let config = &self.config;
+        if st.status.paused {
+            return None;
+        }
         let (needed, after) = match st.phase {
             Phase::Shadow => (config.shadow_reconciles, None),
             Phase::Canary { percent } => (config.step_reconciles, Some(percent)),
@@ -267,6 +273,16 @@ impl Rollout {
             return None;
         }
         Some(config.after(after))
+    }
+
+    /// Whether an operator paused the rollout.
+    pub fn paused(&self) -> bool {
+        self.lock().status.paused
+    }
+
+    /// Pauses (`true`) or resumes the phase's steps forward.
+    pub fn set_paused(&self, paused: bool) {
+        self.lock().status.paused = paused;
     }
 
     /// Moves to `phase` from outside (read back after a restart, or decided by an operator).
@@ -377,6 +393,26 @@ mod tests {
             "{reason}"
         );
         assert_eq!(r.record("ns/p", vec![], (Outcome::Ok, bad)), None, "once");
+    }
+
+    #[test]
+    fn a_paused_rollout_does_not_step_forward_until_resumed_but_still_rolls_back() {
+        let r = rollout();
+        r.set_paused(true);
+        for i in 0..40 {
+            let moved = r.record(&format!("ns/p{i}"), vec![], (Outcome::Ok, Outcome::Ok));
+            assert_eq!(moved, None);
+        }
+        assert_eq!(r.phase(), Phase::Shadow);
+        r.set_paused(false);
+        assert_eq!(
+            r.record("ns/p", vec![], (Outcome::Ok, Outcome::Ok)),
+            Some(Phase::Canary { percent: 10 })
+        );
+        r.set_paused(true);
+        let bad = Outcome::Failed(FailureCause::Trap);
+        let moved = (0..20).find_map(|_| r.record("ns/p", vec![], (Outcome::Ok, bad)));
+        assert!(matches!(moved, Some(Phase::RolledBack { .. })), "{moved:?}");
     }
 
     #[test]

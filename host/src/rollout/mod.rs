@@ -18,8 +18,10 @@
 //!
 //! The phase moves forward after [`RolloutConfig::shadow_reconciles`] (then
 //! [`RolloutConfig::step_reconciles`] per canary step) compared reconciles and at least
-//! [`RolloutConfig::min_phase_time`]; every move enqueues every parent, so the new split
-//! reaches them at once. Each move is an Event and is kept in a ConfigMap ([`store`]).
+//! [`RolloutConfig::min_phase_time`] (`weir run --rollout-steps`, `--rollout-phase-secs`, ...:
+//! [`RolloutFlags`]); every move enqueues every parent, so the new split reaches them at once.
+//! Each move is an Event and is kept in a ConfigMap ([`store`]). An operator may promote, pause,
+//! resume or abort it at any time with `weir rollout` ([`steer`]), through that ConfigMap.
 //!
 //! What survives a restart: the kept phase, for the candidate's bytes (its sha256). When the
 //! same bytes are proposed again the rollout resumes there (a `RolledBack` candidate is listed,
@@ -37,13 +39,15 @@
 //! version serves, once `resume_within` has passed.)
 //!
 //! Where candidates come from: with the directory source, `DIR/candidates/FILE.wasm` is the
-//! candidate of `DIR/FILE.wasm` (the directory must exist when the host starts). Any other
-//! source calls [`crate::Manager::propose_candidate`] with the serving plugin's catalog file.
+//! candidate of `DIR/FILE.wasm` (the directory must exist when the host starts); with the
+//! cluster source, a `Plugin`'s `spec.candidate`. Any other source calls
+//! [`crate::Manager::propose_candidate`] with the serving plugin's catalog file.
 //! A candidate that does not load, is not admitted, serves another kind or is another plugin is
 //! refused with its reason (listed in `/plugins`); the serving version is untouched.
 
 pub mod compare;
 mod judge;
+pub mod steer;
 pub mod store;
 
 use std::fmt;
@@ -53,7 +57,8 @@ use serde::{Deserialize, Serialize};
 
 pub use self::compare::{Diff, DiffKind, Normalised, Outcome, compare};
 pub use self::judge::{DiffReport, Rollout, RolloutStatus, canary_bucket};
-pub use self::store::{PhaseStore, StoredPhase};
+pub use self::steer::{Request, RolloutArgs};
+pub use self::store::{Kept, PhaseStore, StoredPhase};
 
 /// Where a candidate stands.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,6 +148,53 @@ impl Default for RolloutConfig {
             first_diffs: 5,
             namespace: None,
             resume_within: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The rollout settings of `weir run`'s command line (the rest keep [`RolloutConfig`]'s defaults).
+#[derive(Clone, Debug, clap::Args)]
+pub struct RolloutFlags {
+    /// Canary steps of a candidate, percent of parents, increasing (empty: promote after shadow).
+    #[arg(
+        long = "rollout-steps",
+        value_delimiter = ',',
+        default_value = "10,50",
+        value_name = "PERCENT,..."
+    )]
+    pub steps: Vec<u8>,
+    /// Least time in each phase (shadow, each canary step) before the next.
+    #[arg(
+        long = "rollout-phase-secs",
+        default_value_t = 300,
+        value_name = "SECS"
+    )]
+    pub phase_secs: u64,
+    /// Compared reconciles in shadow before the first canary step (0: start at the first step).
+    #[arg(
+        long = "rollout-shadow-reconciles",
+        default_value_t = 100,
+        value_name = "N"
+    )]
+    pub shadow_reconciles: u64,
+    /// Compared reconciles in each canary step before the next.
+    #[arg(
+        long = "rollout-step-reconciles",
+        default_value_t = 100,
+        value_name = "N"
+    )]
+    pub step_reconciles: u64,
+}
+
+impl RolloutFlags {
+    /// The configuration these flags describe.
+    pub fn config(&self) -> RolloutConfig {
+        RolloutConfig {
+            shadow_reconciles: self.shadow_reconciles,
+            steps: self.steps.clone(),
+            step_reconciles: self.step_reconciles,
+            min_phase_time: Duration::from_secs(self.phase_secs),
+            ..RolloutConfig::default()
         }
     }
 }

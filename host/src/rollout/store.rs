@@ -10,6 +10,12 @@
 //! kept phase names did not come back in time and the serving version reconciled alone). When
 //! the cluster `Plugin` resource exists, its status is the natural successor; the record's shape
 //! stays.
+//!
+//! An operator steers a rollout through the same ConfigMap: `weir rollout promote|pause|resume|abort`
+//! writes a `request` key ([`PhaseStore::ask`]); the leader carries it out on its candidate,
+//! keeps the phase that results and removes the key ([`PhaseStore::answered`]), so the command
+//! needs no address of the leader and works whichever replica leads. The ConfigMap carries the
+//! label [`ROLLOUT_LABEL`] (the plugin's name), which the leader's watch selects on.
 
 use std::time::Duration;
 
@@ -20,7 +26,11 @@ use kube::{Client, Resource};
 use serde_json::json;
 
 use super::Phase;
+use super::steer::{REFUSED, Request};
 use crate::chain::Chain;
+
+/// The label of every rollout ConfigMap; its value is the plugin's name.
+pub const ROLLOUT_LABEL: &str = "weir.dev/rollout";
 
 /// Why the phase could not be read or kept.
 #[derive(Debug, thiserror::Error)]
@@ -47,6 +57,46 @@ pub struct StoredPhase {
     pub version: String,
     /// Where it stood.
     pub phase: Phase,
+    /// Whether an operator paused it: the phase does not step forward by itself (a rollback
+    /// still happens when the candidate fails more often than the serving version).
+    pub paused: bool,
+}
+
+/// What the ConfigMap of one plugin's rollout holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Kept {
+    /// The phase the leader last kept, if any.
+    pub phase: Option<StoredPhase>,
+    /// An operator's request the leader has not carried out yet.
+    pub request: Option<Request>,
+    /// The leader's answer to the last request: `done`, or `refused: ` and why.
+    pub answer: Option<String>,
+}
+
+impl Kept {
+    /// Reads the ConfigMap's data; keys it does not know are ignored.
+    pub fn of(cm: &ConfigMap) -> Self {
+        let data = cm.data.clone().unwrap_or_default();
+        let phase = data
+            .get("phase")
+            .and_then(|p| serde_json::from_str::<Phase>(p).ok());
+        let phase = match (data.get("candidateSha256"), phase) {
+            (Some(sha), Some(phase)) => Some(StoredPhase {
+                sha256: sha.clone(),
+                version: data.get("candidateVersion").cloned().unwrap_or_default(),
+                phase,
+                paused: data.get("paused").is_some_and(|p| p == "true"),
+            }),
+            _ => None,
+        };
+        let request = data.get("request").and_then(|r| r.parse().ok());
+        let answer = data.get("answer").cloned();
+        Self {
+            phase,
+            request,
+            answer,
+        }
+    }
 }
 
 /// Reads and writes the phases of one host's rollouts.
@@ -85,42 +135,108 @@ impl PhaseStore {
         }
     }
 
+    /// The namespace of the ConfigMaps.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// The ConfigMaps of this store's namespace (for watching requests).
+    pub fn api(&self) -> &Api<ConfigMap> {
+        &self.api
+    }
+
     /// The phase kept for `plugin`'s candidate, if any.
     pub async fn load(&self, plugin: &str) -> Result<Option<StoredPhase>, StoreError> {
-        let Some(cm) = self
+        Ok(self.kept(plugin).await?.phase)
+    }
+
+    /// Everything kept for `plugin`: the phase and a request not carried out yet.
+    pub async fn kept(&self, plugin: &str) -> Result<Kept, StoreError> {
+        let cm = self
             .api
             .get_opt(&config_map_name(plugin))
             .await
-            .map_err(self.error(plugin))?
-        else {
-            return Ok(None);
-        };
-        let data = cm.data.unwrap_or_default();
-        let phase = data
-            .get("phase")
-            .and_then(|p| serde_json::from_str::<Phase>(p).ok());
-        Ok(match (data.get("candidateSha256"), phase) {
-            (Some(sha), Some(phase)) => Some(StoredPhase {
-                sha256: sha.clone(),
-                version: data.get("candidateVersion").cloned().unwrap_or_default(),
-                phase,
-            }),
-            _ => None,
-        })
+            .map_err(self.error(plugin))?;
+        Ok(cm.as_ref().map_or(
+            Kept {
+                phase: None,
+                request: None,
+                answer: None,
+            },
+            Kept::of,
+        ))
+    }
+
+    /// Asks the leader to carry out `request` on `plugin`'s candidate (the operator's side).
+    pub async fn ask(&self, plugin: &str, request: Request) -> Result<(), StoreError> {
+        let patch = json!({
+            "metadata": {"labels": {ROLLOUT_LABEL: plugin}},
+            "data": {"request": request.as_str(), "answer": null},
+        });
+        self.api
+            .patch(
+                &config_map_name(plugin),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(self.error(plugin))?;
+        Ok(())
+    }
+
+    /// Removes `plugin`'s request once it is carried out, or refused (`refusal` says why: in
+    /// the `answer` key and a Warning Event).
+    pub async fn answered(
+        &self,
+        plugin: &str,
+        request: Request,
+        refusal: Option<&str>,
+    ) -> Result<(), StoreError> {
+        let answer = refusal.map_or_else(|| "done".to_owned(), |why| format!("{REFUSED}{why}"));
+        let patch = json!({"data": {"request": null, "answer": answer}});
+        let written = self
+            .api
+            .patch(
+                &config_map_name(plugin),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await
+            .map_err(self.error(plugin))?;
+        if let Some(why) = refusal {
+            let note = format!("{plugin}: {} refused: {why}", request.as_str());
+            self.announce(plugin, &written.object_ref(&()), (true, "Refused"), &note)
+                .await;
+        }
+        Ok(())
     }
 
     /// Keeps `stored` as `plugin`'s phase and announces it with an Event on the ConfigMap.
     pub async fn save(&self, plugin: &str, stored: &StoredPhase) -> Result<(), StoreError> {
+        self.keep(plugin, stored, stored.phase.reason()).await
+    }
+
+    /// [`PhaseStore::save`], announced with the Event reason `reason` (`Paused`, `Resumed`).
+    pub async fn keep(
+        &self,
+        plugin: &str,
+        stored: &StoredPhase,
+        reason: &str,
+    ) -> Result<(), StoreError> {
         let name = config_map_name(plugin);
         let phase = serde_json::to_string(&stored.phase).unwrap_or_default();
         let cm = json!({
             "apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "weir"}},
+            "metadata": {"name": name, "labels": {
+                "app.kubernetes.io/managed-by": "weir",
+                ROLLOUT_LABEL: plugin,
+            }},
             "data": {
                 "plugin": plugin,
                 "candidateSha256": stored.sha256,
                 "candidateVersion": stored.version,
                 "phase": phase,
+                "paused": if stored.paused { "true" } else { "false" },
             },
         });
         let written = self
@@ -133,8 +249,8 @@ impl PhaseStore {
             .await
             .map_err(self.error(plugin))?;
         let rolled_back = matches!(stored.phase, Phase::RolledBack { .. });
-        let note = format!("{plugin} {}: {}", stored.version, stored.phase);
-        let reason = stored.phase.reason();
+        let paused = if stored.paused { " (paused)" } else { "" };
+        let note = format!("{plugin} {}: {}{paused}", stored.version, stored.phase);
         self.announce(
             plugin,
             &written.object_ref(&()),

@@ -289,3 +289,51 @@ fn weir_dev_with_no_plugins_yet_stops_cleanly_on_sigterm() {
     assert!(dev.kubectl(&["get", "namespaces"]).contains("default"));
     dev.stop("-TERM");
 }
+
+#[test]
+fn weir_dev_names_its_kinds_and_tells_a_rollout_undo_put_back_from_a_blog_edit() {
+    let mut dev = Dev::start(&["blog.wasm"], None);
+    let hint = dev.expect_line(&["kubectl --kubeconfig"]);
+    assert!(
+        !hint.contains("get blogs"),
+        "named before any plugin: {hint}"
+    );
+    // Once the plugin serves, the hint names its parent kind and its children.
+    let kinds = dev.expect_line(&["kubectl --kubeconfig", " get blogs,"]);
+    assert!(
+        kinds.ends_with(" get blogs,configmaps,deployments,services"),
+        "{kinds}"
+    );
+    let examples = workspace().join("deploy/examples/blog.yaml");
+    dev.kubectl(&["apply", "-f", examples.to_str().unwrap()]);
+    dev.expect_line(&["Blog default/hello: Ready=True"]);
+    dev.kubectl(&["rollout", "status", "deployment/hello", "--timeout=60s"]);
+
+    // The Blog asks for another image: the plugin's answer changed.
+    dev.kubectl(&[
+        "patch",
+        "blog",
+        "hello",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"image":"nginx:1.28"}}"#,
+    ]);
+    let field =
+        "Deployment default/hello (spec.template.spec.containers[0].image) of Blog default/hello";
+    dev.expect_line(&[&format!("updated {field}")]);
+    dev.kubectl(&["rollout", "status", "deployment/hello", "--timeout=60s"]);
+
+    // `kubectl rollout undo` brings back the old template with its old annotations: put back.
+    let undo = dev.kubectl(&["rollout", "undo", "deployment/hello"]);
+    assert!(undo.contains("rolled back"), "{undo}");
+    dev.expect_line(&[&format!("put back {field}")]);
+    let image = dev.kubectl(&[
+        "get",
+        "deployment",
+        "hello",
+        "-o",
+        "jsonpath={.spec.template.spec.containers[0].image}",
+    ]);
+    assert_eq!(image, "nginx:1.28");
+    dev.stop("-INT");
+}

@@ -21,7 +21,7 @@ use weir::plugin::Limits;
 use weir_e2e::registry::{LocalRegistry, docker_config};
 use weir_e2e::{TestEnv, built, engine};
 
-mod through_the_host;
+pub(crate) mod through_the_host;
 
 /// `weir push` of the shipped binary (built by `cargo build -p weir --bin weir`, as tests/run.sh does).
 pub(crate) fn weir_push(component: &str, reference: &str) -> String {

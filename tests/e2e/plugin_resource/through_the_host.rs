@@ -24,7 +24,7 @@ use weir_e2e::{
 use super::weir_push;
 
 /// Installs the Plugin CRD (as `deploy/crd/plugin.yaml` does) and waits until it is served.
-async fn install_plugin_crd(env: &TestEnv) -> Result<Api<Plugin>> {
+pub(crate) async fn install_plugin_crd(env: &TestEnv) -> Result<Api<Plugin>> {
     let crd = Plugin::crd();
     Api::<CustomResourceDefinition>::all(env.client.clone())
         .patch(
