@@ -13,6 +13,7 @@ mod kubectl;
 mod kubectl_prune;
 mod restart;
 mod runtime;
+mod secure;
 mod watch;
 mod workload;
 mod workload_controllers;
