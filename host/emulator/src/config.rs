@@ -33,6 +33,10 @@ pub struct EmulatorConfig {
     /// [`crate::Emulator::shutdown`], [`crate::Emulator::restart`] and [`crate::Emulator::save`]
     /// (not after every write). `None` keeps the state in memory only.
     pub state_file: Option<PathBuf>,
+    /// Serve HTTPS with a CA generated at start, authenticate bearer tokens (a static admin
+    /// token, ServiceAccount tokens from the TokenRequest API; a wrong one gets 401) and
+    /// authorize every request by RBAC (403). Off: plain HTTP, and every caller is an admin.
+    pub secure: bool,
 }
 
 impl Default for EmulatorConfig {
@@ -44,6 +48,7 @@ impl Default for EmulatorConfig {
             bookmark_interval: Duration::from_secs(1),
             faults: Faults::default(),
             state_file: None,
+            secure: false,
         }
     }
 }
@@ -65,6 +70,12 @@ pub struct RequestRecord {
     pub content_type: Option<String>,
     /// `User-Agent` of the client: which host instance sent the request.
     pub user_agent: Option<String>,
+    /// Who sent it (`system:serviceaccount:NS:NAME`, ...); `None` for a request that failed
+    /// authentication.
+    pub user: Option<String>,
+    /// The message of a 401 or 403 answer (`... is forbidden: User "U" cannot list resource
+    /// "configmaps" in API group "" in the namespace "default"`).
+    pub denied: Option<String>,
 }
 
 impl RequestRecord {

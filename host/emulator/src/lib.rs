@@ -39,8 +39,12 @@
 //!    concurrency and `DeleteOptions.preconditions`.
 //! 6. `persist` — saves the store to a state file and loads it back (objects, CRDs and the
 //!    resourceVersion counter; not the watch history).
-//! 7. `shared` — the state of a running emulator: the store under its lock, the request log, and
-//!    the signal that ends every watch.
+//! 7. `auth` — who is calling and what they may do on a secure emulator: the generated CA and
+//!    TLS listener (`auth::tls`), the admin and ServiceAccount tokens, and RBAC (`auth::rbac`:
+//!    a request's attributes, the rules of the stored Roles and bindings, kube-apiserver's
+//!    denial messages). `shared` — the state of a running emulator: the store under its lock,
+//!    the request log, and the signal that ends every watch; `access` — the middleware that
+//!    answers 401 and 403 (and checks `blockOwnerDeletion` against the owner's finalizers).
 //! 8. What a request can ask for on top of it: `printers` (the built-in kinds' columns, `-o wide`
 //!    included) and `table` (`Table` output), `watch` (resume from a
 //!    resourceVersion, bookmarks, `sendInitialEvents`, in-stream `410 Expired`), `scale` (the
@@ -53,16 +57,28 @@
 //! 10. `routes` — URL paths laid out as kube-apiserver does, dispatched to discovery, OpenAPI or
 //!    the handlers.
 //! 11. `server` — the router with the middleware that keeps the request log, and the task
-//!     serving it with the workload task beside it.
-//! 12. This file — the facade: [`Emulator`] starts, restarts and stops the server.
+//!     serving it (over TLS when secure) with the workload task beside it.
+//! 12. `kubeconfig` — the kubeconfig an emulator writes (its CA and admin token when secure).
+//! 13. This file — the facade: [`Emulator`] starts, restarts and stops the server.
 //!
 //! Tests only: `properties`, property tests of the rules that take arbitrary input (strategic
 //! merge, server-side apply, label selectors) against simple models.
 //!
 //! # Deliberate simplifications
-//! - No authentication, authorization or RBAC: every request is allowed. Plain HTTP only.
-//!   `SelfSubjectAccessReview`/`SelfSubjectRulesReview` answer allowed and `SelfSubjectReview`
-//!   answers `system:admin`, so `kubectl auth can-i` and `auth whoami` work (`reviews`).
+//! - By default no authentication, authorization or RBAC: plain HTTP, every request is allowed,
+//!   the self-reviews answer allowed and `SelfSubjectReview` answers `system:admin`, so
+//!   `kubectl auth can-i` and `auth whoami` work (`reviews`). [`EmulatorConfig::secure`] turns
+//!   on HTTPS (a CA generated at start, in the kubeconfig), bearer tokens (a static admin token
+//!   in `system:masters`; ServiceAccount tokens from the TokenRequest API, opaque rather than
+//!   JWTs, kept in memory: a restart keeps them, a new process does not; a wrong token gets 401;
+//!   no token is `system:anonymous`) and RBAC authorization (`auth`, `access`): Roles,
+//!   ClusterRoles and their bindings as stored, verbs, groups, resources and subresources,
+//!   resourceNames, nonResourceURLs and `*`, with kube-apiserver's 403 messages, and the
+//!   `OwnerReferencesPermissionEnforcement` check (`blockOwnerDeletion` needs `update` on the
+//!   owner's `finalizers`; its message names the missing permission where kube-apiserver's
+//!   says `<nil>`). The bootstrap roles (`system:discovery`, `system:basic-user`,
+//!   `system:public-info-viewer`) are built in, not stored objects; no aggregated ClusterRoles,
+//!   no impersonation, no client certificates.
 //! - No admission webhooks, no conversion webhooks; several served versions of a CRD share one
 //!   stored object and only `apiVersion` is rewritten (no conversion).
 //! - No controllers except the optional workload simulation ([`WorkloadSimulation`]): with it,
@@ -72,7 +88,8 @@
 //!   its template changes, with no ControllerRevisions), Pods whose `restartPolicy` is `Never`
 //!   or `OnFailure` succeed (containers exit 0; none ever fails), and Services get Endpoints and
 //!   one EndpointSlice; CronJobs, PersistentVolumeClaims, Ingresses and PodDisruptionBudgets
-//!   are stored and served but nothing acts on them. No ServiceAccount tokens.
+//!   are stored and served but nothing acts on them. No token controller: a secure emulator
+//!   issues ServiceAccount tokens through the TokenRequest API only.
 //! - A deleted Namespace goes `Terminating` (new content is refused with 403) while its contents
 //!   are deleted, then drops its `kubernetes` finalizer and disappears; this happens within the
 //!   delete request unless contents wait on finalizers. No `/finalize` subresource.
@@ -205,7 +222,10 @@ mod ops;
 
 mod persist;
 
+mod auth;
+
 mod shared;
+mod access;
 
 mod printers;
 mod table;
@@ -219,6 +239,7 @@ mod reviews;
 mod routes;
 
 mod server;
+mod kubeconfig;
 
 #[cfg(test)]
 mod properties;
@@ -228,10 +249,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use kube::config::{
-    AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
-};
+use kube::config::Kubeconfig;
 
+use crate::kubeconfig::{kubeconfig_for, url_of};
 use crate::server::Serving;
 use crate::shared::Shared;
 
@@ -246,6 +266,12 @@ pub enum Error {
     /// The state file could not be loaded or written.
     #[error("the emulator's state could not be kept")]
     State(#[from] StateError),
+    /// The certificates of a secure emulator could not be made.
+    #[error("could not set up the emulator's TLS")]
+    Tls(#[from] auth::TlsError),
+    /// The kube client's configuration for a secure emulator was refused.
+    #[error("could not configure a kube client for the emulator")]
+    ClientConfig(#[source] kube::config::KubeconfigError),
     /// Binding the listening socket failed.
     #[error("could not bind 127.0.0.1:{port}")]
     Bind {
@@ -308,18 +334,38 @@ impl Emulator {
         let addr = listener
             .local_addr()
             .map_err(|source| Error::Bind { port, source })?;
-        let shared = Shared::new(config)?;
+        let auth = if config.secure {
+            Some(auth::Auth::new()?)
+        } else {
+            None
+        };
+        let shared = Shared::new(config, auth)?;
         shared.set_address(addr.to_string());
-        let url = format!("http://{addr}");
-        let client = client_for(&url)?;
+        let url = url_of(addr, shared.auth.is_some());
+        let client = match &shared.auth {
+            Some(auth) => {
+                let config = kube::Config::from_custom_kubeconfig(
+                    kubeconfig_for(&url, Some(auth)),
+                    &kube::config::KubeConfigOptions::default(),
+                )
+                .await
+                .map_err(Error::ClientConfig)?;
+                kube::Client::try_from(config).map_err(|source| Error::Client {
+                    url: url.clone(),
+                    source,
+                })?
+            }
+            None => client_for(&url)?,
+        };
         let serving = Serving::start(listener, shared.clone());
-        tracing::info!(%url, "Kubernetes API emulator listening");
-        Ok(Emulator {
+        tracing::info!(%url, secure = shared.auth.is_some(), "Kubernetes API emulator listening");
+        let emulator = Emulator {
             addr,
             shared,
             client,
             serving: tokio::sync::Mutex::new(Some(serving)),
-        })
+        };
+        Ok(emulator)
     }
 
     /// Restart the whole emulator, as a kube-apiserver restart looks to its clients: every watch
@@ -372,53 +418,47 @@ impl Emulator {
         Ok(())
     }
 
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT`, or `https://` when secure.
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        url_of(self.addr, self.shared.auth.is_some())
     }
 
-    /// A kube client talking to this emulator (default namespace `default`).
+    /// The CA certificate (PEM) a client of a secure emulator trusts; `None` when not secure.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.shared
+            .auth
+            .as_ref()
+            .map(|a| a.certificates.ca_pem.as_str())
+    }
+
+    /// The static admin token of a secure emulator (the superuser group `system:masters`).
+    pub fn admin_token(&self) -> Option<&str> {
+        self.shared.auth.as_ref().map(|a| a.admin_token())
+    }
+
+    /// A token for the ServiceAccount `namespace/name`, as the TokenRequest API issues one
+    /// (valid for an hour, and while the account exists); `None` when not secure or when the
+    /// account does not exist.
+    pub fn service_account_token(&self, namespace: &str, name: &str) -> Option<String> {
+        let auth = self.shared.auth.as_ref()?;
+        let review = auth.token_request(&self.shared.lock(), namespace, name, b"{}")?;
+        review["status"]["token"].as_str().map(String::from)
+    }
+
+    /// A kube client talking to this emulator (default namespace `default`; the admin token
+    /// when secure).
     pub fn client(&self) -> kube::Client {
         self.client.clone()
     }
 
     /// A kubeconfig with one context, `weir-emulator`, pointing here.
     ///
-    /// The user entry has an empty `user: {}` (the Python client rejects an entry without the
-    /// key) and the cluster says `insecure-skip-tls-verify: true` (client-node refuses an
-    /// `http://` server otherwise; kubectl ignores it for plain HTTP).
+    /// Secure: the cluster has the CA as `certificate-authority-data` and the user the admin
+    /// token. Otherwise the user entry has an empty `user: {}` (the Python client rejects an
+    /// entry without the key) and the cluster says `insecure-skip-tls-verify: true`
+    /// (client-node refuses an `http://` server otherwise; kubectl ignores it for plain HTTP).
     pub fn kubeconfig(&self) -> Kubeconfig {
-        let name = "weir-emulator".to_string();
-        Kubeconfig {
-            clusters: vec![NamedCluster {
-                name: name.clone(),
-                cluster: Some(Cluster {
-                    server: Some(self.url()),
-                    insecure_skip_tls_verify: Some(true),
-                    ..Cluster::default()
-                }),
-                ..NamedCluster::default()
-            }],
-            auth_infos: vec![NamedAuthInfo {
-                name: name.clone(),
-                auth_info: Some(AuthInfo::default()),
-                ..NamedAuthInfo::default()
-            }],
-            contexts: vec![NamedContext {
-                name: name.clone(),
-                context: Some(Context {
-                    cluster: name.clone(),
-                    user: Some(name.clone()),
-                    namespace: Some("default".into()),
-                    ..Context::default()
-                }),
-                ..NamedContext::default()
-            }],
-            current_context: Some(name),
-            api_version: Some("v1".into()),
-            kind: Some("Config".into()),
-            ..Kubeconfig::default()
-        }
+        kubeconfig_for(&self.url(), self.shared.auth.as_ref())
     }
 
     /// Write [`Emulator::kubeconfig`] as YAML to `path`.

@@ -3,11 +3,12 @@
 use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{Extension, State};
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, Method, StatusCode, Uri};
 
 use crate::apierror::ApiError;
+use crate::auth::User;
 use crate::handlers::{self, Request, Target};
 use crate::http_util::{form_pairs, json_response};
 use crate::shared::Shared;
@@ -56,6 +57,7 @@ fn parse_target(shared: &Shared, segs: &[&str]) -> Option<Target> {
 /// The single handler behind the router.
 pub async fn dispatch(
     State(shared): State<Arc<Shared>>,
+    Extension(user): Extension<User>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -92,10 +94,21 @@ pub async fn dispatch(
             "v1",
             plural,
         ] if method == Method::POST => {
-            return match reviews::answer(g, plural, &body) {
+            return match reviews::answer(&shared, &user, g, plural, &body) {
                 Some(review) => json_response(StatusCode::CREATED, &review),
                 None => not_found(),
             };
+        }
+        [
+            "api",
+            "v1",
+            "namespaces",
+            ns,
+            "serviceaccounts",
+            name,
+            "token",
+        ] if method == Method::POST => {
+            return token_request(&shared, ns, name, &body);
         }
         ["openapi", "v2"] if get => {
             let accept = headers
@@ -128,6 +141,18 @@ pub async fn dispatch(
     match handlers::handle(shared, req).await {
         Ok(resp) => resp,
         Err(e) => e.into_response(),
+    }
+}
+
+/// The TokenRequest API: a ServiceAccount token for a secure emulator (404 without one: there
+/// are no tokens to check).
+fn token_request(shared: &Shared, ns: &str, name: &str, body: &[u8]) -> Response {
+    let Some(auth) = &shared.auth else {
+        return not_found();
+    };
+    match auth.token_request(&shared.lock(), ns, name, body) {
+        Some(review) => json_response(StatusCode::CREATED, &review),
+        None => ApiError::not_found("", "serviceaccounts", name).into_response(),
     }
 }
 

@@ -1,4 +1,5 @@
-//! The HTTP server: the router, the middleware that keeps the request log, and the task serving them.
+//! The HTTP server: the router, the middleware that keeps the request log, and the task serving
+//! them (over TLS when the emulator is secure).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,6 +9,8 @@ use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::Response;
 
+use crate::access::{self, Denied};
+use crate::auth::{TlsListener, User};
 use crate::config::RequestRecord;
 use crate::http_util::form_pairs;
 use crate::routes;
@@ -33,7 +36,9 @@ async fn log_requests(State(shared): State<Arc<Shared>>, req: Request, next: Nex
         .find(|(k, _)| k == "fieldManager")
         .map(|(_, v)| v);
     let resp = next.run(req).await;
-    tracing::debug!(%method, %path, %query, status = resp.status().as_u16(), "request");
+    let user = resp.extensions().get::<User>().map(|u| u.name.clone());
+    let denied = resp.extensions().get::<Denied>().map(|d| d.0.clone());
+    tracing::debug!(%method, %path, %query, status = resp.status().as_u16(), user = user.as_deref().unwrap_or(""), "request");
     shared.record(RequestRecord {
         method,
         path,
@@ -42,6 +47,8 @@ async fn log_requests(State(shared): State<Arc<Shared>>, req: Request, next: Nex
         field_manager,
         content_type,
         user_agent,
+        user,
+        denied,
     });
     resp
 }
@@ -54,8 +61,18 @@ pub fn router(shared: Arc<Shared>) -> Router {
             shared.config.faults.clone(),
             crate::faults::inject,
         ))
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
+            access::guard,
+        ))
         .layer(middleware::from_fn_with_state(shared.clone(), log_requests))
         .with_state(shared)
+}
+
+fn report(served: std::io::Result<()>) {
+    if let Err(e) = served {
+        tracing::error!(error = %e, "emulator server stopped");
+    }
 }
 
 /// The server task on one listener and the workload task beside it; dropping it aborts both.
@@ -70,14 +87,29 @@ impl Serving {
     pub fn start(listener: tokio::net::TcpListener, shared: Arc<Shared>) -> Serving {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let app = router(shared.clone());
-        let task = tokio::spawn(async move {
-            let serve = axum::serve(listener, app).with_graceful_shutdown(async {
-                let _ = stopped.await;
-            });
-            if let Err(e) = serve.await {
-                tracing::error!(error = %e, "emulator server stopped");
+        let stopped = async {
+            let _ = stopped.await;
+        };
+        let task = match shared.auth.as_ref() {
+            None => tokio::spawn(async move {
+                report(
+                    axum::serve(listener, app)
+                        .with_graceful_shutdown(stopped)
+                        .await,
+                )
+            }),
+            Some(auth) => {
+                let tls = TlsListener::new(listener, &auth.certificates);
+                tokio::spawn(async move {
+                    match tls {
+                        Ok(tls) => {
+                            report(axum::serve(tls, app).with_graceful_shutdown(stopped).await)
+                        }
+                        Err(e) => report(Err(e)),
+                    }
+                })
             }
-        });
+        };
         let workload = shared
             .config
             .workloads

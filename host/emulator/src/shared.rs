@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
+use crate::auth::Auth;
 use crate::config::{EmulatorConfig, RequestRecord};
 use crate::ops;
 use crate::opts::{Validation, WriteOpts};
@@ -15,6 +16,8 @@ pub struct Shared {
     store: Mutex<Store>,
     /// The configuration the emulator was started with.
     pub config: EmulatorConfig,
+    /// Certificates and tokens when [`EmulatorConfig::secure`] is on (then RBAC is enforced).
+    pub auth: Option<Auth>,
     requests: Mutex<Vec<RequestRecord>>,
     address: std::sync::OnceLock<String>,
     drop_tx: tokio::sync::watch::Sender<u64>,
@@ -86,13 +89,14 @@ fn fresh_store(history_cap: usize) -> Store {
 
 impl Shared {
     /// The state of the configured state file if it exists, else a fresh store with the default
-    /// namespaces.
-    pub fn new(config: EmulatorConfig) -> Result<Arc<Self>, StateError> {
+    /// namespaces; `auth` is `Some` when the emulator is secure.
+    pub fn new(config: EmulatorConfig, auth: Option<Auth>) -> Result<Arc<Self>, StateError> {
         let store = Self::initial_store(&config, None)?;
         let (drop_tx, _) = tokio::sync::watch::channel(0);
         Ok(Arc::new(Shared {
             store: Mutex::new(store),
             config,
+            auth,
             requests: Mutex::new(Vec::new()),
             address: std::sync::OnceLock::new(),
             drop_tx,

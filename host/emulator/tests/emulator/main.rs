@@ -14,6 +14,7 @@ mod kubectl_prune;
 mod kubectl_versions;
 mod restart;
 mod runtime;
+mod secure;
 mod watch;
 mod workload;
 mod workload_controllers;
