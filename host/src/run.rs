@@ -301,3 +301,53 @@ pub async fn shutdown_signal() {
     #[cfg(not(unix))]
     let _ = ctrl_c.await;
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::{Args, Command};
+
+    use super::RunArgs;
+
+    fn help() -> String {
+        RunArgs::augment_args(Command::new("run"))
+            .render_long_help()
+            .to_string()
+    }
+
+    #[test]
+    fn the_help_describes_the_candidates_directory_and_every_ops_endpoint() {
+        let help = help();
+        assert!(help.contains("`DIR/candidates/NAME.wasm`"), "{help}");
+        for endpoint in ["/metrics", "/healthz", "/readyz", "/plugins"] {
+            assert!(
+                help.contains(&format!("`{endpoint}`")),
+                "{endpoint}: {help}"
+            );
+        }
+        assert!(help.contains("--rollout-phase-secs"), "{help}");
+    }
+
+    #[test]
+    fn the_rollout_flags_become_the_hosts_rollout_configuration() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        let cli = Cli::parse_from([
+            "run",
+            "--plugins",
+            "p",
+            "--rollout-steps",
+            "5,25,75",
+            "--rollout-phase-secs",
+            "30",
+        ]);
+        let rollout = cli.run.manager_config().map(|c| c.rollout);
+        let rollout = rollout.unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rollout.steps, [5, 25, 75]);
+        assert_eq!(rollout.min_phase_time, std::time::Duration::from_secs(30));
+        assert_eq!(rollout.shadow_reconciles, 100);
+    }
+}

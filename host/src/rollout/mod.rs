@@ -155,7 +155,8 @@ impl Default for RolloutConfig {
 /// The rollout settings of `weir run`'s command line (the rest keep [`RolloutConfig`]'s defaults).
 #[derive(Clone, Debug, clap::Args)]
 pub struct RolloutFlags {
-    /// Canary steps of a candidate, percent of parents, increasing (empty: promote after shadow).
+    /// Canary steps of a candidate, percent of parents (1 to 99), increasing; after the last
+    /// comes Promoted.
     #[arg(
         long = "rollout-steps",
         value_delimiter = ',',
