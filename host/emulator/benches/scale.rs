@@ -23,7 +23,7 @@ use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
 use kube::Api;
-use kube::api::{ListParams, PostParams};
+use kube::api::PostParams;
 use serde_json::{Value, json};
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
