@@ -230,7 +230,7 @@ impl Metrics {
         );
         registry.register(
             "cached_bytes",
-            "Heap bytes of the objects in the host's cache (JSON and header), by kind",
+            "Heap bytes of the host's cache, by kind: its objects (JSON and header) and the tables holding them",
             Family::clone(&bytes),
         );
         registry.register(

@@ -3,7 +3,7 @@
 //! Each [`LocalRegistry`] is its own process on a free port, storing in a temporary directory,
 //! killed when dropped. `tests/setup.sh` installs the package when it is missing.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -16,6 +16,9 @@ use anyhow::{Context, Result, bail};
 /// The registry binary of Debian's `docker-registry` package.
 const BINARY: &str = "/usr/bin/docker-registry";
 
+/// The repository prefix of the requests that mark a point in the access log.
+const SETTLE: &str = "weir-e2e-settle-";
+
 /// A registry process on `127.0.0.1:PORT`.
 pub struct LocalRegistry {
     child: Child,
@@ -23,6 +26,8 @@ pub struct LocalRegistry {
     pub addr: String,
     requests: Arc<AtomicUsize>,
     downloads: Arc<AtomicUsize>,
+    /// The last `settle` request the access log showed.
+    settled: Arc<AtomicUsize>,
     _dir: tempfile::TempDir,
 }
 
@@ -77,10 +82,20 @@ impl LocalRegistry {
         // format): one per HTTP request the registry served.
         let requests = Arc::new(AtomicUsize::new(0));
         let downloads = Arc::new(AtomicUsize::new(0));
+        let settled = Arc::new(AtomicUsize::new(0));
         if let Some(stdout) = child.stdout.take() {
-            let (requests, downloads) = (requests.clone(), downloads.clone());
+            let (requests, downloads, settled) =
+                (requests.clone(), downloads.clone(), settled.clone());
             std::thread::spawn(move || {
                 for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    if let Some(n) = line
+                        .split_once(SETTLE)
+                        .and_then(|(_, rest)| rest.split('/').next())
+                        .and_then(|n| n.parse().ok())
+                    {
+                        settled.fetch_max(n, Ordering::Relaxed);
+                        continue;
+                    }
                     let get = line.contains("\"GET /v2/");
                     if get || line.contains("\"HEAD /v2/") {
                         requests.fetch_add(1, Ordering::Relaxed);
@@ -96,6 +111,7 @@ impl LocalRegistry {
             addr,
             requests,
             downloads,
+            settled,
             _dir: dir,
         };
         registry.wait_until_serving()?;
@@ -104,12 +120,32 @@ impl LocalRegistry {
 
     /// GET and HEAD requests under `/v2/` the registry served so far (pulls, not pushes).
     pub fn reads(&self) -> usize {
+        self.settle();
         self.requests.load(Ordering::Relaxed)
     }
 
     /// Blobs (components, configs) the registry sent so far: what resolving a tag never costs.
     pub fn downloads(&self) -> usize {
+        self.settle();
         self.downloads.load(Ordering::Relaxed)
+    }
+
+    /// Waits until the access log shows one more request of our own, sent now: the registry
+    /// logs a request after answering it, so the lines of the requests answered before are in.
+    fn settle(&self) {
+        let n = self.settled.load(Ordering::Relaxed) + 1;
+        let request = format!(
+            "GET /v2/{SETTLE}{n}/tags/list HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.addr
+        );
+        if let Ok(mut stream) = std::net::TcpStream::connect(&self.addr) {
+            let _ = stream.write_all(request.as_bytes());
+            let _ = std::io::Read::read_to_end(&mut stream, &mut Vec::new());
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while self.settled.load(Ordering::Relaxed) < n && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     /// `127.0.0.1:PORT/REPOSITORY:TAG`.

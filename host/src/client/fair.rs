@@ -140,7 +140,8 @@ impl FairQueue {
     }
 
     /// How long a request arriving now would be held by the server's pushback.
-    pub(super) fn held(&self) -> Duration {
+    #[cfg(test)]
+    fn held(&self) -> Duration {
         self.lock().held(Instant::now())
     }
 

@@ -25,14 +25,11 @@ use k8s_openapi::ByteString;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use super::cache::CachedObject;
+use super::cache::{CachedObject, LAST_APPLIED};
 use sha2::{Digest, Sha256};
 
 /// The annotation carrying the hash of a redacted Secret's data.
 pub const DATA_HASH: &str = "weir.dev/data-sha256";
-
-/// The annotation `kubectl apply` (client-side) keeps a full copy of the object in.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The cached child as the plugin may see it: the same `Arc` for anything but a Secret (no
 /// copy), a redacted copy for a Secret (decoded, redacted and cached again), or nothing for a

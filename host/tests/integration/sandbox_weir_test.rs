@@ -68,7 +68,7 @@ fn a_plugin_that_does_not_converge_is_reported_even_when_expectations_hold() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("-    observed: '0'") && stdout.contains("+    observed: '1'"),
+        stdout.contains("-    observed: \"0\"") && stdout.contains("+    observed: \"1\""),
         "{stdout}"
     );
     assert!(

@@ -22,6 +22,7 @@ use kube::runtime::watcher;
 
 use self::labels::LabelIndex;
 pub use self::object::{CachedObject, Controller, Incoming};
+pub use self::trim::LAST_APPLIED;
 use super::queue::ObjectKey;
 use crate::metrics::{Metrics, StoreGauges};
 use crate::plugin::{LabelSelector, ResourceKind};
