@@ -286,6 +286,11 @@ pub struct EmulatorArgs {
     /// exists, write them to it on exit (Ctrl-C or SIGTERM). Watch history is not kept.
     #[arg(long, value_name = "FILE")]
     pub state: Option<PathBuf>,
+    /// Serve HTTPS with a CA generated at start, authenticate bearer tokens and authorize by RBAC,
+    /// as a cluster does: the kubeconfig gets the CA and an admin token, ServiceAccounts get
+    /// tokens from the TokenRequest API (`kubectl create token`).
+    #[arg(long)]
+    pub secure: bool,
 }
 
 /// Serves the emulator until Ctrl-C or SIGTERM, printing where it listens.
@@ -313,6 +318,7 @@ fn emulator(args: &EmulatorArgs) -> anyhow::Result<()> {
             port: args.port,
             faults,
             state_file: args.state.clone(),
+            secure: args.secure,
             ..EmulatorConfig::default()
         };
         let emulator = Emulator::start(config)

@@ -102,6 +102,23 @@ pub fn cluster_role(name: &str, plugins: &[Admitted]) -> ClusterRole {
             grant(&related.group, related.plural.clone(), RELATED);
         }
     }
+    // A resource in two grants (a kind one plugin reads and another, or the same, writes) stays
+    // only in the larger one: every printed rule is needed, none repeats another's verbs.
+    let all: Vec<_> = grants
+        .iter()
+        .map(|((group, verbs), resources)| (group.clone(), *verbs, resources.clone()))
+        .collect();
+    for ((group, verbs), resources) in &mut grants {
+        resources.retain(|resource| {
+            !all.iter().any(|(g, wider, rs)| {
+                g == group
+                    && wider.len() > verbs.len()
+                    && verbs.iter().all(|v| wider.contains(v))
+                    && rs.contains(resource)
+            })
+        });
+    }
+    grants.retain(|_, resources| !resources.is_empty());
     let rules = grants
         .into_iter()
         .map(|((group, verbs), resources)| PolicyRule {
@@ -366,12 +383,8 @@ mod tests {
         let rendered = role_for("weir", &[reader], &Policy::default(), false).unwrap();
         let got = rules(&rendered.yaml);
         assert!(
-            got.contains(&(
-                "".to_string(),
-                strings(&["configmaps", "secrets"]),
-                verbs(RELATED)
-            )),
-            "{got:?}"
+            got.contains(&("".to_string(), strings(&["secrets"]), verbs(RELATED))),
+            "configmaps are written as children, so their read grant is not repeated: {got:?}"
         );
         let writable: Vec<_> = got
             .iter()
@@ -387,6 +400,26 @@ mod tests {
             "reading Secrets grants no write on them"
         );
         assert!(!rendered.warnings.is_empty(), "related Secrets are flagged");
+    }
+
+    #[test]
+    fn a_kind_read_as_related_and_written_as_a_child_is_granted_once() {
+        let mut blog_reading_its_config = blog();
+        blog_reading_its_config.related = vec![kind("", "ConfigMap", "configmaps")];
+        let with_related = role_for(
+            "weir",
+            &[blog_reading_its_config],
+            &Policy::default(),
+            false,
+        );
+        let without = role_for("weir", &[blog()], &Policy::default(), false);
+        let (mut got, mut want) = (
+            rules(&with_related.unwrap().yaml),
+            rules(&without.unwrap().yaml),
+        );
+        got.sort();
+        want.sort();
+        assert_eq!(got, want, "no rule the child grant already covers");
     }
 
     #[test]

@@ -24,6 +24,7 @@ mod weir_test_refusals;
 mod weir_test_related;
 
 mod deploy;
+mod deploy_image;
 #[cfg(feature = "dev")]
 mod dev;
 #[cfg(feature = "dev")]
