@@ -80,7 +80,8 @@ step "the deploy test: deploy/ on a secure emulator, the image as its pod, every
 # needed"); the workspace run below skips it.
 log="$root/target/cargo-test.log"
 SECONDS=0
-cargo test -p weir --test integration -- deploy_image --nocapture 2>&1 | tee "$log"
+# --workspace: the same feature resolution as the other builds (a bare -p weir compiles wasmtime again).
+cargo test --workspace --test integration -- deploy_image --nocapture 2>&1 | tee "$log"
 echo "deploy test: ${SECONDS}s"
 
 step "cargo test (unit, sandbox, emulator, end-to-end)"

@@ -150,7 +150,9 @@ impl RolloutArgs {
         let runtime = tokio::runtime::Runtime::new()
             .map_err(|e| SteerError::Client(Box::new(crate::run::RunError::Runtime(e))))?;
         runtime.block_on(async {
-            let client = crate::run::client(self.kubeconfig.as_deref())
+            // A handful of requests: the host's default limit is no constraint.
+            let limits = crate::client::ClientLimits::default();
+            let client = crate::run::client(self.kubeconfig.as_deref(), limits)
                 .await
                 .map_err(Box::new)?;
             let store = PhaseStore::new(client, &self.namespace, "weir-cli");
