@@ -163,7 +163,10 @@ impl Applier {
                     .apply_owned(child)
                     .await
                     .map(|()| Change::Updated(kind, child.key.clone()))?,
-                None => self.create(child).await?,
+                None => match self.create(child).await? {
+                    Some(change) => change,
+                    None => continue,
+                },
             };
             changes.push(change);
         }
@@ -253,9 +256,10 @@ impl Applier {
     }
 
     /// Creates a child the cache does not hold. A taken name is read back: this parent's own
-    /// object (created by an earlier reconcile the cache has not seen yet) is applied; anyone
-    /// else's is refused and left alone.
-    async fn create(&self, child: &DesiredChild) -> Result<Change, ApplyError> {
+    /// object (created by an earlier reconcile the cache has not seen yet) is applied unless it
+    /// already holds the manifest (`None`: nothing written, nothing changed); anyone else's is
+    /// refused and left alone.
+    async fn create(&self, child: &DesiredChild) -> Result<Option<Change>, ApplyError> {
         let kind = child.kind.kind.clone();
         let create_error = |source| ApplyError::Create {
             kind: kind.clone(),
@@ -271,7 +275,7 @@ impl Applier {
             Ok(written) => {
                 self.echoes.wrote(&kind, &written);
                 tracing::info!(%kind, child = %child.key, "created child");
-                return Ok(Change::Created(kind, child.key.clone()));
+                return Ok(Some(Change::Created(kind, child.key.clone())));
             }
             Err(kube::Error::Api(s)) if s.code == 409 && s.reason == "AlreadyExists" => {}
             Err(source) => return Err(create_error(source)),
@@ -283,8 +287,14 @@ impl Applier {
             .and_then(serde_json::Value::as_str);
         let controller = controller_uid(&live);
         if controller.is_some() && controller == parent {
+            // Created by an earlier reconcile whose echo the cache has not shown yet: when it
+            // already holds the manifest there is nothing to write (and nothing changed).
+            if live_holds(&live, &child.manifest) {
+                tracing::debug!(%kind, child = %child.key, "the child the cache lags is as desired");
+                return Ok(None);
+            }
             self.apply_owned(child).await?;
-            return Ok(Change::Updated(kind, child.key.clone()));
+            return Ok(Some(Change::Updated(kind, child.key.clone())));
         }
         tracing::warn!(%kind, child = %child.key, "a foreign object took the child's name; left untouched");
         Err(ApplyError::Foreign(Refusal::Foreign {
