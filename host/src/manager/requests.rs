@@ -39,9 +39,6 @@ struct Pending {
 #[derive(Default)]
 struct Requests {
     pending: BTreeMap<String, Pending>,
-    /// Plugins whose request was answered here, until a list shows the ConfigMap without it:
-    /// an older copy still carrying it must not ask again.
-    answered: BTreeSet<String>,
 }
 
 impl Requests {
@@ -51,10 +48,8 @@ impl Requests {
         };
         match Kept::of(cm).request {
             None => {
-                self.answered.remove(&plugin);
                 self.pending.remove(&plugin);
             }
-            Some(_) if self.answered.contains(&plugin) => {}
             Some(request) => {
                 let same = self
                     .pending
@@ -101,9 +96,6 @@ impl Candidates {
                             .filter_map(|cm| cm.labels().get(ROLLOUT_LABEL).cloned())
                             .collect();
                         requests.pending.retain(|p, _| present.contains(p));
-                        // A list is read after the answers this loop wrote: none of its
-                        // requests is one already answered.
-                        requests.answered.clear();
                         for cm in &list.items {
                             requests.seen(cm);
                         }
@@ -120,7 +112,6 @@ impl Candidates {
             for plugin in plugins {
                 if self.carry_out(&plugin, &requests).await {
                     requests.pending.remove(&plugin);
-                    requests.answered.insert(plugin);
                 }
             }
         }

@@ -87,6 +87,15 @@ fn schema_for(t: &ResourceType) -> Value {
     s
 }
 
+/// The path of `t`'s collection, as both OpenAPI versions list it.
+fn collection_path(t: &ResourceType) -> String {
+    if t.namespaced {
+        format!("/{}/namespaces/{{namespace}}/{}", gv_key(t), t.plural)
+    } else {
+        format!("/{}/{}", gv_key(t), t.plural)
+    }
+}
+
 fn gv_document(reg: &Registry, key: &str) -> Option<Value> {
     let types: Vec<&ResourceType> = reg.all().iter().filter(|t| gv_key(t) == key).collect();
     if types.is_empty() {
@@ -95,11 +104,7 @@ fn gv_document(reg: &Registry, key: &str) -> Option<Value> {
     let mut paths = Map::new();
     let mut schemas = Map::new();
     for t in types {
-        let base = if t.namespaced {
-            format!("/{}/namespaces/{{namespace}}/{}", gv_key(t), t.plural)
-        } else {
-            format!("/{}/{}", gv_key(t), t.plural)
-        };
+        let base = collection_path(t);
         paths.insert(
             base.clone(),
             json!({"get": op(t, "list", false), "post": op(t, "post", true)}),

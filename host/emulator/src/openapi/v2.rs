@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Map, Value, json};
 
-use super::{gv_key, schema_for, schema_name};
+use super::{schema_for, schema_name};
 use crate::builtin_schema;
 use crate::discovery::KUBE_VERSION;
 use crate::resources::{Registry, ResourceType};
@@ -136,11 +136,7 @@ pub fn document(reg: &Registry) -> Value {
         {
             definitions.insert(schema_name(t), schema(&schema_for(t)));
         }
-        let base = if t.namespaced {
-            format!("/{}/namespaces/{{namespace}}/{}", gv_key(t), t.plural)
-        } else {
-            format!("/{}/{}", gv_key(t), t.plural)
-        };
+        let base = super::collection_path(t);
         paths.insert(
             base.clone(),
             json!({"get": operation(t, "list", false), "post": operation(t, "post", true)}),
