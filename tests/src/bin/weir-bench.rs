@@ -31,6 +31,8 @@ mod cluster;
 mod delivery;
 #[path = "weir-bench/hostile.rs"]
 mod hostile;
+#[path = "weir-bench/memory.rs"]
+mod memory;
 #[path = "weir-bench/related.rs"]
 mod related;
 #[path = "weir-bench/soak.rs"]
@@ -68,6 +70,10 @@ struct Cli {
     /// Measure only one side (no ratios).
     #[arg(long, value_enum)]
     only: Option<Side>,
+    /// Also a warm-start row after each Blog row's cold one: `weir run` again with the compile
+    /// cache the cold run filled (a restart with its cache volume).
+    #[arg(long)]
+    warm: bool,
 }
 
 /// Measurements other than the Blog rows.
@@ -119,6 +125,8 @@ enum Setup {
     Weir {
         binary: PathBuf,
         plugins: Vec<PathBuf>,
+        /// The compile cache: empty for a cold start (a new pod), filled for a warm one.
+        cache: PathBuf,
     },
     /// One twin process per namespace (`None`: one twin over the whole cluster).
     Twins { namespaces: Vec<Option<String>> },
@@ -130,7 +138,12 @@ struct Children(Vec<Child>);
 impl Children {
     /// Sum of the children's peak resident set sizes.
     fn peak_rss_mib(&self) -> f64 {
-        self.0.iter().map(|c| peak_rss_mib(c.id())).sum()
+        self.0.iter().map(|c| status_mib(c.id(), "VmHWM:")).sum()
+    }
+
+    /// Sum of the children's resident set sizes now.
+    fn rss_mib(&self) -> f64 {
+        self.0.iter().map(|c| status_mib(c.id(), "VmRSS:")).sum()
     }
 
     /// Fails if a child has exited (a bad flag, a failed start).
@@ -153,21 +166,31 @@ impl Drop for Children {
     }
 }
 
-fn peak_rss_mib(pid: u32) -> f64 {
+/// A size line (`VmHWM:`, `VmRSS:`) of a process's status, in MiB.
+fn status_mib(pid: u32, field: &str) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let kib: f64 = status
         .lines()
-        .find(|l| l.starts_with("VmHWM:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0);
     kib / 1024.0
 }
 
-/// Starts the controller(s) of `setup` against the emulator of `kubeconfig`.
-fn spawn(setup: &Setup, dir: &Path, kubeconfig: &Path) -> Result<Children> {
+/// Starts the controller(s) of `setup` against the emulator of `kubeconfig`; for `weir run`,
+/// also the address of its ops server (`/metrics`).
+fn spawn(
+    setup: &Setup,
+    dir: &Path,
+    kubeconfig: &Path,
+) -> Result<(Children, Option<std::net::SocketAddr>)> {
     match setup {
-        Setup::Weir { binary, plugins } => {
+        Setup::Weir {
+            binary,
+            plugins,
+            cache,
+        } => {
             let plugin_dir = dir.join("plugins");
             std::fs::create_dir_all(&plugin_dir)?;
             for p in plugins {
@@ -175,22 +198,23 @@ fn spawn(setup: &Setup, dir: &Path, kubeconfig: &Path) -> Result<Children> {
                 std::fs::copy(p, plugin_dir.join(name))
                     .with_context(|| format!("copying {}", p.display()))?;
             }
-            // A fresh compile cache: every run starts as a new pod would, compiling its plugins.
+            // A port free now, for the ops server.
+            let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
             let child = Command::new(binary)
                 .args(["--log", "warn", "--cache-dir"])
-                .arg(dir.join("cache"))
+                .arg(cache)
                 .args(["run", "--plugins"])
                 .arg(&plugin_dir)
                 .arg("--kubeconfig")
                 .arg(kubeconfig)
                 .args(["--workers", &WORKERS.to_string()])
                 .args(["--resync-secs", &RESYNC_SECS.to_string()])
-                .args(["--listen", "127.0.0.1:0"])
+                .args(["--listen", &ops.to_string()])
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
                 .spawn()
                 .with_context(|| format!("starting {}", binary.display()))?;
-            Ok(Children(vec![child]))
+            Ok((Children(vec![child]), Some(ops)))
         }
         Setup::Twins { namespaces } => {
             let mut children = Children(Vec::new());
@@ -212,7 +236,7 @@ fn spawn(setup: &Setup, dir: &Path, kubeconfig: &Path) -> Result<Children> {
                     bail!("the native twin did not start: {line:?}");
                 }
             }
-            Ok(children)
+            Ok((children, None))
         }
     }
 }
@@ -239,7 +263,7 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
     let dir = tempfile::Builder::new().prefix("weir-bench-").tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
     emulator.write_kubeconfig(&kubeconfig)?;
-    let mut children = spawn(setup, dir.path(), &kubeconfig)?;
+    let (mut children, ops) = spawn(setup, dir.path(), &kubeconfig)?;
     // Watching means started: wait until every parent kind has a watch open.
     let deadline = Instant::now() + Duration::from_secs(120);
     let suffixes: Vec<String> = targets.iter().map(|t| watch_suffix(setup, t)).collect();
@@ -317,6 +341,11 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
         .filter(|r| r.is_write() && !r.path.contains("/leases"))
         .count();
     let rss_mib = children.peak_rss_mib();
+    let rest_rss_mib = children.rss_mib();
+    let memory = match ops {
+        Some(addr) => Some(memory::Breakdown::read(addr).await?),
+        None => None,
+    };
     drop(children);
     emulator.shutdown().await;
     Ok(Row {
@@ -326,6 +355,8 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
         requests_per_blog: requests as f64 / blogs as f64,
         resync_writes,
         rss_mib,
+        rest_rss_mib,
+        memory,
     })
 }
 
@@ -381,13 +412,20 @@ async fn bench(cli: Cli) -> Result<()> {
             copy: None,
             namespace: "default".into(),
         }];
+        let cache = tempfile::Builder::new().prefix("weir-bench-cache-").tempdir()?;
+        let mut warm = None;
         let w = match &weir {
             Some(binary) => {
                 let setup = Setup::Weir {
                     binary: binary.clone(),
                     plugins: vec![blog.clone()],
+                    cache: cache.path().to_owned(),
                 };
-                Some(measure("weir run", &setup, &targets, n).await?)
+                let cold = measure("weir run", &setup, &targets, n).await?;
+                if cli.warm {
+                    warm = Some(measure("weir run, warm cache", &setup, &targets, n).await?);
+                }
+                Some(cold)
             }
             None => None,
         };
@@ -399,7 +437,14 @@ async fn bench(cli: Cli) -> Result<()> {
         } else {
             None
         };
+        let twin = t.is_some();
         push(&mut rows, &mut pairs, w, t);
+        if let Some(warm) = warm {
+            rows.push(warm);
+            if twin {
+                pairs.push((rows.len() - 1, rows.len() - 2));
+            }
+        }
     }
     if let Some(each) = cli.ten {
         let namespaces: Vec<String> = (0..TEN).map(|n| format!("bench-{n}")).collect();
@@ -412,9 +457,11 @@ async fn bench(cli: Cli) -> Result<()> {
                         namespace: namespaces[n].clone(),
                     })
                     .collect();
+                let cache = tempfile::Builder::new().prefix("weir-bench-cache-").tempdir()?;
                 let setup = Setup::Weir {
                     binary: binary.clone(),
                     plugins: ten_plugins,
+                    cache: cache.path().to_owned(),
                 };
                 Some(measure("weir run, 10 plugins", &setup, &targets, each).await?)
             }
@@ -444,6 +491,11 @@ async fn bench(cli: Cli) -> Result<()> {
         weir::client::ClientLimits::default()
     );
     print(&rows);
+    for row in &rows {
+        if let Some(memory) = &row.memory {
+            println!("{} × {}: {}", row.system, row.blogs, memory.line());
+        }
+    }
     if !pairs.is_empty() {
         let pairs: Vec<(&Row, &Row)> = pairs.iter().map(|&(a, b)| (&rows[a], &rows[b])).collect();
         print_ratios(&pairs);

@@ -10,6 +10,10 @@ pub(crate) struct Row {
     pub(crate) requests_per_blog: f64,
     pub(crate) resync_writes: usize,
     pub(crate) rss_mib: f64,
+    /// Resident set after convergence and two resyncs.
+    pub(crate) rest_rss_mib: f64,
+    /// `weir run`'s own account of its memory, at rest (none for the twin).
+    pub(crate) memory: Option<super::memory::Breakdown>,
 }
 
 /// Breaks the writes of `log` down by method, resource (and subresource) and response code,
@@ -36,38 +40,51 @@ pub(crate) fn print_writes(system: &str, log: &[RequestRecord]) {
 
 pub(crate) fn print(rows: &[Row]) {
     println!(
-        "| {:<28} | {:>6} | {:>11} | {:>13} | {:>17} | {:>12} |",
-        "controller", "Blogs", "all Ready s", "requests/Blog", "writes, 2 resyncs", "peak RSS MiB"
+        "| {:<28} | {:>6} | {:>11} | {:>13} | {:>17} | {:>12} | {:>12} |",
+        "controller",
+        "Blogs",
+        "all Ready s",
+        "requests/Blog",
+        "writes, 2 resyncs",
+        "peak RSS MiB",
+        "rest RSS MiB"
     );
     println!(
-        "|{:-<30}|{:->8}|{:->13}|{:->15}|{:->19}|{:->14}|",
-        "", "", "", "", "", ""
+        "|{:-<30}|{:->8}|{:->13}|{:->15}|{:->19}|{:->14}|{:->14}|",
+        "", "", "", "", "", "", ""
     );
     for r in rows {
         println!(
-            "| {:<28} | {:>6} | {:>11.2} | {:>13.2} | {:>17} | {:>12.1} |",
-            r.system, r.blogs, r.seconds, r.requests_per_blog, r.resync_writes, r.rss_mib
+            "| {:<28} | {:>6} | {:>11.2} | {:>13.2} | {:>17} | {:>12.1} | {:>12.1} |",
+            r.system,
+            r.blogs,
+            r.seconds,
+            r.requests_per_blog,
+            r.resync_writes,
+            r.rss_mib,
+            r.rest_rss_mib
         );
     }
 }
 
 pub(crate) fn print_ratios(pairs: &[(&Row, &Row)]) {
     println!(
-        "\n| {:<28} | {:>6} | {:>11} | {:>13} | {:>12} |",
-        "Weir / twin(s)", "Blogs", "all Ready", "requests/Blog", "peak RSS"
+        "\n| {:<28} | {:>6} | {:>11} | {:>13} | {:>12} | {:>12} |",
+        "Weir / twin(s)", "Blogs", "all Ready", "requests/Blog", "peak RSS", "rest RSS"
     );
     println!(
-        "|{:-<30}|{:->8}|{:->13}|{:->15}|{:->14}|",
-        "", "", "", "", ""
+        "|{:-<30}|{:->8}|{:->13}|{:->15}|{:->14}|{:->14}|",
+        "", "", "", "", "", ""
     );
     for (w, n) in pairs {
         println!(
-            "| {:<28} | {:>6} | {:>10.2}x | {:>12.2}x | {:>11.2}x |",
+            "| {:<28} | {:>6} | {:>10.2}x | {:>12.2}x | {:>11.2}x | {:>11.2}x |",
             w.system,
             w.blogs,
             w.seconds / n.seconds,
             w.requests_per_blog / n.requests_per_blog,
-            w.rss_mib / n.rss_mib
+            w.rss_mib / n.rss_mib,
+            w.rest_rss_mib / n.rest_rss_mib
         );
     }
 }
