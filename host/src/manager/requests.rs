@@ -1,6 +1,6 @@
 //! Operators' rollout requests (`weir rollout promote|pause|resume|abort`), carried out by the leader.
 //!
-//! Every replica lists the rollout ConfigMaps of its namespace every second (`crate::rollout::store`) and
+//! Every replica follows the rollout ConfigMaps of its namespace (`crate::rollout::store`) and
 //! keeps the requests not carried out yet; the leading one carries each out on the candidate
 //! of the plugin it names, keeps the phase that results and answers. A request for a plugin
 //! whose candidate is not in place (a restart: it comes back a little later) waits for it up
@@ -11,9 +11,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
-use kube::api::ListParams;
+use kube::runtime::{WatchStreamExt, watcher};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -25,9 +26,6 @@ use crate::rollout::store::{Kept, ROLLOUT_LABEL};
 /// How often requests waiting for their candidate or for leadership are looked at again.
 const RETRY: Duration = Duration::from_millis(250);
 
-/// How often the rollout ConfigMaps are listed for new requests.
-const POLL: Duration = Duration::from_secs(1);
-
 /// A request seen and not carried out yet.
 struct Pending {
     request: Request,
@@ -35,10 +33,16 @@ struct Pending {
     since: Instant,
 }
 
-/// The requests of every plugin, as the last list showed them.
+/// The requests of every plugin, as the watch shows them.
 #[derive(Default)]
 struct Requests {
     pending: BTreeMap<String, Pending>,
+    /// Plugins whose request was answered here, until the watch shows the ConfigMap without
+    /// it: an older event still carrying it must not ask again.
+    answered: BTreeSet<String>,
+    /// During a (re)list, the plugins it showed so far: at its end, requests of rollout
+    /// ConfigMaps deleted while the watch was down are forgotten.
+    relisted: Option<BTreeSet<String>>,
 }
 
 impl Requests {
@@ -48,8 +52,10 @@ impl Requests {
         };
         match Kept::of(cm).request {
             None => {
+                self.answered.remove(&plugin);
                 self.pending.remove(&plugin);
             }
+            Some(_) if self.answered.contains(&plugin) => {}
             Some(request) => {
                 let same = self
                     .pending
@@ -62,6 +68,31 @@ impl Requests {
             }
         }
     }
+
+    fn relist_started(&mut self) {
+        self.relisted = Some(BTreeSet::new());
+    }
+
+    fn relisted(&mut self, cm: &ConfigMap) {
+        if let (Some(seen), Some(plugin)) = (&mut self.relisted, cm.labels().get(ROLLOUT_LABEL)) {
+            seen.insert(plugin.clone());
+        }
+        self.seen(cm);
+    }
+
+    fn relist_done(&mut self) {
+        if let Some(present) = self.relisted.take() {
+            self.pending.retain(|p, _| present.contains(p));
+            self.answered.retain(|p| present.contains(p));
+        }
+    }
+
+    fn gone(&mut self, cm: &ConfigMap) {
+        if let Some(plugin) = cm.labels().get(ROLLOUT_LABEL) {
+            self.pending.remove(plugin);
+            self.answered.remove(plugin);
+        }
+    }
 }
 
 impl Candidates {
@@ -72,38 +103,25 @@ impl Candidates {
         leading: Option<watch::Receiver<bool>>,
         stop: CancellationToken,
     ) {
-        // Listed every `POLL`, not watched, and the first list only after one `POLL`: with a
-        // watch of these ConfigMaps, or a list of them, beside the informers' first lists at
-        // start, the children a new parent's first reconcile created were often missing from the
-        // cache in its next reconciles on the emulator (each wrote them again; cause not found
-        // yet). A request waits a second at most.
-        let params = ListParams::default().labels(ROLLOUT_LABEL);
+        let config = watcher::Config::default().labels(ROLLOUT_LABEL);
+        let mut events = watcher(self.store.api().clone(), config)
+            .default_backoff()
+            .boxed();
         let mut requests = Requests::default();
         let mut tick = tokio::time::interval(RETRY);
-        let mut listed_at = Instant::now();
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
                 _ = tick.tick() => {}
-            }
-            if listed_at.elapsed() >= POLL {
-                listed_at = Instant::now();
-                match self.store.api().list(&params).await {
-                    Ok(list) => {
-                        let present: BTreeSet<String> = list
-                            .items
-                            .iter()
-                            .filter_map(|cm| cm.labels().get(ROLLOUT_LABEL).cloned())
-                            .collect();
-                        requests.pending.retain(|p, _| present.contains(p));
-                        for cm in &list.items {
-                            requests.seen(cm);
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %Chain(&e), "listing rollout requests failed; retrying")
-                    }
-                }
+                event = events.next() => match event {
+                    Some(Ok(watcher::Event::Apply(cm))) => requests.seen(&cm),
+                    Some(Ok(watcher::Event::Delete(cm))) => requests.gone(&cm),
+                    Some(Ok(watcher::Event::Init)) => requests.relist_started(),
+                    Some(Ok(watcher::Event::InitApply(cm))) => requests.relisted(&cm),
+                    Some(Ok(watcher::Event::InitDone)) => requests.relist_done(),
+                    Some(Err(e)) => tracing::warn!(error = %Chain(&e), "watching rollout requests failed; retrying"),
+                    None => return,
+                },
             }
             if leading.as_ref().is_some_and(|l| !*l.borrow()) {
                 continue;
@@ -112,6 +130,7 @@ impl Candidates {
             for plugin in plugins {
                 if self.carry_out(&plugin, &requests).await {
                     requests.pending.remove(&plugin);
+                    requests.answered.insert(plugin);
                 }
             }
         }

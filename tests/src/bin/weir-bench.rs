@@ -412,7 +412,9 @@ async fn bench(cli: Cli) -> Result<()> {
             copy: None,
             namespace: "default".into(),
         }];
-        let cache = tempfile::Builder::new().prefix("weir-bench-cache-").tempdir()?;
+        let cache = tempfile::Builder::new()
+            .prefix("weir-bench-cache-")
+            .tempdir()?;
         let mut warm = None;
         let w = match &weir {
             Some(binary) => {
@@ -457,7 +459,9 @@ async fn bench(cli: Cli) -> Result<()> {
                         namespace: namespaces[n].clone(),
                     })
                     .collect();
-                let cache = tempfile::Builder::new().prefix("weir-bench-cache-").tempdir()?;
+                let cache = tempfile::Builder::new()
+                    .prefix("weir-bench-cache-")
+                    .tempdir()?;
                 let setup = Setup::Weir {
                     binary: binary.clone(),
                     plugins: ten_plugins,

@@ -106,7 +106,7 @@ impl TlsListener {
         let (tx, ready) = tokio::sync::mpsc::channel(64);
         let accepting = tokio::spawn(async move {
             loop {
-                let (tcp, peer) = match listener.accept().await {
+                let (mut tcp, peer) = match listener.accept().await {
                     Ok(conn) => conn,
                     Err(e) => {
                         tracing::debug!(error = %e, "accept failed");
@@ -114,6 +114,7 @@ impl TlsListener {
                         continue;
                     }
                 };
+                crate::server::no_delay(&mut tcp);
                 let acceptor = acceptor.clone();
                 let tx = tx.clone();
                 tokio::spawn(async move {
