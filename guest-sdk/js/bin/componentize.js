@@ -25,10 +25,16 @@ const { componentizeJs, splicerCore } = await importComponentizeJs();
 const { componentize } = componentizeJs;
 /** The splice cache's directory for the build under way (undefined: none). */
 let spliceCacheDir;
-/** componentize-js's splicer: the module its componentize.js imports, loaded with it. */
-const splicerUrl = new URL('../lib/spidermonkey-embedding-splicer.js', import.meta.resolve('@bytecodealliance/componentize-js'));
+/** componentize-js's entry module (Node before 20.6 cannot tell it: then nothing is wrapped). */
+const componentizeJsUrl = import.meta.resolve?.('@bytecodealliance/componentize-js');
+/** componentize-js's splicer (the module its entry imports, loaded with it), wrapped. */
+const splicer = componentizeJsUrl === undefined
+  ? undefined
+  : (await import(new URL('../lib/spidermonkey-embedding-splicer.js', componentizeJsUrl).href)).splicer;
 /** How many splices were served from the cache and how many were made, in this process. */
-export const spliceStats = wrapSplicer((await import(splicerUrl.href)).splicer, splicerCore, componentizeJs.version, () => spliceCacheDir);
+export const spliceStats = splicer === undefined
+  ? { hits: 0, misses: 0 }
+  : wrapSplicer(splicer, splicerCore, componentizeJs.version, () => spliceCacheDir);
 
 const sdkDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** The contract version this SDK builds components for (its own version follows it). */
