@@ -46,7 +46,9 @@ export function cacheDir(env = process.env) {
 
 /**
  * Imports componentize-js, keeping the exports of the splicer's core instance (instantiated while
- * componentize-js loads) so that its allocator can be handed memory in one step.
+ * componentize-js loads) so that its allocator can be handed memory in one step. The modules jco
+ * generated keep the `WebAssembly.instantiate` they found when loaded, here this wrapper, which
+ * only looks at what each instantiation exports.
  * @returns {Promise<{componentizeJs: typeof import('@bytecodealliance/componentize-js'), splicerCore: WebAssembly.Exports | undefined}>}
  */
 export async function importComponentizeJs() {
