@@ -11,7 +11,8 @@
 # `weir dev`'s own lines: build (build.sh), check (the component compiled and its fixtures run;
 # split into compile and fixtures when `weir dev` logs them), swap (from the check's end to the
 # ConfigMap seen: the copy, the hot load, the reconcile, the apply and the 50 ms poll), total
-# (saved -> seen, which also holds the 150 ms quiet time before a build).
+# (saved -> seen, which also holds the 150 ms quiet time before a build); load is the machine's
+# one-minute load average after the language's last save (the figures depend on it).
 # Warm caches as guest-sdk/scaffold-test.sh uses them (target/scaffold, target/venv,
 # guest-sdk/js): run that once first. WEIR=path/to/weir uses that binary instead of target/debug/weir.
 set -euo pipefail
@@ -113,15 +114,15 @@ for lang in "${langs[@]}"; do
       "$lang" "$n" "$build" "$check" "$compile" "$fixture" "$swap" "$total")")
   done
   kill "$dev_pid"; wait "$dev_pid" 2>/dev/null || true; dev_pid=
-  rows+=("$(printf '| %-8s | %6s | %6s | %8s | %8s | %6s | %6s |' "$lang" "$(median "${builds[@]}")" \
+  rows+=("$(printf '| %-8s | %6s | %6s | %8s | %8s | %6s | %6s | %4s |' "$lang" "$(median "${builds[@]}")" \
     "$(median "${checks[@]}")" "$(median "${compiles[@]}")" "$(median "${fixtures[@]}")" \
-    "$(median "${swaps[@]}")" "$(median "${totals[@]}")")")
+    "$(median "${swaps[@]}")" "$(median "${totals[@]}")" "$(cut -d' ' -f1 /proc/loadavg)")")
 done
 
 echo "save-to-cluster (s), median of $saves saves each, $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg):"
 echo
-echo "| language | build  | check  | compile  | fixtures | swap   | total  |"
-echo "|----------|--------|--------|----------|----------|--------|--------|"
+echo "| language | build  | check  | compile  | fixtures | swap   | total  | load |"
+echo "|----------|--------|--------|----------|----------|--------|--------|------|"
 printf '%s\n' "${rows[@]}"
 echo
 echo "| language | n | build  | check  | compile  | fixtures | swap   | total  |"

@@ -7,9 +7,11 @@
 // instance). esbuild bundles it, with any npm packages it imports, into one
 // ES module, because the component's engine cannot resolve bare specifiers;
 // componentize-js then builds the component for world `reconciler`. `--crd`
-// embeds the parent's CRD file, which `describe` then reports.
+// embeds the parent's CRD file, which `describe` then reports. componentize-js's splicer is
+// wrapped (splicer.js): its splice of the contract's bindings, the same for every plugin, is
+// cached between builds (`--no-cache` or WEIR_JS_CACHE=off: none), and its memory grown at once.
+// The component is what componentize-js makes without them.
 
-import { componentize } from '@bytecodealliance/componentize-js';
 import { build } from 'esbuild';
 import { existsSync, realpathSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -17,6 +19,22 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { cacheDir, importComponentizeJs, wrapSplicer } from './splicer.js';
+
+const { componentizeJs, splicerCore } = await importComponentizeJs();
+const { componentize } = componentizeJs;
+/** The splice cache's directory for the build under way (undefined: none). */
+let spliceCacheDir;
+/** componentize-js's entry module (Node before 20.6 cannot tell it: then nothing is wrapped). */
+const componentizeJsUrl = import.meta.resolve?.('@bytecodealliance/componentize-js');
+/** componentize-js's splicer (the module its entry imports, loaded with it), wrapped. */
+const splicer = componentizeJsUrl === undefined
+  ? undefined
+  : (await import(new URL('../lib/spidermonkey-embedding-splicer.js', componentizeJsUrl).href)).splicer;
+/** How many splices were served from the cache and how many were made, in this process. */
+export const spliceStats = splicer === undefined
+  ? { hits: 0, misses: 0 }
+  : wrapSplicer(splicer, splicerCore, componentizeJs.version, () => spliceCacheDir);
 
 const sdkDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** The contract version this SDK builds components for (its own version follows it). */
@@ -59,9 +77,11 @@ const sdkAlias = {
 
 /**
  * Bundle and componentize `plugin`, writing the component to `out`.
- * @param {{plugin: string, out: string, wit?: string, crd?: string}} opts
+ * `cache` is the splice cache's directory, or false for none (default: cacheDir(), unless
+ * WEIR_JS_CACHE is `off`).
+ * @param {{plugin: string, out: string, wit?: string, crd?: string, cache?: string | false}} opts
  */
-export async function buildComponent({ plugin, out, wit = defaultWit, crd }) {
+export async function buildComponent({ plugin, out, wit = defaultWit, crd, cache = process.env.WEIR_JS_CACHE === 'off' ? false : cacheDir() }) {
   const crdText = crd === undefined ? undefined : await readFile(crd, 'utf8');
   const work = await mkdtemp(join(tmpdir(), 'weir-js-'));
   try {
@@ -77,6 +97,7 @@ export async function buildComponent({ plugin, out, wit = defaultWit, crd }) {
       plugins: [sdkAlias],
       logLevel: 'warning',
     });
+    spliceCacheDir = cache === false ? undefined : cache;
     const { component } = await componentize({
       sourcePath: bundle,
       witPath: resolve(wit),
@@ -86,6 +107,7 @@ export async function buildComponent({ plugin, out, wit = defaultWit, crd }) {
     await writeFile(out, component);
     return component.length;
   } finally {
+    spliceCacheDir = undefined;
     await rm(work, { recursive: true, force: true });
   }
 }
@@ -93,13 +115,20 @@ export async function buildComponent({ plugin, out, wit = defaultWit, crd }) {
 async function main() {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { out: { type: 'string', short: 'o' }, wit: { type: 'string' }, crd: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+    options: {
+      out: { type: 'string', short: 'o' },
+      wit: { type: 'string' },
+      crd: { type: 'string' },
+      'no-cache': { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
   });
   if (values.help || positionals.length !== 2 || positionals[0] !== 'build' || !values.out) {
-    console.error(`usage: weir-js build <plugin.js> -o <component.wasm> [--crd <file>] [--wit <dir>] (default wit: ${defaultWit})`);
+    console.error(`usage: weir-js build <plugin.js> -o <component.wasm> [--crd <file>] [--wit <dir>] [--no-cache] (default wit: ${defaultWit}; splice cache: ${cacheDir()})`);
     process.exit(values.help ? 0 : 2);
   }
-  const size = await buildComponent({ plugin: positionals[1], out: values.out, wit: values.wit, crd: values.crd });
+  const noCache = values['no-cache'] ? { cache: /** @type {false} */ (false) } : {};
+  const size = await buildComponent({ plugin: positionals[1], out: values.out, wit: values.wit, crd: values.crd, ...noCache });
   console.error(`wrote ${values.out} (${size} bytes)`);
 }
 

@@ -4,11 +4,12 @@ import ast
 import contextlib
 import io
 import unittest
+from unittest import mock
 
 from weir_reconciler import cli
 from pathlib import Path
 
-from weir_reconciler.build import APP_MODULE, CONTRACT, DEFAULT_WIT, WORLD, app_source, main
+from weir_reconciler.build import APP_MODULE, CONTRACT, DEFAULT_WIT, WORLD, app_source, componentize_env, main
 
 
 class AppSourceTest(unittest.TestCase):
@@ -33,6 +34,20 @@ class AppSourceTest(unittest.TestCase):
         with self.assertRaises(SystemExit) as caught, contextlib.redirect_stderr(io.StringIO()):
             main(["blog", "-o", "/dev/null"])
         self.assertEqual(caught.exception.code, 2)
+
+
+class ComponentizeEnvTest(unittest.TestCase):
+    def test_componentize_py_is_told_the_virtual_environment_the_build_runs_in(self):
+        with mock.patch("sys.prefix", "/work/venv"), mock.patch("sys.base_prefix", "/usr"), \
+                mock.patch.dict("os.environ", {"VIRTUAL_ENV": "/elsewhere", "PATH": "/bin"}, clear=True):
+            env = componentize_env()
+        self.assertEqual(env["VIRTUAL_ENV"], "/work/venv", "not another one, nor pipenv's or PATH's python")
+        self.assertEqual(env["PATH"], "/bin", "the rest of the environment is passed on")
+
+    def test_outside_a_virtual_environment_the_environment_is_passed_on_unchanged(self):
+        with mock.patch("sys.prefix", "/usr"), mock.patch("sys.base_prefix", "/usr"), \
+                mock.patch.dict("os.environ", {"PATH": "/bin"}, clear=True):
+            self.assertEqual(componentize_env(), {"PATH": "/bin"})
 
 
 class WeirPyTest(unittest.TestCase):

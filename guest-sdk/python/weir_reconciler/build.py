@@ -7,11 +7,19 @@ It writes a tiny app module that exports the class through `guest.export`
 and runs componentize-py on it, with the SDK and the plugin on the path.
 `--crd` embeds the parent's CRD file, which `describe` then reports (a
 component cannot read files at run time).
+
+The plugin's dependencies are those of the environment this command runs in:
+run from a virtual environment (as `weir new`'s build.sh does), componentize-py
+is told so (VIRTUAL_ENV), and adds that environment's site-packages to the path.
+Without it, componentize-py asked `pipenv` and then whichever `python3` came
+first on PATH, and searched that interpreter's whole site-packages (on a machine
+with many packages, 1-2 s of every build, and the wrong packages).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 import sys
@@ -49,6 +57,14 @@ def componentize_py() -> str:
     return found
 
 
+def componentize_env() -> dict[str, str]:
+    """componentize-py's environment: this one, naming the virtual environment this runs in, if any."""
+    env = dict(os.environ)
+    if sys.prefix != sys.base_prefix:
+        env["VIRTUAL_ENV"] = sys.prefix
+    return env
+
+
 def main(argv: list[str] | None = None, prog: str = "python -m weir_reconciler.build") -> int:
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("target", help="MODULE:CLASS of the Reconciler subclass, e.g. blog:Blog")
@@ -71,7 +87,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m weir_reconciler.b
         for p in args.path:
             command += ["-p", p]
         command += ["-o", args.output]
-        return subprocess.run(command).returncode
+        return subprocess.run(command, env=componentize_env()).returncode
 
 
 if __name__ == "__main__":
