@@ -11,6 +11,8 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use serde_json::Value;
+
 use super::IMAGE;
 use super::cluster::Cluster;
 
@@ -111,54 +113,9 @@ impl Pod {
             .as_array()
             .unwrap()
             .iter()
-            .map(|m| {
-                let name = m["name"].as_str().unwrap();
-                let path = m["mountPath"].as_str().unwrap().to_string();
-                let volume = spec["volumes"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .find(|v| v["name"] == name)
-                    .unwrap_or_else(|| panic!("no volume {name} in the pod"));
-                if let Some(reference) = volume["image"]["reference"].as_str() {
-                    return Mount::Image {
-                        reference: reference.to_string(),
-                        path,
-                    };
-                }
-                let dir = volumes.join(name);
-                std::fs::create_dir_all(&dir).unwrap();
-                if let Some(configmap) = volume["configMap"]["name"].as_str() {
-                    configmap_files(cluster, configmap, &dir);
-                } else if volume.get("emptyDir").is_some() {
-                    std::fs::set_permissions(
-                        &dir,
-                        std::os::unix::fs::PermissionsExt::from_mode(0o777),
-                    )
-                    .unwrap();
-                } else {
-                    panic!("volume {name}: a kind the test does not mount: {volume}");
-                }
-                Mount::Directory {
-                    dir,
-                    path,
-                    read_only: m["readOnly"] == true,
-                }
-            })
+            .map(|m| mount(cluster, spec, m, &volumes))
             .collect();
-        // What the kubelet mounts for the ServiceAccount: a token (TokenRequest, through
-        // kubectl), the cluster's CA and the namespace.
-        let sa = volumes.join("serviceaccount");
-        std::fs::create_dir_all(&sa).unwrap();
-        let token = cluster.kubectl(&["create", "token", "weir", "-n", "weir"]);
-        std::fs::write(sa.join("token"), token.trim()).unwrap();
-        std::fs::write(sa.join("ca.crt"), cluster.emulator.ca_pem().unwrap()).unwrap();
-        std::fs::write(sa.join("namespace"), "weir").unwrap();
-        mounts.push(Mount::Directory {
-            dir: sa,
-            path: "/var/run/secrets/kubernetes.io/serviceaccount".into(),
-            read_only: true,
-        });
+        mounts.push(service_account(cluster, &volumes.join("serviceaccount")));
         let security = &spec["securityContext"];
         Pod {
             name,
@@ -264,6 +221,55 @@ impl Pod {
 impl Drop for Pod {
     fn drop(&mut self) {
         let _ = podman(&["rm", "--force", &self.name]);
+    }
+}
+
+/// What the kubelet mounts for the container's volume mount `m`: an image, or a directory made
+/// under `volumes` (a ConfigMap's files, an empty `emptyDir` anyone may write).
+fn mount(cluster: &Cluster, spec: &Value, m: &Value, volumes: &Path) -> Mount {
+    let name = m["name"].as_str().unwrap();
+    let path = m["mountPath"].as_str().unwrap().to_string();
+    let volume = spec["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == name)
+        .unwrap_or_else(|| panic!("no volume {name} in the pod"));
+    if let Some(reference) = volume["image"]["reference"].as_str() {
+        return Mount::Image {
+            reference: reference.to_string(),
+            path,
+        };
+    }
+    let dir = volumes.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    if let Some(configmap) = volume["configMap"]["name"].as_str() {
+        configmap_files(cluster, configmap, &dir);
+    } else if volume.get("emptyDir").is_some() {
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o777))
+            .unwrap();
+    } else {
+        panic!("volume {name}: a kind the test does not mount: {volume}");
+    }
+    Mount::Directory {
+        dir,
+        path,
+        read_only: m["readOnly"] == true,
+    }
+}
+
+/// What the kubelet mounts for the ServiceAccount `weir/weir`: a token (TokenRequest, through
+/// kubectl), the cluster's CA and the namespace, in `dir`.
+fn service_account(cluster: &Cluster, dir: &Path) -> Mount {
+    std::fs::create_dir_all(dir).unwrap();
+    let token = cluster.kubectl(&["create", "token", "weir", "-n", "weir"]);
+    std::fs::write(dir.join("token"), token.trim()).unwrap();
+    std::fs::write(dir.join("ca.crt"), cluster.emulator.ca_pem().unwrap()).unwrap();
+    std::fs::write(dir.join("namespace"), "weir").unwrap();
+    Mount::Directory {
+        dir: dir.to_path_buf(),
+        path: "/var/run/secrets/kubernetes.io/serviceaccount".into(),
+        read_only: true,
     }
 }
 
