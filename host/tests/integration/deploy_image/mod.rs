@@ -39,9 +39,10 @@ const SERVICE_ACCOUNT: &str = "system:serviceaccount:weir:weir";
 /// How long a scenario may take to show what it waits for (the debug binary, two cores).
 const PATIENCE: Duration = Duration::from_secs(90);
 
-/// Builds [`IMAGE`] around this build's `weir` once per test process, printing its size.
-fn image() {
-    static BUILT: OnceLock<()> = OnceLock::new();
+/// Builds [`IMAGE`] around this build's `weir` once per test process, printing its size; the
+/// image's ID, which the pods run (another checkout may move the tag meanwhile).
+fn image() -> &'static str {
+    static BUILT: OnceLock<String> = OnceLock::new();
     BUILT.get_or_init(|| {
         let image = std::process::Command::new(workspace().join("tests/image.sh"))
             .args([env!("CARGO_BIN_EXE_weir"), IMAGE])
@@ -53,7 +54,9 @@ fn image() {
             String::from_utf8_lossy(&image.stderr)
         );
         println!("{}", String::from_utf8_lossy(&image.stdout).trim());
-    });
+        let id = pod::podman(&["image", "inspect", "--format", "{{.Id}}", IMAGE]);
+        String::from_utf8(id.stdout).unwrap().trim().to_string()
+    })
 }
 
 /// Polls `check` every 250 ms until it answers, or panics after [`PATIENCE`] with `what` and the

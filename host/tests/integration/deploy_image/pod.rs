@@ -13,7 +13,6 @@ use std::process::Output;
 
 use serde_json::Value;
 
-use super::IMAGE;
 use super::cluster::Cluster;
 
 /// `podman` with the storage driver tests/image.sh builds with; panics when it cannot run.
@@ -180,7 +179,7 @@ impl Pod {
                 ],
             });
         }
-        args.push(IMAGE.into());
+        args.push(super::image().into());
         args.extend(self.args.iter().cloned());
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = podman(&args);
