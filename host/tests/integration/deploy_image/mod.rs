@@ -55,6 +55,7 @@ fn image() -> &'static str {
         );
         println!("{}", String::from_utf8_lossy(&image.stdout).trim());
         let id = pod::podman(&["image", "inspect", "--format", "{{.Id}}", IMAGE]);
+        assert!(id.status.success(), "podman image inspect {IMAGE}");
         String::from_utf8(id.stdout).unwrap().trim().to_string()
     })
 }
