@@ -33,10 +33,11 @@ print_size() {
   printf 'image %s: %d MB (weir %d MB, from %s)\n' "$tag" $((size / 1000000)) \
     $(($(stat -c %s "$ctx/weir") / 1000000)) "${binary#"$root"/}"
 }
-# Built from this very binary already: nothing to do.
+# Built from this very binary already, and the tag still names that image (another checkout on
+# the machine may have moved it): nothing to do.
 sum="$(sha256sum "$binary" "$root/deploy/Dockerfile" | sha256sum | cut -d' ' -f1) $tag"
-if [[ -f "$ctx/built" && "$(cat "$ctx/built")" == "$sum" ]] \
-  && podman --storage-driver vfs image exists "$tag"; then
+image_id() { podman --storage-driver vfs image inspect "$tag" --format '{{.Id}}' 2>/dev/null || true; }
+if [[ -f "$ctx/built" && "$(cat "$ctx/built")" == "$sum $(image_id)" ]]; then
   print_size
   exit 0
 fi
@@ -53,5 +54,5 @@ printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home
 printf 'root:x:0:\nnonroot:x:65532:\n' > "$ctx/rootfs/etc/group"
 
 podman --storage-driver vfs build --quiet --target prebuilt -f "$root/deploy/Dockerfile" -t "$tag" "$ctx" >/dev/null
-echo "$sum" > "$ctx/built"
+echo "$sum $(image_id)" > "$ctx/built"
 print_size

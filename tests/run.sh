@@ -75,7 +75,7 @@ SECONDS=0
 tests/image.sh target/debug/weir localhost/weir:test
 echo "image step: ${SECONDS}s"
 
-step "the deploy test: deploy/ on a secure emulator, the image as its pod, every rule needed"
+step "the deploy test: deploy/ on a secure emulator, the image as its pod, plugins delivered each documented way, every rule needed"
 # Run apart with its output shown (the image size, one line per removed rule, "N of N rules
 # needed"); the workspace run below skips it.
 log="$root/target/cargo-test.log"
