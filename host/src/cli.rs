@@ -76,6 +76,10 @@ pub enum Command {
     Emulator(NotBuilt),
     /// Print a shell completion script, e.g. `weir completions bash > ~/.local/share/bash-completion/completions/weir`.
     Completions(CompletionsArgs),
+    /// Compile the component on standard input into the precompiled cache (`weir run` compiles
+    /// in this short-lived child process, so the compiler's memory peak is not the host's).
+    #[command(hide = true)]
+    CompilePlugin(CompilePluginArgs),
 }
 
 impl Cli {
@@ -111,7 +115,10 @@ impl Cli {
                 Ok(ExitCode::SUCCESS)
             }
             Command::Run(args) => args
-                .execute(self.engine_config())
+                .execute(EngineConfig {
+                    compiler: std::env::current_exe().ok(),
+                    ..self.engine_config()
+                })
                 .map(|()| ExitCode::SUCCESS)
                 .map_err(Into::into),
             #[cfg(feature = "dev")]
@@ -141,6 +148,20 @@ impl Cli {
             Command::Dev(_) | Command::Emulator(_) => {
                 eprintln!("{NOT_BUILT}");
                 Ok(ExitCode::FAILURE)
+            }
+            Command::CompilePlugin(args) => {
+                let mut bytes = Vec::new();
+                std::io::Read::read_to_end(&mut std::io::stdin(), &mut bytes)
+                    .context("reading the component from standard input")?;
+                let engine = Engine::new(EngineConfig {
+                    pooling: !args.no_pooling,
+                    baseline_compiler: args.baseline_compiler,
+                    ..self.engine_config()
+                })?;
+                engine
+                    .precompile(&args.sha256, &bytes)
+                    .with_context(|| format!("compiling component {}", args.sha256))?;
+                Ok(ExitCode::SUCCESS)
             }
             Command::Rbac(args) => {
                 let engine = Engine::new(self.engine_config())?;
@@ -176,6 +197,20 @@ fn default_cache_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cache")))?;
     Some(base.join("weir"))
+}
+
+/// Arguments of `weir compile-plugin` (the host's own child process).
+#[derive(Debug, Args)]
+pub struct CompilePluginArgs {
+    /// The component's sha256 (hex), its key in the cache.
+    #[arg(long)]
+    pub sha256: String,
+    /// Compile for an engine with the baseline compiler.
+    #[arg(long)]
+    pub baseline_compiler: bool,
+    /// Compile for an engine without the pooling allocator.
+    #[arg(long)]
+    pub no_pooling: bool,
 }
 
 /// Arguments of `weir completions`.

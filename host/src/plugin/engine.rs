@@ -12,6 +12,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 
+use super::apart::Apart;
 use super::bindings::{v1, v2};
 use super::guest::Pre;
 use super::limits::Limits;
@@ -60,6 +61,10 @@ pub struct EngineConfig {
     /// contract checks (Winch is a fully supported wasmtime compiler on x86_64). For
     /// development (`weir dev --watch`); off by default. Its artifacts are cached apart.
     pub baseline_compiler: bool,
+    /// Compile a component the cache lacks in a short-lived child process running this
+    /// program (`weir compile-plugin`), so the compiler's memory peak is not the host's
+    /// (`weir run` sets it to its own binary). Needs `cache_dir`; `None` compiles in-process.
+    pub compiler: Option<PathBuf>,
 }
 
 impl Default for EngineConfig {
@@ -69,6 +74,7 @@ impl Default for EngineConfig {
             epoch_tick: Duration::from_millis(10),
             pooling: true,
             baseline_compiler: false,
+            compiler: None,
         }
     }
 }
@@ -154,6 +160,10 @@ struct Inner {
     /// Held while a component compiles: one compile at a time, so that several plugins loading
     /// at once (a host starting with an empty cache) do not add their compilers' peaks up.
     compiling: Mutex<()>,
+    /// Where components the cache lacks are compiled, when not in this process.
+    apart: Option<Apart>,
+    /// Components compiled by a child process so far.
+    compiled_apart: std::sync::atomic::AtomicU64,
     /// The plugins loaded and the code each keeps (`/metrics`).
     ledger: Ledger,
 }
@@ -204,6 +214,17 @@ impl Engine {
             wasm.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool));
         }
         let engine = wasmtime::Engine::new(&wasm).map_err(|e| engine_err(format!("{e:#}")))?;
+        let apart =
+            config
+                .compiler
+                .clone()
+                .zip(config.cache_dir.clone())
+                .map(|(program, cache_dir)| Apart {
+                    program,
+                    cache_dir,
+                    pooling: config.pooling,
+                    baseline_compiler: config.baseline_compiler,
+                });
         let precompiled = config
             .cache_dir
             .as_deref()
@@ -263,6 +284,8 @@ impl Engine {
                 stop_ticker,
                 timers,
                 compiling: Mutex::new(()),
+                apart,
+                compiled_apart: std::sync::atomic::AtomicU64::new(0),
                 ledger: Ledger::default(),
             }),
         })
@@ -321,6 +344,24 @@ impl Engine {
         self.link(name, sha256.to_owned(), &component, limits)
     }
 
+    /// Compiles `bytes` (whose sha256 is `sha256`) into the precompiled cache, for a host
+    /// that compiles apart (`weir compile-plugin`); a component already there is left as is.
+    pub fn precompile(&self, sha256: &str, bytes: &[u8]) -> Result<(), LoadError> {
+        if self.inner.precompiled.is_none() {
+            return Err(LoadError::Engine {
+                reason: "no precompiled cache to compile into (set a cache directory)".into(),
+            });
+        }
+        self.component(sha256, sha256, || Ok(Cow::Borrowed(bytes)))
+            .map(|_| ())
+    }
+
+    /// How many components a child process compiled for this engine (see
+    /// [`EngineConfig::compiler`]).
+    pub fn compiled_apart(&self) -> u64 {
+        self.inner.compiled_apart.load(Ordering::Relaxed)
+    }
+
     /// The compiled component: the one compiled last if it has this sha256, else mapped from
     /// the precompiled cache, or compiled from `bytes()` one at a time, stored there and mapped
     /// back from it, so that its code is a shared, reclaimable file mapping rather than the
@@ -354,11 +395,29 @@ impl Engine {
         if let Some(component) = cache.and_then(|c| c.lookup(engine, sha256)) {
             return Ok(component);
         }
-        let component =
-            Component::from_binary(engine, &bytes()?).map_err(|e| LoadError::Compile {
-                path: path.to_owned(),
-                source: e.into(),
-            })?;
+        let bytes = bytes()?;
+        if let (Some(apart), Some(cache)) = (&self.inner.apart, cache) {
+            match apart.compile(sha256, &bytes) {
+                Ok(()) => {
+                    if let Some(component) = cache.lookup(engine, sha256) {
+                        self.inner.compiled_apart.fetch_add(1, Ordering::Relaxed);
+                        *last() = Some((sha256.to_owned(), component.clone()));
+                        return Ok(component);
+                    }
+                    tracing::warn!(
+                        plugin = path,
+                        "the compiling child stored nothing usable; compiling here"
+                    );
+                }
+                Err(why) => {
+                    tracing::warn!(plugin = path, %why, "compiling in a child process failed; compiling here");
+                }
+            }
+        }
+        let component = Component::from_binary(engine, &bytes).map_err(|e| LoadError::Compile {
+            path: path.to_owned(),
+            source: e.into(),
+        })?;
         let component = match cache {
             Some(cache) => {
                 cache.store(sha256, &component);

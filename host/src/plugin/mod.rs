@@ -13,6 +13,7 @@
 //! # }
 //! ```
 
+mod apart;
 mod bindings;
 mod engine;
 mod guest;

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 mod guests;
 
 mod baseline_compiler;
+mod compile_apart;
 mod sandbox;
 mod sandbox_deadline;
 mod sandbox_load;
