@@ -308,6 +308,18 @@ fn upper_first(s: &str) -> String {
         .unwrap_or_default()
 }
 
+/// Whether a field the schema does not name holds a message whose fields the schema lists
+/// instead: Go's `json:",inline"` (`IngressRule.ingressRuleValue`, `Volume.volumeSource`,
+/// `Probe.handler`). Such a field gets the empty JSON name, as its Go tag has.
+fn inlined(all: &BTreeMap<String, Msg>, ty: &Ty, props: &serde_json::Map<String, Value>) -> bool {
+    let Ty::Message(m) = ty else { return false };
+    let fields = &all[m].fields;
+    !fields.is_empty()
+        && fields
+            .iter()
+            .all(|f| props.keys().any(|k| normalized(k) == normalized(&f.rust)))
+}
+
 /// The messages reachable from the roots, by full name.
 fn reachable(all: &BTreeMap<String, Msg>, roots: Vec<String>) -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
@@ -384,7 +396,13 @@ fn generate() -> FileDescriptorSet {
             let json_name = props
                 .and_then(|p| p.keys().find(|k| normalized(k) == normalized(&f.rust)))
                 .cloned()
-                .unwrap_or_else(|| name.clone());
+                .unwrap_or_else(|| {
+                    if props.is_some_and(|p| inlined(&all, &f.ty, p)) {
+                        String::new()
+                    } else {
+                        name.clone()
+                    }
+                });
             let mut fd = FieldDescriptorProto {
                 name: Some(name.clone()),
                 number: Some(f.number),

@@ -114,8 +114,13 @@ pub fn to_json(msg: &DynamicMessage) -> Option<Json> {
     let mut out = Map::new();
     for (field, value) in msg.fields() {
         let keep_zero = ZERO_IS_MEANINGFUL.contains(&field.json_name());
-        if let Some(v) = field_to_json(&field, value, keep_zero) {
-            out.insert(field.json_name().to_string(), v);
+        match field_to_json(&field, value, keep_zero) {
+            // An inlined message's fields are the parent's own.
+            Some(Json::Object(inner)) if field.json_name().is_empty() => out.extend(inner),
+            Some(v) => {
+                out.insert(field.json_name().to_string(), v);
+            }
+            None => {}
         }
     }
     Some(Json::Object(out))
@@ -247,14 +252,23 @@ pub fn from_json(
             format!("expected an object for {}", desc.name()),
         ));
     };
+    // The field whose message's fields JSON writes inline, with what goes into it.
+    let inline = desc.fields().find(|f| f.json_name().is_empty());
+    let mut inlined = Map::new();
     for (name, v) in fields {
         let at = format!("{path}.{name}");
         if v.is_null() {
             continue;
         }
-        let field = desc
-            .get_field_by_json_name(name)
-            .ok_or_else(|| mismatch(&at, format!("{} has no such field", desc.name())))?;
+        let Some(field) = desc.get_field_by_json_name(name) else {
+            if let Some(Kind::Message(m)) = inline.as_ref().map(FieldDescriptor::kind)
+                && m.get_field_by_json_name(name).is_some()
+            {
+                inlined.insert(name.clone(), v.clone());
+                continue;
+            }
+            return Err(mismatch(&at, format!("{} has no such field", desc.name())));
+        };
         let value = if field.is_map() {
             let Kind::Message(entry) = field.kind() else {
                 return Err(mismatch(&at, "a map field without an entry type"));
@@ -282,6 +296,10 @@ pub fn from_json(
         } else {
             scalar_from_json(&field.kind(), v, &at)?
         };
+        msg.set_field(&field, value);
+    }
+    if let Some(field) = inline.filter(|_| !inlined.is_empty()) {
+        let value = scalar_from_json(&field.kind(), &Json::Object(inlined), path)?;
         msg.set_field(&field, value);
     }
     Ok(msg)
