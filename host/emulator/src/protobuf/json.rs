@@ -106,7 +106,7 @@ const ZERO_IS_MEANINGFUL: &[&str] = &[
     "progressDeadlineSeconds",
 ];
 
-/// The JSON form of a message; `None` for one JSON writes as absent (a zero `Time`).
+/// The JSON form of a message; `None` for one JSON writes as absent.
 pub fn to_json(msg: &DynamicMessage) -> Option<Json> {
     if let Some(kind) = special(&msg.descriptor()) {
         return special_to_json(kind, msg);
@@ -187,8 +187,11 @@ fn get(msg: &DynamicMessage, number: u32) -> Option<Value> {
 fn special_to_json(kind: Special, msg: &DynamicMessage) -> Option<Json> {
     match kind {
         Special::Time { micro } => {
-            // Go writes a zero Time as an empty message, and JSON writes it as null.
-            let seconds = get(msg, 1)?.as_i64()?;
+            // Go writes a zero Time as an empty message, and its JSON as null (a template's
+            // `creationTimestamp: null`); an unset pointer is no message at all.
+            let Some(seconds) = get(msg, 1).and_then(|v| v.as_i64()) else {
+                return Some(Json::Null);
+            };
             let nanos = if micro {
                 get(msg, 2).and_then(|v| v.as_i32()).unwrap_or(0)
             } else {

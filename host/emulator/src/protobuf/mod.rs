@@ -294,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn a_zero_time_is_absent_and_a_set_one_is_rfc3339() {
+    fn a_zero_time_is_null_as_go_writes_it_and_a_set_one_is_rfc3339() {
         let mut cm = core::ConfigMap {
             metadata: meta("c"),
             ..Default::default()
@@ -307,7 +307,8 @@ mod tests {
             });
         }
         let got = decode(&envelope("v1", "ConfigMap", cm.encode_to_vec())).unwrap();
-        assert!(got["metadata"].get("creationTimestamp").is_none(), "{got}");
+        assert_eq!(got["metadata"]["creationTimestamp"], Value::Null, "{got}");
+        assert!(got["metadata"].get("creationTimestamp").is_some(), "{got}");
         assert_eq!(
             got["metadata"]["deletionTimestamp"],
             json!("2026-01-02T03:04:05Z")
