@@ -13,6 +13,7 @@ mod kubectl;
 mod kubectl_prune;
 mod kubectl_versions;
 mod protobuf;
+mod request_log;
 mod restart;
 mod runtime;
 mod secure;
