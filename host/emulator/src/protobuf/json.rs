@@ -144,7 +144,11 @@ fn field_to_json(field: &FieldDescriptor, value: &Value, keep_zero: bool) -> Opt
             for (k, v) in sorted {
                 let key = match k {
                     MapKey::String(s) => s.clone(),
-                    other => format!("{other:?}"),
+                    MapKey::Bool(b) => b.to_string(),
+                    MapKey::I32(n) => n.to_string(),
+                    MapKey::I64(n) => n.to_string(),
+                    MapKey::U32(n) => n.to_string(),
+                    MapKey::U64(n) => n.to_string(),
                 };
                 out.insert(key, value_to_json(v).unwrap_or(Json::Null));
             }
