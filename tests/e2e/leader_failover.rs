@@ -12,7 +12,7 @@ use serde_json::json;
 use weir::manager::{Manager, PluginSource};
 use weir::plugin::Plugin;
 use weir_e2e::{TestEnv, eventually, fast_config, fast_leader, kinds, plugin, wait_ready};
-use weir_emulator::{Emulator, Fault, RequestRecord, Rule};
+use weir_emulator::{Emulator, Fault, RequestCursor, RequestRecord, Rule};
 
 /// A host whose requests carry `User-Agent: weir-e2e/<id>`.
 async fn host(
@@ -137,7 +137,13 @@ async fn a_leader_cut_off_from_its_lease_steps_down_before_the_takeover_and_stan
     // Keep a's workers busy with edits while its lease runs out.
     let mut edits = 0;
     let took_over = Instant::now();
-    while !emulator.requests().iter().any(|r| write_by(r, "b")) {
+    // Read only what is new on each turn of the loop, from the start of the log.
+    let mut cursor = RequestCursor::default();
+    while !emulator
+        .requests_since(&mut cursor)
+        .iter()
+        .any(|r| write_by(r, "b"))
+    {
         env.patch_spec(&kinds::blog(), "first", json!({"replicas": edits % 3 + 1}))
             .await?;
         edits += 1;

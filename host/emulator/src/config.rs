@@ -37,6 +37,9 @@ pub struct EmulatorConfig {
     /// token, ServiceAccount tokens from the TokenRequest API; a wrong one gets 401) and
     /// authorize every request by RBAC (403). Off: plain HTTP, and every caller is an admin.
     pub secure: bool,
+    /// How many of the latest requests the request log keeps ([`crate::Emulator::requests`]);
+    /// older ones are dropped. 0 keeps none.
+    pub request_log: usize,
 }
 
 impl Default for EmulatorConfig {
@@ -49,6 +52,7 @@ impl Default for EmulatorConfig {
             faults: Faults::default(),
             state_file: None,
             secure: false,
+            request_log: 100_000,
         }
     }
 }

@@ -12,9 +12,10 @@
 //!    objects, resourceVersion), `fieldset` (field paths of `managedFields`), `selector` (label
 //!    and field selectors), `schema` (CRD `openAPIV3Schema` validation, 422 with field paths, and
 //!    pruning), `builtin_schema` (the OpenAPI schemas of the built-in kinds, from k8s-openapi),
-//!    `protobuf` (protobuf bodies of the built-in kinds, via k8s-pb), `apierror` (failures as
-//!    `Status`), `faults` (fault-injection rules and their middleware), `config` (the public
-//!    settings and [`RequestRecord`]), `opts` (what a write asks for: field manager,
+//!    `protobuf` (protobuf bodies of the built-in kinds as JSON, through message descriptors
+//!    generated from k8s-pb), `apierror` (failures as `Status`), `faults` (fault-injection rules
+//!    and their middleware), `config` (the public settings and [`RequestRecord`]), `request_log`
+//!    (the last requests served, in a ring read by [`RequestCursor`]), `opts` (what a write asks for: field manager,
 //!    `fieldValidation`, dry run, force), `events` (core/v1 ⇄ events.k8s.io/v1 Event fields, one
 //!    store behind both APIs).
 //! 2. `resources` — the registry of served kinds: built-ins (namespaces, configmaps, secrets,
@@ -200,6 +201,7 @@ mod protobuf;
 mod apierror;
 mod faults;
 mod config;
+mod request_log;
 mod opts;
 mod events;
 
@@ -259,6 +261,10 @@ pub use config::{EmulatorConfig, RequestRecord, WorkloadSimulation};
 pub use discovery::KUBE_VERSION;
 pub use faults::{Fault, Faults, FaultsError, Rule, Verb};
 pub use persist::StateError;
+pub use protobuf::{
+    Error as ProtobufError, Mismatch as ProtobufMismatch, encode as encode_protobuf,
+};
+pub use request_log::RequestCursor;
 
 /// Why the emulator could not start or write its kubeconfig.
 #[derive(Debug, thiserror::Error)]
@@ -470,9 +476,21 @@ impl Emulator {
         })
     }
 
-    /// Every request served so far, oldest first.
+    /// Every request the request log keeps (the last [`EmulatorConfig::request_log`]), oldest
+    /// first. A reader that polls should use [`Emulator::requests_since`] instead.
     pub fn requests(&self) -> Vec<RequestRecord> {
         self.shared.requests()
+    }
+
+    /// A cursor past every request served so far, for [`Emulator::requests_since`].
+    pub fn request_cursor(&self) -> RequestCursor {
+        self.shared.request_cursor()
+    }
+
+    /// The requests served since `cursor` (those the log already dropped are skipped), oldest
+    /// first, moving `cursor` past them.
+    pub fn requests_since(&self, cursor: &mut RequestCursor) -> Vec<RequestRecord> {
+        self.shared.requests_since(cursor)
     }
 
     /// The fault rules this emulator applies to requests: `set` them, `clear` them.
@@ -480,7 +498,7 @@ impl Emulator {
         &self.shared.config.faults
     }
 
-    /// Forget the request log.
+    /// Forget the request log (cursors stay valid).
     pub fn clear_requests(&self) {
         self.shared.clear_requests()
     }

@@ -60,44 +60,13 @@ pub fn answer(
 
 /// A review's body as JSON: kubectl sends protobuf (a `k8s\0` envelope), other clients JSON.
 fn body_json(body: &[u8]) -> Value {
-    if let Some(review) = from_protobuf(body) {
+    if let Ok(review) = crate::protobuf::decode(body) {
         return review;
     }
     serde_json::from_slice(body)
         .ok()
         .filter(Value::is_object)
         .unwrap_or_else(|| json!({}))
-}
-
-/// The spec of a protobuf self-review, as JSON.
-fn from_protobuf(body: &[u8]) -> Option<Value> {
-    use k8s_pb::api::authorization::v1 as pb;
-    use prost::Message;
-    let inner = body.strip_prefix(b"k8s\0")?;
-    let envelope = k8s_pb::apimachinery::pkg::runtime::Unknown::decode(inner).ok()?;
-    let raw = envelope.raw.unwrap_or_default();
-    let kind = envelope.type_meta.and_then(|t| t.kind).unwrap_or_default();
-    Some(match kind.as_str() {
-        "SelfSubjectAccessReview" => {
-            let review = pb::SelfSubjectAccessReview::decode(raw.as_slice()).ok()?;
-            let spec = review.spec.unwrap_or_default();
-            let mut out = json!({});
-            if let Some(r) = spec.resource_attributes {
-                out["resourceAttributes"] = json!({"namespace": r.namespace, "verb": r.verb,
-                    "group": r.group, "version": r.version, "resource": r.resource,
-                    "subresource": r.subresource, "name": r.name});
-            }
-            if let Some(n) = spec.non_resource_attributes {
-                out["nonResourceAttributes"] = json!({"path": n.path, "verb": n.verb});
-            }
-            json!({"spec": out})
-        }
-        "SelfSubjectRulesReview" => {
-            let review = pb::SelfSubjectRulesReview::decode(raw.as_slice()).ok()?;
-            json!({"spec": {"namespace": review.spec.unwrap_or_default().namespace}})
-        }
-        _ => json!({}),
-    })
 }
 
 /// The attributes a `SelfSubjectAccessReview`'s spec asks about.

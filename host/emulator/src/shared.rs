@@ -9,6 +9,7 @@ use crate::config::{EmulatorConfig, RequestRecord};
 use crate::ops;
 use crate::opts::{Validation, WriteOpts};
 use crate::persist::{Snapshot, StateError};
+use crate::request_log::{RequestCursor, RequestLog};
 use crate::store::Store;
 
 /// State every request handler and background task shares.
@@ -18,7 +19,7 @@ pub struct Shared {
     pub config: EmulatorConfig,
     /// Certificates and tokens when [`EmulatorConfig::secure`] is on (then RBAC is enforced).
     pub auth: Option<Auth>,
-    requests: Mutex<Vec<RequestRecord>>,
+    requests: Mutex<RequestLog>,
     address: std::sync::OnceLock<String>,
     drop_tx: tokio::sync::watch::Sender<u64>,
 }
@@ -93,11 +94,12 @@ impl Shared {
     pub fn new(config: EmulatorConfig, auth: Option<Auth>) -> Result<Arc<Self>, StateError> {
         let store = Self::initial_store(&config, None)?;
         let (drop_tx, _) = tokio::sync::watch::channel(0);
+        let requests = Mutex::new(RequestLog::new(config.request_log));
         Ok(Arc::new(Shared {
             store: Mutex::new(store),
             config,
             auth,
-            requests: Mutex::new(Vec::new()),
+            requests,
             address: std::sync::OnceLock::new(),
             drop_tx,
         }))
@@ -163,27 +165,32 @@ impl Shared {
         self.config.bookmark_interval.max(Duration::from_millis(10))
     }
 
+    fn log(&self) -> MutexGuard<'_, RequestLog> {
+        self.requests.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The request log, oldest first.
     pub fn requests(&self) -> Vec<RequestRecord> {
-        self.requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        self.log().all()
+    }
+
+    /// The requests served since `cursor`, moving it past them.
+    pub fn requests_since(&self, cursor: &mut RequestCursor) -> Vec<RequestRecord> {
+        self.log().since(cursor)
+    }
+
+    /// A cursor past every request served so far.
+    pub fn request_cursor(&self) -> RequestCursor {
+        self.log().end()
     }
 
     /// Empty the request log.
     pub fn clear_requests(&self) {
-        self.requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        self.log().clear();
     }
 
     /// Append one served request to the log.
     pub fn record(&self, r: RequestRecord) {
-        self.requests
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(r);
+        self.log().push(r);
     }
 }

@@ -141,6 +141,8 @@ impl DevArgs {
         let emulator = Emulator::start(EmulatorConfig {
             workloads,
             port: self.port,
+            // Nothing in `weir dev` reads the request log: keep none rather than grow it.
+            request_log: 0,
             ..EmulatorConfig::default()
         })
         .await?;

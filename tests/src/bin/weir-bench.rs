@@ -23,7 +23,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
-use weir_emulator::EmulatorConfig;
+use weir_emulator::{EmulatorConfig, RequestCursor};
 
 #[path = "weir-bench/cluster.rs"]
 mod cluster;
@@ -267,12 +267,17 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
     // Watching means started: wait until every parent kind has a watch open.
     let deadline = Instant::now() + Duration::from_secs(120);
     let suffixes: Vec<String> = targets.iter().map(|t| watch_suffix(setup, t)).collect();
-    while !suffixes.iter().all(|s| {
-        emulator
-            .requests()
-            .iter()
-            .any(|r| r.is_watch() && r.path.ends_with(s.as_str()))
-    }) {
+    let mut cursor = RequestCursor::default();
+    let mut watching = vec![false; suffixes.len()];
+    loop {
+        for r in emulator.requests_since(&mut cursor) {
+            for (seen, s) in watching.iter_mut().zip(&suffixes) {
+                *seen |= r.is_watch() && r.path.ends_with(s.as_str());
+            }
+        }
+        if watching.iter().all(|seen| *seen) {
+            break;
+        }
         children.check_running()?;
         if Instant::now() > deadline {
             bail!("{label} never watched its parents");

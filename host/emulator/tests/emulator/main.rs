@@ -12,6 +12,8 @@ mod kubeconfig;
 mod kubectl;
 mod kubectl_prune;
 mod kubectl_versions;
+mod protobuf;
+mod request_log;
 mod restart;
 mod runtime;
 mod secure;
