@@ -1,10 +1,11 @@
-//! Three `weir run --shard` replicas of the shipped binary share 300 Blogs on one emulator: every
+//! Sharded replicas on one emulator. Three `weir run --shard` processes share 300 Blogs: every
 //! Blog is reconciled by exactly one replica, the one its owner label names (the emulator's
 //! request log, by the `User-Agent` naming each replica), each replica caches only its share
-//! (its `weir_cached_objects` gauges), and all converge.
+//! (its `weir_cached_objects` gauges), and all converge. And as replicas join, are killed and
+//! stop, each parent moves with one writer at a time and is served again.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use futures::{StreamExt, TryStreamExt};
@@ -12,10 +13,12 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::json;
-use weir::shard::{OWNER_LABEL, coordinator::FIELD_MANAGER, members};
+use weir::manager::{Manager, PluginSource};
+use weir::plugin::Plugin;
+use weir::shard::{DRAIN_LABEL, OWNER_LABEL, ShardConfig, coordinator::FIELD_MANAGER, members};
 use weir_e2e::weir_run::{WeirRun, ops_get, sample};
-use weir_e2e::{TestEnv, condition, eventually, kinds, plugin};
-use weir_emulator::RequestRecord;
+use weir_e2e::{TestEnv, condition, eventually, fast_config, fast_leader, kinds, plugin};
+use weir_emulator::{Emulator, RequestRecord};
 
 const BLOGS: usize = 300;
 const REPLICAS: [&str; 3] = ["shard-a", "shard-b", "shard-c"];
@@ -41,7 +44,7 @@ fn blog_of(r: &RequestRecord) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// The replica that sent `r`, from its `User-Agent`: `weir/VERSION (ID)`.
+/// The replica that sent `r`, from its `User-Agent`: `weir/VERSION (ID)` or `weir-e2e (ID)`.
 fn sender(r: &RequestRecord) -> Option<&'static str> {
     let agent = r.user_agent.as_deref()?;
     REPLICAS
@@ -212,5 +215,168 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
             );
         }
     }
+    Ok(())
+}
+
+/// Blogs of the handover scenario.
+const MOVED: usize = 60;
+
+/// A sharded host in this process (a 2 s shard and leader Lease, a placement pass every 200 ms)
+/// whose requests say `User-Agent: weir-e2e (ID)`.
+async fn sharded_host(
+    env: &TestEnv,
+    emulator: &Emulator,
+    blog: &Plugin,
+    id: &str,
+) -> anyhow::Result<Manager> {
+    let mut config = kube::Config::new(emulator.url().parse()?);
+    config.headers.push((
+        http::header::USER_AGENT,
+        format!("weir-e2e ({id})").parse()?,
+    ));
+    let client = kube::Client::try_from(config)?;
+    let mut c = fast_config(&env.namespace);
+    c.leader = Some(fast_leader(&env.namespace, id));
+    c.shard = Some(ShardConfig {
+        duration_secs: 2,
+        grace_secs: 1,
+        assign_every: Duration::from_millis(200),
+        ..ShardConfig::new(id, env.namespace.clone())
+    });
+    Ok(Manager::start(client, PluginSource::Fixed(vec![blog.clone()]), c).await?)
+}
+
+/// The Blogs once each is Ready for its current generation, owned by one of `members` and not
+/// being drained: by owner.
+async fn settled(
+    blogs: &Api<DynamicObject>,
+    members: &[&str],
+) -> Option<BTreeMap<String, Vec<String>>> {
+    let list = blogs.list(&ListParams::default()).await.ok()?;
+    let mut owned: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for b in &list.items {
+        let labels = b.labels();
+        let owner = labels.get(OWNER_LABEL)?;
+        if !ready(b) || labels.contains_key(DRAIN_LABEL) || !members.contains(&owner.as_str()) {
+            return None;
+        }
+        owned.entry(owner.clone()).or_default().push(b.name_any());
+    }
+    (list.items.len() == MOVED).then_some(owned)
+}
+
+#[tokio::test]
+async fn parents_move_with_one_writer_at_a_time_as_replicas_join_are_killed_and_stop()
+-> anyhow::Result<()> {
+    let _exclusive = weir_e2e::exclusive().await;
+    let env = TestEnv::start().await?;
+    let Some(emulator) = env.emulator.as_ref() else {
+        return Ok(());
+    };
+    let blog = plugin("blog")?;
+    env.install_crd(&blog).await?;
+    let blogs = env.api(&kinds::blog());
+    let leases: Api<Lease> = env.typed();
+    let [a, b, c] = REPLICAS;
+    let (ab, abc, bc, only_c) = ([a, b], [a, b, c], [b, c], [c]);
+    let host_a = sharded_host(&env, emulator, &blog, a).await?;
+    let host_b = sharded_host(&env, emulator, &blog, b).await?;
+    eventually("two members", Duration::from_secs(20), || async {
+        (members::members(&leases).await.ok()?.len() == 2).then_some(())
+    })
+    .await?;
+    for i in 0..MOVED {
+        env.create(
+            &kinds::blog(),
+            &name(i),
+            json!({"title": "t", "replicas": 1}),
+        )
+        .await?;
+    }
+    eventually("a and b serve every Blog", CONVERGE, || {
+        settled(&blogs, &ab)
+    })
+    .await?;
+
+    // c joins: the ring gives it about a third, each drained by its owner before it moves.
+    let host_c = sharded_host(&env, emulator, &blog, c).await?;
+    let joined = eventually("c takes its share", CONVERGE, || async {
+        let owned = settled(&blogs, &abc).await?;
+        owned.contains_key(c).then_some(owned)
+    })
+    .await?;
+    let counts: BTreeMap<&String, usize> = joined.iter().map(|(m, v)| (m, v.len())).collect();
+    println!("shards: after c joined {counts:?}");
+    let of_a = joined.get(a).cloned().unwrap_or_default();
+    assert!(!of_a.is_empty(), "a kept a share: {counts:?}");
+
+    // a is killed (its Lease left to expire): its Blogs, edited now, are served by b and c.
+    host_a.kill();
+    let killed = Instant::now();
+    for name in &of_a {
+        env.patch_spec(&kinds::blog(), name, json!({"title": "moved"}))
+            .await?;
+    }
+    eventually("a's Blogs are served again", CONVERGE, || {
+        settled(&blogs, &bc)
+    })
+    .await?;
+    println!(
+        "shards: {} Blogs of a killed replica served again {:?} after the kill (shard Lease 2 s)",
+        of_a.len(),
+        killed.elapsed()
+    );
+
+    // b stops cleanly (its Lease released): c serves everything.
+    host_b.shutdown().await;
+    let last = eventually("c serves every Blog", CONVERGE, || settled(&blogs, &only_c)).await?;
+    assert_eq!(last.get(c).map(Vec::len), Some(MOVED));
+
+    // One writer at a time: per Blog, each replica's writes form one unbroken run in the log.
+    let mut runs: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for r in emulator.requests().iter().filter(|r| reconcile_write(r)) {
+        let (Some(from), Some(blog)) = (sender(r), blog_of(r)) else {
+            continue;
+        };
+        let run = runs.entry(blog).or_default();
+        if run.last() != Some(&from) {
+            run.push(from);
+        }
+    }
+    assert_eq!(runs.len(), MOVED);
+    for (blog, run) in &runs {
+        let distinct: BTreeSet<&&str> = run.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            run.len(),
+            "{blog} was written by {run:?}: two writers overlapped"
+        );
+        assert_eq!(run.last(), Some(&c), "{blog}");
+    }
+    assert!(
+        runs.values().any(|run| run.len() >= 3),
+        "some Blog moved twice (join, then kill or stop)"
+    );
+
+    // Nothing orphaned: every child is the one its Blog wants, labelled with c.
+    for kind in [kinds::config_map(), kinds::deployment(), kinds::service()] {
+        let children = env.api(&kind).list(&ListParams::default()).await?;
+        let owned: Vec<&DynamicObject> = children
+            .items
+            .iter()
+            .filter(|o| !o.owner_references().is_empty())
+            .collect();
+        assert_eq!(owned.len(), MOVED, "{} children", kind.kind);
+        for child in owned {
+            assert_eq!(
+                child.labels().get(OWNER_LABEL).map(String::as_str),
+                Some(c),
+                "{} {}",
+                kind.kind,
+                child.name_any()
+            );
+        }
+    }
+    host_c.shutdown().await;
     Ok(())
 }
