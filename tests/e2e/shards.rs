@@ -198,9 +198,28 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
     }
 
     // Each replica caches its share of the Blogs and of their Deployments and Services (the
-    // Blog's ConfigMaps are also read as related objects: that kind is cached whole).
+    // Blog's ConfigMaps are also read as related objects: that kind is cached whole). The
+    // leader, which placed them, shows the members and each one's share.
+    let mut coordinators = 0;
     for (id, ops, _) in &replicas {
         let metrics = ops_get(*ops, "/metrics").await?;
+        if sample(&metrics, "weir_shard_members") == Some(REPLICAS.len() as f64) {
+            coordinators += 1;
+            for (member, blogs) in &owned {
+                let series = format!(r#"weir_shard_owned_parents{{member="{member}"}}"#);
+                assert_eq!(
+                    sample(&metrics, &series),
+                    Some(blogs.len() as f64),
+                    "{metrics}"
+                );
+            }
+            let assigned = sample(&metrics, r#"weir_shard_moves_total{step="assigned"}"#);
+            assert_eq!(
+                assigned,
+                Some(BLOGS as f64),
+                "each Blog assigned once: {metrics}"
+            );
+        }
         let share = owned.get(*id).map_or(0, Vec::len) as f64;
         for (group, kind) in [
             ("weir.dev", "Blog"),
@@ -215,6 +234,7 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
             );
         }
     }
+    assert_eq!(coordinators, 1, "one leader placed the Blogs");
     Ok(())
 }
 

@@ -166,6 +166,10 @@ impl Manager {
         let mut metrics = Metrics::new();
         let hotload_metrics = HotloadMetrics::default();
         hotload_metrics.register(metrics.registry_mut());
+        let shard_metrics = crate::shard::metrics::ShardMetrics::default();
+        if config.shard.is_some() {
+            shard_metrics.register(metrics.registry_mut());
+        }
         if let PluginSource::Directory { engine, .. } | PluginSource::Cluster { engine, .. } =
             &source
         {
@@ -311,7 +315,7 @@ impl Manager {
         if let Some(sc) = &config.shard {
             shards::coordinate(
                 (coordinator_client, sc, config.controller.namespace.clone()),
-                view.clone(),
+                (view.clone(), shard_metrics),
                 leadership.as_ref().map(|l| l.is_leader.clone()),
                 stop.clone(),
             );

@@ -10,6 +10,7 @@ use super::ManagerError;
 use super::controllers::ControllersView;
 use crate::leader::{LeaderConfig, Leadership};
 use crate::shard::coordinator::Coordinator;
+use crate::shard::metrics::ShardMetrics;
 use crate::shard::{ShardConfig, check_identity, members};
 
 /// Holds this replica's own shard Lease (`None` when not sharded): it makes the replica a member
@@ -41,7 +42,7 @@ pub(super) fn fenced(client: &Client, lease: Option<&Leadership>) -> Client {
 /// kinds `view` serves, writing with `client` (fenced by the leader Lease), until `stop`.
 pub(super) fn coordinate(
     (client, config, namespace): (Client, &ShardConfig, Option<String>),
-    view: ControllersView,
+    (view, metrics): (ControllersView, ShardMetrics),
     leading: Option<watch::Receiver<bool>>,
     stop: CancellationToken,
 ) {
@@ -50,6 +51,7 @@ pub(super) fn coordinate(
         config: config.clone(),
         kinds: Arc::new(move || view.parent_kinds()),
         namespace,
+        metrics,
     };
     tokio::spawn(coordinator.run(leading, stop));
 }

@@ -8,6 +8,7 @@
 //! later pass, once unassigned. Every write carries the `resourceVersion` it decided on, so a
 //! pass never overwrites an acknowledgement it has not seen. Nothing is cached between passes.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -17,6 +18,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::metrics::ShardMetrics;
 use super::ring::{Ring, VNODES};
 use super::{DRAIN_LABEL, OWNER_LABEL, ShardConfig, members};
 use crate::chain::Chain;
@@ -73,7 +75,7 @@ pub fn decide(ring: &Ring, uid: &str, owner: Option<&str>, draining: bool) -> Pl
 }
 
 /// How many parents one pass placed.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Pass {
     /// Parents seen.
     pub parents: usize,
@@ -81,6 +83,8 @@ pub struct Pass {
     pub assigned: usize,
     /// Parents asked to drain.
     pub drained: usize,
+    /// By member, the parents labelled for it once this pass's writes are done.
+    pub owned: BTreeMap<String, i64>,
 }
 
 /// The leader's assignment loop.
@@ -93,6 +97,8 @@ pub struct Coordinator {
     pub kinds: Arc<dyn Fn() -> Vec<ResourceKind> + Send + Sync>,
     /// The namespace the host watches (`None`: all).
     pub namespace: Option<String>,
+    /// Where members, owned parents and moves are shown.
+    pub metrics: ShardMetrics,
 }
 
 impl Coordinator {
@@ -135,6 +141,9 @@ impl Coordinator {
             return Ok(pass);
         }
         let ring = Ring::new(members, VNODES);
+        for member in ring.members() {
+            pass.owned.insert(member.clone(), 0);
+        }
         for kind in (self.kinds)() {
             let api: Api<DynamicObject> = match &self.namespace {
                 Some(ns) if kind.namespaced => {
@@ -152,7 +161,10 @@ impl Coordinator {
                 })?;
                 for parent in &page.items {
                     pass.parents += 1;
-                    self.place(&ring, &kind, &parent.metadata, &mut pass).await;
+                    let owner = self.place(&ring, &kind, &parent.metadata, &mut pass).await;
+                    if let Some(n) = owner.and_then(|o| pass.owned.get_mut(&o)) {
+                        *n += 1;
+                    }
                 }
                 match page.metadata.continue_.filter(|c| !c.is_empty()) {
                     Some(token) => params = params.continue_token(&token),
@@ -160,33 +172,48 @@ impl Coordinator {
                 }
             }
         }
+        self.metrics.passed(ring.members().len(), &pass.owned);
         Ok(pass)
     }
 
-    /// Writes the labels the ring asks for on one parent, if they differ.
-    async fn place(&self, ring: &Ring, kind: &ResourceKind, meta: &ObjectMeta, pass: &mut Pass) {
-        let Some(uid) = meta.uid.as_deref() else {
-            return;
-        };
+    /// Writes the labels the ring asks for on one parent, if they differ; returns its owner
+    /// once written (`None`: none, or the write failed and the next pass tries again).
+    async fn place(
+        &self,
+        ring: &Ring,
+        kind: &ResourceKind,
+        meta: &ObjectMeta,
+        pass: &mut Pass,
+    ) -> Option<String> {
+        let uid = meta.uid.as_deref()?;
         let labels = meta.labels.as_ref();
-        let owner = labels.and_then(|l| l.get(OWNER_LABEL)).map(String::as_str);
+        let owner = labels.and_then(|l| l.get(OWNER_LABEL)).cloned();
         let draining = labels.is_some_and(|l| l.contains_key(DRAIN_LABEL));
-        let change = match decide(ring, uid, owner, draining) {
-            Placement::Keep => return,
+        let placement = decide(ring, uid, owner.as_deref(), draining);
+        let change = match &placement {
+            Placement::Keep => return owner,
+            Placement::Assign(member) => json!({OWNER_LABEL: member, DRAIN_LABEL: null}),
+            Placement::Drain => json!({DRAIN_LABEL: "true"}),
+            Placement::Undrain => json!({DRAIN_LABEL: null}),
+        };
+        if let Err(e) = relabel(&self.client, kind, meta, change).await {
+            // A 409: the parent changed since it was listed (an acknowledgement); next pass.
+            let name = meta.name.as_deref().unwrap_or_default();
+            tracing::debug!(kind = %kind.kind, parent = %name, error = %Chain(&e), "relabelling a parent failed");
+            return None;
+        }
+        match placement {
             Placement::Assign(member) => {
                 pass.assigned += 1;
-                json!({OWNER_LABEL: member, DRAIN_LABEL: null})
+                self.metrics.moved("assigned");
+                Some(member)
             }
             Placement::Drain => {
                 pass.drained += 1;
-                json!({DRAIN_LABEL: "true"})
+                self.metrics.moved("drained");
+                owner
             }
-            Placement::Undrain => json!({DRAIN_LABEL: null}),
-        };
-        let name = meta.name.clone().unwrap_or_default();
-        if let Err(e) = relabel(&self.client, kind, meta, change).await {
-            // A 409: the parent changed since it was listed (an acknowledgement); next pass.
-            tracing::debug!(kind = %kind.kind, parent = %name, error = %Chain(&e), "relabelling a parent failed");
+            Placement::Keep | Placement::Undrain => owner,
         }
     }
 }
