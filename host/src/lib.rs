@@ -23,7 +23,7 @@
 //!
 //! Around it: [`manager`] is the one host every entry point starts (the informer
 //! registry shared by all plugins, leader election with [`fence`] as its write-time
-//! gate, the operations server, the plugin source); [`plugin`] loads and sandboxes components, [`hotload`] follows
+//! gate, [`shard`]ing across replicas, the operations server, the plugin source); [`plugin`] loads and sandboxes components, [`hotload`] follows
 //! a plugins directory, [`cluster`] pulls components from OCI registries (the `Plugin`
 //! resource, `weir push`), [`client`] builds the API client (rate limit, pushback),
 //! [`run`] is `weir run`, [`dev`] is `weir dev` on the embedded emulator (crate
@@ -50,6 +50,7 @@ pub mod rollout;
 pub mod run;
 pub mod scaffold;
 pub mod server;
+pub mod shard;
 pub mod yaml;
 
 // Property tests of answer validation, status merge and the fixture parser.

@@ -17,6 +17,7 @@ use crate::manager::{Manager, ManagerConfig, PluginSource};
 use crate::plugin::{Engine, EngineConfig};
 use crate::policy::Policy;
 use crate::reconcile::ControllerConfig;
+use crate::shard::ShardConfig;
 
 /// Why the host could not start or stopped early.
 #[derive(Debug, thiserror::Error)]
@@ -72,7 +73,16 @@ pub enum RunError {
 /// rate-limited by `limits`, fairly between plugins, and honouring the server's pushback
 /// ([`crate::client`]).
 pub async fn client(kubeconfig: Option<&Path>, limits: ClientLimits) -> Result<Client, RunError> {
-    let config = match kubeconfig {
+    client_as(kubeconfig, limits, None).await
+}
+
+/// [`client`] whose requests carry `user_agent` (when given) instead of [`crate::client::USER_AGENT`].
+pub async fn client_as(
+    kubeconfig: Option<&Path>,
+    limits: ClientLimits,
+    user_agent: Option<&str>,
+) -> Result<Client, RunError> {
+    let mut config = match kubeconfig {
         Some(path) => {
             let kc = Kubeconfig::read_from(path).map_err(|source| RunError::Kubeconfig {
                 path: path.to_owned(),
@@ -90,6 +100,9 @@ pub async fn client(kubeconfig: Option<&Path>, limits: ClientLimits) -> Result<C
             RunError::NoCluster
         })?,
     };
+    if let Some(agent) = user_agent.and_then(|a| http::HeaderValue::from_str(a).ok()) {
+        config.headers.push((http::header::USER_AGENT, agent));
+    }
     crate::client::build(config, limits).map_err(RunError::Client)
 }
 
@@ -137,11 +150,17 @@ pub struct RunArgs {
     /// Compete for a Lease and reconcile only while holding it (for more than one replica).
     #[arg(long)]
     pub leader_elect: bool,
+    /// Spread the parents across every replica started with it: each holds a Lease of its own
+    /// (`weir-shard-IDENTITY` in --lease-namespace) and reconciles and caches only the parents
+    /// labelled `shard.weir.dev/owner=IDENTITY` and their children; the leader (implied) assigns
+    /// them on a consistent-hash ring. Requests say `User-Agent: weir/VERSION (IDENTITY)`.
+    #[arg(long)]
+    pub shard: bool,
     /// This replica's identity in the Lease (defaults to the host name).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
-    /// Namespace of the leader Lease, and (with --leader-elect) of the rollouts' ConfigMaps
-    /// `weir-rollout-PLUGIN` (without it: --namespace's, else `default`).
+    /// Namespace of the leader Lease and the shard Leases, and (with --leader-elect) of the
+    /// rollouts' ConfigMaps `weir-rollout-PLUGIN` (without it: --namespace's, else `default`).
     #[arg(long, default_value = "default")]
     pub lease_namespace: String,
     /// Watch and reconcile only this namespace (default: the whole cluster).
@@ -163,10 +182,14 @@ impl RunArgs {
     pub fn manager_config(&self) -> Result<ManagerConfig, RunError> {
         let policy = Policy::load_or_default(self.policy.as_deref())?;
         let identity = self.identity.clone().unwrap_or_else(default_identity);
-        let leader = self.leader_elect.then(|| LeaderConfig {
+        // Sharded replicas elect a leader too: it is the one that assigns parents.
+        let leader = (self.leader_elect || self.shard).then(|| LeaderConfig {
             namespace: self.lease_namespace.clone(),
             ..LeaderConfig::new(identity.clone())
         });
+        let shard = self
+            .shard
+            .then(|| ShardConfig::new(identity.clone(), self.lease_namespace.clone()));
         let failures = match &self.dump_failures {
             Some(dir) => {
                 Some(
@@ -188,6 +211,7 @@ impl RunArgs {
                 ..ControllerConfig::default()
             },
             leader,
+            shard,
             listen: Some(self.listen),
             policy: Arc::new(policy),
             rollout: self.rollout.config(),
@@ -251,7 +275,12 @@ pub async fn run(
     engine: EngineConfig,
     config: ManagerConfig,
 ) -> Result<(), RunError> {
-    let client = client(kubeconfig, limits).await?;
+    // Sharded replicas say who they are, so the API server's audit (and a test) can tell them apart.
+    let agent = config
+        .shard
+        .as_ref()
+        .map(|s| format!("{} ({})", crate::client::USER_AGENT, s.identity));
+    let client = client_as(kubeconfig, limits, agent.as_deref()).await?;
     tracing::info!(%limits, "API client limit (shared fairly between plugins)");
     let (Origin::Directory(dir) | Origin::Cluster(dir)) = origin;
     let engine = Engine::new(engine).map_err(|source| RunError::Load {

@@ -6,6 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::json;
+use weir_e2e::weir_run::{ops_get as get, sample};
 use weir_e2e::{TestEnv, kinds, plugin, wait_ready};
 
 #[tokio::test]
@@ -85,23 +86,6 @@ async fn weir_run_reconciles_a_blog_and_exits_on_sigterm() -> anyhow::Result<()>
         exited.ok_or_else(|| anyhow::anyhow!("weir run did not exit within 5 s of SIGTERM"))?;
     assert!(status.success(), "weir run exited with {status}");
     Ok(())
-}
-
-/// The body of `GET path` from the ops server at `addr` (HTTP/1.0: the answer ends the stream).
-async fn get(addr: std::net::SocketAddr, path: &str) -> anyhow::Result<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-    stream.write_all(request.as_bytes()).await?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await?;
-    Ok(answer)
-}
-
-/// The value of the sample `name{labels}` in a metrics text.
-fn sample(text: &str, series: &str) -> Option<f64> {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
 }
 
 /// One Blog with its ConfigMap, Deployment and Service: the cache shows each kind's objects

@@ -45,6 +45,26 @@ impl WeirRun {
         namespace: Option<&str>,
         resync_secs: u64,
     ) -> Result<WeirRun> {
+        Self::start_with(
+            binary,
+            dir,
+            kubeconfig,
+            (namespace, resync_secs),
+            "127.0.0.1:0",
+            &[],
+        )
+    }
+
+    /// [`WeirRun::start`] serving `/metrics` and the rest on `listen`, with `extra` arguments
+    /// of `weir run` (`--shard`, `--identity ID`, ...).
+    pub fn start_with(
+        binary: &Path,
+        dir: &Path,
+        kubeconfig: &Path,
+        (namespace, resync_secs): (Option<&str>, u64),
+        listen: &str,
+        extra: &[&str],
+    ) -> Result<WeirRun> {
         let plugins = dir.join("plugins");
         std::fs::create_dir_all(&plugins)
             .with_context(|| format!("creating {}", plugins.display()))?;
@@ -62,13 +82,14 @@ impl WeirRun {
             "--kubeconfig".into(),
             kubeconfig.into(),
             "--listen".into(),
-            "127.0.0.1:0".into(),
+            listen.into(),
             "--resync-secs".into(),
             resync_secs.to_string().into(),
         ];
         if let Some(ns) = namespace {
             command.extend(["--namespace".into(), ns.into()]);
         }
+        command.extend(extra.iter().map(Into::into));
         let mut run = WeirRun {
             command,
             binary: binary.to_owned(),
@@ -157,6 +178,26 @@ impl WeirRun {
         let all: Vec<&str> = text.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
     }
+}
+
+/// The body of `GET path` from a host's operations server at `addr` (HTTP/1.0: the answer ends
+/// the stream), headers and all.
+pub async fn ops_get(addr: std::net::SocketAddr, path: &str) -> Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .with_context(|| format!("connecting to {addr}"))?;
+    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
+    stream.write_all(request.as_bytes()).await?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await?;
+    Ok(answer)
+}
+
+/// The value of the sample `series` (`name{labels}`) in a metrics text.
+pub fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
 }
 
 impl Drop for WeirRun {

@@ -116,6 +116,16 @@ impl ControllersView {
             .collect()
     }
 
+    /// The parent kinds with a running controller (what the shard coordinator places).
+    pub(super) fn parent_kinds(&self) -> Vec<crate::plugin::ResourceKind> {
+        self.controllers
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .map(|(c, _)| c.info().parent)
+            .collect()
+    }
+
     /// Stops every task at once (a hard kill).
     pub(super) fn abort_all(&self) {
         for (_, tasks) in self

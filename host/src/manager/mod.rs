@@ -8,13 +8,15 @@
 //! event loop turns the source's [`PluginEvent`]s into controllers: started, swapped in place,
 //! stopped. Candidate versions (`crate::rollout`) come from `DIR/candidates/`, a `Plugin`'s
 //! `spec.candidate` or [`Manager::propose_candidate`]; operators steer them with `weir rollout`
-//! (`requests`).
+//! (`requests`). Sharded, each replica also holds a Lease of its own and the leader assigns the
+//! parents (`shards`, `crate::shard`).
 
 mod admission;
 mod candidates;
 mod controllers;
 mod ops;
 mod requests;
+mod shards;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -39,6 +41,7 @@ pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
 use crate::reconcile::source::Informers;
 use crate::rollout::{CandidateRefusal, PhaseStore, RolloutConfig, RolloutStatus};
 use crate::server::ServerError;
+use crate::shard::ShardConfig;
 
 /// Why the host could not start.
 #[derive(Debug, thiserror::Error)]
@@ -49,9 +52,12 @@ pub enum ManagerError {
     /// The operations server could not bind its address.
     #[error(transparent)]
     Server(#[from] ServerError),
-    /// Leader election could not start.
+    /// Leader election could not start, or this replica's shard Lease could not be held.
     #[error(transparent)]
     Leader(#[from] LeaderError),
+    /// The identity cannot name a shard member.
+    #[error(transparent)]
+    Shard(#[from] crate::shard::IdentityError),
     /// A plugin of the fixed list was not admitted.
     #[error("plugin {plugin} is not admitted")]
     Admission {
@@ -101,6 +107,9 @@ pub struct ManagerConfig {
     pub limits: Limits,
     /// Lease-based leader election; `None` runs as the only replica.
     pub leader: Option<LeaderConfig>,
+    /// Spread the parents across the replicas (`crate::shard`), the leader assigning them;
+    /// `None`: the leader (or the only replica) reconciles every parent.
+    pub shard: Option<ShardConfig>,
     /// Where to serve `/metrics`, `/healthz`, `/readyz`, `/plugins`; `None` serves nothing.
     pub listen: Option<SocketAddr>,
     /// Install each plugin's CRD before starting its controller (`weir dev`; in a cluster
@@ -120,6 +129,7 @@ impl Default for ManagerConfig {
             max_concurrent_calls: cpus * 2,
             limits: Limits::default(),
             leader: None,
+            shard: None,
             listen: None,
             install_crds: false,
             policy: Arc::new(Policy::default()),
@@ -156,6 +166,10 @@ impl Manager {
         let mut metrics = Metrics::new();
         let hotload_metrics = HotloadMetrics::default();
         hotload_metrics.register(metrics.registry_mut());
+        let shard_metrics = crate::shard::metrics::ShardMetrics::default();
+        if config.shard.is_some() {
+            shard_metrics.register(metrics.registry_mut());
+        }
         if let PluginSource::Directory { engine, .. } | PluginSource::Cluster { engine, .. } =
             &source
         {
@@ -167,6 +181,7 @@ impl Manager {
             Some(lc) => Some(Leadership::start(client.clone(), lc).await?),
             None => None,
         };
+        let member = shards::join(&client, config.shard.as_ref()).await?;
         let mut candidate_source = None;
         let (events, catalog, loader) = match source {
             PluginSource::Fixed(plugins) => {
@@ -253,16 +268,22 @@ impl Manager {
                 (rx, source.catalog(), Some(Running::Cluster(source)))
             }
         };
-        let informers = Informers::new(
+        let informers = Informers::sharded(
             client.clone(),
             config.controller.namespace.clone(),
             metrics.clone(),
+            config
+                .shard
+                .as_ref()
+                .map(|sc| crate::shard::selector(&sc.identity)),
         );
-        // The controllers' writes stop at the step-down moment, checked at each write.
-        let writer = match &leadership {
-            Some(l) => crate::fence::fenced(client.clone(), l.fence()),
-            None => client.clone(),
-        };
+        // The controllers' writes stop at the step-down moment, checked at each write: of the
+        // leader Lease, or of this replica's own shard Lease when sharded.
+        let writer = shards::fenced(
+            &client,
+            member.as_ref().map(|(m, _)| m).or(leadership.as_ref()),
+        );
+        let coordinator_client = shards::fenced(&client, leadership.as_ref());
         let store = PhaseStore::new(
             client.clone(),
             &rollout_namespace(&config),
@@ -279,16 +300,26 @@ impl Manager {
             metrics.clone(),
             ControllerConfig {
                 validation: config.policy.validation(),
+                sharded: config.shard.is_some(),
                 ..config.controller.clone()
             },
-            leadership
+            member
                 .as_ref()
-                .zip(config.leader.as_ref())
+                .map(|(m, lc)| (m, lc))
+                .or(leadership.as_ref().zip(config.leader.as_ref()))
                 .map(|(l, c)| (l.is_leader.clone(), c.abandon_after())),
             resume,
         );
         let view = controllers.view();
         let stop = CancellationToken::new();
+        if let Some(sc) = &config.shard {
+            shards::coordinate(
+                (coordinator_client, sc, config.controller.namespace.clone()),
+                (view.clone(), shard_metrics),
+                leadership.as_ref().map(|l| l.is_leader.clone()),
+                stop.clone(),
+            );
+        }
         let candidates = Candidates::new(
             (catalog.clone(), view.clone()),
             config.rollout.clone(),
@@ -320,7 +351,7 @@ impl Manager {
         let main = tokio::spawn(drive(
             controllers,
             (events, activity.clone()),
-            leadership,
+            (leadership, member.map(|(m, _)| m)),
             installer,
             stop.clone(),
         ));
@@ -449,7 +480,7 @@ fn rollout_namespace(config: &ManagerConfig) -> String {
 async fn drive(
     mut controllers: Controllers,
     (mut events, activity): (mpsc::UnboundedReceiver<PluginEvent<Plugin>>, ActivityFeed),
-    leadership: Option<Leadership>,
+    (leadership, member): (Option<Leadership>, Option<Leadership>),
     installer: Option<Client>,
     stop: CancellationToken,
 ) {
@@ -475,6 +506,10 @@ async fn drive(
     tracing::info!("shutting down: finishing in-flight reconciles");
     controllers.shutdown().await;
     drop(controllers);
+    // The shard Lease first: its parents move on while the leader Lease is handed over.
+    if let Some(m) = member {
+        m.release().await;
+    }
     if let Some(l) = leadership {
         l.release().await;
     }

@@ -45,7 +45,7 @@ use self::error::{Policy, ReconcileError, ResultLabel};
 use self::invoke::{Invoker, Reconciler};
 use self::queue::{Cause, Finish, ObjectKey, Queue, QueueConfig};
 use self::related::{KindIndex, Related, RelatedKind};
-use self::source::{Informers, Route, Subscription, Target};
+use self::source::{Informers, Route, Scope, Subscription, Target};
 use self::status::{ParentWriter, Reconciled};
 use crate::chain::Chain;
 use crate::metrics::Metrics;
@@ -71,6 +71,9 @@ pub struct ControllerConfig {
     pub activity: activity::ActivityFeed,
     /// Who keeps failed and refused reconciles with their inputs (`--dump-failures`).
     pub failures: Option<Arc<dyn failed::FailureSink>>,
+    /// The host is sharded (`crate::shard`): children carry their parent's owner label, and a
+    /// parent asked to drain is let go instead of reconciled.
+    pub sharded: bool,
 }
 
 impl Default for ControllerConfig {
@@ -84,6 +87,7 @@ impl Default for ControllerConfig {
             validation: validate::ValidationPolicy::default(),
             activity: activity::ActivityFeed::default(),
             failures: None,
+            sharded: false,
         }
     }
 }
@@ -142,13 +146,20 @@ impl Parts {
         };
         let parent = self
             .informers
-            .subscribe(&info.parent, target(Route::Parent));
+            .subscribe(&info.parent, Scope::Share, target(Route::Parent));
+        // A kind the plugin also reads as related is watched whole anyway: its children come
+        // from that one informer rather than from a second one of its share.
         let children: Vec<Subscription> = info
             .children
             .iter()
             .map(|kind| {
+                let scope = if info.related.contains(kind) {
+                    Scope::All
+                } else {
+                    Scope::Share
+                };
                 self.informers
-                    .subscribe(kind, target(Route::Owner(info.parent.clone())))
+                    .subscribe(kind, scope, target(Route::Owner(info.parent.clone())))
             })
             .collect();
         let mut related = Vec::new();
@@ -159,9 +170,9 @@ impl Parts {
                 self.metrics
                     .index_entries(&kind.group, &kind.kind, "related"),
             ));
-            let subscription = self
-                .informers
-                .subscribe(kind, target(Route::Related(index.clone())));
+            let subscription =
+                self.informers
+                    .subscribe(kind, Scope::All, target(Route::Related(index.clone())));
             related.push(RelatedKind {
                 kind: kind.clone(),
                 index,
@@ -354,6 +365,10 @@ impl Controller {
                 b.related.forget(key);
                 return (Finish::Done, ResultLabel::Gone);
             };
+            // Sharded: the coordinator moves the parent to another replica once this one lets go.
+            if self.parts.config.sharded && crate::shard::is_draining(&cached) {
+                return self.let_go(b, key, &cached).await;
+            }
             // Its status and finalizers are read and written: the parent is parsed.
             let parent = match cached.decode() {
                 Ok(parent) => Arc::new(parent),
@@ -376,6 +391,31 @@ impl Controller {
         }
         .instrument(span)
         .await
+    }
+
+    /// Lets go of a parent the coordinator is moving to another replica: nothing of it is
+    /// reconciled here any more (a reconcile of it in flight finished before this one started).
+    async fn let_go(
+        &self,
+        b: &Binding,
+        key: &ObjectKey,
+        cached: &CachedObject,
+    ) -> (Finish, ResultLabel) {
+        b.related.forget(key);
+        match crate::shard::acknowledge_drain(&self.parts.client, &b.info().parent, cached).await {
+            Ok(()) => {
+                tracing::info!("drained: handed over to another replica");
+                (Finish::Done, ResultLabel::Gone)
+            }
+            // Changed since it was cached: the event of that change brings the key back.
+            Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => {
+                (Finish::Done, ResultLabel::Gone)
+            }
+            Err(e) => {
+                tracing::warn!(error = %Chain(&e), "acknowledging the drain failed");
+                (Finish::Retry, ResultLabel::Error)
+            }
+        }
     }
 
     /// The happy path, top to bottom: the seed's loop. What the plugin is given is kept in
@@ -432,7 +472,10 @@ impl Controller {
             Ok(accepted) => accepted,
             Err(refusal) => return Err(ReconcileError::refused(info, refusal, Some(answer))),
         };
-        let desired = accepted.stamp(answer.children);
+        let mut desired = accepted.stamp(answer.children);
+        if self.parts.config.sharded {
+            crate::shard::follow_parent(&mut desired, &cached);
+        }
         // A name taken between the cache read and the create is refused like one the cache showed.
         let mut writes = b.applier.apply(&desired).await.map_err(|e| match e {
             apply::ApplyError::Foreign(refusal) => ReconcileError::refused(info, refusal, None),

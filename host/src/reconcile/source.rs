@@ -92,9 +92,18 @@ impl Informer {
     }
 }
 
+/// Whether a subscriber's informer shows only this replica's share of the kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// Parents and children: this replica's share when the host is sharded (`crate::shard`).
+    Share,
+    /// Related objects: every object of the kind, sharded or not.
+    All,
+}
+
 /// The host's informer registry: one watch and one store per kind (in the host's namespace
 /// scope), shared by every controller that reads the kind, reference-counted by
-/// [`Subscription`]s.
+/// [`Subscription`]s. A sharded host keeps two per kind at most: its share and the whole kind.
 ///
 /// The watch tasks belong to the registry, not to a subscriber: the first subscription of a
 /// kind starts its watch, the last one to be dropped stops it and frees the store, so a
@@ -103,9 +112,15 @@ pub struct Informers {
     client: Client,
     namespace: Option<String>,
     metrics: Arc<Metrics>,
-    by_kind: Mutex<HashMap<ResourceKind, Shared>>,
+    /// The label selector of this replica's share; `None`: not sharded.
+    shard: Option<String>,
+    /// By kind and the label selector its watch uses.
+    by_kind: Mutex<HashMap<InformerKey, Shared>>,
     next_id: AtomicU64,
 }
+
+/// A kind and the label selector its watch lists and watches with.
+type InformerKey = (ResourceKind, Option<String>);
 
 /// One kind's informer and the task that feeds it.
 struct Shared {
@@ -117,16 +132,27 @@ impl Informers {
     /// An empty registry whose watches use `client`, in `namespace` or cluster-wide, and whose
     /// stores show their size in `metrics`.
     pub fn new(client: Client, namespace: Option<String>, metrics: Arc<Metrics>) -> Arc<Self> {
+        Self::sharded(client, namespace, metrics, None)
+    }
+
+    /// [`Informers::new`] whose [`Scope::Share`] watches use the label selector `shard`.
+    pub fn sharded(
+        client: Client,
+        namespace: Option<String>,
+        metrics: Arc<Metrics>,
+        shard: Option<String>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             client,
             namespace,
             metrics,
+            shard,
             by_kind: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<ResourceKind, Shared>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<InformerKey, Shared>> {
         self.by_kind.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -135,16 +161,26 @@ impl Informers {
     ///
     /// A parent target that joins an informer which has already listed its kind gets every
     /// cached key at once: the watch will not list it again for this subscriber.
-    pub fn subscribe(self: &Arc<Self>, kind: &ResourceKind, target: Target) -> Subscription {
+    pub fn subscribe(
+        self: &Arc<Self>,
+        kind: &ResourceKind,
+        scope: Scope,
+        target: Target,
+    ) -> Subscription {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let target = Arc::new(target);
+        let selector = match scope {
+            Scope::Share => self.shard.clone(),
+            Scope::All => None,
+        };
+        let key = (kind.clone(), selector);
         let informer = {
             let mut by_kind = self.lock();
-            let shared = by_kind.entry(kind.clone()).or_insert_with(|| {
+            let shared = by_kind.entry(key.clone()).or_insert_with(|| {
                 let informer = Arc::new(Informer::new(kind.clone(), &self.metrics));
                 let watch = tokio::spawn(watch(
                     self.client.clone(),
-                    self.namespace.clone(),
+                    (self.namespace.clone(), key.1.clone()),
                     informer.clone(),
                 ));
                 Shared { informer, watch }
@@ -165,15 +201,15 @@ impl Informers {
         }
         Subscription {
             registry: self.clone(),
-            kind: kind.clone(),
+            key,
             id,
             store: informer.store.clone(),
         }
     }
 
-    fn unsubscribe(&self, kind: &ResourceKind, id: u64) {
+    fn unsubscribe(&self, key: &InformerKey, id: u64) {
         let mut by_kind = self.lock();
-        let Some(shared) = by_kind.get(kind) else {
+        let Some(shared) = by_kind.get(key) else {
             return;
         };
         let last = {
@@ -181,9 +217,9 @@ impl Informers {
             targets.retain(|(t, _)| *t != id);
             targets.is_empty()
         };
-        if last && let Some(shared) = by_kind.remove(kind) {
+        if last && let Some(shared) = by_kind.remove(key) {
             shared.watch.abort();
-            tracing::debug!(kind = %kind.kind, "last subscriber gone: watch stopped");
+            tracing::debug!(kind = %key.0.kind, "last subscriber gone: watch stopped");
         }
     }
 
@@ -191,7 +227,7 @@ impl Informers {
     pub fn watched(&self) -> Vec<(ResourceKind, usize)> {
         self.lock()
             .iter()
-            .map(|(k, s)| (k.clone(), s.informer.lock().len()))
+            .map(|((k, _), s)| (k.clone(), s.informer.lock().len()))
             .collect()
     }
 }
@@ -199,7 +235,7 @@ impl Informers {
 /// A controller's interest in one kind; dropping it unsubscribes (see [`Informers`]).
 pub struct Subscription {
     registry: Arc<Informers>,
-    kind: ResourceKind,
+    key: InformerKey,
     id: u64,
     store: Arc<Store>,
 }
@@ -213,14 +249,19 @@ impl Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        self.registry.unsubscribe(&self.kind, self.id);
+        self.registry.unsubscribe(&self.key, self.id);
     }
 }
 
 /// Watches one kind for ever: each event updates the informer's store and enqueues the parent
-/// it concerns in every subscribed controller. Watch errors (a dropped stream, a 410 Gone) are
-/// retried with backoff by kube's watcher, which relists and resumes.
-pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Informer>) {
+/// it concerns in every subscribed controller, in `namespace` (all: `None`) and, when given,
+/// only objects matching the label selector `labels`. Watch errors (a dropped stream, a 410
+/// Gone) are retried with backoff by kube's watcher, which relists and resumes.
+pub async fn watch(
+    client: Client,
+    (namespace, labels): (Option<String>, Option<String>),
+    informer: Arc<Informer>,
+) {
     let store = informer.store.clone();
     let kind = store.kind().clone();
     // A cluster-scoped kind (a related Namespace) is watched cluster-wide whatever the host's scope.
@@ -232,9 +273,11 @@ pub async fn watch(client: Client, namespace: Option<String>, informer: Arc<Info
         api_version: kind.api_version(),
         kind: kind.kind.clone(),
     });
-    let mut events = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
+    let config = match &labels {
+        Some(selector) => watcher::Config::default().labels(selector),
+        None => watcher::Config::default(),
+    };
+    let mut events = watcher(api, config).default_backoff().boxed();
     // Keys seen during a (re)list wait until the store holds the whole new list, so a worker
     // never reconciles them against the contents from before the relist.
     let mut relisted: Vec<(Arc<Target>, ObjectKey)> = Vec::new();
@@ -342,9 +385,9 @@ mod tests {
     #[tokio::test]
     async fn controllers_reading_the_same_kind_share_one_watch_until_the_last_unsubscribes() {
         let informers = Informers::new(offline_client(), None, Arc::new(Metrics::new()));
-        let a = informers.subscribe(&kind("ConfigMap"), target());
-        let b = informers.subscribe(&kind("ConfigMap"), target());
-        let s = informers.subscribe(&kind("Service"), target());
+        let a = informers.subscribe(&kind("ConfigMap"), Scope::Share, target());
+        let b = informers.subscribe(&kind("ConfigMap"), Scope::Share, target());
+        let s = informers.subscribe(&kind("Service"), Scope::Share, target());
         assert!(Arc::ptr_eq(a.store(), b.store()), "one store per kind");
         let count = |k: &str| {
             informers
@@ -373,9 +416,33 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_sharded_registry_keeps_its_share_apart_from_the_whole_kind_and_an_unsharded_one_does_not()
+     {
+        let metrics = Arc::new(Metrics::new());
+        let sharded = Informers::sharded(
+            offline_client(),
+            None,
+            metrics.clone(),
+            Some("shard.weir.dev/owner=a".into()),
+        );
+        let share = sharded.subscribe(&kind("ConfigMap"), Scope::Share, target());
+        let all = sharded.subscribe(&kind("ConfigMap"), Scope::All, target());
+        assert!(!Arc::ptr_eq(share.store(), all.store()), "two watches");
+        assert_eq!(sharded.watched().len(), 2);
+        let plain = Informers::new(offline_client(), None, metrics);
+        let share = plain.subscribe(&kind("ConfigMap"), Scope::Share, target());
+        let all = plain.subscribe(&kind("ConfigMap"), Scope::All, target());
+        assert!(
+            Arc::ptr_eq(share.store(), all.store()),
+            "one watch when not sharded"
+        );
+        assert_eq!(plain.watched(), vec![(kind("ConfigMap"), 2)]);
+    }
+
+    #[tokio::test]
     async fn a_parent_target_joining_a_listed_informer_gets_every_cached_key() {
         let informers = Informers::new(offline_client(), None, Arc::new(Metrics::new()));
-        let first = informers.subscribe(&kind("Widget"), target());
+        let first = informers.subscribe(&kind("Widget"), Scope::Share, target());
         let mut obj =
             kube::api::DynamicObject::new("w1", &kind("Widget").api_resource()).within("default");
         obj.metadata.resource_version = Some("1".into());
@@ -385,7 +452,7 @@ mod tests {
         first.store().apply(watcher::Event::InitDone);
         let late = target();
         let queue = late.queue.clone();
-        let _second = informers.subscribe(&kind("Widget"), late);
+        let _second = informers.subscribe(&kind("Widget"), Scope::Share, late);
         assert_eq!(
             queue.depth(),
             1,

@@ -1,0 +1,57 @@
+//! The host's part in sharding: this replica's membership, and the leader's coordinator task.
+
+use std::sync::Arc;
+
+use kube::Client;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::ManagerError;
+use super::controllers::ControllersView;
+use crate::leader::{LeaderConfig, Leadership};
+use crate::shard::coordinator::Coordinator;
+use crate::shard::metrics::ShardMetrics;
+use crate::shard::{ShardConfig, check_identity, members};
+
+/// Holds this replica's own shard Lease (`None` when not sharded): it makes the replica a member
+/// and fences its reconciles' writes.
+pub(super) async fn join(
+    client: &Client,
+    shard: Option<&ShardConfig>,
+) -> Result<Option<(Leadership, LeaderConfig)>, ManagerError> {
+    let Some(config) = shard else {
+        return Ok(None);
+    };
+    check_identity(&config.identity)?;
+    let lease = members::lease_config(config);
+    Ok(Some((
+        Leadership::start(client.clone(), &lease).await?,
+        lease,
+    )))
+}
+
+/// `client` with its writes fenced by `lease` (see [`crate::fence`]); as it is without one.
+pub(super) fn fenced(client: &Client, lease: Option<&Leadership>) -> Client {
+    match lease {
+        Some(l) => crate::fence::fenced(client.clone(), l.fence()),
+        None => client.clone(),
+    }
+}
+
+/// Starts the coordinator: while `leading` (always when `None`), it places the parents of the
+/// kinds `view` serves, writing with `client` (fenced by the leader Lease), until `stop`.
+pub(super) fn coordinate(
+    (client, config, namespace): (Client, &ShardConfig, Option<String>),
+    (view, metrics): (ControllersView, ShardMetrics),
+    leading: Option<watch::Receiver<bool>>,
+    stop: CancellationToken,
+) {
+    let coordinator = Coordinator {
+        client,
+        config: config.clone(),
+        kinds: Arc::new(move || view.parent_kinds()),
+        namespace,
+        metrics,
+    };
+    tokio::spawn(coordinator.run(leading, stop));
+}

@@ -1,0 +1,308 @@
+//! The coordinator: the leader labels each parent with the member the ring gives it.
+//!
+//! Every [`ShardConfig::assign_every`] the leader lists the members and the parents of every
+//! served kind (metadata only, a page at a time) and writes `shard.weir.dev/owner` where the
+//! ring disagrees ([`decide`]): an unassigned parent, or one whose owner is no longer a member,
+//! is assigned at once; one whose owner is still a member is first drained (the owner
+//! acknowledges by removing both labels, see [`super::acknowledge_drain`]) and assigned on a
+//! later pass, once unassigned. Every write carries the `resourceVersion` it decided on, so a
+//! pass never overwrites an acknowledgement it has not seen. Nothing is cached between passes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::{Api, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use super::metrics::ShardMetrics;
+use super::ring::{Ring, VNODES};
+use super::{DRAIN_LABEL, OWNER_LABEL, ShardConfig, members};
+use crate::chain::Chain;
+use crate::plugin::ResourceKind;
+
+/// The field manager of the coordinator's label writes.
+pub const FIELD_MANAGER: &str = "weir-shard";
+
+/// Parents listed per request.
+const PAGE: u32 = 500;
+
+/// A pass of the coordinator failed before it could place anything.
+#[derive(Debug, thiserror::Error)]
+pub enum CoordinatorError {
+    /// The shard Leases could not be listed.
+    #[error("listing the shard Leases")]
+    Members(#[source] kube::Error),
+    /// A parent kind could not be listed.
+    #[error("listing {kind} parents")]
+    Parents {
+        /// The parent kind.
+        kind: String,
+        /// The API error.
+        #[source]
+        source: kube::Error,
+    },
+}
+
+/// What a parent's labels should become.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// As it is.
+    Keep,
+    /// Owned by this member from now on (no owner yet, or its owner is gone).
+    Assign(String),
+    /// Its owner is still a member but the ring gives it to another: the owner must let go first.
+    Drain,
+    /// The ring gives it back to the owner it was being drained from: the drain is called off.
+    Undrain,
+}
+
+/// Where a parent owned by `owner` (draining or not) goes on `ring`, keyed by `uid`.
+pub fn decide(ring: &Ring, uid: &str, owner: Option<&str>, draining: bool) -> Placement {
+    let Some(desired) = ring.owner(uid) else {
+        return Placement::Keep;
+    };
+    match owner {
+        Some(o) if o == desired && draining => Placement::Undrain,
+        Some(o) if o == desired => Placement::Keep,
+        Some(o) if ring.contains(o) && draining => Placement::Keep,
+        Some(o) if ring.contains(o) => Placement::Drain,
+        _ => Placement::Assign(desired.to_owned()),
+    }
+}
+
+/// How many parents one pass placed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pass {
+    /// Parents seen.
+    pub parents: usize,
+    /// Parents assigned (new, or their owner gone).
+    pub assigned: usize,
+    /// Parents asked to drain.
+    pub drained: usize,
+    /// By member, the parents labelled for it once this pass's writes are done.
+    pub owned: BTreeMap<String, i64>,
+}
+
+/// The leader's assignment loop.
+pub struct Coordinator {
+    /// The leader's client (fenced by the leader Lease).
+    pub client: Client,
+    /// The shard Leases' namespace and the pass period.
+    pub config: ShardConfig,
+    /// The parent kinds served now.
+    pub kinds: Arc<dyn Fn() -> Vec<ResourceKind> + Send + Sync>,
+    /// The namespace the host watches (`None`: all).
+    pub namespace: Option<String>,
+    /// Where members, owned parents and moves are shown.
+    pub metrics: ShardMetrics,
+}
+
+impl Coordinator {
+    /// Runs a pass every period while this replica leads (always when `leading` is `None`),
+    /// until `stop`.
+    pub async fn run(self, leading: Option<watch::Receiver<bool>>, stop: CancellationToken) {
+        let mut tick = tokio::time::interval(self.config.assign_every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            if leading.as_ref().is_some_and(|l| !*l.borrow()) {
+                continue;
+            }
+            match self.pass().await {
+                Ok(pass) if pass.assigned + pass.drained > 0 => {
+                    tracing::info!(
+                        parents = pass.parents,
+                        assigned = pass.assigned,
+                        drained = pass.drained,
+                        "shard assignment pass"
+                    );
+                }
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %Chain(&e), "shard assignment pass failed"),
+            }
+        }
+    }
+
+    /// One pass over every served parent kind.
+    pub async fn pass(&self) -> Result<Pass, CoordinatorError> {
+        let leases: Api<Lease> = Api::namespaced(self.client.clone(), &self.config.namespace);
+        let members = members::members(&leases)
+            .await
+            .map_err(CoordinatorError::Members)?;
+        let mut pass = Pass::default();
+        if members.is_empty() {
+            return Ok(pass);
+        }
+        let ring = Ring::new(members, VNODES);
+        for member in ring.members() {
+            pass.owned.insert(member.clone(), 0);
+        }
+        for kind in (self.kinds)() {
+            let api: Api<DynamicObject> = match &self.namespace {
+                Some(ns) if kind.namespaced => {
+                    Api::namespaced_with(self.client.clone(), ns, &kind.api_resource())
+                }
+                _ => Api::all_with(self.client.clone(), &kind.api_resource()),
+            };
+            let mut params = ListParams::default().limit(PAGE);
+            loop {
+                let page = api.list_metadata(&params).await.map_err(|source| {
+                    CoordinatorError::Parents {
+                        kind: kind.kind.clone(),
+                        source,
+                    }
+                })?;
+                for parent in &page.items {
+                    pass.parents += 1;
+                    let owner = self.place(&ring, &kind, &parent.metadata, &mut pass).await;
+                    if let Some(n) = owner.and_then(|o| pass.owned.get_mut(&o)) {
+                        *n += 1;
+                    }
+                }
+                match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                    Some(token) => params = params.continue_token(&token),
+                    None => break,
+                }
+            }
+        }
+        self.metrics.passed(ring.members().len(), &pass.owned);
+        Ok(pass)
+    }
+
+    /// Writes the labels the ring asks for on one parent, if they differ; returns its owner
+    /// once written (`None`: none, or the write failed and the next pass tries again).
+    async fn place(
+        &self,
+        ring: &Ring,
+        kind: &ResourceKind,
+        meta: &ObjectMeta,
+        pass: &mut Pass,
+    ) -> Option<String> {
+        let uid = meta.uid.as_deref()?;
+        let labels = meta.labels.as_ref();
+        let owner = labels.and_then(|l| l.get(OWNER_LABEL)).cloned();
+        let draining = labels.is_some_and(|l| l.contains_key(DRAIN_LABEL));
+        let placement = decide(ring, uid, owner.as_deref(), draining);
+        let change = match &placement {
+            Placement::Keep => return owner,
+            Placement::Assign(member) => json!({OWNER_LABEL: member, DRAIN_LABEL: null}),
+            Placement::Drain => json!({DRAIN_LABEL: "true"}),
+            Placement::Undrain => json!({DRAIN_LABEL: null}),
+        };
+        if let Err(e) = relabel(&self.client, kind, meta, change).await {
+            // A 409: the parent changed since it was listed (an acknowledgement); next pass.
+            let name = meta.name.as_deref().unwrap_or_default();
+            tracing::debug!(kind = %kind.kind, parent = %name, error = %Chain(&e), "relabelling a parent failed");
+            return None;
+        }
+        match placement {
+            Placement::Assign(member) => {
+                pass.assigned += 1;
+                self.metrics.moved("assigned");
+                Some(member)
+            }
+            Placement::Drain => {
+                pass.drained += 1;
+                self.metrics.moved("drained");
+                owner
+            }
+            Placement::Keep | Placement::Undrain => owner,
+        }
+    }
+}
+
+/// A merge patch of `labels` on the parent `meta` describes, only if it is still at `meta`'s
+/// `resourceVersion`.
+pub(super) async fn relabel(
+    client: &Client,
+    kind: &ResourceKind,
+    meta: &ObjectMeta,
+    labels: Value,
+) -> Result<DynamicObject, kube::Error> {
+    let api: Api<DynamicObject> = match meta.namespace.as_deref() {
+        Some(ns) if kind.namespaced => {
+            Api::namespaced_with(client.clone(), ns, &kind.api_resource())
+        }
+        _ => Api::all_with(client.clone(), &kind.api_resource()),
+    };
+    let patch = json!({"metadata": {
+        "resourceVersion": meta.resource_version,
+        "labels": labels,
+    }});
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.into()),
+        ..PatchParams::default()
+    };
+    let name = meta.name.clone().unwrap_or_default();
+    let written = api.patch(&name, &params, &Patch::Merge(&patch)).await?;
+    tracing::debug!(kind = %kind.kind, parent = %name, owner = ?written.labels().get(OWNER_LABEL), "relabelled");
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring() -> Ring {
+        Ring::new(["a", "b", "c"], VNODES)
+    }
+
+    /// A UID the ring gives to `member`, and one it gives to someone else.
+    fn uid_of(ring: &Ring, member: &str, mine: bool) -> String {
+        (0..)
+            .map(|i| format!("uid-{i}"))
+            .find(|u| (ring.owner(u) == Some(member)) == mine)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn an_unassigned_parent_or_one_of_a_gone_member_is_assigned_at_once() {
+        let ring = ring();
+        let uid = uid_of(&ring, "a", true);
+        assert_eq!(
+            decide(&ring, &uid, None, false),
+            Placement::Assign("a".into())
+        );
+        assert_eq!(
+            decide(&ring, &uid, Some("gone"), false),
+            Placement::Assign("a".into())
+        );
+        assert_eq!(
+            decide(&ring, &uid, Some("gone"), true),
+            Placement::Assign("a".into())
+        );
+    }
+
+    #[test]
+    fn a_parent_of_a_live_member_that_the_ring_moves_is_drained_first_and_then_left_alone() {
+        let ring = ring();
+        let uid = uid_of(&ring, "a", false);
+        assert_eq!(decide(&ring, &uid, Some("a"), false), Placement::Drain);
+        assert_eq!(
+            decide(&ring, &uid, Some("a"), true),
+            Placement::Keep,
+            "waits for the acknowledgement"
+        );
+    }
+
+    #[test]
+    fn a_parent_where_the_ring_wants_it_stays_and_a_drain_back_to_its_owner_is_called_off() {
+        let ring = ring();
+        let uid = uid_of(&ring, "b", true);
+        assert_eq!(decide(&ring, &uid, Some("b"), false), Placement::Keep);
+        assert_eq!(decide(&ring, &uid, Some("b"), true), Placement::Undrain);
+    }
+
+    #[test]
+    fn without_members_nothing_is_placed() {
+        let empty = Ring::new(Vec::<String>::new(), VNODES);
+        assert_eq!(decide(&empty, "uid", None, false), Placement::Keep);
+    }
+}

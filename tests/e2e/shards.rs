@@ -1,0 +1,402 @@
+//! Sharded replicas on one emulator. Three `weir run --shard` processes share 300 Blogs: every
+//! Blog is reconciled by exactly one replica, the one its owner label names (the emulator's
+//! request log, by the `User-Agent` naming each replica), each replica caches only its share
+//! (its `weir_cached_objects` gauges), and all converge. And as replicas join, are killed and
+//! stop, each parent moves with one writer at a time and is served again.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject, ListParams};
+use serde_json::json;
+use weir::manager::{Manager, PluginSource};
+use weir::plugin::Plugin;
+use weir::shard::{DRAIN_LABEL, OWNER_LABEL, ShardConfig, coordinator::FIELD_MANAGER, members};
+use weir_e2e::weir_run::{WeirRun, ops_get, sample};
+use weir_e2e::{TestEnv, condition, eventually, fast_config, fast_leader, kinds, plugin};
+use weir_emulator::{Emulator, RequestRecord};
+
+const BLOGS: usize = 300;
+const REPLICAS: [&str; 3] = ["shard-a", "shard-b", "shard-c"];
+/// From the last Blog created to all of them Ready (generous: three debug processes on two cores).
+const CONVERGE: Duration = Duration::from_secs(180);
+
+/// Blog `i`'s name; the first six characters of a child's name say whose it is.
+fn name(i: usize) -> String {
+    format!("sb-{i:03}")
+}
+
+/// The Blog a reconcile's write went to, read from its path: the Blog itself (status, finalizer)
+/// or a child named after it (`sb-007`, `sb-007-page`). A create names nothing in its path.
+fn blog_of(r: &RequestRecord) -> Option<String> {
+    let segments: Vec<&str> = r.path.split('/').collect();
+    let at = segments
+        .iter()
+        .position(|s| matches!(*s, "blogs" | "configmaps" | "deployments" | "services"))?;
+    let object = segments.get(at + 1)?;
+    object
+        .get(..6)
+        .filter(|n| n.starts_with("sb-"))
+        .map(str::to_owned)
+}
+
+/// The replica that sent `r`, from its `User-Agent`: `weir/VERSION (ID)` or `weir-e2e (ID)`.
+fn sender(r: &RequestRecord) -> Option<&'static str> {
+    let agent = r.user_agent.as_deref()?;
+    REPLICAS
+        .into_iter()
+        .find(|id| agent.ends_with(&format!("({id})")))
+}
+
+/// A write of a reconcile: not a Lease's, not an Event, not the coordinator's label.
+fn reconcile_write(r: &RequestRecord) -> bool {
+    r.is_write()
+        && !r.path.contains("/leases")
+        && !r.path.contains("/events")
+        && r.field_manager.as_deref() != Some(FIELD_MANAGER)
+}
+
+fn ready(blog: &DynamicObject) -> bool {
+    let current = blog.data["status"]["observedGeneration"].as_i64() == blog.metadata.generation;
+    let is_true = |t| condition(blog, t).is_some_and(|c| c["status"] == "True");
+    current && is_true("Ready") && is_true("Reconciled")
+}
+
+#[tokio::test]
+async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300_blogs()
+-> anyhow::Result<()> {
+    // Three processes at full speed: kept apart from scenarios that assume a quiet machine.
+    let _exclusive = weir_e2e::exclusive().await;
+    let env = TestEnv::start().await?;
+    let Some(emulator) = env.emulator.as_ref() else {
+        return Ok(()); // The request log with client identities is the emulator's.
+    };
+    let blog = plugin("blog")?;
+    env.install_crd(&blog).await?;
+    let dir = tempfile::Builder::new().prefix("weir-shards-").tempdir()?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    emulator.write_kubeconfig(&kubeconfig)?;
+    let binary = WeirRun::debug_binary()?;
+    let mut replicas = Vec::new();
+    for id in REPLICAS {
+        // A port free now, for the replica's `/metrics`.
+        let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+        let run = WeirRun::start_with(
+            &binary,
+            &dir.path().join(id),
+            &kubeconfig,
+            (Some(&env.namespace), 600),
+            &ops.to_string(),
+            &[
+                "--shard",
+                "--identity",
+                id,
+                "--lease-namespace",
+                &env.namespace,
+            ],
+        )?;
+        replicas.push((id, ops, run));
+    }
+
+    // Every replica is a member before the first Blog, so no Blog moves during the run.
+    let leases: Api<Lease> = env.typed();
+    eventually("three shard members", Duration::from_secs(60), || async {
+        let members = members::members(&leases).await.ok()?;
+        (members.len() == REPLICAS.len()).then_some(())
+    })
+    .await?;
+
+    futures::stream::iter(0..BLOGS)
+        .map(|i| {
+            let env = &env;
+            async move {
+                env.create(
+                    &kinds::blog(),
+                    &name(i),
+                    json!({"title": "t", "replicas": 1}),
+                )
+                .await
+            }
+        })
+        .buffer_unordered(16)
+        .try_collect::<Vec<_>>()
+        .await?;
+
+    let blogs = env.api(&kinds::blog());
+    let all = eventually("every Blog is Ready", CONVERGE, || async {
+        let list = blogs.list(&ListParams::default()).await.ok()?;
+        let ready = list.items.iter().filter(|b| ready(b)).count();
+        (ready == BLOGS).then_some(list.items)
+    })
+    .await;
+    for (id, _, run) in &mut replicas {
+        run.check_running()
+            .with_context(|| format!("replica {id}"))?;
+    }
+    let all = all?;
+
+    // Each Blog's owner, as labelled by the coordinator.
+    let mut owned: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut owner_of: BTreeMap<String, String> = BTreeMap::new();
+    for b in &all {
+        let owner = b
+            .labels()
+            .get(OWNER_LABEL)
+            .cloned()
+            .with_context(|| format!("{} has no owner label", b.name_any()))?;
+        owned.entry(owner.clone()).or_default().push(b.name_any());
+        owner_of.insert(b.name_any(), owner);
+    }
+    let counts: BTreeMap<&String, usize> = owned.iter().map(|(m, b)| (m, b.len())).collect();
+    println!("shards: Blogs per replica {counts:?}");
+    assert_eq!(
+        owned.keys().map(String::as_str).collect::<Vec<_>>(),
+        REPLICAS,
+        "every replica owns some Blogs"
+    );
+    for (member, blogs) in &owned {
+        assert!(
+            blogs.len() >= BLOGS / 5,
+            "{member} owns {} of {BLOGS}",
+            blogs.len()
+        );
+    }
+
+    // Every Blog's reconcile writes (its status and finalizer, its children by name) came from
+    // exactly one replica: its owner.
+    let requests = emulator.requests();
+    let mut writers: BTreeMap<String, BTreeSet<&str>> = BTreeMap::new();
+    let mut created: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in requests.iter().filter(|r| reconcile_write(r)) {
+        let Some(from) = sender(r) else { continue };
+        if let Some(blog) = blog_of(r) {
+            writers.entry(blog).or_default().insert(from);
+        }
+        if r.method == http::Method::POST && r.path.ends_with("/deployments") && r.status == 201 {
+            *created.entry(from).or_default() += 1;
+        }
+    }
+    assert_eq!(writers.len(), BLOGS, "every Blog was written to by name");
+    for (blog, from) in &writers {
+        let owner = owner_of.get(blog).map(String::as_str);
+        assert_eq!(
+            from.iter().copied().collect::<Vec<_>>(),
+            owner.into_iter().collect::<Vec<_>>(),
+            "{blog} was written by {from:?}; its owner is {owner:?}"
+        );
+    }
+    for (member, blogs) in &owned {
+        assert_eq!(
+            created.get(member.as_str()).copied().unwrap_or_default(),
+            blogs.len(),
+            "{member} created one Deployment per Blog it owns"
+        );
+    }
+
+    // Each replica caches its share of the Blogs and of their Deployments and Services (the
+    // Blog's ConfigMaps are also read as related objects: that kind is cached whole). The
+    // leader, which placed them, shows the members and each one's share.
+    let mut coordinators = 0;
+    for (id, ops, _) in &replicas {
+        let metrics = ops_get(*ops, "/metrics").await?;
+        if sample(&metrics, "weir_shard_members") == Some(REPLICAS.len() as f64) {
+            coordinators += 1;
+            for (member, blogs) in &owned {
+                let series = format!(r#"weir_shard_owned_parents{{member="{member}"}}"#);
+                assert_eq!(
+                    sample(&metrics, &series),
+                    Some(blogs.len() as f64),
+                    "{metrics}"
+                );
+            }
+            let assigned = sample(&metrics, r#"weir_shard_moves_total{step="assigned"}"#);
+            assert_eq!(
+                assigned,
+                Some(BLOGS as f64),
+                "each Blog assigned once: {metrics}"
+            );
+        }
+        let share = owned.get(*id).map_or(0, Vec::len) as f64;
+        for (group, kind) in [
+            ("weir.dev", "Blog"),
+            ("apps", "Deployment"),
+            ("", "Service"),
+        ] {
+            let series = format!(r#"weir_cached_objects{{group="{group}",kind="{kind}"}}"#);
+            assert_eq!(
+                sample(&metrics, &series),
+                Some(share),
+                "{id} caches {kind}s of its {share} Blogs only"
+            );
+        }
+    }
+    assert_eq!(coordinators, 1, "one leader placed the Blogs");
+    Ok(())
+}
+
+/// Blogs of the handover scenario.
+const MOVED: usize = 60;
+
+/// A sharded host in this process (a 2 s shard and leader Lease, a placement pass every 200 ms)
+/// whose requests say `User-Agent: weir-e2e (ID)`.
+async fn sharded_host(
+    env: &TestEnv,
+    emulator: &Emulator,
+    blog: &Plugin,
+    id: &str,
+) -> anyhow::Result<Manager> {
+    let mut config = kube::Config::new(emulator.url().parse()?);
+    config.headers.push((
+        http::header::USER_AGENT,
+        format!("weir-e2e ({id})").parse()?,
+    ));
+    let client = kube::Client::try_from(config)?;
+    let mut c = fast_config(&env.namespace);
+    c.leader = Some(fast_leader(&env.namespace, id));
+    c.shard = Some(ShardConfig {
+        duration_secs: 2,
+        grace_secs: 1,
+        assign_every: Duration::from_millis(200),
+        ..ShardConfig::new(id, env.namespace.clone())
+    });
+    Ok(Manager::start(client, PluginSource::Fixed(vec![blog.clone()]), c).await?)
+}
+
+/// The Blogs once each is Ready for its current generation, owned by one of `members` and not
+/// being drained: by owner.
+async fn settled(
+    blogs: &Api<DynamicObject>,
+    members: &[&str],
+) -> Option<BTreeMap<String, Vec<String>>> {
+    let list = blogs.list(&ListParams::default()).await.ok()?;
+    let mut owned: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for b in &list.items {
+        let labels = b.labels();
+        let owner = labels.get(OWNER_LABEL)?;
+        if !ready(b) || labels.contains_key(DRAIN_LABEL) || !members.contains(&owner.as_str()) {
+            return None;
+        }
+        owned.entry(owner.clone()).or_default().push(b.name_any());
+    }
+    (list.items.len() == MOVED).then_some(owned)
+}
+
+#[tokio::test]
+async fn parents_move_with_one_writer_at_a_time_as_replicas_join_are_killed_and_stop()
+-> anyhow::Result<()> {
+    let _exclusive = weir_e2e::exclusive().await;
+    let env = TestEnv::start().await?;
+    let Some(emulator) = env.emulator.as_ref() else {
+        return Ok(());
+    };
+    let blog = plugin("blog")?;
+    env.install_crd(&blog).await?;
+    let blogs = env.api(&kinds::blog());
+    let leases: Api<Lease> = env.typed();
+    let [a, b, c] = REPLICAS;
+    let (ab, abc, bc, only_c) = ([a, b], [a, b, c], [b, c], [c]);
+    let host_a = sharded_host(&env, emulator, &blog, a).await?;
+    let host_b = sharded_host(&env, emulator, &blog, b).await?;
+    eventually("two members", Duration::from_secs(20), || async {
+        (members::members(&leases).await.ok()?.len() == 2).then_some(())
+    })
+    .await?;
+    for i in 0..MOVED {
+        env.create(
+            &kinds::blog(),
+            &name(i),
+            json!({"title": "t", "replicas": 1}),
+        )
+        .await?;
+    }
+    eventually("a and b serve every Blog", CONVERGE, || {
+        settled(&blogs, &ab)
+    })
+    .await?;
+
+    // c joins: the ring gives it about a third, each drained by its owner before it moves.
+    let host_c = sharded_host(&env, emulator, &blog, c).await?;
+    let joined = eventually("c takes its share", CONVERGE, || async {
+        let owned = settled(&blogs, &abc).await?;
+        owned.contains_key(c).then_some(owned)
+    })
+    .await?;
+    let counts: BTreeMap<&String, usize> = joined.iter().map(|(m, v)| (m, v.len())).collect();
+    println!("shards: after c joined {counts:?}");
+    let of_a = joined.get(a).cloned().unwrap_or_default();
+    assert!(!of_a.is_empty(), "a kept a share: {counts:?}");
+
+    // a is killed (its Lease left to expire): its Blogs, edited now, are served by b and c.
+    host_a.kill();
+    let killed = Instant::now();
+    for name in &of_a {
+        env.patch_spec(&kinds::blog(), name, json!({"title": "moved"}))
+            .await?;
+    }
+    eventually("a's Blogs are served again", CONVERGE, || {
+        settled(&blogs, &bc)
+    })
+    .await?;
+    println!(
+        "shards: {} Blogs of a killed replica served again {:?} after the kill (shard Lease 2 s)",
+        of_a.len(),
+        killed.elapsed()
+    );
+
+    // b stops cleanly (its Lease released): c serves everything.
+    host_b.shutdown().await;
+    let last = eventually("c serves every Blog", CONVERGE, || settled(&blogs, &only_c)).await?;
+    assert_eq!(last.get(c).map(Vec::len), Some(MOVED));
+
+    // One writer at a time: per Blog, each replica's writes form one unbroken run in the log.
+    let mut runs: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    for r in emulator.requests().iter().filter(|r| reconcile_write(r)) {
+        let (Some(from), Some(blog)) = (sender(r), blog_of(r)) else {
+            continue;
+        };
+        let run = runs.entry(blog).or_default();
+        if run.last() != Some(&from) {
+            run.push(from);
+        }
+    }
+    assert_eq!(runs.len(), MOVED);
+    for (blog, run) in &runs {
+        let distinct: BTreeSet<&&str> = run.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            run.len(),
+            "{blog} was written by {run:?}: two writers overlapped"
+        );
+        assert_eq!(run.last(), Some(&c), "{blog}");
+    }
+    assert!(
+        runs.values().any(|run| run.len() >= 3),
+        "some Blog moved twice (join, then kill or stop)"
+    );
+
+    // Nothing orphaned: every child is the one its Blog wants, labelled with c.
+    for kind in [kinds::config_map(), kinds::deployment(), kinds::service()] {
+        let children = env.api(&kind).list(&ListParams::default()).await?;
+        let owned: Vec<&DynamicObject> = children
+            .items
+            .iter()
+            .filter(|o| !o.owner_references().is_empty())
+            .collect();
+        assert_eq!(owned.len(), MOVED, "{} children", kind.kind);
+        for child in owned {
+            assert_eq!(
+                child.labels().get(OWNER_LABEL).map(String::as_str),
+                Some(c),
+                "{} {}",
+                kind.kind,
+                child.name_any()
+            );
+        }
+    }
+    host_c.shutdown().await;
+    Ok(())
+}
