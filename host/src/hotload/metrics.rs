@@ -41,25 +41,25 @@ impl Default for HotloadMetrics {
 }
 
 impl HotloadMetrics {
-    /// Adds these metrics to `registry`.
+    /// Adds these metrics to `registry` (the host's, whose `weir_` prefix they take).
     pub fn register(&self, registry: &mut Registry) {
         registry.register(
-            "weir_plugin_refusals",
+            "plugin_refusals",
             "Plugin files refused (invalid, or claiming a kind another file serves)",
             self.refusals.clone(),
         );
         registry.register(
-            "weir_plugin_changes",
+            "plugin_changes",
             "Plugins added, replaced and removed by hot-loading",
             self.changes.clone(),
         );
         registry.register(
-            "weir_plugin_load_seconds",
+            "plugin_load_seconds",
             "Time to load (compile or fetch precompiled) and validate one plugin file",
             self.compile_seconds.clone(),
         );
         registry.register(
-            "weir_plugins_served",
+            "plugins_served",
             "Parent kinds served by a plugin",
             self.served.clone(),
         );
