@@ -25,7 +25,7 @@ use tokio::sync::broadcast;
 use super::apply::Change;
 use super::error::{Policy, ResultLabel};
 use super::queue::ObjectKey;
-use super::validate::{DesiredChild, MANIFEST_HASH_ANNOTATION, holds};
+use crate::answer::{DesiredChild, MANIFEST_HASH_ANNOTATION, holds};
 use crate::hotload::{PluginEvent, Refusal};
 use crate::plugin::{Plugin, PluginInfo};
 

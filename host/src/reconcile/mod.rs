@@ -5,7 +5,8 @@
 //! ① [`source`] watch events → keys, ② [`queue`] dedupe, backoff, hot-loop guard,
 //! ③ [`cache`] stores and owner index, [`related`] the objects a parent selected to read and
 //! the index from them back to the parents, ④ [`invoke`] the plugin call,
-//! ⑤ [`validate`] + [`apply`] checks and writes, ⑥ [`status`] status, finalizer, Events.
+//! ⑤ [`crate::answer::judge`] (pure, outside this module) + [`apply`] the judgment and the
+//! writes, ⑥ [`status`] status, finalizer, Events.
 //! A candidate version, when one is rolled out, is called beside the serving one (`candidate`).
 //! Beside them: [`echoes`] tells the watch echo of the host's own writes from outside changes,
 //! and [`error`] maps a failed reconcile to its condition, Event, metric and queue decision.
@@ -22,12 +23,12 @@ pub mod finalizer;
 mod given_tests;
 pub mod invoke;
 pub mod queue;
-pub mod redact;
 pub mod related;
+#[cfg(test)]
+mod shadow_tests;
 pub mod source;
 pub mod status;
 pub mod upgrade;
-pub mod validate;
 
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -46,10 +47,11 @@ use self::invoke::{Invoker, Reconciler};
 use self::queue::{Cause, Finish, ObjectKey, Queue, QueueConfig};
 use self::related::{KindIndex, Related, RelatedKind};
 use self::source::{Informers, Route, Subscription, Target};
-use self::status::{ParentWriter, Reconciled};
+use self::status::ParentWriter;
+use crate::answer::{self, Inputs, Judged, Reconciled, ValidationPolicy, Verdict};
 use crate::chain::Chain;
 use crate::metrics::Metrics;
-use crate::plugin::{FinalizeResponse, PluginInfo, Requeue};
+use crate::plugin::{FinalizeResponse, PluginInfo, ReconcileResponse, Requeue};
 
 /// Tuning of a controller.
 #[derive(Clone, Debug)]
@@ -64,9 +66,9 @@ pub struct ControllerConfig {
     pub instance: String,
     /// Watch and reconcile only this namespace; `None` watches the whole cluster.
     pub namespace: Option<String>,
-    /// What the answer validation allows beyond the defaults (the manager sets it from the
+    /// What the judge of an answer allows beyond the defaults (the manager sets it from the
     /// host's policy).
-    pub validation: validate::ValidationPolicy,
+    pub validation: ValidationPolicy,
     /// Where the controller reports what it did (the manager's one feed; `weir dev` watches it).
     pub activity: activity::ActivityFeed,
     /// Who keeps failed and refused reconciles with their inputs (`--dump-failures`).
@@ -81,7 +83,7 @@ impl Default for ControllerConfig {
             queue: QueueConfig::default(),
             instance: "weir".into(),
             namespace: None,
-            validation: validate::ValidationPolicy::default(),
+            validation: ValidationPolicy::default(),
             activity: activity::ActivityFeed::default(),
             failures: None,
         }
@@ -393,7 +395,7 @@ impl Controller {
         // The plugin sees its Secrets without their data (a content hash instead).
         given.observed = children
             .iter()
-            .filter_map(redact::cached_for_plugin)
+            .filter_map(invoke::cached_for_plugin)
             .collect();
         // Watches: what the parent reads beyond its children, selected afresh each time.
         given.related = self.select_related(b, key, &cached).await?;
@@ -408,31 +410,26 @@ impl Controller {
         let (parent, cached) = self.ensure_finalizer(b, parent, cached).await?;
         given.parent = Some(cached.clone());
 
-        // ④ Ask the plugin for the desired children and status (and a candidate beside it).
-        let answer = self
-            .answer(
+        // ④ Ask the plugin for the desired children and status (and a candidate beside it), and
+        // ⑤ judge the whole answer. A refused answer goes with the error, untouched.
+        let now = answer::now();
+        let Judged {
+            children: desired,
+            status: judged_status,
+            requeue,
+        } = self
+            .judged_answer(
                 b,
                 shadow,
                 (key, &parent, &cached),
-                &given.observed,
-                &given.related,
+                (&given.observed, &given.related),
+                &now,
             )
             .await
-            .map_err(ReconcileError::Plugin)?;
+            .map_err(ReconcileError::Plugin)?
+            .map_err(|refused| ReconcileError::refused_answer(info, *refused))?;
 
-        // ⑤ Validate the whole answer, then apply what differs and prune what is gone. A
-        // refused answer goes with the error, untouched (the checks only borrow it).
-        let accepted = match validate::check(
-            info,
-            &parent,
-            (&answer.children, answer.status.as_ref()),
-            &b.cache,
-            &self.parts.config.validation,
-        ) {
-            Ok(accepted) => accepted,
-            Err(refusal) => return Err(ReconcileError::refused(info, refusal, Some(answer))),
-        };
-        let desired = accepted.stamp(answer.children);
+        // ⑤ Apply what differs and prune what is gone.
         // A name taken between the cache read and the create is refused like one the cache showed.
         let mut writes = b.applier.apply(&desired).await.map_err(|e| match e {
             apply::ApplyError::Foreign(refusal) => ReconcileError::refused(info, refusal, None),
@@ -452,15 +449,9 @@ impl Controller {
         }
 
         // ② The hot-loop guard counts reconciles that write or ask to run again at once.
-        let mut status = status::desired_status(
-            parent.data.get("status"),
-            answer.status,
-            parent.metadata.generation,
-            &Reconciled::ok(),
-            &status::now(),
-        );
-        let mut status_diff = status::merge_diff(parent.data.get("status"), &status);
-        let finish = finish_of(answer.requeue);
+        let mut status = judged_status;
+        let mut status_diff = answer::merge_diff(parent.data.get("status"), &status);
+        let finish = finish_of(requeue);
         // A requeue sooner than the floor counts like `Now`: every fast path is throttled.
         let busy =
             !writes.is_empty() || status_diff.is_some() || self.parts.queue.requeues_soon(finish);
@@ -471,14 +462,14 @@ impl Controller {
                 "reconciles keep writing or requeueing without an outside change; throttled";
             tracing::warn!(streak = verdict.streak, "hot loop");
             self.parts.metrics.hot_loop(&info.name);
-            status = status::desired_status(
+            status = answer::desired_status(
                 parent.data.get("status"),
                 Some(status),
                 parent.metadata.generation,
                 &Reconciled::failed("HotLoop", message),
-                &status::now(),
+                &now,
             );
-            status_diff = status::merge_diff(parent.data.get("status"), &status);
+            status_diff = answer::merge_diff(parent.data.get("status"), &status);
             if verdict.streak == self.parts.config.queue.hot_loop_threshold {
                 self.parts.config.activity.hot_loop(info, key);
                 let note = format!("{message} ({} consecutive busy reconciles)", verdict.streak);
@@ -518,18 +509,37 @@ impl Controller {
             .event(parent, true, policy.reason, "Reconcile", message.clone())
             .await;
         if policy.report {
-            let status = status::desired_status(
+            let status = answer::desired_status(
                 parent.data.get("status"),
                 None,
                 parent.metadata.generation,
                 &Reconciled::failed(policy.reason, message),
-                &status::now(),
+                &answer::now(),
             );
             if let Err(se) = b.parents.patch_status(parent, &status).await {
                 tracing::warn!(error = %Chain(&se), "status patch failed");
             }
         }
         (policy.finish, policy.label)
+    }
+
+    /// Judges `answer`, `b`'s for `parent`, against `b`'s cache and the host's policy
+    /// ([`answer::judge`], the one judgment of an answer).
+    fn judge(
+        &self,
+        b: &Binding,
+        parent: &DynamicObject,
+        answer: ReconcileResponse,
+        now: &str,
+    ) -> Verdict {
+        let inputs = Inputs {
+            info: b.info(),
+            parent,
+            live: &b.cache,
+            policy: &self.parts.config.validation,
+            now,
+        };
+        answer::judge(inputs, answer)
     }
 
     /// Asks the plugin what `parent` reads, refuses a selection beyond its declaration, records

@@ -22,20 +22,10 @@ use kube::runtime::watcher;
 
 use self::labels::LabelIndex;
 pub use self::object::{CachedObject, Controller, Incoming};
-pub use self::trim::LAST_APPLIED;
 use super::queue::ObjectKey;
+use crate::answer::LiveObjects;
 use crate::metrics::{Metrics, StoreGauges};
 use crate::plugin::{LabelSelector, ResourceKind};
-
-/// The UID of a decoded object's controller (the owner reference with `controller: true`).
-pub fn controller_uid(obj: &DynamicObject) -> Option<&str> {
-    obj.metadata
-        .owner_references
-        .as_deref()?
-        .iter()
-        .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.as_str())
-}
 
 /// The key of a decoded object.
 pub fn key_of(obj: &DynamicObject) -> ObjectKey {
@@ -445,6 +435,20 @@ impl Cache {
             .filter(|s| s.is_unserved())
             .map(|s| s.kind.kind.clone())
             .collect()
+    }
+}
+
+impl LiveObjects for Cache {
+    /// The cached child, parsed: the judge and the apply step look inside it.
+    fn get(&self, api_version: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
+        let cached = self.child_store(api_version, kind)?.get(key)?;
+        match cached.decode() {
+            Ok(live) => Some(Arc::new(live)),
+            Err(e) => {
+                tracing::warn!(child = %key, error = %e, "a cached child does not decode");
+                None
+            }
+        }
     }
 }
 
