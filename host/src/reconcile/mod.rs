@@ -9,7 +9,8 @@
 //! writes, ⑥ [`status`] status, finalizer, Events.
 //! A candidate version, when one is rolled out, is called beside the serving one (`candidate`).
 //! Beside them: [`echoes`] tells the watch echo of the host's own writes from outside changes,
-//! and [`error`] maps a failed reconcile to its condition, Event, metric and queue decision.
+//! [`error`] is how a reconcile fails, and the settle step (`settle`) turns how one ended into
+//! its status, Events, hot-loop verdict, metrics, activity and queue decision, in one place.
 
 pub mod activity;
 pub mod apply;
@@ -24,6 +25,7 @@ mod given_tests;
 pub mod invoke;
 pub mod queue;
 pub mod related;
+mod settle;
 #[cfg(test)]
 mod shadow_tests;
 pub mod source;
@@ -42,14 +44,14 @@ use tracing::Instrument;
 use self::apply::Applier;
 use self::cache::{Cache, CachedObject};
 use self::echoes::Echoes;
-use self::error::{Policy, ReconcileError, ResultLabel};
+use self::error::ReconcileError;
 use self::invoke::{Invoker, Reconciler};
 use self::queue::{Cause, Finish, ObjectKey, Queue, QueueConfig};
 use self::related::{KindIndex, Related, RelatedKind};
+use self::settle::{Applied, Outcome, Ran};
 use self::source::{Informers, Route, Subscription, Target};
 use self::status::ParentWriter;
-use crate::answer::{self, Inputs, Judged, Reconciled, ValidationPolicy, Verdict};
-use crate::chain::Chain;
+use crate::answer::{self, Inputs, Judged, ValidationPolicy, Verdict};
 use crate::metrics::Metrics;
 use crate::plugin::{FinalizeResponse, PluginInfo, ReconcileResponse, Requeue};
 
@@ -274,6 +276,18 @@ impl Controller {
         self.binding().cache.is_synced()
     }
 
+    /// Returns once every store this controller reads holds its first full list (awaited, not
+    /// polled; a swap meanwhile waits for the new version's stores).
+    pub async fn wait_synced(&self) {
+        loop {
+            let binding = self.binding();
+            binding.cache.wait_synced().await;
+            if Arc::ptr_eq(&binding, &self.binding()) {
+                return;
+            }
+        }
+    }
+
     /// Kinds this controller declared that the API server does not serve: the plugin is not
     /// ready, but it does not hold back the host's readiness.
     pub fn unserved(&self) -> Vec<String> {
@@ -298,30 +312,16 @@ impl Controller {
     /// Runs `workers` workers once the caches are synced, until [`Controller::shutdown`];
     /// in-flight reconciles finish.
     pub async fn run_workers(self: Arc<Self>) {
-        while !self.is_synced() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        self.wait_synced().await;
         let mut workers = JoinSet::new();
         for _ in 0..self.parts.config.workers.max(1) {
             let this = self.clone();
             workers.spawn(async move {
                 while let Some(key) = this.parts.queue.next().await {
                     let (binding, shadow) = this.route(&key);
-                    let name = &binding.info().name;
-                    this.parts
-                        .metrics
-                        .queue_depth(name, this.parts.queue.depth());
-                    let started = Instant::now();
-                    let (finish, label) = this.reconcile(&binding, shadow.as_ref(), &key).await;
-                    this.parts
-                        .metrics
-                        .reconciled(name, label.as_str(), started.elapsed());
-                    let activity = &this.parts.config.activity;
-                    activity.reconciled(binding.info(), &key, label);
-                    if finish == Finish::Retry {
-                        this.parts.metrics.backed_off(name);
-                    }
-                    this.parts.queue.finish(&key, finish);
+                    let depth = this.parts.queue.depth();
+                    this.parts.metrics.queue_depth(&binding.info().name, depth);
+                    this.reconcile(&binding, shadow.as_ref(), &key).await;
                 }
             });
         }
@@ -340,48 +340,55 @@ impl Controller {
         self.parts.queue.resume();
     }
 
-    /// One reconcile of one key in its own span; errors go through [`Controller::error_policy`].
-    async fn reconcile(
-        &self,
-        b: &Binding,
-        shadow: Option<&candidate::Shadow>,
-        key: &ObjectKey,
-    ) -> (Finish, ResultLabel) {
+    /// One reconcile of one key in its own span, settled ([`Controller::settle`]) in it.
+    async fn reconcile(&self, b: &Binding, shadow: Option<&candidate::Shadow>, key: &ObjectKey) {
+        let started = Instant::now();
         let info = b.info();
         let attempt = self.parts.queue.failures(key) + 1;
         let span = tracing::info_span!("reconcile", plugin = %info.name, version = %info.version, kind = %info.parent.kind, key = %key, attempt);
         async move {
-            // ③ Read the parent from the cache, never the API. Deleted means done.
-            let Some(cached) = b.cache.parents.get(key) else {
-                b.related.forget(key);
-                return (Finish::Done, ResultLabel::Gone);
-            };
-            // Its status and finalizers are read and written: the parent is parsed.
-            let parent = match cached.decode() {
-                Ok(parent) => Arc::new(parent),
-                Err(e) => {
-                    tracing::warn!(error = %e, "the cached parent does not decode");
-                    return (Finish::Done, ResultLabel::Error);
-                }
-            };
-            let mut given = failed::Given::default();
-            match self
-                .reconcile_parent(b, shadow, key, (parent.clone(), cached.clone()), &mut given)
-                .await
-            {
-                Ok(finish) => (finish, ResultLabel::Success),
-                Err(e) => {
-                    self.error_policy(b, key, (&parent, &cached), &given, &e)
-                        .await
-                }
-            }
+            let outcome = self.outcome(b, shadow, key).await;
+            self.settle(b, key, outcome, started).await;
         }
         .instrument(span)
         .await
     }
 
-    /// The happy path, top to bottom: the seed's loop. What the plugin is given is kept in
-    /// `given`, for the error policy to hand on.
+    /// How the reconcile of `key` ends, before it is reported.
+    async fn outcome(
+        &self,
+        b: &Binding,
+        shadow: Option<&candidate::Shadow>,
+        key: &ObjectKey,
+    ) -> Outcome {
+        // ③ Read the parent from the cache, never the API. Deleted means done.
+        let Some(cached) = b.cache.parents.get(key) else {
+            b.related.forget(key);
+            return Outcome::Gone;
+        };
+        // Its status and finalizers are read and written: the parent is parsed.
+        let parent = match cached.decode() {
+            Ok(parent) => Arc::new(parent),
+            Err(e) => {
+                tracing::warn!(error = %e, "the cached parent does not decode");
+                return Outcome::Undecodable;
+            }
+        };
+        let mut given = failed::Given::default();
+        let result = self
+            .reconcile_parent(b, shadow, key, (parent.clone(), cached.clone()), &mut given)
+            .await;
+        Outcome::Ran {
+            parent,
+            cached,
+            given,
+            result,
+        }
+    }
+
+    /// The happy path, top to bottom: read, ask, judge, write the children. What the plugin is
+    /// given is kept in `given`, for the error policy to hand on; what the parent shows is the
+    /// settle step's.
     async fn reconcile_parent(
         &self,
         b: &Binding,
@@ -389,7 +396,7 @@ impl Controller {
         key: &ObjectKey,
         (parent, cached): (Arc<DynamicObject>, Arc<CachedObject>),
         given: &mut failed::Given,
-    ) -> Result<Finish, ReconcileError> {
+    ) -> Result<Ran, ReconcileError> {
         let info = b.info();
         let children = b.cache.children_of(cached.uid().unwrap_or_default());
         // The plugin sees its Secrets without their data (a content hash instead).
@@ -405,7 +412,8 @@ impl Controller {
         if cached.is_deleting() {
             return self
                 .finalize(b, (&parent, &cached), observed, related)
-                .await;
+                .await
+                .map(Ran::Finalized);
         }
         let (parent, cached) = self.ensure_finalizer(b, parent, cached).await?;
         given.parent = Some(cached.clone());
@@ -415,7 +423,7 @@ impl Controller {
         let now = answer::now();
         let Judged {
             children: desired,
-            status: judged_status,
+            status,
             requeue,
         } = self
             .judged_answer(
@@ -436,91 +444,14 @@ impl Controller {
             e => ReconcileError::Apply(e),
         })?;
         writes.extend(b.applier.prune(&desired, &children, &info.children).await?);
-        self.parts
-            .config
-            .activity
-            .wrote(info, key, &writes, &desired);
-        if !writes.is_empty() {
-            // One Event per reconcile that changed children, not one per child: Events are writes too.
-            let note: Vec<String> = writes.iter().map(ToString::to_string).collect();
-            b.parents
-                .event(&parent, false, "Applied", "Reconcile", note.join(", "))
-                .await;
-        }
-
-        // ② The hot-loop guard counts reconciles that write or ask to run again at once.
-        let mut status = judged_status;
-        let mut status_diff = answer::merge_diff(parent.data.get("status"), &status);
-        let finish = finish_of(requeue);
-        // A requeue sooner than the floor counts like `Now`: every fast path is throttled.
-        let busy =
-            !writes.is_empty() || status_diff.is_some() || self.parts.queue.requeues_soon(finish);
-        let verdict = self.parts.queue.guard(key, busy);
-        if verdict.flagged {
-            // A stable message, so a throttled loop does not also rewrite its status each time.
-            let message =
-                "reconciles keep writing or requeueing without an outside change; throttled";
-            tracing::warn!(streak = verdict.streak, "hot loop");
-            self.parts.metrics.hot_loop(&info.name);
-            status = answer::desired_status(
-                parent.data.get("status"),
-                Some(status),
-                parent.metadata.generation,
-                &Reconciled::failed("HotLoop", message),
-                &now,
-            );
-            status_diff = answer::merge_diff(parent.data.get("status"), &status);
-            if verdict.streak == self.parts.config.queue.hot_loop_threshold {
-                self.parts.config.activity.hot_loop(info, key);
-                let note = format!("{message} ({} consecutive busy reconciles)", verdict.streak);
-                b.parents
-                    .event(&parent, true, "HotLoop", "Reconcile", note)
-                    .await;
-            }
-        }
-
-        // ⑥ Show the outcome on the parent.
-        b.parents.patch_status_diff(&parent, status_diff).await?;
-        Ok(finish)
-    }
-
-    /// The one place an error becomes a condition, an Event, a metric label and a queue decision.
-    async fn error_policy(
-        &self,
-        b: &Binding,
-        key: &ObjectKey,
-        (parent, cached): (&DynamicObject, &CachedObject),
-        given: &failed::Given,
-        error: &ReconcileError,
-    ) -> (Finish, ResultLabel) {
-        let policy = Policy::of(error);
-        let message = Chain(error).to_string();
-        // Debug-formatted: the message may carry a plugin's own text, whose newlines must not
-        // start a line that looks like the host's.
-        tracing::warn!(error = ?message, reason = policy.reason, "reconcile failed");
-        let activity = &self.parts.config.activity;
-        activity.failed(b.info(), key, &policy, &message);
-        if let Some(sink) = &self.parts.config.failures {
-            hand_on(b.info(), sink.as_ref(), cached, given, error);
-        }
-        // A failure is neither busy nor an outside change for the hot-loop guard.
-        self.parts.queue.guard(key, false);
-        b.parents
-            .event(parent, true, policy.reason, "Reconcile", message.clone())
-            .await;
-        if policy.report {
-            let status = answer::desired_status(
-                parent.data.get("status"),
-                None,
-                parent.metadata.generation,
-                &Reconciled::failed(policy.reason, message),
-                &answer::now(),
-            );
-            if let Err(se) = b.parents.patch_status(parent, &status).await {
-                tracing::warn!(error = %Chain(&se), "status patch failed");
-            }
-        }
-        (policy.finish, policy.label)
+        Ok(Ran::Applied(Applied {
+            parent,
+            writes,
+            desired,
+            status,
+            finish: finish_of(requeue),
+            now,
+        }))
     }
 
     /// Judges `answer`, `b`'s for `parent`, against `b`'s cache and the host's policy
@@ -625,37 +556,6 @@ impl Controller {
             }
         }
     }
-}
-
-/// Hands a failed plugin call or a refused answer to `sink` with what the plugin was given and,
-/// for a refusal, the answer it gave: the plugin is not asked again.
-fn hand_on(
-    info: &PluginInfo,
-    sink: &dyn failed::FailureSink,
-    cached: &CachedObject,
-    given: &failed::Given,
-    error: &ReconcileError,
-) {
-    let failed = match error {
-        ReconcileError::Plugin(e) => failed::Failed::Error {
-            kind: e.kind,
-            message: e.message.clone(),
-        },
-        ReconcileError::Refused {
-            message, answer, ..
-        } => failed::Failed::Refused {
-            answer: answer.as_deref().cloned(),
-            message: message.clone(),
-        },
-        _ => return,
-    };
-    sink.failed(&failed::FailedReconcile {
-        info,
-        parent: given.parent.as_deref().unwrap_or(cached),
-        observed: &given.observed,
-        related: &given.related,
-        failed,
-    });
 }
 
 /// The queue decision a plugin's requeue asks for.

@@ -19,6 +19,7 @@ use std::sync::{Arc, RwLock};
 
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
+use tokio::sync::watch;
 
 use self::labels::LabelIndex;
 pub use self::object::{CachedObject, Controller, Incoming};
@@ -63,7 +64,8 @@ impl Borrow<ObjectKey> for Entry {
 pub struct Store {
     kind: ResourceKind,
     inner: RwLock<Inner>,
-    synced: AtomicBool,
+    /// Turns true at the first full list, for good (waiters are woken, none polls).
+    synced: watch::Sender<bool>,
     /// The API server answered the last list with 404: the kind is not served (yet).
     unserved: AtomicBool,
     /// Where the store's size is published (`/metrics`), if anywhere.
@@ -171,7 +173,7 @@ impl Store {
         Self {
             kind,
             inner: RwLock::new(Inner::default()),
-            synced: AtomicBool::new(false),
+            synced: watch::Sender::new(false),
             unserved: AtomicBool::new(false),
             gauges: None,
         }
@@ -183,7 +185,7 @@ impl Store {
         Self {
             kind,
             inner: RwLock::new(Inner::default()),
-            synced: AtomicBool::new(false),
+            synced: watch::Sender::new(false),
             unserved: AtomicBool::new(false),
             gauges: Some(gauges),
         }
@@ -242,7 +244,7 @@ impl Store {
                 self.publish(&mut inner);
                 drop(inner);
                 self.unserved.store(false, Ordering::Release);
-                self.synced.store(true, Ordering::Release);
+                self.synced.send_replace(true);
                 return None;
             }
         };
@@ -296,7 +298,14 @@ impl Store {
 
     /// Whether the first full list has been received.
     pub fn is_synced(&self) -> bool {
-        self.synced.load(Ordering::Acquire)
+        *self.synced.borrow()
+    }
+
+    /// Returns once the first full list has been received (at once if it has).
+    pub async fn wait_synced(&self) {
+        let mut synced = self.synced.subscribe();
+        // The sender lives as long as the store, which outlives this borrow of it.
+        let _ = synced.wait_for(|s| *s).await;
     }
 
     /// The cached object with this key.
@@ -418,6 +427,14 @@ impl Cache {
         self.children
             .iter()
             .find(|s| s.kind.kind == kind && s.kind.api_version() == api_version)
+    }
+
+    /// Returns once every store has received its first full list (at once if they have).
+    pub async fn wait_synced(&self) {
+        self.parents.wait_synced().await;
+        for store in self.children.iter().chain(&self.related) {
+            store.wait_synced().await;
+        }
     }
 
     /// Whether every store has received its first full list (`/readyz`).
