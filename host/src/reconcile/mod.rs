@@ -14,6 +14,7 @@
 
 pub mod activity;
 pub mod apply;
+mod binding;
 pub mod cache;
 mod candidate;
 pub mod echoes;
@@ -41,16 +42,14 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use self::apply::Applier;
-use self::cache::{Cache, CachedObject};
+use self::binding::Binding;
+use self::cache::CachedObject;
 use self::echoes::Echoes;
 use self::error::ReconcileError;
-use self::invoke::{Invoker, Reconciler};
+use self::invoke::Reconciler;
 use self::queue::{Cause, Finish, ObjectKey, Queue, QueueConfig};
-use self::related::{KindIndex, Related, RelatedKind};
 use self::settle::{Applied, Outcome, Ran};
-use self::source::{Informers, Route, Subscription, Target};
-use self::status::ParentWriter;
+use self::source::Informers;
 use crate::answer::{self, Inputs, Judged, ValidationPolicy, Verdict};
 use crate::metrics::Metrics;
 use crate::plugin::{FinalizeResponse, PluginInfo, ReconcileResponse, Requeue};
@@ -92,27 +91,6 @@ impl Default for ControllerConfig {
     }
 }
 
-/// One plugin version bound to the stores of the kinds it declared.
-///
-/// A hot swap replaces the whole binding at once; a reconcile takes the binding once at its
-/// start and finishes on it, so it never mixes two versions.
-struct Binding {
-    invoker: Invoker,
-    cache: Cache,
-    applier: Applier,
-    parents: ParentWriter,
-    /// The related kinds the plugin reads, their stores and indexes.
-    related: Related,
-    /// Held for the subscriptions' sake: dropping the binding unsubscribes its kinds.
-    _subscriptions: Vec<Subscription>,
-}
-
-impl Binding {
-    fn info(&self) -> &PluginInfo {
-        self.invoker.info()
-    }
-}
-
 /// The reconcile loop of one parent kind. The plugin serving it can be swapped in place
 /// ([`Controller::swap`]): the queue, the workers and the caches stay.
 pub struct Controller {
@@ -133,84 +111,6 @@ struct Parts {
     metrics: Arc<Metrics>,
     client: Client,
     config: ControllerConfig,
-}
-
-impl Parts {
-    /// Subscribes `plugin`'s kinds and builds its writers.
-    fn bind(&self, plugin: Arc<dyn Reconciler>) -> Binding {
-        let info = plugin.info().clone();
-        let target = |route| Target {
-            route,
-            queue: self.queue.clone(),
-            echoes: self.echoes.clone(),
-        };
-        let parent = self
-            .informers
-            .subscribe(&info.parent, target(Route::Parent));
-        let children: Vec<Subscription> = info
-            .children
-            .iter()
-            .map(|kind| {
-                self.informers
-                    .subscribe(kind, target(Route::Owner(info.parent.clone())))
-            })
-            .collect();
-        let mut related = Vec::new();
-        let mut related_subscriptions = Vec::new();
-        for kind in &info.related {
-            let index = Arc::new(KindIndex::counting(
-                self.metrics.related_enqueues(&info.name),
-                self.metrics
-                    .index_entries(&kind.group, &kind.kind, "related"),
-            ));
-            let subscription = self
-                .informers
-                .subscribe(kind, target(Route::Related(index.clone())));
-            related.push(RelatedKind {
-                kind: kind.clone(),
-                index,
-                store: subscription.store().clone(),
-            });
-            related_subscriptions.push(subscription);
-        }
-        let related = Related::new(related);
-        let cache = Cache::from_stores(
-            parent.store().clone(),
-            children.iter().map(|s| s.store().clone()).collect(),
-        )
-        .with_related(related.stores().cloned().collect());
-        let mut subscriptions = children;
-        subscriptions.extend(related_subscriptions);
-        subscriptions.push(parent);
-        // The plugin's writes are its own flow of the host's client: they take turns with the
-        // other plugins' when the host's rate limit binds.
-        let client = crate::client::for_plugin(&self.client, &info.name);
-        Binding {
-            applier: Applier::new(
-                client.clone(),
-                &info.name,
-                self.metrics.clone(),
-                self.echoes.clone(),
-            ),
-            parents: ParentWriter::new(
-                client,
-                info.parent.clone(),
-                &info.name,
-                &self.config.instance,
-                self.metrics.clone(),
-                self.echoes.clone(),
-            ),
-            invoker: Invoker::with_share(
-                plugin,
-                self.permits.clone(),
-                self.share,
-                self.metrics.clone(),
-            ),
-            cache,
-            related,
-            _subscriptions: subscriptions,
-        }
-    }
 }
 
 impl Controller {
@@ -340,7 +240,7 @@ impl Controller {
         self.parts.queue.resume();
     }
 
-    /// One reconcile of one key in its own span, settled ([`Controller::settle`]) in it.
+    /// One reconcile of one key in its own span, settled in it (`Parts::settle`).
     async fn reconcile(&self, b: &Binding, shadow: Option<&candidate::Shadow>, key: &ObjectKey) {
         let started = Instant::now();
         let info = b.info();
@@ -348,7 +248,7 @@ impl Controller {
         let span = tracing::info_span!("reconcile", plugin = %info.name, version = %info.version, kind = %info.parent.kind, key = %key, attempt);
         async move {
             let outcome = self.outcome(b, shadow, key).await;
-            self.settle(b, key, outcome, started).await;
+            self.parts.settle(b, key, outcome, started).await;
         }
         .instrument(span)
         .await

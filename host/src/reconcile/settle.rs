@@ -1,9 +1,9 @@
 //! ⑥ The settle step: how one reconcile ended becomes, in one place, the hot-loop verdict, the
 //! parent's status and Events, the metrics, the activity feed and the queue's decision.
 //!
-//! The happy path ([`Controller::reconcile_parent`](super::Controller)) only reads, asks, judges
-//! and writes the children; it ends in an [`Outcome`]. [`Controller::settle`] is the one
-//! function that reports it: controller-runtime maps a result to queue calls in one place, and
+//! The happy path (`Controller::reconcile_parent`) only reads, asks, judges and writes the
+//! children; it ends in an [`Outcome`]. [`Parts::settle`], on what a controller keeps across
+//! plugin versions (queue, metrics, activity feed), is the one function that reports it: controller-runtime maps a result to queue calls in one place, and
 //! kube-runtime splits `reconcile` from `error_policy` the same way.
 
 use std::sync::Arc;
@@ -17,7 +17,7 @@ use super::cache::CachedObject;
 use super::error::{Policy, ReconcileError, ResultLabel};
 use super::failed;
 use super::queue::{Finish, ObjectKey};
-use super::{Binding, Controller};
+use super::{Binding, Parts};
 use crate::answer::{self, DesiredChild, Reconciled};
 use crate::chain::Chain;
 use crate::plugin::PluginInfo;
@@ -65,7 +65,7 @@ pub(super) struct Applied {
     pub now: String,
 }
 
-impl Controller {
+impl Parts {
     /// Reports `outcome` of the reconcile of `key` (started at `started`): the parent's status
     /// and Events, the hot-loop guard, the metrics and the activity feed; then hands the key
     /// back to the queue with its decision.
@@ -100,13 +100,13 @@ impl Controller {
             }
         };
         let name = &b.info().name;
-        let metrics = &self.parts.metrics;
+        let metrics = &self.metrics;
         metrics.reconciled(name, label.as_str(), started.elapsed());
-        self.parts.config.activity.reconciled(b.info(), key, label);
+        self.config.activity.reconciled(b.info(), key, label);
         if finish == Finish::Retry {
             metrics.backed_off(name);
         }
-        self.parts.queue.finish(key, finish);
+        self.queue.finish(key, finish);
     }
 
     /// Shows an applied answer: what was written (activity, one Event), the hot-loop guard's
@@ -126,10 +126,7 @@ impl Controller {
             finish,
             now,
         } = applied;
-        self.parts
-            .config
-            .activity
-            .wrote(info, key, &writes, &desired);
+        self.config.activity.wrote(info, key, &writes, &desired);
         if !writes.is_empty() {
             // One Event per reconcile that changed children, not one per child: Events are writes too.
             let note: Vec<String> = writes.iter().map(ToString::to_string).collect();
@@ -143,15 +140,14 @@ impl Controller {
         let mut status = status;
         let mut status_diff = answer::merge_diff(live, &status);
         // A requeue sooner than the floor counts like `Now`: every fast path is throttled.
-        let busy =
-            !writes.is_empty() || status_diff.is_some() || self.parts.queue.requeues_soon(finish);
-        let verdict = self.parts.queue.guard(key, busy);
+        let busy = !writes.is_empty() || status_diff.is_some() || self.queue.requeues_soon(finish);
+        let verdict = self.queue.guard(key, busy);
         if verdict.flagged {
             // A stable message, so a throttled loop does not also rewrite its status each time.
             let message =
                 "reconciles keep writing or requeueing without an outside change; throttled";
             tracing::warn!(streak = verdict.streak, "hot loop");
-            self.parts.metrics.hot_loop(&info.name);
+            self.metrics.hot_loop(&info.name);
             status = answer::desired_status(
                 live,
                 Some(status),
@@ -160,8 +156,8 @@ impl Controller {
                 &now,
             );
             status_diff = answer::merge_diff(live, &status);
-            if verdict.streak == self.parts.config.queue.hot_loop_threshold {
-                self.parts.config.activity.hot_loop(info, key);
+            if verdict.streak == self.config.queue.hot_loop_threshold {
+                self.config.activity.hot_loop(info, key);
                 let note = format!("{message} ({} consecutive busy reconciles)", verdict.streak);
                 b.parents
                     .event(&parent, true, "HotLoop", "Reconcile", note)
@@ -188,13 +184,13 @@ impl Controller {
         // Debug-formatted: the message may carry a plugin's own text, whose newlines must not
         // start a line that looks like the host's.
         tracing::warn!(error = ?message, reason = policy.reason, "reconcile failed");
-        let activity = &self.parts.config.activity;
+        let activity = &self.config.activity;
         activity.failed(b.info(), key, &policy, &message);
-        if let Some(sink) = &self.parts.config.failures {
+        if let Some(sink) = &self.config.failures {
             hand_on(b.info(), sink.as_ref(), cached, given, error);
         }
         // A failure is neither busy nor an outside change for the hot-loop guard.
-        self.parts.queue.guard(key, false);
+        self.queue.guard(key, false);
         b.parents
             .event(parent, true, policy.reason, "Reconcile", message.clone())
             .await;
