@@ -15,11 +15,12 @@
 //!    reflector stores, children through an owner-UID index (the seed's Indexer).
 //! 4. [`reconcile::invoke`]: the plugin runs in a fresh [`plugin::Plugin`]
 //!    instance under a CPU deadline and a memory cap, in its own span.
-//! 5. [`reconcile::validate`] and [`reconcile::apply`]: the answer is checked
-//!    (declared kinds, the parent's namespace, nobody else's objects), applied
-//!    server-side only where it differs from the cache, and stale children pruned.
-//! 6. [`reconcile::status`]: `observedGeneration`, the `Ready` and `Reconciled`
-//!    conditions, finalizers and Events.
+//! 5. [`answer::judge`] and [`reconcile::apply`]: the answer is judged, purely
+//!    (declared kinds, the parent's namespace, nobody else's objects; children stamped,
+//!    status merged), applied server-side only where it differs from the cache, and stale
+//!    children pruned. `weir test`, `weir record` and the rollout's comparison call the same judge.
+//! 6. [`reconcile::status`]: the merged status (`observedGeneration`, the `Ready` and
+//!    `Reconciled` conditions) patched where it differs, finalizers and Events.
 //!
 //! Around it: [`manager`] is the one host every entry point starts (the informer
 //! registry shared by all plugins, leader election with [`fence`] as its write-time
@@ -29,6 +30,7 @@
 //! [`run`] is `weir run`, [`dev`] is `weir dev` on the embedded emulator (crate
 //! `weir-emulator`), [`fixtures`] is `weir test`, [`scaffold`] is `weir new`.
 
+pub mod answer;
 mod chain;
 pub mod client;
 pub mod cluster;
@@ -37,6 +39,7 @@ pub mod dev;
 pub mod fence;
 pub mod fixtures;
 pub mod hotload;
+pub mod key;
 pub mod leader;
 pub mod listing;
 pub mod manager;

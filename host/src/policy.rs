@@ -16,9 +16,9 @@
 //! - **Names**: every group, version, kind and plural is a concrete name: no `*`, no
 //!   subresource (`pods/exec`), nothing empty.
 //! - **Secrets** stay write-only: observed Secrets reach the plugin without their data
-//!   (`reconcile::redact`), and a desired Secret must have a `type` the policy's
-//!   `secretTypes` lists: [`Policy::validation`] hands that list to the answer validation
-//!   (`reconcile::validate`), the one place it is checked.
+//!   ([`crate::answer`]'s redaction), and a desired Secret must have a `type` the policy's
+//!   `secretTypes` lists: [`Policy::validation`] hands that list to the judge of an answer
+//!   ([`crate::answer`]), the one place it is checked.
 //!
 //! Kubewarden users will recognise the stance (deny by default, settings per deployment);
 //! Metacontroller users, who grant a controller whatever RBAC they write by hand, get the same
@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use self::kinds::{Discovered, Resolve, Resolved, Scope, WellKnown};
+pub use crate::answer::DEFAULT_SECRET_TYPES;
 use crate::plugin::{PluginInfo, ResourceKind};
 
 /// A kind by API group and name, version-free (as RBAC and admins think of it).
@@ -137,16 +138,6 @@ pub const DEFAULT_CHILDREN: &[(&str, &str)] = &[
     ("networking.k8s.io", "Ingress"),
 ];
 
-/// The default Secret types: the ones whose content the writer supplies in full.
-pub const DEFAULT_SECRET_TYPES: &[&str] = &[
-    "Opaque",
-    "kubernetes.io/tls",
-    "kubernetes.io/basic-auth",
-    "kubernetes.io/ssh-auth",
-    "kubernetes.io/dockerconfigjson",
-    "kubernetes.io/dockercfg",
-];
-
 impl Default for Policy {
     fn default() -> Self {
         Self {
@@ -229,10 +220,10 @@ impl Policy {
         path.map_or_else(|| Ok(Self::default()), Self::load)
     }
 
-    /// What the answer validation (`reconcile::validate`) may let through under this policy:
+    /// What the judge of an answer ([`crate::answer`]) may let through under this policy:
     /// the one place a desired Secret's `type` is checked against `secret_types`.
-    pub fn validation(&self) -> crate::reconcile::validate::ValidationPolicy {
-        crate::reconcile::validate::ValidationPolicy {
+    pub fn validation(&self) -> crate::answer::ValidationPolicy {
+        crate::answer::ValidationPolicy {
             secret_types: self.secret_types.clone(),
         }
     }

@@ -26,10 +26,10 @@ use std::time::{Duration, Instant, SystemTime};
 use notify::{EventKind, RecursiveMode, Watcher as _};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
+use crate::answer::ValidationPolicy;
 use crate::chain::Chain;
 use crate::fixtures;
 use crate::plugin::{Engine, Limits};
-use crate::reconcile::validate::ValidationPolicy;
 
 /// Quiet time after the last save before a build starts.
 pub const QUIET: Duration = Duration::from_millis(150);

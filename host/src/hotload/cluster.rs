@@ -39,7 +39,7 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tokio::sync::watch;
 use tracing::{info, warn};
 
-use super::dir::{KindKey, Loaded, PluginEvent, Refusal};
+use super::dir::{FileRefusal, KindKey, Loaded, PluginEvent};
 use super::{Catalog, Error, HotloadMetrics, Loader, Result};
 use crate::chain::Chain;
 use crate::cluster::fetch::{FetchError, Fetched, fetch, fetch_config_map, pull_credentials};
@@ -485,7 +485,7 @@ impl<L: Loader + Sync> Run<L> {
         );
         let _ = self.candidates.send(PluginEvent::Refused {
             file: candidate_file_of(name),
-            reason: Refusal::Invalid(message),
+            reason: FileRefusal::Invalid(message),
         });
     }
 
@@ -504,7 +504,7 @@ impl<L: Loader + Sync> Run<L> {
             warn!(plugin = name, %kind, serving = %serving.display(), "refused: kind already served");
             let _ = self.events.send(PluginEvent::Refused {
                 file: file_of(name),
-                reason: Refusal::Conflict { kind, serving },
+                reason: FileRefusal::Conflict { kind, serving },
             });
             return;
         }
@@ -570,7 +570,7 @@ impl<L: Loader + Sync> Run<L> {
             // Nothing changes for the host; the activity feed hears of it.
             let _ = self.events.send(PluginEvent::Refused {
                 file: file_of(name),
-                reason: Refusal::Invalid(message),
+                reason: FileRefusal::Invalid(message),
             });
         }
     }

@@ -102,7 +102,7 @@ fn dev_ino(_meta: &fs::Metadata) -> (u64, u64) {
 
 /// Why a file was refused; the metric's `reason` label.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Refusal {
+pub enum FileRefusal {
     /// The loader rejected it (not a component, wrong world or WIT version, `describe()` failed, ...).
     Invalid(String),
     /// Another file already serves the same parent kind.
@@ -114,7 +114,7 @@ pub enum Refusal {
     },
 }
 
-impl Refusal {
+impl FileRefusal {
     /// A short, stable label for metrics.
     pub fn label(&self) -> &'static str {
         match self {
@@ -155,7 +155,7 @@ pub enum PluginEvent<P> {
         /// The component file.
         file: PathBuf,
         /// Why.
-        reason: Refusal,
+        reason: FileRefusal,
     },
 }
 
@@ -300,14 +300,14 @@ impl<P: Loaded> DirState<P> {
                 return Vec::new();
             }
             Err(err) => {
-                return self.refuse(file, stamp, Refusal::Invalid(err.to_string()), None);
+                return self.refuse(file, stamp, FileRefusal::Invalid(err.to_string()), None);
             }
         };
         let kind = KindKey::of(plugin.info());
         if let Some(serving) = self.owners.get(&kind)
             && serving != file
         {
-            let reason = Refusal::Conflict {
+            let reason = FileRefusal::Conflict {
                 kind: kind.clone(),
                 serving: serving.clone(),
             };
@@ -351,7 +351,7 @@ impl<P: Loaded> DirState<P> {
         &mut self,
         file: &Path,
         stamp: Stamp,
-        reason: Refusal,
+        reason: FileRefusal,
         blocked_on: Option<KindKey>,
     ) -> Vec<PluginEvent<P>> {
         let entry = self.files.entry(file.to_path_buf()).or_default();

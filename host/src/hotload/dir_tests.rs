@@ -121,11 +121,11 @@ fn summary(events: &[PluginEvent<Fake>]) -> Vec<String> {
             }
             PluginEvent::Refused {
                 file: f,
-                reason: Refusal::Invalid(_),
+                reason: FileRefusal::Invalid(_),
             } => format!("refused {} invalid", file(f)),
             PluginEvent::Refused {
                 file: f,
-                reason: Refusal::Conflict { kind, serving },
+                reason: FileRefusal::Conflict { kind, serving },
             } => {
                 format!("refused {} {kind} served by {}", file(f), file(serving))
             }

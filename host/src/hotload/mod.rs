@@ -41,7 +41,7 @@ use std::time::Duration;
 pub use catalog::{Catalog, CatalogRow};
 pub use cluster::{ClusterConfig, ClusterLoader};
 pub use crd::{CrdError, install_crd};
-pub use dir::{KindKey, Loaded, PluginEvent, Refusal, Timing};
+pub use dir::{FileRefusal, KindKey, Loaded, PluginEvent, Timing};
 pub use metrics::HotloadMetrics;
 pub use watcher::HotLoader;
 

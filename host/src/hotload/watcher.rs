@@ -10,7 +10,7 @@ use tracing::{debug, info, warn};
 
 use crate::chain::Chain;
 
-use super::dir::{DirState, KindKey, Loaded, PluginEvent, Refusal, Stamp};
+use super::dir::{DirState, FileRefusal, KindKey, Loaded, PluginEvent, Stamp};
 use super::{Catalog, Config, Error, HotloadMetrics, Loader, Result};
 
 /// A running hot loader; dropping it stops the watcher and the loader thread.
@@ -193,9 +193,9 @@ impl<L: Loader> Run<L> {
             PluginEvent::Refused { file, reason } => {
                 self.metrics.refused(reason.label());
                 match reason {
-                    Refusal::Invalid(why) => warn!(file = %name(file), reason = "invalid",
+                    FileRefusal::Invalid(why) => warn!(file = %name(file), reason = "invalid",
                         "refused plugin {}: {why}; what served before keeps serving", name(file)),
-                    Refusal::Conflict { kind, serving } => {
+                    FileRefusal::Conflict { kind, serving } => {
                         warn!(file = %name(file), reason = "conflict",
                         "refused plugin {}: kind {kind} is already served by {}", name(file), name(serving))
                     }

@@ -218,8 +218,8 @@ impl Candidates {
                     }
                     Some(PluginEvent::Refused { file, reason }) => {
                         let message = match reason {
-                            crate::hotload::Refusal::Invalid(m) => m,
-                            crate::hotload::Refusal::Conflict { kind, serving } => {
+                            crate::hotload::FileRefusal::Invalid(m) => m,
+                            crate::hotload::FileRefusal::Conflict { kind, serving } => {
                                 format!("another candidate, {}, claims {kind}", serving.display())
                             }
                         };

@@ -279,7 +279,7 @@ async fn lead_then_work(
     // The hold and the first list run at once: without a kept candidate, no later than before.
     tokio::select! {
         () = stop.cancelled() => return,
-        ((), ()) = async { tokio::join!(hold, wait_synced(&controller)) } => {}
+        ((), ()) = async { tokio::join!(hold, controller.wait_synced()) } => {}
     }
     let Some((mut leading, abandon)) = leading else {
         // Dropping `run_workers` would abort reconciles in flight: once running, the workers
@@ -293,7 +293,7 @@ async fn lead_then_work(
         }
         tokio::select! {
             () = stop.cancelled() => return,
-            () = wait_synced(&controller) => {}
+            () = controller.wait_synced() => {}
         }
         if stop.is_cancelled() {
             return;
@@ -315,11 +315,5 @@ async fn lead_then_work(
                 info!(kind = %controller.info().parent.kind, "stepped down: workers stopped, caches kept; standing again");
             }
         }
-    }
-}
-
-async fn wait_synced(controller: &Controller) {
-    while !controller.is_synced() {
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

@@ -6,7 +6,7 @@ use super::bindings::RawAnswer;
 use super::types::{PluginInfo, ReconcileResponse};
 
 /// Why an answer was refused.
-pub(super) enum Refusal {
+pub(super) enum ContractBreach {
     /// The JSON text exceeds the response cap.
     TooLarge(usize),
     /// The answer breaks the contract; the text says how.
@@ -18,11 +18,11 @@ pub(super) fn check(
     raw: RawAnswer,
     info: &PluginInfo,
     max_bytes: usize,
-) -> Result<ReconcileResponse, Refusal> {
+) -> Result<ReconcileResponse, ContractBreach> {
     let size = raw.children.iter().map(String::len).sum::<usize>()
         + raw.status.as_ref().map_or(0, String::len);
     if size > max_bytes {
-        return Err(Refusal::TooLarge(size));
+        return Err(ContractBreach::TooLarge(size));
     }
     let children = raw
         .children
@@ -34,8 +34,12 @@ pub(super) fn check(
         None => None,
         Some(text) => match serde_json::from_str::<Value>(&text) {
             Ok(v @ Value::Object(_)) => Some(v),
-            Ok(_) => return Err(Refusal::Invalid("status is not a JSON object".into())),
-            Err(e) => return Err(Refusal::Invalid(format!("status is not JSON: {e}"))),
+            Ok(_) => {
+                return Err(ContractBreach::Invalid(
+                    "status is not a JSON object".into(),
+                ));
+            }
+            Err(e) => return Err(ContractBreach::Invalid(format!("status is not JSON: {e}"))),
         },
     };
     Ok(ReconcileResponse {
@@ -47,8 +51,8 @@ pub(super) fn check(
 
 /// One desired child: a JSON object naming its kind and name, of a kind the
 /// plugin declared in `describe`.
-fn child(index: usize, text: &str, info: &PluginInfo) -> Result<Value, Refusal> {
-    let invalid = |why: String| Refusal::Invalid(format!("child #{index}: {why}"));
+fn child(index: usize, text: &str, info: &PluginInfo) -> Result<Value, ContractBreach> {
+    let invalid = |why: String| ContractBreach::Invalid(format!("child #{index}: {why}"));
     let value: Value = serde_json::from_str(text).map_err(|e| invalid(format!("not JSON: {e}")))?;
     let field = |v: &Value, name: &str| v.get(name).and_then(Value::as_str).map(str::to_owned);
     let (Some(api_version), Some(kind)) = (field(&value, "apiVersion"), field(&value, "kind"))

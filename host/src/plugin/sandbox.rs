@@ -21,7 +21,7 @@ use super::engine::{Engine, LoadError};
 use super::guest::{Guest, Pre};
 use super::limits::Limits;
 use super::log::LogRate;
-use super::response::{self, Refusal};
+use super::response::{self, ContractBreach};
 use super::selection::Selection;
 use super::store::State;
 use super::text::truncate_owned;
@@ -256,13 +256,13 @@ impl Plugin {
         let raw = answer.map_err(|e| self.plugin_error(e))?;
         let limit = self.inner.limits.max_response_bytes;
         response::check(raw, &self.inner.info, limit).map_err(|refusal| match refusal {
-            Refusal::TooLarge(size) => CallError::ResponseTooLarge {
+            ContractBreach::TooLarge(size) => CallError::ResponseTooLarge {
                 plugin,
                 size,
                 limit,
                 exact: true,
             },
-            Refusal::Invalid(reason) => CallError::InvalidResponse {
+            ContractBreach::Invalid(reason) => CallError::InvalidResponse {
                 plugin,
                 reason: truncate_owned(reason, self.inner.limits.max_error_bytes),
             },

@@ -386,10 +386,7 @@ fn secrets_are_admitted_as_sensitive_and_their_type_is_left_to_the_answer_valida
     assert_eq!(admitted.sensitive_children().count(), 1);
 
     let default = Policy::default().validation();
-    assert_eq!(
-        default,
-        crate::reconcile::validate::ValidationPolicy::default()
-    );
+    assert_eq!(default, crate::answer::ValidationPolicy::default());
     for allowed in [
         "Opaque",
         "kubernetes.io/tls",

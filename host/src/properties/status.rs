@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 use super::{config, json_with, one_of, scalar};
-use crate::reconcile::status::{Reconciled, desired_status, merge_diff};
+use crate::answer::{Reconciled, desired_status, merge_diff};
 
 /// A condition, sometimes without its type or status, sometimes with a huge message.
 fn text() -> impl Strategy<Value = String> {

@@ -9,14 +9,39 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::{config, json_with, one_of};
-use crate::plugin::{PluginInfo, ResourceKind};
-use crate::reconcile::queue::ObjectKey;
-use crate::reconcile::validate::{
-    LiveObjects, MANIFEST_HASH_ANNOTATION, PARENT_UID_LABEL, SERVICE_ACCOUNT_TOKEN_TYPE,
-    ValidationPolicy, validate,
+use crate::answer::{
+    DesiredChild, Inputs, LiveObjects, MANIFEST_HASH_ANNOTATION, PARENT_UID_LABEL, Refusal,
+    SERVICE_ACCOUNT_TOKEN_TYPE, ValidationPolicy, controller_uid, judge,
 };
+use crate::key::ObjectKey;
+use crate::plugin::{PluginInfo, ReconcileResponse, Requeue, ResourceKind};
 
 const PARENT_UID: &str = "uid-parent";
+
+/// The judge's children for `children` and `status`, or its refusal.
+fn validate(
+    info: &PluginInfo,
+    parent: &DynamicObject,
+    (children, status): (Vec<Value>, Option<&Value>),
+    live: &dyn LiveObjects,
+    policy: &ValidationPolicy,
+) -> Result<Vec<DesiredChild>, Refusal> {
+    let inputs = Inputs {
+        info,
+        parent,
+        live,
+        policy,
+        now: "T",
+    };
+    let answer = ReconcileResponse {
+        children,
+        status: status.cloned(),
+        requeue: Requeue::Done,
+    };
+    judge(inputs, answer)
+        .map(|judged| judged.children)
+        .map_err(|refused| refused.refusal)
+}
 
 fn kind(group: &str, version: &str, kind: &str, namespaced: bool) -> ResourceKind {
     ResourceKind {
@@ -217,7 +242,7 @@ fn acceptable(
         || policy.allows_secret_type(child["type"].as_str().unwrap_or("Opaque"));
     let ours = live
         .get(api_version, kind, &ObjectKey::new(parent_ns, name))
-        .is_none_or(|o| crate::reconcile::cache::controller_uid(&o) == Some(PARENT_UID));
+        .is_none_or(|o| controller_uid(&o) == Some(PARENT_UID));
     declared && namespace_ok && is_dns_subdomain(name) && no_finalizers && maps && secret_ok && ours
 }
 

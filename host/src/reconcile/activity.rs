@@ -25,8 +25,8 @@ use tokio::sync::broadcast;
 use super::apply::Change;
 use super::error::{Policy, ResultLabel};
 use super::queue::ObjectKey;
-use super::validate::{DesiredChild, MANIFEST_HASH_ANNOTATION, holds};
-use crate::hotload::{PluginEvent, Refusal};
+use crate::answer::{DesiredChild, MANIFEST_HASH_ANNOTATION, holds};
+use crate::hotload::{FileRefusal, PluginEvent};
 use crate::plugin::{Plugin, PluginInfo};
 
 /// Activities kept for a receiver that falls behind; older ones are dropped (it sees a gap).
@@ -316,8 +316,8 @@ impl ActivityFeed {
             PluginEvent::Refused { file, reason } => Activity::FileRefused {
                 file: file.display().to_string(),
                 reason: match reason {
-                    Refusal::Invalid(why) => why.clone(),
-                    Refusal::Conflict { kind, serving } => {
+                    FileRefusal::Invalid(why) => why.clone(),
+                    FileRefusal::Conflict { kind, serving } => {
                         format!("{kind} is served by {}", serving.display())
                     }
                 },

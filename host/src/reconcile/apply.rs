@@ -25,11 +25,11 @@ use std::sync::Arc;
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 
-use super::cache::{CachedObject, controller_uid};
+use super::cache::CachedObject;
 use super::echoes::Echoes;
 use super::queue::ObjectKey;
 use super::upgrade;
-use super::validate::{DesiredChild, Refusal, live_holds};
+use crate::answer::{DesiredChild, Refusal, controller_uid, live_holds};
 use crate::metrics::Metrics;
 
 /// How many times the relabelling of a created child is tried when a concurrent write changed

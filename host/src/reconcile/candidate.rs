@@ -15,7 +15,7 @@ use super::cache::CachedObject;
 use super::invoke::{PluginError, Reconciler};
 use super::queue::{Cause, ObjectKey};
 use super::{Binding, Controller};
-use crate::plugin::ReconcileResponse;
+use crate::answer::Verdict;
 use crate::rollout::{
     Normalised, Phase, PhaseStore, Request, Rollout, RolloutStatus, StoredPhase, compare,
 };
@@ -168,31 +168,31 @@ impl Controller {
         }
     }
 
-    /// The applied version's answer for `parent`; with a `shadow`, the other version is called
-    /// on the same inputs at the same time and the two answers are compared and counted.
-    pub(super) async fn answer(
+    /// The applied version's answer for `parent`, judged; with a `shadow`, the other version is
+    /// called on the same inputs at the same time, its answer judged the same way, and the two
+    /// judgments are compared and counted. Each answer is judged once.
+    pub(super) async fn judged_answer(
         &self,
         b: &Binding,
         shadow: Option<&Shadow>,
         (key, parent, cached): (&ObjectKey, &DynamicObject, &CachedObject),
-        observed: &[Arc<CachedObject>],
-        related: &[Arc<CachedObject>],
-    ) -> Result<ReconcileResponse, PluginError> {
+        (observed, related): (&[Arc<CachedObject>], &[Arc<CachedObject>]),
+        now: &str,
+    ) -> Result<Verdict, PluginError> {
         let Some(shadow) = shadow else {
-            return b.invoker.reconcile(cached, observed, related).await;
+            let answer = b.invoker.reconcile(cached, observed, related).await?;
+            return Ok(self.judge(b, parent, answer, now));
         };
         let (applied, other) = tokio::join!(
             b.invoker.reconcile(cached, observed, related),
             shadow.other.invoker.reconcile(cached, observed, related),
         );
-        let policy = &self.parts.config.validation;
-        let normalise = |binding: &Binding, answer| {
-            Normalised::of(binding.info(), parent, answer, &binding.cache, policy)
-        };
+        let applied = applied.map(|answer| self.judge(b, parent, answer, now));
+        let other = other.map(|answer| self.judge(&shadow.other, parent, answer, now));
         let (serving, candidate) = if shadow.candidate_applies {
-            (normalise(&shadow.other, &other), normalise(b, &applied))
+            (Normalised::of(&other), Normalised::of(&applied))
         } else {
-            (normalise(b, &applied), normalise(&shadow.other, &other))
+            (Normalised::of(&applied), Normalised::of(&other))
         };
         let diffs = compare(&serving, &candidate);
         let soon = |requeue| self.parts.queue.requeues_soon(super::finish_of(requeue));

@@ -9,7 +9,7 @@ use super::apply::ApplyError;
 use super::invoke::PluginError;
 use super::queue::Finish;
 use super::status::StatusError;
-use super::validate::{self, Refusal};
+use crate::answer::{self, Refusal, Refused};
 use crate::plugin::{ErrorKind, PluginInfo, ReconcileResponse};
 
 /// Why one reconcile of one parent failed.
@@ -21,11 +21,11 @@ pub enum ReconcileError {
     /// The plugin answered, and the host refused the answer; nothing was written.
     #[error("{message}")]
     Refused {
-        /// What `weir test` prints for the same answer (`validate::refusal_message`).
+        /// What `weir test` prints for the same answer (`answer::refusal_message`).
         message: String,
         /// What was wrong with the answer (already in `message`, so not a `#[source]`).
         refusal: Refusal,
-        /// The refused answer as the plugin gave it (handed back by [`validate::check`], not
+        /// The refused answer as the plugin gave it (handed back by [`answer::judge`], not
         /// copied); `None` when the selection was refused before any answer, or when the answer
         /// was already stamped (a name taken between the cache read and the create).
         answer: Option<Box<ReconcileResponse>>,
@@ -45,10 +45,15 @@ impl ReconcileError {
     /// The host refused `info`'s answer (or selection) for `refusal`, with the condition's message.
     pub fn refused(info: &PluginInfo, refusal: Refusal, answer: Option<ReconcileResponse>) -> Self {
         Self::Refused {
-            message: validate::refusal_message(info, &refusal),
+            message: answer::refusal_message(info, &refusal),
             refusal,
             answer: answer.map(Box::new),
         }
+    }
+
+    /// The judge refused `info`'s answer: the refusal with the answer as the plugin gave it.
+    pub fn refused_answer(info: &PluginInfo, refused: Refused) -> Self {
+        Self::refused(info, refused.refusal, Some(refused.answer))
     }
 }
 

@@ -13,74 +13,28 @@ use tokio::sync::Semaphore;
 use tracing::Instrument;
 
 use super::cache::CachedObject;
+use crate::answer::redacted;
+pub use crate::answer::{FailureCause, PluginError};
 use crate::metrics::Metrics;
 use crate::plugin::{
     ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
     Selection,
 };
 
-/// A plugin failure as the reconcile loop sees it: retry or report.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct PluginError {
-    /// Whether retrying can help.
-    pub kind: ErrorKind,
-    /// What went wrong, naming the plugin.
-    pub message: String,
-    /// Whether the plugin answered but the answer broke the contract (refused, nothing written).
-    pub refused: bool,
-    /// What failed, for counting a candidate version's failures by cause (`crate::rollout`).
-    pub cause: FailureCause,
-}
-
-/// What made a plugin call fail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum FailureCause {
-    /// The plugin reported an error of its own (or the host could not make the call).
-    Error,
-    /// The guest trapped.
-    Trap,
-    /// The call ran past its deadline.
-    Timeout,
-    /// The guest ran out of memory.
-    Memory,
-    /// The answer broke the contract or the host's rules: refused, nothing written.
-    Refused,
-}
-
-impl FailureCause {
-    /// The metric label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Error => "error",
-            Self::Trap => "trap",
-            Self::Timeout => "timeout",
-            Self::Memory => "memory",
-            Self::Refused => "refused",
-        }
+/// The cached child as the plugin may see it ([`crate::answer::redacted`]): the same `Arc` for
+/// anything but a Secret (no copy), a redacted copy for a Secret (decoded, redacted and cached
+/// again), or nothing for a Secret that does not decode. An object without `apiVersion`/`kind`
+/// is treated as a Secret.
+pub fn cached_for_plugin(child: &Arc<CachedObject>) -> Option<Arc<CachedObject>> {
+    let types = child.types();
+    let secret = types.kind.is_empty() || (types.api_version == "v1" && types.kind == "Secret");
+    if !secret {
+        return Some(Arc::clone(child));
     }
-}
-
-impl PluginError {
-    /// A failure the plugin (or the call) reported.
-    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-            refused: false,
-            cause: FailureCause::Error,
-        }
-    }
-
-    /// An answer the host refused: permanent, nothing written.
-    pub fn refused(message: impl Into<String>) -> Self {
-        Self {
-            kind: ErrorKind::Permanent,
-            message: message.into(),
-            refused: true,
-            cause: FailureCause::Refused,
-        }
-    }
+    let decoded = child.decode().ok()?;
+    CachedObject::from_object(&redacted(&decoded))
+        .ok()
+        .map(Arc::new)
 }
 
 fn from_call(e: crate::plugin::CallError) -> PluginError {

@@ -5,13 +5,16 @@
 //! ① [`source`] watch events → keys, ② [`queue`] dedupe, backoff, hot-loop guard,
 //! ③ [`cache`] stores and owner index, [`related`] the objects a parent selected to read and
 //! the index from them back to the parents, ④ [`invoke`] the plugin call,
-//! ⑤ [`validate`] + [`apply`] checks and writes, ⑥ [`status`] status, finalizer, Events.
+//! ⑤ [`crate::answer::judge`] (pure, outside this module) + [`apply`] the judgment and the
+//! writes, ⑥ [`status`] status, finalizer, Events.
 //! A candidate version, when one is rolled out, is called beside the serving one (`candidate`).
 //! Beside them: [`echoes`] tells the watch echo of the host's own writes from outside changes,
-//! and [`error`] maps a failed reconcile to its condition, Event, metric and queue decision.
+//! [`error`] is how a reconcile fails, and the settle step (`settle`) turns how one ended into
+//! its status, Events, hot-loop verdict, metrics, activity and queue decision, in one place.
 
 pub mod activity;
 pub mod apply;
+mod binding;
 pub mod cache;
 mod candidate;
 pub mod echoes;
@@ -22,12 +25,13 @@ pub mod finalizer;
 mod given_tests;
 pub mod invoke;
 pub mod queue;
-pub mod redact;
 pub mod related;
+mod settle;
+#[cfg(test)]
+mod shadow_tests;
 pub mod source;
 pub mod status;
 pub mod upgrade;
-pub mod validate;
 
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -38,18 +42,17 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use self::apply::Applier;
-use self::cache::{Cache, CachedObject};
+use self::binding::Binding;
+use self::cache::CachedObject;
 use self::echoes::Echoes;
-use self::error::{Policy, ReconcileError, ResultLabel};
-use self::invoke::{Invoker, Reconciler};
+use self::error::ReconcileError;
+use self::invoke::Reconciler;
 use self::queue::{Cause, Finish, ObjectKey, Queue, QueueConfig};
-use self::related::{KindIndex, Related, RelatedKind};
-use self::source::{Informers, Route, Scope, Subscription, Target};
-use self::status::{ParentWriter, Reconciled};
-use crate::chain::Chain;
+use self::settle::{Applied, Outcome, Ran};
+use self::source::Informers;
+use crate::answer::{self, Inputs, Judged, ValidationPolicy, Verdict};
 use crate::metrics::Metrics;
-use crate::plugin::{FinalizeResponse, PluginInfo, Requeue};
+use crate::plugin::{FinalizeResponse, PluginInfo, ReconcileResponse, Requeue};
 
 /// Tuning of a controller.
 #[derive(Clone, Debug)]
@@ -64,9 +67,9 @@ pub struct ControllerConfig {
     pub instance: String,
     /// Watch and reconcile only this namespace; `None` watches the whole cluster.
     pub namespace: Option<String>,
-    /// What the answer validation allows beyond the defaults (the manager sets it from the
+    /// What the judge of an answer allows beyond the defaults (the manager sets it from the
     /// host's policy).
-    pub validation: validate::ValidationPolicy,
+    pub validation: ValidationPolicy,
     /// Where the controller reports what it did (the manager's one feed; `weir dev` watches it).
     pub activity: activity::ActivityFeed,
     /// Who keeps failed and refused reconciles with their inputs (`--dump-failures`).
@@ -84,32 +87,11 @@ impl Default for ControllerConfig {
             queue: QueueConfig::default(),
             instance: "weir".into(),
             namespace: None,
-            validation: validate::ValidationPolicy::default(),
+            validation: ValidationPolicy::default(),
             activity: activity::ActivityFeed::default(),
             failures: None,
             sharded: false,
         }
-    }
-}
-
-/// One plugin version bound to the stores of the kinds it declared.
-///
-/// A hot swap replaces the whole binding at once; a reconcile takes the binding once at its
-/// start and finishes on it, so it never mixes two versions.
-struct Binding {
-    invoker: Invoker,
-    cache: Cache,
-    applier: Applier,
-    parents: ParentWriter,
-    /// The related kinds the plugin reads, their stores and indexes.
-    related: Related,
-    /// Held for the subscriptions' sake: dropping the binding unsubscribes its kinds.
-    _subscriptions: Vec<Subscription>,
-}
-
-impl Binding {
-    fn info(&self) -> &PluginInfo {
-        self.invoker.info()
     }
 }
 
@@ -133,91 +115,6 @@ struct Parts {
     metrics: Arc<Metrics>,
     client: Client,
     config: ControllerConfig,
-}
-
-impl Parts {
-    /// Subscribes `plugin`'s kinds and builds its writers.
-    fn bind(&self, plugin: Arc<dyn Reconciler>) -> Binding {
-        let info = plugin.info().clone();
-        let target = |route| Target {
-            route,
-            queue: self.queue.clone(),
-            echoes: self.echoes.clone(),
-        };
-        let parent = self
-            .informers
-            .subscribe(&info.parent, Scope::Share, target(Route::Parent));
-        // A kind the plugin also reads as related is watched whole anyway: its children come
-        // from that one informer rather than from a second one of its share.
-        let children: Vec<Subscription> = info
-            .children
-            .iter()
-            .map(|kind| {
-                let scope = if info.related.contains(kind) {
-                    Scope::All
-                } else {
-                    Scope::Share
-                };
-                self.informers
-                    .subscribe(kind, scope, target(Route::Owner(info.parent.clone())))
-            })
-            .collect();
-        let mut related = Vec::new();
-        let mut related_subscriptions = Vec::new();
-        for kind in &info.related {
-            let index = Arc::new(KindIndex::counting(
-                self.metrics.related_enqueues(&info.name),
-                self.metrics
-                    .index_entries(&kind.group, &kind.kind, "related"),
-            ));
-            let subscription =
-                self.informers
-                    .subscribe(kind, Scope::All, target(Route::Related(index.clone())));
-            related.push(RelatedKind {
-                kind: kind.clone(),
-                index,
-                store: subscription.store().clone(),
-            });
-            related_subscriptions.push(subscription);
-        }
-        let related = Related::new(related);
-        let cache = Cache::from_stores(
-            parent.store().clone(),
-            children.iter().map(|s| s.store().clone()).collect(),
-        )
-        .with_related(related.stores().cloned().collect());
-        let mut subscriptions = children;
-        subscriptions.extend(related_subscriptions);
-        subscriptions.push(parent);
-        // The plugin's writes are its own flow of the host's client: they take turns with the
-        // other plugins' when the host's rate limit binds.
-        let client = crate::client::for_plugin(&self.client, &info.name);
-        Binding {
-            applier: Applier::new(
-                client.clone(),
-                &info.name,
-                self.metrics.clone(),
-                self.echoes.clone(),
-            ),
-            parents: ParentWriter::new(
-                client,
-                info.parent.clone(),
-                &info.name,
-                &self.config.instance,
-                self.metrics.clone(),
-                self.echoes.clone(),
-            ),
-            invoker: Invoker::with_share(
-                plugin,
-                self.permits.clone(),
-                self.share,
-                self.metrics.clone(),
-            ),
-            cache,
-            related,
-            _subscriptions: subscriptions,
-        }
-    }
 }
 
 impl Controller {
@@ -283,6 +180,18 @@ impl Controller {
         self.binding().cache.is_synced()
     }
 
+    /// Returns once every store this controller reads holds its first full list (awaited, not
+    /// polled; a swap meanwhile waits for the new version's stores).
+    pub async fn wait_synced(&self) {
+        loop {
+            let binding = self.binding();
+            binding.cache.wait_synced().await;
+            if Arc::ptr_eq(&binding, &self.binding()) {
+                return;
+            }
+        }
+    }
+
     /// Kinds this controller declared that the API server does not serve: the plugin is not
     /// ready, but it does not hold back the host's readiness.
     pub fn unserved(&self) -> Vec<String> {
@@ -307,30 +216,16 @@ impl Controller {
     /// Runs `workers` workers once the caches are synced, until [`Controller::shutdown`];
     /// in-flight reconciles finish.
     pub async fn run_workers(self: Arc<Self>) {
-        while !self.is_synced() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        self.wait_synced().await;
         let mut workers = JoinSet::new();
         for _ in 0..self.parts.config.workers.max(1) {
             let this = self.clone();
             workers.spawn(async move {
                 while let Some(key) = this.parts.queue.next().await {
                     let (binding, shadow) = this.route(&key);
-                    let name = &binding.info().name;
-                    this.parts
-                        .metrics
-                        .queue_depth(name, this.parts.queue.depth());
-                    let started = Instant::now();
-                    let (finish, label) = this.reconcile(&binding, shadow.as_ref(), &key).await;
-                    this.parts
-                        .metrics
-                        .reconciled(name, label.as_str(), started.elapsed());
-                    let activity = &this.parts.config.activity;
-                    activity.reconciled(binding.info(), &key, label);
-                    if finish == Finish::Retry {
-                        this.parts.metrics.backed_off(name);
-                    }
-                    this.parts.queue.finish(&key, finish);
+                    let depth = this.parts.queue.depth();
+                    this.parts.metrics.queue_depth(&binding.info().name, depth);
+                    this.reconcile(&binding, shadow.as_ref(), &key).await;
                 }
             });
         }
@@ -349,77 +244,77 @@ impl Controller {
         self.parts.queue.resume();
     }
 
-    /// One reconcile of one key in its own span; errors go through [`Controller::error_policy`].
-    async fn reconcile(
-        &self,
-        b: &Binding,
-        shadow: Option<&candidate::Shadow>,
-        key: &ObjectKey,
-    ) -> (Finish, ResultLabel) {
+    /// One reconcile of one key in its own span, settled in it (`Parts::settle`).
+    async fn reconcile(&self, b: &Binding, shadow: Option<&candidate::Shadow>, key: &ObjectKey) {
+        let started = Instant::now();
         let info = b.info();
         let attempt = self.parts.queue.failures(key) + 1;
         let span = tracing::info_span!("reconcile", plugin = %info.name, version = %info.version, kind = %info.parent.kind, key = %key, attempt);
         async move {
-            // ③ Read the parent from the cache, never the API. Deleted means done.
-            let Some(cached) = b.cache.parents.get(key) else {
-                b.related.forget(key);
-                return (Finish::Done, ResultLabel::Gone);
-            };
-            // Sharded: the coordinator moves the parent to another replica once this one lets go.
-            if self.parts.config.sharded && crate::shard::is_draining(&cached) {
-                return self.let_go(b, key, &cached).await;
-            }
-            // Its status and finalizers are read and written: the parent is parsed.
-            let parent = match cached.decode() {
-                Ok(parent) => Arc::new(parent),
-                Err(e) => {
-                    tracing::warn!(error = %e, "the cached parent does not decode");
-                    return (Finish::Done, ResultLabel::Error);
-                }
-            };
-            let mut given = failed::Given::default();
-            match self
-                .reconcile_parent(b, shadow, key, (parent.clone(), cached.clone()), &mut given)
-                .await
-            {
-                Ok(finish) => (finish, ResultLabel::Success),
-                Err(e) => {
-                    self.error_policy(b, key, (&parent, &cached), &given, &e)
-                        .await
-                }
-            }
+            let outcome = self.outcome(b, shadow, key).await;
+            self.parts.settle(b, key, outcome, started).await;
         }
         .instrument(span)
         .await
     }
 
-    /// Lets go of a parent the coordinator is moving to another replica: nothing of it is
-    /// reconciled here any more (a reconcile of it in flight finished before this one started).
-    async fn let_go(
+    /// How the reconcile of `key` ends, before it is reported.
+    async fn outcome(
         &self,
         b: &Binding,
+        shadow: Option<&candidate::Shadow>,
         key: &ObjectKey,
-        cached: &CachedObject,
-    ) -> (Finish, ResultLabel) {
+    ) -> Outcome {
+        // ③ Read the parent from the cache, never the API. Deleted means done.
+        let Some(cached) = b.cache.parents.get(key) else {
+            b.related.forget(key);
+            return Outcome::Gone;
+        };
+        // Sharded: the coordinator moves the parent to another replica once this one lets go.
+        if self.parts.config.sharded && crate::shard::is_draining(&cached) {
+            return self.let_go(b, key, &cached).await;
+        }
+        // Its status and finalizers are read and written: the parent is parsed.
+        let parent = match cached.decode() {
+            Ok(parent) => Arc::new(parent),
+            Err(e) => {
+                tracing::warn!(error = %e, "the cached parent does not decode");
+                return Outcome::Undecodable;
+            }
+        };
+        let mut given = failed::Given::default();
+        let result = self
+            .reconcile_parent(b, shadow, key, (parent.clone(), cached.clone()), &mut given)
+            .await;
+        Outcome::Ran {
+            parent,
+            cached,
+            given,
+            result,
+        }
+    }
+
+    /// Lets go of a parent the coordinator is moving to another replica: nothing of it is
+    /// reconciled here any more (a reconcile of it in flight finished before this one started).
+    async fn let_go(&self, b: &Binding, key: &ObjectKey, cached: &CachedObject) -> Outcome {
         b.related.forget(key);
         match crate::shard::acknowledge_drain(&self.parts.client, &b.info().parent, cached).await {
             Ok(()) => {
                 tracing::info!("drained: handed over to another replica");
-                (Finish::Done, ResultLabel::Gone)
+                Outcome::Gone
             }
             // Changed since it was cached: the event of that change brings the key back.
-            Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => {
-                (Finish::Done, ResultLabel::Gone)
-            }
+            Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => Outcome::Gone,
             Err(e) => {
-                tracing::warn!(error = %Chain(&e), "acknowledging the drain failed");
-                (Finish::Retry, ResultLabel::Error)
+                tracing::warn!(error = %crate::chain::Chain(&e), "acknowledging the drain failed");
+                Outcome::NotLetGo
             }
         }
     }
 
-    /// The happy path, top to bottom: the seed's loop. What the plugin is given is kept in
-    /// `given`, for the error policy to hand on.
+    /// The happy path, top to bottom: read, ask, judge, write the children. What the plugin is
+    /// given is kept in `given`, for the error policy to hand on; what the parent shows is the
+    /// settle step's.
     async fn reconcile_parent(
         &self,
         b: &Binding,
@@ -427,13 +322,13 @@ impl Controller {
         key: &ObjectKey,
         (parent, cached): (Arc<DynamicObject>, Arc<CachedObject>),
         given: &mut failed::Given,
-    ) -> Result<Finish, ReconcileError> {
+    ) -> Result<Ran, ReconcileError> {
         let info = b.info();
         let children = b.cache.children_of(cached.uid().unwrap_or_default());
         // The plugin sees its Secrets without their data (a content hash instead).
         given.observed = children
             .iter()
-            .filter_map(redact::cached_for_plugin)
+            .filter_map(invoke::cached_for_plugin)
             .collect();
         // Watches: what the parent reads beyond its children, selected afresh each time.
         given.related = self.select_related(b, key, &cached).await?;
@@ -443,136 +338,68 @@ impl Controller {
         if cached.is_deleting() {
             return self
                 .finalize(b, (&parent, &cached), observed, related)
-                .await;
+                .await
+                .map(Ran::Finalized);
         }
         let (parent, cached) = self.ensure_finalizer(b, parent, cached).await?;
         given.parent = Some(cached.clone());
 
-        // ④ Ask the plugin for the desired children and status (and a candidate beside it).
-        let answer = self
-            .answer(
+        // ④ Ask the plugin for the desired children and status (and a candidate beside it), and
+        // ⑤ judge the whole answer. A refused answer goes with the error, untouched.
+        let now = answer::now();
+        let Judged {
+            children: mut desired,
+            status,
+            requeue,
+        } = self
+            .judged_answer(
                 b,
                 shadow,
                 (key, &parent, &cached),
-                &given.observed,
-                &given.related,
+                (&given.observed, &given.related),
+                &now,
             )
             .await
-            .map_err(ReconcileError::Plugin)?;
-
-        // ⑤ Validate the whole answer, then apply what differs and prune what is gone. A
-        // refused answer goes with the error, untouched (the checks only borrow it).
-        let accepted = match validate::check(
-            info,
-            &parent,
-            (&answer.children, answer.status.as_ref()),
-            &b.cache,
-            &self.parts.config.validation,
-        ) {
-            Ok(accepted) => accepted,
-            Err(refusal) => return Err(ReconcileError::refused(info, refusal, Some(answer))),
-        };
-        let mut desired = accepted.stamp(answer.children);
+            .map_err(ReconcileError::Plugin)?
+            .map_err(|refused| ReconcileError::refused_answer(info, *refused))?;
         if self.parts.config.sharded {
             crate::shard::follow_parent(&mut desired, &cached);
         }
+
+        // ⑤ Apply what differs and prune what is gone.
         // A name taken between the cache read and the create is refused like one the cache showed.
         let mut writes = b.applier.apply(&desired).await.map_err(|e| match e {
             apply::ApplyError::Foreign(refusal) => ReconcileError::refused(info, refusal, None),
             e => ReconcileError::Apply(e),
         })?;
         writes.extend(b.applier.prune(&desired, &children, &info.children).await?);
-        self.parts
-            .config
-            .activity
-            .wrote(info, key, &writes, &desired);
-        if !writes.is_empty() {
-            // One Event per reconcile that changed children, not one per child: Events are writes too.
-            let note: Vec<String> = writes.iter().map(ToString::to_string).collect();
-            b.parents
-                .event(&parent, false, "Applied", "Reconcile", note.join(", "))
-                .await;
-        }
-
-        // ② The hot-loop guard counts reconciles that write or ask to run again at once.
-        let mut status = status::desired_status(
-            parent.data.get("status"),
-            answer.status,
-            parent.metadata.generation,
-            &Reconciled::ok(),
-            &status::now(),
-        );
-        let mut status_diff = status::merge_diff(parent.data.get("status"), &status);
-        let finish = finish_of(answer.requeue);
-        // A requeue sooner than the floor counts like `Now`: every fast path is throttled.
-        let busy =
-            !writes.is_empty() || status_diff.is_some() || self.parts.queue.requeues_soon(finish);
-        let verdict = self.parts.queue.guard(key, busy);
-        if verdict.flagged {
-            // A stable message, so a throttled loop does not also rewrite its status each time.
-            let message =
-                "reconciles keep writing or requeueing without an outside change; throttled";
-            tracing::warn!(streak = verdict.streak, "hot loop");
-            self.parts.metrics.hot_loop(&info.name);
-            status = status::desired_status(
-                parent.data.get("status"),
-                Some(status),
-                parent.metadata.generation,
-                &Reconciled::failed("HotLoop", message),
-                &status::now(),
-            );
-            status_diff = status::merge_diff(parent.data.get("status"), &status);
-            if verdict.streak == self.parts.config.queue.hot_loop_threshold {
-                self.parts.config.activity.hot_loop(info, key);
-                let note = format!("{message} ({} consecutive busy reconciles)", verdict.streak);
-                b.parents
-                    .event(&parent, true, "HotLoop", "Reconcile", note)
-                    .await;
-            }
-        }
-
-        // ⑥ Show the outcome on the parent.
-        b.parents.patch_status_diff(&parent, status_diff).await?;
-        Ok(finish)
+        Ok(Ran::Applied(Applied {
+            parent,
+            writes,
+            desired,
+            status,
+            finish: finish_of(requeue),
+            now,
+        }))
     }
 
-    /// The one place an error becomes a condition, an Event, a metric label and a queue decision.
-    async fn error_policy(
+    /// Judges `answer`, `b`'s for `parent`, against `b`'s cache and the host's policy
+    /// ([`answer::judge`], the one judgment of an answer).
+    fn judge(
         &self,
         b: &Binding,
-        key: &ObjectKey,
-        (parent, cached): (&DynamicObject, &CachedObject),
-        given: &failed::Given,
-        error: &ReconcileError,
-    ) -> (Finish, ResultLabel) {
-        let policy = Policy::of(error);
-        let message = Chain(error).to_string();
-        // Debug-formatted: the message may carry a plugin's own text, whose newlines must not
-        // start a line that looks like the host's.
-        tracing::warn!(error = ?message, reason = policy.reason, "reconcile failed");
-        let activity = &self.parts.config.activity;
-        activity.failed(b.info(), key, &policy, &message);
-        if let Some(sink) = &self.parts.config.failures {
-            hand_on(b.info(), sink.as_ref(), cached, given, error);
-        }
-        // A failure is neither busy nor an outside change for the hot-loop guard.
-        self.parts.queue.guard(key, false);
-        b.parents
-            .event(parent, true, policy.reason, "Reconcile", message.clone())
-            .await;
-        if policy.report {
-            let status = status::desired_status(
-                parent.data.get("status"),
-                None,
-                parent.metadata.generation,
-                &Reconciled::failed(policy.reason, message),
-                &status::now(),
-            );
-            if let Err(se) = b.parents.patch_status(parent, &status).await {
-                tracing::warn!(error = %Chain(&se), "status patch failed");
-            }
-        }
-        (policy.finish, policy.label)
+        parent: &DynamicObject,
+        answer: ReconcileResponse,
+        now: &str,
+    ) -> Verdict {
+        let inputs = Inputs {
+            info: b.info(),
+            parent,
+            live: &b.cache,
+            policy: &self.parts.config.validation,
+            now,
+        };
+        answer::judge(inputs, answer)
     }
 
     /// Asks the plugin what `parent` reads, refuses a selection beyond its declaration, records
@@ -658,37 +485,6 @@ impl Controller {
             }
         }
     }
-}
-
-/// Hands a failed plugin call or a refused answer to `sink` with what the plugin was given and,
-/// for a refusal, the answer it gave: the plugin is not asked again.
-fn hand_on(
-    info: &PluginInfo,
-    sink: &dyn failed::FailureSink,
-    cached: &CachedObject,
-    given: &failed::Given,
-    error: &ReconcileError,
-) {
-    let failed = match error {
-        ReconcileError::Plugin(e) => failed::Failed::Error {
-            kind: e.kind,
-            message: e.message.clone(),
-        },
-        ReconcileError::Refused {
-            message, answer, ..
-        } => failed::Failed::Refused {
-            answer: answer.as_deref().cloned(),
-            message: message.clone(),
-        },
-        _ => return,
-    };
-    sink.failed(&failed::FailedReconcile {
-        info,
-        parent: given.parent.as_deref().unwrap_or(cached),
-        observed: &given.observed,
-        related: &given.related,
-        failed,
-    });
 }
 
 /// The queue decision a plugin's requeue asks for.

@@ -7,7 +7,6 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use futures::StreamExt;
 use kube::Client;
@@ -337,19 +336,6 @@ fn compact(event: watcher::Event<Incoming>, types: &Arc<TypeMeta>) -> watcher::E
         watcher::Event::InitApply(o) => watcher::Event::InitApply(cached(o)),
         watcher::Event::Init => watcher::Event::Init,
         watcher::Event::InitDone => watcher::Event::InitDone,
-    }
-}
-
-/// Enqueues every cached parent every `period` (the level-triggered safety net).
-pub async fn resync(parents: Arc<Store>, queue: Arc<Queue>, period: Duration) {
-    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    loop {
-        tick.tick().await;
-        let keys = parents.keys();
-        tracing::debug!(parents = keys.len(), "periodic resync");
-        for key in keys {
-            queue.add(key, Cause::Resync);
-        }
     }
 }
 

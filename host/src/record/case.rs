@@ -8,12 +8,12 @@ use kube::api::DynamicObject;
 use crate::reconcile::cache::CachedObject;
 use serde_json::{Value, json};
 
+use crate::answer::ValidationPolicy;
 use crate::fixtures::{SelectError, select_related};
 use crate::plugin::{
     CallError, ErrorKind, Plugin, PluginInfo, ReconcileRequest, ReconcileResponse, Requeue,
 };
 use crate::reconcile::failed::Failed;
-use crate::reconcile::validate::ValidationPolicy;
 
 /// What a plugin was given for one parent, as the host gives it.
 #[derive(Clone, Debug)]

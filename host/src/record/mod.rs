@@ -8,7 +8,7 @@
 //! expectation is the plugin's own answer given those objects: children, status and requeue,
 //! or the error it returns, or the host's refusal. The inputs are what the host would give the
 //! plugin: no `managedFields`, observed and related Secrets without their data (the hash
-//! annotation instead, [`crate::reconcile::redact`]) unless `--include-secret-data`. Parents
+//! annotation instead, [`crate::answer::redacted`]) unless `--include-secret-data`. Parents
 //! being deleted are left out (the host would call `finalize`).
 //!
 //! `weir test NEW.wasm OUT_DIR` then answers "what would the new version change across my real
@@ -36,11 +36,11 @@ use kube::config::{Config, KubeConfigOptions, Kubeconfig};
 pub use case::{Case, Expectation, Outcome, fixture_text};
 pub use dump::Dumps;
 
+use crate::answer::ValidationPolicy;
 use crate::plugin::{Engine, EngineConfig, Limits, LoadError, Plugin, ResourceKind};
 use crate::reconcile::failed::Failed;
 use crate::reconcile::queue::ObjectKey;
 use crate::reconcile::related::Related;
-use crate::reconcile::validate::ValidationPolicy;
 
 /// Why recording failed.
 #[derive(Debug, thiserror::Error)]
@@ -234,7 +234,7 @@ pub async fn read(
             children.push(if include_secret_data {
                 child
             } else {
-                crate::reconcile::redact::for_plugin(&child)
+                crate::answer::for_plugin(&child)
             });
         }
     }

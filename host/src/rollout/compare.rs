@@ -1,23 +1,18 @@
 //! Two versions' answers to the same inputs, normalised as the apply step does, and their differences.
 //!
-//! An answer is normalised by the same functions the reconcile path calls before it writes:
-//! [`validate`] stamps the host-owned fields on the children (namespace, owner reference, parent
-//! label) and refuses what the host would refuse; [`desired_status`] turns the plugin's status
-//! into the one the parent would show. What differs after that is what the cluster would see.
+//! An answer is compared as the judge left it ([`crate::answer::judge`], the one the reconcile
+//! path writes from): the host-owned fields stamped on the children (namespace, owner reference,
+//! parent label), refused where the host would refuse, the plugin's status merged into the one
+//! the parent would show. What differs after that is what the cluster would see.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-use kube::api::DynamicObject;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::plugin::{PluginInfo, ReconcileResponse, Requeue};
-use crate::reconcile::invoke::{FailureCause, PluginError};
-use crate::reconcile::status::{Reconciled, desired_status};
-use crate::reconcile::validate::{
-    LiveObjects, MANIFEST_HASH_ANNOTATION, ValidationPolicy, validate,
-};
+use crate::answer::{FailureCause, MANIFEST_HASH_ANNOTATION, PluginError, Verdict};
+use crate::plugin::Requeue;
 
 /// How two answers differ; one metric label each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -100,21 +95,18 @@ pub enum Normalised {
     },
 }
 
-/// Fixed time stamp for both versions' conditions, so time itself never differs.
-const NOW: &str = "1970-01-01T00:00:00Z";
-
 impl Normalised {
-    /// Normalises `plugin`'s `answer` for `parent` as the apply step would: validated against
-    /// `live` and `policy`, status merged with the parent's.
-    pub fn of(
-        info: &PluginInfo,
-        parent: &DynamicObject,
-        answer: &Result<ReconcileResponse, PluginError>,
-        live: &dyn LiveObjects,
-        policy: &ValidationPolicy,
-    ) -> Self {
-        let answer = match answer {
-            Ok(a) => a,
+    /// What the cluster would see of one version's judged answer ([`crate::answer::judge`], run
+    /// once per answer by the caller, at one time for both versions so time itself never differs).
+    pub fn of(verdict: &Result<Verdict, PluginError>) -> Self {
+        let judged = match verdict {
+            Ok(Ok(judged)) => judged,
+            Ok(Err(refused)) => {
+                return Self::Failed {
+                    cause: FailureCause::Refused,
+                    message: refused.refusal.to_string(),
+                };
+            }
             Err(e) => {
                 return Self::Failed {
                     cause: e.cause,
@@ -122,25 +114,11 @@ impl Normalised {
                 };
             }
         };
-        let desired = match validate(
-            info,
-            parent,
-            (answer.children.clone(), answer.status.as_ref()),
-            live,
-            policy,
-        ) {
-            Ok(desired) => desired,
-            Err(refusal) => {
-                return Self::Failed {
-                    cause: FailureCause::Refused,
-                    message: refusal.to_string(),
-                };
-            }
-        };
-        let children = desired
-            .into_iter()
+        let children = judged
+            .children
+            .iter()
             .map(|child| {
-                let mut manifest = child.manifest;
+                let mut manifest = child.manifest.clone();
                 if let Some(annotations) = manifest
                     .pointer_mut("/metadata/annotations")
                     .and_then(Value::as_object_mut)
@@ -156,17 +134,10 @@ impl Normalised {
                 (format!("{} {}", child.kind.kind, child.key), manifest)
             })
             .collect();
-        let status = desired_status(
-            parent.data.get("status"),
-            answer.status.clone(),
-            parent.metadata.generation,
-            &Reconciled::ok(),
-            NOW,
-        );
         Self::Answer {
             children,
-            status,
-            requeue: answer.requeue,
+            status: judged.status.clone(),
+            requeue: judged.requeue,
         }
     }
 
@@ -291,10 +262,13 @@ fn walk(path: &str, a: Option<&Value>, b: Option<&Value>, out: &mut Vec<String>)
 mod tests {
     use std::sync::Arc;
 
+    use kube::api::DynamicObject;
     use serde_json::json;
 
     use super::*;
-    use crate::reconcile::queue::ObjectKey;
+    use crate::answer::{Inputs, LiveObjects, ValidationPolicy, judge};
+    use crate::key::ObjectKey;
+    use crate::plugin::{PluginInfo, ReconcileResponse};
 
     struct Nothing;
     impl LiveObjects for Nothing {
@@ -335,13 +309,15 @@ mod tests {
     }
 
     fn normalised(a: &Result<ReconcileResponse, PluginError>) -> Normalised {
-        Normalised::of(
-            &info(),
-            &parent(),
-            a,
-            &Nothing,
-            &ValidationPolicy::default(),
-        )
+        let (info, parent) = (info(), parent());
+        let inputs = Inputs {
+            info: &info,
+            parent: &parent,
+            live: &Nothing,
+            policy: &ValidationPolicy::default(),
+            now: "T",
+        };
+        Normalised::of(&a.clone().map(|answer| judge(inputs, answer)))
     }
 
     #[test]

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::compare::{Diff, DiffKind, Outcome};
 use super::{Phase, RolloutConfig};
-use crate::reconcile::status::now;
+use crate::answer::now;
 
 /// Which of 100 buckets a parent falls in: a hash of its UID, so it never changes, and a parent
 /// in the first n buckets is in the first m for every m > n (it crosses over once).
@@ -301,7 +301,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::reconcile::invoke::FailureCause;
+    use crate::answer::FailureCause;
 
     fn config() -> RolloutConfig {
         RolloutConfig {

@@ -43,9 +43,9 @@ use std::time::Duration;
 use kube::Client;
 use serde_json::{Value, json};
 
+use crate::answer::DesiredChild;
 use crate::plugin::ResourceKind;
 use crate::reconcile::cache::CachedObject;
-use crate::reconcile::validate::DesiredChild;
 
 /// The label naming the member that owns a parent (and, stamped by it, the parent's children).
 pub const OWNER_LABEL: &str = "shard.weir.dev/owner";

@@ -14,7 +14,7 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc::UnboundedReceiver;
 use weir::hotload::{
-    Config, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, Refusal, Timing,
+    Config, EngineLoader, FileRefusal, HotLoader, HotloadMetrics, PluginEvent, Timing,
 };
 use weir::plugin::{Engine, EngineConfig, Limits, Plugin};
 
@@ -112,7 +112,7 @@ fn describe(event: &PluginEvent<Plugin>) -> String {
     }
 }
 
-fn refusal(event: PluginEvent<Plugin>) -> Refusal {
+fn refusal(event: PluginEvent<Plugin>) -> FileRefusal {
     match event {
         PluginEvent::Refused { reason, .. } => reason,
         other => panic!("expected a refusal, got {}", describe(&other)),
@@ -169,7 +169,9 @@ async fn bad_files_are_refused_and_the_served_version_keeps_serving() {
     for (case, bytes, expected) in &cases {
         w.put("blog.wasm", bytes);
         match refusal(w.next().await) {
-            Refusal::Invalid(message) => assert!(message.contains(expected), "{case}: {message}"),
+            FileRefusal::Invalid(message) => {
+                assert!(message.contains(expected), "{case}: {message}")
+            }
             other => panic!("{case}: {other:?}"),
         }
         assert_eq!(w.served_sha(), [sha(&v2)], "{case}: v2 keeps serving");
@@ -197,7 +199,7 @@ async fn a_second_file_for_a_served_kind_is_refused_naming_both_files() {
     assert!(matches!(w.next().await, PluginEvent::Added { .. }));
     w.put("b-blog.wasm", &built("blog-v2.wasm"));
     match refusal(w.next().await) {
-        Refusal::Conflict { kind, serving } => {
+        FileRefusal::Conflict { kind, serving } => {
             assert_eq!(kind.to_string(), "Blog.weir.dev");
             assert_eq!(serving, w.path("a-blog.wasm"));
         }

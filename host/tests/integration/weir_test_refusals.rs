@@ -5,11 +5,9 @@ use crate::workspace;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
+use weir::answer::{MAX_CHILDREN, MAX_STATUS_BYTES, Refusal, ValidationPolicy, refusal_message};
 use weir::fixtures::{Failure, Summary, run_dir, run_dir_with};
 use weir::plugin::{Engine, EngineConfig, Limits, Plugin, PluginInfo};
-use weir::reconcile::validate::{
-    MAX_CHILDREN, MAX_STATUS_BYTES, Refusal, ValidationPolicy, refusal_message,
-};
 
 fn chaos() -> Plugin {
     let wasm = workspace().join("target/plugins/chaos.wasm");

@@ -19,23 +19,14 @@ use std::sync::{Arc, RwLock};
 
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
+use tokio::sync::watch;
 
 use self::labels::LabelIndex;
 pub use self::object::{CachedObject, Controller, Incoming};
-pub use self::trim::LAST_APPLIED;
 use super::queue::ObjectKey;
+use crate::answer::LiveObjects;
 use crate::metrics::{Metrics, StoreGauges};
 use crate::plugin::{LabelSelector, ResourceKind};
-
-/// The UID of a decoded object's controller (the owner reference with `controller: true`).
-pub fn controller_uid(obj: &DynamicObject) -> Option<&str> {
-    obj.metadata
-        .owner_references
-        .as_deref()?
-        .iter()
-        .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.as_str())
-}
 
 /// The key of a decoded object.
 pub fn key_of(obj: &DynamicObject) -> ObjectKey {
@@ -73,7 +64,8 @@ impl Borrow<ObjectKey> for Entry {
 pub struct Store {
     kind: ResourceKind,
     inner: RwLock<Inner>,
-    synced: AtomicBool,
+    /// Turns true at the first full list, for good (waiters are woken, none polls).
+    synced: watch::Sender<bool>,
     /// The API server answered the last list with 404: the kind is not served (yet).
     unserved: AtomicBool,
     /// Where the store's size is published (`/metrics`), if anywhere.
@@ -181,7 +173,7 @@ impl Store {
         Self {
             kind,
             inner: RwLock::new(Inner::default()),
-            synced: AtomicBool::new(false),
+            synced: watch::Sender::new(false),
             unserved: AtomicBool::new(false),
             gauges: None,
         }
@@ -193,7 +185,7 @@ impl Store {
         Self {
             kind,
             inner: RwLock::new(Inner::default()),
-            synced: AtomicBool::new(false),
+            synced: watch::Sender::new(false),
             unserved: AtomicBool::new(false),
             gauges: Some(gauges),
         }
@@ -252,7 +244,7 @@ impl Store {
                 self.publish(&mut inner);
                 drop(inner);
                 self.unserved.store(false, Ordering::Release);
-                self.synced.store(true, Ordering::Release);
+                self.synced.send_replace(true);
                 return None;
             }
         };
@@ -306,7 +298,14 @@ impl Store {
 
     /// Whether the first full list has been received.
     pub fn is_synced(&self) -> bool {
-        self.synced.load(Ordering::Acquire)
+        *self.synced.borrow()
+    }
+
+    /// Returns once the first full list has been received (at once if it has).
+    pub async fn wait_synced(&self) {
+        let mut synced = self.synced.subscribe();
+        // The sender lives as long as the store, which outlives this borrow of it.
+        let _ = synced.wait_for(|s| *s).await;
     }
 
     /// The cached object with this key.
@@ -430,6 +429,14 @@ impl Cache {
             .find(|s| s.kind.kind == kind && s.kind.api_version() == api_version)
     }
 
+    /// Returns once every store has received its first full list (at once if they have).
+    pub async fn wait_synced(&self) {
+        self.parents.wait_synced().await;
+        for store in self.children.iter().chain(&self.related) {
+            store.wait_synced().await;
+        }
+    }
+
     /// Whether every store has received its first full list (`/readyz`).
     pub fn is_synced(&self) -> bool {
         self.parents.is_synced()
@@ -445,6 +452,20 @@ impl Cache {
             .filter(|s| s.is_unserved())
             .map(|s| s.kind.kind.clone())
             .collect()
+    }
+}
+
+impl LiveObjects for Cache {
+    /// The cached child, parsed: the judge and the apply step look inside it.
+    fn get(&self, api_version: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
+        let cached = self.child_store(api_version, kind)?.get(key)?;
+        match cached.decode() {
+            Ok(live) => Some(Arc::new(live)),
+            Err(e) => {
+                tracing::warn!(child = %key, error = %e, "a cached child does not decode");
+                None
+            }
+        }
     }
 }
 

@@ -14,8 +14,7 @@ use std::ops::Range;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-/// The annotation `kubectl apply` (client-side) keeps a full copy of the object in.
-pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+use crate::answer::LAST_APPLIED;
 
 /// The fields of an object the cache puts first and reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

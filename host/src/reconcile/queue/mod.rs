@@ -30,8 +30,8 @@ use tokio::time::Instant;
 use self::hotloop::Guard;
 pub use self::hotloop::HotLoop;
 use self::limit::Backoff;
-pub use self::work::ObjectKey;
 use self::work::Work;
+pub use crate::key::ObjectKey;
 
 /// Why a key was added; the hot-loop guard only forgives changes made by someone else.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

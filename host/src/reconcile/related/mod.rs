@@ -23,9 +23,9 @@ use kube::runtime::watcher;
 
 pub use self::index::{KindIndex, Pick};
 use super::cache::{CachedObject, Store};
+use super::invoke::cached_for_plugin;
 use super::queue::ObjectKey;
-use super::redact;
-use super::validate::{Refusal, is_valid_name};
+use crate::answer::{Refusal, is_valid_name};
 use crate::plugin::{PluginInfo, ResourceKind, Selection, Selector};
 
 /// Most selections one `select` answer may hold.
@@ -279,7 +279,7 @@ impl Related {
             for obj in objects {
                 let id = (c.kind, obj.key().clone());
                 if seen.insert(id) {
-                    found.extend(redact::cached_for_plugin(&obj));
+                    found.extend(cached_for_plugin(&obj));
                 }
             }
         }

@@ -5,8 +5,8 @@ use kube::api::DynamicObject;
 use kube::runtime::watcher;
 
 use super::*;
+use crate::answer::refusal_message;
 use crate::plugin::{LabelRequirement, LabelSelector, SelectorOperator};
-use crate::reconcile::validate::refusal_message;
 
 fn kind(kind: &str, namespaced: bool) -> ResourceKind {
     ResourceKind {

@@ -25,26 +25,13 @@ use k8s_openapi::ByteString;
 use kube::api::DynamicObject;
 use serde_json::Value;
 
-use super::cache::{CachedObject, LAST_APPLIED};
 use sha2::{Digest, Sha256};
 
 /// The annotation carrying the hash of a redacted Secret's data.
 pub const DATA_HASH: &str = "weir.dev/data-sha256";
-
-/// The cached child as the plugin may see it: the same `Arc` for anything but a Secret (no
-/// copy), a redacted copy for a Secret (decoded, redacted and cached again), or nothing for a
-/// Secret that does not decode. An object without `apiVersion`/`kind` is treated as a Secret.
-pub fn cached_for_plugin(child: &Arc<CachedObject>) -> Option<Arc<CachedObject>> {
-    let types = child.types();
-    let secret = types.kind.is_empty() || (types.api_version == "v1" && types.kind == "Secret");
-    if !secret {
-        return Some(Arc::clone(child));
-    }
-    let decoded = child.decode().ok()?;
-    CachedObject::from_object(&redacted(&decoded))
-        .ok()
-        .map(Arc::new)
-}
+/// The annotation `kubectl apply` (client-side) keeps a full copy of the object in (the cache
+/// drops it, and a Secret's copy holds its data).
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The child as the plugin may see it: the same `Arc` for anything but a Secret (no copy),
 /// a redacted copy for a Secret. An object without `apiVersion`/`kind` (the watch fills them
@@ -66,7 +53,7 @@ fn is_secret(object: &DynamicObject) -> bool {
 }
 
 /// A copy of `secret` without its data, with [`DATA_HASH`] instead.
-fn redacted(secret: &DynamicObject) -> DynamicObject {
+pub fn redacted(secret: &DynamicObject) -> DynamicObject {
     let mut copy = secret.clone();
     let has_data = ["data", "stringData"]
         .iter()

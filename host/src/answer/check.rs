@@ -1,15 +1,12 @@
-//! ⑤a Validation of the plugin's answer: nothing is written unless the whole answer passes.
+//! The checks of a plugin's answer and the stamping of what passes: nothing is written unless the whole answer passes.
 //!
 //! A plugin is untrusted: it may only create the kinds it declared, only in its parent's
 //! namespace, and never take over an object someone else controls. The host, not the plugin,
 //! stamps ownership, so every child it writes is garbage-collected with its parent.
 //!
-//! [`validate`] is a pure function of the plugin's declaration, the parent, the answer and a
-//! [`LiveObjects`] lookup: the controller passes its [`Cache`], `weir test` the fixture's
-//! observed objects, so a fixture fails offline exactly when the host would refuse the answer,
-//! with the same [`refusal_message`]. The controller runs its two halves: [`check`] only borrows
-//! the answer, so a refused one goes with the error as the plugin gave it (no copy on the way),
-//! and [`Accepted::stamp`] takes the children once all of them passed.
+//! [`check`] only borrows the answer, so a refused one goes back as the plugin gave it (no copy
+//! on the way), and [`Accepted::stamp`] takes the children once all of them passed; the judge
+//! ([`super::judge`]) runs the two.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -18,8 +15,9 @@ use kube::api::DynamicObject;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-use super::cache::{Cache, controller_uid};
-use super::queue::ObjectKey;
+use super::policy::ValidationPolicy;
+use super::refusal::Refusal;
+use crate::key::ObjectKey;
 use crate::plugin::{PluginInfo, ResourceKind};
 
 /// Label on every child naming the UID of the parent that controls it.
@@ -36,55 +34,11 @@ pub const MAX_STATUS_BYTES: usize = 1 << 20;
 /// The Secret type the API server fills with a token of the ServiceAccount the Secret names.
 pub const SERVICE_ACCOUNT_TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
 
-/// What the host lets a plugin's answer carry, from the cluster admin's policy
-/// ([`crate::policy::Policy::validation`]); `Default` is the default policy's.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ValidationPolicy {
-    /// The `type`s a desired Secret may have (none: `Opaque`); any other is refused with
-    /// [`Refusal::SecretType`]. The one rule for credential-bearing Secrets: by default
-    /// ([`crate::policy::DEFAULT_SECRET_TYPES`]) it leaves out [`SERVICE_ACCOUNT_TOKEN_TYPE`],
-    /// which the API server's token controller fills with a token of whichever ServiceAccount
-    /// its annotation names (a credential the plugin was never given), and
-    /// `bootstrap.kubernetes.io/token`. The allowed types hold only what the plugin wrote.
-    pub secret_types: Vec<String>,
-}
-
-impl Default for ValidationPolicy {
-    fn default() -> Self {
-        Self {
-            secret_types: crate::policy::DEFAULT_SECRET_TYPES
-                .iter()
-                .map(|t| (*t).to_owned())
-                .collect(),
-        }
-    }
-}
-
-impl ValidationPolicy {
-    /// Whether a desired Secret of `secret_type` may be written.
-    pub fn allows_secret_type(&self, secret_type: &str) -> bool {
-        self.secret_types.iter().any(|t| t == secret_type)
-    }
-}
-
-/// The live objects the validation checks desired children against (ownership of a name).
+/// The live objects the checks look a desired child's name up in (ownership of a name): the
+/// controller's cache, or the observed objects of a `weir test` fixture.
 pub trait LiveObjects {
     /// The object of this kind under this key, if one exists.
     fn get(&self, api_version: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>>;
-}
-
-impl LiveObjects for Cache {
-    /// The cached child, parsed: the validation and the apply step look inside it.
-    fn get(&self, api_version: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
-        let cached = self.child_store(api_version, kind)?.get(key)?;
-        match cached.decode() {
-            Ok(live) => Some(Arc::new(live)),
-            Err(e) => {
-                tracing::warn!(child = %key, error = %e, "a cached child does not decode");
-                None
-            }
-        }
-    }
 }
 
 impl<T: LiveObjects + ?Sized> LiveObjects for Arc<T> {
@@ -93,154 +47,14 @@ impl<T: LiveObjects + ?Sized> LiveObjects for Arc<T> {
     }
 }
 
-/// The text the host puts in the parent's condition and Event when it refuses an answer;
-/// `weir test` prints the same.
-pub fn refusal_message(info: &PluginInfo, refusal: &Refusal) -> String {
-    format!("plugin {}: answer refused: {refusal}", info.name)
-}
-
-/// Why the plugin's answer was refused. Permanent: retrying the same answer cannot help.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refusal {
-    /// A child is not a JSON object, lacks `apiVersion`, `kind` or `metadata.name`, or has
-    /// `metadata.labels` or `metadata.annotations` that are not maps.
-    #[error("child #{index} has a missing or mistyped {field}")]
-    Malformed {
-        /// Position in the plugin's answer.
-        index: usize,
-        /// The missing or mistyped field.
-        field: &'static str,
-    },
-    /// A child's kind is not one the plugin declared.
-    #[error("child {kind} {name:?} is of a kind the plugin did not declare ({api_version})")]
-    UndeclaredKind {
-        /// apiVersion of the child.
-        api_version: String,
-        /// Kind of the child.
-        kind: String,
-        /// Name of the child.
-        name: String,
-    },
-    /// A child would land in another namespace than its parent's, or the parent has none.
-    #[error(
-        "child {kind} {name:?} asks for namespace {wanted:?}; children live in the parent's namespace {parent:?}"
-    )]
-    Namespace {
-        /// Kind of the child.
-        kind: String,
-        /// Name of the child.
-        name: String,
-        /// The namespace the plugin asked for.
-        wanted: String,
-        /// The parent's namespace (empty for a cluster-scoped parent).
-        parent: String,
-    },
-    /// A child's name is not a valid Kubernetes object name.
-    #[error("child {kind} has an invalid name {name:?}")]
-    InvalidName {
-        /// Kind of the child.
-        kind: String,
-        /// The name.
-        name: String,
-    },
-    /// Two children share kind and name.
-    #[error("child {kind} {name:?} appears twice")]
-    Duplicate {
-        /// Kind of the child.
-        kind: String,
-        /// Name of the child.
-        name: String,
-    },
-    /// The answer has too many children or a child too large.
-    #[error("{what} exceeds the limit of {limit}")]
-    TooLarge {
-        /// What is too large.
-        what: String,
-        /// The limit.
-        limit: usize,
-    },
-    /// An object with that name exists and this parent does not control it.
-    #[error("{kind} {namespace}/{name} exists and is {owner}; Weir does not adopt or overwrite it")]
-    Foreign {
-        /// Kind of the object.
-        kind: String,
-        /// Its namespace.
-        namespace: String,
-        /// Its name.
-        name: String,
-        /// `not owned by any controller` or `controlled by <uid>`.
-        owner: String,
-    },
-    /// A child carries `metadata.finalizers`: it could outlive its parent's deletion forever.
-    #[error(
-        "child {kind} {name:?} carries finalizers {finalizers}; a plugin may not put finalizers on its children"
-    )]
-    Finalizers {
-        /// Kind of the child.
-        kind: String,
-        /// Name of the child.
-        name: String,
-        /// The finalizers, as JSON.
-        finalizers: String,
-    },
-    /// A Secret child of a `type` the policy's `secretTypes` does not list (by default the
-    /// credential-bearing ones the API server fills, such as a ServiceAccount's token).
-    #[error(
-        "child Secret {name:?} is of type {secret_type}, which the host's policy (secretTypes) does not let a plugin write: credential-bearing types such as kubernetes.io/service-account-token are filled by the API server"
-    )]
-    SecretType {
-        /// Name of the Secret.
-        name: String,
-        /// Its type.
-        secret_type: String,
-    },
-    /// The desired status is larger than [`MAX_STATUS_BYTES`] once serialised.
-    #[error("the desired status ({size} bytes) exceeds the limit of {limit} bytes")]
-    StatusTooLarge {
-        /// Its serialised size.
-        size: usize,
-        /// The limit.
-        limit: usize,
-    },
-    /// A selection (`select`) reads a kind the plugin did not declare in `related`.
-    #[error(
-        "selection #{index} reads {kind} ({api_version}) {what}, a kind the plugin did not declare as related"
-    )]
-    UndeclaredRelated {
-        /// Position in the plugin's selection.
-        index: usize,
-        /// apiVersion of the kind.
-        api_version: String,
-        /// The kind.
-        kind: String,
-        /// `by name "x"` or `by label selector`.
-        what: String,
-    },
-    /// A selection reads another namespace than the parent's.
-    #[error(
-        "selection #{index} reads {kind} in namespace {wanted:?}; related objects are read in the parent's namespace {parent:?} only"
-    )]
-    RelatedNamespace {
-        /// Position in the plugin's selection.
-        index: usize,
-        /// The kind.
-        kind: String,
-        /// The namespace the plugin asked for.
-        wanted: String,
-        /// The parent's namespace.
-        parent: String,
-    },
-    /// A selection is malformed (an invalid name, a selector Kubernetes would reject, a
-    /// namespace for a cluster-scoped kind).
-    #[error("selection #{index} of {kind} is invalid: {reason}")]
-    InvalidSelection {
-        /// Position in the plugin's selection.
-        index: usize,
-        /// The kind.
-        kind: String,
-        /// What is wrong.
-        reason: String,
-    },
+/// The UID of `obj`'s controller (the owner reference with `controller: true`), if any.
+pub fn controller_uid(obj: &DynamicObject) -> Option<&str> {
+    obj.metadata
+        .owner_references
+        .as_deref()?
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.as_str())
 }
 
 /// One child that passed validation, ready to apply.
@@ -272,20 +86,6 @@ pub fn is_valid_name(name: &str) -> bool {
     !name.is_empty() && name.len() <= 253 && name.split('.').all(label_ok)
 }
 
-/// Checks the plugin's whole answer (desired children, taken to be stamped, and status) against its declaration,
-/// `policy` and the `live` objects, and stamps the host-owned fields on the children. Either
-/// the whole answer passes or nothing is returned; nothing here talks to the cluster.
-/// ([`check`] then [`Accepted::stamp`], for a caller that needs the answer back on refusal.)
-pub fn validate(
-    info: &PluginInfo,
-    parent: &DynamicObject,
-    (desired, status): (Vec<Value>, Option<&Value>),
-    live: &dyn LiveObjects,
-    policy: &ValidationPolicy,
-) -> Result<Vec<DesiredChild>, Refusal> {
-    Ok(check(info, parent, (&desired, status), live, policy)?.stamp(desired))
-}
-
 /// An answer that passed every check, its children not yet stamped: [`Accepted::stamp`] turns
 /// them into what the host applies.
 #[derive(Debug)]
@@ -300,7 +100,7 @@ pub struct Accepted {
 impl Accepted {
     /// Stamps the host-owned fields on `desired`, the children [`check`] accepted (moved, not
     /// copied: the answer is only given up once the whole of it passed).
-    pub fn stamp(self, desired: Vec<Value>) -> Vec<DesiredChild> {
+    pub(super) fn stamp(self, desired: Vec<Value>) -> Vec<DesiredChild> {
         debug_assert_eq!(desired.len(), self.children.len(), "the children checked");
         desired
             .into_iter()
@@ -318,11 +118,12 @@ impl Accepted {
     }
 }
 
-/// The checks of [`validate`] on a borrowed answer: on refusal the caller still holds the
+/// Checks the plugin's whole answer (desired children and status) against its declaration,
+/// `policy` and the `live` objects, on a borrowed answer: on refusal the caller still holds the
 /// answer exactly as the plugin gave it (a `--dump-failures` fixture keeps it). The size of a
 /// stamped child is bounded from its own size; only a child that might cross
 /// [`MAX_CHILD_BYTES`] once stamped is stamped on a copy to measure it.
-pub fn check(
+pub(super) fn check(
     info: &PluginInfo,
     parent: &DynamicObject,
     (desired, status): (&[Value], Option<&Value>),
@@ -564,44 +365,6 @@ fn child_bytes(obj: &serde_json::Map<String, Value>) -> Vec<u8> {
     serde_json::to_vec(obj).unwrap_or_default()
 }
 
-/// Whether `live` already holds every field of `desired`: then applying it would change nothing.
-/// Objects compare key by key (extra live keys, e.g. defaults, are fine); lists element by element.
-pub fn holds(live: &Value, desired: &Value) -> bool {
-    match (live, desired) {
-        (Value::Object(l), Value::Object(d)) => d.iter().all(|(k, dv)| match l.get(k) {
-            Some(lv) => holds(lv, dv),
-            None => dv.is_null(),
-        }),
-        (Value::Array(l), Value::Array(d)) => {
-            l.len() == d.len() && l.iter().zip(d).all(|(lv, dv)| holds(lv, dv))
-        }
-        (Value::Number(l), Value::Number(d)) => l.as_f64() == d.as_f64(),
-        (l, d) => l == d,
-    }
-}
-
-/// [`holds`] for a cached child: compares everything but `apiVersion`/`kind`, which list
-/// responses may omit. Runs for every child on every reconcile, so it reads the body in place
-/// and serialises only the (small) metadata, not a deep copy of the whole live object.
-pub fn live_holds(live: &DynamicObject, desired: &Value) -> bool {
-    let Some(d) = desired.as_object() else {
-        return false;
-    };
-    // A body-less object (`data: null`) serialises to its metadata alone.
-    let body = live.data.as_object();
-    d.iter()
-        .filter(|(k, _)| *k != "apiVersion" && *k != "kind")
-        .all(|(k, dv)| {
-            if k == "metadata" {
-                return serde_json::to_value(&live.metadata).is_ok_and(|lv| holds(&lv, dv));
-            }
-            match body.and_then(|b| b.get(k)) {
-                Some(lv) => holds(lv, dv),
-                None => dv.is_null(),
-            }
-        })
-}
-
 #[cfg(test)]
-#[path = "validate_tests.rs"]
+#[path = "check_tests.rs"]
 mod tests;

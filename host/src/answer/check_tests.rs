@@ -1,9 +1,9 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::runtime::watcher;
 use serde_json::json;
 
 use super::*;
-use crate::reconcile::cache::CachedObject;
+use crate::answer::{Inputs, drift::holds, drift::live_holds, judge, refusal::refusal_message};
+use crate::plugin::{ReconcileResponse, Requeue};
 
 fn kind(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceKind {
     ResourceKind {
@@ -44,13 +44,43 @@ fn parent() -> DynamicObject {
     p
 }
 
-fn cache() -> Cache {
-    let i = info();
-    Cache::new(i.parent, &i.children)
+/// No live object at all.
+fn none() -> Listed {
+    Listed(Vec::new())
+}
+
+/// The live objects holding `object` alone, a ConfigMap.
+fn holding(object: DynamicObject) -> Listed {
+    Listed(vec![("ConfigMap".into(), Arc::new(object))])
+}
+
+/// The judge's children for `desired` and `status`, or its refusal.
+fn validate(
+    info: &PluginInfo,
+    parent: &DynamicObject,
+    (desired, status): (Vec<Value>, Option<&Value>),
+    live: &dyn LiveObjects,
+    policy: &ValidationPolicy,
+) -> Result<Vec<DesiredChild>, Refusal> {
+    let inputs = Inputs {
+        info,
+        parent,
+        live,
+        policy,
+        now: "T",
+    };
+    let answer = ReconcileResponse {
+        children: desired,
+        status: status.cloned(),
+        requeue: Requeue::Done,
+    };
+    judge(inputs, answer)
+        .map(|judged| judged.children)
+        .map_err(|refused| refused.refusal)
 }
 
 /// The strict default policy, the test plugin's declaration and parent.
-fn check(children: Vec<Value>, live: &Cache) -> Result<Vec<DesiredChild>, Refusal> {
+fn check(children: Vec<Value>, live: &Listed) -> Result<Vec<DesiredChild>, Refusal> {
     validate(
         &info(),
         &parent(),
@@ -62,10 +92,6 @@ fn check(children: Vec<Value>, live: &Cache) -> Result<Vec<DesiredChild>, Refusa
 
 fn cm(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"a": "b"}})
-}
-
-fn cached(obj: DynamicObject) -> CachedObject {
-    CachedObject::from_object(&obj).unwrap()
 }
 
 fn live_cm(name: &str, controller: Option<&str>) -> DynamicObject {
@@ -86,7 +112,7 @@ fn live_cm(name: &str, controller: Option<&str>) -> DynamicObject {
 
 #[test]
 fn the_host_stamps_namespace_owner_reference_label_and_hash() {
-    let out = check(vec![cm("page")], &cache()).unwrap();
+    let out = check(vec![cm("page")], &none()).unwrap();
     let m = &out[0].manifest;
     assert_eq!(m["metadata"]["namespace"], "default");
     let owner = &m["metadata"]["ownerReferences"][0];
@@ -104,12 +130,12 @@ fn null_labels_and_annotations_still_get_the_parent_label_and_hash_and_non_maps_
     let mut c = cm("page");
     c["metadata"]["labels"] = Value::Null;
     c["metadata"]["annotations"] = Value::Null;
-    let out = check(vec![c.clone()], &cache()).unwrap();
+    let out = check(vec![c.clone()], &none()).unwrap();
     let m = &out[0].manifest["metadata"];
     assert_eq!(m["labels"][PARENT_UID_LABEL], "uid-parent");
     assert!(m["annotations"][MANIFEST_HASH_ANNOTATION].is_string());
     c["metadata"]["labels"] = json!("a=b");
-    let refused = check(vec![c], &cache()).unwrap_err();
+    let refused = check(vec![c], &none()).unwrap_err();
     assert_eq!(
         refused.to_string(),
         "child #0 has a missing or mistyped metadata.labels"
@@ -122,7 +148,7 @@ fn owner_references_and_server_fields_from_the_plugin_are_replaced() {
     c["metadata"]["ownerReferences"] = json!([{"uid": "someone-else", "controller": true}]);
     c["metadata"]["resourceVersion"] = json!("42");
     c["status"] = json!({"x": 1});
-    let out = check(vec![c], &cache()).unwrap();
+    let out = check(vec![c], &none()).unwrap();
     let m = &out[0].manifest;
     assert_eq!(
         m["metadata"]["ownerReferences"].as_array().map(Vec::len),
@@ -135,10 +161,10 @@ fn owner_references_and_server_fields_from_the_plugin_are_replaced() {
 
 #[test]
 fn a_different_manifest_gets_a_different_hash() {
-    let a = check(vec![cm("page")], &cache()).unwrap();
+    let a = check(vec![cm("page")], &none()).unwrap();
     let mut changed = cm("page");
     changed["data"]["a"] = json!("c");
-    let b = check(vec![changed], &cache()).unwrap();
+    let b = check(vec![changed], &none()).unwrap();
     let hash =
         |d: &DesiredChild| d.manifest["metadata"]["annotations"][MANIFEST_HASH_ANNOTATION].clone();
     assert_ne!(hash(&a[0]), hash(&b[0]));
@@ -147,7 +173,7 @@ fn a_different_manifest_gets_a_different_hash() {
 #[test]
 fn an_undeclared_kind_is_refused() {
     let service = json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}});
-    let err = check(vec![cm("ok"), service], &cache()).unwrap_err();
+    let err = check(vec![cm("ok"), service], &none()).unwrap_err();
     assert!(
         matches!(err, Refusal::UndeclaredKind { ref kind, .. } if kind == "Service"),
         "{err}"
@@ -158,7 +184,7 @@ fn an_undeclared_kind_is_refused() {
 fn a_declared_kind_under_another_api_version_is_refused() {
     let d = json!({"apiVersion": "apps/v1beta1", "kind": "Deployment", "metadata": {"name": "d"}});
     assert!(matches!(
-        check(vec![d], &cache()),
+        check(vec![d], &none()),
         Err(Refusal::UndeclaredKind { .. })
     ));
 }
@@ -167,7 +193,7 @@ fn a_declared_kind_under_another_api_version_is_refused() {
 fn cluster_scoped_children_are_refused() {
     let cr = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}});
     assert!(matches!(
-        check(vec![cr], &cache()),
+        check(vec![cr], &none()),
         Err(Refusal::UndeclaredKind { .. })
     ));
 }
@@ -176,7 +202,7 @@ fn cluster_scoped_children_are_refused() {
 fn another_namespace_is_refused() {
     let mut c = cm("page");
     c["metadata"]["namespace"] = json!("kube-system");
-    let err = check(vec![c], &cache()).unwrap_err();
+    let err = check(vec![c], &none()).unwrap_err();
     assert!(
         matches!(err, Refusal::Namespace { ref wanted, .. } if wanted == "kube-system"),
         "{err}"
@@ -187,7 +213,7 @@ fn another_namespace_is_refused() {
 fn the_parents_own_namespace_may_be_spelled_out() {
     let mut c = cm("page");
     c["metadata"]["namespace"] = json!("default");
-    assert!(check(vec![c], &cache()).is_ok());
+    assert!(check(vec![c], &none()).is_ok());
 }
 
 #[test]
@@ -201,7 +227,7 @@ fn invalid_names_are_refused() {
         "a..b",
         &"x".repeat(254),
     ] {
-        let r = check(vec![cm(bad)], &cache());
+        let r = check(vec![cm(bad)], &none());
         assert!(
             matches!(r, Err(Refusal::InvalidName { .. })),
             "{bad:?} accepted"
@@ -214,7 +240,7 @@ fn invalid_names_are_refused() {
 fn missing_fields_are_refused_with_the_field_named() {
     let r = check(
         vec![json!({"apiVersion": "v1", "kind": "ConfigMap"})],
-        &cache(),
+        &none(),
     );
     assert_eq!(
         r.unwrap_err(),
@@ -223,7 +249,7 @@ fn missing_fields_are_refused_with_the_field_named() {
             field: "metadata.name"
         }
     );
-    let r = check(vec![json!("not an object")], &cache());
+    let r = check(vec![json!("not an object")], &none());
     assert!(matches!(
         r,
         Err(Refusal::Malformed {
@@ -235,7 +261,7 @@ fn missing_fields_are_refused_with_the_field_named() {
 
 #[test]
 fn duplicates_are_refused() {
-    let r = check(vec![cm("a"), cm("a")], &cache());
+    let r = check(vec![cm("a"), cm("a")], &none());
     assert!(matches!(r, Err(Refusal::Duplicate { .. })));
 }
 
@@ -243,13 +269,13 @@ fn duplicates_are_refused() {
 fn too_many_or_too_large_children_are_refused() {
     let many: Vec<Value> = (0..=MAX_CHILDREN).map(|i| cm(&format!("c{i}"))).collect();
     assert!(matches!(
-        check(many, &cache()),
+        check(many, &none()),
         Err(Refusal::TooLarge { .. })
     ));
     let mut big = cm("big");
     big["data"]["a"] = json!("x".repeat(MAX_CHILD_BYTES));
     assert!(matches!(
-        check(vec![big], &cache()),
+        check(vec![big], &none()),
         Err(Refusal::TooLarge { .. })
     ));
 }
@@ -261,13 +287,13 @@ fn a_child_within_the_size_limit_until_the_host_stamps_it_is_refused() {
     let pad = MAX_CHILD_BYTES - json_len(&big) - 10;
     big["data"]["a"] = json!("x".repeat(pad));
     assert!(json_len(&big) <= MAX_CHILD_BYTES);
-    let r = check(vec![big.clone()], &cache());
+    let r = check(vec![big.clone()], &none());
     assert!(
         matches!(&r, Err(Refusal::TooLarge { what, .. }) if what.starts_with("ConfigMap \"big\"")),
         "{r:?}"
     );
     big["data"]["a"] = json!("x".repeat(pad - 1024));
-    assert_eq!(check(vec![big], &cache()).unwrap().len(), 1);
+    assert_eq!(check(vec![big], &none()).unwrap().len(), 1);
 }
 
 #[test]
@@ -278,7 +304,7 @@ fn a_refused_answer_is_only_borrowed_by_the_checks() {
         &info(),
         &parent(),
         (&answer, None),
-        &cache(),
+        &none(),
         &ValidationPolicy::default(),
     );
     assert!(matches!(r, Err(Refusal::Duplicate { .. })));
@@ -287,11 +313,7 @@ fn a_refused_answer_is_only_borrowed_by_the_checks() {
 
 #[test]
 fn an_existing_object_controlled_by_another_owner_is_refused() {
-    let c = cache();
-    c.children[0].apply(watcher::Event::Apply(cached(live_cm(
-        "page",
-        Some("uid-other"),
-    ))));
+    let c = holding(live_cm("page", Some("uid-other")));
     let err = check(vec![cm("page")], &c).unwrap_err();
     assert!(
         matches!(err, Refusal::Foreign { ref owner, .. } if owner.contains("uid-other")),
@@ -301,19 +323,14 @@ fn an_existing_object_controlled_by_another_owner_is_refused() {
 
 #[test]
 fn an_existing_unowned_object_is_refused() {
-    let c = cache();
-    c.children[0].apply(watcher::Event::Apply(cached(live_cm("page", None))));
+    let c = holding(live_cm("page", None));
     let err = check(vec![cm("page")], &c).unwrap_err();
     assert!(matches!(err, Refusal::Foreign { .. }), "{err}");
 }
 
 #[test]
 fn an_existing_object_this_parent_controls_is_passed_with_its_live_copy() {
-    let c = cache();
-    c.children[0].apply(watcher::Event::Apply(cached(live_cm(
-        "page",
-        Some("uid-parent"),
-    ))));
+    let c = holding(live_cm("page", Some("uid-parent")));
     let out = check(vec![cm("page")], &c).unwrap();
     assert!(out[0].live.is_some());
 }
@@ -322,7 +339,7 @@ fn an_existing_object_this_parent_controls_is_passed_with_its_live_copy() {
 fn a_child_with_finalizers_is_refused() {
     let mut c = cm("page");
     c["metadata"]["finalizers"] = json!(["example.com/keep"]);
-    let err = check(vec![c], &cache()).unwrap_err();
+    let err = check(vec![c], &none()).unwrap_err();
     assert!(
         matches!(err, Refusal::Finalizers { ref finalizers, .. } if finalizers.contains("example.com/keep")),
         "{err}"
@@ -335,7 +352,7 @@ fn an_empty_or_null_finalizer_list_is_not_a_finalizer() {
     for empty in [json!([]), Value::Null] {
         let mut c = cm("page");
         c["metadata"]["finalizers"] = empty;
-        assert!(check(vec![c], &cache()).is_ok());
+        assert!(check(vec![c], &none()).is_ok());
     }
 }
 
@@ -346,7 +363,7 @@ fn secret(name: &str, type_: &str) -> Value {
 #[test]
 fn a_service_account_token_secret_is_refused_by_default() {
     let token = secret("token", SERVICE_ACCOUNT_TOKEN_TYPE);
-    let err = check(vec![token], &cache()).unwrap_err();
+    let err = check(vec![token], &none()).unwrap_err();
     assert_eq!(
         err,
         Refusal::SecretType {
@@ -366,7 +383,7 @@ fn a_service_account_token_secret_passes_when_the_policy_allows_it() {
     let mut policy = ValidationPolicy::default();
     policy.secret_types.push(SERVICE_ACCOUNT_TOKEN_TYPE.into());
     let token = secret("token", SERVICE_ACCOUNT_TOKEN_TYPE);
-    let out = validate(&info(), &parent(), (vec![token], None), &cache(), &policy).unwrap();
+    let out = validate(&info(), &parent(), (vec![token], None), &none(), &policy).unwrap();
     assert_eq!(out[0].manifest["type"], SERVICE_ACCOUNT_TOKEN_TYPE);
 }
 
@@ -376,7 +393,7 @@ fn a_secret_of_a_type_the_policy_leaves_out_is_refused_even_opaque() {
         secret_types: vec!["kubernetes.io/tls".into()],
     };
     let untyped = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "plain"}});
-    let err = validate(&info(), &parent(), (vec![untyped], None), &cache(), &policy).unwrap_err();
+    let err = validate(&info(), &parent(), (vec![untyped], None), &none(), &policy).unwrap_err();
     assert_eq!(
         err,
         Refusal::SecretType {
@@ -385,10 +402,10 @@ fn a_secret_of_a_type_the_policy_leaves_out_is_refused_even_opaque() {
         }
     );
     let bootstrap = secret("join", "bootstrap.kubernetes.io/token");
-    let err = check(vec![bootstrap], &cache()).unwrap_err();
+    let err = check(vec![bootstrap], &none()).unwrap_err();
     assert!(matches!(err, Refusal::SecretType { .. }), "{err:?}");
     let tls = secret("tls", "kubernetes.io/tls");
-    assert!(validate(&info(), &parent(), (vec![tls], None), &cache(), &policy).is_ok());
+    assert!(validate(&info(), &parent(), (vec![tls], None), &none(), &policy).is_ok());
 }
 
 #[test]
@@ -398,7 +415,7 @@ fn secrets_of_types_the_plugin_fills_itself_pass() {
         secret("pull", "kubernetes.io/dockerconfigjson"),
         secret("tls", "kubernetes.io/tls"),
     ];
-    assert_eq!(check(children, &cache()).unwrap().len(), 3);
+    assert_eq!(check(children, &none()).unwrap().len(), 3);
 }
 
 #[test]
@@ -412,7 +429,7 @@ fn a_status_larger_than_the_limit_is_refused_and_one_within_it_passes() {
             &info(),
             &parent(),
             (vec![cm("page")], Some(&within)),
-            &cache(),
+            &none(),
             &policy
         )
         .is_ok()
@@ -422,7 +439,7 @@ fn a_status_larger_than_the_limit_is_refused_and_one_within_it_passes() {
         &info(),
         &parent(),
         (vec![cm("page")], Some(&over)),
-        &cache(),
+        &none(),
         &policy,
     )
     .unwrap_err();
@@ -483,16 +500,6 @@ fn any_lookup_of_live_objects_decides_ownership() {
     );
     let free = validate(&info(), &parent(), (vec![cm("free")], None), &live, &policy);
     assert!(free.is_ok());
-}
-
-#[test]
-fn the_cache_is_a_lookup_of_live_objects_by_kind_and_key() {
-    let c = cache();
-    c.children[0].apply(watcher::Event::Apply(cached(live_cm("page", None))));
-    let key = ObjectKey::new("default", "page");
-    assert!(LiveObjects::get(&c, "v1", "ConfigMap", &key).is_some());
-    assert!(LiveObjects::get(&c, "apps/v1", "Deployment", &key).is_none());
-    assert!(LiveObjects::get(&c, "v1", "ConfigMap", &ObjectKey::new("other", "page")).is_none());
 }
 
 #[test]

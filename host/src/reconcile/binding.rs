@@ -1,0 +1,121 @@
+//! One plugin version bound to the stores of the kinds it declared, and its writers.
+//!
+//! A hot swap replaces the whole binding at once; a reconcile takes the binding once at its
+//! start and finishes on it, so it never mixes two versions.
+
+use std::sync::Arc;
+
+use super::Parts;
+use super::apply::Applier;
+use super::cache::Cache;
+use super::invoke::{Invoker, Reconciler};
+use super::related::{KindIndex, Related, RelatedKind};
+use super::source::{Route, Scope, Subscription, Target};
+use super::status::ParentWriter;
+use crate::plugin::PluginInfo;
+
+/// One plugin version bound to the stores of the kinds it declared.
+///
+/// A hot swap replaces the whole binding at once; a reconcile takes the binding once at its
+/// start and finishes on it, so it never mixes two versions.
+pub(super) struct Binding {
+    pub(super) invoker: Invoker,
+    pub(super) cache: Cache,
+    pub(super) applier: Applier,
+    pub(super) parents: ParentWriter,
+    /// The related kinds the plugin reads, their stores and indexes.
+    pub(super) related: Related,
+    /// Held for the subscriptions' sake: dropping the binding unsubscribes its kinds.
+    _subscriptions: Vec<Subscription>,
+}
+
+impl Binding {
+    pub(super) fn info(&self) -> &PluginInfo {
+        self.invoker.info()
+    }
+}
+
+impl Parts {
+    /// Subscribes `plugin`'s kinds and builds its writers.
+    pub(super) fn bind(&self, plugin: Arc<dyn Reconciler>) -> Binding {
+        let info = plugin.info().clone();
+        let target = |route| Target {
+            route,
+            queue: self.queue.clone(),
+            echoes: self.echoes.clone(),
+        };
+        let parent = self
+            .informers
+            .subscribe(&info.parent, Scope::Share, target(Route::Parent));
+        // A kind the plugin also reads as related is watched whole anyway: its children come
+        // from that one informer rather than from a second one of its share.
+        let children: Vec<Subscription> = info
+            .children
+            .iter()
+            .map(|kind| {
+                let scope = if info.related.contains(kind) {
+                    Scope::All
+                } else {
+                    Scope::Share
+                };
+                self.informers
+                    .subscribe(kind, scope, target(Route::Owner(info.parent.clone())))
+            })
+            .collect();
+        let mut related = Vec::new();
+        let mut related_subscriptions = Vec::new();
+        for kind in &info.related {
+            let index = Arc::new(KindIndex::counting(
+                self.metrics.related_enqueues(&info.name),
+                self.metrics
+                    .index_entries(&kind.group, &kind.kind, "related"),
+            ));
+            let subscription =
+                self.informers
+                    .subscribe(kind, Scope::All, target(Route::Related(index.clone())));
+            related.push(RelatedKind {
+                kind: kind.clone(),
+                index,
+                store: subscription.store().clone(),
+            });
+            related_subscriptions.push(subscription);
+        }
+        let related = Related::new(related);
+        let cache = Cache::from_stores(
+            parent.store().clone(),
+            children.iter().map(|s| s.store().clone()).collect(),
+        )
+        .with_related(related.stores().cloned().collect());
+        let mut subscriptions = children;
+        subscriptions.extend(related_subscriptions);
+        subscriptions.push(parent);
+        // The plugin's writes are its own flow of the host's client: they take turns with the
+        // other plugins' when the host's rate limit binds.
+        let client = crate::client::for_plugin(&self.client, &info.name);
+        Binding {
+            applier: Applier::new(
+                client.clone(),
+                &info.name,
+                self.metrics.clone(),
+                self.echoes.clone(),
+            ),
+            parents: ParentWriter::new(
+                client,
+                info.parent.clone(),
+                &info.name,
+                &self.config.instance,
+                self.metrics.clone(),
+                self.echoes.clone(),
+            ),
+            invoker: Invoker::with_share(
+                plugin,
+                self.permits.clone(),
+                self.share,
+                self.metrics.clone(),
+            ),
+            cache,
+            related,
+            _subscriptions: subscriptions,
+        }
+    }
+}
