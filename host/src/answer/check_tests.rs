@@ -2,8 +2,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde_json::json;
 
 use super::*;
-use crate::answer::{Inputs, drift::holds, drift::live_holds, judge, refusal::refusal_message};
-use crate::plugin::{ReconcileResponse, Requeue};
+use crate::answer::tests::judge_children as validate;
+use crate::answer::{drift::holds, drift::live_holds, refusal::refusal_message};
 
 fn kind(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceKind {
     ResourceKind {
@@ -52,31 +52,6 @@ fn none() -> Listed {
 /// The live objects holding `object` alone, a ConfigMap.
 fn holding(object: DynamicObject) -> Listed {
     Listed(vec![("ConfigMap".into(), Arc::new(object))])
-}
-
-/// The judge's children for `desired` and `status`, or its refusal.
-fn validate(
-    info: &PluginInfo,
-    parent: &DynamicObject,
-    (desired, status): (Vec<Value>, Option<&Value>),
-    live: &dyn LiveObjects,
-    policy: &ValidationPolicy,
-) -> Result<Vec<DesiredChild>, Refusal> {
-    let inputs = Inputs {
-        info,
-        parent,
-        live,
-        policy,
-        now: "T",
-    };
-    let answer = ReconcileResponse {
-        children: desired,
-        status: status.cloned(),
-        requeue: Requeue::Done,
-    };
-    judge(inputs, answer)
-        .map(|judged| judged.children)
-        .map_err(|refused| refused.refusal)
 }
 
 /// The strict default policy, the test plugin's declaration and parent.

@@ -109,10 +109,42 @@ pub fn judge(inputs: Inputs<'_>, answer: ReconcileResponse) -> Verdict {
 
 #[cfg(test)]
 pub(crate) mod tests {
-    //! How many answers the judge saw, per plugin name, in this test process.
+    //! How many answers the judge saw, per plugin name, in this test process; and the judge's
+    //! children for a bare list of children, as the checks' tests ask it.
 
     use std::collections::HashMap;
     use std::sync::{Mutex, PoisonError};
+
+    use kube::api::DynamicObject;
+    use serde_json::Value;
+
+    use super::{DesiredChild, Inputs, LiveObjects, Refusal, ValidationPolicy, judge};
+    use crate::plugin::{PluginInfo, ReconcileResponse, Requeue};
+
+    /// The judge's children for `children` and `status`, or its refusal.
+    pub(crate) fn judge_children(
+        info: &PluginInfo,
+        parent: &DynamicObject,
+        (children, status): (Vec<Value>, Option<&Value>),
+        live: &dyn LiveObjects,
+        policy: &ValidationPolicy,
+    ) -> Result<Vec<DesiredChild>, Refusal> {
+        let inputs = Inputs {
+            info,
+            parent,
+            live,
+            policy,
+            now: "T",
+        };
+        let answer = ReconcileResponse {
+            children,
+            status: status.cloned(),
+            requeue: Requeue::Done,
+        };
+        judge(inputs, answer)
+            .map(|judged| judged.children)
+            .map_err(|refused| refused.refusal)
+    }
 
     static JUDGED: Mutex<Option<HashMap<String, u64>>> = Mutex::new(None);
 

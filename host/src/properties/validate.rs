@@ -9,39 +9,15 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::{config, json_with, one_of};
+use crate::answer::tests::judge_children as validate;
 use crate::answer::{
-    DesiredChild, Inputs, LiveObjects, MANIFEST_HASH_ANNOTATION, PARENT_UID_LABEL, Refusal,
-    SERVICE_ACCOUNT_TOKEN_TYPE, ValidationPolicy, controller_uid, judge,
+    LiveObjects, MANIFEST_HASH_ANNOTATION, PARENT_UID_LABEL, SERVICE_ACCOUNT_TOKEN_TYPE,
+    ValidationPolicy, controller_uid,
 };
 use crate::key::ObjectKey;
-use crate::plugin::{PluginInfo, ReconcileResponse, Requeue, ResourceKind};
+use crate::plugin::{PluginInfo, ResourceKind};
 
 const PARENT_UID: &str = "uid-parent";
-
-/// The judge's children for `children` and `status`, or its refusal.
-fn validate(
-    info: &PluginInfo,
-    parent: &DynamicObject,
-    (children, status): (Vec<Value>, Option<&Value>),
-    live: &dyn LiveObjects,
-    policy: &ValidationPolicy,
-) -> Result<Vec<DesiredChild>, Refusal> {
-    let inputs = Inputs {
-        info,
-        parent,
-        live,
-        policy,
-        now: "T",
-    };
-    let answer = ReconcileResponse {
-        children,
-        status: status.cloned(),
-        requeue: Requeue::Done,
-    };
-    judge(inputs, answer)
-        .map(|judged| judged.children)
-        .map_err(|refused| refused.refusal)
-}
 
 fn kind(group: &str, version: &str, kind: &str, namespaced: bool) -> ResourceKind {
     ResourceKind {
