@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use weir_e2e::weir_run::ops_get;
 
 /// The gauges of one `weir run`, summed over every kind or plugin.
 #[derive(Debug, Default, Clone, Copy)]
@@ -18,7 +18,7 @@ pub(crate) struct Breakdown {
 impl Breakdown {
     /// Reads `/metrics` from the ops server at `addr`.
     pub(crate) async fn read(addr: SocketAddr) -> anyhow::Result<Self> {
-        let text = get(addr, "/metrics").await?;
+        let text = ops_get(addr, "/metrics").await?;
         Ok(Self::of(&text))
     }
 
@@ -56,16 +56,6 @@ impl Breakdown {
             mib(self.pool_resident_bytes),
         )
     }
-}
-
-/// The body of `GET path` (HTTP/1.0: the answer ends the stream).
-async fn get(addr: SocketAddr, path: &str) -> anyhow::Result<String> {
-    let mut stream = tokio::net::TcpStream::connect(addr).await?;
-    let request = format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n");
-    stream.write_all(request.as_bytes()).await?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await?;
-    Ok(answer)
 }
 
 #[cfg(test)]
