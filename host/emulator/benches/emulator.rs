@@ -3,8 +3,11 @@
 //! Run with `cargo bench -p weir-emulator`; prints one table. Figures are from one run, so the
 //! ratios between rows are meaningful on a shared machine even when absolute numbers drift.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
+use self::common::rss_bytes;
 use futures::{AsyncBufReadExt, StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
@@ -15,16 +18,6 @@ use weir_emulator::{Emulator, EmulatorConfig};
 const OBJECTS: usize = 10_000;
 const WATCHERS: usize = 100;
 const UPDATES: usize = 1_000;
-
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
-}
 
 fn configmap(i: usize) -> ConfigMap {
     serde_json::from_value(json!({

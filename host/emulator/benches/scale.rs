@@ -16,9 +16,12 @@
 //! the history holds the objects of its events, so a small one shows what the store alone
 //! costs). Memory is RSS growth, so run one profile per process for its figure.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use self::common::rss_bytes;
 use futures::{StreamExt, TryStreamExt, stream};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Service};
@@ -120,16 +123,6 @@ impl Drop for Isolated {
             let _ = t.join();
         }
     }
-}
-
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
 }
 
 #[derive(Clone, Copy, PartialEq)]
