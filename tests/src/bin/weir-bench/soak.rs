@@ -18,11 +18,8 @@
 //! target/debug/weir-bench soak --minutes 10 --blogs 1000 --weir target/debug/weir --seed 1
 //! ```
 
-#[path = "soak/churn.rs"]
 mod churn;
-#[path = "soak/plan.rs"]
 mod plan;
-#[path = "soak/rss.rs"]
 mod rss;
 
 use std::collections::BTreeMap;

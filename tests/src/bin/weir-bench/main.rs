@@ -25,19 +25,12 @@ use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
 use weir_emulator::{EmulatorConfig, RequestCursor};
 
-#[path = "weir-bench/cluster.rs"]
 mod cluster;
-#[path = "weir-bench/delivery.rs"]
 mod delivery;
-#[path = "weir-bench/hostile.rs"]
 mod hostile;
-#[path = "weir-bench/memory.rs"]
 mod memory;
-#[path = "weir-bench/related.rs"]
 mod related;
-#[path = "weir-bench/soak.rs"]
 mod soak;
-#[path = "weir-bench/table.rs"]
 mod table;
 
 use self::cluster::{Target, blog_kind, emulator_for, is_ready};
