@@ -6,9 +6,11 @@
 //! `Plugin/NAME`. Both are followed by [`Candidates::follow`]; any other source calls
 //! [`Candidates::propose`] with the serving file.
 //!
-//! After a restart a candidate comes back later than the serving version (its own loader, its
-//! own compile), so a new controller first asks [`Resume::hold`] whether its kept phase has the
-//! candidate's answers written; if so its workers wait for the candidate (see `crate::rollout`).
+//! Each time a replica comes to lead, each controller asks [`Resume::take_over`] for the kept
+//! phase: a candidate in place takes it (a standby's rollout is as it read it at its start; the
+//! leader has moved it since), and after a restart, when the kept phase has the candidate's
+//! answers written, its workers wait for the candidate, which comes back later than the serving
+//! version (its own loader, its own compile; see `crate::rollout`). Only a leader saves a phase.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::controllers::ControllersView;
 use crate::chain::Chain;
+use crate::fence::Fence;
 use crate::hotload::{Catalog, KindKey, PluginEvent};
 use crate::plugin::Plugin;
 use crate::reconcile::Controller;
@@ -35,11 +38,14 @@ pub(super) struct Candidates {
     pub(super) view: ControllersView,
     pub(super) store: PhaseStore,
     pub(super) config: RolloutConfig,
+    /// Whether this replica leads: only a leader keeps a new candidate's first phase.
+    pub(super) gate: Fence,
     /// Why the candidate of a serving file was refused, by serving file.
     pub(super) refused: Arc<RwLock<BTreeMap<PathBuf, String>>>,
 }
 
-/// What a new controller waits for before its first reconcile: the candidate its kept phase names.
+/// What a controller does before its first reconcile as leader: take the kept phase, or wait
+/// for the candidate it names.
 #[derive(Clone)]
 pub(super) struct Resume {
     pub(super) store: PhaseStore,
@@ -48,11 +54,13 @@ pub(super) struct Resume {
 }
 
 impl Resume {
-    /// Returns once `controller` (serving the bytes `serving_sha`) may reconcile: at once unless
-    /// the phase kept for its plugin has another version's answers written (`Canary`,
-    /// `Promoted`); then once a candidate is proposed or withdrawn, or after `within`, when the
-    /// serving version reconciles alone and a `NotResumed` Event says so.
-    pub(super) async fn hold(&self, controller: &Controller, serving_sha: &str) {
+    /// Returns once `controller` (started serving the bytes `serving_sha`), whose replica has
+    /// just come to lead, may reconcile. The phase kept for its plugin is read now: a candidate
+    /// in place takes it ([`Controller::follow_kept`]). Without one, it returns at once unless
+    /// the kept phase has another version's answers written (`Canary`, `Promoted`); then once
+    /// a candidate is proposed or withdrawn, or after `within`, when the serving version
+    /// reconciles alone and a `NotResumed` Event says so.
+    pub(super) async fn take_over(&self, controller: &Controller, serving_sha: &str) {
         let plugin = controller.info().name;
         let kept = match self.store.load(&plugin).await {
             Ok(kept) => kept,
@@ -61,12 +69,16 @@ impl Resume {
                 None
             }
         };
+        if controller.follow_kept(kept.as_ref()).await {
+            return;
+        }
         let Some(kept) = kept.filter(|k| k.phase.candidate_applies() && k.sha256 != serving_sha)
         else {
             return;
         };
         tracing::info!(plugin = %plugin, candidate = %kept.version, phase = %kept.phase, "holding the workers until the kept candidate is proposed again");
         if controller.proposed_within(self.within).await {
+            // Proposed meanwhile: its phase was read at its proposal, after this one.
             return;
         }
         tracing::warn!(plugin = %plugin, candidate = %kept.version, phase = %kept.phase, waited = ?self.within, "the kept candidate was not proposed again: the serving version reconciles alone");
@@ -78,13 +90,14 @@ impl Candidates {
     pub(super) fn new(
         (catalog, view): (Catalog, ControllersView),
         config: RolloutConfig,
-        store: PhaseStore,
+        (store, gate): (PhaseStore, Fence),
     ) -> Self {
         Self {
             catalog,
             view,
             store,
             config,
+            gate,
             refused: Arc::default(),
         }
     }
@@ -153,7 +166,9 @@ impl Candidates {
         let phase = kept
             .as_ref()
             .map_or_else(|| self.config.first(), |k| k.phase.clone());
-        if kept.is_none() {
+        // A standby's first phase is not kept: the leader keeps its own, and this replica takes
+        // the kept one when it comes to lead.
+        if kept.is_none() && self.gate.allows() {
             let stored = StoredPhase {
                 sha256: sha.clone(),
                 version: info.version.clone(),

@@ -218,15 +218,22 @@ impl Controller {
     async fn moved(&self, candidate: &Arc<Candidate>, phase: Phase) {
         let info = candidate.binding.info();
         tracing::info!(kind = %info.parent.kind, candidate = %info.version, %phase, "rollout moved");
+        if self.shift(candidate, &phase) {
+            self.keep(candidate, phase, None).await;
+        }
+    }
+
+    /// Makes the slot follow a move of `candidate` to `phase` and enqueues every parent; `false`
+    /// when the candidate is no longer in place (withdrawn meanwhile): only its moves count.
+    fn shift(&self, candidate: &Arc<Candidate>, phase: &Phase) -> bool {
         {
             let mut slot = self.slot();
-            // Only the move of the candidate still in place counts (it may have been withdrawn).
             if !slot
                 .live
                 .as_ref()
                 .is_some_and(|live| Arc::ptr_eq(live, candidate))
             {
-                return;
+                return false;
             }
             match phase {
                 Phase::Promoted => {
@@ -239,7 +246,36 @@ impl Controller {
             }
         }
         self.enqueue_all();
-        self.keep(candidate, phase, None).await;
+        true
+    }
+
+    /// Takes `kept`, the phase kept for this kind's rollout, as this replica comes to lead: a
+    /// candidate in place of the same bytes moves on to it when it is further along (its phase
+    /// was read at its proposal; the last leader may have moved it since, and a leader's phase
+    /// only moves on), at once and without keeping it again. Whether a candidate is in place.
+    pub async fn follow_kept(&self, kept: Option<&StoredPhase>) -> bool {
+        let Some(live) = self
+            .slot
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .live
+            .clone()
+        else {
+            return false;
+        };
+        let rollout = &live.rollout;
+        let Some(kept) = kept.filter(|k| k.sha256 == rollout.sha256()) else {
+            return true;
+        };
+        rollout.set_paused(kept.paused);
+        let now = rollout.phase();
+        if kept.phase.order() > now.order() {
+            let info = live.binding.info();
+            tracing::info!(kind = %info.parent.kind, candidate = %info.version, from = %now, to = %kept.phase, "taking the kept rollout phase");
+            rollout.set_phase(kept.phase.clone());
+            self.shift(&live, &kept.phase);
+        }
+        true
     }
 
     /// Keeps `phase` of `candidate` (with whether it is paused), announced with `reason` or

@@ -97,6 +97,17 @@ impl Phase {
         matches!(self, Phase::Canary { .. } | Phase::Promoted)
     }
 
+    /// How far along a rollout is: a leader's phase only moves to a higher one (`Shadow`, the
+    /// canary steps by percent, `Promoted`, `RolledBack` last).
+    pub fn order(&self) -> u8 {
+        match self {
+            Phase::Shadow => 0,
+            Phase::Canary { percent } => *percent,
+            Phase::Promoted => 100,
+            Phase::RolledBack { .. } => 101,
+        }
+    }
+
     /// The Event reason of a move into this phase.
     pub fn reason(&self) -> &'static str {
         match self {
