@@ -6,11 +6,9 @@
 //! `Plugin/NAME`. Both are followed by [`Candidates::follow`]; any other source calls
 //! [`Candidates::propose`] with the serving file.
 //!
-//! Each time a replica comes to lead, each controller asks [`Resume::take_over`] for the kept
-//! phase: a candidate in place takes it (a standby's rollout is as it read it at its start; the
-//! leader has moved it since), and after a restart, when the kept phase has the candidate's
-//! answers written, its workers wait for the candidate, which comes back later than the serving
-//! version (its own loader, its own compile; see `crate::rollout`). Only a leader saves a phase.
+//! A replica that does not lead proposes its candidates too (with the phase kept then), but
+//! keeps no phase; when it comes to lead, its controllers take the kept one
+//! (`crate::rollout::resume`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,11 +23,13 @@ use crate::chain::Chain;
 use crate::fence::Fence;
 use crate::hotload::{Catalog, KindKey, PluginEvent};
 use crate::plugin::Plugin;
-use crate::reconcile::Controller;
 use crate::rollout::{CandidateRefusal, PhaseStore, Rollout, RolloutConfig, StoredPhase};
 
 /// The subdirectory of the plugins directory holding candidates.
 pub const CANDIDATES_DIR: &str = "candidates";
+
+/// The serving file a candidate's file is the candidate of.
+pub(super) type ServingOf = Box<dyn Fn(&Path) -> PathBuf + Send>;
 
 /// Hands candidates to controllers and keeps the refusals for the listing.
 #[derive(Clone)]
@@ -42,48 +42,6 @@ pub(super) struct Candidates {
     pub(super) gate: Fence,
     /// Why the candidate of a serving file was refused, by serving file.
     pub(super) refused: Arc<RwLock<BTreeMap<PathBuf, String>>>,
-}
-
-/// What a controller does before its first reconcile as leader: take the kept phase, or wait
-/// for the candidate it names.
-#[derive(Clone)]
-pub(super) struct Resume {
-    pub(super) store: PhaseStore,
-    /// [`RolloutConfig::resume_within`].
-    pub(super) within: Duration,
-}
-
-impl Resume {
-    /// Returns once `controller` (started serving the bytes `serving_sha`), whose replica has
-    /// just come to lead, may reconcile. The phase kept for its plugin is read now: a candidate
-    /// in place takes it ([`Controller::follow_kept`]). Without one, it returns at once unless
-    /// the kept phase has another version's answers written (`Canary`, `Promoted`); then once
-    /// a candidate is proposed or withdrawn, or after `within`, when the serving version
-    /// reconciles alone and a `NotResumed` Event says so.
-    pub(super) async fn take_over(&self, controller: &Controller, serving_sha: &str) {
-        let plugin = controller.info().name;
-        let kept = match self.store.load(&plugin).await {
-            Ok(kept) => kept,
-            Err(e) => {
-                tracing::warn!(plugin = %plugin, error = %Chain(&e), "the kept rollout phase is unknown: reconciling with the serving version");
-                None
-            }
-        };
-        if controller.follow_kept(kept.as_ref()).await {
-            return;
-        }
-        let Some(kept) = kept.filter(|k| k.phase.candidate_applies() && k.sha256 != serving_sha)
-        else {
-            return;
-        };
-        tracing::info!(plugin = %plugin, candidate = %kept.version, phase = %kept.phase, "holding the workers until the kept candidate is proposed again");
-        if controller.proposed_within(self.within).await {
-            // Proposed meanwhile: its phase was read at its proposal, after this one.
-            return;
-        }
-        tracing::warn!(plugin = %plugin, candidate = %kept.version, phase = %kept.phase, waited = ?self.within, "the kept candidate was not proposed again: the serving version reconciles alone");
-        self.store.not_resumed(&plugin, &kept, self.within).await;
-    }
 }
 
 impl Candidates {
@@ -213,7 +171,7 @@ impl Candidates {
     pub(super) async fn follow(
         self,
         mut events: mpsc::UnboundedReceiver<PluginEvent<Plugin>>,
-        serving_of: super::ServingOf,
+        serving_of: ServingOf,
         stop: CancellationToken,
     ) {
         let mut pending: BTreeMap<PathBuf, (PathBuf, Plugin)> = BTreeMap::new();

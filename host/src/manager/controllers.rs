@@ -7,7 +7,7 @@
 //!
 //! A controller's workers run while this replica leads (its [`Fence`] is open): each time it
 //! comes to lead, a controller first reads its rollout's kept phase and, after a restart in the
-//! middle of a rollout, waits for the kept candidate to be back (`super::candidates::Resume`);
+//! middle of a rollout, waits for the kept candidate to be back (`crate::rollout::resume`);
 //! its caches fill meanwhile, leading or not.
 //!
 //! Stopping a kind (its plugin removed) leaves its children as they are.
@@ -22,7 +22,6 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::candidates::Resume;
 use crate::fence::Fence;
 use crate::hotload::{KindKey, PluginEvent};
 use crate::metrics::Metrics;
@@ -30,6 +29,7 @@ use crate::plugin::Plugin;
 use crate::reconcile::invoke::{Reconciler, plugin_share};
 use crate::reconcile::source::Informers;
 use crate::reconcile::{Controller, ControllerConfig};
+use crate::rollout::Resume;
 
 /// How long a stopping controller may take to finish its in-flight reconciles.
 const DRAIN: Duration = Duration::from_secs(30);
@@ -287,7 +287,7 @@ async fn lead_then_work(
         tokio::select! {
             () = stop.cancelled() => return,
             ((), ()) = async {
-                tokio::join!(resume.take_over(&controller, &serving_sha), controller.wait_synced())
+                tokio::join!(resume.take_over(controller.as_ref(), &serving_sha), controller.wait_synced())
             } => {}
         }
         if stop.is_cancelled() {

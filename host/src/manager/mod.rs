@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
 pub use self::candidates::CANDIDATES_DIR;
-use self::candidates::{Candidates, Resume};
+use self::candidates::{Candidates, ServingOf};
 use self::controllers::{Controllers, ControllersView};
 use crate::fence::Fence;
 use crate::hotload::{
@@ -40,7 +40,7 @@ use crate::policy::Policy;
 use crate::reconcile::ControllerConfig;
 pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
 use crate::reconcile::source::Informers;
-use crate::rollout::{CandidateRefusal, PhaseStore, RolloutConfig, RolloutStatus};
+use crate::rollout::{CandidateRefusal, PhaseStore, Resume, RolloutConfig, RolloutStatus};
 use crate::server::ServerError;
 use crate::shard::ShardConfig;
 
@@ -295,10 +295,7 @@ impl Manager {
             &rollout_namespace(&config),
             &config.controller.instance,
         );
-        let resume = Resume {
-            store: store.clone(),
-            within: config.rollout.resume_within,
-        };
+        let resume = Resume::new(store.clone(), config.rollout.resume_within);
         let controllers = Controllers::new(
             writer.client(&client),
             informers.clone(),
@@ -462,9 +459,6 @@ impl Manager {
         let _ = (&mut self.main).await;
     }
 }
-
-/// The serving file a candidate's file is the candidate of.
-pub(crate) type ServingOf = Box<dyn Fn(&std::path::Path) -> std::path::PathBuf + Send>;
 
 /// Where rollout phases are kept: the configured namespace, else the leader lease's, else the
 /// watched one, else `default`.

@@ -1,11 +1,13 @@
 //! ④b A candidate version beside the serving one: which answers a parent, the second call, the phase's moves.
 //!
-//! While a candidate is proposed, [`Controller::route`] picks for each key the version whose
-//! answer is applied (see `crate::rollout` for the phases) and the other one, which is called on
-//! the same inputs and whose answer is only compared. Nothing of the compared-only version is
-//! written, and its failures never reach the parent: they are counted.
+//! A controller holds one [`Answerer`], swapped whole: the serving version alone, or with a
+//! candidate beside it. While a candidate is beside it, [`Answerer::route`] picks for each key
+//! the version whose answer is applied (its rollout decides: see `crate::rollout` for the
+//! phases) and the other one, which is called on the same inputs and whose answer is only
+//! compared. Nothing of the compared-only version is written, and its failures never reach the
+//! parent: they are counted.
 
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use kube::api::DynamicObject;
@@ -17,7 +19,7 @@ use super::queue::{Cause, ObjectKey};
 use super::{Binding, Controller};
 use crate::answer::Verdict;
 use crate::rollout::{
-    Normalised, Phase, PhaseStore, Request, Rollout, RolloutStatus, StoredPhase, compare,
+    Normalised, Phase, PhaseStore, Request, Resumable, Rollout, RolloutStatus, StoredPhase, compare,
 };
 
 /// A proposed candidate: its binding (subscriptions, writers) and its rollout.
@@ -27,130 +29,54 @@ pub(super) struct Candidate {
     store: Option<PhaseStore>,
 }
 
-/// The candidate slot of a controller.
-#[derive(Default)]
-pub(super) struct Slot {
-    /// The candidate being rolled out.
-    live: Option<Arc<Candidate>>,
-    /// The last rollout, kept for the listing once it is promoted or rolled back.
-    last: Option<Arc<Rollout>>,
-    /// Turns true at the first proposal or withdrawal ([`Controller::proposed_within`]).
-    proposed: watch::Sender<bool>,
+/// Who answers a controller's keys, swapped whole: a hot swap replaces the serving version, a
+/// proposal puts a candidate beside it, a promotion makes the candidate serve alone.
+#[derive(Clone)]
+pub(super) enum Answerer {
+    /// One version answers every parent.
+    Alone(Arc<Binding>),
+    /// The serving version, and a candidate whose rollout routes some parents to it (or only
+    /// compares its answers).
+    Beside {
+        /// The version serving.
+        serving: Arc<Binding>,
+        /// The candidate being rolled out.
+        candidate: Arc<Candidate>,
+    },
 }
 
-/// For one reconcile: the version not applied, called on the same inputs.
-pub(super) struct Shadow {
-    other: Arc<Binding>,
-    /// Whether the applied version is the candidate (a canary parent).
-    candidate_applies: bool,
-    candidate: Arc<Candidate>,
-}
-
-impl Controller {
-    fn slot(&self) -> std::sync::RwLockWriteGuard<'_, Slot> {
-        self.slot.write().unwrap_or_else(PoisonError::into_inner)
+impl Answerer {
+    /// The version serving the kind (the candidate's answers may be applied to some parents).
+    pub(super) fn serving(&self) -> &Arc<Binding> {
+        match self {
+            Answerer::Alone(serving) | Answerer::Beside { serving, .. } => serving,
+        }
     }
 
-    /// Rolls `plugin` out beside the serving version, starting at `rollout`'s phase; `store`
-    /// keeps each move. A candidate already `RolledBack` is only listed; one already `Promoted`
-    /// serves at once. Every parent is reconciled again (after the slot changed, when the
-    /// candidate's answers are written: the subscription's enqueue may have been served by the
-    /// serving version, as in [`Controller::swap`]).
-    pub fn propose(
-        &self,
-        plugin: Arc<dyn Reconciler>,
-        rollout: Arc<Rollout>,
-        store: Option<PhaseStore>,
-    ) {
-        let phase = rollout.phase();
-        tracing::info!(kind = %self.info().parent.kind, candidate = %plugin.info().version, %phase, "candidate proposed");
-        // Subscribing the candidate's parent kind enqueues every cached parent.
-        let binding =
-            (!matches!(phase, Phase::RolledBack { .. })).then(|| Arc::new(self.parts.bind(plugin)));
-        let mut slot = self.slot();
-        slot.last = Some(rollout.clone());
-        slot.live = match binding {
-            Some(binding) if phase == Phase::Promoted => {
-                *self.current.write().unwrap_or_else(PoisonError::into_inner) = binding;
-                None
+    /// Serves with `binding` from now on, a candidate staying beside it; the version replaced.
+    pub(super) fn replace_serving(&mut self, binding: Arc<Binding>) -> Arc<Binding> {
+        match self {
+            Answerer::Alone(serving) | Answerer::Beside { serving, .. } => {
+                std::mem::replace(serving, binding)
             }
-            Some(binding) => Some(Arc::new(Candidate {
-                binding,
-                rollout,
-                store,
-            })),
-            None => None,
+        }
+    }
+
+    fn candidate(&self) -> Option<&Arc<Candidate>> {
+        match self {
+            Answerer::Alone(_) => None,
+            Answerer::Beside { candidate, .. } => Some(candidate),
+        }
+    }
+
+    /// The binding whose answer is applied to the parent of `uid`, and the version compared
+    /// beside it.
+    pub(super) fn route(&self, uid: &str) -> (Arc<Binding>, Option<Shadow>) {
+        let (serving, candidate) = match self {
+            Answerer::Alone(serving) => return (serving.clone(), None),
+            Answerer::Beside { serving, candidate } => (serving.clone(), candidate.clone()),
         };
-        slot.proposed.send_replace(true);
-        drop(slot);
-        if phase.candidate_applies() {
-            self.enqueue_all();
-        }
-    }
-
-    /// Drops the candidate (its file went away): the serving version answers alone again.
-    pub fn withdraw(&self) {
-        {
-            let mut slot = self.slot();
-            (slot.live, slot.last) = (None, None);
-            slot.proposed.send_replace(true);
-        }
-        self.enqueue_all();
-    }
-
-    /// Waits, for at most `within`, until a candidate has been proposed to this controller or
-    /// withdrawn from it since it started (at once if one has); whether one has. A new
-    /// controller whose kept phase names a candidate holds its workers on this.
-    pub async fn proposed_within(&self, within: Duration) -> bool {
-        let mut proposed = self
-            .slot
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .proposed
-            .subscribe();
-        tokio::time::timeout(within, proposed.wait_for(|p| *p))
-            .await
-            .is_ok_and(|r| r.is_ok())
-    }
-
-    /// The current or last rollout of this kind, as listed.
-    pub fn rollout(&self) -> Option<RolloutStatus> {
-        let slot = self.slot.read().unwrap_or_else(PoisonError::into_inner);
-        slot.last.as_ref().map(|r| r.status())
-    }
-
-    /// The sha256 of the candidate being rolled out, if any.
-    pub fn candidate_sha256(&self) -> Option<String> {
-        let slot = self.slot.read().unwrap_or_else(PoisonError::into_inner);
-        slot.live.as_ref().map(|c| c.rollout.sha256())
-    }
-
-    /// Enqueues every cached parent (each version move, and a swap, must reach all of them).
-    pub(super) fn enqueue_all(&self) {
-        for key in self.binding().cache.parents.keys() {
-            self.parts.queue.add(key, Cause::Outside);
-        }
-    }
-
-    /// The binding whose answer is applied to `key`, and the version compared beside it.
-    pub(super) fn route(&self, key: &ObjectKey) -> (Arc<Binding>, Option<Shadow>) {
-        let serving = self.binding();
-        let live = self
-            .slot
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .live
-            .clone();
-        let Some(candidate) = live else {
-            return (serving, None);
-        };
-        let uid = serving
-            .cache
-            .parents
-            .get(key)
-            .and_then(|p| p.uid().map(str::to_owned))
-            .unwrap_or_default();
-        if candidate.rollout.candidate_serves(&uid) {
+        if candidate.rollout.candidate_serves(uid) {
             let applied = candidate.binding.clone();
             let shadow = Shadow {
                 other: serving,
@@ -166,6 +92,146 @@ impl Controller {
             };
             (serving, Some(shadow))
         }
+    }
+}
+
+/// A controller's rollouts as listed, and whether one was proposed since it started.
+#[derive(Default)]
+pub(super) struct Rollouts {
+    /// The last rollout, kept for the listing once it is promoted or rolled back.
+    last: RwLock<Option<Arc<Rollout>>>,
+    /// Turns true at the first proposal or withdrawal.
+    proposed: watch::Sender<bool>,
+}
+
+impl Rollouts {
+    fn set_last(&self, rollout: Option<Arc<Rollout>>) {
+        *self.last.write().unwrap_or_else(PoisonError::into_inner) = rollout;
+        self.proposed.send_replace(true);
+    }
+}
+
+/// For one reconcile: the version not applied, called on the same inputs.
+pub(super) struct Shadow {
+    other: Arc<Binding>,
+    /// Whether the applied version is the candidate (a canary parent).
+    candidate_applies: bool,
+    candidate: Arc<Candidate>,
+}
+
+impl Controller {
+    /// Who answers the keys now.
+    pub(super) fn answerer(&self) -> Answerer {
+        self.answerer
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn answerer_mut(&self) -> std::sync::RwLockWriteGuard<'_, Answerer> {
+        self.answerer
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The candidate being rolled out, if any.
+    fn live(&self) -> Option<Arc<Candidate>> {
+        self.answerer().candidate().cloned()
+    }
+
+    /// Rolls `plugin` out beside the serving version, starting at `rollout`'s phase; `store`
+    /// keeps each move. A candidate already `RolledBack` is only listed; one already `Promoted`
+    /// serves at once. Every parent is reconciled again (after the answerer changed, when the
+    /// candidate's answers are written: the subscription's enqueue may have been served by the
+    /// serving version, as in [`Controller::swap`]).
+    pub fn propose(
+        &self,
+        plugin: Arc<dyn Reconciler>,
+        rollout: Arc<Rollout>,
+        store: Option<PhaseStore>,
+    ) {
+        let phase = rollout.phase();
+        tracing::info!(kind = %self.info().parent.kind, candidate = %plugin.info().version, %phase, "candidate proposed");
+        // Subscribing the candidate's parent kind enqueues every cached parent.
+        let binding =
+            (!matches!(phase, Phase::RolledBack { .. })).then(|| Arc::new(self.parts.bind(plugin)));
+        {
+            let mut answerer = self.answerer_mut();
+            let serving = answerer.serving().clone();
+            *answerer = match binding {
+                Some(binding) if phase == Phase::Promoted => Answerer::Alone(binding),
+                Some(binding) => Answerer::Beside {
+                    serving,
+                    candidate: Arc::new(Candidate {
+                        binding,
+                        rollout: rollout.clone(),
+                        store,
+                    }),
+                },
+                None => Answerer::Alone(serving),
+            };
+        }
+        self.rollouts.set_last(Some(rollout));
+        if phase.candidate_applies() {
+            self.enqueue_all();
+        }
+    }
+
+    /// Drops the candidate (its file went away): the serving version answers alone again.
+    pub fn withdraw(&self) {
+        {
+            let mut answerer = self.answerer_mut();
+            *answerer = Answerer::Alone(answerer.serving().clone());
+        }
+        self.rollouts.set_last(None);
+        self.enqueue_all();
+    }
+
+    /// Waits, for at most `within`, until a candidate has been proposed to this controller or
+    /// withdrawn from it since it started (at once if one has); whether one has. A new
+    /// controller whose kept phase names a candidate holds its workers on this.
+    async fn proposed_since_start(&self, within: Duration) -> bool {
+        let mut proposed = self.rollouts.proposed.subscribe();
+        tokio::time::timeout(within, proposed.wait_for(|p| *p))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// The current or last rollout of this kind, as listed.
+    pub fn rollout(&self) -> Option<RolloutStatus> {
+        let last = self
+            .rollouts
+            .last
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        last.as_ref().map(|r| r.status())
+    }
+
+    /// The sha256 of the candidate being rolled out, if any.
+    pub fn candidate_sha256(&self) -> Option<String> {
+        self.live().map(|c| c.rollout.sha256())
+    }
+
+    /// Enqueues every cached parent (each version move, and a swap, must reach all of them).
+    pub(super) fn enqueue_all(&self) {
+        for key in self.binding().cache.parents.keys() {
+            self.parts.queue.add(key, Cause::Outside);
+        }
+    }
+
+    /// The binding whose answer is applied to `key`, and the version compared beside it.
+    pub(super) fn route(&self, key: &ObjectKey) -> (Arc<Binding>, Option<Shadow>) {
+        let answerer = self.answerer();
+        let uid = match &answerer {
+            Answerer::Alone(_) => String::new(),
+            Answerer::Beside { serving, .. } => serving
+                .cache
+                .parents
+                .get(key)
+                .and_then(|p| p.uid().map(str::to_owned))
+                .unwrap_or_default(),
+        };
+        answerer.route(&uid)
     }
 
     /// The applied version's answer for `parent`, judged; with a `shadow`, the other version is
@@ -223,25 +289,22 @@ impl Controller {
         }
     }
 
-    /// Makes the slot follow a move of `candidate` to `phase` and enqueues every parent; `false`
+    /// Makes the answerer follow a move of `candidate` to `phase` and enqueues every parent; `false`
     /// when the candidate is no longer in place (withdrawn meanwhile): only its moves count.
     fn shift(&self, candidate: &Arc<Candidate>, phase: &Phase) -> bool {
         {
-            let mut slot = self.slot();
-            if !slot
-                .live
-                .as_ref()
+            let mut answerer = self.answerer_mut();
+            if !answerer
+                .candidate()
                 .is_some_and(|live| Arc::ptr_eq(live, candidate))
             {
                 return false;
             }
             match phase {
-                Phase::Promoted => {
-                    *self.current.write().unwrap_or_else(PoisonError::into_inner) =
-                        candidate.binding.clone();
-                    slot.live = None;
+                Phase::Promoted => *answerer = Answerer::Alone(candidate.binding.clone()),
+                Phase::RolledBack { .. } => {
+                    *answerer = Answerer::Alone(answerer.serving().clone());
                 }
-                Phase::RolledBack { .. } => slot.live = None,
                 Phase::Shadow | Phase::Canary { .. } => {}
             }
         }
@@ -253,14 +316,8 @@ impl Controller {
     /// candidate in place of the same bytes moves on to it when it is further along (its phase
     /// was read at its proposal; the last leader may have moved it since, and a leader's phase
     /// only moves on), at once and without keeping it again. Whether a candidate is in place.
-    pub async fn follow_kept(&self, kept: Option<&StoredPhase>) -> bool {
-        let Some(live) = self
-            .slot
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .live
-            .clone()
-        else {
+    async fn take_kept(&self, kept: Option<&StoredPhase>) -> bool {
+        let Some(live) = self.live() else {
             return false;
         };
         let rollout = &live.rollout;
@@ -302,11 +359,7 @@ impl Controller {
     /// each crossing once), paused or resumed. Says why not when no candidate is in place.
     pub async fn steer(&self, request: Request) -> Result<Phase, String> {
         let live = self
-            .slot
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .live
-            .clone()
+            .live()
             .ok_or_else(|| "no candidate is being rolled out".to_owned())?;
         let rollout = &live.rollout;
         let now = rollout.phase();
@@ -331,5 +384,19 @@ impl Controller {
                 Ok(now)
             }
         }
+    }
+}
+
+impl Resumable for Controller {
+    fn plugin(&self) -> String {
+        self.info().name
+    }
+
+    async fn follow_kept(&self, kept: Option<&StoredPhase>) -> bool {
+        self.take_kept(kept).await
+    }
+
+    async fn proposed_within(&self, within: Duration) -> bool {
+        self.proposed_since_start(within).await
     }
 }

@@ -23,14 +23,16 @@
 //! Each move is an Event and is kept in a ConfigMap ([`store`]). An operator may promote, pause,
 //! resume or abort it at any time with `weir rollout` ([`steer`]), through that ConfigMap.
 //!
-//! What survives a restart: the kept phase, for the candidate's bytes (its sha256). When the
-//! same bytes are proposed again the rollout resumes there (a `RolledBack` candidate is listed,
-//! never called). So that no parent's children go back to the serving version and forth again,
-//! a controller whose kept phase has the candidate's answers written (`Canary`, `Promoted`)
-//! holds its workers until a candidate is proposed or withdrawn, for at most
-//! [`RolloutConfig::resume_within`]; if none comes, the serving version reconciles alone, with a
-//! warning and a `NotResumed` Event on the ConfigMap. A restart with no such phase starts as
-//! fast as before (the phase is read while the caches fill). The counts and diffs start afresh.
+//! What survives a restart and a failover: the kept phase, for the candidate's bytes (its
+//! sha256), which only the leader writes. When the same bytes are proposed again the rollout
+//! resumes there (a `RolledBack` candidate is listed, never called), and a replica that comes to
+//! lead takes the kept phase rather than the one it read at its start ([`resume`]). So that no
+//! parent's children go back to the serving version and forth again, a controller whose kept
+//! phase has the candidate's answers written (`Canary`, `Promoted`) holds its workers until a
+//! candidate is proposed or withdrawn, for at most [`RolloutConfig::resume_within`]; if none
+//! comes, the serving version reconciles alone, with a warning and a `NotResumed` Event on the
+//! ConfigMap. A restart with no such phase starts as fast as before (the phase is read while the
+//! caches fill). The counts and diffs start afresh.
 //!
 //! `Promoted` does not rewrite the serving file: the candidate serves (and `/plugins` lists it
 //! as what serves the kind) while its file is in `candidates/`, across restarts too. Replacing
@@ -47,6 +49,7 @@
 
 pub mod compare;
 mod judge;
+pub mod resume;
 pub mod steer;
 pub mod store;
 
@@ -57,6 +60,7 @@ use serde::{Deserialize, Serialize};
 
 pub use self::compare::{Diff, DiffKind, Normalised, Outcome, compare};
 pub use self::judge::{DiffReport, Rollout, RolloutStatus, canary_bucket};
+pub use self::resume::{Resumable, Resume};
 pub use self::steer::{Request, RolloutArgs};
 pub use self::store::{Kept, PhaseStore, StoredPhase};
 
