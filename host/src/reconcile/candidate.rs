@@ -27,6 +27,8 @@ pub(super) struct Candidate {
     binding: Arc<Binding>,
     rollout: Arc<Rollout>,
     store: Option<PhaseStore>,
+    /// Held while a move is kept and made: an operator's and the rollout's own never interleave.
+    moving: tokio::sync::Mutex<()>,
 }
 
 /// Who answers a controller's keys, swapped whole: a hot swap replaces the serving version, a
@@ -166,6 +168,7 @@ impl Controller {
                         binding,
                         rollout: rollout.clone(),
                         store,
+                        moving: tokio::sync::Mutex::new(()),
                     }),
                 },
                 None => Answerer::Alone(serving),
@@ -280,17 +283,30 @@ impl Controller {
         applied
     }
 
-    /// Carries out a move of the candidate's phase: kept, announced, and reaching every parent.
-    async fn moved(&self, candidate: &Arc<Candidate>, phase: Phase) {
+    /// Carries out a move of the candidate's phase: kept and announced first, then made and
+    /// reaching every parent; given up when it cannot be kept (this replica may no longer lead:
+    /// the next leader must find kept whatever phase a parent was answered by). Whether made.
+    async fn moved(&self, candidate: &Arc<Candidate>, phase: Phase) -> bool {
+        let _one_at_a_time = candidate.moving.lock().await;
         let info = candidate.binding.info();
-        tracing::info!(kind = %info.parent.kind, candidate = %info.version, %phase, "rollout moved");
-        if self.shift(candidate, &phase) {
-            self.keep(candidate, phase, None).await;
+        let current = candidate.rollout.phase();
+        let live = self
+            .live()
+            .is_some_and(|live| Arc::ptr_eq(&live, candidate));
+        if !live
+            || current.order() >= phase.order()
+            || !self.keep(candidate, phase.clone(), None).await
+        {
+            candidate.rollout.not_moved();
+            return false;
         }
+        tracing::info!(kind = %info.parent.kind, candidate = %info.version, %phase, "rollout moved");
+        self.shift(candidate, &phase)
     }
 
-    /// Makes the answerer follow a move of `candidate` to `phase` and enqueues every parent; `false`
-    /// when the candidate is no longer in place (withdrawn meanwhile): only its moves count.
+    /// Makes the rollout and the answerer follow a move of `candidate` to `phase` and enqueues
+    /// every parent; `false` when the candidate is no longer in place (withdrawn meanwhile):
+    /// only its moves count.
     fn shift(&self, candidate: &Arc<Candidate>, phase: &Phase) -> bool {
         {
             let mut answerer = self.answerer_mut();
@@ -298,8 +314,10 @@ impl Controller {
                 .candidate()
                 .is_some_and(|live| Arc::ptr_eq(live, candidate))
             {
+                candidate.rollout.not_moved();
                 return false;
             }
+            candidate.rollout.set_phase(phase.clone());
             match phase {
                 Phase::Promoted => *answerer = Answerer::Alone(candidate.binding.clone()),
                 Phase::RolledBack { .. } => {
@@ -329,17 +347,17 @@ impl Controller {
         if kept.phase.order() > now.order() {
             let info = live.binding.info();
             tracing::info!(kind = %info.parent.kind, candidate = %info.version, from = %now, to = %kept.phase, "taking the kept rollout phase");
-            rollout.set_phase(kept.phase.clone());
+            let _one_at_a_time = live.moving.lock().await;
             self.shift(&live, &kept.phase);
         }
         true
     }
 
     /// Keeps `phase` of `candidate` (with whether it is paused), announced with `reason` or
-    /// the phase's own.
-    async fn keep(&self, candidate: &Candidate, phase: Phase, reason: Option<&str>) {
+    /// the phase's own; whether it is kept (or there is nowhere to keep it).
+    async fn keep(&self, candidate: &Candidate, phase: Phase, reason: Option<&str>) -> bool {
         let Some(store) = &candidate.store else {
-            return;
+            return true;
         };
         let info = candidate.binding.info();
         let stored = StoredPhase {
@@ -349,8 +367,12 @@ impl Controller {
             phase,
         };
         let reason = reason.unwrap_or_else(|| stored.phase.reason());
-        if let Err(e) = store.keep(&info.name, &stored, reason).await {
-            tracing::warn!(error = %crate::chain::Chain(&e), "the rollout phase was not kept");
+        match store.keep(&info.name, &stored, reason).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %crate::chain::Chain(&e), "the rollout phase was not kept: not moved");
+                false
+            }
         }
     }
 
@@ -372,15 +394,19 @@ impl Controller {
                         reason: format!("aborted by an operator in {now}"),
                     },
                 };
-                rollout.set_phase(phase.clone());
-                self.moved(&live, phase.clone()).await;
-                Ok(phase)
+                if self.moved(&live, phase.clone()).await {
+                    Ok(phase)
+                } else {
+                    Err(format!(
+                        "{phase} could not be kept; the rollout stays in {now}"
+                    ))
+                }
             }
             Request::Pause | Request::Resume => {
                 let paused = request == Request::Pause;
                 rollout.set_paused(paused);
                 let reason = if paused { "Paused" } else { "Resumed" };
-                self.keep(&live, now.clone(), Some(reason)).await;
+                let _kept = self.keep(&live, now.clone(), Some(reason)).await;
                 Ok(now)
             }
         }

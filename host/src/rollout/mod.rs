@@ -20,8 +20,10 @@
 //! [`RolloutConfig::step_reconciles`] per canary step) compared reconciles and at least
 //! [`RolloutConfig::min_phase_time`] (`weir run --rollout-steps`, `--rollout-phase-secs`, ...:
 //! [`RolloutFlags`]); every move enqueues every parent, so the new split reaches them at once.
-//! Each move is an Event and is kept in a ConfigMap ([`store`]). An operator may promote, pause,
-//! resume or abort it at any time with `weir rollout` ([`steer`]), through that ConfigMap.
+//! Each move is an Event and is kept in a ConfigMap ([`store`]) before it is made: a move the
+//! leader cannot keep (its lease may have run out) is not made, so the next leader finds kept
+//! whatever phase a parent was answered by. An operator may promote, pause, resume or abort it
+//! at any time with `weir rollout` ([`steer`]), through that ConfigMap.
 //!
 //! What survives a restart and a failover: the kept phase, for the candidate's bytes (its
 //! sha256), which only the leader writes. When the same bytes are proposed again the rollout
