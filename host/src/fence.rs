@@ -1,14 +1,19 @@
-//! The write-time leadership gate: a client whose writes stop the moment this replica's lease could run out.
+//! The one leadership gate: whether this replica leads, and a client whose writes stop the moment its lease could run out.
+//!
+//! Every part of the host that writes asks the same [`Fence`] whether it leads
+//! ([`Fence::allows`], [`Fence::opened`], [`Fence::shut`]) and writes through a client the
+//! fence built ([`Fence::client`]): the controllers, the rollout's phase store and its Events,
+//! the `Plugin` status writer, the shard coordinator. Only the Leases are written without one.
 //!
 //! Stopping the workers when the lease is lost is not enough on its own: a reconcile in flight,
 //! a request waiting in the client's rate limit or behind a `Retry-After`, or a guard task that
 //! runs late on a busy machine could still send a write after another replica took the lease.
-//! So every write of the controllers goes through a [`Fence`] (the renew deadline of client-go,
-//! checked at the write itself): the election opens it until the step-down moment of the last
-//! renewal it read ([`crate::leader`]), and a write is sent only before that moment. A write
-//! still waiting for the client when the moment comes is dropped unsent and fails with
-//! [`FenceError::NotLeading`]; the key is retried by whichever replica then leads. Reads and
-//! watches are never fenced: a standby keeps its caches warm.
+//! So the fence is checked at the write itself (the renew deadline of client-go): the election
+//! opens it until the step-down moment of the last renewal it read ([`crate::leader`]), and a
+//! write is sent only before that moment. A write still waiting for the client when the moment
+//! comes is dropped unsent and fails with [`FenceError::NotLeading`]; the key is retried by
+//! whichever replica then leads. Reads and watches are never fenced: a standby keeps its caches
+//! warm. The only replica (no election) holds a fence that is always open.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -33,6 +38,8 @@ pub enum FenceError {
 }
 
 /// Until when writes may be sent, in milliseconds since the Unix epoch (`u64::MAX`: always).
+///
+/// Clones share one deadline: the election moves it, everyone else reads it.
 #[derive(Clone, Debug)]
 pub struct Fence {
     deadline: Arc<watch::Sender<u64>>,
@@ -44,7 +51,17 @@ fn now_ms() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// The deadline of a fence that never closes.
+const ALWAYS: u64 = u64::MAX;
+
 impl Fence {
+    /// The fence of the only replica: always open.
+    pub fn always() -> Self {
+        Self {
+            deadline: Arc::new(watch::Sender::new(ALWAYS)),
+        }
+    }
+
     /// A fence that lets no write through until [`Fence::open_until`].
     pub fn closed() -> Self {
         Self {
@@ -67,13 +84,14 @@ impl Fence {
             .send_if_modified(|d| std::mem::replace(d, 0) != 0);
     }
 
-    /// Whether a write may be sent now.
+    /// Whether this replica leads now, so a write may be sent: the one way the host asks.
     pub fn allows(&self) -> bool {
         now_ms() < *self.deadline.borrow()
     }
 
-    /// Resolves once writes may no longer be sent (at the deadline, unless it moves on meanwhile).
-    async fn shut(&self) {
+    /// Resolves once writes may no longer be sent (at the deadline, unless it moves on meanwhile);
+    /// never for an [`Fence::always`] fence.
+    pub async fn shut(&self) {
         let mut deadline = self.deadline.subscribe();
         loop {
             let until = *deadline.borrow_and_update();
@@ -81,23 +99,51 @@ impl Fence {
             if now >= until {
                 return;
             }
-            let wait = Duration::from_millis(until - now);
+            let wait = (until != ALWAYS).then(|| Duration::from_millis(until - now));
             tokio::select! {
                 // The sender lives in `self`: `changed` cannot fail while this runs.
                 _ = deadline.changed() => {}
-                () = tokio::time::sleep(wait) => {}
+                () = sleep(wait) => {}
             }
         }
     }
+
+    /// Resolves once writes may be sent (this replica leads), at once if they may now.
+    pub async fn opened(&self) {
+        let mut deadline = self.deadline.subscribe();
+        // The sender lives in `self`: `wait_for` cannot fail while this runs.
+        let _ = deadline.wait_for(|until| now_ms() < *until).await;
+    }
+
+    /// Resolves when leadership turns: once shut if open now, once open if shut now.
+    pub async fn turned(&self) {
+        if self.allows() {
+            self.shut().await;
+        } else {
+            self.opened().await;
+        }
+    }
+
+    /// A client sending `client`'s requests, its writes only while this fence allows them.
+    pub fn client(&self, client: &Client) -> Client {
+        let namespace = client.default_namespace().to_owned();
+        let fenced = Fenced {
+            client: client.clone(),
+            fence: self.clone(),
+        };
+        Client::new(fenced, namespace)
+    }
 }
 
-/// A client sending `client`'s requests, its writes only while `fence` allows them.
-pub fn fenced(client: Client, fence: Fence) -> Client {
-    let namespace = client.default_namespace().to_owned();
-    Client::new(Fenced { client, fence }, namespace)
+/// Sleeps `wait`, or forever.
+async fn sleep(wait: Option<Duration>) {
+    match wait {
+        Some(wait) => tokio::time::sleep(wait).await,
+        None => std::future::pending().await,
+    }
 }
 
-/// The service of [`fenced`].
+/// The service of [`Fence::client`].
 #[derive(Clone)]
 struct Fenced {
     client: Client,
@@ -179,5 +225,30 @@ mod tests {
         tokio::time::timeout(Duration::from_millis(100), fence.shut())
             .await
             .expect("a closed fence is shut at once");
+    }
+
+    #[tokio::test]
+    async fn opened_waits_for_the_election_and_an_always_open_fence_never_shuts() {
+        let fence = Fence::closed();
+        let opened = tokio::spawn({
+            let fence = fence.clone();
+            async move { fence.opened().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!opened.is_finished(), "nothing opened the fence yet");
+        fence.open_until(SystemTime::now() + Duration::from_secs(60));
+        tokio::time::timeout(Duration::from_secs(5), opened)
+            .await
+            .expect("opened once the election opens the fence")
+            .expect("the task ran");
+
+        let always = Fence::always();
+        assert!(always.allows());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(100), always.shut())
+                .await
+                .is_err(),
+            "the only replica's fence never shuts"
+        );
     }
 }

@@ -1,13 +1,14 @@
 //! Leader election on a `coordination.k8s.io` Lease, so two replicas of the host never both write.
 //!
-//! Only the leader runs reconcile workers; a standby keeps its caches warm and takes over when
-//! the leader's lease expires or is released on shutdown. A leader that cannot show a renewal of
-//! its lease steps down before the lease could expire (as client-go's renew deadline does) and
-//! stands again: [`Leadership::is_leader`] turns `false` [`LeaderConfig::step_down_margin`] before
-//! the last renewal it read runs out, and the workers get [`LeaderConfig::abandon_after`] to
-//! finish what is in flight; both together end before another replica may take the lease.
-//! The same moment closes the [`Fence`] the controllers' writes go through, checked at each
-//! write: no write leaves after it, however late a worker or the guard task runs.
+//! Only the leader runs reconcile workers and writes; a standby keeps its caches warm and takes
+//! over when the leader's lease expires or is released on shutdown. The election's one output is
+//! a [`Fence`] ([`Leadership::fence`]): open while this replica leads, it is how every part of
+//! the host asks whether it leads, and the client every writer writes through. A leader that
+//! cannot show a renewal of its lease steps down before the lease could expire (as client-go's
+//! renew deadline does) and stands again: the fence shuts [`LeaderConfig::step_down_margin`]
+//! before the last renewal it read runs out, and the workers get [`LeaderConfig::abandon_after`]
+//! to finish what is in flight; both together end before another replica may take the lease. No
+//! write leaves after that moment, however late a worker or the guard task runs.
 
 use std::time::{Duration, SystemTime};
 
@@ -83,10 +84,8 @@ pub enum LeaderError {
     },
 }
 
-/// A running election: `is_leader` flips as the lease is won, lost, won again.
+/// A running election: its fence opens and shuts as the lease is won, lost, won again.
 pub struct Leadership {
-    /// `true` while this replica holds the lease and has seen it renewed recently enough.
-    pub is_leader: watch::Receiver<bool>,
     /// The lease manager's task; taken by [`Leadership::release`].
     task: Option<JoinHandle<Result<kube_lease_manager::LeaseManager, LeaseManagerError>>>,
     /// Holds the lease manager's own receiver: ending it releases the lease.
@@ -124,30 +123,24 @@ impl Leadership {
                 source,
             })?;
         let (held, task) = manager.watch().await;
-        let (tx, is_leader) = watch::channel(false);
         let fence = Fence::closed();
         let guard = tokio::spawn(guard(
             client_api(client, config),
             config.clone(),
             held,
-            (tx, fence.clone()),
+            fence.clone(),
         ));
         Ok(Self {
-            is_leader,
             task: Some(task),
             guard,
             fence,
         })
     }
 
-    /// The gate for this replica's writes: open only while it leads (see [`crate::fence`]).
+    /// The gate of this replica's writes and the answer to "does it lead": open only while it
+    /// leads (see [`crate::fence`]).
     pub fn fence(&self) -> Fence {
         self.fence.clone()
-    }
-
-    /// Waits until this replica leads. Returns `false` if the election ended first.
-    pub async fn acquired(&mut self) -> bool {
-        self.is_leader.wait_for(|l| *l).await.is_ok()
     }
 
     /// Releases the lease (if held) so a standby takes over at once.
@@ -191,16 +184,18 @@ fn next_check(config: &LeaderConfig, until: Option<SystemTime>, margin: Duration
     step_down.map_or(config.check_every(), |d| d.min(config.check_every()))
 }
 
-/// Publishes "leading" only while the lease manager says so *and* the lease, read back, runs
-/// past now plus the step-down margin. Unreadable (API down): the last renewal read decides.
+/// Opens the fence only while the lease manager says this replica holds the lease *and* the
+/// lease, read back, runs past now plus the step-down margin. Unreadable (API down): the last
+/// renewal read decides.
 async fn guard(
     api: Api<Lease>,
     config: LeaderConfig,
     mut held: watch::Receiver<bool>,
-    (tx, fence): (watch::Sender<bool>, Fence),
+    fence: Fence,
 ) {
     let margin = config.step_down_margin();
     let mut until: Option<SystemTime> = None;
+    let mut was_leading = false;
     loop {
         let claimed = *held.borrow_and_update();
         if claimed {
@@ -223,18 +218,13 @@ async fn guard(
             Some(step_down) => fence.open_until(step_down),
             None => fence.close(),
         }
-        tx.send_if_modified(|was| {
-            let changed = *was != leading;
-            if changed && !leading {
-                tracing::warn!(identity = %config.identity, "leader lease not renewed in time: stepping down");
-            }
-            *was = leading;
-            changed
-        });
+        if was_leading && !leading {
+            tracing::warn!(identity = %config.identity, "leader lease not renewed in time: stepping down");
+        }
+        was_leading = leading;
         tokio::select! {
             changed = held.changed() => if changed.is_err() {
                 fence.close();
-                tx.send_replace(false);
                 return;
             },
             // Wake at the next check, or at the step-down moment if that comes first.

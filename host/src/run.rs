@@ -153,10 +153,11 @@ pub struct RunArgs {
     /// Spread the parents across every replica started with it: each holds a Lease of its own
     /// (`weir-shard-IDENTITY` in --lease-namespace) and reconciles and caches only the parents
     /// labelled `shard.weir.dev/owner=IDENTITY` and their children; the leader (implied) assigns
-    /// them on a consistent-hash ring. Requests say `User-Agent: weir/VERSION (IDENTITY)`.
+    /// them on a consistent-hash ring.
     #[arg(long)]
     pub shard: bool,
-    /// This replica's identity in the Lease (defaults to the host name).
+    /// This replica's identity in the Lease (defaults to the host name); with --leader-elect or
+    /// --shard its requests say `User-Agent: weir/VERSION (IDENTITY)`.
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
     /// Namespace of the leader Lease and the shard Leases, and (with --leader-elect) of the
@@ -275,11 +276,12 @@ pub async fn run(
     engine: EngineConfig,
     config: ManagerConfig,
 ) -> Result<(), RunError> {
-    // Sharded replicas say who they are, so the API server's audit (and a test) can tell them apart.
+    // Replicas (elected, sharded) say who they are, so the API server's audit (and a test) can
+    // tell them apart.
     let agent = config
-        .shard
+        .leader
         .as_ref()
-        .map(|s| format!("{} ({})", crate::client::USER_AGENT, s.identity));
+        .map(|l| format!("{} ({})", crate::client::USER_AGENT, l.identity));
     let client = client_as(kubeconfig, limits, agent.as_deref()).await?;
     tracing::info!(%limits, "API client limit (shared fairly between plugins)");
     let (Origin::Directory(dir) | Origin::Cluster(dir)) = origin;

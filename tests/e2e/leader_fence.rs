@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{ListParams, PostParams};
 use weir::client::ClientLimits;
-use weir::fence::{Fence, fenced};
+use weir::fence::Fence;
 use weir_e2e::TestEnv;
 
 fn config_map(name: &str) -> ConfigMap {
@@ -33,7 +33,7 @@ async fn no_write_leaves_a_fenced_client_after_its_deadline() -> anyhow::Result<
     // One token (the first write), then one every two seconds: the next write waits.
     let limits = ClientLimits { qps: 0.5, burst: 1 };
     let fence = Fence::closed();
-    let client = fenced(weir::client::build(config, limits)?, fence.clone());
+    let client = fence.client(&weir::client::build(config, limits)?);
     let cms: Api<ConfigMap> = Api::namespaced(client, &env.namespace);
     let writes = || -> Vec<String> {
         emulator

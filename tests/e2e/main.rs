@@ -41,6 +41,7 @@ mod rollout_shadow;
 mod rollout_steered;
 mod rollout_undo;
 mod shards;
+mod standby_writes_nothing;
 mod unwanted_children_are_pruned;
 mod watch_recovers;
 mod weir_run_binary;

@@ -1,5 +1,6 @@
-//! The shipped `weir run` binary as a child process serving the Blog: started, killed with
-//! SIGKILL, started again, its resident memory read.
+//! The shipped `weir run` binary as a child process serving the Blog (from a directory, or from
+//! the cluster's `Plugin` objects): started, killed with SIGKILL, started again, its resident
+//! memory read.
 //!
 //! Every start uses the workspace's compile cache (`target/plugin-cache`, the one the test
 //! engine fills), so a restart loads the precompiled Blog instead of compiling it again.
@@ -13,7 +14,8 @@ use anyhow::{Context, Result, bail};
 
 use crate::workspace_root;
 
-/// One `weir run` process at a time over a directory holding only the Blog plugin.
+/// One `weir run` process at a time, over a directory holding only the Blog plugin or over the
+/// cluster's `Plugin` objects.
 pub struct WeirRun {
     command: Vec<std::ffi::OsString>,
     binary: PathBuf,
@@ -71,25 +73,39 @@ impl WeirRun {
         let blog = crate::built("blog.wasm");
         std::fs::copy(&blog, plugins.join("blog.wasm"))
             .with_context(|| format!("copying {} (run plugins/build.sh first)", blog.display()))?;
-        let mut command: Vec<std::ffi::OsString> = vec![
-            "--log".into(),
-            "warn".into(),
-            "--cache-dir".into(),
-            workspace_root().join("target/plugin-cache").into(),
-            "run".into(),
-            "--plugins".into(),
-            plugins.clone().into(),
-            "--kubeconfig".into(),
-            kubeconfig.into(),
-            "--listen".into(),
-            listen.into(),
-            "--resync-secs".into(),
-            resync_secs.to_string().into(),
+        let source = ["--plugins".into(), plugins.clone().into()];
+        let command = run_command(&source, kubeconfig, (namespace, resync_secs), listen, extra);
+        Self::launch(binary, dir, command, plugins)
+    }
+
+    /// `weir run --plugins-from-cluster` (components kept in `dir/components`), serving
+    /// `/metrics` and the rest on `listen`, with `extra` arguments.
+    pub fn start_from_cluster(
+        binary: &Path,
+        dir: &Path,
+        kubeconfig: &Path,
+        (namespace, resync_secs): (Option<&str>, u64),
+        listen: &str,
+        extra: &[&str],
+    ) -> Result<WeirRun> {
+        let components = dir.join("components");
+        std::fs::create_dir_all(&components)
+            .with_context(|| format!("creating {}", components.display()))?;
+        let source = [
+            "--plugins-from-cluster".into(),
+            "--component-cache".into(),
+            components.clone().into(),
         ];
-        if let Some(ns) = namespace {
-            command.extend(["--namespace".into(), ns.into()]);
-        }
-        command.extend(extra.iter().map(Into::into));
+        let command = run_command(&source, kubeconfig, (namespace, resync_secs), listen, extra);
+        Self::launch(binary, dir, command, components)
+    }
+
+    fn launch(
+        binary: &Path,
+        dir: &Path,
+        command: Vec<std::ffi::OsString>,
+        plugins: PathBuf,
+    ) -> Result<WeirRun> {
         let mut run = WeirRun {
             command,
             binary: binary.to_owned(),
@@ -144,7 +160,8 @@ impl WeirRun {
         Ok(())
     }
 
-    /// The directory the process serves (and hot-loads) its plugins from.
+    /// The directory the process serves (and hot-loads) its plugins from, or keeps the
+    /// components it pulled in.
     pub fn plugins(&self) -> &Path {
         &self.plugins
     }
@@ -178,6 +195,38 @@ impl WeirRun {
         let all: Vec<&str> = text.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
     }
+}
+
+/// The arguments of `weir run` from `source` (`--plugins DIR`, ...), on the workspace's compile
+/// cache, against the cluster of `kubeconfig`.
+fn run_command(
+    source: &[std::ffi::OsString],
+    kubeconfig: &Path,
+    (namespace, resync_secs): (Option<&str>, u64),
+    listen: &str,
+    extra: &[&str],
+) -> Vec<std::ffi::OsString> {
+    let mut command: Vec<std::ffi::OsString> = vec![
+        "--log".into(),
+        "warn".into(),
+        "--cache-dir".into(),
+        workspace_root().join("target/plugin-cache").into(),
+        "run".into(),
+    ];
+    command.extend(source.iter().cloned());
+    command.extend([
+        "--kubeconfig".into(),
+        kubeconfig.into(),
+        "--listen".into(),
+        listen.into(),
+        "--resync-secs".into(),
+        resync_secs.to_string().into(),
+    ]);
+    if let Some(ns) = namespace {
+        command.extend(["--namespace".into(), ns.into()]);
+    }
+    command.extend(extra.iter().map(Into::into));
+    command
 }
 
 /// The body of `GET path` from a host's operations server at `addr` (HTTP/1.0: the answer ends

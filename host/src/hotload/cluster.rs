@@ -36,7 +36,6 @@ use futures::StreamExt;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
-use tokio::sync::watch;
 use tracing::{info, warn};
 
 use super::dir::{FileRefusal, KindKey, Loaded, PluginEvent};
@@ -46,6 +45,7 @@ use crate::cluster::fetch::{FetchError, Fetched, fetch, fetch_config_map, pull_c
 use crate::cluster::oci::parse_reference;
 use crate::cluster::status::{self, Attempt, Serving};
 use crate::cluster::{Blobs, CandidateSource, Credentials, Plugin, PluginSpec};
+use crate::fence::Fence;
 
 /// How the cluster source stores and retries.
 #[derive(Clone, Debug)]
@@ -82,13 +82,13 @@ impl Drop for ClusterLoader {
 }
 
 impl ClusterLoader {
-    /// Starts following Plugin objects. `leading` is this replica's leadership (`None`: the
-    /// only replica): only a leader writes Plugin status, but every replica loads. Returns the
-    /// served versions' events and the candidates'.
+    /// Starts following Plugin objects. `leading` is this replica's leadership and `client` is
+    /// built by it ([`Fence::client`]): only a leader writes Plugin status, but every replica
+    /// loads. Returns the served versions' events and the candidates'.
     pub fn start<L: Loader + Sync>(
         client: Client,
         config: ClusterConfig,
-        leading: Option<watch::Receiver<bool>>,
+        leading: Fence,
         loader: L,
         metrics: HotloadMetrics,
     ) -> Result<(Self, Events<L::Plugin>, Events<L::Plugin>)> {
@@ -156,7 +156,7 @@ struct Run<L: Loader> {
     candidates: UnboundedSender<PluginEvent<L::Plugin>>,
     metrics: HotloadMetrics,
     catalog: Catalog,
-    leading: Option<watch::Receiver<bool>>,
+    leading: Fence,
     entries: BTreeMap<String, Entry<L::Plugin>>,
     /// Which Plugin serves each kind.
     owners: HashMap<KindKey, String>,
@@ -169,7 +169,7 @@ impl<L: Loader + Sync> Run<L> {
         let mut stream = watcher(self.api.clone(), watcher::Config::default())
             .default_backoff()
             .boxed();
-        let mut leadership = self.leading.clone();
+        let leading = self.leading.clone();
         let mut relisted: Option<BTreeSet<String>> = None;
         loop {
             let due = self.next_retry();
@@ -180,7 +180,7 @@ impl<L: Loader + Sync> Run<L> {
                     Some(Ok(event)) => self.observe(event, &mut relisted),
                 },
                 () = sleep_until(due) => {}
-                changed = changed(&mut leadership) => if !changed { leadership = None },
+                () = leading.turned() => {}
             }
             if self.events.is_closed() {
                 return;
@@ -600,13 +600,9 @@ impl<L: Loader + Sync> Run<L> {
         let _ = self.events.send(event);
     }
 
-    fn is_leader(&self) -> bool {
-        self.leading.as_ref().is_none_or(|l| *l.borrow())
-    }
-
     /// Writes the Plugin's status if this replica leads and it changed.
     async fn sync_status(&mut self, name: &str) {
-        if !self.is_leader() {
+        if !self.leading.allows() {
             return;
         }
         let Some(entry) = self.entries.get_mut(name) else {
@@ -650,14 +646,6 @@ fn candidate_file_of(name: &str) -> PathBuf {
 async fn sleep_until(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
-    }
-}
-
-/// Resolves when leadership changes: `true`, or `false` once the election has ended.
-async fn changed(leading: &mut Option<watch::Receiver<bool>>) -> bool {
-    match leading {
-        Some(l) => l.changed().await.is_ok(),
         None => std::future::pending().await,
     }
 }

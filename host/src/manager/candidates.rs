@@ -6,9 +6,9 @@
 //! `Plugin/NAME`. Both are followed by [`Candidates::follow`]; any other source calls
 //! [`Candidates::propose`] with the serving file.
 //!
-//! After a restart a candidate comes back later than the serving version (its own loader, its
-//! own compile), so a new controller first asks [`Resume::hold`] whether its kept phase has the
-//! candidate's answers written; if so its workers wait for the candidate (see `crate::rollout`).
+//! A replica that does not lead proposes its candidates too (with the phase kept then), but
+//! keeps no phase; when it comes to lead, its controllers take the kept one
+//! (`crate::rollout::resume`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,13 +20,16 @@ use tokio_util::sync::CancellationToken;
 
 use super::controllers::ControllersView;
 use crate::chain::Chain;
+use crate::fence::Fence;
 use crate::hotload::{Catalog, KindKey, PluginEvent};
 use crate::plugin::Plugin;
-use crate::reconcile::Controller;
 use crate::rollout::{CandidateRefusal, PhaseStore, Rollout, RolloutConfig, StoredPhase};
 
 /// The subdirectory of the plugins directory holding candidates.
 pub const CANDIDATES_DIR: &str = "candidates";
+
+/// The serving file a candidate's file is the candidate of.
+pub(super) type ServingOf = Box<dyn Fn(&Path) -> PathBuf + Send>;
 
 /// Hands candidates to controllers and keeps the refusals for the listing.
 #[derive(Clone)]
@@ -35,56 +38,24 @@ pub(super) struct Candidates {
     pub(super) view: ControllersView,
     pub(super) store: PhaseStore,
     pub(super) config: RolloutConfig,
+    /// Whether this replica leads: only a leader keeps a new candidate's first phase.
+    pub(super) gate: Fence,
     /// Why the candidate of a serving file was refused, by serving file.
     pub(super) refused: Arc<RwLock<BTreeMap<PathBuf, String>>>,
-}
-
-/// What a new controller waits for before its first reconcile: the candidate its kept phase names.
-#[derive(Clone)]
-pub(super) struct Resume {
-    pub(super) store: PhaseStore,
-    /// [`RolloutConfig::resume_within`].
-    pub(super) within: Duration,
-}
-
-impl Resume {
-    /// Returns once `controller` (serving the bytes `serving_sha`) may reconcile: at once unless
-    /// the phase kept for its plugin has another version's answers written (`Canary`,
-    /// `Promoted`); then once a candidate is proposed or withdrawn, or after `within`, when the
-    /// serving version reconciles alone and a `NotResumed` Event says so.
-    pub(super) async fn hold(&self, controller: &Controller, serving_sha: &str) {
-        let plugin = controller.info().name;
-        let kept = match self.store.load(&plugin).await {
-            Ok(kept) => kept,
-            Err(e) => {
-                tracing::warn!(plugin = %plugin, error = %Chain(&e), "the kept rollout phase is unknown: reconciling with the serving version");
-                None
-            }
-        };
-        let Some(kept) = kept.filter(|k| k.phase.candidate_applies() && k.sha256 != serving_sha)
-        else {
-            return;
-        };
-        tracing::info!(plugin = %plugin, candidate = %kept.version, phase = %kept.phase, "holding the workers until the kept candidate is proposed again");
-        if controller.proposed_within(self.within).await {
-            return;
-        }
-        tracing::warn!(plugin = %plugin, candidate = %kept.version, phase = %kept.phase, waited = ?self.within, "the kept candidate was not proposed again: the serving version reconciles alone");
-        self.store.not_resumed(&plugin, &kept, self.within).await;
-    }
 }
 
 impl Candidates {
     pub(super) fn new(
         (catalog, view): (Catalog, ControllersView),
         config: RolloutConfig,
-        store: PhaseStore,
+        (store, gate): (PhaseStore, Fence),
     ) -> Self {
         Self {
             catalog,
             view,
             store,
             config,
+            gate,
             refused: Arc::default(),
         }
     }
@@ -153,7 +124,9 @@ impl Candidates {
         let phase = kept
             .as_ref()
             .map_or_else(|| self.config.first(), |k| k.phase.clone());
-        if kept.is_none() {
+        // A standby's first phase is not kept: the leader keeps its own, and this replica takes
+        // the kept one when it comes to lead.
+        if kept.is_none() && self.gate.allows() {
             let stored = StoredPhase {
                 sha256: sha.clone(),
                 version: info.version.clone(),
@@ -198,7 +171,7 @@ impl Candidates {
     pub(super) async fn follow(
         self,
         mut events: mpsc::UnboundedReceiver<PluginEvent<Plugin>>,
-        serving_of: super::ServingOf,
+        serving_of: ServingOf,
         stop: CancellationToken,
     ) {
         let mut pending: BTreeMap<PathBuf, (PathBuf, Plugin)> = BTreeMap::new();

@@ -5,8 +5,10 @@
 //! parent of the kind is enqueued once so the new logic reaches all of them. Kinds only the old
 //! version declared are unsubscribed; kinds only the new one declares get their watches.
 //!
-//! A new controller reconciles nothing before its caches are synced and, after a restart in
-//! the middle of a rollout, before the kept candidate is back (`super::candidates::Resume`).
+//! A controller's workers run while this replica leads (its [`Fence`] is open): each time it
+//! comes to lead, a controller first reads its rollout's kept phase and, after a restart in the
+//! middle of a rollout, waits for the kept candidate to be back (`crate::rollout::resume`);
+//! its caches fill meanwhile, leading or not.
 //!
 //! Stopping a kind (its plugin removed) leaves its children as they are.
 
@@ -15,18 +17,19 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use kube::Client;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::candidates::Resume;
+use crate::fence::Fence;
 use crate::hotload::{KindKey, PluginEvent};
 use crate::metrics::Metrics;
 use crate::plugin::Plugin;
 use crate::reconcile::invoke::{Reconciler, plugin_share};
 use crate::reconcile::source::Informers;
 use crate::reconcile::{Controller, ControllerConfig};
+use crate::rollout::Resume;
 
 /// How long a stopping controller may take to finish its in-flight reconciles.
 const DRAIN: Duration = Duration::from_secs(30);
@@ -48,9 +51,9 @@ pub(super) struct Controllers {
     share: usize,
     metrics: Arc<Metrics>,
     config: ControllerConfig,
-    /// `None`: the only replica, always leading. Else whether this replica leads, and how long
-    /// stepped-down workers may finish before their reconciles are abandoned.
-    leading: Option<(watch::Receiver<bool>, Duration)>,
+    /// Whether this replica leads (always, for the only replica), and how long stepped-down
+    /// workers may finish before their reconciles are abandoned.
+    gate: (Fence, Duration),
     running: HashMap<KindKey, Running>,
     view: ControllersView,
     /// What a new controller waits for when its kept rollout phase names a candidate.
@@ -163,7 +166,7 @@ impl Controllers {
         slots: usize,
         metrics: Arc<Metrics>,
         config: ControllerConfig,
-        leading: Option<(watch::Receiver<bool>, Duration)>,
+        gate: (Fence, Duration),
         resume: Resume,
     ) -> Self {
         let slots = slots.max(1);
@@ -174,7 +177,7 @@ impl Controllers {
             share: plugin_share(slots),
             metrics,
             config,
-            leading,
+            gate,
             running: HashMap::new(),
             view: ControllersView::default(),
             resume,
@@ -215,13 +218,10 @@ impl Controllers {
             self.config.clone(),
         ));
         let stop = CancellationToken::new();
-        let hold = {
-            let (resume, controller) = (self.resume.clone(), controller.clone());
-            async move { resume.hold(&controller, &sha).await }
-        };
         let workers = tokio::spawn(lead_then_work(
             controller.clone(),
-            (hold, self.leading.clone()),
+            (self.resume.clone(), sha),
+            self.gate.clone(),
             stop.clone(),
         ));
         let resync = tokio::spawn(controller.clone().resync());
@@ -265,35 +265,30 @@ impl Controllers {
     }
 }
 
-/// Runs the workers while this replica leads, once `hold` is over; the watches run regardless,
-/// so a standby's caches are warm when it takes over. A lost lease stops the workers (in-flight
-/// reconciles get `abandon` to finish, then are dropped) and the controller stands again.
+/// Runs the workers while this replica leads; the watches run regardless, so a standby's
+/// caches are warm when it takes over. Each time it comes to lead, the rollout's kept phase is
+/// read ([`Resume::take_over`]) before the first reconcile. A lost lease stops the workers
+/// (in-flight reconciles get `abandon` to finish, then are dropped) and the controller stands
+/// again. The only replica's gate never shuts: its workers end through `Controller::shutdown`
+/// (dropping `run_workers` would abort reconciles in flight).
 async fn lead_then_work(
     controller: Arc<Controller>,
-    (hold, leading): (
-        impl Future<Output = ()>,
-        Option<(watch::Receiver<bool>, Duration)>,
-    ),
+    (resume, serving_sha): (Resume, String),
+    (gate, abandon): (Fence, Duration),
     stop: CancellationToken,
 ) {
-    // The hold and the first list run at once: without a kept candidate, no later than before.
-    tokio::select! {
-        () = stop.cancelled() => return,
-        ((), ()) = async { tokio::join!(hold, controller.wait_synced()) } => {}
-    }
-    let Some((mut leading, abandon)) = leading else {
-        // Dropping `run_workers` would abort reconciles in flight: once running, the workers
-        // end through `Controller::shutdown`.
-        return controller.run_workers().await;
-    };
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
-            ended = async { leading.wait_for(|l| *l).await.is_err() } => if ended { return },
+            () = gate.opened() => {}
         }
+        // The kept phase and the first list at once: without a kept candidate, no later than
+        // the caches.
         tokio::select! {
             () = stop.cancelled() => return,
-            () = controller.wait_synced() => {}
+            ((), ()) = async {
+                tokio::join!(resume.take_over(controller.as_ref(), &serving_sha), controller.wait_synced())
+            } => {}
         }
         if stop.is_cancelled() {
             return;
@@ -304,13 +299,10 @@ async fn lead_then_work(
         tokio::pin!(workers);
         tokio::select! {
             () = &mut workers => return,
-            ended = async { leading.wait_for(|l| !*l).await.is_err() } => {
+            () = gate.shut() => {
                 controller.shutdown();
                 if tokio::time::timeout(abandon, &mut workers).await.is_err() {
                     warn!(kind = %controller.info().parent.kind, "in-flight reconciles abandoned: the lease is lost");
-                }
-                if ended {
-                    return;
                 }
                 info!(kind = %controller.info().parent.kind, "stepped down: workers stopped, caches kept; standing again");
             }

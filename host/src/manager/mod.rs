@@ -27,8 +27,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
 pub use self::candidates::CANDIDATES_DIR;
-use self::candidates::{Candidates, Resume};
+use self::candidates::{Candidates, ServingOf};
 use self::controllers::{Controllers, ControllersView};
+use crate::fence::Fence;
 use crate::hotload::{
     self, Catalog, ClusterLoader, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, install_crd,
 };
@@ -39,7 +40,7 @@ use crate::policy::Policy;
 use crate::reconcile::ControllerConfig;
 pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
 use crate::reconcile::source::Informers;
-use crate::rollout::{CandidateRefusal, PhaseStore, RolloutConfig, RolloutStatus};
+use crate::rollout::{CandidateRefusal, PhaseStore, Resume, RolloutConfig, RolloutStatus};
 use crate::server::ServerError;
 use crate::shard::ShardConfig;
 
@@ -182,6 +183,12 @@ impl Manager {
             None => None,
         };
         let member = shards::join(&client, config.shard.as_ref()).await?;
+        // One gate for every write but the Leases': the leader Lease's fence (always open for
+        // the only replica), and the client it builds.
+        let gate = leadership
+            .as_ref()
+            .map_or_else(Fence::always, Leadership::fence);
+        let leader_client = gate.client(&client);
         let mut candidate_source = None;
         let (events, catalog, loader) = match source {
             PluginSource::Fixed(plugins) => {
@@ -250,11 +257,10 @@ impl Manager {
                     admission,
                     runtime: tokio::runtime::Handle::current(),
                 };
-                let leading = leadership.as_ref().map(|l| l.is_leader.clone());
                 let (source, rx, candidates) = ClusterLoader::start(
-                    client.clone(),
+                    leader_client.clone(),
                     cluster,
-                    leading,
+                    gate.clone(),
                     loader,
                     hotload_metrics.clone(),
                 )?;
@@ -277,24 +283,21 @@ impl Manager {
                 .as_ref()
                 .map(|sc| crate::shard::selector(&sc.identity)),
         );
-        // The controllers' writes stop at the step-down moment, checked at each write: of the
-        // leader Lease, or of this replica's own shard Lease when sharded.
-        let writer = shards::fenced(
-            &client,
-            member.as_ref().map(|(m, _)| m).or(leadership.as_ref()),
-        );
-        let coordinator_client = shards::fenced(&client, leadership.as_ref());
+        // Sharded, the controllers' writes stop at the step-down moment of this replica's own
+        // shard Lease instead (its fence is the same gate, on another Lease).
+        let (writer, abandon) = match (&member, &config.leader) {
+            (Some((m, lc)), _) => (m.fence(), lc.abandon_after()),
+            (None, Some(lc)) => (gate.clone(), lc.abandon_after()),
+            (None, None) => (gate.clone(), std::time::Duration::ZERO),
+        };
         let store = PhaseStore::new(
-            client.clone(),
+            leader_client.clone(),
             &rollout_namespace(&config),
             &config.controller.instance,
         );
-        let resume = Resume {
-            store: store.clone(),
-            within: config.rollout.resume_within,
-        };
+        let resume = Resume::new(store.clone(), config.rollout.resume_within);
         let controllers = Controllers::new(
-            writer,
+            writer.client(&client),
             informers.clone(),
             config.max_concurrent_calls,
             metrics.clone(),
@@ -303,32 +306,29 @@ impl Manager {
                 sharded: config.shard.is_some(),
                 ..config.controller.clone()
             },
-            member
-                .as_ref()
-                .map(|(m, lc)| (m, lc))
-                .or(leadership.as_ref().zip(config.leader.as_ref()))
-                .map(|(l, c)| (l.is_leader.clone(), c.abandon_after())),
+            (writer, abandon),
             resume,
         );
         let view = controllers.view();
         let stop = CancellationToken::new();
         if let Some(sc) = &config.shard {
             shards::coordinate(
-                (coordinator_client, sc, config.controller.namespace.clone()),
+                (
+                    leader_client.clone(),
+                    sc,
+                    config.controller.namespace.clone(),
+                ),
                 (view.clone(), shard_metrics),
-                leadership.as_ref().map(|l| l.is_leader.clone()),
+                gate.clone(),
                 stop.clone(),
             );
         }
         let candidates = Candidates::new(
             (catalog.clone(), view.clone()),
             config.rollout.clone(),
-            store,
+            (store, gate.clone()),
         );
-        tokio::spawn(candidates.clone().follow_requests(
-            leadership.as_ref().map(|l| l.is_leader.clone()),
-            stop.clone(),
-        ));
+        tokio::spawn(candidates.clone().follow_requests(stop.clone()));
         let candidate_loader = candidate_source.and_then(|(hot, rx, serving_of)| {
             tokio::spawn(candidates.clone().follow(rx, serving_of, stop.clone()));
             hot
@@ -346,7 +346,7 @@ impl Manager {
             ),
             None => None,
         };
-        let installer = config.install_crds.then_some(client);
+        let installer = config.install_crds.then_some(leader_client);
         let activity = config.controller.activity.clone();
         let main = tokio::spawn(drive(
             controllers,
@@ -459,9 +459,6 @@ impl Manager {
         let _ = (&mut self.main).await;
     }
 }
-
-/// The serving file a candidate's file is the candidate of.
-pub(crate) type ServingOf = Box<dyn Fn(&std::path::Path) -> std::path::PathBuf + Send>;
 
 /// Where rollout phases are kept: the configured namespace, else the leader lease's, else the
 /// watched one, else `default`.

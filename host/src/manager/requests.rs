@@ -15,7 +15,6 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::runtime::{WatchStreamExt, watcher};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::candidates::Candidates;
@@ -96,13 +95,9 @@ impl Requests {
 }
 
 impl Candidates {
-    /// Follows the rollout ConfigMaps until `stop`, carrying requests out while `leading`
-    /// (`None`: the only replica).
-    pub(super) async fn follow_requests(
-        self,
-        leading: Option<watch::Receiver<bool>>,
-        stop: CancellationToken,
-    ) {
+    /// Follows the rollout ConfigMaps until `stop`, carrying requests out while this replica
+    /// leads.
+    pub(super) async fn follow_requests(self, stop: CancellationToken) {
         let config = watcher::Config::default().labels(ROLLOUT_LABEL);
         let mut events = watcher(self.store.api().clone(), config)
             .default_backoff()
@@ -123,7 +118,7 @@ impl Candidates {
                     None => return,
                 },
             }
-            if leading.as_ref().is_some_and(|l| !*l.borrow()) {
+            if !self.gate.allows() {
                 continue;
             }
             let plugins: Vec<String> = requests.pending.keys().cloned().collect();

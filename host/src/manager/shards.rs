@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use kube::Client;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::ManagerError;
 use super::controllers::ControllersView;
+use crate::fence::Fence;
 use crate::leader::{LeaderConfig, Leadership};
 use crate::shard::coordinator::Coordinator;
 use crate::shard::metrics::ShardMetrics;
@@ -30,20 +30,12 @@ pub(super) async fn join(
     )))
 }
 
-/// `client` with its writes fenced by `lease` (see [`crate::fence`]); as it is without one.
-pub(super) fn fenced(client: &Client, lease: Option<&Leadership>) -> Client {
-    match lease {
-        Some(l) => crate::fence::fenced(client.clone(), l.fence()),
-        None => client.clone(),
-    }
-}
-
-/// Starts the coordinator: while `leading` (always when `None`), it places the parents of the
-/// kinds `view` serves, writing with `client` (fenced by the leader Lease), until `stop`.
+/// Starts the coordinator: while `leading` is open, it places the parents of the kinds `view`
+/// serves, writing with `client` (built by the same fence), until `stop`.
 pub(super) fn coordinate(
     (client, config, namespace): (Client, &ShardConfig, Option<String>),
     (view, metrics): (ControllersView, ShardMetrics),
-    leading: Option<watch::Receiver<bool>>,
+    leading: Fence,
     stop: CancellationToken,
 ) {
     let coordinator = Coordinator {

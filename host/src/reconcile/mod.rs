@@ -98,9 +98,10 @@ impl Default for ControllerConfig {
 /// The reconcile loop of one parent kind. The plugin serving it can be swapped in place
 /// ([`Controller::swap`]): the queue, the workers and the caches stay.
 pub struct Controller {
-    current: RwLock<Arc<Binding>>,
-    /// A candidate version being rolled out, and the last rollout.
-    slot: RwLock<candidate::Slot>,
+    /// Who answers the keys: the serving version alone, or a candidate beside it.
+    answerer: RwLock<candidate::Answerer>,
+    /// The last rollout, as listed.
+    rollouts: candidate::Rollouts,
     parts: Parts,
 }
 
@@ -139,18 +140,17 @@ impl Controller {
             client,
             config,
         };
+        let serving = Arc::new(parts.bind(plugin));
         Self {
-            current: RwLock::new(Arc::new(parts.bind(plugin))),
-            slot: RwLock::default(),
+            answerer: RwLock::new(candidate::Answerer::Alone(serving)),
+            rollouts: candidate::Rollouts::default(),
             parts,
         }
     }
 
+    /// The version serving the kind.
     fn binding(&self) -> Arc<Binding> {
-        self.current
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.answerer().serving().clone()
     }
 
     /// Serves the kind with `plugin` from now on, in place: kinds both versions declare keep
@@ -160,12 +160,13 @@ impl Controller {
         // Subscribing before the old binding lets go keeps shared kinds' counts above zero; the
         // new parent subscription enqueues every cached parent.
         let binding = Arc::new(self.parts.bind(plugin));
-        let old = std::mem::replace(
-            &mut *self.current.write().unwrap_or_else(PoisonError::into_inner),
-            binding,
-        );
+        let old = self
+            .answerer
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .replace_serving(binding);
         tracing::info!(from = %old.info().version, to = %self.binding().info().version, kind = %old.info().parent.kind, "plugin swapped in place");
-        // The new subscription enqueued the parents before `current` changed, so a worker may
+        // The new subscription enqueued the parents before the answerer changed, so a worker may
         // already have reconciled some with the old version: enqueue them all again now.
         self.enqueue_all();
     }

@@ -102,6 +102,8 @@ struct State {
     serving: Window,
     candidate: Window,
     status: RolloutStatus,
+    /// A move was decided and is not kept yet: no other is decided meanwhile.
+    moving: bool,
 }
 
 /// One candidate's rollout, shared by the workers of its kind.
@@ -145,6 +147,7 @@ impl Rollout {
                 serving: Window::default(),
                 candidate: Window::default(),
                 status,
+                moving: false,
             }),
         }
     }
@@ -177,7 +180,11 @@ impl Rollout {
         }
     }
 
-    /// Counts one compared reconcile of `parent` and returns the new phase if it moved.
+    /// Counts one compared reconcile of `parent` and returns the phase to move to, if it is
+    /// time. The move is not made here: the leader keeps it first, then makes it
+    /// ([`Rollout::set_phase`]), or gives it up when it cannot be kept ([`Rollout::not_moved`]),
+    /// so no parent is answered by a phase the next leader would not find kept. Meanwhile no
+    /// other move is decided.
     pub fn record(
         &self,
         parent: &str,
@@ -216,16 +223,21 @@ impl Rollout {
         st.candidate.push(candidate != Outcome::Ok, config.window);
         st.compared_in_phase += 1;
 
+        if st.moving {
+            return None;
+        }
         let next = self.rollback_reason(&st).map_or_else(
             || self.step(&st),
             |reason| Some(Phase::RolledBack { reason }),
         )?;
-        st.phase = next.clone();
-        st.status.phase = next.clone();
-        st.status.phase_since = now();
-        st.since = Instant::now();
-        st.compared_in_phase = 0;
+        st.moving = true;
         Some(next)
+    }
+
+    /// Gives up a move [`Rollout::record`] decided (it could not be kept): a later compared
+    /// reconcile decides it again.
+    pub fn not_moved(&self) {
+        self.lock().moving = false;
     }
 
     /// Why the candidate must go, if its bad-outcome rate exceeds the serving one's by the margin.
@@ -285,9 +297,11 @@ impl Rollout {
         self.lock().status.paused = paused;
     }
 
-    /// Moves to `phase` from outside (read back after a restart, or decided by an operator).
+    /// Moves to `phase`: one [`Rollout::record`] decided and that is kept, one read back after a
+    /// restart, or one an operator decided.
     pub fn set_phase(&self, phase: Phase) {
         let mut st = self.lock();
+        st.moving = false;
         st.status.phase = phase.clone();
         st.status.phase_since = now();
         st.phase = phase;
@@ -316,6 +330,14 @@ mod tests {
             namespace: None,
             resume_within: Duration::ZERO,
         }
+    }
+
+    /// Counts one compared reconcile and makes the move it decides, as the leader does once
+    /// the move is kept.
+    fn step(r: &Rollout, parent: &str, diffs: Vec<Diff>, o: (Outcome, Outcome)) -> Option<Phase> {
+        let next = r.record(parent, diffs, o)?;
+        r.set_phase(next.clone());
+        Some(next)
     }
 
     fn rollout() -> Rollout {
@@ -347,7 +369,7 @@ mod tests {
         let r = rollout();
         let mut phases = vec![r.phase()];
         for i in 0..40 {
-            if let Some(p) = r.record(&format!("ns/p{i}"), vec![], (Outcome::Ok, Outcome::Ok)) {
+            if let Some(p) = step(&r, &format!("ns/p{i}"), vec![], (Outcome::Ok, Outcome::Ok)) {
                 phases.push(p);
             }
         }
@@ -379,7 +401,7 @@ mod tests {
         let mut moved = None;
         for i in 0..100 {
             let candidate = if i % 10 == 0 { bad } else { Outcome::Ok };
-            if let Some(p) = r.record("ns/p", vec![], (Outcome::Ok, candidate)) {
+            if let Some(p) = step(&r, "ns/p", vec![], (Outcome::Ok, candidate)) {
                 moved = Some((i, p));
                 break;
             }
@@ -392,7 +414,7 @@ mod tests {
             reason.starts_with("in Shadow, candidate 0.2.0 failed 2 of its last 20 reconciles (10%: 2 trap), the serving blog@0.1.0 0 (0%); margin 5%"),
             "{reason}"
         );
-        assert_eq!(r.record("ns/p", vec![], (Outcome::Ok, bad)), None, "once");
+        assert_eq!(step(&r, "ns/p", vec![], (Outcome::Ok, bad)), None, "once");
     }
 
     #[test]
@@ -400,18 +422,18 @@ mod tests {
         let r = rollout();
         r.set_paused(true);
         for i in 0..40 {
-            let moved = r.record(&format!("ns/p{i}"), vec![], (Outcome::Ok, Outcome::Ok));
+            let moved = step(&r, &format!("ns/p{i}"), vec![], (Outcome::Ok, Outcome::Ok));
             assert_eq!(moved, None);
         }
         assert_eq!(r.phase(), Phase::Shadow);
         r.set_paused(false);
         assert_eq!(
-            r.record("ns/p", vec![], (Outcome::Ok, Outcome::Ok)),
+            step(&r, "ns/p", vec![], (Outcome::Ok, Outcome::Ok)),
             Some(Phase::Canary { percent: 10 })
         );
         r.set_paused(true);
         let bad = Outcome::Failed(FailureCause::Trap);
-        let moved = (0..20).find_map(|_| r.record("ns/p", vec![], (Outcome::Ok, bad)));
+        let moved = (0..20).find_map(|_| step(&r, "ns/p", vec![], (Outcome::Ok, bad)));
         assert!(matches!(moved, Some(Phase::RolledBack { .. })), "{moved:?}");
     }
 
@@ -440,5 +462,24 @@ mod tests {
         assert_eq!(s.diffs.get(&DiffKind::Status), Some(&100));
         assert_eq!(s.first_diffs.len(), 2);
         assert_eq!(s.candidate_failures.get("error"), Some(&34));
+    }
+
+    #[test]
+    fn a_decided_move_is_made_only_once_kept_and_one_not_kept_is_decided_again() {
+        let r = rollout();
+        let ok = (Outcome::Ok, Outcome::Ok);
+        let decided = (0..10).find_map(|i| r.record(&format!("ns/p{i}"), vec![], ok));
+        assert_eq!(decided, Some(Phase::Canary { percent: 10 }));
+        assert_eq!(r.phase(), Phase::Shadow, "not made before it is kept");
+        assert!(!r.candidate_serves("any"));
+        assert_eq!(r.record("ns/p", vec![], ok), None, "one move at a time");
+        r.not_moved();
+        assert_eq!(
+            r.record("ns/p", vec![], ok),
+            Some(Phase::Canary { percent: 10 }),
+            "decided again once given up"
+        );
+        r.set_phase(Phase::Canary { percent: 10 });
+        assert_eq!(r.phase(), Phase::Canary { percent: 10 });
     }
 }

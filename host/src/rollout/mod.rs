@@ -20,17 +20,21 @@
 //! [`RolloutConfig::step_reconciles`] per canary step) compared reconciles and at least
 //! [`RolloutConfig::min_phase_time`] (`weir run --rollout-steps`, `--rollout-phase-secs`, ...:
 //! [`RolloutFlags`]); every move enqueues every parent, so the new split reaches them at once.
-//! Each move is an Event and is kept in a ConfigMap ([`store`]). An operator may promote, pause,
-//! resume or abort it at any time with `weir rollout` ([`steer`]), through that ConfigMap.
+//! Each move is an Event and is kept in a ConfigMap ([`store`]) before it is made: a move the
+//! leader cannot keep (its lease may have run out) is not made, so the next leader finds kept
+//! whatever phase a parent was answered by. An operator may promote, pause, resume or abort it
+//! at any time with `weir rollout` ([`steer`]), through that ConfigMap.
 //!
-//! What survives a restart: the kept phase, for the candidate's bytes (its sha256). When the
-//! same bytes are proposed again the rollout resumes there (a `RolledBack` candidate is listed,
-//! never called). So that no parent's children go back to the serving version and forth again,
-//! a controller whose kept phase has the candidate's answers written (`Canary`, `Promoted`)
-//! holds its workers until a candidate is proposed or withdrawn, for at most
-//! [`RolloutConfig::resume_within`]; if none comes, the serving version reconciles alone, with a
-//! warning and a `NotResumed` Event on the ConfigMap. A restart with no such phase starts as
-//! fast as before (the phase is read while the caches fill). The counts and diffs start afresh.
+//! What survives a restart and a failover: the kept phase, for the candidate's bytes (its
+//! sha256), which only the leader writes. When the same bytes are proposed again the rollout
+//! resumes there (a `RolledBack` candidate is listed, never called), and a replica that comes to
+//! lead takes the kept phase rather than the one it read at its start ([`resume`]). So that no
+//! parent's children go back to the serving version and forth again, a controller whose kept
+//! phase has the candidate's answers written (`Canary`, `Promoted`) holds its workers until a
+//! candidate is proposed or withdrawn, for at most [`RolloutConfig::resume_within`]; if none
+//! comes, the serving version reconciles alone, with a warning and a `NotResumed` Event on the
+//! ConfigMap. A restart with no such phase starts as fast as before (the phase is read while the
+//! caches fill). The counts and diffs start afresh.
 //!
 //! `Promoted` does not rewrite the serving file: the candidate serves (and `/plugins` lists it
 //! as what serves the kind) while its file is in `candidates/`, across restarts too. Replacing
@@ -47,6 +51,7 @@
 
 pub mod compare;
 mod judge;
+pub mod resume;
 pub mod steer;
 pub mod store;
 
@@ -57,6 +62,7 @@ use serde::{Deserialize, Serialize};
 
 pub use self::compare::{Diff, DiffKind, Normalised, Outcome, compare};
 pub use self::judge::{DiffReport, Rollout, RolloutStatus, canary_bucket};
+pub use self::resume::{Resumable, Resume};
 pub use self::steer::{Request, RolloutArgs};
 pub use self::store::{Kept, PhaseStore, StoredPhase};
 
@@ -95,6 +101,17 @@ impl Phase {
     /// Whether the candidate's answers are written for some parents in this phase.
     pub fn candidate_applies(&self) -> bool {
         matches!(self, Phase::Canary { .. } | Phase::Promoted)
+    }
+
+    /// How far along a rollout is: a leader's phase only moves to a higher one (`Shadow`, the
+    /// canary steps by percent, `Promoted`, `RolledBack` last).
+    pub fn order(&self) -> u8 {
+        match self {
+            Phase::Shadow => 0,
+            Phase::Canary { percent } => *percent,
+            Phase::Promoted => 100,
+            Phase::RolledBack { .. } => 101,
+        }
     }
 
     /// The Event reason of a move into this phase.

@@ -4,7 +4,8 @@
 //! lease's). A ConfigMap rather than the parents or the Lease: it is readable before any
 //! controller runs, it is one object whatever the number of parents, `kubectl get cm` shows it,
 //! and the host may already write ConfigMaps there (the Lease's namespace is the host's own). Only
-//! the leader writes it, because only the leader's workers reconcile and so move a phase. The
+//! the leader writes it (and its Events): the manager builds the store on the leader's fenced
+//! client ([`crate::fence`]), so a standby's save is withheld unsent. The
 //! Events of each move name this ConfigMap, so `kubectl describe cm weir-rollout-<plugin>` reads
 //! as the rollout's history (with a Warning `NotResumed` when, after a restart, the candidate a
 //! kept phase names did not come back in time and the serving version reconciled alone). When

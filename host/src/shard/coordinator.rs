@@ -15,13 +15,13 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::metrics::ShardMetrics;
 use super::ring::{Ring, VNODES};
 use super::{DRAIN_LABEL, OWNER_LABEL, ShardConfig, members};
 use crate::chain::Chain;
+use crate::fence::Fence;
 use crate::plugin::ResourceKind;
 
 /// The field manager of the coordinator's label writes.
@@ -102,9 +102,8 @@ pub struct Coordinator {
 }
 
 impl Coordinator {
-    /// Runs a pass every period while this replica leads (always when `leading` is `None`),
-    /// until `stop`.
-    pub async fn run(self, leading: Option<watch::Receiver<bool>>, stop: CancellationToken) {
+    /// Runs a pass every period while this replica leads (while `leading` is open), until `stop`.
+    pub async fn run(self, leading: Fence, stop: CancellationToken) {
         let mut tick = tokio::time::interval(self.config.assign_every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -112,7 +111,7 @@ impl Coordinator {
                 () = stop.cancelled() => return,
                 _ = tick.tick() => {}
             }
-            if leading.as_ref().is_some_and(|l| !*l.borrow()) {
+            if !leading.allows() {
                 continue;
             }
             match self.pass().await {
