@@ -204,9 +204,29 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
     // leader, which placed them, shows the members and each one's share.
     let mut coordinators = 0;
     for (id, ops, _) in &replicas {
+        // `/plugins` says which member each replica is; the coordinator's, each one's share.
+        let listed = weir::listing::fetch(&ops.to_string()).await?;
+        let shard = listed
+            .first()
+            .and_then(|p| p.shard.as_ref())
+            .with_context(|| format!("{id}'s /plugins shows no shard"))?;
+        assert_eq!(shard.member, *id);
+        if shard.coordinating {
+            assert_eq!(shard.members, REPLICAS);
+            let shares: BTreeMap<&String, i64> =
+                owned.iter().map(|(m, b)| (m, b.len() as i64)).collect();
+            let shown: BTreeMap<&String, i64> =
+                shard.owned_parents.iter().map(|(m, n)| (m, *n)).collect();
+            assert_eq!(shown, shares, "{id}'s /plugins");
+            assert_eq!(shard.moves.get("assigned"), Some(&(BLOGS as u64)));
+        }
         let metrics = ops_get(*ops, "/metrics").await?;
         if sample(&metrics, "weir_shard_members") == Some(REPLICAS.len() as f64) {
             coordinators += 1;
+            assert!(
+                shard.coordinating,
+                "the coordinator's /plugins shows its pass"
+            );
             for (member, blogs) in &owned {
                 let series = format!(r#"weir_shard_owned_parents{{member="{member}"}}"#);
                 assert_eq!(
