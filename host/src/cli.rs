@@ -326,6 +326,10 @@ pub struct EmulatorArgs {
     /// tokens from the TokenRequest API (`kubectl create token`).
     #[arg(long)]
     pub secure: bool,
+    /// Filter list and watch by `shardSelector` (KEP-5866, kube-apiserver's alpha
+    /// `ShardedListAndWatch` feature gate), and list the parameter in `/openapi/v3`.
+    #[arg(long)]
+    pub sharded_list_watch: bool,
 }
 
 /// Serves the emulator until Ctrl-C or SIGTERM, printing where it listens.
@@ -354,6 +358,7 @@ fn emulator(args: &EmulatorArgs) -> anyhow::Result<()> {
             faults,
             state_file: args.state.clone(),
             secure: args.secure,
+            sharded_list_watch: args.sharded_list_watch,
             // Nothing in this process reads the request log: keep none rather than grow it.
             request_log: 0,
             ..EmulatorConfig::default()

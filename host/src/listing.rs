@@ -70,6 +70,49 @@ pub struct Listed {
     /// Why the candidate for this plugin's file was refused.
     #[serde(default)]
     pub candidate_refused: Option<String>,
+    /// This replica's shard, when the host is sharded.
+    #[serde(default)]
+    pub shard: Option<ListedShard>,
+}
+
+/// Sharding as `/plugins` lists it (`crate::shard::metrics::ShardStatus`).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedShard {
+    /// This replica's member name.
+    pub member: String,
+    /// Whether this replica coordinates; the fields below are from its last pass.
+    pub coordinating: bool,
+    /// The members.
+    #[serde(default)]
+    pub members: Vec<String>,
+    /// The parents of this kind each member owns.
+    #[serde(default)]
+    pub owned_parents: std::collections::BTreeMap<String, i64>,
+    /// The coordinator's moves (all kinds) by step.
+    #[serde(default)]
+    pub moves: std::collections::BTreeMap<String, u64>,
+}
+
+impl ListedShard {
+    /// One line: `shard member weir-0, coordinating: weir-0 20, weir-1 21; moves: 41 assigned, 0 drained`.
+    fn line(&self) -> String {
+        if !self.coordinating {
+            return format!("shard member {}", self.member);
+        }
+        let owned: Vec<String> = self
+            .members
+            .iter()
+            .map(|m| format!("{m} {}", self.owned_parents.get(m).copied().unwrap_or(0)))
+            .collect();
+        let moves: Vec<String> = self.moves.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        format!(
+            "shard member {}, coordinating: parents {}; moves: {}",
+            self.member,
+            owned.join(", "),
+            moves.join(", ")
+        )
+    }
 }
 
 /// A rollout as `/plugins` lists it (`crate::rollout::RolloutStatus`).
@@ -216,6 +259,9 @@ pub fn table(plugins: &[Listed]) -> String {
 /// Below the table: a refused candidate's reason, a rollback's reason, the first diffs in full.
 fn details(p: &Listed) -> String {
     let mut out = String::new();
+    if let Some(shard) = &p.shard {
+        out.push_str(&format!("\n{}: {}\n", p.name, shard.line()));
+    }
     if let Some(reason) = &p.candidate_refused {
         out.push_str(&format!("\n{}: candidate refused: {reason}\n", p.name));
     }
@@ -269,6 +315,30 @@ mod tests {
             "{text}"
         );
         assert_eq!(lines[0].find("KIND"), lines[1].find("Blog.weir.dev"));
+    }
+
+    #[test]
+    fn a_coordinating_replica_lists_each_members_parents_and_its_moves_below_the_table() {
+        let listed: Vec<Listed> = serde_json::from_value(serde_json::json!([{
+            "name": "blog", "version": "0.1.0", "kind": "Blog.weir.dev", "file": "/plugins/blog.wasm",
+            "sha256": "24a12032b659c7b8aa", "loadedAt": "2026-11-30T10:00:00Z", "reconciles": {},
+            "shard": {"member": "weir-0", "coordinating": true, "members": ["weir-0", "weir-1"],
+                      "ownedParents": {"weir-0": 20, "weir-1": 21},
+                      "moves": {"assigned": 41, "drained": 3}}
+        }, {
+            "name": "other", "version": "0.1.0", "kind": "Other.example.com", "file": "/p/o.wasm",
+            "sha256": "00", "loadedAt": "2026-11-30T10:00:00Z", "reconciles": {},
+            "shard": {"member": "weir-1", "coordinating": false}
+        }]))
+        .unwrap_or_default();
+        let text = table(&listed);
+        assert!(
+            text.contains(
+                "blog: shard member weir-0, coordinating: parents weir-0 20, weir-1 21; moves: 41 assigned, 3 drained"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("other: shard member weir-1\n"), "{text}");
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Sharded replicas on one emulator. Three `weir run --shard` processes share 300 Blogs: every
 //! Blog is reconciled by exactly one replica, the one its owner label names (the emulator's
 //! request log, by the `User-Agent` naming each replica), each replica caches only its share
-//! (its `weir_cached_objects` gauges), and all converge. And as replicas join, are killed and
-//! stop, each parent moves with one writer at a time and is served again.
+//! (its `weir_cached_objects` gauges), and all converge. And as replicas scale from three to
+//! four to two (one killed, one stopped), each parent moves with one writer at a time, is
+//! served again and keeps exactly its children.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -49,6 +50,7 @@ fn sender(r: &RequestRecord) -> Option<&'static str> {
     let agent = r.user_agent.as_deref()?;
     REPLICAS
         .into_iter()
+        .chain([FOURTH])
         .find(|id| agent.ends_with(&format!("({id})")))
 }
 
@@ -202,9 +204,29 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
     // leader, which placed them, shows the members and each one's share.
     let mut coordinators = 0;
     for (id, ops, _) in &replicas {
+        // `/plugins` says which member each replica is; the coordinator's, each one's share.
+        let listed = weir::listing::fetch(&ops.to_string()).await?;
+        let shard = listed
+            .first()
+            .and_then(|p| p.shard.as_ref())
+            .with_context(|| format!("{id}'s /plugins shows no shard"))?;
+        assert_eq!(shard.member, *id);
+        if shard.coordinating {
+            assert_eq!(shard.members, REPLICAS);
+            let shares: BTreeMap<&String, i64> =
+                owned.iter().map(|(m, b)| (m, b.len() as i64)).collect();
+            let shown: BTreeMap<&String, i64> =
+                shard.owned_parents.iter().map(|(m, n)| (m, *n)).collect();
+            assert_eq!(shown, shares, "{id}'s /plugins");
+            assert_eq!(shard.moves.get("assigned"), Some(&(BLOGS as u64)));
+        }
         let metrics = ops_get(*ops, "/metrics").await?;
         if sample(&metrics, "weir_shard_members") == Some(REPLICAS.len() as f64) {
             coordinators += 1;
+            assert!(
+                shard.coordinating,
+                "the coordinator's /plugins shows its pass"
+            );
             for (member, blogs) in &owned {
                 let series = format!(r#"weir_shard_owned_parents{{member="{member}"}}"#);
                 assert_eq!(
@@ -285,8 +307,11 @@ async fn settled(
     (list.items.len() == MOVED).then_some(owned)
 }
 
+/// The fourth replica of the scaling scenario.
+const FOURTH: &str = "shard-d";
+
 #[tokio::test]
-async fn parents_move_with_one_writer_at_a_time_as_replicas_join_are_killed_and_stop()
+async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_killed()
 -> anyhow::Result<()> {
     let _exclusive = weir_e2e::exclusive().await;
     let env = TestEnv::start().await?;
@@ -298,11 +323,13 @@ async fn parents_move_with_one_writer_at_a_time_as_replicas_join_are_killed_and_
     let blogs = env.api(&kinds::blog());
     let leases: Api<Lease> = env.typed();
     let [a, b, c] = REPLICAS;
-    let (ab, abc, bc, only_c) = ([a, b], [a, b, c], [b, c], [c]);
+    let d = FOURTH;
+    let (abc, abcd, bcd, cd) = ([a, b, c], [a, b, c, d], [b, c, d], [c, d]);
     let host_a = sharded_host(&env, emulator, &blog, a).await?;
     let host_b = sharded_host(&env, emulator, &blog, b).await?;
-    eventually("two members", Duration::from_secs(20), || async {
-        (members::members(&leases).await.ok()?.len() == 2).then_some(())
+    let host_c = sharded_host(&env, emulator, &blog, c).await?;
+    eventually("three members", Duration::from_secs(20), || async {
+        (members::members(&leases).await.ok()?.len() == 3).then_some(())
     })
     .await?;
     for i in 0..MOVED {
@@ -313,24 +340,25 @@ async fn parents_move_with_one_writer_at_a_time_as_replicas_join_are_killed_and_
         )
         .await?;
     }
-    eventually("a and b serve every Blog", CONVERGE, || {
-        settled(&blogs, &ab)
+    eventually("a, b and c serve every Blog", CONVERGE, || {
+        settled(&blogs, &abc)
     })
     .await?;
 
-    // c joins: the ring gives it about a third, each drained by its owner before it moves.
-    let host_c = sharded_host(&env, emulator, &blog, c).await?;
-    let joined = eventually("c takes its share", CONVERGE, || async {
-        let owned = settled(&blogs, &abc).await?;
-        owned.contains_key(c).then_some(owned)
+    // 3 → 4: d joins; the ring gives it about a quarter, each drained by its owner first.
+    let host_d = sharded_host(&env, emulator, &blog, d).await?;
+    let joined = eventually("d takes its share", CONVERGE, || async {
+        let owned = settled(&blogs, &abcd).await?;
+        owned.contains_key(d).then_some(owned)
     })
     .await?;
     let counts: BTreeMap<&String, usize> = joined.iter().map(|(m, v)| (m, v.len())).collect();
-    println!("shards: after c joined {counts:?}");
+    println!("shards: after d joined {counts:?}");
     let of_a = joined.get(a).cloned().unwrap_or_default();
     assert!(!of_a.is_empty(), "a kept a share: {counts:?}");
 
-    // a is killed (its Lease left to expire): its Blogs, edited now, are served by b and c.
+    // 4 → 3: a is killed (nothing in it finishes, its Lease is left to expire); its Blogs,
+    // edited now, are served by the others.
     host_a.kill();
     let killed = Instant::now();
     for name in &of_a {
@@ -338,7 +366,7 @@ async fn parents_move_with_one_writer_at_a_time_as_replicas_join_are_killed_and_
             .await?;
     }
     eventually("a's Blogs are served again", CONVERGE, || {
-        settled(&blogs, &bc)
+        settled(&blogs, &bcd)
     })
     .await?;
     println!(
@@ -347,12 +375,21 @@ async fn parents_move_with_one_writer_at_a_time_as_replicas_join_are_killed_and_
         killed.elapsed()
     );
 
-    // b stops cleanly (its Lease released): c serves everything.
+    // 3 → 2: b stops cleanly (its Lease released): c and d serve everything.
     host_b.shutdown().await;
-    let last = eventually("c serves every Blog", CONVERGE, || settled(&blogs, &only_c)).await?;
-    assert_eq!(last.get(c).map(Vec::len), Some(MOVED));
+    let last = eventually("c and d serve every Blog", CONVERGE, || {
+        settled(&blogs, &cd)
+    })
+    .await?;
+    let counts: BTreeMap<&String, usize> = last.iter().map(|(m, v)| (m, v.len())).collect();
+    println!("shards: after b stopped {counts:?}");
+    let owner_of: BTreeMap<&str, &str> = last
+        .iter()
+        .flat_map(|(m, blogs)| blogs.iter().map(move |b| (b.as_str(), m.as_str())))
+        .collect();
 
-    // One writer at a time: per Blog, each replica's writes form one unbroken run in the log.
+    // One writer at a time: per Blog, each replica's writes form one unbroken run in the log,
+    // and the last run is its owner's.
     let mut runs: BTreeMap<String, Vec<&str>> = BTreeMap::new();
     for r in emulator.requests().iter().filter(|r| reconcile_write(r)) {
         let (Some(from), Some(blog)) = (sender(r), blog_of(r)) else {
@@ -371,14 +408,14 @@ async fn parents_move_with_one_writer_at_a_time_as_replicas_join_are_killed_and_
             run.len(),
             "{blog} was written by {run:?}: two writers overlapped"
         );
-        assert_eq!(run.last(), Some(&c), "{blog}");
+        assert_eq!(run.last(), owner_of.get(blog.as_str()), "{blog}");
     }
     assert!(
         runs.values().any(|run| run.len() >= 3),
         "some Blog moved twice (join, then kill or stop)"
     );
 
-    // Nothing orphaned: every child is the one its Blog wants, labelled with c.
+    // Nothing orphaned: each Blog has exactly its three children, labelled with its owner.
     for kind in [kinds::config_map(), kinds::deployment(), kinds::service()] {
         let children = env.api(&kind).list(&ListParams::default()).await?;
         let owned: Vec<&DynamicObject> = children
@@ -388,15 +425,17 @@ async fn parents_move_with_one_writer_at_a_time_as_replicas_join_are_killed_and_
             .collect();
         assert_eq!(owned.len(), MOVED, "{} children", kind.kind);
         for child in owned {
+            let blog = child.owner_references()[0].name.as_str();
             assert_eq!(
                 child.labels().get(OWNER_LABEL).map(String::as_str),
-                Some(c),
-                "{} {}",
+                owner_of.get(blog).copied(),
+                "{} {} of {blog}",
                 kind.kind,
                 child.name_any()
             );
         }
     }
     host_c.shutdown().await;
+    host_d.shutdown().await;
     Ok(())
 }

@@ -40,6 +40,10 @@ pub struct EmulatorConfig {
     /// How many of the latest requests the request log keeps ([`crate::Emulator::requests`]);
     /// older ones are dropped. 0 keeps none.
     pub request_log: usize,
+    /// Serve `shardSelector` on list and watch, as kube-apiserver does with its alpha
+    /// `ShardedListAndWatch` feature gate on (see the crate's `shard_selector` module). Off by
+    /// default, as the gate is: the parameter is then ignored.
+    pub sharded_list_watch: bool,
 }
 
 impl Default for EmulatorConfig {
@@ -53,6 +57,7 @@ impl Default for EmulatorConfig {
             state_file: None,
             secure: false,
             request_log: 100_000,
+            sharded_list_watch: false,
         }
     }
 }

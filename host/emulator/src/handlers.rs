@@ -15,6 +15,7 @@ use crate::ops::{self, Outcome, PatchType};
 use crate::opts::{Validation, WriteOpts};
 use crate::resources::{self, ResourceType};
 use crate::selector::{FieldSelector, LabelSelector};
+use crate::shard_selector::{self, ShardSelector};
 use crate::shared::Shared;
 use crate::store::ObjKey;
 use crate::{object, scale, table, watch};
@@ -141,6 +142,17 @@ fn selectors(req: &Request) -> ApiResult<(LabelSelector, FieldSelector)> {
         )));
     }
     Ok((labels, fields))
+}
+
+/// The request's `shardSelector` when the emulator serves it (empty otherwise: an unknown
+/// parameter is ignored, as by a server without the feature).
+fn shard(shared: &Shared, req: &Request) -> ApiResult<ShardSelector> {
+    match req.param(shard_selector::PARAM) {
+        Some(text) if shared.config.sharded_list_watch => {
+            ShardSelector::parse(text).map_err(|e| ApiError::bad_request(e.to_string()))
+        }
+        _ => Ok(ShardSelector::default()),
+    }
 }
 
 fn outcome_response(rt: &ResourceType, out: Outcome, metadata_only: bool) -> Response {
@@ -297,6 +309,7 @@ fn decode_continue(token: &str) -> ApiResult<(String, String)> {
 fn list(shared: &Shared, req: &Request) -> ApiResult<Response> {
     let rt = &req.target.rt;
     let (labels, fields) = selectors(req)?;
+    let shard = shard(shared, req)?;
     let limit: usize = req.param("limit").and_then(|l| l.parse().ok()).unwrap_or(0);
     let after = req
         .param("continue")
@@ -313,7 +326,7 @@ fn list(shared: &Shared, req: &Request) -> ApiResult<Response> {
     };
     let mut matching = objects
         .into_iter()
-        .filter(|o| labels.matches(o) && fields.matches(o));
+        .filter(|o| labels.matches(o) && fields.matches(o) && shard.matches(o));
     let mut selected = Vec::new();
     let mut next = None;
     for o in matching.by_ref() {
@@ -324,6 +337,9 @@ fn list(shared: &Shared, req: &Request) -> ApiResult<Response> {
         selected.push(o);
     }
     let mut meta = json!({"resourceVersion": rv.to_string()});
+    if let Some(info) = shard.info() {
+        meta["shardInfo"] = info;
+    }
     if next.is_some() {
         let remaining = 1 + matching.count();
         if let Some(last) = selected.last() {
@@ -364,6 +380,7 @@ fn list(shared: &Shared, req: &Request) -> ApiResult<Response> {
 
 fn watch_collection(shared: Arc<Shared>, req: &Request) -> ApiResult<Response> {
     let (labels, fields) = selectors(req)?;
+    let shard = shard(&shared, req)?;
     let rv = match req.param("resourceVersion").filter(|s| !s.is_empty()) {
         Some(s) => Some(
             s.parse::<u64>()
@@ -376,6 +393,7 @@ fn watch_collection(shared: Arc<Shared>, req: &Request) -> ApiResult<Response> {
         ns: req.target.ns.clone(),
         labels,
         fields,
+        shard,
         rv,
         bookmarks: req.flag("allowWatchBookmarks"),
         timeout: req

@@ -10,8 +10,8 @@
 //!
 //! 1. Shared helpers: `http_util` (JSON responses, query strings), `object` (paths into JSON
 //!    objects, resourceVersion), `fieldset` (field paths of `managedFields`), `selector` (label
-//!    and field selectors), `schema` (CRD `openAPIV3Schema` validation, 422 with field paths, and
-//!    pruning), `builtin_schema` (the OpenAPI schemas of the built-in kinds, from k8s-openapi),
+//!    and field selectors), `shard_selector` (KEP-5866's `shardSelector`, behind a flag),
+//!    `schema` (CRD `openAPIV3Schema` validation, 422 with field paths, and pruning), `builtin_schema` (the OpenAPI schemas of the built-in kinds, from k8s-openapi),
 //!    `protobuf` (protobuf bodies of the built-in kinds as JSON, through message descriptors
 //!    generated from k8s-pb), `apierror` (failures as `Status`), `faults` (fault-injection rules
 //!    and their middleware), `config` (the public settings and [`RequestRecord`]), `request_log`
@@ -195,6 +195,7 @@ mod http_util;
 mod object;
 mod fieldset;
 mod selector;
+mod shard_selector;
 mod schema;
 mod builtin_schema;
 mod protobuf;

@@ -120,7 +120,8 @@ pub async fn dispatch(
             return ([(http::header::CONTENT_TYPE, content_type)], body).into_response();
         }
         ["openapi", "v3", rest @ ..] if get => {
-            return match openapi::document(&shared.lock().registry, &rest.join("/")) {
+            let sharded = shared.config.sharded_list_watch;
+            return match openapi::document(&shared.lock().registry, &rest.join("/"), sharded) {
                 Some(doc) => json_response(StatusCode::OK, &doc),
                 None => not_found(),
             };

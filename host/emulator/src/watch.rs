@@ -13,6 +13,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::resources::ResourceType;
 use crate::selector::{FieldSelector, LabelSelector};
+use crate::shard_selector::ShardSelector;
 use crate::shared::Shared;
 use crate::store::{Event, EventType};
 
@@ -27,6 +28,8 @@ pub struct WatchParams {
     pub labels: LabelSelector,
     /// `fieldSelector`.
     pub fields: FieldSelector,
+    /// `shardSelector` (empty: not given, or not served).
+    pub shard: ShardSelector,
     /// `resourceVersion` to resume after; `None` or 0 means "send current state first".
     pub rv: Option<u64>,
     /// `allowWatchBookmarks`.
@@ -43,7 +46,7 @@ pub struct WatchParams {
 
 impl WatchParams {
     fn selects(&self, obj: &Value) -> bool {
-        self.labels.matches(obj) && self.fields.matches(obj)
+        self.labels.matches(obj) && self.fields.matches(obj) && self.shard.matches(obj)
     }
 
     /// What this watcher sees of an event: a change that moves an object into or out of the
@@ -100,6 +103,9 @@ impl WatchParams {
         let mut meta = json!({"resourceVersion": rv.to_string()});
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+            if let Some(info) = self.shard.info() {
+                meta["shardInfo"] = info;
+            }
         }
         let (api_version, kind) = if self.metadata_only {
             (
@@ -154,7 +160,7 @@ pub fn start(shared: Arc<Shared>, params: WatchParams) -> Response {
                 let initial: Vec<Value> = store
                     .list(&params.rt.key(), params.ns.as_deref())
                     .into_iter()
-                    .filter(|o| params.labels.matches(o) && params.fields.matches(o))
+                    .filter(|o| params.selects(o))
                     .map(|o| params.render(&o))
                     .collect();
                 Ok((initial, Vec::new(), store.subscribe(), start_rv))

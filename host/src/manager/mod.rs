@@ -311,6 +311,10 @@ impl Manager {
         );
         let view = controllers.view();
         let stop = CancellationToken::new();
+        let sharding = config
+            .shard
+            .as_ref()
+            .map(|sc| (sc.identity.clone(), shard_metrics.clone()));
         if let Some(sc) = &config.shard {
             shards::coordinate(
                 (
@@ -339,7 +343,7 @@ impl Manager {
                     listen,
                     catalog.clone(),
                     (view.clone(), candidates.refused.clone()),
-                    metrics.clone(),
+                    (metrics.clone(), sharding),
                     stop.clone(),
                 )
                 .await?,

@@ -1,5 +1,6 @@
 //! The operations server of the host: readiness from the plugin source and the caches, and
-//! `/plugins` (what is served, with its reconcile counts) beside `/metrics` and `/healthz`.
+//! `/plugins` (what is served, with its reconcile counts and, when sharded, its shard) beside
+//! `/metrics` and `/healthz`.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -17,6 +18,10 @@ use crate::metrics::Metrics;
 use crate::reconcile::error::ResultLabel;
 use crate::rollout::{Phase, RolloutStatus};
 use crate::server::{self, ServerError};
+use crate::shard::metrics::{ShardMetrics, ShardStatus};
+
+/// This replica's member name and the coordinator's view, when sharded.
+pub(super) type Sharding = Option<(String, ShardMetrics)>;
 
 /// Ready: the source was read once, every served kind has a controller, and their caches
 /// hold their first full list.
@@ -29,7 +34,7 @@ pub(super) async fn serve(
     listen: SocketAddr,
     catalog: Catalog,
     (view, refused): (ControllersView, Refused),
-    metrics: Arc<Metrics>,
+    (metrics, shard): (Arc<Metrics>, Sharding),
     stop: CancellationToken,
 ) -> Result<SocketAddr, ServerError> {
     let readiness: server::Readiness = {
@@ -43,6 +48,7 @@ pub(super) async fn serve(
             view,
             refused,
             metrics: metrics.clone(),
+            shard,
         });
     server::serve_with(listen, metrics, readiness, stop, extra).await
 }
@@ -56,6 +62,7 @@ struct Listing {
     view: ControllersView,
     refused: Refused,
     metrics: Arc<Metrics>,
+    shard: Sharding,
 }
 
 /// A served plugin with its reconcile counts, as `/plugins` lists it.
@@ -75,6 +82,9 @@ struct Listed {
     /// Why the candidate for this file was refused, if it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     candidate_refused: Option<String>,
+    /// This replica's shard and, when it coordinates, the members and their parents of this kind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    shard: Option<ShardStatus>,
 }
 
 async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
@@ -100,7 +110,12 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
                     .collect();
                 let (synced, unserved) = states.get(&row.kind).cloned().unwrap_or_default();
                 let rollout = rollouts.remove(&row.kind);
+                let shard = listing
+                    .shard
+                    .as_ref()
+                    .map(|(member, m)| m.status(member, &row.kind));
                 Listed {
+                    shard,
                     candidate_refused: refused.get(&row.file).cloned(),
                     row: serving(row, rollout.as_ref()),
                     rollout,

@@ -23,6 +23,15 @@ pub(super) async fn join(
         return Ok(None);
     };
     check_identity(&config.identity)?;
+    match crate::shard::server_side::offered(client).await {
+        Ok(true) => tracing::info!(
+            "the API server offers shardSelector (server-side sharded list and watch); this host still shards by the owner label"
+        ),
+        Ok(false) => {}
+        Err(e) => {
+            tracing::debug!(error = %crate::chain::Chain(&e), "reading the OpenAPI v3 document for shardSelector failed")
+        }
+    }
     let lease = members::lease_config(config);
     Ok(Some((
         Leadership::start(client.clone(), &lease).await?,

@@ -85,6 +85,8 @@ pub struct Pass {
     pub drained: usize,
     /// By member, the parents labelled for it once this pass's writes are done.
     pub owned: BTreeMap<String, i64>,
+    /// The same by parent kind (`Kind.group`).
+    pub owned_by_kind: BTreeMap<String, BTreeMap<String, i64>>,
 }
 
 /// The leader's assignment loop.
@@ -112,6 +114,7 @@ impl Coordinator {
                 _ = tick.tick() => {}
             }
             if !leading.allows() {
+                self.metrics.stopped_coordinating();
                 continue;
             }
             match self.pass().await {
@@ -144,6 +147,13 @@ impl Coordinator {
             pass.owned.insert(member.clone(), 0);
         }
         for kind in (self.kinds)() {
+            let shown = if kind.group.is_empty() {
+                kind.kind.clone()
+            } else {
+                format!("{}.{}", kind.kind, kind.group)
+            };
+            let mut of_kind: BTreeMap<String, i64> =
+                ring.members().iter().map(|m| (m.clone(), 0)).collect();
             let api: Api<DynamicObject> = match &self.namespace {
                 Some(ns) if kind.namespaced => {
                     Api::namespaced_with(self.client.clone(), ns, &kind.api_resource())
@@ -161,8 +171,12 @@ impl Coordinator {
                 for parent in &page.items {
                     pass.parents += 1;
                     let owner = self.place(&ring, &kind, &parent.metadata, &mut pass).await;
-                    if let Some(n) = owner.and_then(|o| pass.owned.get_mut(&o)) {
-                        *n += 1;
+                    if let Some(owner) = owner {
+                        for counts in [&mut pass.owned, &mut of_kind] {
+                            if let Some(n) = counts.get_mut(&owner) {
+                                *n += 1;
+                            }
+                        }
                     }
                 }
                 match page.metadata.continue_.filter(|c| !c.is_empty()) {
@@ -170,8 +184,10 @@ impl Coordinator {
                     None => break,
                 }
             }
+            pass.owned_by_kind.insert(shown, of_kind);
         }
-        self.metrics.passed(ring.members().len(), &pass.owned);
+        self.metrics
+            .passed(ring.members(), &pass.owned, pass.owned_by_kind.clone());
         Ok(pass)
     }
 

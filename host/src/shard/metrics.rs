@@ -1,8 +1,10 @@
-//! What the coordinator shows on `/metrics`: the members, the parents each owns, the moves.
+//! What the coordinator shows on `/metrics` and `/plugins`: the members, the parents each owns,
+//! the moves.
 //!
 //! Only the leader places parents, so only the leader's values move; a replica that never led
-//! shows zeros.
+//! shows zeros on `/metrics`, and on `/plugins` only its own member name.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -10,6 +12,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use serde::Serialize;
 
 /// A member's label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -33,6 +36,34 @@ pub struct ShardMetrics {
     moves: Family<MoveLabels, Counter>,
     /// The members `owned` has a series for.
     shown: Arc<Mutex<Vec<String>>>,
+    /// This replica's last pass while it coordinates (`None`: it does not).
+    last: Arc<Mutex<Option<LastPass>>>,
+}
+
+/// The members and, by parent kind (`Kind.group`) and member, the parents owned at a pass.
+#[derive(Clone, Debug, Default)]
+struct LastPass {
+    members: Vec<String>,
+    owned: BTreeMap<String, BTreeMap<String, i64>>,
+}
+
+/// Sharding as `/plugins` shows it for one plugin's parent kind.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ShardStatus {
+    /// This replica's member name.
+    pub member: String,
+    /// Whether this replica coordinates (leads); the fields below are from its last pass.
+    pub coordinating: bool,
+    /// The members.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
+    /// The parents of this kind each member owns.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub owned_parents: BTreeMap<String, i64>,
+    /// The moves this coordinator made (all kinds): `assigned`, `drained`.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub moves: BTreeMap<String, u64>,
 }
 
 impl ShardMetrics {
@@ -56,9 +87,20 @@ impl ShardMetrics {
         );
     }
 
-    /// Shows one finished pass: the members and, by member, the parents it owns now.
-    pub(super) fn passed(&self, members: usize, owned: &std::collections::BTreeMap<String, i64>) {
-        self.members.set(i64::try_from(members).unwrap_or(i64::MAX));
+    /// Shows one finished pass: the members and, by member, the parents it owns now (in all,
+    /// and by parent kind).
+    pub(super) fn passed(
+        &self,
+        members: &[String],
+        owned: &BTreeMap<String, i64>,
+        by_kind: BTreeMap<String, BTreeMap<String, i64>>,
+    ) {
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(LastPass {
+            members: members.to_vec(),
+            owned: by_kind,
+        });
+        self.members
+            .set(i64::try_from(members.len()).unwrap_or(i64::MAX));
         // Members gone since the last pass lose their series; the others are set in place (a
         // scrape meanwhile never sees a member missing).
         let mut shown = self.shown.lock().unwrap_or_else(PoisonError::into_inner);
@@ -77,10 +119,75 @@ impl ShardMetrics {
         }
     }
 
+    /// This replica stopped coordinating: `/plugins` no longer shows its last pass.
+    pub(super) fn stopped_coordinating(&self) {
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = None;
+    }
+
+    /// What `/plugins` shows for parent kind `kind` (`Kind.group`) on the replica `member`.
+    pub fn status(&self, member: &str, kind: &str) -> ShardStatus {
+        let last = self
+            .last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let moves = match &last {
+            Some(_) => ["assigned", "drained"]
+                .into_iter()
+                .map(|step| {
+                    let n = self
+                        .moves
+                        .get_or_create(&MoveLabels { step: step.into() })
+                        .get();
+                    (step.to_owned(), n)
+                })
+                .collect(),
+            None => BTreeMap::new(),
+        };
+        let last = last.unwrap_or_default();
+        ShardStatus {
+            member: member.to_owned(),
+            coordinating: !last.members.is_empty(),
+            owned_parents: last.owned.get(kind).cloned().unwrap_or_default(),
+            members: last.members,
+            moves,
+        }
+    }
+
     /// Counts one move (`assigned` or `drained`).
     pub(super) fn moved(&self, step: &str) {
         self.moves
             .get_or_create(&MoveLabels { step: step.into() })
             .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plugins_shows_the_last_pass_of_a_coordinator_and_only_the_member_name_otherwise() {
+        let metrics = ShardMetrics::default();
+        let idle = metrics.status("weir-1", "Blog.weir.dev");
+        assert!(!idle.coordinating && idle.members.is_empty() && idle.moves.is_empty());
+        metrics.moved("assigned");
+        let members = vec!["weir-0".to_owned(), "weir-1".to_owned()];
+        let owned = BTreeMap::from([("weir-0".to_owned(), 2), ("weir-1".to_owned(), 1)]);
+        let by_kind = BTreeMap::from([("Blog.weir.dev".to_owned(), owned.clone())]);
+        metrics.passed(&members, &owned, by_kind);
+        let shown = metrics.status("weir-1", "Blog.weir.dev");
+        assert!(shown.coordinating);
+        assert_eq!(shown.members, members);
+        assert_eq!(shown.owned_parents, owned);
+        assert_eq!(shown.moves.get("assigned"), Some(&1));
+        assert!(
+            metrics
+                .status("weir-1", "Other.example.com")
+                .owned_parents
+                .is_empty()
+        );
+        metrics.stopped_coordinating();
+        assert!(!metrics.status("weir-1", "Blog.weir.dev").coordinating);
     }
 }

@@ -27,16 +27,23 @@
 //!    [`crate::fence::Fence`] on its *own* shard Lease, which closes before that Lease can
 //!    expire, so it writes nothing once another replica may own the parent.
 //!
+//! Server-side sharding (KEP-5866's `shardSelector`, alpha in Kubernetes 1.36) would let a
+//! replica watch its share without the label: [`server_side`] says whether the API server
+//! offers it and renders a member's share of the ring as a selector; the replicas do not use it
+//! yet (see that module).
+//!
 //! The coordinator's own writes go through the leader's fence. Known limits of this first
 //! slice: children left behind by an old owner that the new owner no longer wants are not
 //! pruned (the new owner's cache never shows them); the coordinator lists every parent's
-//! metadata each pass rather than watching. The leader's `/metrics` show the members, the
-//! parents each owns and the moves ([`metrics`]).
+//! metadata each pass rather than watching. The leader's `/metrics` and `/plugins` show the
+//! members, the parents each owns and the moves; every replica's `/plugins` names its member
+//! ([`metrics`]).
 
 pub mod coordinator;
 pub mod members;
 pub mod metrics;
 pub mod ring;
+pub mod server_side;
 
 use std::time::Duration;
 

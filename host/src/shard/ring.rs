@@ -62,10 +62,44 @@ impl Ring {
 
     /// The member owning `key`; `None` on an empty ring.
     pub fn owner(&self, key: &str) -> Option<&str> {
-        let h = hash(key);
+        self.owner_of_hash(hash(key))
+    }
+
+    /// The member owning the key whose hash is `h` (the first point at or after it, wrapping
+    /// around); `None` on an empty ring.
+    pub fn owner_of_hash(&self, h: u64) -> Option<&str> {
         let at = self.points.partition_point(|(p, _)| *p < h);
         let (_, member) = self.points.get(at).or_else(|| self.points.first())?;
         self.members.get(*member).map(String::as_str)
+    }
+}
+
+impl Ring {
+    /// The hashes [`Ring::owner_of_hash`] gives `member`, as half-open ranges `start..end`
+    /// (`end` up to 2^64), sorted, adjacent ones merged: point `p` owns the hashes after the
+    /// point before it, up to `p` included; the first point also owns those after the last.
+    pub fn ranges(&self, member: &str) -> Vec<(u128, u128)> {
+        let Some(index) = self.members.iter().position(|m| m == member) else {
+            return Vec::new();
+        };
+        let mut owned: Vec<(u128, u128)> = Vec::new();
+        let mut push = |start: u128, end: u128| match owned.last_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            _ if start < end => owned.push((start, end)),
+            _ => {}
+        };
+        let mut after = 0u128;
+        for (point, m) in &self.points {
+            let end = u128::from(*point) + 1;
+            if *m == index {
+                push(after, end);
+            }
+            after = after.max(end);
+        }
+        if self.points.first().is_some_and(|(_, m)| *m == index) {
+            push(after, 1 << 64);
+        }
+        owned
     }
 }
 
@@ -134,6 +168,34 @@ mod tests {
         );
         let share = moved.len() as f64 / keys.len() as f64;
         assert!((0.18..0.32).contains(&share), "moved {share:.3}");
+    }
+
+    #[test]
+    fn the_members_ranges_cover_every_hash_once_and_agree_with_the_owner() {
+        let ring = Ring::new(["a", "b", "c"], 16);
+        let mut all: Vec<(u128, u128, &str)> = ring
+            .members()
+            .iter()
+            .flat_map(|m| {
+                ring.ranges(m)
+                    .into_iter()
+                    .map(move |(s, e)| (s, e, m.as_str()))
+            })
+            .collect();
+        all.sort();
+        assert_eq!(all.first().map(|r| r.0), Some(0));
+        assert_eq!(all.last().map(|r| r.1), Some(1 << 64));
+        for pair in all.windows(2) {
+            assert_eq!(pair[0].1, pair[1].0, "no gap, no overlap: {pair:?}");
+        }
+        for (start, end, member) in &all {
+            for h in [*start, (*start + *end) / 2, *end - 1] {
+                let h = u64::try_from(h).unwrap_or(u64::MAX);
+                assert_eq!(ring.owner_of_hash(h), Some(*member), "{h:x}");
+            }
+        }
+        assert!(ring.ranges("absent").is_empty());
+        assert_eq!(Ring::new(["solo"], 4).ranges("solo"), vec![(0, 1 << 64)]);
     }
 
     #[test]

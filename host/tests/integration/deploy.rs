@@ -141,6 +141,45 @@ async fn every_manifest_in_deploy_applies_with_kubectl() {
         "only the component cache mount: {pod}"
     );
 
+    // The sharded overlay (dry run): three members, each holding a shard Lease in the namespace
+    // the base's Role lets it write Leases in.
+    let overlay: Value = serde_json::from_str(
+        &sh(
+            kc,
+            "kubectl apply --server-side --dry-run=server -k deploy/sharded/ -o json",
+        )
+        .await,
+    )
+    .unwrap();
+    let items = overlay["items"].as_array().unwrap();
+    let deployment = items.iter().find(|o| o["kind"] == "Deployment").unwrap();
+    assert_eq!(deployment["spec"]["replicas"], 3);
+    let args = &deployment["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert!(
+        args.as_array().unwrap().contains(&json!("--shard")),
+        "{args}"
+    );
+    assert!(
+        !args.as_array().unwrap().contains(&json!("--leader-elect")),
+        "{args}"
+    );
+    let role = items
+        .iter()
+        .find(|o| o["kind"] == "Role" && o["metadata"]["name"] == "weir-leader-election")
+        .unwrap();
+    let leases = role["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resources"] == json!(["leases"]))
+        .unwrap();
+    for verb in ["get", "list", "create", "update"] {
+        assert!(
+            leases["verbs"].as_array().unwrap().contains(&json!(verb)),
+            "{role}"
+        );
+    }
+
     // The examples, on the CRDs the base installed: Blogs, and a Plugin beside the overlay that
     // serves it (not in deploy/examples/, which `weir dev --apply` reads without the Plugin CRD).
     let examples = sh(kc, "kubectl apply -f deploy/examples/").await;

@@ -96,7 +96,9 @@ fn collection_path(t: &ResourceType) -> String {
     }
 }
 
-fn gv_document(reg: &Registry, key: &str) -> Option<Value> {
+/// `key`'s document; with `sharded`, each collection's `GET` lists `shardSelector` (how a client
+/// learns the server filters by it: `crate::shard_selector`).
+fn gv_document(reg: &Registry, key: &str, sharded: bool) -> Option<Value> {
     let types: Vec<&ResourceType> = reg.all().iter().filter(|t| gv_key(t) == key).collect();
     if types.is_empty() {
         return None;
@@ -105,9 +107,13 @@ fn gv_document(reg: &Registry, key: &str) -> Option<Value> {
     let mut schemas = Map::new();
     for t in types {
         let base = collection_path(t);
+        let mut list = op(t, "list", false);
+        if sharded && let Some(params) = list["parameters"].as_array_mut() {
+            params.push(param(crate::shard_selector::PARAM, "query"));
+        }
         paths.insert(
             base.clone(),
-            json!({"get": op(t, "list", false), "post": op(t, "post", true)}),
+            json!({"get": list, "post": op(t, "post", true)}),
         );
         paths.insert(
             format!("{base}/{{name}}"),
@@ -144,15 +150,16 @@ pub fn v2_document(reg: &Registry, accept: &str) -> (&'static str, Vec<u8>) {
     }
 }
 
-/// `/openapi/v3` (empty `rest`) or `/openapi/v3/{api/v1 | apis/group/version}`.
-pub fn document(reg: &Registry, rest: &str) -> Option<Value> {
+/// `/openapi/v3` (empty `rest`) or `/openapi/v3/{api/v1 | apis/group/version}`, listing
+/// `shardSelector` when `sharded`.
+pub fn document(reg: &Registry, rest: &str, sharded: bool) -> Option<Value> {
     if rest.is_empty() {
         let mut paths = Map::new();
         for t in reg.all() {
             let key = gv_key(t);
             // Built-in schemas never change while the emulator runs: the hash covers the names
             // and the CRD schemas only, so the index does not serialize megabytes per request.
-            let hash = format!("{:016X}", fnv(&gv_fingerprint(reg, &key)));
+            let hash = format!("{:016X}", fnv(&gv_fingerprint(reg, &key, sharded)));
             paths.insert(
                 key.clone(),
                 json!({"serverRelativeURL": format!("/openapi/v3/{key}?hash={hash}")}),
@@ -160,15 +167,17 @@ pub fn document(reg: &Registry, rest: &str) -> Option<Value> {
         }
         return Some(json!({"paths": paths}));
     }
-    gv_document(reg, rest)
+    gv_document(reg, rest, sharded)
 }
 
-fn gv_fingerprint(reg: &Registry, key: &str) -> String {
-    reg.all()
+fn gv_fingerprint(reg: &Registry, key: &str, sharded: bool) -> String {
+    let types: String = reg
+        .all()
         .iter()
         .filter(|t| gv_key(t) == key)
         .map(|t| format!("{}|{}|{:?};", schema_name(t), t.plural, t.schema))
-        .collect()
+        .collect();
+    format!("{types}{sharded}")
 }
 
 fn fnv(s: &str) -> u64 {

@@ -17,6 +17,7 @@ mod request_log;
 mod restart;
 mod runtime;
 mod secure;
+mod shard_selector;
 mod watch;
 mod workload;
 mod workload_controllers;

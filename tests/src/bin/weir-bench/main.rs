@@ -67,6 +67,10 @@ struct Cli {
     /// cache the cold run filled (a restart with its cache volume).
     #[arg(long)]
     warm: bool,
+    /// `weir run` replicas of the Blog rows, sharded (`--shard`) when more than one: each
+    /// caches and reconciles its share. The row's RSS is their sum; each one's peak is printed.
+    #[arg(long, default_value_t = 1)]
+    replicas: usize,
 }
 
 /// Measurements other than the Blog rows.
@@ -120,6 +124,8 @@ enum Setup {
         plugins: Vec<PathBuf>,
         /// The compile cache: empty for a cold start (a new pod), filled for a warm one.
         cache: PathBuf,
+        /// Processes; more than one are sharded (`--shard`), each a member of its own name.
+        replicas: usize,
     },
     /// One twin process per namespace (`None`: one twin over the whole cluster).
     Twins { namespaces: Vec<Option<String>> },
@@ -132,6 +138,14 @@ impl Children {
     /// Sum of the children's peak resident set sizes.
     fn peak_rss_mib(&self) -> f64 {
         self.0.iter().map(|c| status_mib(c.id(), "VmHWM:")).sum()
+    }
+
+    /// Each child's peak resident set size.
+    fn peak_rss_each_mib(&self) -> Vec<f64> {
+        self.0
+            .iter()
+            .map(|c| status_mib(c.id(), "VmHWM:"))
+            .collect()
     }
 
     /// Sum of the children's resident set sizes now.
@@ -172,7 +186,7 @@ fn status_mib(pid: u32, field: &str) -> f64 {
 }
 
 /// Starts the controller(s) of `setup` against the emulator of `kubeconfig`; for `weir run`,
-/// also the address of its ops server (`/metrics`).
+/// also the address of its (the first replica's) ops server (`/metrics`).
 fn spawn(
     setup: &Setup,
     dir: &Path,
@@ -183,6 +197,7 @@ fn spawn(
             binary,
             plugins,
             cache,
+            replicas,
         } => {
             let plugin_dir = dir.join("plugins");
             std::fs::create_dir_all(&plugin_dir)?;
@@ -191,23 +206,35 @@ fn spawn(
                 std::fs::copy(p, plugin_dir.join(name))
                     .with_context(|| format!("copying {}", p.display()))?;
             }
-            // A port free now, for the ops server.
-            let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
-            let child = Command::new(binary)
-                .args(["--log", "warn", "--cache-dir"])
-                .arg(cache)
-                .args(["run", "--plugins"])
-                .arg(&plugin_dir)
-                .arg("--kubeconfig")
-                .arg(kubeconfig)
-                .args(["--workers", &WORKERS.to_string()])
-                .args(["--resync-secs", &RESYNC_SECS.to_string()])
-                .args(["--listen", &ops.to_string()])
-                .stdout(Stdio::null())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .with_context(|| format!("starting {}", binary.display()))?;
-            Ok((Children(vec![child]), Some(ops)))
+            let mut children = Children(Vec::new());
+            let mut first_ops = None;
+            for replica in 0..*replicas {
+                // A port free now, for the ops server.
+                let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+                first_ops.get_or_insert(ops);
+                let mut command = Command::new(binary);
+                command
+                    .args(["--log", "warn", "--cache-dir"])
+                    .arg(cache)
+                    .args(["run", "--plugins"])
+                    .arg(&plugin_dir)
+                    .arg("--kubeconfig")
+                    .arg(kubeconfig)
+                    .args(["--workers", &WORKERS.to_string()])
+                    .args(["--resync-secs", &RESYNC_SECS.to_string()])
+                    .args(["--listen", &ops.to_string()]);
+                if *replicas > 1 {
+                    let identity = format!("bench-{replica}");
+                    command.args(["--shard", "--identity", &identity]);
+                }
+                let child = command
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::inherit())
+                    .spawn()
+                    .with_context(|| format!("starting {}", binary.display()))?;
+                children.0.push(child);
+            }
+            Ok((children, first_ops))
         }
         Setup::Twins { namespaces } => {
             let mut children = Children(Vec::new());
@@ -340,6 +367,14 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
         .count();
     let rss_mib = children.peak_rss_mib();
     let rest_rss_mib = children.rss_mib();
+    if children.0.len() > 1 {
+        let each: Vec<String> = children
+            .peak_rss_each_mib()
+            .iter()
+            .map(|m| format!("{m:.0}"))
+            .collect();
+        println!("{label}: peak RSS of each replica {} MiB", each.join(", "));
+    }
     let memory = match ops {
         Some(addr) => Some(memory::Breakdown::read(addr).await?),
         None => None,
@@ -420,8 +455,13 @@ async fn bench(cli: Cli) -> Result<()> {
                     binary: binary.clone(),
                     plugins: vec![blog.clone()],
                     cache: cache.path().to_owned(),
+                    replicas: cli.replicas.max(1),
                 };
-                let cold = measure("weir run", &setup, &targets, n).await?;
+                let label = match cli.replicas {
+                    0 | 1 => "weir run".to_owned(),
+                    r => format!("weir run, {r} sharded"),
+                };
+                let cold = measure(&label, &setup, &targets, n).await?;
                 if cli.warm {
                     warm = Some(measure("weir run, warm cache", &setup, &targets, n).await?);
                 }
@@ -464,6 +504,7 @@ async fn bench(cli: Cli) -> Result<()> {
                     binary: binary.clone(),
                     plugins: ten_plugins,
                     cache: cache.path().to_owned(),
+                    replicas: 1,
                 };
                 Some(measure("weir run, 10 plugins", &setup, &targets, each).await?)
             }
