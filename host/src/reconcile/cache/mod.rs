@@ -52,7 +52,7 @@ impl<'a> KeyRef<'a> {
         }
     }
 
-    fn to(key: &'a ObjectKey) -> Self {
+    fn from_key(key: &'a ObjectKey) -> Self {
         Self {
             namespace: key.namespace.as_deref(),
             name: &key.name,
@@ -206,7 +206,7 @@ impl Inner {
     }
 
     fn remove(&mut self, key: &ObjectKey) {
-        if let Some(old) = self.objects.take(&KeyRef::to(key)) {
+        if let Some(old) = self.objects.take(&KeyRef::from_key(key)) {
             self.unindex(&old.0);
         }
     }
@@ -398,7 +398,7 @@ impl Store {
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<CachedObject>> {
         self.read()
             .objects
-            .get(&KeyRef::to(key))
+            .get(&KeyRef::from_key(key))
             .map(|e| e.0.clone())
     }
 

@@ -267,8 +267,8 @@ impl CachedObject {
         self.deleting
     }
 
-    /// The heap bytes it holds, with the `Arc` the store keeps it in (the shared type is
-    /// counted with the store's tables, not per object).
+    /// The heap bytes it holds, with the `Arc` the store keeps it in (the shared type,
+    /// one per kind, is not counted).
     pub fn footprint(&self) -> usize {
         ARC_COUNTS
             + std::mem::size_of::<Self>()
