@@ -322,7 +322,7 @@ impl Applier {
         let mut changes = Vec::new();
         for obj in observed {
             let types = obj.types();
-            let key = obj.key().clone();
+            let key = obj.key();
             if obj.is_deleting()
                 || wanted.contains(&(types.api_version.clone(), types.kind.clone(), key.clone()))
             {

@@ -174,7 +174,7 @@ impl Echoes {
         };
         let mut st = self.lock();
         st.sweep(now);
-        let id = (kind.to_owned(), obj.key().clone());
+        let id = (kind.to_owned(), obj.key());
         let trail = st.objects.entry(id.clone()).or_default();
         let written = change
             .as_ref()

@@ -19,6 +19,7 @@ pub mod cache;
 mod candidate;
 pub mod echoes;
 pub mod error;
+pub mod events;
 pub mod failed;
 pub mod finalizer;
 #[cfg(test)]

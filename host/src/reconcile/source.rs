@@ -38,7 +38,7 @@ impl Route {
     /// The parents a change of `obj` (which was `old` before it) concerns.
     fn keys(&self, obj: &CachedObject, old: Option<&CachedObject>) -> Vec<ObjectKey> {
         match self {
-            Route::Parent => vec![obj.key().clone()],
+            Route::Parent => vec![obj.key()],
             Route::Owner(parent) => Self::owner(parent, obj).into_iter().collect(),
             Route::Related(index) => index.parents_of(old, obj),
         }
@@ -49,7 +49,7 @@ impl Route {
             .controller()
             .filter(|c| *c.kind == parent.kind && *c.api_version == parent.api_version())?;
         Some(ObjectKey {
-            namespace: obj.key().namespace.clone(),
+            namespace: obj.namespace().map(str::to_owned),
             name: owner.name.to_string(),
         })
     }
@@ -299,7 +299,7 @@ pub async fn watch(
         // hear that it no longer does.
         let old = match &event {
             watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o) => {
-                store.get(o.key())
+                store.get(&o.key())
             }
             watcher::Event::Init | watcher::Event::InitDone => None,
         };

@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use serde_json::{Value, json};
 
 use super::echoes::Echoes;
+use super::events::{Events, Note};
 use super::finalizer::Finalizers;
 use crate::answer::merge_diff;
 use crate::chain::Chain;
@@ -54,7 +54,7 @@ pub struct ParentWriter {
     plugin: String,
     metrics: Arc<Metrics>,
     echoes: Arc<Echoes>,
-    recorder: Recorder,
+    events: Events,
     finalizers: Finalizers,
 }
 
@@ -68,11 +68,11 @@ impl ParentWriter {
         metrics: Arc<Metrics>,
         echoes: Arc<Echoes>,
     ) -> Self {
-        let reporter = Reporter {
-            controller: format!("weir/{plugin}"),
-            instance: Some(instance.to_owned()),
-        };
-        let recorder = Recorder::new(client.clone(), reporter);
+        let events = Events::new(
+            client.clone(),
+            format!("weir/{plugin}"),
+            instance.to_owned(),
+        );
         let finalizers = Finalizers::new(
             client.clone(),
             kind.clone(),
@@ -87,7 +87,7 @@ impl ParentWriter {
             plugin: plugin.to_owned(),
             metrics,
             echoes,
-            recorder,
+            events,
         }
     }
 
@@ -163,19 +163,14 @@ impl ParentWriter {
     ) {
         use kube::Resource;
         let reference = parent.object_ref(&self.kind.api_resource());
-        let event = Event {
-            type_: if warning {
-                EventType::Warning
-            } else {
-                EventType::Normal
-            },
-            reason: reason.into(),
-            note: Some(crate::plugin::truncate(&note, MAX_EVENT_NOTE).into_owned()),
-            action: action.into(),
-            secondary: None,
+        let note = Note {
+            warning,
+            reason,
+            action,
+            note: &crate::plugin::truncate(&note, MAX_EVENT_NOTE),
         };
         self.metrics.wrote(&self.plugin, "event", "events");
-        if let Err(e) = self.recorder.publish(&event, &reference).await {
+        if let Err(e) = self.events.publish(&note, &reference).await {
             tracing::warn!(parent = %Self::name(parent), error = %Chain(&e), "could not publish an Event");
         }
     }

@@ -151,8 +151,8 @@ pub async fn acknowledge_drain(
     parent: &CachedObject,
 ) -> Result<(), kube::Error> {
     let meta = kube::api::ObjectMeta {
-        name: Some(parent.key().name.clone()),
-        namespace: parent.key().namespace.clone(),
+        name: Some(parent.name().to_owned()),
+        namespace: parent.namespace().map(str::to_owned),
         resource_version: parent.resource_version().map(str::to_owned),
         ..Default::default()
     };

@@ -4,13 +4,16 @@
 //! A selector with `matchLabels` reads the smallest set among its pairs; one with only
 //! expressions reads the objects its first `In` or `Exists` names; one with neither (`NotIn`,
 //! `DoesNotExist` or empty) reads the namespace's objects. The candidates are then checked
-//! against the whole selector. The index holds the store's `Arc`s and the objects' own label
-//! strings: no string is copied per entry.
+//! against the whole selector. The index holds the store's `Arc`s, and each label key and value
+//! once per namespace, shared by every entry that carries it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
+use std::hash::RandomState;
 use std::sync::Arc;
 
-use super::{CachedObject, Entry};
+use hashbrown::hash_map::EntryRef;
+
+use super::{CachedObject, Entry, KeyRef, Set};
 use crate::plugin::{LabelSelector, SelectorOperator};
 
 /// The label index of one store (see the module documentation).
@@ -24,13 +27,24 @@ pub(super) struct LabelIndex {
 
 #[derive(Default)]
 struct Namespace {
-    all: HashSet<Entry>,
+    all: Set,
     /// Label key → label value → the objects with that label.
-    labels: HashMap<Arc<str>, HashMap<Arc<str>, HashSet<Entry>>>,
+    labels: Interned<Interned<Set>>,
+}
+
+/// A map whose keys are label keys or values, each kept once.
+type Interned<V> = hashbrown::HashMap<Arc<str>, V, RandomState>;
+
+/// The value under `key`, a default one added (with the key kept once) if there is none.
+fn interned<'m, V: Default>(map: &'m mut Interned<V>, key: &str) -> &'m mut V {
+    match map.entry_ref(key) {
+        EntryRef::Occupied(e) => e.into_mut(),
+        EntryRef::Vacant(e) => e.insert_with_key(Arc::from(key), V::default()),
+    }
 }
 
 fn namespace_of(obj: &CachedObject) -> &str {
-    obj.key().namespace.as_deref().unwrap_or_default()
+    obj.namespace().unwrap_or_default()
 }
 
 impl LabelIndex {
@@ -51,12 +65,7 @@ impl LabelIndex {
             .or_default();
         ns.all.insert(Entry(obj.clone()));
         for (k, v) in obj.labels() {
-            ns.labels
-                .entry(k.clone())
-                .or_default()
-                .entry(v.clone())
-                .or_default()
-                .insert(Entry(obj.clone()));
+            interned(interned(&mut ns.labels, k), v).insert(Entry(obj.clone()));
         }
         self.entries += 1 + obj.labels().len();
     }
@@ -67,23 +76,24 @@ impl LabelIndex {
         let Some(ns) = self.namespaces.get_mut(name) else {
             return;
         };
-        if ns.all.remove(obj.key()) {
+        let key = KeyRef::of(obj);
+        if ns.all.remove(&key) {
             self.entries -= 1;
         }
         for (k, v) in obj.labels() {
-            let Some(values) = ns.labels.get_mut(&**k) else {
+            let Some(values) = ns.labels.get_mut(k) else {
                 continue;
             };
-            if let Some(set) = values.get_mut(&**v) {
-                if set.remove(obj.key()) {
+            if let Some(set) = values.get_mut(v) {
+                if set.remove(&key) {
                     self.entries -= 1;
                 }
                 if set.is_empty() {
-                    values.remove(&**v);
+                    values.remove(v);
                 }
             }
             if values.is_empty() {
-                ns.labels.remove(&**k);
+                ns.labels.remove(k);
             }
         }
         if ns.all.is_empty() {
@@ -105,9 +115,9 @@ impl LabelIndex {
             .into_iter()
             .filter(|obj| selector.matches_with(|k| obj.label(k)))
             .collect();
-        found.sort_by(|a, b| a.key().name.cmp(&b.key().name));
+        found.sort_by(|a, b| a.name().cmp(b.name()));
         // Values listed twice by an `In` give the same object twice.
-        found.dedup_by(|a, b| a.key() == b.key());
+        found.dedup_by(|a, b| KeyRef::of(a) == KeyRef::of(b));
         found
     }
 
@@ -118,15 +128,15 @@ impl LabelIndex {
 }
 
 impl Namespace {
-    fn with(&self, key: &str, value: &str) -> Option<&HashSet<Entry>> {
+    fn with(&self, key: &str, value: &str) -> Option<&Set> {
         self.labels.get(key)?.get(value)
     }
 
     /// A superset of what `selector` selects here.
     fn candidates(&self, selector: &LabelSelector) -> Vec<Arc<CachedObject>> {
-        let arcs = |set: &HashSet<Entry>| set.iter().map(|e| e.0.clone()).collect::<Vec<_>>();
+        let arcs = |set: &Set| set.iter().map(|e| e.0.clone()).collect::<Vec<_>>();
         if !selector.match_labels.is_empty() {
-            let sets: Option<Vec<&HashSet<Entry>>> = selector
+            let sets: Option<Vec<&Set>> = selector
                 .match_labels
                 .iter()
                 .map(|(k, v)| self.with(k, v))

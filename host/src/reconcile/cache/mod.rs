@@ -7,16 +7,16 @@
 //! UID and makes that lookup O(children of that parent). The indexes hold the store's `Arc`s,
 //! keyed by the objects' own strings: nothing is copied per entry.
 
+mod head;
 mod labels;
 pub mod object;
 mod trim;
 
-use std::borrow::Borrow;
-use std::collections::{HashMap, HashSet};
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
+use hashbrown::{Equivalent, HashTable};
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
 use tokio::sync::watch;
@@ -36,13 +36,37 @@ pub fn key_of(obj: &DynamicObject) -> ObjectKey {
     }
 }
 
-/// A cached object in a set, found by its key (which it holds: the set copies no string).
+/// An object's namespace and name as the sets hash and compare them, borrowed from the object
+/// or from an [`ObjectKey`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct KeyRef<'a> {
+    namespace: Option<&'a str>,
+    name: &'a str,
+}
+
+impl<'a> KeyRef<'a> {
+    fn of(obj: &'a CachedObject) -> Self {
+        Self {
+            namespace: obj.namespace(),
+            name: obj.name(),
+        }
+    }
+
+    fn from_key(key: &'a ObjectKey) -> Self {
+        Self {
+            namespace: key.namespace.as_deref(),
+            name: &key.name,
+        }
+    }
+}
+
+/// A cached object in a set, found by its key (read from the object: the set copies no string).
 #[derive(Clone)]
 struct Entry(Arc<CachedObject>);
 
 impl PartialEq for Entry {
     fn eq(&self, other: &Self) -> bool {
-        self.0.key() == other.0.key()
+        KeyRef::of(&self.0) == KeyRef::of(&other.0)
     }
 }
 
@@ -50,13 +74,73 @@ impl Eq for Entry {}
 
 impl Hash for Entry {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.0.key().hash(state);
+        KeyRef::of(&self.0).hash(state);
     }
 }
 
-impl Borrow<ObjectKey> for Entry {
-    fn borrow(&self) -> &ObjectKey {
-        self.0.key()
+impl Equivalent<Entry> for KeyRef<'_> {
+    fn equivalent(&self, entry: &Entry) -> bool {
+        *self == KeyRef::of(&entry.0)
+    }
+}
+
+/// A set of cached objects by key.
+type Set = hashbrown::HashSet<Entry, RandomState>;
+
+/// The children of one controller in the owner index; its UID is read from them.
+enum Owned {
+    /// The common case: one child of this kind.
+    One(Entry),
+    /// Several (never empty).
+    Many(Box<Set>),
+}
+
+impl Owned {
+    fn uid(&self) -> Option<&str> {
+        match self {
+            Owned::One(e) => e.0.controller_uid(),
+            Owned::Many(set) => set.iter().next().and_then(|e| e.0.controller_uid()),
+        }
+    }
+
+    fn add(&mut self, entry: Entry) {
+        match self {
+            Owned::One(first) => {
+                let mut set = Set::default();
+                set.insert(first.clone());
+                set.replace(entry);
+                *self = Owned::Many(Box::new(set));
+            }
+            Owned::Many(set) => {
+                set.replace(entry);
+            }
+        }
+    }
+
+    /// Removes the child with `key`; returns whether it was there and whether none is left.
+    fn remove(&mut self, key: KeyRef<'_>) -> (bool, bool) {
+        match self {
+            Owned::One(e) => {
+                let found = key.equivalent(e);
+                (found, found)
+            }
+            Owned::Many(set) => (set.remove(&key), set.is_empty()),
+        }
+    }
+
+    fn entries(&self) -> Vec<Arc<CachedObject>> {
+        match self {
+            Owned::One(e) => vec![e.0.clone()],
+            Owned::Many(set) => set.iter().map(|e| e.0.clone()).collect(),
+        }
+    }
+
+    /// Heap bytes beside the index's own table.
+    fn heap(&self) -> usize {
+        match self {
+            Owned::One(_) => 0,
+            Owned::Many(set) => std::mem::size_of::<Set>() + table_bytes::<Entry>(set.capacity()),
+        }
     }
 }
 
@@ -74,16 +158,19 @@ pub struct Store {
 
 #[derive(Default)]
 struct Inner {
-    objects: HashSet<Entry>,
-    by_owner: HashMap<Arc<str>, HashSet<Entry>>,
+    objects: Set,
+    /// The owner index: children by their controller's UID.
+    by_owner: HashTable<Owned>,
+    hasher: RandomState,
     /// Objects in `by_owner`.
     owned: usize,
-    /// Heap bytes of the sets in `by_owner` (kept as they change: there is one per owner).
+    /// Heap bytes of the sets in `by_owner` (kept as they change).
     owner_sets: usize,
     /// Kept once a plugin selects objects of this kind by label.
     labels: Option<LabelIndex>,
-    /// Objects of a relist in progress; swapped in whole at `InitDone`, as kube's reflector does.
-    relist: Option<HashSet<Entry>>,
+    /// During a relist, the objects it has not listed yet: those still here at its end are gone.
+    /// A listed object replaces its old version at once, so a relist never holds two copies.
+    unlisted: Option<Set>,
     /// The sum of the objects' [`CachedObject::footprint`].
     bytes: usize,
     /// What was last added to the gauges: objects, bytes, owner and label index entries.
@@ -97,11 +184,20 @@ impl Inner {
         }
         self.bytes += obj.footprint();
         if let Some(uid) = obj.controller_uid() {
-            let set = self.by_owner.entry(uid.clone()).or_default();
-            let before = table_bytes::<Entry>(set.capacity());
-            set.insert(Entry(obj.clone()));
-            self.owner_sets += table_bytes::<Entry>(set.capacity());
-            self.owner_sets -= before;
+            let hash = self.hasher.hash_one(uid);
+            let hasher = &self.hasher;
+            match self.by_owner.find_mut(hash, |g| g.uid() == Some(uid)) {
+                Some(group) => {
+                    let before = group.heap();
+                    group.add(Entry(obj.clone()));
+                    self.owner_sets = self.owner_sets + group.heap() - before;
+                }
+                None => {
+                    let rehash = |g: &Owned| hasher.hash_one(g.uid().unwrap_or_default());
+                    self.by_owner
+                        .insert_unique(hash, Owned::One(Entry(obj.clone())), rehash);
+                }
+            }
             self.owned += 1;
         }
         if let Some(labels) = &mut self.labels {
@@ -110,7 +206,7 @@ impl Inner {
     }
 
     fn remove(&mut self, key: &ObjectKey) {
-        if let Some(old) = self.objects.take(key) {
+        if let Some(old) = self.objects.take(&KeyRef::from_key(key)) {
             self.unindex(&old.0);
         }
     }
@@ -118,15 +214,21 @@ impl Inner {
     /// Takes `old` (no longer in `objects`) out of the indexes and the byte count.
     fn unindex(&mut self, old: &CachedObject) {
         self.bytes -= old.footprint();
-        if let Some(uid) = old.controller_uid()
-            && let Some(set) = self.by_owner.get_mut(uid)
-        {
-            if set.remove(old.key()) {
-                self.owned -= 1;
-            }
-            if set.is_empty() {
-                self.owner_sets -= table_bytes::<Entry>(set.capacity());
-                self.by_owner.remove(uid);
+        if let Some(uid) = old.controller_uid() {
+            let hash = self.hasher.hash_one(uid);
+            if let Ok(mut group) = self.by_owner.find_entry(hash, |g| g.uid() == Some(uid)) {
+                let before = group.get().heap();
+                let (found, empty) = group.get_mut().remove(KeyRef::of(old));
+                let after = if empty {
+                    group.remove();
+                    0
+                } else {
+                    group.get().heap()
+                };
+                self.owner_sets = self.owner_sets + after - before;
+                if found {
+                    self.owned -= 1;
+                }
             }
         }
         if let Some(labels) = &mut self.labels {
@@ -134,25 +236,11 @@ impl Inner {
         }
     }
 
-    fn replace(&mut self, objects: HashSet<Entry>) {
-        self.objects.clear();
-        self.by_owner.clear();
-        self.owned = 0;
-        self.owner_sets = 0;
-        self.bytes = 0;
-        if let Some(labels) = &mut self.labels {
-            *labels = LabelIndex::default();
-        }
-        for obj in objects {
-            self.insert(obj.0);
-        }
-    }
-
     /// The objects' bytes and the tables of the set and the owner index that hold them.
     fn bytes(&self) -> usize {
         self.bytes
             + table_bytes::<Entry>(self.objects.capacity())
-            + table_bytes::<(Arc<str>, HashSet<Entry>)>(self.by_owner.capacity())
+            + table_bytes::<Owned>(self.by_owner.capacity())
             + self.owner_sets
     }
 
@@ -223,24 +311,25 @@ impl Store {
                 Some(obj)
             }
             watcher::Event::Delete(obj) => {
-                inner.remove(obj.key());
+                inner.remove(&obj.key());
                 Some(Arc::new(obj))
             }
             watcher::Event::Init => {
-                inner.relist = Some(HashSet::new());
+                inner.unlisted = Some(inner.objects.clone());
                 None
             }
             watcher::Event::InitApply(obj) => {
                 let obj = Arc::new(obj);
-                inner
-                    .relist
-                    .get_or_insert_with(HashSet::new)
-                    .replace(Entry(obj.clone()));
+                if let Some(unlisted) = &mut inner.unlisted {
+                    unlisted.remove(&KeyRef::of(&obj));
+                }
+                inner.insert(obj.clone());
                 Some(obj)
             }
             watcher::Event::InitDone => {
-                let objects = inner.relist.take().unwrap_or_default();
-                inner.replace(objects);
+                for gone in inner.unlisted.take().unwrap_or_default() {
+                    inner.remove(&gone.0.key());
+                }
                 self.publish(&mut inner);
                 drop(inner);
                 self.unserved.store(false, Ordering::Release);
@@ -276,13 +365,10 @@ impl Store {
         let mut found: Vec<Arc<CachedObject>> = inner
             .objects
             .iter()
-            .filter(|e| {
-                e.0.key().namespace.as_deref() == namespace
-                    && selector.matches_with(|k| e.0.label(k))
-            })
+            .filter(|e| e.0.namespace() == namespace && selector.matches_with(|k| e.0.label(k)))
             .map(|e| e.0.clone())
             .collect();
-        found.sort_by(|a, b| a.key().name.cmp(&b.key().name));
+        found.sort_by(|a, b| a.name().cmp(b.name()));
         found
     }
 
@@ -310,15 +396,20 @@ impl Store {
 
     /// The cached object with this key.
     pub fn get(&self, key: &ObjectKey) -> Option<Arc<CachedObject>> {
-        self.read().objects.get(key).map(|e| e.0.clone())
+        self.read()
+            .objects
+            .get(&KeyRef::from_key(key))
+            .map(|e| e.0.clone())
     }
 
     /// The objects whose controller has this UID: O(their number).
     pub fn controlled_by(&self, uid: &str) -> Vec<Arc<CachedObject>> {
-        self.read()
+        let inner = self.read();
+        let hash = inner.hasher.hash_one(uid);
+        inner
             .by_owner
-            .get(uid)
-            .map(|set| set.iter().map(|e| e.0.clone()).collect())
+            .find(hash, |g| g.uid() == Some(uid))
+            .map(Owned::entries)
             .unwrap_or_default()
     }
 
@@ -329,11 +420,7 @@ impl Store {
 
     /// Every cached key (for the periodic resync).
     pub fn keys(&self) -> Vec<ObjectKey> {
-        self.read()
-            .objects
-            .iter()
-            .map(|e| e.0.key().clone())
-            .collect()
+        self.read().objects.iter().map(|e| e.0.key()).collect()
     }
 
     /// Number of cached objects.

@@ -1,13 +1,14 @@
 //! One cached object: its JSON as served (less managedFields and the last-applied annotation)
-//! and the few fields the host reads without looking inside, decoded once when it arrives.
+//! and the few fields the host reads without looking inside, found once when it arrives.
 //!
 //! A decoded JSON tree (`DynamicObject`) takes about five times its serialized size, and every
 //! plugin call serialized it again; the cache keeps the bytes instead and hands them to the
-//! plugin as they are. Where the host must look inside an object (a parent's status, a child it
-//! compares with the desired one), [`CachedObject::decode`] parses it on demand.
+//! plugin as they are. The header's strings are places in those bytes ([`super::head`]), not
+//! copies. Where the host must look inside an object (a parent's status, a child it compares
+//! with the desired one), [`CachedObject::decode`] parses it on demand.
 //!
-//! Watch events arrive as [`Incoming`], the type the watcher deserializes: the trimmed JSON and
-//! its metadata, which the watcher reads (`resourceVersion`) and the header is taken from.
+//! Watch events arrive as [`Incoming`], the type the watcher deserializes: the trimmed JSON, its
+//! metadata (which the watcher reads: `resourceVersion`) and the header read from it.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -17,25 +18,33 @@ use kube::api::{ApiResource, DynamicObject};
 use kube::core::{DynamicResourceScope, Resource, TypeMeta};
 use serde::Deserialize;
 
+use super::head::{Head, Span};
 use super::trim::{Field, Trimmed};
 use crate::reconcile::queue::ObjectKey;
 
-/// An object as a watch or list delivers it: its trimmed fields and its metadata (see the
-/// module documentation). Lives only until the store turns it into a [`CachedObject`].
+/// An object as a watch or list delivers it: its trimmed fields, its metadata and its header
+/// (see the module documentation). Lives only until the store turns it into a [`CachedObject`].
 #[derive(Clone, Debug)]
 pub struct Incoming {
     meta: ObjectMeta,
     types: Option<TypeMeta>,
     fields: Trimmed,
+    head: Head,
 }
 
 impl<'de> Deserialize<'de> for Incoming {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         let fields = Trimmed::read(deserializer)?;
-        let meta = match fields.value(Field::Metadata) {
-            Some(bytes) => serde_json::from_slice(bytes).map_err(D::Error::custom)?,
-            None => ObjectMeta::default(),
+        if u32::try_from(fields.json.len()).is_err() {
+            return Err(D::Error::custom("an object over 4 GiB"));
+        }
+        let (meta, head) = match fields.value(Field::Metadata) {
+            Some(bytes) => (
+                serde_json::from_slice(bytes).map_err(D::Error::custom)?,
+                Head::read(bytes).map_err(D::Error::custom)?,
+            ),
+            None => (ObjectMeta::default(), Head::default()),
         };
         let types = match (fields.value(Field::ApiVersion), fields.value(Field::Kind)) {
             (Some(api_version), Some(kind)) => Some(TypeMeta {
@@ -48,6 +57,7 @@ impl<'de> Deserialize<'de> for Incoming {
             meta,
             types,
             fields,
+            head,
         })
     }
 }
@@ -86,30 +96,34 @@ impl Resource for Incoming {
 }
 
 /// The controller of an object: its owner reference with `controller: true`.
-#[derive(Debug)]
-pub struct Controller {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Controller<'a> {
     /// The owner's apiVersion.
-    pub api_version: Box<str>,
+    pub api_version: &'a str,
     /// The owner's kind.
-    pub kind: Box<str>,
+    pub kind: &'a str,
     /// The owner's name (in the object's namespace).
-    pub name: Box<str>,
-    /// The owner's UID, shared with the owner index.
-    pub uid: Arc<str>,
+    pub name: &'a str,
+    /// The owner's UID.
+    pub uid: &'a str,
 }
 
 /// One object of the cache: its JSON and its header (see the module documentation).
 #[derive(Debug)]
 pub struct CachedObject {
-    json: Box<str>,
+    /// The JSON (up to `json_len`), then the header strings the JSON holds escaped.
+    buf: Box<str>,
     types: Arc<TypeMeta>,
-    key: ObjectKey,
-    uid: Option<Box<str>>,
-    resource_version: Option<Box<str>>,
     generation: Option<i64>,
-    /// Sorted by key; the strings are shared with the store's label index.
-    labels: Box<[(Arc<str>, Arc<str>)]>,
-    controller: Option<Box<Controller>>,
+    json_len: u32,
+    name: Option<Span>,
+    namespace: Option<Span>,
+    uid: Option<Span>,
+    resource_version: Option<Span>,
+    /// apiVersion, kind, name and UID of the controller's reference.
+    controller: Option<[Span; 4]>,
+    /// Sorted by key.
+    labels: Box<[(Span, Span)]>,
     deleting: bool,
 }
 
@@ -122,47 +136,38 @@ impl CachedObject {
     /// fields in the order they came.
     pub fn new(incoming: Incoming, types: &Arc<TypeMeta>) -> Self {
         let Incoming {
-            meta,
+            meta: _,
             types: own,
             fields,
+            head,
         } = incoming;
-        let json = assemble(&fields, types);
+        let (buf, json_len, metadata) = assemble(&fields, types, &head.tail);
         let types = match own {
             Some(own) if own == **types => types.clone(),
             Some(own) => Arc::new(own),
             None => types.clone(),
         };
-        let controller = meta
-            .owner_references
-            .unwrap_or_default()
-            .into_iter()
-            .find(|r| r.controller == Some(true))
-            .map(|r| {
-                Box::new(Controller {
-                    api_version: r.api_version.into(),
-                    kind: r.kind.into(),
-                    name: r.name.into(),
-                    uid: r.uid.into(),
-                })
-            });
+        // `Incoming` refuses objects whose JSON does not fit a `u32`; the few bytes added
+        // around it (braces, commas, a missing apiVersion or kind) and the tail fit too, or
+        // the header is left empty rather than wrong.
+        let (json_len, head) = match (u32::try_from(json_len), u32::try_from(metadata)) {
+            (Ok(len), Ok(metadata)) if u32::try_from(buf.len()).is_ok() => {
+                (len, head.place(metadata, len))
+            }
+            _ => (0, Head::default().place(0, 0)),
+        };
         Self {
-            json,
+            buf,
             types,
-            key: ObjectKey {
-                namespace: meta.namespace,
-                name: meta.name.unwrap_or_default(),
-            },
-            uid: meta.uid.map(String::into_boxed_str),
-            resource_version: meta.resource_version.map(String::into_boxed_str),
-            generation: meta.generation,
-            labels: meta
-                .labels
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (Arc::from(k), Arc::from(v)))
-                .collect(),
-            controller,
-            deleting: meta.deletion_timestamp.is_some(),
+            generation: head.generation,
+            json_len,
+            name: head.name,
+            namespace: head.namespace,
+            uid: head.uid,
+            resource_version: head.resource_version,
+            controller: head.controller,
+            labels: head.labels,
+            deleting: head.deleting,
         }
     }
 
@@ -173,14 +178,18 @@ impl CachedObject {
         Ok(Self::new(incoming, &types))
     }
 
+    fn text(&self, span: Option<Span>) -> Option<&str> {
+        span.map(|s| s.of(&self.buf))
+    }
+
     /// The object's JSON, as a plugin is given it.
     pub fn json(&self) -> &str {
-        &self.json
+        self.buf.get(..self.json_len as usize).unwrap_or_default()
     }
 
     /// The object parsed, for a caller that must look inside it.
     pub fn decode(&self) -> Result<DynamicObject, serde_json::Error> {
-        serde_json::from_str(&self.json)
+        serde_json::from_str(self.json())
     }
 
     /// Its apiVersion and kind.
@@ -188,19 +197,32 @@ impl CachedObject {
         &self.types
     }
 
+    /// Its name.
+    pub fn name(&self) -> &str {
+        self.text(self.name).unwrap_or_default()
+    }
+
+    /// Its namespace (`None` for a cluster-scoped object).
+    pub fn namespace(&self) -> Option<&str> {
+        self.text(self.namespace)
+    }
+
     /// Its namespace and name.
-    pub fn key(&self) -> &ObjectKey {
-        &self.key
+    pub fn key(&self) -> ObjectKey {
+        ObjectKey {
+            namespace: self.namespace().map(str::to_owned),
+            name: self.name().to_owned(),
+        }
     }
 
     /// Its UID.
     pub fn uid(&self) -> Option<&str> {
-        self.uid.as_deref()
+        self.text(self.uid)
     }
 
     /// Its resourceVersion.
     pub fn resource_version(&self) -> Option<&str> {
-        self.resource_version.as_deref()
+        self.text(self.resource_version)
     }
 
     /// Its generation.
@@ -209,24 +231,35 @@ impl CachedObject {
     }
 
     /// Its labels, sorted by key.
-    pub fn labels(&self) -> &[(Arc<str>, Arc<str>)] {
-        &self.labels
+    pub fn labels(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
+        self.labels
+            .iter()
+            .map(|(k, v)| (k.of(&self.buf), v.of(&self.buf)))
     }
 
     /// The value of its label `key`.
     pub fn label(&self, key: &str) -> Option<&str> {
-        let i = self.labels.binary_search_by(|(k, _)| (**k).cmp(key)).ok()?;
-        Some(&self.labels[i].1)
+        let i = self
+            .labels
+            .binary_search_by(|(k, _)| k.of(&self.buf).cmp(key))
+            .ok()?;
+        Some(self.labels[i].1.of(&self.buf))
     }
 
     /// Its controller, if it has one.
-    pub fn controller(&self) -> Option<&Controller> {
-        self.controller.as_deref()
+    pub fn controller(&self) -> Option<Controller<'_>> {
+        let [api_version, kind, name, uid] = self.controller?.map(|s| s.of(&self.buf));
+        Some(Controller {
+            api_version,
+            kind,
+            name,
+            uid,
+        })
     }
 
     /// The UID of its controller.
-    pub fn controller_uid(&self) -> Option<&Arc<str>> {
-        self.controller.as_ref().map(|c| &c.uid)
+    pub fn controller_uid(&self) -> Option<&str> {
+        self.controller.map(|[.., uid]| uid.of(&self.buf))
     }
 
     /// Whether it is being deleted (it has a deletionTimestamp).
@@ -234,39 +267,21 @@ impl CachedObject {
         self.deleting
     }
 
-    /// The heap bytes it holds, with the `Arc` the store keeps it in (the shared type and the
-    /// label strings the label index shares are counted here, once).
+    /// The heap bytes it holds, with the `Arc` the store keeps it in (the shared type,
+    /// one per kind, is not counted).
     pub fn footprint(&self) -> usize {
-        let text = |s: &Option<Box<str>>| s.as_deref().map_or(0, str::len);
-        let labels = self.labels.len() * std::mem::size_of::<(Arc<str>, Arc<str>)>()
-            + self
-                .labels
-                .iter()
-                .map(|(k, v)| 2 * ARC_COUNTS + k.len() + v.len())
-                .sum::<usize>();
-        let controller = self.controller.as_ref().map_or(0, |c| {
-            std::mem::size_of::<Controller>()
-                + c.api_version.len()
-                + c.kind.len()
-                + c.name.len()
-                + ARC_COUNTS
-                + c.uid.len()
-        });
         ARC_COUNTS
             + std::mem::size_of::<Self>()
-            + self.json.len()
-            + self.key.name.len()
-            + self.key.namespace.as_deref().map_or(0, str::len)
-            + text(&self.uid)
-            + text(&self.resource_version)
-            + labels
-            + controller
+            + self.buf.len()
+            + self.labels.len() * std::mem::size_of::<(Span, Span)>()
     }
 }
 
-/// The object's JSON from its `fields`: `apiVersion` and `kind` (those of `types` where it
-/// names none), `metadata`, then the others in the order they came.
-fn assemble(fields: &Trimmed, types: &TypeMeta) -> Box<str> {
+/// The object's buffer from its `fields` and the header's `tail`: its JSON (`apiVersion` and
+/// `kind`, those of `types` where it names none, `metadata`, then the others in the order they
+/// came), then the tail. Returns the buffer, the JSON's length and where the metadata's value
+/// starts.
+fn assemble(fields: &Trimmed, types: &TypeMeta, tail: &str) -> (Box<str>, usize, usize) {
     let named = |key: &str, value: &str| {
         let (key, value) = (serde_json::Value::from(key), serde_json::Value::from(value));
         format!("{key}:{value}").into_bytes()
@@ -278,24 +293,33 @@ fn assemble(fields: &Trimmed, types: &TypeMeta) -> Box<str> {
         .field(Field::Kind)
         .map_or_else(|| named("kind", &types.kind), <[u8]>::to_vec);
     let head = [api_version.as_slice(), kind.as_slice()];
+    let metadata = fields.field(Field::Metadata);
     let all: Vec<&[u8]> = head
         .into_iter()
-        .chain(fields.field(Field::Metadata))
+        .chain(metadata)
         .chain(fields.others())
         .collect();
-    let mut out = Vec::with_capacity(fields.json.len() + all.len() + 1);
+    let size = all.iter().map(|f| f.len() + 1).sum::<usize>() + 1 + tail.len();
+    let mut out = Vec::with_capacity(size);
+    let mut metadata_at = 0;
     out.push(b'{');
     for (i, field) in all.iter().enumerate() {
         if i > 0 {
             out.push(b',');
         }
+        if i == 2 && metadata.is_some() {
+            metadata_at = out.len() + fields.value_offset(Field::Metadata).unwrap_or_default();
+        }
         out.extend_from_slice(field);
     }
     out.push(b'}');
+    let json_len = out.len();
+    out.extend_from_slice(tail.as_bytes());
     // Every piece is serde_json's output: UTF-8.
-    String::from_utf8(out)
+    let buf = String::from_utf8(out)
         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
-        .into_boxed_str()
+        .into_boxed_str();
+    (buf, json_len, metadata_at)
 }
 
 #[cfg(test)]
@@ -316,7 +340,7 @@ mod tests {
         let obj = cached(
             r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"deletionTimestamp":"2024-01-01T00:00:00Z","generation":3,"labels":{"b":"2","a":"1"},"name":"c","namespace":"ns","ownerReferences":[{"apiVersion":"weir.dev/v1alpha1","kind":"Blog","name":"x","uid":"u0"},{"apiVersion":"weir.dev/v1alpha1","controller":true,"kind":"Blog","name":"b","uid":"u1"}],"resourceVersion":"7","uid":"u2"}}"#,
         );
-        assert_eq!(obj.key(), &ObjectKey::new("ns", "c"));
+        assert_eq!(obj.key(), ObjectKey::new("ns", "c"));
         assert_eq!(obj.uid(), Some("u2"));
         assert_eq!(obj.resource_version(), Some("7"));
         assert_eq!(obj.generation(), Some(3));
@@ -324,8 +348,44 @@ mod tests {
         assert_eq!(obj.label("b"), Some("2"));
         assert_eq!(obj.label("c"), None);
         let controller = obj.controller().unwrap_or_else(|| panic!("a controller"));
-        assert_eq!((&*controller.name, &*controller.uid), ("b", "u1"));
+        assert_eq!((controller.name, controller.uid), ("b", "u1"));
+        assert_eq!(obj.controller_uid(), Some("u1"));
         assert!(obj.is_deleting());
+    }
+
+    #[test]
+    fn a_header_string_the_json_holds_escaped_is_read_unescaped_and_the_json_kept_as_it_came() {
+        let text = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"labels":{"a\"q":"x\\y","b":"é"},"name":"c","namespace":"ns","ownerReferences":[{"apiVersion":"v1","controller":true,"kind":"K\"","name":"o","uid":"u\n1"}]}}"#;
+        let obj = cached(text);
+        assert_eq!(obj.json(), text);
+        assert_eq!(obj.label("a\"q"), Some("x\\y"));
+        assert_eq!(obj.label("b"), Some("\u{e9}"));
+        assert_eq!(
+            obj.labels().collect::<Vec<_>>(),
+            [("a\"q", "x\\y"), ("b", "\u{e9}")]
+        );
+        let controller = obj.controller().unwrap_or_else(|| panic!("a controller"));
+        assert_eq!(
+            (controller.kind, controller.name, controller.uid),
+            ("K\"", "o", "u\n1")
+        );
+        assert_eq!(obj.name(), "c");
+        assert_eq!(obj.namespace(), Some("ns"));
+    }
+
+    #[test]
+    fn the_header_of_an_object_without_metadata_is_empty() {
+        let obj = cached(r#"{"data":{}}"#);
+        assert_eq!(
+            obj.key(),
+            ObjectKey {
+                namespace: None,
+                name: String::new()
+            }
+        );
+        assert_eq!(obj.uid(), None);
+        assert_eq!(obj.labels().len(), 0);
+        assert!(obj.controller().is_none());
     }
 
     #[test]

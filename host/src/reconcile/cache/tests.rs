@@ -32,7 +32,7 @@ fn decoded_child(name: &str, owner: Option<&str>) -> DynamicObject {
 }
 
 fn names(objs: Vec<Arc<CachedObject>>) -> Vec<String> {
-    let mut n: Vec<String> = objs.iter().map(|o| o.key().name.clone()).collect();
+    let mut n: Vec<String> = objs.iter().map(|o| o.name().to_owned()).collect();
     n.sort();
     n
 }
@@ -70,20 +70,42 @@ fn a_deleted_child_leaves_the_index() {
 }
 
 #[test]
-fn a_relist_replaces_the_contents_only_when_done() {
+fn a_relist_drops_what_it_did_not_list_only_when_done() {
     let store = Store::new(cm_kind());
     store.apply(watcher::Event::Apply(child("old", Some("uid-a"))));
+    store.apply(watcher::Event::Apply(child("kept", Some("uid-a"))));
     store.apply(watcher::Event::Init);
     store.apply(watcher::Event::InitApply(child("new", Some("uid-a"))));
+    store.apply(watcher::Event::InitApply(child("kept", Some("uid-b"))));
     assert_eq!(
         names(store.controlled_by("uid-a")),
-        vec!["old"],
-        "old contents served during relist"
+        vec!["new", "old"],
+        "what the relist has not listed yet is served until it is done"
     );
+    assert_eq!(names(store.controlled_by("uid-b")), vec!["kept"]);
     assert!(!store.is_synced());
     store.apply(watcher::Event::InitDone);
     assert!(store.is_synced());
     assert_eq!(names(store.controlled_by("uid-a")), vec!["new"]);
+    assert_eq!(store.len(), 2);
+}
+
+#[test]
+fn a_relist_replaces_each_object_as_it_comes_rather_than_holding_a_second_copy() {
+    let store = Store::new(cm_kind());
+    let first = child("a", Some("uid-a"));
+    store.apply(watcher::Event::Apply(first));
+    let old = store.get(&ObjectKey::new("default", "a"));
+    let old = old.unwrap_or_else(|| panic!("cached"));
+    store.apply(watcher::Event::Init);
+    store.apply(watcher::Event::InitApply(child("a", Some("uid-a"))));
+    assert_eq!(
+        Arc::strong_count(&old),
+        1,
+        "the old version is let go as soon as the relist lists its successor"
+    );
+    store.apply(watcher::Event::InitDone);
+    assert_eq!(store.len(), 1);
 }
 
 #[test]
@@ -193,7 +215,7 @@ fn a_label_selection_from_the_index_is_what_a_pass_over_the_kind_finds() {
             let found: Vec<String> = store
                 .select(Some("a"), &selector)
                 .iter()
-                .map(|o| o.key().name.clone())
+                .map(|o| o.name().to_owned())
                 .collect();
             assert_eq!(found, want, "{selector:?}");
         }

@@ -189,10 +189,10 @@ impl KindIndex {
     pub fn parents_of(&self, old: Option<&CachedObject>, new: &CachedObject) -> Vec<ObjectKey> {
         let inner = self.read();
         let mut found: HashSet<ObjectKey> = HashSet::new();
-        if let Some(parents) = inner.names.get(new.key()) {
+        if let Some(parents) = inner.names.get(&new.key()) {
             found.extend(parents.iter().map(|p| (**p).clone()));
         }
-        let namespace = new.key().namespace.clone();
+        let namespace = new.namespace().map(str::to_owned);
         let versions: Vec<&CachedObject> = std::iter::once(new).chain(old).collect();
         let mut candidates: HashSet<&Arc<ObjectKey>> = HashSet::new();
         for version in &versions {

@@ -132,11 +132,11 @@ fn check_one(
 
 /// Whether `obj` (of the pick's kind) is what `pick` selects.
 pub fn selects(pick: &Pick, obj: &CachedObject) -> bool {
-    if obj.key().namespace != pick.namespace {
+    if obj.namespace() != pick.namespace.as_deref() {
         return false;
     }
     match &pick.selector {
-        Selector::Name(name) => obj.key().name == *name,
+        Selector::Name(name) => obj.name() == name.as_str(),
         Selector::Labels(selector) => selector.matches_with(|k| obj.label(k)),
     }
 }
@@ -277,7 +277,7 @@ impl Related {
                 }
             };
             for obj in objects {
-                let id = (c.kind, obj.key().clone());
+                let id = (c.kind, obj.key());
                 if seen.insert(id) {
                     found.extend(cached_for_plugin(&obj));
                 }

@@ -339,7 +339,7 @@ fn resolve_returns_the_selected_objects_that_exist_once_each_with_secrets_redact
     let names: Vec<String> = related
         .resolve(&checked)
         .iter()
-        .map(|o| o.key().name.clone())
+        .map(|o| o.name().to_owned())
         .collect();
     assert_eq!(names, vec!["theme", "p1", "p2"]);
     related.record(&parent("a"), &checked);
