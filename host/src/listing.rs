@@ -70,6 +70,10 @@ pub struct Listed {
     /// Why the candidate for this plugin's file was refused.
     #[serde(default)]
     pub candidate_refused: Option<String>,
+    /// What the policy's entry for the plugin widens (cluster-scoped parent, namespaces,
+    /// Secret data), one line each.
+    #[serde(default)]
+    pub widened: Vec<String>,
 }
 
 /// A rollout as `/plugins` lists it (`crate::rollout::RolloutStatus`).
@@ -170,6 +174,7 @@ pub fn table(plugins: &[Listed]) -> String {
             "RECONCILES",
             "FILE",
             "CANDIDATE",
+            "WIDENED BY POLICY",
         ]
         .map(str::to_owned),
     ];
@@ -192,9 +197,10 @@ pub fn table(plugins: &[Listed]) -> String {
                 (Some(r), None) => r.cell(),
                 (None, None) => String::new(),
             },
+            p.widened.join("; "),
         ]);
     }
-    let widths: Vec<usize> = (0..8)
+    let widths: Vec<usize> = (0..9)
         .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();

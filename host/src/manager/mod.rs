@@ -339,7 +339,7 @@ impl Manager {
                     listen,
                     catalog.clone(),
                     (view.clone(), candidates.refused.clone()),
-                    metrics.clone(),
+                    (metrics.clone(), config.policy.clone()),
                     stop.clone(),
                 )
                 .await?,

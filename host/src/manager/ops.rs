@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::controllers::ControllersView;
 use crate::hotload::{Catalog, CatalogRow};
 use crate::metrics::Metrics;
+use crate::policy::Policy;
 use crate::reconcile::error::ResultLabel;
 use crate::rollout::{Phase, RolloutStatus};
 use crate::server::{self, ServerError};
@@ -29,7 +30,7 @@ pub(super) async fn serve(
     listen: SocketAddr,
     catalog: Catalog,
     (view, refused): (ControllersView, Refused),
-    metrics: Arc<Metrics>,
+    (metrics, policy): (Arc<Metrics>, Arc<Policy>),
     stop: CancellationToken,
 ) -> Result<SocketAddr, ServerError> {
     let readiness: server::Readiness = {
@@ -43,6 +44,7 @@ pub(super) async fn serve(
             view,
             refused,
             metrics: metrics.clone(),
+            policy,
         });
     server::serve_with(listen, metrics, readiness, stop, extra).await
 }
@@ -56,6 +58,8 @@ struct Listing {
     view: ControllersView,
     refused: Refused,
     metrics: Arc<Metrics>,
+    /// The admission policy: what its entry for a plugin widens is listed with the plugin.
+    policy: Arc<Policy>,
 }
 
 /// A served plugin with its reconcile counts, as `/plugins` lists it.
@@ -75,6 +79,9 @@ struct Listed {
     /// Why the candidate for this file was refused, if it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     candidate_refused: Option<String>,
+    /// What the policy's entry for the plugin widens, one line each (none: nothing).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    widened: Vec<String>,
 }
 
 async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
@@ -100,7 +107,14 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
                     .collect();
                 let (synced, unserved) = states.get(&row.kind).cloned().unwrap_or_default();
                 let rollout = rollouts.remove(&row.kind);
+                let widened = listing
+                    .policy
+                    .plugins
+                    .get(&row.name)
+                    .map(crate::policy::Grant::lines)
+                    .unwrap_or_default();
                 Listed {
+                    widened,
                     candidate_refused: refused.get(&row.file).cloned(),
                     row: serving(row, rollout.as_ref()),
                     rollout,

@@ -48,8 +48,9 @@ impl Route {
         let owner = obj
             .controller()
             .filter(|c| *c.kind == parent.kind && *c.api_version == parent.api_version())?;
+        // A cluster-scoped parent's children live in namespaces; the parent in none.
         Some(ObjectKey {
-            namespace: obj.key().namespace.clone(),
+            namespace: obj.key().namespace.clone().filter(|_| parent.namespaced),
             name: owner.name.to_string(),
         })
     }
