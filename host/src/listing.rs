@@ -278,6 +278,24 @@ mod tests {
     }
 
     #[test]
+    fn what_the_policy_widens_for_a_plugin_is_its_last_column() {
+        let listed: Vec<Listed> = serde_json::from_value(serde_json::json!([{
+            "name": "config-propagation", "version": "0.1.0", "kind": "ConfigPropagation.example.weir.dev",
+            "file": "/plugins/p.wasm", "sha256": "24a12032b659c7b8aa", "loadedAt": "2026-11-30T10:00:00Z",
+            "reconciles": {"success": 1},
+            "widened": ["cluster-scoped parent", "namespaces labelled team=a"]
+        }]))
+        .unwrap_or_default();
+        let text = table(&listed);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with("WIDENED BY POLICY"), "{text}");
+        assert!(
+            lines[1].ends_with("cluster-scoped parent; namespaces labelled team=a"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn a_rollout_shows_its_phase_counts_and_first_diffs_below_the_table() {
         let listed: Vec<Listed> = serde_json::from_value(serde_json::json!([{
             "name": "blog", "version": "0.1.0", "kind": "Blog.weir.dev", "file": "/plugins/blog.wasm",
