@@ -185,6 +185,19 @@ async fn a_cluster_scoped_parent_copies_a_config_map_into_the_labelled_namespace
             .await?
             .is_some()
     );
+
+    // The owner reference from a namespaced copy to the cluster-scoped parent is one Kubernetes
+    // honours: deleting the parent collects the copies, and never the source.
+    parents.delete(&env.namespace, &Default::default()).await?;
+    let in_a = config_maps_in(&env, &a);
+    eventually("A's copy goes with its parent", CONVERGE, || async {
+        in_a.get_opt("settings").await.ok()?.is_none().then_some(())
+    })
+    .await?;
+    assert!(
+        source.get_opt("settings").await?.is_some(),
+        "the source is not the parent's"
+    );
     host.shutdown().await;
     Ok(())
 }
