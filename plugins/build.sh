@@ -63,6 +63,11 @@ build_guests() {
   local example="$root/plugins/metacontroller-example"
   "$root/target/venv/bin/weir-py" build plugin:ConfigBundle --path "$example" --crd "$example/crd.yaml" -o "$out/metacontroller-example.wasm"
   echo "metacontroller-example.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+  # A cluster-scoped parent propagating a ConfigMap, v2 hooks (issue 24: scope widened by the policy).
+  start=$(date +%s%N)
+  local propagation="$root/plugins/metacontroller-propagation"
+  "$root/target/venv/bin/weir-py" build plugin:ConfigPropagation --path "$propagation" --crd "$propagation/crd.yaml" -o "$out/metacontroller-propagation.wasm"
+  echo "metacontroller-propagation.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
   # The same controller from async JavaScript hooks: the adapter awaits each hook's Promise.
   start=$(date +%s%N)
   node "$root/guest-sdk/js/bin/componentize.js" build "$root/plugins/metacontroller-example-js/plugin.js" \

@@ -73,6 +73,10 @@ pub struct Listed {
     /// This replica's shard, when the host is sharded.
     #[serde(default)]
     pub shard: Option<ListedShard>,
+    /// What the policy's entry for the plugin widens (cluster-scoped parent, namespaces,
+    /// Secret data), one line each.
+    #[serde(default)]
+    pub widened: Vec<String>,
 }
 
 /// Sharding as `/plugins` lists it (`crate::shard::metrics::ShardStatus`).
@@ -213,6 +217,7 @@ pub fn table(plugins: &[Listed]) -> String {
             "RECONCILES",
             "FILE",
             "CANDIDATE",
+            "WIDENED BY POLICY",
         ]
         .map(str::to_owned),
     ];
@@ -235,9 +240,10 @@ pub fn table(plugins: &[Listed]) -> String {
                 (Some(r), None) => r.cell(),
                 (None, None) => String::new(),
             },
+            p.widened.join("; "),
         ]);
     }
-    let widths: Vec<usize> = (0..8)
+    let widths: Vec<usize> = (0..9)
         .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
         .collect();
     let mut out = String::new();
@@ -339,6 +345,24 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("other: shard member weir-1\n"), "{text}");
+    }
+
+    #[test]
+    fn what_the_policy_widens_for_a_plugin_is_its_last_column() {
+        let listed: Vec<Listed> = serde_json::from_value(serde_json::json!([{
+            "name": "config-propagation", "version": "0.1.0", "kind": "ConfigPropagation.example.weir.dev",
+            "file": "/plugins/p.wasm", "sha256": "24a12032b659c7b8aa", "loadedAt": "2026-11-30T10:00:00Z",
+            "reconciles": {"success": 1},
+            "widened": ["cluster-scoped parent", "namespaces labelled team=a"]
+        }]))
+        .unwrap_or_default();
+        let text = table(&listed);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].ends_with("WIDENED BY POLICY"), "{text}");
+        assert!(
+            lines[1].ends_with("cluster-scoped parent; namespaces labelled team=a"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -20,11 +20,19 @@
 //!   `secretTypes` lists: [`Policy::validation`] hands that list to the judge of an answer
 //!   ([`crate::answer`]), the one place it is checked.
 //!
+//! - **Scope** is widened for one plugin at a time, by its entry in the policy's `plugins:`
+//!   map ([`Grant`]): a cluster-scoped parent, related objects (and a cluster-scoped
+//!   parent's children) in the namespaces it names or selects by label, related Secrets with
+//!   their data. [`Admitted::grant`] is what `weir plugins`, `weir rbac` and the admission log
+//!   show; a plugin without an entry is refused exactly as before.
+//!
 //! Kubewarden users will recognise the stance (deny by default, settings per deployment);
 //! Metacontroller users, who grant a controller whatever RBAC they write by hand, get the same
 //! power through `--policy FILE`, with the dangerous kinds fenced off for good.
 
 mod crd;
+#[cfg(test)]
+mod grant_tests;
 pub mod kinds;
 #[cfg(test)]
 mod tests;
@@ -35,7 +43,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 pub use self::kinds::{Discovered, Resolve, Resolved, Scope, WellKnown};
-pub use crate::answer::DEFAULT_SECRET_TYPES;
+pub use crate::answer::{DEFAULT_SECRET_TYPES, Grant};
 use crate::plugin::{PluginInfo, ResourceKind};
 
 /// A kind by API group and name, version-free (as RBAC and admins think of it).
@@ -107,6 +115,9 @@ pub struct Policy {
     /// and `Namespace`** (its labels). Secrets reach the plugin without their data.
     /// [`kinds::is_never`] kinds other than `Namespace` are refused even when listed here.
     pub related: Vec<GroupKind>,
+    /// What is widened for each plugin, by the plugin's name ([`Grant`]). **Default: none**,
+    /// and a plugin without an entry is served exactly as under the default policy.
+    pub plugins: std::collections::BTreeMap<String, Grant>,
 }
 
 /// The default child kinds, each with why (`group`, `kind`):
@@ -155,6 +166,7 @@ impl Default for Policy {
                 .chain(&[("", "Namespace")])
                 .map(|(g, k)| GroupKind::new(g, k))
                 .collect(),
+            plugins: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -188,6 +200,17 @@ pub enum PolicyError {
         /// The kind.
         kind: GroupKind,
     },
+    /// A plugin's entry names a namespace that is not a valid name, or has a selector that
+    /// is not one.
+    #[error("the policy {}: the entry of plugin {plugin} is invalid: {reason}", path.display())]
+    Grant {
+        /// The file.
+        path: PathBuf,
+        /// The plugin the entry is for.
+        plugin: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 impl Policy {
@@ -212,6 +235,21 @@ impl Policy {
                 kind: kind.clone(),
             });
         }
+        for (plugin, grant) in &policy.plugins {
+            let bad_name = grant
+                .namespaces
+                .iter()
+                .find(|n| !crate::answer::is_valid_name(n))
+                .map(|n| format!("{n:?} is not a namespace name"));
+            let bad_selector = grant.namespace_selector.as_ref().and_then(|s| s.problem());
+            if let Some(reason) = bad_name.or(bad_selector) {
+                return Err(PolicyError::Grant {
+                    path: path.to_owned(),
+                    plugin: plugin.clone(),
+                    reason,
+                });
+            }
+        }
         Ok(policy)
     }
 
@@ -225,6 +263,7 @@ impl Policy {
     pub fn validation(&self) -> crate::answer::ValidationPolicy {
         crate::answer::ValidationPolicy {
             secret_types: self.secret_types.clone(),
+            grants: std::sync::Arc::new(self.plugins.clone()),
         }
     }
 }
@@ -363,6 +402,7 @@ pub enum PolicyRefusal {
 pub struct Admitted {
     info: PluginInfo,
     parent_crd: bool,
+    grant: Option<Grant>,
 }
 
 impl Admitted {
@@ -374,6 +414,11 @@ impl Admitted {
     /// Whether the parent kind is defined by the CRD the plugin ships.
     pub fn parent_from_own_crd(&self) -> bool {
         self.parent_crd
+    }
+
+    /// What the policy's entry for the plugin widens, if it widens anything.
+    pub fn grant(&self) -> Option<&Grant> {
+        self.grant.as_ref()
     }
 
     /// The child and related kinds worth a warning wherever they are granted (Secrets: the host
@@ -411,6 +456,7 @@ pub fn admit(
     Ok(Admitted {
         info: info.clone(),
         parent_crd,
+        grant: grant_of(policy, info).cloned(),
     })
 }
 
@@ -421,6 +467,11 @@ pub fn check_crd(info: &PluginInfo) -> Result<bool, PolicyRefusal> {
         Some(text) => crd::check(info, text).map(|_| true),
         None => Ok(false),
     }
+}
+
+/// The policy's entry for the plugin, if it widens anything.
+fn grant_of<'a>(policy: &'a Policy, info: &PluginInfo) -> Option<&'a Grant> {
+    policy.plugins.get(&info.name).filter(|g| g.widens())
 }
 
 fn admit_parent(
@@ -463,7 +514,10 @@ fn admit_parent(
         }
         Resolved::Unknown => {}
     }
-    if !parent.namespaced {
+    // Only the plugin's own kind: a cluster-scoped kind someone else defined is not the
+    // plugin's to reconcile, whatever the entry says.
+    let granted = own_crd && grant_of(policy, info).is_some_and(|g| g.cluster_scoped_parent);
+    if !parent.namespaced && !granted {
         return Err(PolicyRefusal::ClusterScopedParent {
             plugin: label(info),
             kind: describe(parent),

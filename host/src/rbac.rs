@@ -86,7 +86,8 @@ pub fn cluster_role(name: &str, plugins: &[Admitted]) -> ClusterRole {
             .insert(resource);
     };
     grant("events.k8s.io", "events".into(), EVENTS);
-    for info in plugins.iter().map(Admitted::info) {
+    for admitted in plugins {
+        let info = admitted.info();
         let parent = &info.parent;
         grant(&parent.group, parent.plural.clone(), PARENT);
         grant(&parent.group, format!("{}/status", parent.plural), STATUS);
@@ -100,6 +101,13 @@ pub fn cluster_role(name: &str, plugins: &[Admitted]) -> ClusterRole {
         }
         for related in &info.related {
             grant(&related.group, related.plural.clone(), RELATED);
+        }
+        // The policy's entry selects namespaces by label: the host reads Namespaces' labels.
+        if admitted
+            .grant()
+            .is_some_and(|g| g.namespace_selector.is_some())
+        {
+            grant("", "namespaces".into(), RELATED);
         }
     }
     // A resource in two grants (a kind one plugin reads and another, or the same, writes) stays
@@ -234,6 +242,15 @@ pub fn role_for(
                 kind.kind,
                 CHILD.join("/"),
                 kind.plural
+            ));
+        }
+    }
+    for a in &admitted {
+        let info = a.info();
+        for line in a.grant().map(policy::Grant::lines).unwrap_or_default() {
+            warnings.push(format!(
+                "plugin {}@{} is widened by the policy's entry for it: {line}",
+                info.name, info.version
             ));
         }
     }
@@ -539,3 +556,7 @@ mod tests {
         ));
     }
 }
+
+#[cfg(test)]
+#[path = "rbac_widened_tests.rs"]
+mod widened_tests;

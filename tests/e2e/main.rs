@@ -40,6 +40,7 @@ mod rollout_restart;
 mod rollout_shadow;
 mod rollout_steered;
 mod rollout_undo;
+mod scope_widened;
 mod shards;
 mod standby_writes_nothing;
 mod unwanted_children_are_pruned;

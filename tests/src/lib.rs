@@ -232,7 +232,11 @@ impl TestEnv {
         )
         .await
         .context("installing the CRD")?;
-        let parents = self.api(&info.parent);
+        let parents = if info.parent.namespaced {
+            self.api(&info.parent)
+        } else {
+            Api::all_with(self.client.clone(), &info.parent.api_resource())
+        };
         eventually("the CRD is served", CONVERGE, || async {
             parents.list(&Default::default()).await.ok()
         })

@@ -19,8 +19,12 @@
 // A hook may be `async` (Metacontroller's Node.js hooks usually are): its
 // Promise is awaited and what it resolves to is checked as a plain response.
 //
-// The mapping is the Python SDK's (weir_reconciler/metacontroller.py); the
-// SDK README's "Migrating from Metacontroller" says what differs.
+// The mapping is the Python SDK's (weir_reconciler/metacontroller.py): with
+// `hookVersion: 'v2'` the `children` and `related` maps key a namespaced object
+// `namespace/name`; a rule's `namespace` and `namespaceSelector` (which needs
+// NAMESPACE declared in `related`) read other namespaces as far as the host's
+// policy entry for the plugin allows. The SDK README's "Migrating from
+// Metacontroller" says what differs.
 import { awaited } from './awaited.js';
 import { KubeObject, Objects } from './objects.js';
 import { Cleanup, Outcome, PermanentError } from './outcome.js';
@@ -40,26 +44,44 @@ export const FINALIZE_RETRY_SECONDS = 5;
  */
 export const kindKey = (kind) => `${kind.kind}.${kind.apiVersion}`;
 
+/** The hook versions Metacontroller defines: how `children` and `related` are keyed. */
+export const HOOK_VERSIONS = ['v1', 'v2'];
+
+/**
+ * The key of `o` in a hook's `children`/`related` map: its name (v1), or `namespace/name` (v2, namespaced objects).
+ * @param {KubeObject} o @param {string} hookVersion
+ */
+export const objectKey = (o, hookVersion) => (hookVersion === 'v2' && o.namespace ? `${o.namespace}/${o.name}` : o.name);
+
 /**
  * The CompositeController a Metacontroller user would have applied, for the hooks' `controller` field.
- * @param {string} name @param {Kind} parent @param {Kind[]} children @param {string[]} hooks
+ * @param {string} name @param {Kind} parent @param {Kind[]} children @param {string[]} hooks @param {string} [hookVersion]
  */
-export function controllerObject(name, parent, children, hooks) {
+export function controllerObject(name, parent, children, hooks, hookVersion = 'v1') {
   const rule = (/** @type {Kind} */ k) => ({ apiVersion: k.apiVersion, resource: k.plural });
   return {
     apiVersion: 'metacontroller.k8s.io/v1alpha1',
     kind: 'CompositeController',
     metadata: { name },
-    spec: { parentResource: rule(parent), childResources: children.map(rule), hooks: Object.fromEntries(hooks.map((h) => [h, {}])) },
+    spec: { parentResource: rule(parent), childResources: children.map(rule), hooks: Object.fromEntries(hooks.map((h) => [h, { version: hookVersion }])) },
   };
 }
 
 /**
- * `Kind.apiVersion` -> name -> object, with an entry for every kind in `kinds`.
- * @param {Kind[]} kinds @param {Objects} objects
+ * `Kind.apiVersion` -> key -> object, with an entry for every kind in `kinds` (keys: `objectKey`).
+ * @param {Kind[]} kinds @param {Objects} objects @param {string} hookVersion
  */
-function objectMap(kinds, objects) {
-  return Object.fromEntries(kinds.map((k) => [kindKey(k), Object.fromEntries(objects.ofKind(k).map((o) => [o.name, plain(o)]))]));
+function objectMap(kinds, objects, hookVersion) {
+  return Object.fromEntries(
+    kinds.map((k) => [kindKey(k), Object.fromEntries(objects.ofKind(k).map((o) => [objectKey(o, hookVersion), plain(o)]))]),
+  );
+}
+
+/** @param {Kind[]} related @param {string} where */
+function namespaceKind(related, where) {
+  const k = related.find((r) => r.apiVersion === 'v1' && r.kind === 'Namespace');
+  if (k === undefined) throw new PermanentError(`${where}: namespaceSelector reads Namespaces' labels, so declare NAMESPACE in related`);
+  return k;
 }
 
 /** @param {KubeObject} o */
@@ -83,8 +105,14 @@ export function selections(rules, related) {
     const namespace = rule.namespace || undefined;
     const names = rule.names ?? [];
     if (!Array.isArray(names) || !names.every((n) => typeof n === 'string')) throw new PermanentError(`${where}: names must be a list of strings`);
-    if (names.length) return names.map((n) => Selection.byName(kind, n, { namespace }));
-    return [Selection.byLabels(kind, rule.labelSelector ?? {}, { namespace })];
+    const chosen = names.length
+      ? names.map((n) => Selection.byName(kind, n, { namespace }))
+      : [Selection.byLabels(kind, rule.labelSelector ?? {}, { namespace })];
+    // The namespaces' labels, to keep the rule's objects in matching namespaces only.
+    if (rule.namespaceSelector !== undefined && rule.namespaceSelector !== null) {
+      chosen.push(Selection.byLabels(namespaceKind(related, where), rule.namespaceSelector));
+    }
+    return chosen;
   });
 }
 
@@ -107,12 +135,13 @@ function seconds(r, hook) {
  * given, is the finalize hook (it may be `sync` itself); the plugin then holds
  * the finalizer `finalizer` (default `metacontroller.weir.dev/<name>`).
  * @param {{name: string, parent: Kind, sync: Hook, children?: Kind[], related?: Kind[], customize?: Hook,
- *   finalize?: Hook, finalizer?: string, version?: string, crd?: string}} declaration
+ *   finalize?: Hook, finalizer?: string, version?: string, crd?: string, hookVersion?: string}} declaration
  */
 export function compositeController(declaration) {
-  const { name, parent, sync, children = [], related = [], customize, finalize, version = '0.1.0', crd } = declaration;
+  const { name, parent, sync, children = [], related = [], customize, finalize, version = '0.1.0', crd, hookVersion = 'v1' } = declaration;
+  if (!HOOK_VERSIONS.includes(hookVersion)) throw new TypeError(`hookVersion must be one of ${HOOK_VERSIONS.join(', ')}, got ${JSON.stringify(hookVersion)}`);
   const hooks = ['sync', ...(customize ? ['customize'] : []), ...(finalize ? ['finalize'] : [])];
-  const controller = controllerObject(name, parent, children, hooks);
+  const controller = controllerObject(name, parent, children, hooks, hookVersion);
 
   /**
    * The customize hook's `relatedResources` for `p` (a Promise of them if the hook is async).
@@ -121,13 +150,27 @@ export function compositeController(declaration) {
   const rules = (p) =>
     customize ? awaited(customize({ controller, parent: plain(p) }), (r) => response(r, 'customize').relatedResources ?? []) : [];
 
-  /** A rule with both `names` and `labelSelector` reads the named objects that also match. @param {any[]} ruleList @param {Objects} objects */
+  const plurals = new Map(related.map((k) => [`${k.apiVersion} ${k.kind}`, k.plural]));
+
+  /**
+   * A rule with both `names` and `labelSelector` reads the named objects that also match; one
+   * with a `namespaceSelector`, its objects in namespaces whose labels match.
+   * @param {any[]} ruleList @param {Objects} objects
+   */
   function filtered(ruleList, objects) {
     let keep = [...objects];
+    const namespaces = keep.filter((o) => o.apiVersion === 'v1' && o.kind === 'Namespace');
     for (const rule of ruleList) {
+      const ofRule = (/** @type {KubeObject} */ o) =>
+        o.apiVersion === rule?.apiVersion && plurals.get(`${o.apiVersion} ${o.kind}`) === rule?.resource;
       if (rule?.names?.length && rule.labelSelector) {
         const selector = LabelSelector.parse(rule.labelSelector);
-        keep = keep.filter((o) => !rule.names.includes(o.name) || selector.matches(o.labels));
+        keep = keep.filter((o) => !ofRule(o) || !rule.names.includes(o.name) || selector.matches(o.labels));
+      }
+      if (rule?.namespaceSelector !== undefined && rule?.namespaceSelector !== null) {
+        const selector = LabelSelector.parse(rule.namespaceSelector);
+        const allowed = new Set(namespaces.filter((n) => selector.matches(n.labels)).map((n) => n.name));
+        keep = keep.filter((o) => !ofRule(o) || allowed.has(o.namespace));
       }
     }
     return new Objects(keep);
@@ -145,8 +188,8 @@ export function compositeController(declaration) {
         hook({
           controller,
           parent: plain(p),
-          children: objectMap(children, observed),
-          related: objectMap(related, filtered(ruleList, observed.related)),
+          children: objectMap(children, observed, hookVersion),
+          related: objectMap(related, filtered(ruleList, observed.related), hookVersion),
           finalizing,
         }),
         (r) => response(r, name),

@@ -22,10 +22,21 @@ The mapping (README.md, "Migrating from Metacontroller", says what differs):
 - `customize({controller, parent})` -> `relatedResources` rules become the
   plugin's `select`: `names` select by name, `labelSelector` by labels
   (neither: every object of the kind in the parent's namespace); `resource`
-  must be the plural of a kind declared in `related`.
+  must be the plural of a kind declared in `related`. `namespace` reads
+  another namespace, and `namespaceSelector` the namespaces whose labels
+  match (it needs `NAMESPACE` declared in `related`): both only as far as
+  the host's policy entry for the plugin allows (a cluster-scoped parent's
+  rule without a namespace reads every namespace the entry allows).
 - `sync({controller, parent, children, related, finalizing: false})` becomes
-  `reconcile`: `children` and `related` are maps `Kind.apiVersion` -> name ->
-  object, with an entry (maybe empty) for every declared kind. The response's
+  `reconcile`: `children` and `related` are maps `Kind.apiVersion` -> key ->
+  object, with an entry (maybe empty) for every declared kind. The key is the
+  name (`hook_version="v1"`, the default) or, with `hook_version="v2"`,
+  `namespace/name` for a namespaced object (the name alone for a
+  cluster-scoped one), so objects of several namespaces do not collide.
+- A cluster-scoped parent (`Kind(..., namespaced=False)` and a CRD with
+  `scope: Cluster`) and children in other namespaces (each child sets its
+  `metadata.namespace`) are served when the host's policy has an entry for
+  the plugin that allows them; otherwise the host refuses them. The response's
   `children` are the desired children, `status` the parent's status (absent or
   null: left as it is), `resyncAfterSeconds` > 0 a requeue after that long.
 - `finalize` (the finalize hook, or the sync function itself when it reads
@@ -59,7 +70,18 @@ def kind_key(kind: Kind) -> str:
     return f"{kind.kind}.{kind.api_version}"
 
 
-def controller_object(name: str, parent: Kind, children: Sequence[Kind], hooks: Sequence[str]) -> dict:
+#: The hook versions Metacontroller defines: how `children` and `related` are keyed.
+HOOK_VERSIONS = ("v1", "v2")
+
+
+def object_key(obj: Object, hook_version: str) -> str:
+    """The key of `obj` in a hook's `children`/`related` map: its name (v1), or `namespace/name` (v2, namespaced objects)."""
+    if hook_version == "v2" and obj.namespace:
+        return f"{obj.namespace}/{obj.name}"
+    return obj.name
+
+
+def controller_object(name: str, parent: Kind, children: Sequence[Kind], hooks: Sequence[str], hook_version: str = "v1") -> dict:
     """The CompositeController a Metacontroller user would have applied, for the hooks' `controller` field."""
 
     def rule(k: Kind) -> dict:
@@ -72,14 +94,21 @@ def controller_object(name: str, parent: Kind, children: Sequence[Kind], hooks: 
         "spec": {
             "parentResource": rule(parent),
             "childResources": [rule(c) for c in children],
-            "hooks": {h: {} for h in hooks},
+            "hooks": {h: {"version": hook_version} for h in hooks},
         },
     }
 
 
-def object_map(kinds: Sequence[Kind], objects: Objects) -> dict:
-    """`Kind.apiVersion` -> name -> object, with an entry for every kind in `kinds`."""
-    return {kind_key(k): {o.name: dict(o) for o in objects.of_kind(k)} for k in kinds}
+def object_map(kinds: Sequence[Kind], objects: Objects, hook_version: str = "v1") -> dict:
+    """`Kind.apiVersion` -> key -> object, with an entry for every kind in `kinds` (keys: `object_key`)."""
+    return {kind_key(k): {object_key(o, hook_version): dict(o) for o in objects.of_kind(k)} for k in kinds}
+
+
+def _namespace_kind(related: Sequence[Kind], where: str) -> Kind:
+    for k in related:
+        if k.api_version == "v1" and k.kind == "Namespace":
+            return k
+    raise PermanentError(f"{where}: namespaceSelector reads Namespaces' labels, so declare NAMESPACE in related")
 
 
 def selections(rules: Any, related: Sequence[Kind]) -> list[Selection]:
@@ -104,6 +133,9 @@ def selections(rules: Any, related: Sequence[Kind]) -> list[Selection]:
             chosen += [Selection.by_name(kind, n, namespace=namespace) for n in names]
         else:
             chosen.append(Selection.by_labels(kind, rule.get("labelSelector") or {}, namespace=namespace))
+        if rule.get("namespaceSelector") is not None:
+            # The namespaces' labels, to keep the rule's objects in matching namespaces only.
+            chosen.append(Selection.by_labels(_namespace_kind(related, where), rule["namespaceSelector"]))
     return chosen
 
 
@@ -135,6 +167,7 @@ def composite_controller(
     finalizer: Optional[str] = None,
     version: str = "0.1.0",
     crd: Optional[str] = None,
+    hook_version: str = "v1",
 ) -> type:
     """A `Reconciler` subclass serving CompositeController hooks (see the module's docs for the mapping).
 
@@ -142,16 +175,18 @@ def composite_controller(
     plugin then holds the finalizer `finalizer` (default
     `metacontroller.weir.dev/<name>`) on every parent.
     """
+    if hook_version not in HOOK_VERSIONS:
+        raise ValueError(f"hook_version must be one of {HOOK_VERSIONS}, got {hook_version!r}")
     hooks = ["sync"] + (["customize"] if customize else []) + (["finalize"] if finalize else [])
-    controller = controller_object(name, parent, children, hooks)
+    controller = controller_object(name, parent, children, hooks, hook_version)
     declared_children, declared_related = list(children), list(related)
 
     def request(parent_object: Object, observed: Children, finalizing: bool) -> dict:
         return {
             "controller": controller,
             "parent": dict(parent_object),
-            "children": object_map(declared_children, observed),
-            "related": object_map(declared_related, filtered(parent_object, observed.related)),
+            "children": object_map(declared_children, observed, hook_version),
+            "related": object_map(declared_related, filtered(parent_object, observed.related), hook_version),
             "finalizing": finalizing,
         }
 
@@ -162,14 +197,28 @@ def composite_controller(
         return response.get("relatedResources") or []
 
     def filtered(parent_object: Object, objects: Objects) -> Objects:
-        # A rule with both `names` and `labelSelector` reads the named objects that also match.
+        # A rule with both `names` and `labelSelector` reads the named objects that also match;
+        # one with a `namespaceSelector`, its objects in namespaces whose labels match.
         keep = list(objects)
+        namespaces = [o for o in keep if o.get("kind") == "Namespace" and o.get("apiVersion") == "v1"]
         for rule in rules(parent_object):
-            if isinstance(rule, Mapping) and rule.get("names") and rule.get("labelSelector"):
+            if not isinstance(rule, Mapping):
+                continue
+            of_rule = lambda o: o.get("apiVersion") == rule.get("apiVersion") and _plural(o) == rule.get("resource")  # noqa: E731
+            if rule.get("names") and rule.get("labelSelector"):
                 selector = LabelSelector.parse(rule["labelSelector"])
                 named = set(rule["names"])
-                keep = [o for o in keep if o.name not in named or selector.matches(o.labels)]
+                keep = [o for o in keep if not of_rule(o) or o.name not in named or selector.matches(o.labels)]
+            if rule.get("namespaceSelector") is not None:
+                selector = LabelSelector.parse(rule["namespaceSelector"])
+                allowed = {n.name for n in namespaces if selector.matches(n.labels)}
+                keep = [o for o in keep if not of_rule(o) or o.namespace in allowed]
         return Objects(keep)
+
+    plurals = {(k.api_version, k.kind): k.plural for k in declared_related}
+
+    def _plural(o: Object) -> Optional[str]:
+        return plurals.get((o.get("apiVersion"), o.get("kind")))
 
     class CompositeController:
         def select(self, parent_object: Object) -> list[Selection]:

@@ -1,7 +1,8 @@
 //! The checks of a plugin's answer and the stamping of what passes: nothing is written unless the whole answer passes.
 //!
 //! A plugin is untrusted: it may only create the kinds it declared, only in its parent's
-//! namespace, and never take over an object someone else controls. The host, not the plugin,
+//! namespace (a cluster-scoped parent: only in the namespaces the policy's entry for the plugin
+//! allows, [`super::Grant`]), and never take over an object someone else controls. The host, not the plugin,
 //! stamps ownership, so every child it writes is garbage-collected with its parent.
 //!
 //! [`check`] only borrows the answer, so a refused one goes back as the plugin gave it (no copy
@@ -62,7 +63,7 @@ pub fn controller_uid(obj: &DynamicObject) -> Option<&str> {
 pub struct DesiredChild {
     /// The declared kind it is of.
     pub kind: ResourceKind,
-    /// Its key (always in the parent's namespace).
+    /// Its key (in the parent's namespace, or one the policy granted a cluster-scoped parent).
     pub key: ObjectKey,
     /// The manifest to apply, with the host's namespace, owner reference, label and hash.
     pub manifest: Value,
@@ -90,7 +91,6 @@ pub fn is_valid_name(name: &str) -> bool {
 /// them into what the host applies.
 #[derive(Debug)]
 pub struct Accepted {
-    namespace: String,
     uid: String,
     owner: Value,
     /// Per child, in the answer's order: its declared kind, key and live copy.
@@ -106,7 +106,8 @@ impl Accepted {
             .into_iter()
             .zip(self.children)
             .map(|(mut manifest, (kind, key, live))| {
-                stamp(&mut manifest, &self.namespace, &self.owner, &self.uid);
+                let namespace = key.namespace.as_deref().unwrap_or_default();
+                stamp(&mut manifest, namespace, &self.owner, &self.uid);
                 DesiredChild {
                     kind,
                     key,
@@ -156,7 +157,7 @@ pub(super) fn check(
         "controller": true,
         "blockOwnerDeletion": true,
     });
-    let stamp_growth = stamp_growth(&owner, &parent_ns, &parent_uid);
+    let grant = policy.grant(&info.name);
     let mut seen = HashSet::new();
     let mut children = Vec::with_capacity(desired.len());
     for (index, child) in desired.iter().enumerate() {
@@ -202,7 +203,18 @@ pub(super) fn check(
         let wanted_ns = str_at(child, &["metadata", "namespace"])
             .unwrap_or(&parent_ns)
             .to_owned();
-        if parent_ns.is_empty() || wanted_ns != parent_ns {
+        // A cluster-scoped parent's children go where the policy's entry lets them (its owner
+        // reference is valid from any namespace); a namespaced parent's stay beside it (an
+        // owner reference cannot cross namespaces).
+        if let Some(grant) = grant.filter(|_| parent_ns.is_empty()) {
+            if wanted_ns.is_empty() || !grant.allows_namespace(&wanted_ns, live) {
+                return Err(Refusal::NamespaceNotGranted {
+                    kind: kind_name,
+                    name,
+                    wanted: wanted_ns,
+                });
+            }
+        } else if parent_ns.is_empty() || wanted_ns != parent_ns {
             return Err(Refusal::Namespace {
                 kind: kind_name,
                 name,
@@ -216,14 +228,14 @@ pub(super) fn check(
                 name,
             });
         }
-        if !seen.insert((kind_name.clone(), name.clone())) {
+        if !seen.insert((kind_name.clone(), wanted_ns.clone(), name.clone())) {
             return Err(Refusal::Duplicate {
                 kind: kind_name,
                 name,
             });
         }
         check_content(child, &kind_name, &name, policy)?;
-        let key = ObjectKey::new(parent_ns.clone(), name.clone());
+        let key = ObjectKey::new(wanted_ns.clone(), name.clone());
         let live = live.get(&api_version, &kind_name, &key);
         if let Some(live) = &live {
             let controller = controller_uid(live);
@@ -233,15 +245,16 @@ pub(super) fn check(
                 });
                 return Err(Refusal::Foreign {
                     kind: kind_name,
-                    namespace: parent_ns,
+                    namespace: wanted_ns,
                     name,
                     owner,
                 });
             }
         }
-        if json_len(child).saturating_add(stamp_growth) > MAX_CHILD_BYTES {
+        let growth = stamp_growth(&owner, &wanted_ns, &parent_uid);
+        if json_len(child).saturating_add(growth) > MAX_CHILD_BYTES {
             let mut stamped = child.clone();
-            stamp(&mut stamped, &parent_ns, &owner, &parent_uid);
+            stamp(&mut stamped, &wanted_ns, &owner, &parent_uid);
             let size = json_len(&stamped);
             if size > MAX_CHILD_BYTES {
                 return Err(Refusal::TooLarge {
@@ -253,7 +266,6 @@ pub(super) fn check(
         children.push((kind.clone(), key, live));
     }
     Ok(Accepted {
-        namespace: parent_ns,
         uid: parent_uid,
         owner,
         children,
@@ -365,6 +377,9 @@ fn child_bytes(obj: &serde_json::Map<String, Value>) -> Vec<u8> {
     serde_json::to_vec(obj).unwrap_or_default()
 }
 
+#[cfg(test)]
+#[path = "grant_tests.rs"]
+mod grant_tests;
 #[cfg(test)]
 #[path = "check_tests.rs"]
 mod tests;

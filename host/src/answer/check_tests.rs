@@ -366,6 +366,7 @@ fn a_service_account_token_secret_passes_when_the_policy_allows_it() {
 fn a_secret_of_a_type_the_policy_leaves_out_is_refused_even_opaque() {
     let policy = ValidationPolicy {
         secret_types: vec!["kubernetes.io/tls".into()],
+        ..ValidationPolicy::default()
     };
     let untyped = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "plain"}});
     let err = validate(&info(), &parent(), (vec![untyped], None), &none(), &policy).unwrap_err();

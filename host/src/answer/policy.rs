@@ -1,5 +1,14 @@
 //! What the cluster admin's policy lets a plugin's answer carry beyond the fixed rules.
 
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::check::LiveObjects;
+use crate::key::ObjectKey;
+use crate::plugin::LabelSelector;
+
 /// The default Secret types: the ones whose content the writer supplies in full.
 pub const DEFAULT_SECRET_TYPES: &[&str] = &[
     "Opaque",
@@ -21,6 +30,96 @@ pub struct ValidationPolicy {
     /// its annotation names (a credential the plugin was never given), and
     /// `bootstrap.kubernetes.io/token`. The allowed types hold only what the plugin wrote.
     pub secret_types: Vec<String>,
+    /// What the policy widens for each plugin, by plugin name (its `plugins:` entries); a
+    /// plugin without an entry gets nothing beyond the fixed rules.
+    pub grants: Arc<BTreeMap<String, Grant>>,
+}
+
+/// What the cluster admin's policy widens for one plugin (an entry of its `plugins:` map, keyed
+/// by the plugin's name). Every field defaults to nothing widened; the plugin's own declaration
+/// never widens anything.
+///
+/// ```yaml
+/// plugins:
+///   config-propagator:
+///     clusterScopedParent: true
+///     namespaces: [team-a]
+///     namespaceSelector: {matchLabels: {weir.dev/propagate: "true"}}
+///     secretData: true
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct Grant {
+    /// The plugin may reconcile a cluster-scoped parent, one its own CRD defines. Its
+    /// children still land only in the namespaces below (the owner reference from a
+    /// namespaced child to a cluster-scoped parent is one Kubernetes allows).
+    pub cluster_scoped_parent: bool,
+    /// Namespaces, by name, where the plugin may read related objects beyond its parent's
+    /// namespace, and where a cluster-scoped parent's children may land.
+    pub namespaces: Vec<String>,
+    /// Namespaces, by their labels, allowed as `namespaces` are (read from the host's cache
+    /// of Namespaces at each reconcile, so a relabelled namespace gains or loses it).
+    pub namespace_selector: Option<LabelSelector>,
+    /// Related Secrets reach the plugin with their data (by default they come without it).
+    pub secret_data: bool,
+}
+
+impl Grant {
+    /// Whether the entry widens anything at all.
+    pub fn widens(&self) -> bool {
+        self.cluster_scoped_parent
+            || !self.namespaces.is_empty()
+            || self.namespace_selector.is_some()
+            || self.secret_data
+    }
+
+    /// Whether objects in namespace `ns` are within the grant: named, or a Namespace `live`
+    /// holds (`v1` `Namespace`) has labels the selector matches.
+    pub fn allows_namespace(&self, ns: &str, live: &dyn LiveObjects) -> bool {
+        if self.namespaces.iter().any(|n| n == ns) {
+            return true;
+        }
+        let Some(selector) = &self.namespace_selector else {
+            return false;
+        };
+        let key = ObjectKey {
+            namespace: None,
+            name: ns.to_owned(),
+        };
+        live.get("v1", "Namespace", &key).is_some_and(|namespace| {
+            let labels = namespace.metadata.labels.clone().unwrap_or_default();
+            selector.matches(&labels)
+        })
+    }
+
+    /// One line per widening, as `weir plugins`, `weir rbac` and the admission log show it.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if self.cluster_scoped_parent {
+            lines.push("cluster-scoped parent".to_owned());
+        }
+        if !self.namespaces.is_empty() {
+            lines.push(format!("namespaces {}", self.namespaces.join(",")));
+        }
+        if let Some(selector) = &self.namespace_selector {
+            let labels: Vec<String> = selector
+                .match_labels
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .chain(
+                    selector
+                        .match_expressions
+                        .iter()
+                        .map(|e| format!("{} {:?} {:?}", e.key, e.operator, e.values)),
+                )
+                .collect();
+            lines.push(format!("namespaces labelled {}", labels.join(",")));
+        }
+        if self.secret_data {
+            lines.push("related Secrets with their data".to_owned());
+        }
+        lines
+    }
 }
 
 impl Default for ValidationPolicy {
@@ -30,6 +129,7 @@ impl Default for ValidationPolicy {
                 .iter()
                 .map(|t| (*t).to_owned())
                 .collect(),
+            grants: Arc::default(),
         }
     }
 }
@@ -38,5 +138,10 @@ impl ValidationPolicy {
     /// Whether a desired Secret of `secret_type` may be written.
     pub fn allows_secret_type(&self, secret_type: &str) -> bool {
         self.secret_types.iter().any(|t| t == secret_type)
+    }
+
+    /// What the policy widens for the plugin named `plugin`, if anything.
+    pub fn grant(&self, plugin: &str) -> Option<&Grant> {
+        self.grants.get(plugin).filter(|g| g.widens())
     }
 }

@@ -44,6 +44,19 @@ pub enum Refusal {
         /// The parent's namespace (empty for a cluster-scoped parent).
         parent: String,
     },
+    /// A cluster-scoped parent's child asks for a namespace the policy's entry for the plugin
+    /// neither names nor selects (or for none).
+    #[error(
+        "child {kind} {name:?} asks for namespace {wanted:?}, which the policy's entry for this plugin does not allow"
+    )]
+    NamespaceNotGranted {
+        /// Kind of the child.
+        kind: String,
+        /// Name of the child.
+        name: String,
+        /// The namespace the plugin asked for.
+        wanted: String,
+    },
     /// A child's name is not a valid Kubernetes object name.
     #[error("child {kind} has an invalid name {name:?}")]
     InvalidName {
@@ -138,6 +151,18 @@ pub enum Refusal {
         wanted: String,
         /// The parent's namespace.
         parent: String,
+    },
+    /// A selection reads a namespace the policy's entry for the plugin does not allow.
+    #[error(
+        "selection #{index} reads {kind} in namespace {wanted:?}, which the policy's entry for this plugin does not allow"
+    )]
+    RelatedNamespaceNotGranted {
+        /// Position in the plugin's selection.
+        index: usize,
+        /// The kind.
+        kind: String,
+        /// The namespace the plugin asked for.
+        wanted: String,
     },
     /// A selection is malformed (an invalid name, a selector Kubernetes would reject, a
     /// namespace for a cluster-scoped kind).

@@ -55,7 +55,15 @@ impl Admission {
                 plugin: format!("{}@{}", info.name, info.version),
                 source,
             })?;
-        policy::admit(&self.policy, info, &found)?;
+        let admitted = policy::admit(&self.policy, info, &found)?;
+        if let Some(grant) = admitted.grant() {
+            tracing::warn!(
+                plugin = %info.name,
+                version = %info.version,
+                widened = %grant.lines().join("; "),
+                "admitted with scope widened by the policy's entry for it"
+            );
+        }
         Ok(())
     }
 }

@@ -343,7 +343,7 @@ impl Manager {
                     listen,
                     catalog.clone(),
                     (view.clone(), candidates.refused.clone()),
-                    (metrics.clone(), sharding),
+                    (metrics.clone(), sharding, config.policy.clone()),
                     stop.clone(),
                 )
                 .await?,

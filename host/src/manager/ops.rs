@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::controllers::ControllersView;
 use crate::hotload::{Catalog, CatalogRow};
 use crate::metrics::Metrics;
+use crate::policy::Policy;
 use crate::reconcile::error::ResultLabel;
 use crate::rollout::{Phase, RolloutStatus};
 use crate::server::{self, ServerError};
@@ -34,7 +35,7 @@ pub(super) async fn serve(
     listen: SocketAddr,
     catalog: Catalog,
     (view, refused): (ControllersView, Refused),
-    (metrics, shard): (Arc<Metrics>, Sharding),
+    (metrics, shard, policy): (Arc<Metrics>, Sharding, Arc<Policy>),
     stop: CancellationToken,
 ) -> Result<SocketAddr, ServerError> {
     let readiness: server::Readiness = {
@@ -49,6 +50,7 @@ pub(super) async fn serve(
             refused,
             metrics: metrics.clone(),
             shard,
+            policy,
         });
     server::serve_with(listen, metrics, readiness, stop, extra).await
 }
@@ -63,6 +65,8 @@ struct Listing {
     refused: Refused,
     metrics: Arc<Metrics>,
     shard: Sharding,
+    /// The admission policy: what its entry for a plugin widens is listed with the plugin.
+    policy: Arc<Policy>,
 }
 
 /// A served plugin with its reconcile counts, as `/plugins` lists it.
@@ -85,6 +89,9 @@ struct Listed {
     /// This replica's shard and, when it coordinates, the members and their parents of this kind.
     #[serde(skip_serializing_if = "Option::is_none")]
     shard: Option<ShardStatus>,
+    /// What the policy's entry for the plugin widens, one line each (none: nothing).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    widened: Vec<String>,
 }
 
 async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
@@ -114,8 +121,15 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
                     .shard
                     .as_ref()
                     .map(|(member, m)| m.status(member, &row.kind));
+                let widened = listing
+                    .policy
+                    .plugins
+                    .get(&row.name)
+                    .map(crate::policy::Grant::lines)
+                    .unwrap_or_default();
                 Listed {
                     shard,
+                    widened,
                     candidate_refused: refused.get(&row.file).cloned(),
                     row: serving(row, rollout.as_ref()),
                     rollout,

@@ -5,14 +5,18 @@
 
 use std::sync::Arc;
 
+use kube::api::DynamicObject;
+
 use super::Parts;
 use super::apply::Applier;
-use super::cache::Cache;
+use super::cache::{Cache, Store};
 use super::invoke::{Invoker, Reconciler};
-use super::related::{KindIndex, Related, RelatedKind};
+use super::related::{KindIndex, Reach, Related, RelatedKind};
 use super::source::{Route, Scope, Subscription, Target};
 use super::status::ParentWriter;
-use crate::plugin::PluginInfo;
+use crate::answer::LiveObjects;
+use crate::key::ObjectKey;
+use crate::plugin::{PluginInfo, ResourceKind};
 
 /// One plugin version bound to the stores of the kinds it declared.
 ///
@@ -25,6 +29,8 @@ pub(super) struct Binding {
     pub(super) parents: ParentWriter,
     /// The related kinds the plugin reads, their stores and indexes.
     pub(super) related: Related,
+    /// The host's Namespaces, when the policy's entry for the plugin selects namespaces by label.
+    namespaces: Option<Arc<Store>>,
     /// Held for the subscriptions' sake: dropping the binding unsubscribes its kinds.
     _subscriptions: Vec<Subscription>,
 }
@@ -32,6 +38,43 @@ pub(super) struct Binding {
 impl Binding {
     pub(super) fn info(&self) -> &PluginInfo {
         self.invoker.info()
+    }
+
+    /// What the judge looks names up in: the children's caches, and the Namespaces (their
+    /// labels) for the policy's entry.
+    pub(super) fn live(&self) -> Live<'_> {
+        Live {
+            cache: &self.cache,
+            namespaces: self.namespaces.as_deref(),
+        }
+    }
+}
+
+/// The live objects an answer is judged against ([`Binding::live`]).
+pub(super) struct Live<'a> {
+    cache: &'a Cache,
+    namespaces: Option<&'a Store>,
+}
+
+impl LiveObjects for Live<'_> {
+    fn get(&self, api_version: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
+        match self.namespaces {
+            Some(store) if api_version == "v1" && kind == "Namespace" => {
+                store.get(key)?.decode().ok().map(Arc::new)
+            }
+            _ => LiveObjects::get(self.cache, api_version, kind, key),
+        }
+    }
+}
+
+/// `v1` `Namespace`.
+fn namespace_kind() -> ResourceKind {
+    ResourceKind {
+        group: String::new(),
+        version: "v1".into(),
+        kind: "Namespace".into(),
+        plural: "namespaces".into(),
+        namespaced: false,
     }
 }
 
@@ -80,13 +123,41 @@ impl Parts {
             });
             related_subscriptions.push(subscription);
         }
-        let related = Related::new(related);
+        // The policy's entry for the plugin: Namespaces are watched (to read their labels, never
+        // to enqueue anything) only when it selects namespaces by label.
+        let grant = self.config.validation.grant(&info.name).cloned();
+        let namespaces = grant
+            .as_ref()
+            .filter(|g| g.namespace_selector.is_some())
+            .map(|_| {
+                let nobody = Arc::new(KindIndex::default());
+                self.informers.subscribe(
+                    &namespace_kind(),
+                    Scope::All,
+                    target(Route::Related(nobody)),
+                )
+            });
+        let reach = Reach {
+            grant,
+            namespaces: namespaces.as_ref().map(|s| s.store().clone()),
+        };
+        let related = Related::new(related).reaching(reach);
         let cache = Cache::from_stores(
             parent.store().clone(),
             children.iter().map(|s| s.store().clone()).collect(),
         )
-        .with_related(related.stores().cloned().collect());
+        // Ready once the Namespaces are listed too: a label the judge has not seen yet would
+        // refuse a child the entry allows.
+        .with_related(
+            related
+                .stores()
+                .cloned()
+                .chain(namespaces.as_ref().map(|s| s.store().clone()))
+                .collect(),
+        );
+        let namespace_store = namespaces.as_ref().map(|s| s.store().clone());
         let mut subscriptions = children;
+        subscriptions.extend(namespaces);
         subscriptions.extend(related_subscriptions);
         subscriptions.push(parent);
         // The plugin's writes are its own flow of the host's client: they take turns with the
@@ -115,6 +186,7 @@ impl Parts {
             ),
             cache,
             related,
+            namespaces: namespace_store,
             _subscriptions: subscriptions,
         }
     }

@@ -397,7 +397,7 @@ impl Controller {
         let inputs = Inputs {
             info: b.info(),
             parent,
-            live: &b.cache,
+            live: &b.live(),
             policy: &self.parts.config.validation,
             now,
         };

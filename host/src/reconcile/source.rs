@@ -48,8 +48,12 @@ impl Route {
         let owner = obj
             .controller()
             .filter(|c| *c.kind == parent.kind && *c.api_version == parent.api_version())?;
+        // A cluster-scoped parent's children live in namespaces; the parent in none.
         Some(ObjectKey {
-            namespace: obj.namespace().map(str::to_owned),
+            namespace: obj
+                .namespace()
+                .filter(|_| parent.namespaced)
+                .map(str::to_owned),
             name: owner.name.to_string(),
         })
     }

@@ -9,10 +9,17 @@
 //! the host's informer registry with [`crate::reconcile::source::Route::Related`], which asks the
 //! index which parents an event concerns.
 //!
+//! The policy's entry for a plugin ([`Grant`]) widens the namespaces a selection may read
+//! ([`Reach`]): a named namespace the entry allows, or for a cluster-scoped parent no namespace
+//! at all, meaning every namespace the entry allows; and it may hand related Secrets over with
+//! their data. Without an entry, a selection stays in the parent's namespace.
+//!
 //! `weir test` takes the same path ([`Related::select`]) over stores filled with a fixture's
 //! `related` objects ([`Related::offline`]): one check and one resolution, online and offline.
 
 pub mod index;
+#[cfg(test)]
+mod reach_tests;
 #[cfg(test)]
 mod tests;
 
@@ -25,7 +32,7 @@ pub use self::index::{KindIndex, Pick};
 use super::cache::{CachedObject, Store};
 use super::invoke::cached_for_plugin;
 use super::queue::ObjectKey;
-use crate::answer::{Refusal, is_valid_name};
+use crate::answer::{Grant, Refusal, is_valid_name};
 use crate::plugin::{PluginInfo, ResourceKind, Selection, Selector};
 
 /// Most selections one `select` answer may hold.
@@ -40,13 +47,87 @@ pub struct Checked {
     pub pick: Pick,
 }
 
+/// The namespaces beyond the parent's that the policy's entry for a plugin lets it read.
+pub trait Namespaces {
+    /// Whether objects in `ns` may be read.
+    fn allows(&self, ns: &str) -> bool;
+    /// Every namespace that may be read (named, or selected by label now).
+    fn all(&self) -> Vec<String>;
+}
+
+/// The policy's entry for a plugin and the host's cache of Namespaces (their labels), when
+/// the entry selects namespaces by label.
+#[derive(Clone, Default)]
+pub struct Reach {
+    /// The entry, if the policy has one that widens anything.
+    pub grant: Option<Grant>,
+    /// The host's Namespaces, for the entry's `namespaceSelector`.
+    pub namespaces: Option<Arc<Store>>,
+}
+
+impl Namespaces for Reach {
+    fn allows(&self, ns: &str) -> bool {
+        let Some(grant) = &self.grant else {
+            return false;
+        };
+        if grant.namespaces.iter().any(|n| n == ns) {
+            return true;
+        }
+        let (Some(selector), Some(store)) = (&grant.namespace_selector, &self.namespaces) else {
+            return false;
+        };
+        let key = ObjectKey {
+            namespace: None,
+            name: ns.to_owned(),
+        };
+        store
+            .get(&key)
+            .is_some_and(|n| selector.matches_with(|k| n.label(k)))
+    }
+
+    fn all(&self) -> Vec<String> {
+        let Some(grant) = &self.grant else {
+            return Vec::new();
+        };
+        let mut all = grant.namespaces.clone();
+        if let (Some(selector), Some(store)) = (&grant.namespace_selector, &self.namespaces) {
+            all.extend(
+                store
+                    .select(None, selector)
+                    .iter()
+                    .map(|n| n.key().name.clone()),
+            );
+        }
+        all.sort();
+        all.dedup();
+        all
+    }
+}
+
+impl Reach {
+    /// The widened namespaces, if the entry widens any.
+    fn namespaces(&self) -> Option<&dyn Namespaces> {
+        self.grant
+            .as_ref()
+            .filter(|g| !g.namespaces.is_empty() || g.namespace_selector.is_some())
+            .map(|_| self as &dyn Namespaces)
+    }
+
+    /// Whether related Secrets reach the plugin with their data.
+    fn secret_data(&self) -> bool {
+        self.grant.as_ref().is_some_and(|g| g.secret_data)
+    }
+}
+
 /// Checks a plugin's selection for a parent in `parent_namespace` against its declaration: only
-/// declared related kinds, only the parent's namespace (no namespace for a cluster-scoped kind),
-/// valid names and selectors, at most [`MAX_SELECTIONS`]. Pure, so `weir test` runs it offline.
+/// declared related kinds, only the parent's namespace (no namespace for a cluster-scoped kind)
+/// or one `widened` allows, valid names and selectors, at most [`MAX_SELECTIONS`]. Pure, so
+/// `weir test` runs it offline.
 pub fn check(
     info: &PluginInfo,
     parent_namespace: Option<&str>,
     selections: &[Selection],
+    widened: Option<&dyn Namespaces>,
 ) -> Result<Vec<Checked>, Refusal> {
     if selections.len() > MAX_SELECTIONS {
         return Err(Refusal::TooLarge {
@@ -54,11 +135,42 @@ pub fn check(
             limit: MAX_SELECTIONS,
         });
     }
-    selections
-        .iter()
-        .enumerate()
-        .map(|(index, s)| check_one(info, parent_namespace, index, s))
-        .collect()
+    let mut checked = Vec::with_capacity(selections.len());
+    for (index, s) in selections.iter().enumerate() {
+        checked.extend(check_one(info, parent_namespace, index, s, widened)?);
+    }
+    Ok(checked)
+}
+
+/// The namespaces a selection of a namespaced kind reads: the parent's (the default), or the
+/// one it names if that is the parent's or the policy's entry allows it; for a cluster-scoped
+/// parent with an entry, no namespace means every namespace the entry allows.
+fn namespaces_of(
+    parent_namespace: Option<&str>,
+    index: usize,
+    s: &Selection,
+    widened: Option<&dyn Namespaces>,
+) -> Result<Vec<Option<String>>, Refusal> {
+    let parent = parent_namespace.unwrap_or_default();
+    match (s.namespace.as_deref(), widened) {
+        (None, Some(widened)) if parent.is_empty() => {
+            Ok(widened.all().into_iter().map(Some).collect())
+        }
+        (None, _) => Ok(vec![Some(parent.to_owned())]),
+        (Some(ns), _) if ns == parent => Ok(vec![Some(parent.to_owned())]),
+        (Some(ns), Some(widened)) if widened.allows(ns) => Ok(vec![Some(ns.to_owned())]),
+        (Some(ns), Some(_)) => Err(Refusal::RelatedNamespaceNotGranted {
+            index,
+            kind: s.kind.clone(),
+            wanted: ns.to_owned(),
+        }),
+        (Some(ns), None) => Err(Refusal::RelatedNamespace {
+            index,
+            kind: s.kind.clone(),
+            wanted: ns.to_owned(),
+            parent: parent.to_owned(),
+        }),
+    }
 }
 
 fn check_one(
@@ -66,7 +178,8 @@ fn check_one(
     parent_namespace: Option<&str>,
     index: usize,
     s: &Selection,
-) -> Result<Checked, Refusal> {
+    widened: Option<&dyn Namespaces>,
+) -> Result<Vec<Checked>, Refusal> {
     let Some(kind) = info
         .related
         .iter()
@@ -87,20 +200,8 @@ fn check_one(
         kind: s.kind.clone(),
         reason,
     };
-    let namespace = if info.related[kind].namespaced {
-        let parent = parent_namespace.unwrap_or_default();
-        match s.namespace.as_deref() {
-            None => Some(parent.to_owned()),
-            Some(ns) if ns == parent => Some(parent.to_owned()),
-            Some(ns) => {
-                return Err(Refusal::RelatedNamespace {
-                    index,
-                    kind: s.kind.clone(),
-                    wanted: ns.to_owned(),
-                    parent: parent.to_owned(),
-                });
-            }
-        }
+    let namespaces = if info.related[kind].namespaced {
+        namespaces_of(parent_namespace, index, s, widened)?
     } else {
         if let Some(ns) = &s.namespace {
             return Err(invalid(format!(
@@ -108,7 +209,7 @@ fn check_one(
                 s.kind
             )));
         }
-        None
+        vec![None]
     };
     match &s.selector {
         Selector::Name(name) if !is_valid_name(name) => {
@@ -121,13 +222,16 @@ fn check_one(
         }
         Selector::Name(_) => {}
     }
-    Ok(Checked {
-        kind,
-        pick: Pick {
-            namespace,
-            selector: s.selector.clone(),
-        },
-    })
+    Ok(namespaces
+        .into_iter()
+        .map(|namespace| Checked {
+            kind,
+            pick: Pick {
+                namespace,
+                selector: s.selector.clone(),
+            },
+        })
+        .collect())
 }
 
 /// Whether `obj` (of the pick's kind) is what `pick` selects.
@@ -155,12 +259,22 @@ pub struct RelatedKind {
 #[derive(Default)]
 pub struct Related {
     kinds: Vec<RelatedKind>,
+    reach: Reach,
 }
 
 impl Related {
     /// The related kinds, in declaration order (as [`Checked::kind`] counts them).
     pub fn new(kinds: Vec<RelatedKind>) -> Self {
-        Self { kinds }
+        Self {
+            kinds,
+            reach: Reach::default(),
+        }
+    }
+
+    /// The same kinds, read as far as the policy's entry for the plugin reaches.
+    pub fn reaching(mut self, reach: Reach) -> Self {
+        self.reach = reach;
+        self
     }
 
     /// Whether the plugin declared no related kind (a 0.1.0 plugin never does).
@@ -225,7 +339,8 @@ impl Related {
         parent: &ObjectKey,
         selections: &[Selection],
     ) -> Result<Vec<Arc<CachedObject>>, Refusal> {
-        match check(info, parent.namespace.as_deref(), selections) {
+        let widened = self.reach.namespaces();
+        match check(info, parent.namespace.as_deref(), selections, widened) {
             Ok(checked) => {
                 self.record(parent, &checked);
                 Ok(self.resolve(&checked))
@@ -255,7 +370,8 @@ impl Related {
         }
     }
 
-    /// The selected objects the caches hold, each once, Secrets without their data. A name
+    /// The selected objects the caches hold, each once, Secrets without their data (unless the
+    /// policy's entry for the plugin says `secretData`). A name
     /// is one lookup; a label selector reads the candidates of the kind's label index.
     pub fn resolve(&self, checked: &[Checked]) -> Vec<Arc<CachedObject>> {
         let mut found: Vec<Arc<CachedObject>> = Vec::new();
@@ -278,7 +394,12 @@ impl Related {
             };
             for obj in objects {
                 let id = (c.kind, obj.key());
-                if seen.insert(id) {
+                if !seen.insert(id) {
+                    continue;
+                }
+                if self.reach.secret_data() {
+                    found.push(obj);
+                } else {
                     found.extend(cached_for_plugin(&obj));
                 }
             }

@@ -1,0 +1,100 @@
+//! What `weir rbac` grants a plugin the policy's entry widens, and that without the entry
+//! the same plugin is refused as before.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::plugin::{LabelSelector, ResourceKind};
+use crate::policy::Grant;
+
+fn kind(group: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceKind {
+    ResourceKind {
+        group: group.into(),
+        version: "v1".into(),
+        kind: kind.into(),
+        plural: plural.into(),
+        namespaced,
+    }
+}
+
+/// A propagator: a cluster-scoped parent of its own CRD writing ConfigMaps, reading
+/// ConfigMaps and Namespaces.
+fn propagator() -> PluginInfo {
+    PluginInfo {
+        name: "propagator".into(),
+        version: "1".into(),
+        parent: kind("test.weir.dev", "Propagation", "propagations", false),
+        children: vec![kind("", "ConfigMap", "configmaps", true)],
+        related: vec![
+            kind("", "ConfigMap", "configmaps", true),
+            kind("", "Namespace", "namespaces", false),
+        ],
+        finalizer: None,
+        crd: Some(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: propagations.test.weir.dev\nspec:\n  group: test.weir.dev\n  names: {kind: Propagation, plural: propagations}\n  scope: Cluster\n  versions:\n  - {name: v1, served: true, storage: true}\n"
+                .into(),
+        ),
+    }
+}
+
+fn widening() -> Policy {
+    let grant = Grant {
+        cluster_scoped_parent: true,
+        namespace_selector: Some(LabelSelector {
+            match_labels: BTreeMap::from([("team".into(), "a".into())]),
+            match_expressions: vec![],
+        }),
+        ..Grant::default()
+    };
+    Policy {
+        plugins: BTreeMap::from([("propagator".into(), grant)]),
+        ..Policy::default()
+    }
+}
+
+#[test]
+fn a_widened_plugin_is_granted_its_cluster_scoped_parent_and_namespaces_with_a_warning_each() {
+    let rendered = role_for("weir", &[propagator()], &widening(), false).unwrap();
+    assert_eq!(
+        rendered.warnings,
+        [
+            "plugin propagator@1 is widened by the policy's entry for it: cluster-scoped parent",
+            "plugin propagator@1 is widened by the policy's entry for it: namespaces labelled team=a",
+        ]
+    );
+    assert!(
+        rendered
+            .yaml
+            .contains("# WARNING: plugin propagator@1 is widened")
+    );
+    let role: ClusterRole = crate::yaml::from_str(&rendered.yaml).unwrap();
+    let rules: Vec<(String, Vec<String>)> = role
+        .rules
+        .iter()
+        .flatten()
+        .map(|r| {
+            (
+                r.api_groups.clone().unwrap()[0].clone(),
+                r.resources.clone().unwrap(),
+            )
+        })
+        .collect();
+    assert!(rules.contains(&("test.weir.dev".into(), vec!["propagations".into()])));
+    assert!(
+        rules
+            .iter()
+            .any(|(g, rs)| g.is_empty() && rs.contains(&"namespaces".to_owned())),
+        "{rules:?}"
+    );
+}
+
+#[test]
+fn without_its_entry_the_same_plugin_is_refused_with_the_usual_message_and_granted_nothing() {
+    let err = role_for("weir", &[propagator()], &Policy::default(), false).unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "plugin propagator@1: parent test.weir.dev/v1 Propagation is cluster-scoped; only namespaced parents are served"
+        ),
+        "{err}"
+    );
+}
