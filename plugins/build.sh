@@ -27,6 +27,9 @@ build_rust() {
   # The scenario plugin failing on a tenth of its parents: the candidate the rollout tests roll back.
   cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin -p weir-plugin-scenario --features canary-fail
   cp "$root/target/wasm32-wasip2/plugin/weir_plugin_scenario.wasm" "$out/scenario-canary-fail.wasm"
+  # The scenario plugin built against the released contract 0.2.0: its finalize must work as before.
+  cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin -p weir-plugin-scenario --features contract-0-2
+  cp "$root/target/wasm32-wasip2/plugin/weir_plugin_scenario.wasm" "$out/scenario-0.2.0.wasm"
   # The hostile plugin's variants whose attack is their describe() (tests/e2e/hostile.rs), each
   # its own component; built before the plain hostile plugin for the same reason.
   local variant
