@@ -71,6 +71,12 @@ build_guests() {
   node "$root/guest-sdk/js/bin/componentize.js" build "$root/plugins/metacontroller-example-js/plugin.js" \
     --crd "$example/crd.yaml" -o "$out/metacontroller-example-js.wasm"
   echo "metacontroller-example-js.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+  # A CompositeController whose async finalize hook scales its Deployment to zero before letting go.
+  start=$(date +%s%N)
+  local scale_down="$root/plugins/metacontroller-scale-down-js"
+  node "$root/guest-sdk/js/bin/componentize.js" build "$scale_down/plugin.js" \
+    --crd "$scale_down/crd.yaml" -o "$out/metacontroller-scale-down-js.wasm"
+  echo "metacontroller-scale-down-js.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 }
 
 # Ten distinct components: the Blog built with `bench-copy` and WEIR_BLOG_COPY=0..9, in a target
