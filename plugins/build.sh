@@ -27,6 +27,9 @@ build_rust() {
   # The scenario plugin failing on a tenth of its parents: the candidate the rollout tests roll back.
   cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin -p weir-plugin-scenario --features canary-fail
   cp "$root/target/wasm32-wasip2/plugin/weir_plugin_scenario.wasm" "$out/scenario-canary-fail.wasm"
+  # The scenario plugin built against the released contract 0.2.0: its finalize must work as before.
+  cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin -p weir-plugin-scenario --features contract-0-2
+  cp "$root/target/wasm32-wasip2/plugin/weir_plugin_scenario.wasm" "$out/scenario-0.2.0.wasm"
   # The hostile plugin's variants whose attack is their describe() (tests/e2e/hostile.rs), each
   # its own component; built before the plain hostile plugin for the same reason.
   local variant
@@ -73,6 +76,12 @@ build_guests() {
   node "$root/guest-sdk/js/bin/componentize.js" build "$root/plugins/metacontroller-example-js/plugin.js" \
     --crd "$example/crd.yaml" -o "$out/metacontroller-example-js.wasm"
   echo "metacontroller-example-js.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+  # A CompositeController whose async finalize hook scales its Deployment to zero before letting go.
+  start=$(date +%s%N)
+  local scale_down="$root/plugins/metacontroller-scale-down-js"
+  node "$root/guest-sdk/js/bin/componentize.js" build "$scale_down/plugin.js" \
+    --crd "$scale_down/crd.yaml" -o "$out/metacontroller-scale-down-js.wasm"
+  echo "metacontroller-scale-down-js.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 }
 
 # Ten distinct components: the Blog built with `bench-copy` and WEIR_BLOG_COPY=0..9, in a target

@@ -55,6 +55,8 @@ step "the Metacontroller-style examples' fixtures (Python hooks, async JavaScrip
 target/debug/weir test target/plugins/metacontroller-example.wasm plugins/metacontroller-example/fixtures
 # The same fixtures through async JavaScript hooks (each hook's Promise awaited in the component).
 target/debug/weir test target/plugins/metacontroller-example-js.wasm plugins/metacontroller-example/fixtures
+# An async finalize hook that scales its Deployment to zero before letting go (contract 0.3.0).
+target/debug/weir test target/plugins/metacontroller-scale-down-js.wasm plugins/metacontroller-scale-down-js/fixtures
 
 step "guest SDK native tests (Python, JavaScript)"
 guest-sdk/test.sh

@@ -1,14 +1,15 @@
 //! Binds the typed API to the contract's WIT world inside the component (wasm32 only).
 //!
-//! The SDK builds `weir:reconciler@0.2.0` components (`wit/0.2.0`); a plugin
-//! that declares no related kinds selects nothing and behaves as before.
+//! The SDK builds `weir:reconciler@0.3.0` components (`wit/0.3.0`); a plugin
+//! that declares no related kinds selects nothing, and one whose cleanup step
+//! only completes or waits applies nothing while it is deleted, as before.
 
 use std::marker::PhantomData;
 
 use crate::{Finalize, Kind, Reconciler, Requeue, log::Level, wire};
 
 wit_bindgen::generate!({
-    path: "../wit/0.2.0",
+    path: "../wit/0.3.0",
     world: "reconciler",
     export_macro_name: "__export_reconciler",
     pub_export_macro: true,
@@ -45,21 +46,40 @@ impl<R: Reconciler> Guest for Adapter<R> {
         Ok(ReconcileResponse {
             children: response.children,
             status: response.status,
-            requeue: match response.requeue {
-                Requeue::Done => wit::Requeue::Done,
-                Requeue::Now => wit::Requeue::Now,
-                Requeue::After(delay) => wit::Requeue::After(millis(delay)),
-            },
+            requeue: requeue(response.requeue),
         })
     }
 
     fn finalize(request: FinalizeRequest) -> Result<FinalizeResponse, ReconcileError> {
-        match wire::finalize::<R>(&request.parent, request.children, request.related)
-            .map_err(error)?
-        {
-            Finalize::Complete => Ok(FinalizeResponse::Complete),
-            Finalize::AgainAfter(delay) => Ok(FinalizeResponse::AgainAfter(millis(delay))),
-        }
+        let step = wire::finalize::<R>(&request.parent, request.children, request.related)
+            .map_err(error)?;
+        let nothing = |finalized, requeue| FinalizeResponse {
+            children: None,
+            status: None,
+            finalized,
+            requeue,
+        };
+        Ok(match step {
+            Finalize::Complete => nothing(true, wit::Requeue::Done),
+            Finalize::AgainAfter(delay) => nothing(false, wit::Requeue::After(millis(delay))),
+            Finalize::Apply { outcome, finalized } => {
+                let response = wire::encode(outcome).map_err(error)?;
+                FinalizeResponse {
+                    children: Some(response.children),
+                    status: response.status,
+                    finalized,
+                    requeue: requeue(response.requeue),
+                }
+            }
+        })
+    }
+}
+
+fn requeue(requeue: Requeue) -> wit::Requeue {
+    match requeue {
+        Requeue::Done => wit::Requeue::Done,
+        Requeue::Now => wit::Requeue::Now,
+        Requeue::After(delay) => wit::Requeue::After(millis(delay)),
     }
 }
 

@@ -9,7 +9,7 @@ use serde_json::Value;
 ///
 /// Build it with `.into()` from any k8s-openapi object (or any other
 /// `k8s_openapi::Resource`); its `apiVersion` and `kind` come from the type.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Child(pub(crate) Result<String, String>);
 
 impl<K: k8s_openapi::Resource + Serialize> From<K> for Child {
@@ -43,7 +43,7 @@ pub enum Requeue {
 ///
 /// Children not listed are deleted by the host, so always list every child.
 #[must_use = "an Outcome does nothing until it is returned from `reconcile`"]
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outcome {
     pub(crate) children: Vec<Child>,
     pub(crate) status: Option<Result<String, String>>,
@@ -80,10 +80,22 @@ impl Outcome {
 }
 
 /// The outcome of one cleanup step while the parent is being deleted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finalize {
     /// Cleanup is complete; the host removes its finalizer.
     Complete,
     /// Not done yet; ask again after this long.
     AgainAfter(Duration),
+    /// A cleanup step that acts (contract 0.3.0): the host holds the parent's children and
+    /// status at `outcome`'s while its finalizer is held (applied and pruned as a reconcile's),
+    /// and removes the finalizer once they are written if `finalized`; otherwise it asks again
+    /// as `outcome`'s requeue says (by default at the next change of the parent or a child).
+    /// Scale a workload to zero, then let the parent go:
+    /// `Finalize::Apply { outcome: Outcome::apply(vec![scaled.into()]), finalized: none_left }`.
+    Apply {
+        /// The children and status to hold while cleaning up, and when to ask again.
+        outcome: Outcome,
+        /// Cleanup is done once `outcome` is written.
+        finalized: bool,
+    },
 }

@@ -93,7 +93,7 @@ fn decode_children(children: Vec<String>, related: Vec<String>) -> Result<Childr
         .map_err(|e| Error::permanent(format!("a related object is not a JSON object: {e}")))
 }
 
-fn encode(outcome: Outcome) -> Result<Response, Error> {
+pub(crate) fn encode(outcome: Outcome) -> Result<Response, Error> {
     let children = outcome
         .children
         .into_iter()

@@ -1,5 +1,6 @@
 //! Deleting a parent: the host holds its finalizer until the plugin's cleanup completes, then
-//! releases it, and the API server's garbage collector removes the children.
+//! releases it, and the API server's garbage collector removes the children. The same for a
+//! component of contract 0.1.0 and of 0.2.0, whose cleanup answers carry nothing to apply.
 
 use std::time::Duration;
 
@@ -10,8 +11,18 @@ use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, wait_ready};
 #[tokio::test]
 async fn the_finalizer_holds_until_cleanup_completes_then_children_are_collected()
 -> anyhow::Result<()> {
+    holds_until_released("scenario").await
+}
+
+#[tokio::test]
+async fn a_0_2_0_plugins_cleanup_holds_and_releases_the_finalizer_as_before() -> anyhow::Result<()>
+{
+    holds_until_released("scenario-0.2.0").await
+}
+
+async fn holds_until_released(plugin: &str) -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
-    let host = env.serve("scenario").await?;
+    let host = env.serve(plugin).await?;
     let parents = env.api(&kinds::scenario());
     let cms = env.api(&kinds::config_map());
 
@@ -34,7 +45,10 @@ async fn the_finalizer_holds_until_cleanup_completes_then_children_are_collected
         held.metadata.deletion_timestamp.is_some(),
         "still there while cleanup is pending"
     );
-    assert!(cms.get_opt("page").await?.is_some());
+    assert!(
+        cms.get_opt("page").await?.is_some(),
+        "a cleanup answer carrying no children leaves them as they are"
+    );
 
     env.patch_spec(&kinds::scenario(), "s", json!({"release": true}))
         .await?;

@@ -53,7 +53,11 @@ async fn copied_value(env: &TestEnv, want: &str) -> Result<()> {
 async fn a_plugin_reads_a_config_map_it_does_not_own_and_hears_only_its_changes() -> Result<()> {
     let env = TestEnv::start().await?;
     let (related, scenario) = (plugin("related")?, plugin("scenario")?);
-    assert_eq!(related.contract(), Contract::V0_2);
+    assert_eq!(
+        related.contract(),
+        Contract::V0_3,
+        "the SDK's contract, keeping 0.2.0's related objects"
+    );
     assert_eq!(scenario.contract(), Contract::V0_1, "the 0.1.0 component");
     env.install_crd(&related).await?;
     env.install_crd(&scenario).await?;

@@ -218,6 +218,11 @@ fn cleanup(blog: &Blog, ctx: &Ctx) -> Result<Action, TwinError> {
     match testing::finalize::<BlogReconciler>(blog, ctx.observed(&ns, &name)) {
         Ok(Finalize::Complete) => Ok(Action::await_change()),
         Ok(Finalize::AgainAfter(delay)) => Ok(Action::requeue(delay)),
+        // The Blog's cleanup never acts; the twin has no apply step for one that does.
+        Ok(Finalize::Apply { .. }) => Err(TwinError::Logic {
+            blog: format!("{ns}/{name}"),
+            message: "a cleanup step that applies children is not supported by the twin".into(),
+        }),
         Err(e) => Err(TwinError::Logic {
             blog: format!("{ns}/{name}"),
             message: e.to_string(),

@@ -1,5 +1,5 @@
 // The component glue: adapts a `Reconciler` to the shapes componentize-js exchanges with the host
-// (contract 0.2.0).
+// (contract 0.3.0).
 //
 // componentize-js maps WIT records to objects with camelCase fields, variants
 // to `{ tag, val }`, `u64` to BigInt, enums to strings, and a `result` to
@@ -102,12 +102,7 @@ export function exportReconciler(reconciler, hostLog, options = {}) {
         () => reconciler.handleReconcile(request.parent, request.children, request.related),
         (outcome) => {
           const children = outcome.children.map((c) => JSON.stringify(c));
-          const status = outcome.desiredStatus === undefined ? undefined : JSON.stringify(outcome.desiredStatus);
-          const requeue =
-            outcome.requeue === 'done' || outcome.requeue === 'now'
-              ? { tag: outcome.requeue }
-              : { tag: 'after', val: BigInt(outcome.requeue) };
-          return { tag: 'ok', val: { children, status, requeue } };
+          return { tag: 'ok', val: { children, status: statusText(outcome.desiredStatus), requeue: requeue(outcome.requeue) } };
         },
       );
     },
@@ -117,15 +112,20 @@ export function exportReconciler(reconciler, hostLog, options = {}) {
       return settled(
         () => reconciler.handleFinalize(request.parent, request.children, request.finalizer, request.related),
         (cleanup) => {
-          const val = cleanup.isComplete
-            ? { tag: 'complete' }
-            : { tag: 'again-after', val: BigInt(/** @type {number} */ (cleanup.againAfterMs)) };
+          const children = cleanup.children?.map((c) => JSON.stringify(c));
+          const val = { children, status: statusText(cleanup.desiredStatus), finalized: cleanup.isComplete, requeue: requeue(cleanup.requeue) };
           return { tag: 'ok', val };
         },
       );
     },
   };
 }
+
+/** @param {object | undefined} status the WIT `option<string>` of a desired status */
+const statusText = (status) => (status === undefined ? undefined : JSON.stringify(status));
+
+/** @param {'done' | 'now' | number} r the WIT variant `requeue` */
+const requeue = (r) => (r === 'done' || r === 'now' ? { tag: r } : { tag: 'after', val: BigInt(r) });
 
 /**
  * The WIT `result` of a call: `answer(value)` once `call()`'s value is known

@@ -123,6 +123,15 @@ function response(value, hook) {
   return /** @type {Record<string, any>} */ (value);
 }
 
+/** A response's `children` (none: an empty list), checked. @param {Record<string, any>} r @param {string} hook @returns {object[]} */
+function desiredChildren(r, hook) {
+  const desired = r.children ?? [];
+  if (!Array.isArray(desired) || !desired.every((c) => c !== null && typeof c === 'object' && !Array.isArray(c))) {
+    throw new TypeError(`the ${hook} hook's children must be a list of objects`);
+  }
+  return desired;
+}
+
 /** @param {Record<string, any>} r @param {string} hook */
 function seconds(r, hook) {
   const s = r.resyncAfterSeconds ?? 0;
@@ -213,23 +222,26 @@ export function compositeController(declaration) {
     /** @param {KubeObject} p @param {import('./objects.js').Children} observed */
     reconcile(p, observed) {
       return awaited(call(sync, 'sync', p, observed, false), (r) => {
-        const desired = r.children ?? [];
-        if (!Array.isArray(desired) || !desired.every((c) => c !== null && typeof c === 'object' && !Array.isArray(c))) {
-          throw new TypeError("the sync hook's children must be a list of objects");
-        }
-        const outcome = Outcome.apply(desired);
+        const outcome = Outcome.apply(desiredChildren(r, 'sync'));
         if (r.status !== undefined && r.status !== null) outcome.status(r.status);
         const s = seconds(r, 'sync');
         return s > 0 ? outcome.requeueAfter(s * 1000) : outcome;
       });
     }
 
-    /** @param {KubeObject} p @param {import('./objects.js').Children} observed */
+    /**
+     * The finalize hook's `{children, status, finalized}`: children it returns are held (applied
+     * and pruned) while the finalizer is; a response without `children` leaves them as they are.
+     * @param {KubeObject} p @param {import('./objects.js').Children} observed
+     */
     finalize(p, observed) {
       if (!finalize) return Cleanup.complete();
       return awaited(call(finalize, 'finalize', p, observed, true), (r) => {
-        if (r.finalized === true) return Cleanup.complete();
-        return Cleanup.againAfter((seconds(r, 'finalize') || FINALIZE_RETRY_SECONDS) * 1000);
+        const acts = r.children !== undefined && r.children !== null;
+        const cleanup = acts ? Cleanup.apply(desiredChildren(r, 'finalize')) : new Cleanup(false);
+        if (r.status !== undefined && r.status !== null) cleanup.status(r.status);
+        if (r.finalized === true) return cleanup.finalized();
+        return cleanup.requeueAfter((seconds(r, 'finalize') || FINALIZE_RETRY_SECONDS) * 1000);
       });
     }
   };

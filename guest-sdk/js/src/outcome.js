@@ -58,17 +58,32 @@ export class Outcome {
   }
 }
 
-/** The result of one `finalize` step. */
+/**
+ * The result of one `finalize` step: done, or not yet. A step may also act (contract 0.3.0):
+ * `Cleanup.apply([deploy]).status({ phase: 'Draining' })` holds exactly these children (and
+ * that status) while the finalizer is held, applied and pruned as a reconcile's are, and
+ * `.finalized()` lets the parent go once they are written:
+ * `observedZero ? Cleanup.apply([scaled]).finalized() : Cleanup.apply([scaled])`.
+ */
 export class Cleanup {
-  /** @param {number | undefined} againAfterMs */
-  constructor(againAfterMs) {
-    /** @type {number | undefined} */
-    this.againAfterMs = againAfterMs;
+  /**
+   * @param {boolean} complete
+   * @param {'done' | 'now' | number} requeue
+   */
+  constructor(complete, requeue = 'done') {
+    /** @type {boolean} Cleanup is done; the host removes its finalizer. */
+    this.isComplete = complete;
+    /** @type {'done' | 'now' | number} When to ask again while not done: `'done'` waits for a change. */
+    this.requeue = requeue;
+    /** @type {object[] | undefined} The children to hold while cleaning up; `undefined` leaves them as they are. */
+    this.children = undefined;
+    /** @type {object | undefined} */
+    this.desiredStatus = undefined;
   }
 
   /** Cleanup is done; the host removes its finalizer. */
   static complete() {
-    return new Cleanup(undefined);
+    return new Cleanup(true);
   }
 
   /**
@@ -76,11 +91,51 @@ export class Cleanup {
    * @param {number} ms
    */
   static againAfter(ms) {
-    return new Cleanup(millis(ms));
+    return new Cleanup(false, millis(ms));
   }
 
-  get isComplete() {
-    return this.againAfterMs === undefined;
+  /**
+   * Not done yet, and hold exactly these children meanwhile (any other child the parent
+   * controls is deleted); `finalize` runs again at the next change of the parent or a child.
+   * @param {Iterable<object>} children
+   */
+  static apply(children) {
+    const cleanup = new Cleanup(false);
+    cleanup.children = [...children];
+    return cleanup;
+  }
+
+  /**
+   * Set the desired `status` of the parent while it is cleaned up.
+   * @param {object} status
+   */
+  status(status) {
+    this.desiredStatus = status;
+    return this;
+  }
+
+  /**
+   * Done (or, with `false`, not yet): once this step's children and status are written, the
+   * host removes its finalizer.
+   * @param {boolean} [done]
+   */
+  finalized(done = true) {
+    this.isComplete = done;
+    return this;
+  }
+
+  /**
+   * While not done, call `finalize` again after `ms` milliseconds even without a change.
+   * @param {number} ms
+   */
+  requeueAfter(ms) {
+    this.requeue = millis(ms);
+    return this;
+  }
+
+  /** The delay of `againAfter`, or `undefined` when done or waiting for a change. */
+  get againAfterMs() {
+    return !this.isComplete && typeof this.requeue === 'number' ? this.requeue : undefined;
   }
 }
 

@@ -78,7 +78,7 @@ test('the component glue answers an async hook with the children it resolved to'
   assert.deepEqual(answer.val.children.map((c) => JSON.parse(c)), [configMap('t', { text: 'later' })]);
   assert.equal(answer.val.status, '{"ready":true}');
   assert.deepEqual(await glue.selectRelated(request({}).parent), { tag: 'ok', val: [{ apiVersion: 'v1', kind: 'ConfigMap', namespace: undefined, selector: { tag: 'name', val: 'theme' } }] });
-  assert.deepEqual(await glue.finalize(request({ answer: 'wait' })), { tag: 'ok', val: { tag: 'again-after', val: 3000n } });
+  assert.deepEqual(await glue.finalize(request({ answer: 'wait' })), { tag: 'ok', val: { children: undefined, status: undefined, finalized: false, requeue: { tag: 'after', val: 3000n } } });
 });
 
 test('the component glue reports what an async hook got wrong, never an empty answer', async () => {

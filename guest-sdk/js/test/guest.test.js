@@ -170,11 +170,41 @@ test('logs go to the host import', () => {
   assert.deepEqual(logged, [['info', 'mode plain']]);
 });
 
-test('finalize maps cleanup to the variant', () => {
+test('finalize maps a cleanup that only waits or completes to an answer that applies nothing', () => {
   const { glue } = setup();
   const parent = (/** @type {string} */ mode) => JSON.stringify({ metadata: { name: 't' }, spec: { mode } });
-  assert.deepEqual(glue.finalize({ parent: parent('wait'), children: [], related: [], finalizer: 'f' }), { tag: 'ok', val: { tag: 'again-after', val: 2000n } });
-  assert.deepEqual(glue.finalize({ parent: parent('done'), children: [], related: [], finalizer: 'f' }), { tag: 'ok', val: { tag: 'complete' } });
+  const nothing = { children: undefined, status: undefined };
+  assert.deepEqual(glue.finalize({ parent: parent('wait'), children: [], related: [], finalizer: 'f' }), { tag: 'ok', val: { ...nothing, finalized: false, requeue: { tag: 'after', val: 2000n } } });
+  assert.deepEqual(glue.finalize({ parent: parent('done'), children: [], related: [], finalizer: 'f' }), { tag: 'ok', val: { ...nothing, finalized: true, requeue: { tag: 'done' } } });
+});
+
+test('finalize maps a cleanup that acts to its children, status and whether it is done', () => {
+  class Draining extends Reconciler {
+    name = 'draining';
+    version = '0.1.0';
+    parent = new Kind('example.weir.dev', 'v1', 'Thing', 'things');
+    children = [CONFIG_MAP];
+    finalizer = 'example.weir.dev/drain';
+    reconcile() {
+      return Outcome.apply([]);
+    }
+    /** @param {import('../src/objects.js').KubeObject} parent @param {import('../src/objects.js').Children} observed */
+    finalize(parent, observed) {
+      const drained = configMap('t', { replicas: '0' });
+      const cleanup = Cleanup.apply([drained]).status({ phase: 'Draining' });
+      return observed.get(CONFIG_MAP, 't')?.data?.replicas === '0' ? cleanup.finalized() : cleanup;
+    }
+  }
+  const glue = exportReconciler(new Draining(), () => {});
+  const request = (/** @type {string[]} */ children) => ({ parent: JSON.stringify({ metadata: { name: 't' } }), children, related: [], finalizer: 'f' });
+  const first = glue.finalize(request([JSON.stringify(configMap('t', { replicas: '3' }))]));
+  assert.deepEqual(first, {
+    tag: 'ok',
+    val: { children: [JSON.stringify(configMap('t', { replicas: '0' }))], status: '{"phase":"Draining"}', finalized: false, requeue: { tag: 'done' } },
+  });
+  const done = glue.finalize(request([JSON.stringify(configMap('t', { replicas: '0' }))]));
+  assert.equal(done.val.finalized, true);
+  assert.equal(done.val.children?.length, 1);
 });
 
 test('components are built against the contract the package version follows', () => {

@@ -120,6 +120,23 @@ test('a finalize hook declares a finalizer and sees finalizing true', () => {
   assert.equal(hooks.requests.find(([h]) => h === 'finalize')?.[1].finalizing, true);
 });
 
+test("a finalize response's children and status are held while the finalizer is, until finalized", () => {
+  const scaled = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'pods' }, data: { replicas: '0' } };
+  const hooks = recorder({ finalizeResponse: { children: [scaled], status: { phase: 'ScalingDown' }, finalized: false } });
+  const p = plugin(hooks, { finalize: hooks.finalize });
+  const step = p.handleFinalize(JSON.stringify(thing()), [], 'f');
+  assert.deepEqual(step.children, [scaled]);
+  assert.deepEqual(step.desiredStatus, { phase: 'ScalingDown' });
+  assert.ok(!step.isComplete);
+  assert.equal(step.againAfterMs, FINALIZE_RETRY_SECONDS * 1000);
+  hooks.finalizeResponse = { children: [scaled], finalized: true };
+  const last = p.handleFinalize(JSON.stringify(thing()), [], 'f');
+  assert.ok(last.isComplete);
+  assert.deepEqual(last.children, [scaled]);
+  hooks.finalizeResponse = { finalized: true };
+  assert.equal(p.handleFinalize(JSON.stringify(thing()), [], 'f').children, undefined, 'no children: left as they are');
+});
+
 test('not finalized asks again after the resync or the default', () => {
   const hooks = recorder({ finalizeResponse: { finalized: false, resyncAfterSeconds: 2 } });
   const p = plugin(hooks, { finalize: hooks.finalize });

@@ -21,11 +21,19 @@ test('a negative or non-finite delay is refused', () => {
   assert.throws(() => Cleanup.againAfter(Number.NaN), RangeError);
 });
 
-test('cleanup is complete or asks again', () => {
+test('cleanup is complete or asks again, and carries nothing to apply', () => {
   assert.ok(Cleanup.complete().isComplete);
   const again = Cleanup.againAfter(5000);
   assert.ok(!again.isComplete);
   assert.equal(again.againAfterMs, 5000);
+  assert.equal(again.children, undefined);
+});
+
+test('a cleanup that acts holds its children and status until it is finalized', () => {
+  const step = Cleanup.apply([{ kind: 'ConfigMap' }]).status({ phase: 'Draining' });
+  assert.deepEqual([step.children, step.desiredStatus, step.isComplete, step.requeue], [[{ kind: 'ConfigMap' }], { phase: 'Draining' }, false, 'done']);
+  assert.ok(step.finalized().isComplete);
+  assert.equal(Cleanup.apply([]).requeueAfter(1000).againAfterMs, 1000);
 });
 
 test('error kinds', () => {

@@ -95,6 +95,10 @@ class Plugin(Reconciler):
         return outcome
 
     def finalize(self, parent, children, finalizer):
+        if parent.spec.get("mode") == "drain":
+            step = Cleanup.apply([config_map("c", {"replicas": "0"})]).status({"phase": "Draining"})
+            observed = children.get(CONFIG_MAP, "c")
+            return step.finalized() if observed is not None and observed["data"]["replicas"] == "0" else step
         return Cleanup.again_after(2) if parent.spec.get("mode") == "wait" else Cleanup.complete()
 
 
@@ -214,12 +218,23 @@ class GlueTest(unittest.TestCase):
         self.guest.reconcile(self.request("plain"))
         self.assertIn((self.types.LogLevel.INFO, "mode plain"), self.logged)
 
-    def test_finalize_maps_cleanup_to_the_variant(self):
+    def test_finalize_maps_a_cleanup_that_only_waits_or_completes_to_an_answer_that_applies_nothing(self):
         t = self.types
         parent = json.dumps({"metadata": {"name": "t"}, "spec": {"mode": "wait"}})
-        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, [], [], "f")), t.FinalizeResponse_AgainAfter(2000))
+        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, [], [], "f")), t.FinalizeResponse(None, None, False, t.Requeue_After(2000)))
         parent = json.dumps({"metadata": {"name": "t"}, "spec": {}})
-        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, [], [], "f")), t.FinalizeResponse_Complete())
+        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, [], [], "f")), t.FinalizeResponse(None, None, True, t.Requeue_Done()))
+
+    def test_finalize_maps_a_cleanup_that_acts_to_its_children_status_and_whether_it_is_done(self):
+        t = self.types
+        parent = json.dumps({"metadata": {"name": "t"}, "spec": {"mode": "drain"}})
+        running = json.dumps(config_map("c", {"replicas": "3"}))
+        answer = self.guest.finalize(t.FinalizeRequest(parent, [running], [], "f"))
+        self.assertEqual([json.loads(c) for c in answer.children], [config_map("c", {"replicas": "0"})])
+        self.assertEqual(json.loads(answer.status), {"phase": "Draining"})
+        self.assertFalse(answer.finalized)
+        drained = json.dumps(config_map("c", {"replicas": "0"}))
+        self.assertTrue(self.guest.finalize(t.FinalizeRequest(parent, [drained], [], "f")).finalized)
 
 
 if __name__ == "__main__":

@@ -133,6 +133,20 @@ class FinalizeTest(unittest.TestCase):
         self.assertTrue(p.handle_finalize(json.dumps(thing()), [], p.finalizer).is_complete)
         self.assertIs([r for r in hooks.requests if r[0] == "finalize"][0][1]["finalizing"], True)
 
+    def test_a_finalize_responses_children_and_status_are_held_while_the_finalizer_is_until_finalized(self):
+        scaled = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pods"}, "data": {"replicas": "0"}}
+        hooks = Recorder(finalize_response={"children": [scaled], "status": {"phase": "ScalingDown"}, "finalized": False})
+        p = plugin(hooks, finalize=hooks.finalize)
+        step = p.handle_finalize(json.dumps(thing()), [], p.finalizer)
+        self.assertEqual((step.children, step.desired_status, step.is_complete), ([scaled], {"phase": "ScalingDown"}, False))
+        self.assertEqual(step.again_after_ms, FINALIZE_RETRY_SECONDS * 1000)
+        hooks.finalize_response = {"children": [scaled], "finalized": True}
+        last = p.handle_finalize(json.dumps(thing()), [], p.finalizer)
+        self.assertTrue(last.is_complete)
+        self.assertEqual(last.children, [scaled])
+        hooks.finalize_response = {"finalized": True}
+        self.assertIsNone(p.handle_finalize(json.dumps(thing()), [], p.finalizer).children, "no children: left as they are")
+
     def test_not_finalized_asks_again_after_the_resync_or_the_default(self):
         hooks = Recorder(finalize_response={"finalized": False, "resyncAfterSeconds": 2})
         p = plugin(hooks, finalize=hooks.finalize)

@@ -1,4 +1,4 @@
-"""The component glue: adapts a `Reconciler` to componentize-py's generated `wit_world` (contract 0.2.0).
+"""The component glue: adapts a `Reconciler` to componentize-py's generated `wit_world` (contract 0.3.0).
 
 Only this module knows the generated binding names; everything else in the
 SDK is plain Python. The generated modules are passed in by tests and
@@ -98,13 +98,7 @@ def export(
                 raise  # the sandbox's limit, not a plugin answer: let the host see it as such
             except Exception as e:
                 raise failure(e) from None
-            if outcome.requeue == "done":
-                requeue = types.Requeue_Done()
-            elif outcome.requeue == "now":
-                requeue = types.Requeue_Now()
-            else:
-                requeue = types.Requeue_After(int(outcome.requeue))
-            return types.ReconcileResponse(children, status, requeue)
+            return types.ReconcileResponse(children, status, requeue(outcome.requeue))
 
         def finalize(self, request: Any) -> Any:
             try:
@@ -113,8 +107,21 @@ def export(
                 raise  # as in reconcile
             except Exception as e:
                 raise failure(e) from None
-            if cleanup.is_complete:
-                return types.FinalizeResponse_Complete()
-            return types.FinalizeResponse_AgainAfter(int(cleanup.again_after_ms))
+            try:
+                children = None if cleanup.children is None else [encode(c) for c in cleanup.children]
+                status = None if cleanup.desired_status is None else encode(cleanup.desired_status)
+            except MemoryError:
+                raise  # as in reconcile
+            except Exception as e:
+                raise failure(e) from None
+            return types.FinalizeResponse(children, status, cleanup.is_complete, requeue(cleanup.requeue))
+
+    def requeue(when: Any) -> Any:
+        """The WIT variant `requeue` of `"done"`, `"now"` or milliseconds."""
+        if when == "done":
+            return types.Requeue_Done()
+        if when == "now":
+            return types.Requeue_Now()
+        return types.Requeue_After(int(when))
 
     return WitWorld

@@ -40,8 +40,10 @@ The mapping (README.md, "Migrating from Metacontroller", says what differs):
   `children` are the desired children, `status` the parent's status (absent or
   null: left as it is), `resyncAfterSeconds` > 0 a requeue after that long.
 - `finalize` (the finalize hook, or the sync function itself when it reads
-  `finalizing`) gets the same request with `finalizing: true`; `finalized:
-  true` completes the cleanup, otherwise it is asked again after
+  `finalizing`) gets the same request with `finalizing: true`; the `children`
+  and `status` it returns are held while the finalizer is (absent `children`:
+  left as they are), `finalized: true` completes the cleanup once they are
+  written, otherwise it is asked again at the next change or after
   `resyncAfterSeconds` (or `FINALIZE_RETRY_SECONDS`).
 - `controller` is a CompositeController object made from the declaration.
 - A hook may be `async def`: its coroutine is run to its response
@@ -148,6 +150,14 @@ def _response(answer: Any, hook: str) -> Mapping[str, Any]:
     return value
 
 
+def _children(response: Mapping[str, Any], hook: str) -> list:
+    """A response's `children` (none: an empty list), checked."""
+    desired = response.get("children") or []
+    if not isinstance(desired, list) or not all(isinstance(c, Mapping) for c in desired):
+        raise TypeError(f"the {hook} hook's children must be a list of objects")
+    return desired
+
+
 def _seconds(response: Mapping[str, Any], hook: str) -> float:
     seconds = response.get("resyncAfterSeconds") or 0
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds < 0:
@@ -226,10 +236,7 @@ def composite_controller(
 
         def reconcile(self, parent_object: Object, observed: Children) -> Outcome:
             response = _response(sync(request(parent_object, observed, False)), "sync")
-            desired = response.get("children") or []
-            if not isinstance(desired, list) or not all(isinstance(c, Mapping) for c in desired):
-                raise TypeError("the sync hook's children must be a list of objects")
-            outcome = Outcome.apply(desired)
+            outcome = Outcome.apply(_children(response, "sync"))
             status = response.get("status")
             if status is not None:
                 outcome.status(status)
@@ -240,9 +247,16 @@ def composite_controller(
             if finalize is None:
                 return Cleanup.complete()
             response = _response(finalize(request(parent_object, observed, True)), "finalize")
+            # Children it returns are held (applied and pruned) while the finalizer is; a
+            # response without `children` leaves them as they are.
+            acts = response.get("children") is not None
+            cleanup = Cleanup.apply(_children(response, "finalize")) if acts else Cleanup()
+            status = response.get("status")
+            if status is not None:
+                cleanup.status(status)
             if response.get("finalized") is True:
-                return Cleanup.complete()
-            return Cleanup.again_after(_seconds(response, "finalize") or FINALIZE_RETRY_SECONDS)
+                return cleanup.finalized()
+            return cleanup.requeue_after(_seconds(response, "finalize") or FINALIZE_RETRY_SECONDS)
 
     attributes = {
         "name": name,

@@ -56,23 +56,60 @@ class Outcome:
 
 @dataclass
 class Cleanup:
-    """The result of one `finalize` step: complete, or ask again after `again_after_ms`."""
+    """The result of one `finalize` step: done, or not yet.
 
-    again_after_ms: Optional[int] = None
+    A step may also act (contract 0.3.0): ``Cleanup.apply([deploy]).status({...})`` holds
+    exactly these children (and that status) while the finalizer is held, applied and pruned as
+    a reconcile's are, and ``.finalized()`` lets the parent go once they are written::
+
+        step = Cleanup.apply([scaled_to_zero])
+        return step.finalized() if no_replica_left else step
+
+    `requeue` (while not done) is `"done"` (at the next change), `"now"` or milliseconds;
+    `children` is `None` when the step leaves the children as they are.
+    """
+
+    is_complete: bool = False
+    requeue: Union[str, int] = "done"
+    children: Optional[list] = None
+    desired_status: Optional[dict] = None
 
     @classmethod
     def complete(cls) -> "Cleanup":
         """Cleanup is done; the host removes its finalizer."""
-        return cls()
+        return cls(is_complete=True)
 
     @classmethod
     def again_after(cls, delay: Delay) -> "Cleanup":
         """Not done yet; call `finalize` again after `delay`."""
-        return cls(again_after_ms=to_millis(delay))
+        return cls(requeue=to_millis(delay))
+
+    @classmethod
+    def apply(cls, children: Iterable[Mapping[str, Any]]) -> "Cleanup":
+        """Not done yet; hold exactly these children meanwhile (any other child the parent
+        controls is deleted). `finalize` runs again at the next change of the parent or a child."""
+        return cls(children=[dict(c) for c in children])
+
+    def status(self, status: Mapping[str, Any]) -> "Cleanup":
+        """Set the desired `status` of the parent while it is cleaned up."""
+        self.desired_status = dict(status)
+        return self
+
+    def finalized(self, done: bool = True) -> "Cleanup":
+        """Done (or, with `False`, not yet): the host removes its finalizer once this step's
+        children and status are written."""
+        self.is_complete = done
+        return self
+
+    def requeue_after(self, delay: Delay) -> "Cleanup":
+        """While not done, call `finalize` again after `delay` even without a change."""
+        self.requeue = to_millis(delay)
+        return self
 
     @property
-    def is_complete(self) -> bool:
-        return self.again_after_ms is None
+    def again_after_ms(self) -> Optional[int]:
+        """The delay of `again_after`, or `None` when done or waiting for a change."""
+        return self.requeue if not self.is_complete and isinstance(self.requeue, int) else None
 
 
 class ReconcileError(Exception):

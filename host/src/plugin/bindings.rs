@@ -2,8 +2,8 @@
 //!
 //! Everything outside `plugin` sees the plain types of `types.rs` and `selection.rs`; each
 //! version's conversions live here, so a new WIT version touches this file and the call sites of
-//! its new exports, nothing else. [`RawAnswer`] is a reconcile answer of either version before
-//! the sandbox checks it.
+//! its new exports, nothing else. [`RawAnswer`] and [`RawFinalize`] are a reconcile and a
+//! finalize answer of any version before the sandbox checks them.
 
 use std::time::Duration;
 
@@ -30,14 +30,32 @@ pub(super) mod v2 {
     });
 }
 
-/// A reconcile answer of either version, as the guest returned it.
+/// `weir:reconciler@0.3.0` (`wit/0.3.0/reconciler.wit`).
+pub(super) mod v3 {
+    wasmtime::component::bindgen!({
+        path: "../wit/0.3.0",
+        world: "reconciler",
+        exports: { default: async },
+    });
+}
+
+/// A reconcile answer of any version, as the guest returned it.
 pub(super) struct RawAnswer {
     pub children: Vec<String>,
     pub status: Option<String>,
     pub requeue: types::Requeue,
 }
 
-/// A plugin's own error of either version.
+/// A finalize answer of any version, as the guest returned it: a 0.1.0 or 0.2.0 answer
+/// carries no children and no status.
+pub(super) struct RawFinalize {
+    pub children: Option<Vec<String>>,
+    pub status: Option<String>,
+    pub finalized: bool,
+    pub requeue: types::Requeue,
+}
+
+/// A plugin's own error of any version.
 pub(super) struct RawError {
     pub kind: types::ErrorKind,
     pub message: String,
@@ -70,28 +88,23 @@ macro_rules! shared_conversions {
             }
         }
 
-        impl From<$v::ReconcileResponse> for RawAnswer {
-            fn from(r: $v::ReconcileResponse) -> Self {
+        impl From<$v::weir::reconciler::types::Requeue> for types::Requeue {
+            fn from(r: $v::weir::reconciler::types::Requeue) -> Self {
                 use $v::weir::reconciler::types::Requeue;
-                Self {
-                    children: r.children,
-                    status: r.status,
-                    requeue: match r.requeue {
-                        Requeue::Done => types::Requeue::Done,
-                        Requeue::Now => types::Requeue::Now,
-                        Requeue::After(ms) => types::Requeue::After(Duration::from_millis(ms)),
-                    },
+                match r {
+                    Requeue::Done => Self::Done,
+                    Requeue::Now => Self::Now,
+                    Requeue::After(ms) => Self::After(Duration::from_millis(ms)),
                 }
             }
         }
 
-        impl From<$v::FinalizeResponse> for types::FinalizeResponse {
-            fn from(r: $v::FinalizeResponse) -> Self {
-                match r {
-                    $v::FinalizeResponse::Complete => Self::Complete,
-                    $v::FinalizeResponse::AgainAfter(ms) => {
-                        Self::AgainAfter(Duration::from_millis(ms))
-                    }
+        impl From<$v::ReconcileResponse> for RawAnswer {
+            fn from(r: $v::ReconcileResponse) -> Self {
+                Self {
+                    children: r.children,
+                    status: r.status,
+                    requeue: r.requeue.into(),
                 }
             }
         }
@@ -112,6 +125,43 @@ macro_rules! shared_conversions {
 
 shared_conversions!(v1);
 shared_conversions!(v2);
+shared_conversions!(v3);
+
+/// The 0.1.0 and 0.2.0 cleanup outcome: done, or ask again later; nothing to apply.
+macro_rules! outcome_only_finalize {
+    ($v:ident) => {
+        impl From<$v::FinalizeResponse> for RawFinalize {
+            fn from(r: $v::FinalizeResponse) -> Self {
+                let (finalized, requeue) = match r {
+                    $v::FinalizeResponse::Complete => (true, types::Requeue::Done),
+                    $v::FinalizeResponse::AgainAfter(ms) => {
+                        (false, types::Requeue::After(Duration::from_millis(ms)))
+                    }
+                };
+                Self {
+                    children: None,
+                    status: None,
+                    finalized,
+                    requeue,
+                }
+            }
+        }
+    };
+}
+
+outcome_only_finalize!(v1);
+outcome_only_finalize!(v2);
+
+impl From<v3::FinalizeResponse> for RawFinalize {
+    fn from(r: v3::FinalizeResponse) -> Self {
+        Self {
+            children: r.children,
+            status: r.status,
+            finalized: r.finalized,
+            requeue: r.requeue.into(),
+        }
+    }
+}
 
 impl From<types::ReconcileRequest> for v1::ReconcileRequest {
     /// A 0.1.0 plugin declares no related kinds, so it is never given any.
@@ -154,6 +204,27 @@ impl From<types::FinalizeRequest> for v2::FinalizeRequest {
     }
 }
 
+impl From<types::ReconcileRequest> for v3::ReconcileRequest {
+    fn from(r: types::ReconcileRequest) -> Self {
+        Self {
+            parent: r.parent,
+            children: r.children,
+            related: r.related,
+        }
+    }
+}
+
+impl From<types::FinalizeRequest> for v3::FinalizeRequest {
+    fn from(r: types::FinalizeRequest) -> Self {
+        Self {
+            parent: r.parent,
+            children: r.children,
+            related: r.related,
+            finalizer: r.finalizer,
+        }
+    }
+}
+
 impl From<v1::PluginInfo> for types::PluginInfo {
     fn from(i: v1::PluginInfo) -> Self {
         Self {
@@ -168,48 +239,58 @@ impl From<v1::PluginInfo> for types::PluginInfo {
     }
 }
 
-impl From<v2::PluginInfo> for types::PluginInfo {
-    fn from(i: v2::PluginInfo) -> Self {
-        Self {
-            name: i.name,
-            version: i.version,
-            parent: i.parent.into(),
-            children: i.children.into_iter().map(Into::into).collect(),
-            related: i.related.into_iter().map(Into::into).collect(),
-            finalizer: i.finalizer,
-            crd: i.crd,
+/// Related kinds and selections, alike in 0.2.0 and 0.3.0.
+macro_rules! related_conversions {
+    ($v:ident) => {
+        impl From<$v::PluginInfo> for types::PluginInfo {
+            fn from(i: $v::PluginInfo) -> Self {
+                Self {
+                    name: i.name,
+                    version: i.version,
+                    parent: i.parent.into(),
+                    children: i.children.into_iter().map(Into::into).collect(),
+                    related: i.related.into_iter().map(Into::into).collect(),
+                    finalizer: i.finalizer,
+                    crd: i.crd,
+                }
+            }
         }
-    }
+
+        impl From<$v::Selection> for Selection {
+            fn from(s: $v::Selection) -> Self {
+                use $v::weir::reconciler::types as wit;
+                let selector = match s.selector {
+                    wit::Selector::Name(name) => Selector::Name(name),
+                    wit::Selector::Labels(l) => Selector::Labels(LabelSelector {
+                        match_labels: l.match_labels.into_iter().collect(),
+                        match_expressions: l
+                            .match_expressions
+                            .into_iter()
+                            .map(|r| LabelRequirement {
+                                key: r.key,
+                                operator: match r.operator {
+                                    wit::SelectorOperator::In => SelectorOperator::In,
+                                    wit::SelectorOperator::NotIn => SelectorOperator::NotIn,
+                                    wit::SelectorOperator::Exists => SelectorOperator::Exists,
+                                    wit::SelectorOperator::DoesNotExist => {
+                                        SelectorOperator::DoesNotExist
+                                    }
+                                },
+                                values: r.values,
+                            })
+                            .collect(),
+                    }),
+                };
+                Self {
+                    api_version: s.api_version,
+                    kind: s.kind,
+                    namespace: s.namespace,
+                    selector,
+                }
+            }
+        }
+    };
 }
 
-impl From<v2::Selection> for Selection {
-    fn from(s: v2::Selection) -> Self {
-        use v2::weir::reconciler::types as wit;
-        let selector = match s.selector {
-            wit::Selector::Name(name) => Selector::Name(name),
-            wit::Selector::Labels(l) => Selector::Labels(LabelSelector {
-                match_labels: l.match_labels.into_iter().collect(),
-                match_expressions: l
-                    .match_expressions
-                    .into_iter()
-                    .map(|r| LabelRequirement {
-                        key: r.key,
-                        operator: match r.operator {
-                            wit::SelectorOperator::In => SelectorOperator::In,
-                            wit::SelectorOperator::NotIn => SelectorOperator::NotIn,
-                            wit::SelectorOperator::Exists => SelectorOperator::Exists,
-                            wit::SelectorOperator::DoesNotExist => SelectorOperator::DoesNotExist,
-                        },
-                        values: r.values,
-                    })
-                    .collect(),
-            }),
-        };
-        Self {
-            api_version: s.api_version,
-            kind: s.kind,
-            namespace: s.namespace,
-            selector,
-        }
-    }
-}
+related_conversions!(v2);
+related_conversions!(v3);

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::{Component, Linker};
 
 use super::apart::Apart;
-use super::bindings::{v1, v2};
+use super::bindings::{v1, v2, v3};
 use super::guest::Pre;
 use super::limits::Limits;
 use super::memory::Ledger;
@@ -22,14 +22,14 @@ use super::sandbox::Plugin;
 use super::store::State;
 use super::types::Contract;
 
-/// The newest contract version this host speaks (`wit/0.2.0/reconciler.wit`); it loads every
+/// The newest contract version this host speaks (`wit/0.3.0/reconciler.wit`); it loads every
 /// version of [`Contract::ALL`].
-pub const CONTRACT_VERSION: (u64, u64, u64) = (0, 2, 0);
+pub const CONTRACT_VERSION: (u64, u64, u64) = (0, 3, 0);
 
 /// `weir --version`: this host's version and every contract it loads ([`Contract::ALL`]).
 pub const VERSION_LINE: &str = concat!(
     env!("CARGO_PKG_VERSION"),
-    " (weir:reconciler@0.1.0, weir:reconciler@0.2.0)"
+    " (weir:reconciler@0.1.0, weir:reconciler@0.2.0, weir:reconciler@0.3.0)"
 );
 
 /// Bytes of each pooled memory and table kept mapped between instances.
@@ -146,7 +146,7 @@ pub struct Engine {
 struct Inner {
     engine: wasmtime::Engine,
     /// One linker per contract version: each links its own `log` import and `types` instance.
-    linkers: [(Contract, Linker<State>); 2],
+    linkers: [(Contract, Linker<State>); 3],
     /// Compiled artifacts on disk, when a cache directory is configured.
     precompiled: Option<Precompiled>,
     /// The component compiled last and its sha256: a check of a new build (`weir dev --watch`)
@@ -249,6 +249,10 @@ impl Engine {
                         _,
                         wasmtime::component::HasSelf<_>,
                     >(&mut linker, |s| s),
+                    Contract::V0_3 => v3::Reconciler::add_to_linker::<
+                        _,
+                        wasmtime::component::HasSelf<_>,
+                    >(&mut linker, |s| s),
                 };
             linked
                 .map_err(|e| engine_err(format!("linking the log import of {contract}: {e:#}")))?;
@@ -257,6 +261,7 @@ impl Engine {
         let linkers = [
             (Contract::V0_1, linker(Contract::V0_1)?),
             (Contract::V0_2, linker(Contract::V0_2)?),
+            (Contract::V0_3, linker(Contract::V0_3)?),
         ];
 
         let timers = timer_runtime().map_err(engine_err)?;
@@ -554,9 +559,10 @@ fn check_component_header(bytes: &[u8]) -> Result<(), &'static str> {
 
 /// Which contract version a component was built against: the version of the
 /// `weir:reconciler` interfaces it imports (every guest that logs or uses the
-/// shared types imports `types`), or, importing none, the exports it has (only
-/// 0.2.0 has `select-related`). A version this host does not speak is refused with a
-/// message that says which, instead of a missing-import error.
+/// shared types imports `types`), or, importing none, the exports it has (0.1.0 has no
+/// `select-related`; 0.3.0's `finalize` answers a record where 0.2.0's answers a variant).
+/// A version this host does not speak is refused with a message that says which, instead
+/// of a missing-import error.
 fn contract_of(engine: &wasmtime::Engine, component: &Component) -> Result<Contract, String> {
     let ty = component.component_type();
     let mut found: Option<Contract> = None;
@@ -574,6 +580,7 @@ fn contract_of(engine: &wasmtime::Engine, component: &Component) -> Result<Contr
         let contract = match (major, minor) {
             (0, 1) => Contract::V0_1,
             (0, 2) => Contract::V0_2,
+            (0, 3) => Contract::V0_3,
             _ => return Err(format!("built against weir:reconciler@{version}")),
         };
         if found.is_some_and(|f| f != contract) {
@@ -581,14 +588,18 @@ fn contract_of(engine: &wasmtime::Engine, component: &Component) -> Result<Contr
         }
         found = Some(contract);
     }
-    let contract = found.unwrap_or(if ty.get_export(engine, "select-related").is_some() {
-        Contract::V0_2
-    } else {
-        Contract::V0_1
+    let contract = found.unwrap_or_else(|| {
+        if ty.get_export(engine, "select-related").is_none() {
+            Contract::V0_1
+        } else if finalize_answers_a_record(engine, &ty) {
+            Contract::V0_3
+        } else {
+            Contract::V0_2
+        }
     });
     let exports: &[&str] = match contract {
         Contract::V0_1 => &["describe", "reconcile", "finalize"],
-        Contract::V0_2 => &["describe", "select-related", "reconcile", "finalize"],
+        Contract::V0_2 | Contract::V0_3 => &["describe", "select-related", "reconcile", "finalize"],
     };
     for export in exports {
         if ty.get_export(engine, export).is_none() {
@@ -596,4 +607,19 @@ fn contract_of(engine: &wasmtime::Engine, component: &Component) -> Result<Contr
         }
     }
     Ok(contract)
+}
+
+/// Whether the component's `finalize` answers `result<record, _>` (0.3.0's `finalize-response`).
+fn finalize_answers_a_record(
+    engine: &wasmtime::Engine,
+    ty: &wasmtime::component::types::Component,
+) -> bool {
+    use wasmtime::component::types::{ComponentItem, Type};
+    let Some(ComponentItem::ComponentFunc(func)) =
+        ty.get_export(engine, "finalize").map(|export| export.ty)
+    else {
+        return false;
+    };
+    let result = func.results().next();
+    matches!(result, Some(Type::Result(r)) if matches!(r.ok(), Some(Type::Record(_))))
 }

@@ -1,16 +1,17 @@
-//! A component of either contract version behind one interface: instantiate it, call its exports.
+//! A component of any contract version behind one interface: instantiate it, call its exports.
 //!
 //! The sandbox calls a [`Guest`] without caring which `weir:reconciler` version it was built
-//! against: requests are converted to that version's types, answers back to the host's, and a
-//! 0.1.0 guest, which has no `select-related`, selects nothing.
+//! against: requests are converted to that version's types, answers back to the host's, a
+//! 0.1.0 guest, which has no `select-related`, selects nothing, and a finalize answer older
+//! than 0.3.0 carries no children and no status.
 
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
-use super::bindings::{RawAnswer, RawError, v1, v2};
+use super::bindings::{RawAnswer, RawError, RawFinalize, v1, v2, v3};
 use super::selection::Selection;
 use super::store::State;
-use super::types::{Contract, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest};
+use super::types::{Contract, FinalizeRequest, PluginInfo, ReconcileRequest};
 
 /// A component linked once, ready to be instantiated per call.
 pub(super) enum Pre {
@@ -18,6 +19,8 @@ pub(super) enum Pre {
     V1(v1::ReconcilerPre<State>),
     /// Built against 0.2.0.
     V2(v2::ReconcilerPre<State>),
+    /// Built against 0.3.0.
+    V3(v3::ReconcilerPre<State>),
 }
 
 /// One live instance.
@@ -26,6 +29,8 @@ pub(super) enum Guest {
     V1(v1::Reconciler),
     /// Built against 0.2.0.
     V2(v2::Reconciler),
+    /// Built against 0.3.0.
+    V3(v3::Reconciler),
 }
 
 impl Pre {
@@ -34,6 +39,7 @@ impl Pre {
         Ok(match contract {
             Contract::V0_1 => Pre::V1(v1::ReconcilerPre::new(pre)?),
             Contract::V0_2 => Pre::V2(v2::ReconcilerPre::new(pre)?),
+            Contract::V0_3 => Pre::V3(v3::ReconcilerPre::new(pre)?),
         })
     }
 
@@ -42,6 +48,7 @@ impl Pre {
         match self {
             Pre::V1(_) => Contract::V0_1,
             Pre::V2(_) => Contract::V0_2,
+            Pre::V3(_) => Contract::V0_3,
         }
     }
 
@@ -50,6 +57,7 @@ impl Pre {
         Ok(match self {
             Pre::V1(pre) => Guest::V1(pre.instantiate_async(store).await?),
             Pre::V2(pre) => Guest::V2(pre.instantiate_async(store).await?),
+            Pre::V3(pre) => Guest::V3(pre.instantiate_async(store).await?),
         })
     }
 }
@@ -60,6 +68,7 @@ impl Guest {
         Ok(match self {
             Guest::V1(g) => g.call_describe(store).await?.into(),
             Guest::V2(g) => g.call_describe(store).await?.into(),
+            Guest::V3(g) => g.call_describe(store).await?.into(),
         })
     }
 
@@ -72,6 +81,11 @@ impl Guest {
         Ok(match self {
             Guest::V1(_) => Ok(Vec::new()),
             Guest::V2(g) => g
+                .call_select_related(store, parent)
+                .await?
+                .map(|list| list.into_iter().map(Into::into).collect())
+                .map_err(Into::into),
+            Guest::V3(g) => g
                 .call_select_related(store, parent)
                 .await?
                 .map(|list| list.into_iter().map(Into::into).collect())
@@ -100,6 +114,13 @@ impl Guest {
                     .map(Into::into)
                     .map_err(Into::into)
             }
+            Guest::V3(g) => {
+                let req = v3::ReconcileRequest::from(req.clone());
+                g.call_reconcile(store, &req)
+                    .await?
+                    .map(Into::into)
+                    .map_err(Into::into)
+            }
         })
     }
 
@@ -108,7 +129,7 @@ impl Guest {
         &self,
         store: &mut Store<State>,
         req: &FinalizeRequest,
-    ) -> wasmtime::Result<Result<FinalizeResponse, RawError>> {
+    ) -> wasmtime::Result<Result<RawFinalize, RawError>> {
         Ok(match self {
             Guest::V1(g) => {
                 let req = v1::FinalizeRequest::from(req.clone());
@@ -119,6 +140,13 @@ impl Guest {
             }
             Guest::V2(g) => {
                 let req = v2::FinalizeRequest::from(req.clone());
+                g.call_finalize(store, &req)
+                    .await?
+                    .map(Into::into)
+                    .map_err(Into::into)
+            }
+            Guest::V3(g) => {
+                let req = v3::FinalizeRequest::from(req.clone());
                 g.call_finalize(store, &req)
                     .await?
                     .map(Into::into)

@@ -1,9 +1,9 @@
-//! Checks a plugin's raw answer against the contract before the host trusts it.
+//! Checks a plugin's raw answer (a reconcile's or a finalize's) against the contract before the host trusts it.
 
 use serde_json::Value;
 
-use super::bindings::RawAnswer;
-use super::types::{PluginInfo, ReconcileResponse};
+use super::bindings::{RawAnswer, RawFinalize};
+use super::types::{FinalizeResponse, PluginInfo, ReconcileResponse};
 
 /// Why an answer was refused.
 pub(super) enum ContractBreach {
@@ -46,6 +46,34 @@ pub(super) fn check(
         children,
         status,
         requeue: raw.requeue,
+    })
+}
+
+/// Size-checks, parses and validates a finalize answer: its children and status by the same
+/// rules as a reconcile answer's.
+pub(super) fn check_finalize(
+    raw: RawFinalize,
+    info: &PluginInfo,
+    max_bytes: usize,
+) -> Result<FinalizeResponse, ContractBreach> {
+    let RawFinalize {
+        children,
+        status,
+        finalized,
+        requeue,
+    } = raw;
+    let given = children.is_some();
+    let as_answer = RawAnswer {
+        children: children.unwrap_or_default(),
+        status,
+        requeue,
+    };
+    let checked = check(as_answer, info, max_bytes)?;
+    Ok(FinalizeResponse {
+        children: given.then_some(checked.children),
+        status: checked.status,
+        finalized,
+        requeue: checked.requeue,
     })
 }
 

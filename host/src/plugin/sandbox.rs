@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use wasmtime::{Store, Trap};
 
-use super::bindings::{RawAnswer, RawError};
+use super::bindings::{RawAnswer, RawError, RawFinalize};
 use super::engine::{Engine, LoadError};
 use super::guest::{Guest, Pre};
 use super::limits::Limits;
@@ -241,10 +241,13 @@ impl Plugin {
         self.check_reconcile(answer)
     }
 
-    /// One cleanup step of a parent being deleted. Blocking, like `reconcile`.
+    /// One cleanup step of a parent being deleted. Blocking, like `reconcile`; the answer's
+    /// children and status (contract 0.3.0) are checked like a reconcile answer's.
     pub fn finalize(&self, req: &FinalizeRequest) -> Result<FinalizeResponse, CallError> {
-        self.run(async |store, guest| guest.finalize(store, req).await)?
-            .map_err(|e| self.plugin_error(e))
+        let answer = self.run(async |store, guest| guest.finalize(store, req).await)?;
+        let raw: RawFinalize = answer.map_err(|e| self.plugin_error(e))?;
+        response::check_finalize(raw, &self.inner.info, self.inner.limits.max_response_bytes)
+            .map_err(|breach| self.breach(breach))
     }
 
     /// Validates a raw reconcile answer (shared with [`super::ReusedInstance`]).
@@ -252,10 +255,16 @@ impl Plugin {
         &self,
         answer: Result<RawAnswer, RawError>,
     ) -> Result<ReconcileResponse, CallError> {
-        let plugin = self.inner.label.clone();
         let raw = answer.map_err(|e| self.plugin_error(e))?;
+        response::check(raw, &self.inner.info, self.inner.limits.max_response_bytes)
+            .map_err(|breach| self.breach(breach))
+    }
+
+    /// An answer that breaks the contract, as a call error naming the plugin.
+    fn breach(&self, breach: ContractBreach) -> CallError {
+        let plugin = self.inner.label.clone();
         let limit = self.inner.limits.max_response_bytes;
-        response::check(raw, &self.inner.info, limit).map_err(|refusal| match refusal {
+        match breach {
             ContractBreach::TooLarge(size) => CallError::ResponseTooLarge {
                 plugin,
                 size,
@@ -266,7 +275,7 @@ impl Plugin {
                 plugin,
                 reason: truncate_owned(reason, self.inner.limits.max_error_bytes),
             },
-        })
+        }
     }
 
     /// The plugin's own error, its message cut to the error cap.

@@ -1,4 +1,4 @@
-//! The host's view of the WIT contract (`wit/reconciler.wit`), in plain Rust.
+//! The host's view of the WIT contract (every version of `wit/`), in plain Rust.
 //!
 //! These types are what the rest of the host sees; the generated bindings stay
 //! private to the sandbox so that a WIT change touches one module.
@@ -111,13 +111,49 @@ pub struct FinalizeRequest {
     pub finalizer: String,
 }
 
-/// The outcome of one cleanup step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FinalizeResponse {
-    /// Cleanup done: remove the finalizer.
-    Complete,
-    /// Ask again after this long.
-    AgainAfter(Duration),
+/// One cleanup step's answer, already parsed and size-checked by the sandbox.
+///
+/// Contract 0.3.0 lets a cleanup step act: its children and status are judged, applied and
+/// pruned like a reconcile's while the finalizer is held. An older plugin's answer is one of
+/// [`FinalizeResponse::complete`] and [`FinalizeResponse::again_after`], which leave both alone.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FinalizeResponse {
+    /// The children the parent should have during cleanup (JSON objects, as in
+    /// [`ReconcileResponse::children`]); `None` leaves them as they are.
+    pub children: Option<Vec<serde_json::Value>>,
+    /// Desired status of the parent (a JSON object), if any.
+    pub status: Option<serde_json::Value>,
+    /// Cleanup done: the finalizer is removed once the rest is applied.
+    pub finalized: bool,
+    /// When to ask again while not finalized.
+    pub requeue: Requeue,
+}
+
+impl FinalizeResponse {
+    /// Cleanup done, nothing to apply (the 0.1.0 and 0.2.0 `complete`).
+    pub const fn complete() -> Self {
+        Self {
+            children: None,
+            status: None,
+            finalized: true,
+            requeue: Requeue::Done,
+        }
+    }
+
+    /// Not yet, ask again after `delay`, nothing to apply (the 0.1.0 and 0.2.0 `again-after`).
+    pub const fn again_after(delay: Duration) -> Self {
+        Self {
+            children: None,
+            status: None,
+            finalized: false,
+            requeue: Requeue::After(delay),
+        }
+    }
+
+    /// Whether the answer asks the host to write anything before the finalizer goes.
+    pub fn acts(&self) -> bool {
+        self.children.is_some() || self.status.is_some()
+    }
 }
 
 /// Whether retrying a failed reconcile can help.
@@ -139,17 +175,21 @@ pub enum Contract {
     /// `weir:reconciler@0.2.0`: related kinds and `select-related`.
     #[serde(rename = "0.2.0")]
     V0_2,
+    /// `weir:reconciler@0.3.0`: a `finalize` answer carries children and status.
+    #[serde(rename = "0.3.0")]
+    V0_3,
 }
 
 impl Contract {
     /// Every version this host loads, oldest first.
-    pub const ALL: [Contract; 2] = [Contract::V0_1, Contract::V0_2];
+    pub const ALL: [Contract; 3] = [Contract::V0_1, Contract::V0_2, Contract::V0_3];
 
     /// `major.minor.patch`.
     pub fn version(self) -> &'static str {
         match self {
             Contract::V0_1 => "0.1.0",
             Contract::V0_2 => "0.2.0",
+            Contract::V0_3 => "0.3.0",
         }
     }
 }

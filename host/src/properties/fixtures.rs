@@ -60,6 +60,7 @@ impl Case {
         if let Some(f) = self.finalize {
             expect["finalize"] = match f {
                 ExpectFinalize::Complete => json!("complete"),
+                ExpectFinalize::Pending => json!("pending"),
                 ExpectFinalize::AgainAfter(ms) => json!({ "againAfter": ms }),
             };
         }
@@ -84,20 +85,26 @@ impl Case {
     }
 
     /// Whether the format's documentation (`fixtures/mod.rs`) allows this case: `expect`
-    /// holds exactly one of outputs, `error` or `finalize`, each fitting the call.
+    /// holds `error` alone, or for a reconcile outputs, or for a finalize `finalize` with any
+    /// outputs (a cleanup step that acts).
     fn is_valid(&self) -> bool {
         let call = self.call.unwrap_or_default();
         let outputs = self.children.is_some() || self.status.is_some() || self.requeue.is_some();
-        let groups = [outputs, self.error.is_some(), self.finalize.is_some()];
         let error_ok = self.error.as_ref().is_none_or(|e| {
-            (e.refused || e.kind.is_some())
-                && !(e.refused && (e.kind == Some(ErrorKind::Transient) || call == Call::Finalize))
+            (e.refused || e.kind.is_some()) && !(e.refused && e.kind == Some(ErrorKind::Transient))
         });
-        let fits = match call {
+        let answer = match call {
+            Call::Reconcile => self.finalize.is_none() && outputs,
+            Call::Finalize => self.finalize.is_some(),
+        };
+        let alone = match call {
             Call::Reconcile => self.finalize.is_none(),
             Call::Finalize => !outputs,
         };
-        groups.iter().filter(|g| **g).count() == 1 && error_ok && fits
+        match &self.error {
+            Some(_) => !outputs && self.finalize.is_none() && error_ok && alone,
+            None => answer,
+        }
     }
 }
 
@@ -114,6 +121,7 @@ fn case() -> impl Strategy<Value = Case> {
     ];
     let finalize = prop_oneof![
         Just(ExpectFinalize::Complete),
+        Just(ExpectFinalize::Pending),
         (0..100_000u64).prop_map(ExpectFinalize::AgainAfter),
     ];
     let error = (

@@ -102,7 +102,7 @@ impl Reconciler for Recording {
         })
     }
     fn finalize(&self, _: &FinalizeRequest) -> Result<FinalizeResponse, PluginError> {
-        Ok(FinalizeResponse::Complete)
+        Ok(FinalizeResponse::complete())
     }
 }
 

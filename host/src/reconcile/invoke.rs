@@ -276,7 +276,7 @@ mod tests {
             })
         }
         fn finalize(&self, _: &FinalizeRequest) -> Result<FinalizeResponse, PluginError> {
-            Ok(FinalizeResponse::Complete)
+            Ok(FinalizeResponse::complete())
         }
     }
 

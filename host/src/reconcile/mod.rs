@@ -21,6 +21,9 @@ pub mod echoes;
 pub mod error;
 pub mod events;
 pub mod failed;
+mod finalize;
+#[cfg(test)]
+mod finalize_tests;
 pub mod finalizer;
 #[cfg(test)]
 mod given_tests;
@@ -53,7 +56,7 @@ use self::settle::{Applied, Outcome, Ran};
 use self::source::Informers;
 use crate::answer::{self, Inputs, Judged, ValidationPolicy, Verdict};
 use crate::metrics::Metrics;
-use crate::plugin::{FinalizeResponse, PluginInfo, ReconcileResponse, Requeue};
+use crate::plugin::{PluginInfo, ReconcileResponse, Requeue};
 
 /// Tuning of a controller.
 #[derive(Clone, Debug)]
@@ -336,12 +339,12 @@ impl Controller {
         given.related = self.select_related(b, key, &cached).await?;
         let (observed, related) = (&given.observed, &given.related);
 
-        // Deletion: finalize, then let the API server's GC remove the children.
+        // Deletion: finalize (its answer may act, as a reconcile's does), then let the API
+        // server's GC remove the children.
         if cached.is_deleting() {
             return self
-                .finalize(b, (&parent, &cached), observed, related)
-                .await
-                .map(Ran::Finalized);
+                .finalize(b, (parent, &cached), (&children, observed, related))
+                .await;
         }
         let (parent, cached) = self.ensure_finalizer(b, parent, cached).await?;
         given.parent = Some(cached.clone());
@@ -364,17 +367,10 @@ impl Controller {
             .await
             .map_err(ReconcileError::Plugin)?
             .map_err(|refused| ReconcileError::refused_answer(info, *refused))?;
-        if self.parts.config.sharded {
-            crate::shard::follow_parent(&mut desired, &cached);
-        }
-
         // ⑤ Apply what differs and prune what is gone.
-        // A name taken between the cache read and the create is refused like one the cache showed.
-        let mut writes = b.applier.apply(&desired).await.map_err(|e| match e {
-            apply::ApplyError::Foreign(refusal) => ReconcileError::refused(info, refusal, None),
-            e => ReconcileError::Apply(e),
-        })?;
-        writes.extend(b.applier.prune(&desired, &children, &info.children).await?);
+        let writes = self
+            .write_children(b, &cached, &mut desired, &children)
+            .await?;
         Ok(Ran::Applied(Applied {
             parent,
             writes,
@@ -382,7 +378,30 @@ impl Controller {
             status,
             finish: finish_of(requeue),
             now,
+            release: None,
         }))
+    }
+
+    /// ⑤ Applies the judged children that differ from the cache and prunes the `observed` ones
+    /// no longer wanted (the same writes for a reconcile's answer and a finalize's).
+    async fn write_children(
+        &self,
+        b: &Binding,
+        cached: &CachedObject,
+        desired: &mut [answer::DesiredChild],
+        observed: &[Arc<CachedObject>],
+    ) -> Result<Vec<apply::Change>, ReconcileError> {
+        let info = b.info();
+        if self.parts.config.sharded {
+            crate::shard::follow_parent(desired, cached);
+        }
+        // A name taken between the cache read and the create is refused like one the cache showed.
+        let mut writes = b.applier.apply(desired).await.map_err(|e| match e {
+            apply::ApplyError::Foreign(refusal) => ReconcileError::refused(info, refusal, None),
+            e => ReconcileError::Apply(e),
+        })?;
+        writes.extend(b.applier.prune(desired, observed, &info.children).await?);
+        Ok(writes)
     }
 
     /// Judges `answer`, `b`'s for `parent`, against `b`'s cache and the host's policy
@@ -457,35 +476,6 @@ impl Controller {
             }
         };
         Ok((Arc::new(written), cached))
-    }
-
-    /// The parent is being deleted: run the plugin's cleanup, then release the finalizer.
-    async fn finalize(
-        &self,
-        b: &Binding,
-        (parent, cached): (&DynamicObject, &CachedObject),
-        children: &[Arc<CachedObject>],
-        related: &[Arc<CachedObject>],
-    ) -> Result<Finish, ReconcileError> {
-        let Some(finalizer) = b.info().finalizer.clone() else {
-            return Ok(Finish::Done);
-        };
-        let finalizers = parent.metadata.finalizers.clone().unwrap_or_default();
-        if !finalizers.contains(&finalizer) {
-            return Ok(Finish::Done);
-        }
-        match b
-            .invoker
-            .finalize(cached, children, related, &finalizer)
-            .await
-            .map_err(ReconcileError::Finalize)?
-        {
-            FinalizeResponse::AgainAfter(d) => Ok(Finish::After(d)),
-            FinalizeResponse::Complete => {
-                b.parents.finalizers().remove(parent, &finalizer).await?;
-                Ok(Finish::Done)
-            }
-        }
     }
 }
 

@@ -66,7 +66,7 @@ impl Reconciler for Counting {
         })
     }
     fn finalize(&self, _: &FinalizeRequest) -> Result<FinalizeResponse, PluginError> {
-        Ok(FinalizeResponse::Complete)
+        Ok(FinalizeResponse::complete())
     }
 }
 

@@ -302,7 +302,7 @@ impl Lang {
     /// loads components built for 0.1.0).
     pub fn contract(self) -> Contract {
         match self {
-            Lang::Rust | Lang::Python | Lang::Js => Contract::V0_2,
+            Lang::Rust | Lang::Python | Lang::Js => Contract::V0_3,
         }
     }
 

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use weir::plugin::{
-    CallError, Engine, EngineConfig, ErrorKind, FinalizeRequest, FinalizeResponse, Limits, Plugin,
-    ReconcileRequest, Requeue, ReusedInstance,
+    CallError, Contract, Engine, EngineConfig, ErrorKind, FinalizeRequest, FinalizeResponse,
+    Limits, Plugin, ReconcileRequest, Requeue, ReusedInstance,
 };
 
 fn engine() -> &'static Engine {
@@ -222,7 +222,7 @@ fn the_plugins_own_error_keeps_its_kind_and_message() {
 }
 
 #[test]
-fn finalize_answers_complete_or_again_after() {
+fn a_0_1_0_finalize_answers_complete_or_again_after_and_carries_nothing_to_apply() {
     let finalize = |spec| {
         let req = request("going", spec);
         chaos().finalize(&FinalizeRequest {
@@ -232,11 +232,47 @@ fn finalize_answers_complete_or_again_after() {
             finalizer: "test.weir.dev/chaos".into(),
         })
     };
-    assert_eq!(finalize(json!({})).unwrap(), FinalizeResponse::Complete);
+    assert_eq!(finalize(json!({})).unwrap(), FinalizeResponse::complete());
+    let later = finalize(json!({"finalizeAfterMs": 250})).unwrap();
     assert_eq!(
-        finalize(json!({"finalizeAfterMs": 250})).unwrap(),
-        FinalizeResponse::AgainAfter(Duration::from_millis(250))
+        later,
+        FinalizeResponse::again_after(Duration::from_millis(250))
     );
+    assert!(!later.acts(), "children and status are left as they are");
+}
+
+#[test]
+fn a_0_2_0_finalize_answers_as_it_did_and_carries_nothing_to_apply() {
+    let plugin = engine()
+        .load_file(&built("scenario-0.2.0.wasm"), Limits::default())
+        .unwrap();
+    assert_eq!(plugin.contract(), Contract::V0_2);
+    let finalize = |spec| {
+        let parent = json!({
+            "apiVersion": "test.weir.dev/v1", "kind": "Scenario",
+            "metadata": {"name": "going", "namespace": "default", "uid": "uid-going",
+                "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["test.weir.dev/cleanup"]},
+            "spec": spec,
+        });
+        let page = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "page", "namespace": "default"}});
+        plugin
+            .finalize(&FinalizeRequest {
+                parent: parent.to_string(),
+                children: vec![page.to_string()],
+                related: vec![],
+                finalizer: "test.weir.dev/cleanup".into(),
+            })
+            .unwrap()
+    };
+    let pending = finalize(json!({"configMaps": ["page"], "finalizeAfterMs": 100}));
+    assert_eq!(
+        pending,
+        FinalizeResponse::again_after(Duration::from_millis(100))
+    );
+    assert!(!pending.acts(), "the child is left as it is, not pruned");
+    let done = finalize(json!({"configMaps": ["page"], "finalizeAfterMs": 100, "release": true}));
+    assert_eq!(done, FinalizeResponse::complete());
 }
 
 #[test]

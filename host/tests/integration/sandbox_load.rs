@@ -46,7 +46,7 @@ fn a_component_without_the_exports_is_the_wrong_contract() {
     assert!(matches!(err, LoadError::WrongContract { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
-        "plugin empty.wasm does not implement weir:reconciler@0.1.0 or 0.2.0: it does not export `describe`"
+        "plugin empty.wasm does not implement weir:reconciler@0.1.0 or 0.2.0 or 0.3.0: it does not export `describe`"
     );
 }
 
@@ -54,7 +54,7 @@ fn a_component_without_the_exports_is_the_wrong_contract() {
 fn a_component_built_against_another_contract_version_is_refused_by_name() {
     let wit = guests::contract().replace(
         "package weir:reconciler@0.1.0;",
-        "package weir:reconciler@0.3.0;",
+        "package weir:reconciler@0.4.0;",
     );
     let err = engine()
         .load_bytes(
@@ -66,17 +66,24 @@ fn a_component_built_against_another_contract_version_is_refused_by_name() {
     assert!(matches!(err, LoadError::WrongContract { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
-        "plugin future.wasm does not implement weir:reconciler@0.1.0 or 0.2.0: built against weir:reconciler@0.3.0"
+        "plugin future.wasm does not implement weir:reconciler@0.1.0 or 0.2.0 or 0.3.0: built against weir:reconciler@0.4.0"
     );
 }
 
 #[test]
-fn a_component_of_either_contract_version_is_linked_and_reaches_describe() {
-    let newer = std::fs::read_to_string(
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../wit/0.2.0/reconciler.wit"),
-    )
-    .unwrap();
-    for (version, wit) in [("0.1.0", guests::contract()), ("0.2.0", newer)] {
+fn a_component_of_any_contract_version_is_linked_and_reaches_describe() {
+    let wit = |version: &str| {
+        std::fs::read_to_string(
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join(format!("../wit/{version}/reconciler.wit")),
+        )
+        .unwrap()
+    };
+    for (version, wit) in [
+        ("0.1.0", guests::contract()),
+        ("0.2.0", wit("0.2.0")),
+        ("0.3.0", wit("0.3.0")),
+    ] {
         let err = engine()
             .load_bytes(
                 "dummy.wasm",

@@ -19,11 +19,22 @@
 //!
 //! Built with the `canary-fail` feature (`scenario-canary-fail.wasm`), it fails (permanent) for
 //! every parent whose name ends in `0`: a candidate version worse on a tenth of its inputs.
+//!
+//! Built against `weir:reconciler@0.1.0`; with the `contract-0-2` feature
+//! (`scenario-0.2.0.wasm`) against 0.2.0, declaring no related kinds: the same answers from a
+//! component of the next released contract, whose `finalize` must keep working as it did.
 
 #![expect(missing_docs, reason = "wit-bindgen generated code has no docs")]
 
+#[cfg(not(feature = "contract-0-2"))]
 wit_bindgen::generate!({
     path: "../../../wit",
+    world: "reconciler",
+});
+
+#[cfg(feature = "contract-0-2")]
+wit_bindgen::generate!({
+    path: "../../../wit/0.2.0",
     world: "reconciler",
 });
 
@@ -90,9 +101,16 @@ impl Guest for Scenario {
             version: "0.1.0".into(),
             parent: kind("test.weir.dev", "v1", "Scenario", "scenarios"),
             children: vec![kind("", "v1", "ConfigMap", "configmaps")],
+            #[cfg(feature = "contract-0-2")]
+            related: vec![],
             finalizer: Some("test.weir.dev/cleanup".into()),
             crd: Some(CRD.into()),
         }
+    }
+
+    #[cfg(feature = "contract-0-2")]
+    fn select_related(_parent: String) -> Result<Vec<Selection>, ReconcileError> {
+        Ok(Vec::new())
     }
 
     fn reconcile(request: ReconcileRequest) -> Result<ReconcileResponse, ReconcileError> {
