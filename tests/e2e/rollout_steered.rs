@@ -241,7 +241,7 @@ async fn host_from_cluster(env: &TestEnv, store: &Path) -> Result<Manager> {
 }
 
 /// Server-side apply of the Plugin `blog` with `spec`.
-async fn apply_plugin(plugins: &Api<Plugin>, spec: serde_json::Value) -> Result<()> {
+pub(crate) async fn apply_plugin(plugins: &Api<Plugin>, spec: serde_json::Value) -> Result<()> {
     let object = json!({
         "apiVersion": "weir.dev/v1alpha1", "kind": "Plugin",
         "metadata": {"name": "blog"}, "spec": spec,

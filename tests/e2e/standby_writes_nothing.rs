@@ -11,10 +11,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::Api;
-use kube::api::{Patch, PatchParams};
-use serde_json::{Value, json};
-use weir::cluster::Plugin;
+use serde_json::json;
 use weir::rollout::{Phase, PhaseStore, Request, canary_bucket};
 use weir_e2e::weir_run::WeirRun;
 use weir_e2e::{TestEnv, eventually, kinds, plugin, wait_ready};
@@ -24,6 +21,7 @@ use crate::plugin_resource::through_the_host::install_plugin_crd;
 use crate::plugin_resource::weir_push;
 use crate::rollout_canary::follow_versions;
 use crate::rollout_shadow::labelled;
+use crate::rollout_steered::apply_plugin;
 
 const BLOGS: usize = 12;
 /// Generous: two debug processes on a loaded machine, and a 15 s lease to run out.
@@ -76,22 +74,6 @@ fn replica(env: &TestEnv, dir: &Path, kubeconfig: &Path, id: &str) -> Result<(We
 async fn holder(env: &TestEnv) -> Option<String> {
     let lease = env.typed::<Lease>().get_opt("weir-leader").await.ok()??;
     lease.spec?.holder_identity
-}
-
-/// Server-side apply of the Plugin `blog` with `spec`.
-async fn apply_plugin(plugins: &Api<Plugin>, spec: Value) -> Result<()> {
-    let object = json!({
-        "apiVersion": "weir.dev/v1alpha1", "kind": "Plugin",
-        "metadata": {"name": "blog"}, "spec": spec,
-    });
-    plugins
-        .patch(
-            "blog",
-            &PatchParams::apply("e2e-user").force(),
-            &Patch::Apply(&object),
-        )
-        .await?;
-    Ok(())
 }
 
 /// Waits until exactly `n` children carry v2.

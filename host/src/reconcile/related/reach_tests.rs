@@ -7,18 +7,9 @@ use std::sync::Arc;
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
 
+use super::tests::kind;
 use super::*;
 use crate::plugin::LabelSelector;
-
-fn kind(kind: &str, namespaced: bool) -> ResourceKind {
-    ResourceKind {
-        group: String::new(),
-        version: "v1".into(),
-        kind: kind.into(),
-        plural: format!("{}s", kind.to_lowercase()),
-        namespaced,
-    }
-}
 
 /// `reader`, reading ConfigMaps and Secrets.
 fn info() -> PluginInfo {

@@ -8,7 +8,8 @@ use super::*;
 use crate::answer::refusal_message;
 use crate::plugin::{LabelRequirement, LabelSelector, SelectorOperator};
 
-fn kind(kind: &str, namespaced: bool) -> ResourceKind {
+/// A core (`v1`) kind named `kind`, its plural `kind` lowercased with an `s`.
+pub(super) fn kind(kind: &str, namespaced: bool) -> ResourceKind {
     ResourceKind {
         group: String::new(),
         version: "v1".into(),
