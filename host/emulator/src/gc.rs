@@ -88,6 +88,19 @@ fn is_namespace(key: &ObjKey) -> bool {
     key.res.group.is_empty() && key.res.plural == "namespaces"
 }
 
+/// The collector's rule for a dependent none of whose owners exists: it is deleted. Called on
+/// every create and update, so a dependent a controller writes from a stale cache just after its
+/// owner went (an owner reference to a uid no longer served) is collected as kube-controller-
+/// manager's garbage collector would, not kept forever.
+pub fn collect_if_orphaned(store: &mut Store, key: &ObjKey) {
+    let Some(obj) = store.get(key) else { return };
+    let owners = object::owner_uids(&obj);
+    if owners.is_empty() || owners.iter().any(|u| store.key_of_uid(u).is_some()) {
+        return;
+    }
+    delete(store, key, Propagation::Background);
+}
+
 /// A Namespace's `spec.finalizers` (the `kubernetes` one is the namespace controller's).
 fn spec_finalizers(obj: &Value) -> Vec<String> {
     obj.pointer("/spec/finalizers")

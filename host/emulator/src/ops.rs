@@ -178,6 +178,7 @@ fn create_inner(
         crd::register(store, &body);
     }
     let stored = store.put(&key, to_storage(rt, body));
+    gc::collect_if_orphaned(store, &key);
     gc::settle(store);
     Ok(Outcome {
         object: (*stored).clone(),
@@ -451,6 +452,7 @@ fn commit(
         crd::register(store, &new);
     }
     let stored = store.put(key, new);
+    gc::collect_if_orphaned(store, key);
     gc::settle(store);
     Ok(Outcome {
         object: (*stored).clone(),

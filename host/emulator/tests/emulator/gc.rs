@@ -168,3 +168,26 @@ async fn a_json_patch_test_of_an_absent_field_against_null_passes_as_kube_runtim
     );
     assert_eq!(err.code, 422, "a present field still fails a null test");
 }
+
+#[tokio::test]
+async fn a_dependent_written_after_its_owner_went_is_collected() {
+    let em = emulator().await;
+    let api: Api<ConfigMap> = Api::default_namespaced(em.client());
+    let owner = configmap("owner").create(&api).await;
+    api.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    // A controller writing from a cache that still shows the owner: the reference names a uid
+    // nothing serves any more, and the collector deletes the dependent, as kube-controller-manager's does.
+    configmap("late").owned_by(&owner).create(&api).await;
+    assert!(
+        gone(&api, "late").await,
+        "a dependent of a gone owner is collected"
+    );
+    let alive = configmap("alive").create(&api).await;
+    configmap("kept").owned_by(&alive).create(&api).await;
+    assert!(
+        !gone(&api, "kept").await,
+        "a dependent of a live owner stays"
+    );
+}
