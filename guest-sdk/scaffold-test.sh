@@ -22,6 +22,8 @@
 # default 300) bounds each wait of the watch step.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=watch-message.sh
+. "$root/guest-sdk/watch-message.sh"
 langs=("$@")
 [[ ${#langs[@]} -gt 0 ]] || langs=(rust python js)
 if [[ -z "${WEIR:-}" ]]; then
@@ -97,24 +99,12 @@ watch_step() {
   limit=$(limit_now)
   edit_reconciler "$lang" "$project" || return 1
   saved=$(date +%s.%N)
-  # One kubectl watching the ConfigMap, not one started per poll: a kubectl every 0.2 s takes a
-  # good share of the two cores the build needs, and the figure would measure kubectl. The
-  # watch lists the current data first, so a change made before it starts is seen too.
-  local watch watch_pid message seen=
-  exec {watch}< <(exec timeout "$timeout" kubectl --kubeconfig "$kc" get configmap hello --watch \
-    -o 'jsonpath={.data.message}{"\n"}' 2>/dev/null)
-  watch_pid=$!
-  while IFS= read -r -u "$watch" message; do
-    [[ "$message" == "$before!" ]] && { seen=1; break; }
-  done
-  now=$(date +%s.%N)
-  kill "$watch_pid" 2>/dev/null || true
-  exec {watch}<&-
-  if [[ -z "$seen" ]]; then
+  if ! watch_message "$kc" "$before!" "$timeout"; then
     kill -0 "$dev_pid" 2>/dev/null || { echo "weir dev exited"; return 1; }
     echo "the ConfigMap kept '$before' $timeout s after the save"
     return 1
   fi
+  now=$(date +%s.%N)
   save_to_cluster=$(awk -v a="$saved" -v b="$now" 'BEGIN { printf "%.1f", b - a }')
   echo "== $lang: save to cluster ${save_to_cluster} s, limit $limit (ConfigMap hello: '$before' -> '$before!')"
   stop_dev

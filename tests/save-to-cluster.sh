@@ -17,6 +17,8 @@
 # guest-sdk/js): run that once first. WEIR=path/to/weir uses that binary instead of target/debug/weir.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=../guest-sdk/watch-message.sh
+. "$root/guest-sdk/watch-message.sh"
 langs=("$@")
 [[ ${#langs[@]} -gt 0 ]] || langs=(rust python js)
 if [[ -z "${WEIR:-}" ]]; then
@@ -40,21 +42,6 @@ wait_message() {
     (( $(date +%s) < deadline )) || { echo "timed out waiting for message '$2'" >&2; return 1; }
     sleep 0.05
   done
-}
-# Waits (at most $3 s) until the existing ConfigMap holds $2, with one watching kubectl: a
-# kubectl started every 50 ms would take a share of the two cores the build needs, and the
-# figures would measure kubectl. The watch lists the current data first.
-watch_message() {
-  local watch pid line seen=
-  exec {watch}< <(exec timeout "$3" kubectl --kubeconfig "$1" get configmap hello --watch \
-    -o 'jsonpath={.data.message}{"\n"}' 2>/dev/null)
-  pid=$!
-  while IFS= read -r -u "$watch" line; do
-    [[ "$line" == "$2" ]] && { seen=1; break; }
-  done
-  kill "$pid" 2>/dev/null || true
-  exec {watch}<&-
-  [[ -n "$seen" ]] || { echo "timed out waiting for message '$2'" >&2; return 1; }
 }
 # The median of the numbers given (blank when there are none).
 median() {
@@ -110,7 +97,8 @@ for lang in "${langs[@]}"; do
     lines=$(wc -l <"$log")
     save_edit "$n"
     saved=$(now)
-    watch_message "$kubeconfig" "Hello from Greeting$(printf '!%.0s' $(seq 1 "$n"))" 300 || { cat "$log"; exit 1; }
+    want="Hello from Greeting$(printf '!%.0s' $(seq 1 "$n"))"
+    watch_message "$kubeconfig" "$want" 300 || { echo "timed out waiting for message '$want'" >&2; cat "$log"; exit 1; }
     seen=$(now)
     sleep 0.5 # the rest of this cycle's lines
     cycle=$(tail -n +"$((lines + 1))" "$log" | sed 's/\x1b\[[0-9;]*m//g') # without the log's colours

@@ -24,6 +24,8 @@ use weir::plugin::{Engine, EngineConfig, Limits, Plugin};
 use weir::rollout::RolloutConfig;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
+mod resident;
+
 const ROUNDS: usize = 5;
 
 fn root() -> PathBuf {
@@ -32,12 +34,7 @@ fn root() -> PathBuf {
 
 /// Resident set of this process, in MiB.
 fn rss_mib() -> f64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or(0.0, |kb| kb / 1024.0)
+    resident::rss_bytes() as f64 / (1024.0 * 1024.0)
 }
 
 /// Mean reconcile time of `plugin` so far, in ms, from the exported histogram.

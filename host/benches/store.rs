@@ -18,16 +18,8 @@ use serde_json::{Value, json};
 use weir::plugin::ResourceKind;
 use weir::reconcile::cache::{CachedObject, Incoming, Store};
 
-/// This process's resident set, from `/proc/self/statm` (0 where it cannot be read).
-fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0);
-    pages * 4096
-}
+mod resident;
+use resident::rss_bytes;
 
 fn uid(kind: u8, i: usize) -> String {
     format!("{kind:08x}-0000-4000-8000-{i:012x}")

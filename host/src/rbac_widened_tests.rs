@@ -7,27 +7,17 @@ use super::*;
 use crate::plugin::{LabelSelector, ResourceKind};
 use crate::policy::Grant;
 
-fn kind(group: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceKind {
-    ResourceKind {
-        group: group.into(),
-        version: "v1".into(),
-        kind: kind.into(),
-        plural: plural.into(),
-        namespaced,
-    }
-}
-
 /// A propagator: a cluster-scoped parent of its own CRD writing ConfigMaps, reading
 /// ConfigMaps and Namespaces.
 fn propagator() -> PluginInfo {
     PluginInfo {
         name: "propagator".into(),
         version: "1".into(),
-        parent: kind("test.weir.dev", "Propagation", "propagations", false),
-        children: vec![kind("", "ConfigMap", "configmaps", true)],
+        parent: ResourceKind::of_v1("test.weir.dev", "Propagation", "propagations", false),
+        children: vec![ResourceKind::of_v1("", "ConfigMap", "configmaps", true)],
         related: vec![
-            kind("", "ConfigMap", "configmaps", true),
-            kind("", "Namespace", "namespaces", false),
+            ResourceKind::of_v1("", "ConfigMap", "configmaps", true),
+            ResourceKind::of_v1("", "Namespace", "namespaces", false),
         ],
         finalizer: None,
         crd: Some(

@@ -10,28 +10,18 @@ use crate::answer::Grant;
 use crate::answer::tests::judge_children;
 use crate::plugin::LabelSelector;
 
-fn kind(group: &str, kind: &str, plural: &str, namespaced: bool) -> ResourceKind {
-    ResourceKind {
-        group: group.into(),
-        version: "v1".into(),
-        kind: kind.into(),
-        plural: plural.into(),
-        namespaced,
-    }
-}
-
 /// `propagator` with a cluster-scoped (or namespaced) parent, writing ConfigMaps.
 fn info(cluster_scoped: bool) -> PluginInfo {
     PluginInfo {
         name: "propagator".into(),
         version: "1".into(),
-        parent: kind(
+        parent: ResourceKind::of_v1(
             "test.weir.dev",
             "Propagation",
             "propagations",
             !cluster_scoped,
         ),
-        children: vec![kind("", "ConfigMap", "configmaps", true)],
+        children: vec![ResourceKind::of_v1("", "ConfigMap", "configmaps", true)],
         related: vec![],
         finalizer: None,
         crd: None,

@@ -183,48 +183,6 @@ impl From<types::FinalizeRequest> for v1::FinalizeRequest {
     }
 }
 
-impl From<types::ReconcileRequest> for v2::ReconcileRequest {
-    fn from(r: types::ReconcileRequest) -> Self {
-        Self {
-            parent: r.parent,
-            children: r.children,
-            related: r.related,
-        }
-    }
-}
-
-impl From<types::FinalizeRequest> for v2::FinalizeRequest {
-    fn from(r: types::FinalizeRequest) -> Self {
-        Self {
-            parent: r.parent,
-            children: r.children,
-            related: r.related,
-            finalizer: r.finalizer,
-        }
-    }
-}
-
-impl From<types::ReconcileRequest> for v3::ReconcileRequest {
-    fn from(r: types::ReconcileRequest) -> Self {
-        Self {
-            parent: r.parent,
-            children: r.children,
-            related: r.related,
-        }
-    }
-}
-
-impl From<types::FinalizeRequest> for v3::FinalizeRequest {
-    fn from(r: types::FinalizeRequest) -> Self {
-        Self {
-            parent: r.parent,
-            children: r.children,
-            related: r.related,
-            finalizer: r.finalizer,
-        }
-    }
-}
-
 impl From<v1::PluginInfo> for types::PluginInfo {
     fn from(i: v1::PluginInfo) -> Self {
         Self {
@@ -239,9 +197,30 @@ impl From<v1::PluginInfo> for types::PluginInfo {
     }
 }
 
-/// Related kinds and selections, alike in 0.2.0 and 0.3.0.
+/// Requests with related objects, related kinds and selections, alike in 0.2.0 and 0.3.0.
 macro_rules! related_conversions {
     ($v:ident) => {
+        impl From<types::ReconcileRequest> for $v::ReconcileRequest {
+            fn from(r: types::ReconcileRequest) -> Self {
+                Self {
+                    parent: r.parent,
+                    children: r.children,
+                    related: r.related,
+                }
+            }
+        }
+
+        impl From<types::FinalizeRequest> for $v::FinalizeRequest {
+            fn from(r: types::FinalizeRequest) -> Self {
+                Self {
+                    parent: r.parent,
+                    children: r.children,
+                    related: r.related,
+                    finalizer: r.finalizer,
+                }
+            }
+        }
+
         impl From<$v::PluginInfo> for types::PluginInfo {
             fn from(i: $v::PluginInfo) -> Self {
                 Self {

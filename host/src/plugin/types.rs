@@ -24,6 +24,18 @@ pub struct ResourceKind {
 }
 
 impl ResourceKind {
+    /// A kind of version `v1` in `group`, for tests.
+    #[cfg(test)]
+    pub(crate) fn of_v1(group: &str, kind: &str, plural: &str, namespaced: bool) -> Self {
+        Self {
+            group: group.into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced,
+        }
+    }
+
     /// `group/version`, or just `version` for the core group, as in `apiVersion`.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

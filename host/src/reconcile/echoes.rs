@@ -28,6 +28,7 @@ use tokio::time::Instant;
 
 use super::cache::{CachedObject, key_of};
 use super::queue::{Cause, ObjectKey, Queue};
+use super::sweeps::Sweeps;
 
 /// How long a write waits for its echo; a later echo counts as an outside change.
 pub const WRITE_TTL: Duration = Duration::from_secs(60);
@@ -71,19 +72,15 @@ impl Trail {
 #[derive(Default)]
 struct State {
     objects: HashMap<(String, ObjectKey), Trail>,
-    swept: Option<Instant>,
+    swept: Sweeps,
 }
 
 impl State {
     /// Drops expired entries, at most once per [`SWEEP_EVERY`].
     fn sweep(&mut self, now: Instant) {
-        if self
-            .swept
-            .is_some_and(|t| now.saturating_duration_since(t) < SWEEP_EVERY)
-        {
+        if !self.swept.due(now.into_std(), SWEEP_EVERY) {
             return;
         }
-        self.swept = Some(now);
         self.objects.retain(|_, trail| {
             trail
                 .wrote

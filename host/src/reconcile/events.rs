@@ -20,6 +20,8 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
+use super::sweeps::Sweeps;
+
 /// How long a sent Event is remembered: a repeat within it is counted in its series.
 const REMEMBERED: Duration = Duration::from_secs(6 * 60);
 /// Expired entries are forgotten at most this often.
@@ -49,7 +51,7 @@ struct Sent {
 #[derive(Default)]
 struct State {
     sent: HashMap<u64, Sent>,
-    swept: Option<Instant>,
+    swept: Sweeps,
 }
 
 /// The Events of one reporter (see the module documentation).
@@ -179,13 +181,9 @@ impl Events {
 impl State {
     /// Forgets Events older than [`REMEMBERED`], at most once per [`SWEEP_EVERY`].
     fn sweep(&mut self, now: Instant) {
-        if self
-            .swept
-            .is_some_and(|t| now.saturating_duration_since(t) < SWEEP_EVERY)
-        {
+        if !self.swept.due(now, SWEEP_EVERY) {
             return;
         }
-        self.swept = Some(now);
         self.sent
             .retain(|_, s| now.saturating_duration_since(s.at) < REMEMBERED);
     }

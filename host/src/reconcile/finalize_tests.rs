@@ -106,8 +106,8 @@ async fn serve(plugin: Arc<ScaleDown>) -> (Emulator, Client, Arc<Controller>) {
     (emulator, client, controller)
 }
 
-/// Creates Service `name` in `default` and waits for its ConfigMap at 3 replicas.
-async fn service_with_pods(client: &Client, name: &str) -> Api<DynamicObject> {
+/// Creates Service `name` in `default`; the Services' API.
+async fn create_service(client: &Client, name: &str) -> Api<DynamicObject> {
     let services = Api::<DynamicObject>::namespaced_with(
         client.clone(),
         "default",
@@ -123,6 +123,12 @@ async fn service_with_pods(client: &Client, name: &str) -> Api<DynamicObject> {
         .create(&PostParams::default(), &service)
         .await
         .unwrap_or_else(|e| panic!("{e}"));
+    services
+}
+
+/// Creates Service `name` in `default` and waits for its ConfigMap at 3 replicas.
+async fn service_with_pods(client: &Client, name: &str) -> Api<DynamicObject> {
+    let services = create_service(client, name).await;
     let cms = config_maps(client, "default");
     let pods = format!("{name}-pods");
     until("the ConfigMap at 3 replicas", || async {
@@ -186,21 +192,7 @@ async fn a_child_a_reconcile_could_not_have_is_refused_in_a_cleanup_answer_too()
     let (_emulator, client, controller) = serve(plugin.clone()).await;
     // The reconcile's child is refused alike: the Service never gets its ConfigMap, but it
     // gets its finalizer, and its condition says why.
-    let services = Api::<DynamicObject>::namespaced_with(
-        client.clone(),
-        "default",
-        &namespaced("", "Service", "services").api_resource(),
-    );
-    let service: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "web", "namespace": "default"},
-        "spec": {"ports": [{"port": 80}]},
-    }))
-    .unwrap_or_else(|e| panic!("{e}"));
-    services
-        .create(&PostParams::default(), &service)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let services = create_service(&client, "web").await;
     let refused_reconcile = until("the reconcile's refusal", || async {
         reconciled(&services.get("web").await.ok()?).filter(|(reason, _)| reason == "Refused")
     })

@@ -35,6 +35,7 @@ mod settle;
 mod shadow_tests;
 pub mod source;
 pub mod status;
+mod sweeps;
 pub mod upgrade;
 
 use std::sync::{Arc, PoisonError, RwLock};
