@@ -12,7 +12,7 @@ use axum::response::Response;
 use crate::access::{self, Denied};
 use crate::auth::{TlsListener, User};
 use crate::config::RequestRecord;
-use crate::http_util::form_pairs;
+use crate::http_util::{form_pairs, no_delay};
 use crate::routes;
 use crate::shared::Shared;
 use crate::workload;
@@ -80,16 +80,6 @@ pub struct Serving {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
     workload: Option<tokio::task::JoinHandle<()>>,
-}
-
-/// Sends each write at once, as kube-apiserver does (Go sets `TCP_NODELAY` on every
-/// connection). Without it a watch event written right after another small write on the
-/// connection waits for the client's delayed ACK, about 40 ms on Linux: a controller's cache
-/// then lags its own creates by that much, and its next reconcile writes them again.
-pub(crate) fn no_delay(tcp: &mut tokio::net::TcpStream) {
-    if let Err(e) = tcp.set_nodelay(true) {
-        tracing::debug!(error = %e, "TCP_NODELAY not set");
-    }
 }
 
 impl Serving {

@@ -16,6 +16,7 @@ use kube::api::DynamicObject;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
+use super::live::LiveObjects;
 use super::policy::ValidationPolicy;
 use super::refusal::Refusal;
 use crate::key::ObjectKey;
@@ -34,19 +35,6 @@ pub const MAX_CHILD_BYTES: usize = 1 << 20;
 pub const MAX_STATUS_BYTES: usize = 1 << 20;
 /// The Secret type the API server fills with a token of the ServiceAccount the Secret names.
 pub const SERVICE_ACCOUNT_TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
-
-/// The live objects the checks look a desired child's name up in (ownership of a name): the
-/// controller's cache, or the observed objects of a `weir test` fixture.
-pub trait LiveObjects {
-    /// The object of this kind under this key, if one exists.
-    fn get(&self, api_version: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>>;
-}
-
-impl<T: LiveObjects + ?Sized> LiveObjects for Arc<T> {
-    fn get(&self, api_version: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
-        (**self).get(api_version, kind, key)
-    }
-}
 
 /// The UID of `obj`'s controller (the owner reference with `controller: true`), if any.
 pub fn controller_uid(obj: &DynamicObject) -> Option<&str> {

@@ -17,6 +17,7 @@
 mod check;
 mod drift;
 mod failure;
+mod live;
 mod policy;
 mod redact;
 mod refusal;
@@ -26,11 +27,12 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 
 pub use self::check::{
-    DesiredChild, LiveObjects, MANIFEST_HASH_ANNOTATION, MAX_CHILD_BYTES, MAX_CHILDREN,
+    DesiredChild, MANIFEST_HASH_ANNOTATION, MAX_CHILD_BYTES, MAX_CHILDREN,
     MAX_STATUS_BYTES, PARENT_UID_LABEL, SERVICE_ACCOUNT_TOKEN_TYPE, controller_uid, is_valid_name,
 };
 pub use self::drift::{holds, live_holds};
 pub use self::failure::{FailureCause, PluginError};
+pub use self::live::LiveObjects;
 pub use self::policy::{DEFAULT_SECRET_TYPES, Grant, ValidationPolicy};
 pub use self::redact::{DATA_HASH, LAST_APPLIED, data_hash, for_plugin, redacted};
 pub use self::refusal::{Refusal, refusal_message};

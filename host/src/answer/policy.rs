@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::check::LiveObjects;
+use super::live::LiveObjects;
 use crate::key::ObjectKey;
 use crate::plugin::LabelSelector;
 

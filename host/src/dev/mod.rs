@@ -10,6 +10,7 @@
 //! runs its fixtures and swaps the new component in only if they pass.
 
 mod examples;
+mod model;
 mod screen;
 mod view;
 mod watch;

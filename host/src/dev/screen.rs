@@ -15,7 +15,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Cell, Paragraph, Row, Table};
 use ratatui::{Frame, Terminal};
 
-use super::view::Model;
+use super::model::Model;
 
 /// Most parents listed before the rest are summarised.
 const MAX_PARENTS: usize = 30;

@@ -4,6 +4,8 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 use super::*;
+use crate::dev::model::*;
+use crate::reconcile::error::ResultLabel;
 use crate::manager::Write as Wrote;
 
 fn parent(ready: &str, children: &[&str]) -> ParentRow {

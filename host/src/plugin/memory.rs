@@ -1,6 +1,6 @@
 //! What loaded plugins keep in memory, for `/metrics`: compiled code per plugin, idle instance slots.
 //!
-//! Each loaded plugin is counted in its engine's [`Ledger`] while any handle to it lives; the
+//! Each loaded plugin is counted in its engine's ledger (`ledger.rs`) while any handle to it lives; the
 //! gauges are read at each scrape, so they need no updating on load, swap or unload.
 //! - `weir_plugin_code_bytes{plugin}`: the compiled code of the plugin's live versions. Code
 //!   loaded from the precompiled cache is a mapping of the artifact file: shared with the page
@@ -10,8 +10,6 @@
 //!   than give back). The pool reuses the least recently used slot before a fresh one, so this
 //!   stays within the host's peak of concurrent calls, whatever the number of plugins.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
@@ -19,48 +17,6 @@ use prometheus_client::metrics::gauge::ConstGauge;
 
 use super::engine::Engine;
 use crate::metrics::PluginLabels;
-
-/// The plugins an engine has loaded and the code each keeps.
-#[derive(Default)]
-pub(super) struct Ledger {
-    loaded: Mutex<Vec<Entry>>,
-}
-
-struct Entry {
-    plugin: String,
-    sha256: String,
-    code_bytes: u64,
-    alive: Weak<()>,
-}
-
-impl Ledger {
-    /// Counts a loaded plugin until the returned token is dropped (with the plugin).
-    pub(super) fn count(&self, plugin: &str, sha256: &str, code_bytes: u64) -> Arc<()> {
-        let token = Arc::new(());
-        let mut loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
-        loaded.retain(|e| e.alive.strong_count() > 0);
-        loaded.push(Entry {
-            plugin: plugin.to_owned(),
-            sha256: sha256.to_owned(),
-            code_bytes,
-            alive: Arc::downgrade(&token),
-        });
-        token
-    }
-
-    /// Compiled code bytes per plugin name, each component counted once.
-    pub(super) fn code_bytes(&self) -> BTreeMap<String, u64> {
-        let loaded = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut seen = std::collections::HashSet::new();
-        let mut bytes = BTreeMap::new();
-        for e in loaded.iter().filter(|e| e.alive.strong_count() > 0) {
-            if seen.insert((&e.plugin, &e.sha256)) {
-                *bytes.entry(e.plugin.clone()).or_default() += e.code_bytes;
-            }
-        }
-        bytes
-    }
-}
 
 /// The gauges of [`Engine`]'s plugins, registered with
 /// [`crate::metrics::Metrics::plugin_memory`].

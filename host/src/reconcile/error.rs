@@ -6,6 +6,7 @@
 //! label and the queue's decision (kube-runtime splits `reconcile` and `error_policy` the same way).
 
 use super::apply::ApplyError;
+use super::finalizer::FinalizerError;
 use super::invoke::PluginError;
 use super::queue::Finish;
 use super::status::StatusError;
@@ -39,6 +40,12 @@ pub enum ReconcileError {
     /// The plugin's cleanup of a parent being deleted failed.
     #[error("finalize failed: {0}")]
     Finalize(PluginError),
+}
+
+impl From<FinalizerError> for ReconcileError {
+    fn from(e: FinalizerError) -> Self {
+        ReconcileError::Parent(e.into())
+    }
 }
 
 impl ReconcileError {

@@ -25,12 +25,24 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::echoes::Echoes;
-use super::status::StatusError;
 use crate::metrics::Metrics;
 use crate::plugin::ResourceKind;
 
 /// How long an added finalizer waits for the cache to show it before it may be written again.
 pub const ECHO_TTL: Duration = Duration::from_secs(60);
+
+/// Adding or removing a parent's finalizer failed.
+#[derive(Debug, thiserror::Error)]
+#[error("updating the finalizers of {kind} {name}")]
+pub struct FinalizerError {
+    /// Parent kind.
+    pub kind: String,
+    /// Parent `namespace/name`.
+    pub name: String,
+    /// The API error.
+    #[source]
+    pub source: kube::Error,
+}
 
 /// Adds and removes one plugin's finalizer on its parents.
 pub struct Finalizers {
@@ -68,7 +80,7 @@ impl Finalizers {
         &self,
         parent: &DynamicObject,
         finalizer: &str,
-    ) -> Result<Option<DynamicObject>, StatusError> {
+    ) -> Result<Option<DynamicObject>, FinalizerError> {
         let uid = parent.metadata.uid.clone().unwrap_or_default();
         if self.is_awaiting(&uid) {
             tracing::debug!(
@@ -94,7 +106,7 @@ impl Finalizers {
     }
 
     /// Removes `finalizer` from `parent` (its cleanup is done), leaving every other finalizer.
-    pub async fn remove(&self, parent: &DynamicObject, finalizer: &str) -> Result<(), StatusError> {
+    pub async fn remove(&self, parent: &DynamicObject, finalizer: &str) -> Result<(), FinalizerError> {
         let uid = parent.metadata.uid.clone().unwrap_or_default();
         let cached = parent.metadata.finalizers.as_deref().unwrap_or_default();
         self.patch(parent, remove_patch(&uid, cached, finalizer))
@@ -119,8 +131,8 @@ impl Finalizers {
         &self,
         parent: &DynamicObject,
         ops: Value,
-    ) -> Result<DynamicObject, StatusError> {
-        let failed = |source| StatusError::Finalizer {
+    ) -> Result<DynamicObject, FinalizerError> {
+        let failed = |source| FinalizerError {
             kind: self.kind.kind.clone(),
             name: super::cache::key_of(parent).to_string(),
             source,

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::echoes::Echoes;
 use super::events::{Events, Note};
-use super::finalizer::Finalizers;
+use super::finalizer::{FinalizerError, Finalizers};
 use crate::answer::merge_diff;
 use crate::chain::Chain;
 use crate::metrics::Metrics;
@@ -35,16 +35,8 @@ pub enum StatusError {
         source: kube::Error,
     },
     /// Adding or removing the finalizer failed.
-    #[error("updating the finalizers of {kind} {name}")]
-    Finalizer {
-        /// Parent kind.
-        kind: String,
-        /// Parent `namespace/name`.
-        name: String,
-        /// The API error.
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Finalizer(#[from] FinalizerError),
 }
 
 /// Writes to one plugin's parents: status, Events, and (through [`Finalizers`]) the finalizer.

@@ -63,8 +63,8 @@ use serde::{Deserialize, Serialize};
 pub use self::compare::{Diff, DiffKind, Normalised, Outcome, compare};
 pub use self::judge::{DiffReport, Rollout, RolloutStatus, canary_bucket};
 pub use self::resume::{Resumable, Resume};
-pub use self::steer::{Request, RolloutArgs};
-pub use self::store::{Kept, PhaseStore, StoredPhase};
+pub use self::steer::RolloutArgs;
+pub use self::store::{Kept, PhaseStore, Request, StoredPhase};
 
 /// Where a candidate stands.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,51 +7,10 @@
 //! more) is answered with the reason.
 
 use std::path::PathBuf;
-use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use super::Phase;
-use super::store::{Kept, PhaseStore, StoreError, StoredPhase, config_map_name};
-
-/// What an operator asks of a rollout in progress.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Request {
-    /// The candidate serves every parent now, whatever the phase.
-    Promote,
-    /// The phase stops stepping forward by itself (a failing candidate is still rolled back).
-    Pause,
-    /// The phase steps forward again.
-    Resume,
-    /// The candidate is dropped: the serving version answers every parent again, and the same
-    /// bytes are not rolled out again (as after an automatic rollback).
-    Abort,
-}
-
-impl Request {
-    /// The word kept in the ConfigMap.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Request::Promote => "promote",
-            Request::Pause => "pause",
-            Request::Resume => "resume",
-            Request::Abort => "abort",
-        }
-    }
-}
-
-impl FromStr for Request {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Ok(match s {
-            "promote" => Request::Promote,
-            "pause" => Request::Pause,
-            "resume" => Request::Resume,
-            "abort" => Request::Abort,
-            other => return Err(format!("not a rollout request: {other}")),
-        })
-    }
-}
+use super::store::{Kept, PhaseStore, REFUSED, Request, StoreError, StoredPhase, config_map_name};
 
 /// Why `weir rollout` could not do what was asked.
 #[derive(Debug, thiserror::Error)]
@@ -252,9 +211,6 @@ pub async fn ask(
         waited: wait,
     })
 }
-
-/// How the leader's answer to a request it could not carry out begins.
-pub const REFUSED: &str = "refused: ";
 
 #[cfg(test)]
 mod tests {

@@ -18,6 +18,7 @@
 //! needs no address of the leader and works whichever replica leads. The ConfigMap carries the
 //! label [`ROLLOUT_LABEL`] (the plugin's name), which the leader's watch selects on.
 
+use std::str::FromStr;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, ObjectReference};
@@ -27,8 +28,50 @@ use kube::{Client, Resource};
 use serde_json::json;
 
 use super::Phase;
-use super::steer::{REFUSED, Request};
 use crate::chain::Chain;
+
+/// What an operator asks of a rollout in progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// The candidate serves every parent now, whatever the phase.
+    Promote,
+    /// The phase stops stepping forward by itself (a failing candidate is still rolled back).
+    Pause,
+    /// The phase steps forward again.
+    Resume,
+    /// The candidate is dropped: the serving version answers every parent again, and the same
+    /// bytes are not rolled out again (as after an automatic rollback).
+    Abort,
+}
+
+impl Request {
+    /// The word kept in the ConfigMap.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Request::Promote => "promote",
+            Request::Pause => "pause",
+            Request::Resume => "resume",
+            Request::Abort => "abort",
+        }
+    }
+}
+
+impl FromStr for Request {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "promote" => Request::Promote,
+            "pause" => Request::Pause,
+            "resume" => Request::Resume,
+            "abort" => Request::Abort,
+            other => return Err(format!("not a rollout request: {other}")),
+        })
+    }
+}
+
+/// How the leader's answer to a request it could not carry out begins.
+pub const REFUSED: &str = "refused: ";
 
 /// The label of every rollout ConfigMap; its value is the plugin's name.
 pub const ROLLOUT_LABEL: &str = "weir.dev/rollout";

@@ -114,7 +114,7 @@ impl TlsListener {
                         continue;
                     }
                 };
-                crate::server::no_delay(&mut tcp);
+                crate::http_util::no_delay(&mut tcp);
                 let acceptor = acceptor.clone();
                 let tx = tx.clone();
                 tokio::spawn(async move {

@@ -1,0 +1,258 @@
+//! One attempt at a Plugin's spec: fetch, load, then serve it or refuse it (with a retry when the failure is transient), and the status that says which.
+
+use std::time::Instant;
+
+use tracing::{info, warn};
+
+use super::{CONFLICT, Run, file_of};
+use crate::chain::Chain;
+use crate::cluster::fetch::{FetchError, Fetched, fetch, fetch_config_map, pull_credentials};
+use crate::cluster::oci::parse_reference;
+use crate::cluster::status::{self, Attempt, Serving};
+use crate::cluster::{Credentials, Plugin};
+use crate::hotload::dir::{FileRefusal, KindKey, Loaded, PluginEvent};
+use crate::hotload::{Loader, Result};
+
+impl<L: Loader + Sync> Run<L> {
+
+    pub(super) async fn attempt(&mut self, name: &str) {
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        let object = entry.object.clone();
+        entry.attempted = Some(object.spec.clone());
+        entry.attempt = Attempt::Pending;
+        let fetched = match self.fetch(&object).await {
+            Ok(fetched) => fetched,
+            Err(e) => {
+                let message = format!("Plugin {name}: {}", Chain(&e));
+                return self.refuse(name, e.reason(), message, e.is_transient());
+            }
+        };
+        if fetched.pulled {
+            info!(plugin = name, digest = %fetched.digest, "component pulled and stored");
+        }
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        if entry
+            .serving
+            .as_ref()
+            .is_some_and(|(_, digest)| *digest == fetched.digest)
+        {
+            entry.attempt = Attempt::Loaded;
+            entry.retry = None;
+            return;
+        }
+        let (loader, path, sha256) = (
+            self.loader.clone(),
+            fetched.component.path.clone(),
+            fetched.component.sha256.clone(),
+        );
+        self.catalog.set_loading(Some(path.clone()));
+        let started = Instant::now();
+        let loaded =
+            tokio::task::spawn_blocking(move || loader.load_verified(&path, &sha256)).await;
+        self.catalog.set_loading(None);
+        self.metrics.loaded_in(started.elapsed().as_secs_f64());
+        match loaded {
+            Ok(Ok(plugin)) => {
+                info!(plugin = name, digest = %fetched.digest, took_ms = started.elapsed().as_millis(),
+                    "component loaded");
+                self.serve(name, plugin, fetched.digest);
+            }
+            Ok(Err(e)) => {
+                let reason = L::reason(&e);
+                let message = format!("Plugin {name} ({}): {}", fetched.digest, Chain(&e));
+                self.refuse(name, reason, message, reason == "DiscoveryFailed");
+            }
+            Err(e) => {
+                let message = format!("Plugin {name} ({}): the load panicked: {e}", fetched.digest);
+                self.refuse(name, "LoadFailed", message, false);
+            }
+        }
+    }
+
+    /// The Plugin's component on local disk; see the module docs for when the registry is asked.
+    pub(super) async fn fetch(&self, object: &Plugin) -> Result<Fetched, FetchError> {
+        let spec = &object.spec;
+        // The digest this very spec's tag resolved to (by this replica or another), when no
+        // digest is pinned: the tag is resolved once, and every replica serves that content.
+        let resolved = object
+            .status
+            .as_ref()
+            .filter(|_| spec.digest.is_none())
+            .filter(|s| s.observed_generation == object.metadata.generation)
+            .filter(|s| {
+                s.conditions
+                    .iter()
+                    .any(|c| c.type_ == "Loaded" && c.status == "True")
+            })
+            .and_then(|s| s.digest.clone());
+        match (&spec.source.oci, &spec.source.config_map) {
+            (Some(reference), None) => {
+                let parsed = parse_reference(reference)?;
+                let reference = match resolved {
+                    Some(digest) if parsed.digest().is_none() => {
+                        parsed.clone_with_digest(digest).whole()
+                    }
+                    _ => reference.clone(),
+                };
+                let credentials = match &spec.pull_secret {
+                    Some(secret) => pull_credentials(&self.client, secret, &reference).await?,
+                    None => Credentials::Anonymous,
+                };
+                fetch(
+                    &self.blobs,
+                    &reference,
+                    spec.digest.as_deref(),
+                    &credentials,
+                )
+                .await
+            }
+            (None, Some(key)) => {
+                fetch_config_map(&self.client, &self.blobs, key, spec.digest.as_deref()).await
+            }
+            _ => Err(FetchError::Source),
+        }
+    }
+
+    pub(super) fn serve(&mut self, name: &str, plugin: L::Plugin, digest: String) {
+        let kind = KindKey::of(plugin.info());
+        if let Some(owner) = self.owners.get(&kind).filter(|owner| *owner != name) {
+            let message = format!(
+                "Plugin {name}: {}@{} serves {kind}, which Plugin {owner} serves already",
+                plugin.info().name,
+                plugin.info().version
+            );
+            let serving = file_of(owner);
+            self.refuse(name, CONFLICT, message, false);
+            self.metrics.refused("conflict");
+            // The log line names both; the event tells the host nothing changed.
+            warn!(plugin = name, %kind, serving = %serving.display(), "refused: kind already served");
+            let _ = self.events.send(PluginEvent::Refused {
+                file: file_of(name),
+                reason: FileRefusal::Conflict { kind, serving },
+            });
+            return;
+        }
+        let file = file_of(name);
+        let previous = self
+            .entries
+            .get_mut(name)
+            .and_then(|entry| entry.serving.take());
+        let event = match previous {
+            Some((old, _)) if KindKey::of(old.info()) == kind => PluginEvent::Replaced {
+                file,
+                old,
+                new: plugin.clone(),
+            },
+            Some((old, _)) => {
+                self.release(&KindKey::of(old.info()));
+                self.emit(PluginEvent::Removed {
+                    file: file.clone(),
+                    plugin: old,
+                });
+                PluginEvent::Added {
+                    file,
+                    plugin: plugin.clone(),
+                }
+            }
+            None => PluginEvent::Added {
+                file,
+                plugin: plugin.clone(),
+            },
+        };
+        self.owners.insert(kind, name.to_owned());
+        if let Some(entry) = self.entries.get_mut(name) {
+            entry.serving = Some((plugin, digest));
+            entry.attempt = Attempt::Loaded;
+            entry.retry = None;
+        }
+        self.emit(event);
+    }
+
+    pub(super) fn refuse(&mut self, name: &str, reason: &'static str, message: String, transient: bool) {
+        warn!(
+            plugin = name,
+            reason, "refused: {message}; what served before keeps serving"
+        );
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        let failures = entry.retry.map_or(0, |(_, n)| n) + 1;
+        entry.retry = transient.then(|| {
+            let delay = self
+                .config
+                .retry
+                .saturating_mul(2u32.saturating_pow(failures - 1))
+                .min(self.config.max_retry);
+            (Instant::now() + delay, failures)
+        });
+        entry.attempt = Attempt::Refused {
+            reason,
+            message: message.clone(),
+        };
+        if reason != CONFLICT {
+            self.metrics.refused("invalid");
+            // Nothing changes for the host; the activity feed hears of it.
+            let _ = self.events.send(PluginEvent::Refused {
+                file: file_of(name),
+                reason: FileRefusal::Invalid(message),
+            });
+        }
+    }
+
+    pub(super) fn emit(&mut self, event: PluginEvent<L::Plugin>) {
+        self.catalog.apply(&event);
+        let served = self.catalog.len();
+        match &event {
+            PluginEvent::Added { file, plugin } => {
+                self.metrics.changed("added", served);
+                info!(plugin = %plugin.info().name, version = %plugin.info().version,
+                    kind = %KindKey::of(plugin.info()), source = %file.display(), "plugin added");
+            }
+            PluginEvent::Replaced { file, old, new } => {
+                self.metrics.changed("replaced", served);
+                info!(plugin = %new.info().name, from = %old.info().version, to = %new.info().version,
+                    source = %file.display(), sha256 = %new.sha256(), "plugin replaced");
+            }
+            PluginEvent::Removed { file, plugin } => {
+                self.metrics.changed("removed", served);
+                info!(plugin = %plugin.info().name, source = %file.display(),
+                    "plugin removed; its controller stops and its children are left as they are");
+            }
+            PluginEvent::Refused { .. } => {}
+        }
+        // A dropped receiver is noticed by the loop.
+        let _ = self.events.send(event);
+    }
+
+    /// Writes the Plugin's status if this replica leads and it changed.
+    pub(super) async fn sync_status(&mut self, name: &str) {
+        if !self.leading.allows() {
+            return;
+        }
+        let Some(entry) = self.entries.get_mut(name) else {
+            return;
+        };
+        let serving = entry.serving.as_ref().map(|(plugin, digest)| Serving {
+            digest: digest.clone(),
+            name: plugin.info().name.clone(),
+            version: plugin.info().version.clone(),
+            kind: KindKey::of(plugin.info()).to_string(),
+        });
+        let desired = status::desired(
+            entry.object.metadata.generation,
+            serving.as_ref(),
+            &entry.attempt,
+            entry.object.status.as_ref(),
+        );
+        match status::write(&self.api, &entry.object, &desired).await {
+            Ok(true) => entry.object.status = Some(desired),
+            Ok(false) => {}
+            // The next event or retry writes it again.
+            Err(e) => warn!(plugin = name, error = %Chain(&e), "cannot write the Plugin's status"),
+        }
+    }
+}

@@ -1,0 +1,334 @@
+//! The cluster source: `Plugin` objects followed, their components fetched, stored by digest,
+//! loaded, and turned into the same [`PluginEvent`]s as the directory's files.
+//!
+//! One task watches every Plugin (`weir.dev/v1alpha1`, cluster-scoped) and handles one at a
+//! time, off the reconcile path. For each Plugin whose spec it has not decided on yet:
+//! 1. **fetch** (`crate::cluster::fetch`): the tag is resolved on every replica and checked
+//!    against the pin (one manifest HEAD request), so a host with the old content in its store
+//!    answers as a fresh one does; only the download is spared when the digest is on local
+//!    disk. Without a pin, the tag is resolved once per spec: the digest the status records for
+//!    this generation is what every replica fetches (by digest, no HEAD). A ConfigMap is read
+//!    and hashed on every fetch.
+//! 2. **load** with the host's loader (compile, or map the precompiled artifact; then admission),
+//!    on a blocking thread.
+//! 3. **serve**: [`PluginEvent::Added`], or [`PluginEvent::Replaced`] for a new digest (a hot
+//!    swap). A second Plugin for a kind another Plugin serves is refused until that kind is free.
+//!
+//! A refusal (unreachable registry, wrong digest, not a component, wrong contract, `describe`
+//! traps, a kind already served) leaves the previous version serving and says why on the
+//! Plugin's status; transient ones (registry, pull Secret, ConfigMap, disk) are retried with
+//! backoff. Deleting a Plugin unloads it ([`PluginEvent::Removed`]: its children stay).
+//!
+//! Every replica loads every Plugin, so a standby that takes over has its components compiled
+//! already; only the leader writes Plugin status (`crate::cluster::status`).
+//!
+//! A Plugin's `spec.candidate` is fetched and loaded the same way and sent on a second channel,
+//! named `Plugin/NAME/candidate`: the manager rolls it out beside what `Plugin/NAME` serves
+//! (`crate::rollout`). Removing it sends [`PluginEvent::Removed`] (withdrawn); one that cannot
+//! be fetched or loaded is [`PluginEvent::Refused`] (listed in `/plugins`), until its spec changes.
+
+mod attempt;
+mod candidate;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, ResourceExt};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tracing::warn;
+
+use super::dir::{KindKey, Loaded, PluginEvent};
+use super::{Catalog, Error, HotloadMetrics, Loader, Result};
+use crate::chain::Chain;
+use crate::cluster::status::Attempt;
+use crate::cluster::{Blobs, CandidateSource, Plugin, PluginSpec};
+use crate::fence::Fence;
+
+/// How the cluster source stores and retries.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    /// Where pulled components are kept by digest (`DIR/components`, `DIR/manifests`).
+    pub store: PathBuf,
+    /// Delay before the first retry of a transient failure; it doubles on each failure.
+    pub retry: Duration,
+    /// Longest delay between retries.
+    pub max_retry: Duration,
+}
+
+impl ClusterConfig {
+    /// Components stored under `store`; retries after 1 s, 2 s, … up to 2 min.
+    pub fn new(store: impl Into<PathBuf>) -> Self {
+        Self {
+            store: store.into(),
+            retry: Duration::from_secs(1),
+            max_retry: Duration::from_secs(120),
+        }
+    }
+}
+
+/// A running cluster source; dropping it stops the watch.
+pub struct ClusterLoader {
+    task: tokio::task::JoinHandle<()>,
+    catalog: Catalog,
+}
+
+impl Drop for ClusterLoader {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl ClusterLoader {
+    /// Starts following Plugin objects. `leading` is this replica's leadership and `client` is
+    /// built by it ([`Fence::client`]): only a leader writes Plugin status, but every replica
+    /// loads. Returns the served versions' events and the candidates'.
+    pub fn start<L: Loader + Sync>(
+        client: Client,
+        config: ClusterConfig,
+        leading: Fence,
+        loader: L,
+        metrics: HotloadMetrics,
+    ) -> Result<(Self, Events<L::Plugin>, Events<L::Plugin>)> {
+        let blobs = Blobs::open(&config.store).map_err(|source| Error::Store {
+            dir: config.store.clone(),
+            source,
+        })?;
+        let (events, rx) = unbounded_channel();
+        let (candidates, candidates_rx) = unbounded_channel();
+        let catalog = Catalog::default();
+        let run = Run {
+            api: Api::all(client.clone()),
+            client,
+            blobs,
+            config,
+            loader: Arc::new(loader),
+            events,
+            candidates,
+            metrics,
+            catalog: catalog.clone(),
+            leading,
+            entries: BTreeMap::new(),
+            owners: HashMap::new(),
+            listed: false,
+        };
+        let task = tokio::spawn(run.run());
+        Ok((Self { task, catalog }, rx, candidates_rx))
+    }
+
+    /// The plugins served right now.
+    pub fn catalog(&self) -> Catalog {
+        self.catalog.clone()
+    }
+}
+
+/// The events of one channel of the source.
+type Events<P> = UnboundedReceiver<PluginEvent<P>>;
+
+/// One Plugin object and what became of it.
+struct Entry<P> {
+    /// The object as last seen (its status as last written by this replica, or seen).
+    object: Plugin,
+    /// The spec last attempted: nothing to do while it holds (and no retry is due).
+    attempted: Option<PluginSpec>,
+    /// The version serving, and the digest it came from.
+    serving: Option<(P, String)>,
+    /// What the last attempt came to.
+    attempt: Attempt,
+    /// When to try the same spec again, and how many times it failed in a row.
+    retry: Option<(Instant, u32)>,
+    /// The `spec.candidate` last attempted.
+    candidate_attempted: Option<CandidateSource>,
+    /// The candidate proposed, and the digest it came from.
+    candidate: Option<(P, String)>,
+}
+
+struct Run<L: Loader> {
+    client: Client,
+    api: Api<Plugin>,
+    blobs: Blobs,
+    config: ClusterConfig,
+    loader: Arc<L>,
+    events: UnboundedSender<PluginEvent<L::Plugin>>,
+    /// Candidates proposed, withdrawn or refused (`Plugin/NAME/candidate`).
+    candidates: UnboundedSender<PluginEvent<L::Plugin>>,
+    metrics: HotloadMetrics,
+    catalog: Catalog,
+    leading: Fence,
+    entries: BTreeMap<String, Entry<L::Plugin>>,
+    /// Which Plugin serves each kind.
+    owners: HashMap<KindKey, String>,
+    /// Whether the first list has been seen.
+    listed: bool,
+}
+
+impl<L: Loader + Sync> Run<L> {
+    async fn run(mut self) {
+        let mut stream = watcher(self.api.clone(), watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        let leading = self.leading.clone();
+        let mut relisted: Option<BTreeSet<String>> = None;
+        loop {
+            let due = self.next_retry();
+            tokio::select! {
+                item = stream.next() => match item {
+                    None => return,
+                    Some(Err(e)) => warn!(error = %Chain(&e), "watching Plugins failed; retrying"),
+                    Some(Ok(event)) => self.observe(event, &mut relisted),
+                },
+                () = sleep_until(due) => {}
+                () = leading.turned() => {}
+            }
+            if self.events.is_closed() {
+                return;
+            }
+            self.work().await;
+        }
+    }
+
+    fn observe(&mut self, event: watcher::Event<Plugin>, relisted: &mut Option<BTreeSet<String>>) {
+        match event {
+            watcher::Event::Init => *relisted = Some(BTreeSet::new()),
+            watcher::Event::InitApply(object) => {
+                if let Some(seen) = relisted {
+                    seen.insert(object.name_any());
+                }
+                self.applied(object);
+            }
+            watcher::Event::InitDone => {
+                let seen = relisted.take().unwrap_or_default();
+                let gone: Vec<String> = self
+                    .entries
+                    .keys()
+                    .filter(|name| !seen.contains(*name))
+                    .cloned()
+                    .collect();
+                for name in gone {
+                    self.deleted(&name);
+                }
+                self.listed = true;
+            }
+            watcher::Event::Apply(object) => self.applied(object),
+            watcher::Event::Delete(object) => self.deleted(&object.name_any()),
+        }
+    }
+
+    fn applied(&mut self, object: Plugin) {
+        let name = object.name_any();
+        match self.entries.get_mut(&name) {
+            Some(entry) => entry.object = object,
+            None => {
+                self.entries.insert(
+                    name,
+                    Entry {
+                        object,
+                        attempted: None,
+                        serving: None,
+                        attempt: Attempt::Pending,
+                        retry: None,
+                        candidate_attempted: None,
+                        candidate: None,
+                    },
+                );
+            }
+        }
+    }
+
+    fn deleted(&mut self, name: &str) {
+        let Some(entry) = self.entries.remove(name) else {
+            return;
+        };
+        if let Some((plugin, _)) = entry.candidate {
+            let file = candidate_file_of(name);
+            let _ = self.candidates.send(PluginEvent::Removed { file, plugin });
+        }
+        if let Some((plugin, _)) = entry.serving {
+            let kind = KindKey::of(plugin.info());
+            self.release(&kind);
+            self.emit(PluginEvent::Removed {
+                file: file_of(name),
+                plugin,
+            });
+        }
+    }
+
+    /// Frees `kind`; Plugins refused because another served it get another attempt.
+    fn release(&mut self, kind: &KindKey) {
+        self.owners.remove(kind);
+        for entry in self.entries.values_mut() {
+            if matches!(
+                entry.attempt,
+                Attempt::Refused {
+                    reason: CONFLICT,
+                    ..
+                }
+            ) {
+                entry.attempted = None;
+            }
+        }
+    }
+
+    fn next_retry(&self) -> Option<Instant> {
+        self.entries
+            .values()
+            .filter_map(|e| e.retry.map(|(at, _)| at))
+            .min()
+    }
+
+    /// Attempts every Plugin whose spec is undecided or whose retry is due, then brings every
+    /// status up to date (a leader only; no write when nothing changed).
+    async fn work(&mut self) {
+        loop {
+            let now = Instant::now();
+            let next = self.entries.iter().find_map(|(name, e)| {
+                let undecided = e.attempted.as_ref() != Some(&e.object.spec);
+                let due = e.retry.is_some_and(|(at, _)| at <= now);
+                (undecided || due).then(|| name.clone())
+            });
+            let Some(name) = next else { break };
+            self.attempt(&name).await;
+            self.sync_status(&name).await;
+        }
+        let changed: Vec<String> = self
+            .entries
+            .iter()
+            .filter(|(_, e)| e.candidate_attempted != e.object.spec.candidate)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in changed {
+            self.attempt_candidate(&name).await;
+        }
+        if self.listed && !self.catalog.scanned() {
+            self.catalog.mark_scanned();
+        }
+        let names: Vec<String> = self.entries.keys().cloned().collect();
+        for name in names {
+            self.sync_status(&name).await;
+        }
+    }
+}
+
+/// The reason a Plugin is refused for a kind another Plugin serves.
+const CONFLICT: &str = "KindConflict";
+
+/// How events and the catalog name a Plugin's source: `Plugin/NAME`.
+fn file_of(name: &str) -> PathBuf {
+    Path::new("Plugin").join(name)
+}
+
+/// How candidate events name a Plugin's candidate: `Plugin/NAME/candidate` (its parent
+/// directory is the serving version's name).
+fn candidate_file_of(name: &str) -> PathBuf {
+    file_of(name).join("candidate")
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
