@@ -13,7 +13,8 @@ use std::sync::Arc;
 
 use hashbrown::hash_map::EntryRef;
 
-use super::{CachedObject, Entry, KeyRef, Set};
+use super::entry::{Entry, KeyRef, Set};
+use super::object::CachedObject;
 use crate::plugin::{LabelSelector, SelectorOperator};
 
 /// The label index of one store (see the module documentation).

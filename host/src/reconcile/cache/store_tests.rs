@@ -1,4 +1,9 @@
 use super::*;
+use crate::answer::LiveObjects;
+use crate::reconcile::cache::Cache;
+use kube::runtime::watcher;
+use crate::metrics::Metrics;
+use crate::plugin::LabelSelector;
 use crate::plugin::{LabelRequirement, SelectorOperator};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
