@@ -85,6 +85,9 @@ pub struct Listed {
 pub struct ListedShard {
     /// This replica's member name.
     pub member: String,
+    /// How it selects its share: `labels` or `server-side`.
+    #[serde(default)]
+    pub mode: String,
     /// Whether this replica coordinates; the fields below are from its last pass.
     pub coordinating: bool,
     /// The members.
@@ -99,10 +102,14 @@ pub struct ListedShard {
 }
 
 impl ListedShard {
-    /// One line: `shard member weir-0, coordinating: weir-0 20, weir-1 21; moves: 41 assigned, 0 drained`.
+    /// One line: `shard member weir-0 (labels), coordinating: weir-0 20, weir-1 21; moves: 41 assigned, 0 drained`.
     fn line(&self) -> String {
+        let member = match self.mode.as_str() {
+            "" => self.member.clone(),
+            mode => format!("{} ({mode})", self.member),
+        };
         if !self.coordinating {
-            return format!("shard member {}", self.member);
+            return format!("shard member {member}");
         }
         let owned: Vec<String> = self
             .members
@@ -111,8 +118,7 @@ impl ListedShard {
             .collect();
         let moves: Vec<String> = self.moves.iter().map(|(s, n)| format!("{n} {s}")).collect();
         format!(
-            "shard member {}, coordinating: parents {}; moves: {}",
-            self.member,
+            "shard member {member}, coordinating: parents {}; moves: {}",
             owned.join(", "),
             moves.join(", ")
         )
@@ -328,23 +334,26 @@ mod tests {
         let listed: Vec<Listed> = serde_json::from_value(serde_json::json!([{
             "name": "blog", "version": "0.1.0", "kind": "Blog.weir.dev", "file": "/plugins/blog.wasm",
             "sha256": "24a12032b659c7b8aa", "loadedAt": "2026-11-30T10:00:00Z", "reconciles": {},
-            "shard": {"member": "weir-0", "coordinating": true, "members": ["weir-0", "weir-1"],
+            "shard": {"member": "weir-0", "mode": "labels", "coordinating": true, "members": ["weir-0", "weir-1"],
                       "ownedParents": {"weir-0": 20, "weir-1": 21},
                       "moves": {"assigned": 41, "drained": 3}}
         }, {
             "name": "other", "version": "0.1.0", "kind": "Other.example.com", "file": "/p/o.wasm",
             "sha256": "00", "loadedAt": "2026-11-30T10:00:00Z", "reconciles": {},
-            "shard": {"member": "weir-1", "coordinating": false}
+            "shard": {"member": "weir-1", "mode": "server-side", "coordinating": false}
         }]))
         .unwrap_or_default();
         let text = table(&listed);
         assert!(
             text.contains(
-                "blog: shard member weir-0, coordinating: parents weir-0 20, weir-1 21; moves: 41 assigned, 3 drained"
+                "blog: shard member weir-0 (labels), coordinating: parents weir-0 20, weir-1 21; moves: 41 assigned, 3 drained"
             ),
             "{text}"
         );
-        assert!(text.contains("other: shard member weir-1\n"), "{text}");
+        assert!(
+            text.contains("other: shard member weir-1 (server-side)\n"),
+            "{text}"
+        );
     }
 
     #[test]

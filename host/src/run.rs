@@ -153,9 +153,21 @@ pub struct RunArgs {
     /// Spread the parents across every replica started with it: each holds a Lease of its own
     /// (`weir-shard-IDENTITY` in --lease-namespace) and reconciles and caches only the parents
     /// labelled `shard.weir.dev/owner=IDENTITY` and their children; the leader (implied) assigns
-    /// them on a consistent-hash ring.
+    /// them on a consistent-hash ring. When the API server serves KEP-5866's `shardSelector`
+    /// (alpha), no label is written: each replica watches the parents of its ring ranges with it.
     #[arg(long)]
     pub shard: bool,
+    /// Seconds the leader Lease stays valid after its last renewal (kube-controller-manager's
+    /// flag; `15` or `15s`, at least 2). The leader renews it a third of that before it runs out
+    /// (at 10 s of 15) and stops writing halfway through that third if it could not; a standby
+    /// takes over once it runs out.
+    #[arg(long, value_name = "SECS", default_value = "15", value_parser = lease_secs)]
+    pub leader_elect_lease_duration: u64,
+    /// With --shard: seconds this replica's shard Lease stays valid after its last renewal
+    /// (`15` or `15s`, at least 2), renewed as the leader Lease is. A killed replica's parents
+    /// go to the others once it runs out; its writes stop before that.
+    #[arg(long, value_name = "SECS", default_value = "15", value_parser = lease_secs)]
+    pub shard_lease_duration: u64,
     /// This replica's identity in the Lease (defaults to the host name); with --leader-elect or
     /// --shard its requests say `User-Agent: weir/VERSION (IDENTITY)`.
     #[arg(long, env = "POD_NAME")]
@@ -186,11 +198,14 @@ impl RunArgs {
         // Sharded replicas elect a leader too: it is the one that assigns parents.
         let leader = (self.leader_elect || self.shard).then(|| LeaderConfig {
             namespace: self.lease_namespace.clone(),
+            duration_secs: self.leader_elect_lease_duration,
+            grace_secs: lease_grace(self.leader_elect_lease_duration),
             ..LeaderConfig::new(identity.clone())
         });
-        let shard = self
-            .shard
-            .then(|| ShardConfig::new(identity.clone(), self.lease_namespace.clone()));
+        let shard = self.shard.then(|| {
+            ShardConfig::new(identity.clone(), self.lease_namespace.clone())
+                .with_lease_duration(self.shard_lease_duration)
+        });
         let failures = match &self.dump_failures {
             Some(dir) => {
                 Some(
@@ -252,6 +267,27 @@ impl RunArgs {
             self.manager_config()?,
         ))
     }
+}
+
+/// A Lease duration flag: whole seconds, `15` or `15s`, at least 2 (so that it is renewed a
+/// whole second or more before it runs out, and at least a second after it was last renewed).
+fn lease_secs(text: &str) -> Result<u64, String> {
+    let digits = text.strip_suffix('s').unwrap_or(text);
+    let secs: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a whole number of seconds (`15` or `15s`)"))?;
+    if secs < 2 {
+        return Err(format!(
+            "a Lease of {secs} s cannot be renewed before it runs out: give at least 2"
+        ));
+    }
+    Ok(secs)
+}
+
+/// Seconds before a Lease of `duration_secs` runs out at which its holder renews it: a third
+/// (client-go's 10 s renew deadline of a 15 s Lease), at least one second.
+pub fn lease_grace(duration_secs: u64) -> u64 {
+    (duration_secs / 3).max(1)
 }
 
 fn default_identity() -> String {
@@ -335,6 +371,8 @@ pub async fn shutdown_signal() {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use clap::{Args, Command};
 
     use super::RunArgs;
@@ -380,5 +418,64 @@ mod tests {
         assert_eq!(rollout.steps, [5, 25, 75]);
         assert_eq!(rollout.min_phase_time, std::time::Duration::from_secs(30));
         assert_eq!(rollout.shadow_reconciles, 100);
+    }
+
+    #[test]
+    fn the_lease_durations_set_both_leases_and_their_renewals() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Cli {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        let config = |extra: &[&str]| {
+            let args = ["run", "--plugins", "p", "--shard", "--identity", "w-0"];
+            Cli::try_parse_from(args.iter().chain(extra))
+                .map_err(|e| e.to_string())
+                .and_then(|cli| cli.run.manager_config().map_err(|e| e.to_string()))
+        };
+        let defaults = config(&[]).unwrap_or_else(|e| panic!("{e}"));
+        let (leader, shard) = (defaults.leader.as_ref(), defaults.shard.as_ref());
+        assert_eq!(
+            leader.map(|l| (l.duration_secs, l.grace_secs)),
+            Some((15, 5))
+        );
+        assert_eq!(
+            shard.map(|s| (s.duration_secs, s.grace_secs)),
+            Some((15, 5))
+        );
+        assert_eq!(shard.map(|s| s.assign_every), Some(Duration::from_secs(1)));
+
+        let short = config(&[
+            "--shard-lease-duration",
+            "2s",
+            "--leader-elect-lease-duration",
+            "3",
+        ])
+        .unwrap_or_else(|e| panic!("{e}"));
+        let (leader, shard) = (short.leader.as_ref(), short.shard.as_ref());
+        assert_eq!(
+            leader.map(|l| (l.duration_secs, l.grace_secs)),
+            Some((3, 1))
+        );
+        assert_eq!(shard.map(|s| (s.duration_secs, s.grace_secs)), Some((2, 1)));
+        assert_eq!(
+            shard.map(|s| s.assign_every),
+            Some(Duration::from_millis(250))
+        );
+
+        for bad in ["1", "0s", "2m", "x"] {
+            let refused = config(&["--shard-lease-duration", bad]).err();
+            assert!(
+                refused
+                    .as_deref()
+                    .is_some_and(|e| e.contains("--shard-lease-duration")),
+                "{bad}: {refused:?}"
+            );
+        }
+        let help = help();
+        for flag in ["--shard-lease-duration", "--leader-elect-lease-duration"] {
+            assert!(help.contains(flag), "{help}");
+        }
     }
 }

@@ -1,9 +1,10 @@
-//! Sharded replicas on one emulator. Three `weir run --shard` processes share 300 Blogs: every
-//! Blog is reconciled by exactly one replica, the one its owner label names (the emulator's
+//! Sharded replicas on one emulator, each a `weir run --shard` process. Three share 300 Blogs:
+//! every Blog is reconciled by exactly one replica, the one its owner label names (the emulator's
 //! request log, by the `User-Agent` naming each replica), each replica caches only its share
 //! (its `weir_cached_objects` gauges), and all converge. And as replicas scale from three to
-//! four to two (one killed, one stopped), each parent moves with one writer at a time, is
-//! served again and keeps exactly its children.
+//! four to two (one killed with SIGKILL, one stopped with SIGTERM), each parent moves with one
+//! writer at a time, the killed replica's parents are served again within its shard Lease's
+//! duration plus 2 s, and every parent keeps exactly its children.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -14,26 +15,24 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::json;
-use weir::manager::{Manager, PluginSource};
-use weir::plugin::Plugin;
-use weir::shard::{DRAIN_LABEL, OWNER_LABEL, ShardConfig, coordinator::FIELD_MANAGER, members};
+use weir::shard::{DRAIN_LABEL, OWNER_LABEL, coordinator::FIELD_MANAGER, members};
 use weir_e2e::weir_run::{WeirRun, ops_get, sample};
-use weir_e2e::{TestEnv, condition, eventually, fast_config, fast_leader, kinds, plugin};
-use weir_emulator::{Emulator, RequestRecord};
+use weir_e2e::{TestEnv, condition, eventually, kinds, plugin};
+use weir_emulator::RequestRecord;
 
 const BLOGS: usize = 300;
-const REPLICAS: [&str; 3] = ["shard-a", "shard-b", "shard-c"];
+pub(super) const REPLICAS: [&str; 3] = ["shard-a", "shard-b", "shard-c"];
 /// From the last Blog created to all of them Ready (generous: three debug processes on two cores).
-const CONVERGE: Duration = Duration::from_secs(180);
+pub(super) const CONVERGE: Duration = Duration::from_secs(180);
 
 /// Blog `i`'s name; the first six characters of a child's name say whose it is.
-fn name(i: usize) -> String {
+pub(super) fn name(i: usize) -> String {
     format!("sb-{i:03}")
 }
 
 /// The Blog a reconcile's write went to, read from its path: the Blog itself (status, finalizer)
 /// or a child named after it (`sb-007`, `sb-007-page`). A create names nothing in its path.
-fn blog_of(r: &RequestRecord) -> Option<String> {
+pub(super) fn blog_of(r: &RequestRecord) -> Option<String> {
     let segments: Vec<&str> = r.path.split('/').collect();
     let at = segments
         .iter()
@@ -46,7 +45,7 @@ fn blog_of(r: &RequestRecord) -> Option<String> {
 }
 
 /// The replica that sent `r`, from its `User-Agent`: `weir/VERSION (ID)` or `weir-e2e (ID)`.
-fn sender(r: &RequestRecord) -> Option<&'static str> {
+pub(super) fn sender(r: &RequestRecord) -> Option<&'static str> {
     let agent = r.user_agent.as_deref()?;
     REPLICAS
         .into_iter()
@@ -55,17 +54,63 @@ fn sender(r: &RequestRecord) -> Option<&'static str> {
 }
 
 /// A write of a reconcile: not a Lease's, not an Event, not the coordinator's label.
-fn reconcile_write(r: &RequestRecord) -> bool {
+pub(super) fn reconcile_write(r: &RequestRecord) -> bool {
     r.is_write()
         && !r.path.contains("/leases")
         && !r.path.contains("/events")
         && r.field_manager.as_deref() != Some(FIELD_MANAGER)
 }
 
-fn ready(blog: &DynamicObject) -> bool {
+pub(super) fn ready(blog: &DynamicObject) -> bool {
     let current = blog.data["status"]["observedGeneration"].as_i64() == blog.metadata.generation;
     let is_true = |t| condition(blog, t).is_some_and(|c| c["status"] == "True");
     current && is_true("Ready") && is_true("Reconciled")
+}
+
+/// One `weir run --shard` replica: its identity, the address of its `/metrics` and `/plugins`.
+pub(super) struct Replica {
+    pub(super) id: &'static str,
+    pub(super) ops: std::net::SocketAddr,
+    pub(super) run: WeirRun,
+}
+
+/// The processes' common ground: the binary, a directory, the emulator's kubeconfig in it.
+pub(super) struct Fleet {
+    binary: std::path::PathBuf,
+    dir: tempfile::TempDir,
+    namespace: String,
+}
+
+impl Fleet {
+    pub(super) fn new(env: &TestEnv) -> anyhow::Result<Fleet> {
+        let dir = tempfile::Builder::new().prefix("weir-shards-").tempdir()?;
+        if let Some(emulator) = &env.emulator {
+            emulator.write_kubeconfig(&dir.path().join("kubeconfig"))?;
+        }
+        Ok(Fleet {
+            binary: WeirRun::debug_binary()?,
+            dir,
+            namespace: env.namespace.clone(),
+        })
+    }
+
+    /// Starts replica `id` in the test's namespace, its Leases there, with `extra` arguments.
+    pub(super) fn start(&self, id: &'static str, extra: &[&str]) -> anyhow::Result<Replica> {
+        // A port free now, for the replica's `/metrics`.
+        let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+        let mut args = vec!["--shard", "--identity", id];
+        args.extend(["--lease-namespace", &self.namespace]);
+        args.extend(extra);
+        let run = WeirRun::start_with(
+            &self.binary,
+            &self.dir.path().join(id),
+            &self.dir.path().join("kubeconfig"),
+            (Some(&self.namespace), 600),
+            &ops.to_string(),
+            &args,
+        )?;
+        Ok(Replica { id, ops, run })
+    }
 }
 
 #[tokio::test]
@@ -79,29 +124,10 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
     };
     let blog = plugin("blog")?;
     env.install_crd(&blog).await?;
-    let dir = tempfile::Builder::new().prefix("weir-shards-").tempdir()?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    emulator.write_kubeconfig(&kubeconfig)?;
-    let binary = WeirRun::debug_binary()?;
+    let fleet = Fleet::new(&env)?;
     let mut replicas = Vec::new();
     for id in REPLICAS {
-        // A port free now, for the replica's `/metrics`.
-        let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
-        let run = WeirRun::start_with(
-            &binary,
-            &dir.path().join(id),
-            &kubeconfig,
-            (Some(&env.namespace), 600),
-            &ops.to_string(),
-            &[
-                "--shard",
-                "--identity",
-                id,
-                "--lease-namespace",
-                &env.namespace,
-            ],
-        )?;
-        replicas.push((id, ops, run));
+        replicas.push(fleet.start(id, &[])?);
     }
 
     // Every replica is a member before the first Blog, so no Blog moves during the run.
@@ -135,9 +161,10 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
         (ready == BLOGS).then_some(list.items)
     })
     .await;
-    for (id, _, run) in &mut replicas {
-        run.check_running()
-            .with_context(|| format!("replica {id}"))?;
+    for r in &mut replicas {
+        r.run
+            .check_running()
+            .with_context(|| format!("replica {}", r.id))?;
     }
     let all = all?;
 
@@ -203,7 +230,7 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
     // Blog's ConfigMaps are also read as related objects: that kind is cached whole). The
     // leader, which placed them, shows the members and each one's share.
     let mut coordinators = 0;
-    for (id, ops, _) in &replicas {
+    for Replica { id, ops, .. } in &replicas {
         // `/plugins` says which member each replica is; the coordinator's, each one's share.
         let listed = weir::listing::fetch(&ops.to_string()).await?;
         let shard = listed
@@ -211,6 +238,7 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
             .and_then(|p| p.shard.as_ref())
             .with_context(|| format!("{id}'s /plugins shows no shard"))?;
         assert_eq!(shard.member, *id);
+        assert_eq!(shard.mode, "labels", "no shardSelector served: {id} labels");
         if shard.coordinating {
             assert_eq!(shard.members, REPLICAS);
             let shares: BTreeMap<&String, i64> =
@@ -221,6 +249,10 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
             assert_eq!(shard.moves.get("assigned"), Some(&(BLOGS as u64)));
         }
         let metrics = ops_get(*ops, "/metrics").await?;
+        assert_eq!(
+            sample(&metrics, r#"weir_shard_mode{mode="labels"}"#),
+            Some(1.0)
+        );
         if sample(&metrics, "weir_shard_members") == Some(REPLICAS.len() as f64) {
             coordinators += 1;
             assert!(
@@ -260,33 +292,42 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
     Ok(())
 }
 
-/// Blogs of the handover scenario.
-const MOVED: usize = 60;
-
-/// A sharded host in this process (a 2 s shard and leader Lease, a placement pass every 200 ms)
-/// whose requests say `User-Agent: weir-e2e (ID)`.
-async fn sharded_host(
-    env: &TestEnv,
-    emulator: &Emulator,
-    blog: &Plugin,
-    id: &str,
-) -> anyhow::Result<Manager> {
-    let mut config = kube::Config::new(emulator.url().parse()?);
-    config.headers.push((
-        http::header::USER_AGENT,
-        format!("weir-e2e ({id})").parse()?,
-    ));
-    let client = kube::Client::try_from(config)?;
-    let mut c = fast_config(&env.namespace);
-    c.leader = Some(fast_leader(&env.namespace, id));
-    c.shard = Some(ShardConfig {
-        duration_secs: 2,
-        grace_secs: 1,
-        assign_every: Duration::from_millis(200),
-        ..ShardConfig::new(id, env.namespace.clone())
-    });
-    Ok(Manager::start(client, PluginSource::Fixed(vec![blog.clone()]), c).await?)
+/// By Blog, the replicas that wrote to it in the order of the request log, each once per unbroken
+/// run of its writes; fails if a replica's writes to one Blog were interrupted by another's
+/// (two writers in overlapping windows).
+pub(super) fn writer_runs(requests: &[RequestRecord]) -> BTreeMap<String, Vec<&'static str>> {
+    let mut runs: BTreeMap<String, Vec<&'static str>> = BTreeMap::new();
+    for r in requests.iter().filter(|r| reconcile_write(r)) {
+        let (Some(from), Some(blog)) = (sender(r), blog_of(r)) else {
+            continue;
+        };
+        let run = runs.entry(blog).or_default();
+        if run.last() != Some(&from) {
+            run.push(from);
+        }
+    }
+    for (blog, run) in &runs {
+        let distinct: BTreeSet<&&str> = run.iter().collect();
+        assert_eq!(
+            distinct.len(),
+            run.len(),
+            "{blog} was written by {run:?}: two writers overlapped"
+        );
+    }
+    runs
 }
+
+/// Blogs of the handover scenario.
+pub(super) const MOVED: usize = 60;
+
+/// The shard Leases of the handover scenarios, in seconds: renewed 4 s after the last renewal,
+/// a holder stops writing 1 s before one runs out (room for a late renewal on two loaded cores).
+pub(super) const LEASE_SECS: u64 = 6;
+
+/// The leader Lease of the handover scenario by label, in seconds: when the killed replica is
+/// the coordinator, its successor is elected (the Lease run out, then up to a second of the
+/// election's random back-off) before the killed replica's shard Lease can have run out.
+const LEADER_LEASE_SECS: u64 = 3;
 
 /// The Blogs once each is Ready for its current generation, owned by one of `members` and not
 /// being drained: by owner.
@@ -307,8 +348,21 @@ async fn settled(
     (list.items.len() == MOVED).then_some(owned)
 }
 
+/// Whether a reconcile has served the last edit of each Blog in `names`: its status shows its
+/// current generation observed.
+pub(super) async fn observed(blogs: &Api<DynamicObject>, names: &[&String]) -> Option<()> {
+    for name in names {
+        let blog = blogs.get(name).await.ok()?;
+        let seen = blog.data["status"]["observedGeneration"].as_i64();
+        if seen.is_none() || seen != blog.metadata.generation {
+            return None;
+        }
+    }
+    Some(())
+}
+
 /// The fourth replica of the scaling scenario.
-const FOURTH: &str = "shard-d";
+pub(super) const FOURTH: &str = "shard-d";
 
 #[tokio::test]
 async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_killed()
@@ -325,10 +379,18 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
     let [a, b, c] = REPLICAS;
     let d = FOURTH;
     let (abc, abcd, bcd, cd) = ([a, b, c], [a, b, c, d], [b, c, d], [c, d]);
-    let host_a = sharded_host(&env, emulator, &blog, a).await?;
-    let host_b = sharded_host(&env, emulator, &blog, b).await?;
-    let host_c = sharded_host(&env, emulator, &blog, c).await?;
-    eventually("three members", Duration::from_secs(20), || async {
+    let fleet = Fleet::new(&env)?;
+    let (secs, leader_secs) = (LEASE_SECS.to_string(), LEADER_LEASE_SECS.to_string());
+    let short = [
+        "--shard-lease-duration",
+        secs.as_str(),
+        "--leader-elect-lease-duration",
+        leader_secs.as_str(),
+    ];
+    let mut replica_a = fleet.start(a, &short)?;
+    let mut replica_b = fleet.start(b, &short)?;
+    let mut replica_c = fleet.start(c, &short)?;
+    eventually("three members", Duration::from_secs(60), || async {
         (members::members(&leases).await.ok()?.len() == 3).then_some(())
     })
     .await?;
@@ -346,7 +408,7 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
     .await?;
 
     // 3 → 4: d joins; the ring gives it about a quarter, each drained by its owner first.
-    let host_d = sharded_host(&env, emulator, &blog, d).await?;
+    let mut replica_d = fleet.start(d, &short)?;
     let joined = eventually("d takes its share", CONVERGE, || async {
         let owned = settled(&blogs, &abcd).await?;
         owned.contains_key(d).then_some(owned)
@@ -357,26 +419,47 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
     let of_a = joined.get(a).cloned().unwrap_or_default();
     assert!(!of_a.is_empty(), "a kept a share: {counts:?}");
 
-    // 4 → 3: a is killed (nothing in it finishes, its Lease is left to expire); its Blogs,
-    // edited now, are served by the others.
-    host_a.kill();
+    // 4 → 3: a is killed (SIGKILL: nothing in it finishes, its Leases are left to run out); its
+    // Blogs, edited now, are served by the others within its Lease's duration plus 2 s.
+    for r in [
+        &mut replica_a,
+        &mut replica_b,
+        &mut replica_c,
+        &mut replica_d,
+    ] {
+        r.run
+            .check_running()
+            .with_context(|| format!("replica {}", r.id))?;
+    }
+    replica_a.run.kill()?;
     let killed = Instant::now();
     for name in &of_a {
         env.patch_spec(&kinds::blog(), name, json!({"title": "moved"}))
             .await?;
     }
+    let edited: Vec<&String> = of_a.iter().collect();
     eventually("a's Blogs are served again", CONVERGE, || {
+        observed(&blogs, &edited)
+    })
+    .await?;
+    let served_again = killed.elapsed();
+    println!(
+        "shards: {} Blogs of a killed replica served again {served_again:?} after the kill (shard Lease {LEASE_SECS} s, leader Lease {LEADER_LEASE_SECS} s)",
+        of_a.len(),
+    );
+    let bound = Duration::from_secs(LEASE_SECS + 2);
+    assert!(
+        served_again <= bound,
+        "a's {} Blogs were served again {served_again:?} after the kill: more than the Lease duration plus 2 s ({bound:?})",
+        of_a.len()
+    );
+    eventually("b, c and d serve every Blog", CONVERGE, || {
         settled(&blogs, &bcd)
     })
     .await?;
-    println!(
-        "shards: {} Blogs of a killed replica served again {:?} after the kill (shard Lease 2 s)",
-        of_a.len(),
-        killed.elapsed()
-    );
 
-    // 3 → 2: b stops cleanly (its Lease released): c and d serve everything.
-    host_b.shutdown().await;
+    // 3 → 2: b stops cleanly on SIGTERM (its Leases released): c and d serve everything.
+    replica_b.run.terminate(Duration::from_secs(10)).await?;
     let last = eventually("c and d serve every Blog", CONVERGE, || {
         settled(&blogs, &cd)
     })
@@ -390,24 +473,9 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
 
     // One writer at a time: per Blog, each replica's writes form one unbroken run in the log,
     // and the last run is its owner's.
-    let mut runs: BTreeMap<String, Vec<&str>> = BTreeMap::new();
-    for r in emulator.requests().iter().filter(|r| reconcile_write(r)) {
-        let (Some(from), Some(blog)) = (sender(r), blog_of(r)) else {
-            continue;
-        };
-        let run = runs.entry(blog).or_default();
-        if run.last() != Some(&from) {
-            run.push(from);
-        }
-    }
+    let runs = writer_runs(&emulator.requests());
     assert_eq!(runs.len(), MOVED);
     for (blog, run) in &runs {
-        let distinct: BTreeSet<&&str> = run.iter().collect();
-        assert_eq!(
-            distinct.len(),
-            run.len(),
-            "{blog} was written by {run:?}: two writers overlapped"
-        );
         assert_eq!(run.last(), owner_of.get(blog.as_str()), "{blog}");
     }
     assert!(
@@ -435,7 +503,11 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
             );
         }
     }
-    host_c.shutdown().await;
-    host_d.shutdown().await;
+    for r in [&mut replica_c, &mut replica_d] {
+        r.run
+            .check_running()
+            .with_context(|| format!("replica {}", r.id))?;
+        r.run.terminate(Duration::from_secs(10)).await?;
+    }
     Ok(())
 }

@@ -153,6 +153,16 @@ impl TestEnv {
     /// The emulator (with Deployments turning ready after 100 ms) or `KUBECONFIG`'s cluster,
     /// and a fresh namespace.
     pub async fn start() -> Result<TestEnv> {
+        Self::start_with(false).await
+    }
+
+    /// [`TestEnv::start`] on an emulator that serves KEP-5866's `shardSelector` (as an API
+    /// server with the alpha `ShardedListAndWatch` gate on does); on a cluster, as `start`.
+    pub async fn start_sharded() -> Result<TestEnv> {
+        Self::start_with(true).await
+    }
+
+    async fn start_with(sharded_list_watch: bool) -> Result<TestEnv> {
         // `RUST_LOG=weir=debug cargo test -p weir-e2e` shows the host's logs of failing tests;
         // the plugins' log lines are recorded whatever it says.
         use tracing_subscriber::Layer as _;
@@ -180,6 +190,7 @@ impl TestEnv {
                     workloads: Some(WorkloadSimulation {
                         ready_after: Duration::from_millis(100),
                     }),
+                    sharded_list_watch,
                     ..EmulatorConfig::default()
                 };
                 let emulator = Emulator::start(config)

@@ -1,6 +1,6 @@
 //! The shipped `weir run` binary as a child process serving the Blog (from a directory, or from
-//! the cluster's `Plugin` objects): started, killed with SIGKILL, started again, its resident
-//! memory read.
+//! the cluster's `Plugin` objects): started, killed with SIGKILL or stopped with SIGTERM, started
+//! again, its resident memory read.
 //!
 //! Every start uses the workspace's compile cache (`target/plugin-cache`, the one the test
 //! engine fills), so a restart loads the precompiled Blog instead of compiling it again.
@@ -145,6 +145,34 @@ impl WeirRun {
             child.wait().context("reaping weir run")?;
         }
         Ok(())
+    }
+
+    /// SIGTERM, then waits up to `within` for the process to stop by itself (a clean stop:
+    /// Leases released, watches closed); SIGKILL if it does not, and an error either way then.
+    pub async fn terminate(&mut self, within: std::time::Duration) -> Result<()> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(());
+        };
+        let term = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .context("running kill -TERM")?;
+        let deadline = std::time::Instant::now() + within;
+        while term.success() && std::time::Instant::now() < deadline {
+            if let Some(status) = child.try_wait()? {
+                if status.success() {
+                    return Ok(());
+                }
+                bail!(
+                    "weir run exited with {status} on SIGTERM; its log ends:\n{}",
+                    self.log_tail(30)
+                );
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        child.kill().context("sending SIGKILL to weir run")?;
+        child.wait().context("reaping weir run")?;
+        bail!("weir run did not stop within {within:?} of SIGTERM ({term})")
     }
 
     /// Fails if the process exited on its own (a crash, a bad flag).

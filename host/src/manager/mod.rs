@@ -39,7 +39,7 @@ use crate::plugin::{Engine, Limits, Plugin};
 use crate::policy::Policy;
 use crate::reconcile::ControllerConfig;
 pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
-use crate::reconcile::source::Informers;
+use crate::reconcile::source::{Informers, ShardScope};
 use crate::rollout::{CandidateRefusal, PhaseStore, Resume, RolloutConfig, RolloutStatus};
 use crate::server::ServerError;
 use crate::shard::ShardConfig;
@@ -183,6 +183,14 @@ impl Manager {
             None => None,
         };
         let member = shards::join(&client, config.shard.as_ref()).await?;
+        // Sharded server-side: the served ranges, shared by the parent watches and the workers.
+        let share = member
+            .as_ref()
+            .filter(|(_, _, mode)| *mode == crate::shard::Mode::ServerSide)
+            .map(|_| crate::shard::share::Share::new());
+        if let Some((_, _, mode)) = &member {
+            shard_metrics.running(*mode);
+        }
         // One gate for every write but the Leases': the leader Lease's fence (always open for
         // the only replica), and the client it builds.
         let gate = leadership
@@ -278,15 +286,15 @@ impl Manager {
             client.clone(),
             config.controller.namespace.clone(),
             metrics.clone(),
-            config
-                .shard
-                .as_ref()
-                .map(|sc| crate::shard::selector(&sc.identity)),
+            config.shard.as_ref().map(|sc| match &share {
+                Some(share) => ShardScope::Selector(share.clone()),
+                None => ShardScope::Labels(crate::shard::selector(&sc.identity)),
+            }),
         );
         // Sharded, the controllers' writes stop at the step-down moment of this replica's own
         // shard Lease instead (its fence is the same gate, on another Lease).
         let (writer, abandon) = match (&member, &config.leader) {
-            (Some((m, lc)), _) => (m.fence(), lc.abandon_after()),
+            (Some((m, lc, _)), _) => (m.fence(), lc.abandon_after()),
             (None, Some(lc)) => (gate.clone(), lc.abandon_after()),
             (None, None) => (gate.clone(), std::time::Duration::ZERO),
         };
@@ -304,6 +312,7 @@ impl Manager {
             ControllerConfig {
                 validation: config.policy.validation(),
                 sharded: config.shard.is_some(),
+                share: share.clone(),
                 ..config.controller.clone()
             },
             (writer, abandon),
@@ -315,7 +324,9 @@ impl Manager {
             .shard
             .as_ref()
             .map(|sc| (sc.identity.clone(), shard_metrics.clone()));
-        if let Some(sc) = &config.shard {
+        if let (Some(sc), Some(share)) = (&config.shard, share) {
+            shards::follow_members((client.clone(), sc), (share, shard_metrics), stop.clone());
+        } else if let Some(sc) = &config.shard {
             shards::coordinate(
                 (
                     leader_client.clone(),
@@ -355,7 +366,7 @@ impl Manager {
         let main = tokio::spawn(drive(
             controllers,
             (events, activity.clone()),
-            (leadership, member.map(|(m, _)| m)),
+            (leadership, member.map(|(m, _, _)| m)),
             installer,
             stop.clone(),
         ));

@@ -82,6 +82,9 @@ pub struct ControllerConfig {
     /// The host is sharded (`crate::shard`): children carry their parent's owner label, and a
     /// parent asked to drain is let go instead of reconciled.
     pub sharded: bool,
+    /// Sharded server-side (`crate::shard::share`): only parents whose UID hashes into the
+    /// served ranges are reconciled, and the ranges hold still while one is.
+    pub share: Option<crate::shard::share::Share>,
 }
 
 impl Default for ControllerConfig {
@@ -96,6 +99,7 @@ impl Default for ControllerConfig {
             activity: activity::ActivityFeed::default(),
             failures: None,
             sharded: false,
+            share: None,
         }
     }
 }
@@ -257,7 +261,11 @@ impl Controller {
         let attempt = self.parts.queue.failures(key) + 1;
         let span = tracing::info_span!("reconcile", plugin = %info.name, version = %info.version, kind = %info.parent.kind, key = %key, attempt);
         async move {
-            let outcome = self.outcome(b, shadow, key).await;
+            let serving = match &self.parts.config.share {
+                Some(share) => Some(share.serving().await),
+                None => None,
+            };
+            let outcome = self.outcome(b, shadow, key, serving.as_deref()).await;
             self.parts.settle(b, key, outcome, started).await;
         }
         .instrument(span)
@@ -270,9 +278,17 @@ impl Controller {
         b: &Binding,
         shadow: Option<&candidate::Shadow>,
         key: &ObjectKey,
+        served: Option<&crate::shard::share::Ranges>,
     ) -> Outcome {
-        // ③ Read the parent from the cache, never the API. Deleted means done.
-        let Some(cached) = b.cache.parents.get(key) else {
+        // ③ Read the parent from the cache, never the API. Deleted (or, sharded server-side,
+        // no longer this replica's) means done.
+        let mine = |c: &CachedObject| {
+            served.is_none_or(|r| {
+                c.uid()
+                    .is_some_and(|u| crate::shard::share::Share::covers(r, u))
+            })
+        };
+        let Some(cached) = b.cache.parents.get(key).filter(|c| mine(c)) else {
             b.related.forget(key);
             return Outcome::Gone;
         };

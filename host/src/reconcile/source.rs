@@ -21,6 +21,7 @@ use super::related::KindIndex;
 use crate::chain::Chain;
 use crate::metrics::Metrics;
 use crate::plugin::ResourceKind;
+use crate::shard::share::Share;
 
 /// Which parent a watched object should enqueue.
 #[derive(Clone, Debug)]
@@ -104,6 +105,19 @@ pub enum Scope {
     All,
 }
 
+/// How a sharded host's [`Scope::Share`] watches select its share (`crate::shard`).
+#[derive(Clone, Debug)]
+pub enum ShardScope {
+    /// By this label selector (`shard.weir.dev/owner=<member>`), parents and children alike.
+    Labels(String),
+    /// Parents by KEP-5866's `shardSelector` of the served UID hashes, listed again whenever
+    /// they change; children whole (a child's UID is not its parent's).
+    Selector(Share),
+}
+
+/// The key of a parent watch that selects by `shardSelector`.
+const SELECTED: &str = "shardSelector";
+
 /// The host's informer registry: one watch and one store per kind (in the host's namespace
 /// scope), shared by every controller that reads the kind, reference-counted by
 /// [`Subscription`]s. A sharded host keeps two per kind at most: its share and the whole kind.
@@ -115,14 +129,14 @@ pub struct Informers {
     client: Client,
     namespace: Option<String>,
     metrics: Arc<Metrics>,
-    /// The label selector of this replica's share; `None`: not sharded.
-    shard: Option<String>,
+    /// How this replica's share is selected; `None`: not sharded.
+    shard: Option<ShardScope>,
     /// By kind and the label selector its watch uses.
     by_kind: Mutex<HashMap<InformerKey, Shared>>,
     next_id: AtomicU64,
 }
 
-/// A kind and the label selector its watch lists and watches with.
+/// A kind and the label selector its watch lists and watches with (or [`SELECTED`]).
 type InformerKey = (ResourceKind, Option<String>);
 
 /// One kind's informer and the task that feeds it.
@@ -138,12 +152,12 @@ impl Informers {
         Self::sharded(client, namespace, metrics, None)
     }
 
-    /// [`Informers::new`] whose [`Scope::Share`] watches use the label selector `shard`.
+    /// [`Informers::new`] whose [`Scope::Share`] watches select this replica's share as `shard` says.
     pub fn sharded(
         client: Client,
         namespace: Option<String>,
         metrics: Arc<Metrics>,
-        shard: Option<String>,
+        shard: Option<ShardScope>,
     ) -> Arc<Self> {
         Arc::new(Self {
             client,
@@ -172,20 +186,31 @@ impl Informers {
     ) -> Subscription {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let target = Arc::new(target);
-        let selector = match scope {
-            Scope::Share => self.shard.clone(),
-            Scope::All => None,
+        let selector = match (scope, &self.shard) {
+            (Scope::All, _) | (_, None) => None,
+            (Scope::Share, Some(ShardScope::Labels(labels))) => Some(labels.clone()),
+            (Scope::Share, Some(ShardScope::Selector(_))) => {
+                matches!(target.route, Route::Parent).then(|| SELECTED.to_owned())
+            }
         };
         let key = (kind.clone(), selector);
         let informer = {
             let mut by_kind = self.lock();
             let shared = by_kind.entry(key.clone()).or_insert_with(|| {
                 let informer = Arc::new(Informer::new(kind.clone(), &self.metrics));
-                let watch = tokio::spawn(watch(
-                    self.client.clone(),
-                    (self.namespace.clone(), key.1.clone()),
-                    informer.clone(),
-                ));
+                let watch = match (&self.shard, &key.1) {
+                    (Some(ShardScope::Selector(share)), Some(_)) => tokio::spawn(reselecting(
+                        share.clone(),
+                        self.client.clone(),
+                        self.namespace.clone(),
+                        informer.clone(),
+                    )),
+                    _ => tokio::spawn(watch(
+                        self.client.clone(),
+                        (self.namespace.clone(), key.1.clone()),
+                        informer.clone(),
+                    )),
+                };
                 Shared { informer, watch }
             });
             shared.informer.lock().push((id, target.clone()));
@@ -331,6 +356,25 @@ pub async fn watch(
     }
 }
 
+/// Watches one parent kind's share by `shardSelector` for ever, listing again with the new
+/// selector each time the share changes (the relist drops the parents no longer selected).
+async fn reselecting(
+    share: Share,
+    client: Client,
+    namespace: Option<String>,
+    informer: Arc<Informer>,
+) {
+    let mut changes = share.changes();
+    let client = share.client(&client);
+    loop {
+        changes.mark_unchanged();
+        tokio::select! {
+            () = watch(client.clone(), (namespace.clone(), None), informer.clone()) => return,
+            changed = changes.changed() => if changed.is_err() { return },
+        }
+    }
+}
+
 /// The event with its object in the cache's form, of kind `types` when it names none.
 fn compact(event: watcher::Event<Incoming>, types: &Arc<TypeMeta>) -> watcher::Event<CachedObject> {
     let cached = |o| CachedObject::new(o, types);
@@ -413,7 +457,7 @@ mod tests {
             offline_client(),
             None,
             metrics.clone(),
-            Some("shard.weir.dev/owner=a".into()),
+            Some(ShardScope::Labels("shard.weir.dev/owner=a".into())),
         );
         let share = sharded.subscribe(&kind("ConfigMap"), Scope::Share, target());
         let all = sharded.subscribe(&kind("ConfigMap"), Scope::All, target());

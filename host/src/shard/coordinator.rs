@@ -87,6 +87,8 @@ pub struct Pass {
     pub owned: BTreeMap<String, i64>,
     /// The same by parent kind (`Kind.group`).
     pub owned_by_kind: BTreeMap<String, BTreeMap<String, i64>>,
+    /// When the first member's Lease runs out unless renewed: the next pass runs then.
+    pub first_expiry: Option<std::time::SystemTime>,
 }
 
 /// The leader's assignment loop.
@@ -108,16 +110,26 @@ impl Coordinator {
     pub async fn run(self, leading: Fence, stop: CancellationToken) {
         let mut tick = tokio::time::interval(self.config.assign_every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut expiry = None;
+        let mut leads = false;
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
                 _ = tick.tick() => {}
+                // A member that stops renewing is gone at this moment: place its parents then.
+                () = members::sleep_past(expiry) => {}
+                // Just elected (a killed leader's successor): place at once.
+                () = leading.opened(), if !leads => {}
             }
-            if !leading.allows() {
+            expiry = None;
+            leads = leading.allows();
+            if !leads {
                 self.metrics.stopped_coordinating();
                 continue;
             }
-            match self.pass().await {
+            let passed = self.pass().await;
+            expiry = passed.as_ref().ok().and_then(|p| p.first_expiry);
+            match passed {
                 Ok(pass) if pass.assigned + pass.drained > 0 => {
                     tracing::info!(
                         parents = pass.parents,
@@ -135,10 +147,13 @@ impl Coordinator {
     /// One pass over every served parent kind.
     pub async fn pass(&self) -> Result<Pass, CoordinatorError> {
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), &self.config.namespace);
-        let members = members::members(&leases)
+        let (members, first_expiry) = members::members_until(&leases)
             .await
             .map_err(CoordinatorError::Members)?;
-        let mut pass = Pass::default();
+        let mut pass = Pass {
+            first_expiry,
+            ..Pass::default()
+        };
         if members.is_empty() {
             return Ok(pass);
         }

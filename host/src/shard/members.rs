@@ -36,6 +36,12 @@ pub fn lease_config(config: &ShardConfig) -> LeaderConfig {
 /// The member `lease` stands for at `now`: its holder, if it is a shard Lease held by the
 /// identity it is named after and its last renewal has not run out.
 pub fn member_of(lease: &Lease, now: SystemTime) -> Option<String> {
+    let (identity, until) = held(lease)?;
+    (until > now).then(|| identity.to_owned())
+}
+
+/// The identity a shard Lease is named after, and until when it holds it as last renewed.
+fn held(lease: &Lease) -> Option<(&str, SystemTime)> {
     let identity = lease.metadata.name.as_deref()?.strip_prefix(LEASE_PREFIX)?;
     let spec = lease.spec.as_ref()?;
     if spec.holder_identity.as_deref() != Some(identity) {
@@ -43,16 +49,44 @@ pub fn member_of(lease: &Lease, now: SystemTime) -> Option<String> {
     }
     let renewed = SystemTime::from(spec.renew_time.as_ref()?.0);
     let secs = u64::try_from(spec.lease_duration_seconds?).ok()?;
-    (renewed + Duration::from_secs(secs) > now).then(|| identity.to_owned())
+    Some((identity, renewed + Duration::from_secs(secs)))
+}
+
+/// When the first of the members' Leases among `leases` runs out unless renewed (`None`: no
+/// member): a pass then sees a killed member gone without waiting for its next period.
+pub fn first_expiry(leases: &[Lease], now: SystemTime) -> Option<SystemTime> {
+    leases
+        .iter()
+        .filter_map(held)
+        .map(|(_, until)| until)
+        .filter(|until| *until > now)
+        .min()
+}
+
+/// Sleeps until a moment just after `at` (a Lease's expiry), or forever when `None`.
+pub async fn sleep_past(at: Option<SystemTime>) {
+    let wait = at.map(|at| at.duration_since(SystemTime::now()).unwrap_or_default());
+    match wait {
+        // Just past it: the Lease must read as run out by then.
+        Some(wait) => tokio::time::sleep(wait + Duration::from_millis(20)).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The members now: the held, fresh shard Leases of the namespace.
 pub async fn members(api: &Api<Lease>) -> Result<Vec<String>, kube::Error> {
+    Ok(members_until(api).await?.0)
+}
+
+/// [`members`], and when the first of their Leases runs out unless renewed.
+pub async fn members_until(
+    api: &Api<Lease>,
+) -> Result<(Vec<String>, Option<SystemTime>), kube::Error> {
     let leases = api.list(&ListParams::default()).await?;
     let now = SystemTime::now();
     let mut members: Vec<String> = leases.iter().filter_map(|l| member_of(l, now)).collect();
     members.sort();
-    Ok(members)
+    Ok((members, first_expiry(&leases.items, now)))
 }
 
 #[cfg(test)]
@@ -103,6 +137,21 @@ mod tests {
             None,
             "not a shard lease"
         );
+    }
+
+    #[test]
+    fn the_first_expiry_is_the_soonest_fresh_members() {
+        let now = SystemTime::now();
+        let leases = [
+            lease("weir-shard-a", Some("a"), 3),
+            lease("weir-shard-b", Some("b"), 10),
+            lease("weir-shard-c", Some("c"), 20),
+            lease("weir-shard-d", None, 14),
+        ];
+        let first = first_expiry(&leases, now).unwrap_or(now);
+        let in_secs = first.duration_since(now).unwrap_or_default().as_secs_f64();
+        assert!((4.5..5.5).contains(&in_secs), "b's, in 5 s: {in_secs}");
+        assert_eq!(first_expiry(&leases[2..], now), None, "run out, released");
     }
 
     #[test]

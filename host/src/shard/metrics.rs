@@ -1,8 +1,9 @@
-//! What the coordinator shows on `/metrics` and `/plugins`: the members, the parents each owns,
-//! the moves.
+//! What sharding shows on `/metrics` and `/plugins`: the mode (`labels` or `server-side`), the
+//! members, the parents each owns, the moves.
 //!
-//! Only the leader places parents, so only the leader's values move; a replica that never led
-//! shows zeros on `/metrics`, and on `/plugins` only its own member name.
+//! Sharded by label, only the leader places parents, so only the leader's values move; a
+//! replica that never led shows zeros on `/metrics`, and on `/plugins` only its own member name
+//! and mode. Sharded server-side, every replica shows the members it sees.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -28,9 +29,19 @@ pub struct MoveLabels {
     pub step: String,
 }
 
+/// A mode's label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ModeLabels {
+    /// `labels` or `server-side`.
+    pub mode: String,
+}
+
 /// The coordinator's metrics (cheap to clone: the values are shared).
 #[derive(Clone, Debug, Default)]
 pub struct ShardMetrics {
+    mode: Family<ModeLabels, Gauge>,
+    /// The mode `/plugins` shows.
+    running: Arc<Mutex<Option<super::Mode>>>,
     members: Gauge,
     owned: Family<MemberLabels, Gauge>,
     moves: Family<MoveLabels, Counter>,
@@ -53,6 +64,8 @@ struct LastPass {
 pub struct ShardStatus {
     /// This replica's member name.
     pub member: String,
+    /// How it selects its share: `labels` or `server-side`.
+    pub mode: &'static str,
     /// Whether this replica coordinates (leads); the fields below are from its last pass.
     pub coordinating: bool,
     /// The members.
@@ -70,6 +83,11 @@ impl ShardMetrics {
     /// Adds these metrics to `registry` (the host's, prefixed `weir_`: `weir_shard_members`,
     /// `weir_shard_owned_parents{member}`, `weir_shard_moves_total{step}`).
     pub fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "shard_mode",
+            "1 for the way this replica selects its share: labels (the coordinator labels parents) or server-side (shardSelector)",
+            self.mode.clone(),
+        );
         registry.register(
             "shard_members",
             "Members (held, fresh shard Leases) at the coordinator's last pass",
@@ -119,6 +137,22 @@ impl ShardMetrics {
         }
     }
 
+    /// Shows the way this replica shards.
+    pub fn running(&self, mode: super::Mode) {
+        *self.running.lock().unwrap_or_else(PoisonError::into_inner) = Some(mode);
+        self.mode
+            .get_or_create(&ModeLabels {
+                mode: mode.as_str().into(),
+            })
+            .set(1);
+    }
+
+    /// Shows the members a server-side replica sees.
+    pub(super) fn viewed(&self, members: &[String]) {
+        self.members
+            .set(i64::try_from(members.len()).unwrap_or(i64::MAX));
+    }
+
     /// This replica stopped coordinating: `/plugins` no longer shows its last pass.
     pub(super) fn stopped_coordinating(&self) {
         *self.last.lock().unwrap_or_else(PoisonError::into_inner) = None;
@@ -145,8 +179,10 @@ impl ShardMetrics {
             None => BTreeMap::new(),
         };
         let last = last.unwrap_or_default();
+        let mode = *self.running.lock().unwrap_or_else(PoisonError::into_inner);
         ShardStatus {
             member: member.to_owned(),
+            mode: mode.unwrap_or(super::Mode::Labels).as_str(),
             coordinating: !last.members.is_empty(),
             owned_parents: last.owned.get(kind).cloned().unwrap_or_default(),
             members: last.members,
@@ -171,6 +207,12 @@ mod tests {
         let metrics = ShardMetrics::default();
         let idle = metrics.status("weir-1", "Blog.weir.dev");
         assert!(!idle.coordinating && idle.members.is_empty() && idle.moves.is_empty());
+        assert_eq!(idle.mode, "labels");
+        metrics.running(crate::shard::Mode::ServerSide);
+        assert_eq!(
+            metrics.status("weir-1", "Blog.weir.dev").mode,
+            "server-side"
+        );
         metrics.moved("assigned");
         let members = vec!["weir-0".to_owned(), "weir-1".to_owned()];
         let owned = BTreeMap::from([("weir-0".to_owned(), 2), ("weir-1".to_owned(), 1)]);

@@ -27,10 +27,11 @@
 //!    [`crate::fence::Fence`] on its *own* shard Lease, which closes before that Lease can
 //!    expire, so it writes nothing once another replica may own the parent.
 //!
-//! Server-side sharding (KEP-5866's `shardSelector`, alpha in Kubernetes 1.36) would let a
-//! replica watch its share without the label: [`server_side`] says whether the API server
-//! offers it and renders a member's share of the ring as a selector; the replicas do not use it
-//! yet (see that module).
+//! Server-side sharding (KEP-5866's `shardSelector`, alpha in Kubernetes 1.36) lets a replica
+//! watch its share without the label: when [`server_side`] finds the API server offering it, no
+//! coordinator runs and nothing is labelled; each replica computes the ring itself and watches
+//! its parents by selector, handing parents over through views published on the shard Leases
+//! ([`share`]). Its children are then watched whole. [`Mode`] says which way a replica runs.
 //!
 //! The coordinator's own writes go through the leader's fence. Known limits of this first
 //! slice: children left behind by an old owner that the new owner no longer wants are not
@@ -44,6 +45,7 @@ pub mod members;
 pub mod metrics;
 pub mod ring;
 pub mod server_side;
+pub mod share;
 
 use std::time::Duration;
 
@@ -58,6 +60,26 @@ use crate::reconcile::cache::CachedObject;
 pub const OWNER_LABEL: &str = "shard.weir.dev/owner";
 /// The label asking the owner of a parent to let go of it.
 pub const DRAIN_LABEL: &str = "shard.weir.dev/drain";
+
+/// How a sharded replica selects its share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// The coordinator labels parents with their owner; each replica watches its label.
+    Labels,
+    /// The API server filters by `shardSelector`; each replica watches its ring ranges
+    /// ([`share`]), and nothing is labelled.
+    ServerSide,
+}
+
+impl Mode {
+    /// `labels` or `server-side`, as `/metrics` and `/plugins` show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Labels => "labels",
+            Mode::ServerSide => "server-side",
+        }
+    }
+}
 
 /// How this replica takes part in sharding.
 #[derive(Clone, Debug)]
@@ -83,6 +105,20 @@ impl ShardConfig {
             duration_secs: 15,
             grace_secs: 5,
             assign_every: Duration::from_secs(1),
+        }
+    }
+
+    /// This configuration with a shard Lease of `duration_secs`, renewed as
+    /// [`crate::run::lease_grace`] says, and a placement pass every eighth of it (between 200 ms
+    /// and a second), so a killed member's parents are placed soon after its Lease runs out.
+    #[must_use]
+    pub fn with_lease_duration(self, duration_secs: u64) -> Self {
+        let eighth = Duration::from_millis(duration_secs.saturating_mul(125));
+        Self {
+            duration_secs,
+            grace_secs: crate::run::lease_grace(duration_secs),
+            assign_every: eighth.clamp(Duration::from_millis(200), Duration::from_secs(1)),
+            ..self
         }
     }
 }

@@ -11,9 +11,8 @@
 //!
 //! Placing the ring's keys by that same hash ([`super::ring::Ring::owner_of_hash`] of
 //! [`fnv1a`] of the uid), a member's share is exactly [`selector`] of its ranges, which lets a
-//! replica watch its share without the owner label. This slice finds out whether the server
-//! offers it ([`offered`], logged when a replica joins) and renders the selectors; the
-//! replicas still shard by label (the handover protocol without labels is the next step).
+//! replica watch its share without the owner label: a `--shard` replica that finds the
+//! parameter offered ([`offered`], when it joins) shards this way ([`super::share`]).
 
 use kube::Client;
 use serde_json::Value;
@@ -32,14 +31,24 @@ pub fn fnv1a(text: &str) -> u64 {
 
 /// The `shardSelector` of `member`'s share of `ring`, keyed by uid; `None` when it owns nothing.
 pub fn selector(ring: &Ring, member: &str) -> Option<String> {
-    let terms: Vec<String> = ring
-        .ranges(member)
-        .into_iter()
+    let ranges = ring.ranges(member);
+    (!ranges.is_empty()).then(|| selector_of(&ranges))
+}
+
+/// The `shardSelector` of the uid hashes in `ranges` (half-open, `end` up to 2^64); with no
+/// range, one that selects nothing (an empty range).
+pub fn selector_of(ranges: &[(u128, u128)]) -> String {
+    if ranges.is_empty() {
+        return "shardRange(object.metadata.uid, '0x0000000000000000', '0x0000000000000000')"
+            .into();
+    }
+    let terms: Vec<String> = ranges
+        .iter()
         .map(|(start, end)| {
             format!("shardRange(object.metadata.uid, '0x{start:016x}', '0x{end:016x}')")
         })
         .collect();
-    (!terms.is_empty()).then(|| terms.join(" || "))
+    terms.join(" || ")
 }
 
 /// Whether the API server filters by `shardSelector`: its OpenAPI v3 document of the core group
