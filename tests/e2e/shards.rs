@@ -333,10 +333,12 @@ const LEADER_LEASE_SECS: u64 = 3;
 /// being drained: by owner.
 async fn settled(
     blogs: &Api<DynamicObject>,
+    children: &[Api<DynamicObject>],
     members: &[&str],
 ) -> Option<BTreeMap<String, Vec<String>>> {
     let list = blogs.list(&ListParams::default()).await.ok()?;
     let mut owned: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut owner_of: BTreeMap<String, String> = BTreeMap::new();
     for b in &list.items {
         let labels = b.labels();
         let owner = labels.get(OWNER_LABEL)?;
@@ -344,6 +346,25 @@ async fn settled(
             return None;
         }
         owned.entry(owner.clone()).or_default().push(b.name_any());
+        owner_of.insert(b.name_any(), owner.clone());
+    }
+    // A Blog is served by its owner once its owner has reconciled it: its children carry the
+    // owner's label too (a relabelled Blog still reads Ready from its previous owner's status).
+    for api in children {
+        let list = api.list(&ListParams::default()).await.ok()?;
+        let mut seen = 0;
+        for child in &list.items {
+            let Some(blog) = child.owner_references().first().map(|o| o.name.as_str()) else {
+                continue;
+            };
+            seen += 1;
+            if child.labels().get(OWNER_LABEL) != owner_of.get(blog) {
+                return None;
+            }
+        }
+        if seen != MOVED {
+            return None;
+        }
     }
     (list.items.len() == MOVED).then_some(owned)
 }
@@ -375,6 +396,10 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
     let blog = plugin("blog")?;
     env.install_crd(&blog).await?;
     let blogs = env.api(&kinds::blog());
+    let children: Vec<Api<DynamicObject>> = [kinds::config_map(), kinds::deployment(), kinds::service()]
+        .iter()
+        .map(|k| env.api(k))
+        .collect();
     let leases: Api<Lease> = env.typed();
     let [a, b, c] = REPLICAS;
     let d = FOURTH;
@@ -403,14 +428,14 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
         .await?;
     }
     eventually("a, b and c serve every Blog", CONVERGE, || {
-        settled(&blogs, &abc)
+        settled(&blogs, &children, &abc)
     })
     .await?;
 
     // 3 → 4: d joins; the ring gives it about a quarter, each drained by its owner first.
     let mut replica_d = fleet.start(d, &short)?;
     let joined = eventually("d takes its share", CONVERGE, || async {
-        let owned = settled(&blogs, &abcd).await?;
+        let owned = settled(&blogs, &children, &abcd).await?;
         owned.contains_key(d).then_some(owned)
     })
     .await?;
@@ -454,14 +479,14 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
         of_a.len()
     );
     eventually("b, c and d serve every Blog", CONVERGE, || {
-        settled(&blogs, &bcd)
+        settled(&blogs, &children, &bcd)
     })
     .await?;
 
     // 3 → 2: b stops cleanly on SIGTERM (its Leases released): c and d serve everything.
     replica_b.run.terminate(Duration::from_secs(10)).await?;
     let last = eventually("c and d serve every Blog", CONVERGE, || {
-        settled(&blogs, &cd)
+        settled(&blogs, &children, &cd)
     })
     .await?;
     let counts: BTreeMap<&String, usize> = last.iter().map(|(m, v)| (m, v.len())).collect();

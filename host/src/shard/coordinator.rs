@@ -14,6 +14,7 @@ use std::sync::Arc;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams};
 use kube::{Client, ResourceExt};
+use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +30,8 @@ pub const FIELD_MANAGER: &str = "weir-shard";
 
 /// Parents listed per request.
 const PAGE: u32 = 500;
+/// Label writes of one page in flight at once.
+const PLACING: usize = 32;
 
 /// A pass of the coordinator failed before it could place anything.
 #[derive(Debug, thiserror::Error)]
@@ -72,6 +75,16 @@ pub fn decide(ring: &Ring, uid: &str, owner: Option<&str>, draining: bool) -> Pl
         Some(o) if ring.contains(o) => Placement::Drain,
         _ => Placement::Assign(desired.to_owned()),
     }
+}
+
+/// What one parent's label write did.
+enum Moved {
+    /// Nothing written (kept, or the write failed).
+    Not,
+    /// Labelled for a member.
+    Assigned,
+    /// Marked for draining.
+    Drained,
 }
 
 /// How many parents one pass placed.
@@ -183,9 +196,24 @@ impl Coordinator {
                         source,
                     }
                 })?;
-                for parent in &page.items {
+                // The page's writes go out together: after a member's Lease runs out, its
+                // parents are relabelled in about one round trip, not one after another.
+                let writes: Vec<_> = page
+                    .items
+                    .iter()
+                    .map(|parent| self.place(&ring, &kind, &parent.metadata))
+                    .collect();
+                let placed: Vec<(Option<String>, Moved)> = futures::stream::iter(writes)
+                    .buffered(PLACING)
+                    .collect()
+                    .await;
+                for (owner, moved) in placed {
                     pass.parents += 1;
-                    let owner = self.place(&ring, &kind, &parent.metadata, &mut pass).await;
+                    match moved {
+                        Moved::Assigned => pass.assigned += 1,
+                        Moved::Drained => pass.drained += 1,
+                        Moved::Not => {}
+                    }
                     if let Some(owner) = owner {
                         for counts in [&mut pass.owned, &mut of_kind] {
                             if let Some(n) = counts.get_mut(&owner) {
@@ -207,21 +235,23 @@ impl Coordinator {
     }
 
     /// Writes the labels the ring asks for on one parent, if they differ; returns its owner
-    /// once written (`None`: none, or the write failed and the next pass tries again).
+    /// once written (`None`: none, or the write failed and the next pass tries again) and
+    /// what the write did.
     async fn place(
         &self,
         ring: &Ring,
         kind: &ResourceKind,
         meta: &ObjectMeta,
-        pass: &mut Pass,
-    ) -> Option<String> {
-        let uid = meta.uid.as_deref()?;
+    ) -> (Option<String>, Moved) {
+        let Some(uid) = meta.uid.as_deref() else {
+            return (None, Moved::Not);
+        };
         let labels = meta.labels.as_ref();
         let owner = labels.and_then(|l| l.get(OWNER_LABEL)).cloned();
         let draining = labels.is_some_and(|l| l.contains_key(DRAIN_LABEL));
         let placement = decide(ring, uid, owner.as_deref(), draining);
         let change = match &placement {
-            Placement::Keep => return owner,
+            Placement::Keep => return (owner, Moved::Not),
             Placement::Assign(member) => json!({OWNER_LABEL: member, DRAIN_LABEL: null}),
             Placement::Drain => json!({DRAIN_LABEL: "true"}),
             Placement::Undrain => json!({DRAIN_LABEL: null}),
@@ -230,20 +260,18 @@ impl Coordinator {
             // A 409: the parent changed since it was listed (an acknowledgement); next pass.
             let name = meta.name.as_deref().unwrap_or_default();
             tracing::debug!(kind = %kind.kind, parent = %name, error = %Chain(&e), "relabelling a parent failed");
-            return None;
+            return (None, Moved::Not);
         }
         match placement {
             Placement::Assign(member) => {
-                pass.assigned += 1;
                 self.metrics.moved("assigned");
-                Some(member)
+                (Some(member), Moved::Assigned)
             }
             Placement::Drain => {
-                pass.drained += 1;
                 self.metrics.moved("drained");
-                owner
+                (owner, Moved::Drained)
             }
-            Placement::Keep | Placement::Undrain => owner,
+            Placement::Keep | Placement::Undrain => (owner, Moved::Not),
         }
     }
 }
