@@ -82,6 +82,13 @@ build_guests() {
   node "$root/guest-sdk/js/bin/componentize.js" build "$scale_down/plugin.js" \
     --crd "$scale_down/crd.yaml" -o "$out/metacontroller-scale-down-js.wasm"
   echo "metacontroller-scale-down-js.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+  # A namespaced parent whose v2 hooks read a Secret in another namespace (issue 24: the policy's
+  # `namespaces` and `secretData`).
+  start=$(date +%s%N)
+  local secret_import="$root/plugins/metacontroller-secret-import-js"
+  node "$root/guest-sdk/js/bin/componentize.js" build "$secret_import/plugin.js" \
+    --crd "$secret_import/crd.yaml" -o "$out/metacontroller-secret-import-js.wasm"
+  echo "metacontroller-secret-import-js.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 }
 
 # Ten distinct components: the Blog built with `bench-copy` and WEIR_BLOG_COPY=0..9, in a target

@@ -57,6 +57,8 @@ target/debug/weir test target/plugins/metacontroller-example.wasm plugins/metaco
 target/debug/weir test target/plugins/metacontroller-example-js.wasm plugins/metacontroller-example/fixtures
 # An async finalize hook that scales its Deployment to zero before letting go (contract 0.3.0).
 target/debug/weir test target/plugins/metacontroller-scale-down-js.wasm plugins/metacontroller-scale-down-js/fixtures
+# A v2 hook reading a Secret in another namespace: offline, without a policy entry (no data, refused elsewhere).
+target/debug/weir test target/plugins/metacontroller-secret-import-js.wasm plugins/metacontroller-secret-import-js/fixtures
 
 step "guest SDK native tests (Python, JavaScript)"
 guest-sdk/test.sh

@@ -34,6 +34,7 @@ mod other_languages;
 mod plugin_resource;
 mod plugins_are_given_the_cached_json;
 mod refused_answers_write_nothing;
+mod related_in_another_namespace;
 mod related_objects;
 mod restart_converges;
 mod rollout_canary;

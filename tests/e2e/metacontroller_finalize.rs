@@ -5,19 +5,15 @@
 //! Deployment shows none left. The Deployment is at zero while the finalizer holds the WebApp,
 //! and then the WebApp is gone.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
-
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use futures::StreamExt;
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
 use kube::runtime::watcher;
-use kube::{Client, ResourceExt};
 use serde_json::json;
 use tokio::task::JoinHandle;
 use weir::plugin::ResourceKind;
-use weir_e2e::weir_run::WeirRun;
+use weir_e2e::weir_dev::WeirDev;
 use weir_e2e::{CONVERGE, eventually, kinds};
 
 const COMPONENT: &str = "metacontroller-scale-down-js.wasm";
@@ -33,74 +29,6 @@ fn web_app() -> ResourceKind {
         plural: "webapps".into(),
         namespaced: true,
     }
-}
-
-/// `weir dev --plugin DIR/COMPONENT` as a child process, killed when dropped.
-struct WeirDev(Child);
-
-impl WeirDev {
-    fn start(dir: &Path) -> Result<WeirDev> {
-        let plugins = dir.join("plugins");
-        std::fs::create_dir_all(&plugins)?;
-        let built = weir_e2e::built(COMPONENT);
-        std::fs::copy(&built, plugins.join(COMPONENT))
-            .with_context(|| format!("copying {} (run plugins/build.sh all)", built.display()))?;
-        let log = std::fs::File::create(dir.join("weir-dev.log"))?;
-        let child = Command::new(WeirRun::debug_binary()?)
-            .arg("--cache-dir")
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/plugin-cache"))
-            .args(["dev", "--plain", "--ready-after-ms", "100", "--plugin"])
-            .arg(plugins.join(COMPONENT))
-            .arg("--kubeconfig")
-            .arg(dir.join("kubeconfig"))
-            .env("NO_COLOR", "1")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .context("starting weir dev")?;
-        Ok(WeirDev(child))
-    }
-
-    fn check_running(&mut self, dir: &Path) -> Result<()> {
-        if let Some(status) = self.0.try_wait()? {
-            bail!("weir dev exited ({status}); {}", dev_log(dir));
-        }
-        Ok(())
-    }
-}
-
-/// What `weir dev` logged, for a failure's message.
-fn dev_log(dir: &Path) -> String {
-    let log = std::fs::read_to_string(dir.join("weir-dev.log")).unwrap_or_default();
-    format!("weir dev's log:\n{log}")
-}
-
-impl Drop for WeirDev {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A client of `weir dev`'s emulator once the plugin is served (its CRD installed by it).
-async fn served(dev: &mut WeirDev, dir: &Path) -> Result<Client> {
-    let kubeconfig = dir.join("kubeconfig");
-    // A JavaScript component compiles once into the shared cache; the first start waits for it.
-    for _ in 0..600 {
-        dev.check_running(dir)?;
-        if kubeconfig.exists()
-            && let Ok(client) =
-                weir::run::client(Some(&kubeconfig), weir::client::ClientLimits::default()).await
-        {
-            let apps: Api<DynamicObject> =
-                Api::namespaced_with(client.clone(), "default", &web_app().api_resource());
-            if apps.list(&Default::default()).await.is_ok() {
-                return Ok(client);
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    bail!("weir dev did not serve WebApps within two minutes")
 }
 
 /// Every state `api`'s object `name` takes, from now until it is deleted (the last entry, its
@@ -143,8 +71,8 @@ fn held_status(app: &DynamicObject) -> Option<(String, i64)> {
 async fn an_async_finalize_hook_scales_the_deployment_to_zero_before_the_parent_goes() -> Result<()>
 {
     let dir = tempfile::tempdir()?;
-    let mut dev = WeirDev::start(dir.path())?;
-    let client = served(&mut dev, dir.path()).await?;
+    let mut dev = WeirDev::start(dir.path(), COMPONENT, None)?;
+    let client = dev.serving(&web_app()).await?;
     let apps: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), "default", &web_app().api_resource());
     let deployments: Api<DynamicObject> =
@@ -169,13 +97,12 @@ async fn an_async_finalize_hook_scales_the_deployment_to_zero_before_the_parent_
         follow(deployments.clone(), "shop"),
     );
     apps.delete("shop", &DeleteParams::default()).await?;
-    let log_dir = dir.path().to_owned();
     let in_time = |what: &'static str, task| {
-        let log_dir = log_dir.clone();
+        let dev = &dev;
         async move {
             tokio::time::timeout(CONVERGE, task)
                 .await
-                .with_context(|| format!("{what} within {CONVERGE:?}; {}", dev_log(&log_dir)))
+                .with_context(|| format!("{what} within {CONVERGE:?}; {}", dev.log()))
         }
     };
     let app_states = in_time("the WebApp to be gone", app_states).await??;
@@ -204,6 +131,6 @@ async fn an_async_finalize_hook_scales_the_deployment_to_zero_before_the_parent_
     assert!(*deleted);
     assert_eq!(last.data["spec"]["replicas"], 0);
     assert_eq!(last.data["status"]["replicas"].as_i64().unwrap_or(0), 0);
-    dev.check_running(dir.path())?;
+    dev.check_running()?;
     Ok(())
 }

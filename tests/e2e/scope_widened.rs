@@ -1,24 +1,32 @@
 //! Scope widened only by the operator's policy (`plugins/metacontroller-propagation`, Python v2
-//! hooks through the Metacontroller adapter): a cluster-scoped ConfigPropagation copies a
-//! ConfigMap it reads in another namespace (`related` keyed `namespace/name`) into the namespaces
-//! a label selects, only into those the policy's entry for the plugin allows; without the entry
-//! the plugin is refused with the words it always was.
-
-use std::collections::BTreeMap;
-use std::sync::Arc;
+//! hooks through the Metacontroller adapter), served by `weir dev --policy FILE` as a user runs
+//! it: a cluster-scoped ConfigPropagation copies a ConfigMap it reads in another namespace
+//! (`related` keyed `namespace/name`) into the namespaces a label selects, only into those the
+//! policy's entry for the plugin allows; without the entry the plugin is refused with the words
+//! it always was. `weir dev` brings its own emulator: with `KUBECONFIG` set these still run there.
 
 use anyhow::Result;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::Api;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
 use serde_json::{Value, json};
-use weir::plugin::{LabelSelector, ResourceKind};
-use weir::policy::{Grant, Policy};
-use weir_e2e::{
-    CONVERGE, TestEnv, condition, controlled_by, eventually, fast_config, kinds, plugin,
-};
+use weir::plugin::ResourceKind;
+use weir_e2e::weir_dev::WeirDev;
+use weir_e2e::{CONVERGE, condition, controlled_by, eventually, kinds};
 
-const PLUGIN: &str = "metacontroller-propagation";
+const COMPONENT: &str = "metacontroller-propagation.wasm";
+
+/// The policy an operator writes for the plugin (its README's): read the source's namespace,
+/// write copies into the namespaces labelled `example.weir.dev/propagate=true`.
+const WIDENING: &str = r#"
+plugins:
+  config-propagation:
+    clusterScopedParent: true
+    namespaces: [config-source]
+    namespaceSelector:
+      matchLabels: {example.weir.dev/propagate: "true"}
+"#;
 
 fn config_propagation() -> ResourceKind {
     ResourceKind {
@@ -30,48 +38,30 @@ fn config_propagation() -> ResourceKind {
     }
 }
 
-/// The policy an operator writes for the plugin: read the source's namespace, write copies
-/// into namespaces labelled `weir-e2e/allowed=<env>`.
-fn widening(env: &TestEnv) -> Policy {
-    let grant = Grant {
-        cluster_scoped_parent: true,
-        namespaces: vec![env.namespace.clone()],
-        namespace_selector: Some(LabelSelector {
-            match_labels: BTreeMap::from([("weir-e2e/allowed".into(), env.namespace.clone())]),
-            match_expressions: vec![],
-        }),
-        ..Grant::default()
-    };
-    Policy {
-        plugins: BTreeMap::from([("config-propagation".into(), grant)]),
-        ..Policy::default()
-    }
-}
-
-async fn namespace(env: &TestEnv, name: &str, labels: Value) -> Result<()> {
+async fn namespace(client: &Client, name: &str, labels: Value) -> Result<()> {
     let ns: Namespace =
         serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}}))?;
-    Api::<Namespace>::all(env.client.clone())
+    Api::<Namespace>::all(client.clone())
         .create(&PostParams::default(), &ns)
         .await?;
     Ok(())
 }
 
-async fn label(env: &TestEnv, name: &str, labels: Value) -> Result<()> {
+async fn label(client: &Client, name: &str, labels: Value) -> Result<()> {
     let patch = Patch::Merge(json!({"metadata": {"labels": labels}}));
-    Api::<Namespace>::all(env.client.clone())
+    Api::<Namespace>::all(client.clone())
         .patch(name, &PatchParams::default(), &patch)
         .await?;
     Ok(())
 }
 
-fn config_maps_in(env: &TestEnv, ns: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(env.client.clone(), ns, &kinds::config_map().api_resource())
+fn config_maps_in(client: &Client, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), ns, &kinds::config_map().api_resource())
 }
 
 /// The copy of `settings` in `ns`, once its data is `data`.
-async fn copied(env: &TestEnv, ns: &str, data: Value) -> Result<DynamicObject> {
-    let api = config_maps_in(env, ns);
+async fn copied(client: &Client, ns: &str, data: Value) -> Result<DynamicObject> {
+    let api = config_maps_in(client, ns);
     eventually(
         &format!("the copy in {ns} holds {data}"),
         CONVERGE,
@@ -86,45 +76,40 @@ async fn copied(env: &TestEnv, ns: &str, data: Value) -> Result<DynamicObject> {
 #[tokio::test]
 async fn a_cluster_scoped_parent_copies_a_config_map_into_the_labelled_namespaces_the_policy_allows()
 -> Result<()> {
-    let env = TestEnv::start().await?;
-    let served = plugin(PLUGIN)?;
-    env.install_crd(&served).await?;
-    let (a, b) = (
-        format!("{}-a", env.namespace),
-        format!("{}-b", env.namespace),
-    );
-    let wants = json!({"weir-e2e/wants": env.namespace});
-    let allowed = json!({"weir-e2e/wants": env.namespace, "weir-e2e/allowed": env.namespace});
-    namespace(&env, &a, allowed.clone()).await?;
+    let dir = tempfile::tempdir()?;
+    let mut dev = WeirDev::start(dir.path(), COMPONENT, Some(WIDENING))?;
+    let client = dev.serving(&config_propagation()).await?;
+    let (a, b) = ("team-a", "team-b");
+    let wants = json!({"example.weir.dev/settings": "wanted"});
+    let allowed =
+        json!({"example.weir.dev/settings": "wanted", "example.weir.dev/propagate": "true"});
+    namespace(&client, "config-source", json!({})).await?;
+    namespace(&client, a, allowed.clone()).await?;
     // The hook selects B too, but the policy's entry does not allow it (yet).
-    namespace(&env, &b, wants.clone()).await?;
-    let source = config_maps_in(&env, &env.namespace);
+    namespace(&client, b, wants.clone()).await?;
+    let source = config_maps_in(&client, "config-source");
     let settings: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "settings", "namespace": env.namespace},
+        "metadata": {"name": "settings", "namespace": "config-source"},
         "data": {"mode": "fast"},
     }))?;
     source.create(&PostParams::default(), &settings).await?;
 
-    let mut config = fast_config(&env.namespace);
-    config.controller.namespace = None;
-    config.policy = Arc::new(widening(&env));
-    let host = env.host_with(&[served], config).await?;
     let parents: Api<DynamicObject> =
-        Api::all_with(env.client.clone(), &config_propagation().api_resource());
+        Api::all_with(client.clone(), &config_propagation().api_resource());
     let parent: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "example.weir.dev/v1alpha1", "kind": "ConfigPropagation",
-        "metadata": {"name": env.namespace},
+        "metadata": {"name": "settings"},
         "spec": {
-            "source": {"namespace": env.namespace, "name": "settings"},
-            "namespaceSelector": {"matchLabels": {"weir-e2e/wants": env.namespace}},
+            "source": {"namespace": "config-source", "name": "settings"},
+            "namespaceSelector": {"matchLabels": wants},
         },
     }))?;
     parents.create(&PostParams::default(), &parent).await?;
 
     // A copy into B would leave the entry: the whole answer is refused, nothing is written.
     let refused = eventually("the copy into B is refused", CONVERGE, || async {
-        let p = parents.get(&env.namespace).await.ok()?;
+        let p = parents.get("settings").await.ok()?;
         let c = condition(&p, "Reconciled")?;
         (c["status"] == "False").then_some(c["message"].as_str()?.to_owned())
     })
@@ -135,52 +120,45 @@ async fn a_cluster_scoped_parent_copies_a_config_map_into_the_labelled_namespace
         )),
         "{refused}"
     );
-    assert!(
-        config_maps_in(&env, &a)
-            .get_opt("settings")
-            .await?
-            .is_none()
-    );
-    assert!(
-        config_maps_in(&env, &b)
-            .get_opt("settings")
-            .await?
-            .is_none()
-    );
+    for ns in [a, b] {
+        let copy = config_maps_in(&client, ns).get_opt("settings").await?;
+        assert!(copy.is_none(), "a refused answer wrote a copy into {ns}");
+    }
 
     // The operator allows B: both copies appear, owned by the cluster-scoped parent.
-    label(&env, &b, allowed).await?;
-    let copy_a = copied(&env, &a, json!({"mode": "fast"})).await?;
-    copied(&env, &b, json!({"mode": "fast"})).await?;
-    let owner = parents.get(&env.namespace).await?;
+    label(&client, b, allowed).await?;
+    let copy_a = copied(&client, a, json!({"mode": "fast"})).await?;
+    copied(&client, b, json!({"mode": "fast"})).await?;
+    let owner = parents.get("settings").await?;
     assert!(
         controlled_by(&copy_a, &owner),
         "the copy is the parent's child"
     );
     let status = eventually("the status lists the copies", CONVERGE, || async {
-        let p = parents.get(&env.namespace).await.ok()?;
+        let p = parents.get("settings").await.ok()?;
         (p.data["status"]["copies"] == json!([a, b])).then_some(p)
     })
     .await?;
-    assert_eq!(condition(&status, "Reconciled").unwrap()["status"], "True");
+    let reconciled = condition(&status, "Reconciled");
+    assert_eq!(reconciled.map(|c| c["status"].clone()), Some(json!("True")));
 
     // The source, read in another namespace by `namespace/name`, is followed.
     let edit = Patch::Merge(json!({"data": {"mode": "slow"}}));
     source
         .patch("settings", &PatchParams::default(), &edit)
         .await?;
-    copied(&env, &a, json!({"mode": "slow"})).await?;
-    copied(&env, &b, json!({"mode": "slow"})).await?;
+    copied(&client, a, json!({"mode": "slow"})).await?;
+    copied(&client, b, json!({"mode": "slow"})).await?;
 
     // B no longer selected by the hook: its copy is pruned, A's stays.
-    label(&env, &b, json!({"weir-e2e/wants": null})).await?;
-    let in_b = config_maps_in(&env, &b);
+    label(&client, b, json!({"example.weir.dev/settings": null})).await?;
+    let in_b = config_maps_in(&client, b);
     eventually("B's copy is pruned", CONVERGE, || async {
         in_b.get_opt("settings").await.ok()?.is_none().then_some(())
     })
     .await?;
     assert!(
-        config_maps_in(&env, &a)
+        config_maps_in(&client, a)
             .get_opt("settings")
             .await?
             .is_some()
@@ -188,8 +166,8 @@ async fn a_cluster_scoped_parent_copies_a_config_map_into_the_labelled_namespace
 
     // The owner reference from a namespaced copy to the cluster-scoped parent is one Kubernetes
     // honours: deleting the parent collects the copies, and never the source.
-    parents.delete(&env.namespace, &Default::default()).await?;
-    let in_a = config_maps_in(&env, &a);
+    parents.delete("settings", &Default::default()).await?;
+    let in_a = config_maps_in(&client, a);
     eventually("A's copy goes with its parent", CONVERGE, || async {
         in_a.get_opt("settings").await.ok()?.is_none().then_some(())
     })
@@ -198,27 +176,33 @@ async fn a_cluster_scoped_parent_copies_a_config_map_into_the_labelled_namespace
         source.get_opt("settings").await?.is_some(),
         "the source is not the parent's"
     );
-    host.shutdown().await;
+    dev.check_running()?;
     Ok(())
 }
 
 #[tokio::test]
 async fn without_the_policy_entry_the_cluster_scoped_plugin_is_refused_with_the_usual_message()
 -> Result<()> {
-    let env = TestEnv::start().await?;
-    let served = plugin(PLUGIN)?;
-    env.install_crd(&served).await?;
-    let mut config = fast_config(&env.namespace);
-    config.controller.namespace = None;
-    let Err(refused) = env.host_with(&[served], config).await else {
-        anyhow::bail!("the host served a cluster-scoped parent without a policy entry");
-    };
-    let text = format!("{refused:#}");
+    let dir = tempfile::tempdir()?;
+    let mut dev = WeirDev::start(dir.path(), COMPONENT, None)?;
+    let client = dev.client().await?;
+    let refused = dev
+        .logged("refused plugin metacontroller-propagation.wasm")
+        .await?;
     assert!(
-        text.contains(
+        refused.contains(
             "plugin config-propagation@0.1.0: parent example.weir.dev/v1alpha1 ConfigPropagation is cluster-scoped; only namespaced parents are served"
         ),
-        "{text}"
+        "{refused}"
     );
+    // Refused before anything is written: not even its CRD is installed.
+    let crds = Api::<CustomResourceDefinition>::all(client);
+    assert!(
+        crds.get_opt("configpropagations.example.weir.dev")
+            .await?
+            .is_none(),
+        "a refused plugin's CRD was installed"
+    );
+    dev.check_running()?;
     Ok(())
 }

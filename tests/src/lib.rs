@@ -28,6 +28,7 @@ pub mod hostile;
 pub mod native_twin;
 pub mod plugin_log;
 pub mod registry;
+pub mod weir_dev;
 pub mod weir_run;
 
 /// Held by the scenarios that must not overlap in time: the hostile plugin's, which saturates

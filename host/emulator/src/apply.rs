@@ -187,8 +187,9 @@ fn owned_fields(obj: &Value, scope: Scope) -> BTreeSet<Path> {
 
 /// Keep only entries' fields that still exist in `obj`.
 fn prune(entries: &mut [Entry], obj: &Value) {
+    let lookup = fieldset::Lookup::new(obj);
     for e in entries.iter_mut() {
-        e.fields.retain(|p| fieldset::value_at(obj, p).is_some());
+        e.fields.retain(|p| lookup.value_at(p).is_some());
     }
 }
 
@@ -244,6 +245,7 @@ fn remove_dropped(obj: &mut Value, previous: &BTreeSet<Path>, managed: &BTreeSet
         _ => managed.contains(r),
     };
     let applied_before = |r: &[Step]| (1..=r.len()).any(|n| previous.contains(&r[..n]));
+    let lookup = fieldset::Lookup::new(obj);
     let mut targets: BTreeSet<Path> = BTreeSet::new();
     for p in previous {
         // The outermost of: an item on the way to `p`, or `p` itself, that goes.
@@ -252,11 +254,12 @@ fn remove_dropped(obj: &mut Value, previous: &BTreeSet<Path>, managed: &BTreeSet
             .filter(|r| {
                 r.len() == p.len() || matches!(r.last(), Some(Step::Key(_) | Step::Value(_)))
             })
-            .find(|r| applied_before(r) && !owned(r) && fieldset::value_at(obj, r).is_some());
+            .find(|r| applied_before(r) && !owned(r) && lookup.value_at(r).is_some());
         if let Some(target) = target.filter(|t| !is_key_field(t)) {
             targets.insert(target.to_vec());
         }
     }
+    drop(lookup);
     let outermost: Vec<Path> = targets
         .iter()
         .filter(|t| !(1..t.len()).any(|n| targets.contains(&t[..n])))
@@ -309,18 +312,20 @@ pub fn apply(
     let applied = owned_fields(cfg, scope);
 
     let mut conflicts = Vec::new();
+    let (live_at, cfg_at) = (fieldset::Lookup::new(&obj), fieldset::Lookup::new(cfg));
     for e in entries
         .iter()
         .filter(|e| !e.same_owner(manager, "Apply", sub))
     {
         for p in applied.intersection(&e.fields) {
-            let (old, new) = (fieldset::value_at(&obj, p), fieldset::value_at(cfg, p));
+            let (old, new) = (live_at.value_at(p), cfg_at.value_at(p));
             let leaf = !matches!(p.last(), Some(Step::Key(_) | Step::Value(_)));
             if leaf && old.is_some() && old != new {
                 conflicts.push((e.manager.clone(), p.clone()));
             }
         }
     }
+    drop((live_at, cfg_at));
     forgive_client_side_apply(&obj, &mut conflicts);
     if !conflicts.is_empty() {
         if !force {
@@ -389,17 +394,19 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: 
     } else {
         old.map(read_entries).unwrap_or_default()
     };
+    let (was, is) = (old.map(fieldset::Lookup::new), fieldset::Lookup::new(new));
     let changed: BTreeSet<Path> = owned_fields(new, scope)
         .into_iter()
         .filter(|p| {
-            let before = old.and_then(|o| fieldset::value_at(o, p));
+            let before = was.as_ref().and_then(|o| o.value_at(p));
             match p.last() {
                 // A list item is owned by whoever added it, not by whoever changed a field in it.
                 Some(Step::Key(_) | Step::Value(_)) => before.is_none(),
-                _ => before != fieldset::value_at(new, p),
+                _ => before != is.value_at(p),
             }
         })
         .collect();
+    drop((was, is));
     let sub = scope.subresource();
     if !changed.is_empty() {
         for e in entries.iter_mut() {
@@ -419,3 +426,7 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: 
     prune(&mut entries, new);
     write_entries(new, entries);
 }
+
+#[cfg(test)]
+#[path = "apply_tests.rs"]
+mod tests;

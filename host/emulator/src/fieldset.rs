@@ -1,6 +1,7 @@
 //! Field paths and sets in the `FieldsV1` shape that `managedFields` uses.
 
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
@@ -138,17 +139,62 @@ fn find_in_list(items: &[Value], step: &Step) -> Option<usize> {
     }
 }
 
-/// The value at `path`, if present.
+/// The value at `path`, if present (one lookup; for many in one object, a [`Lookup`]).
 pub fn value_at<'a>(obj: &'a Value, path: &[Step]) -> Option<&'a Value> {
-    let mut cur = obj;
-    for step in path {
-        cur = match (step, cur) {
-            (Step::Field(f), Value::Object(m)) => m.get(f)?,
-            (_, Value::Array(items)) => &items[find_in_list(items, step)?],
-            _ => return None,
-        };
+    Lookup::new(obj).value_at(path)
+}
+
+/// Looks up many paths in one object, indexing each keyed list by element key the first time a
+/// path crosses it. Tracking a write asks for every element of every list, once in the old
+/// object and once in the new: a scan per lookup made that quadratic (a status of 2,000
+/// conditions held the emulator's lock, and with it every request, for most of a minute).
+pub struct Lookup<'a> {
+    obj: &'a Value,
+    /// Per list (its address) and key fields (joined): each element key's first position.
+    lists: RefCell<HashMap<(usize, String), HashMap<String, usize>>>,
+}
+
+impl<'a> Lookup<'a> {
+    /// Lookups in `obj`, which stays borrowed (so no list moves) while they are made.
+    pub fn new(obj: &'a Value) -> Self {
+        Self {
+            obj,
+            lists: RefCell::default(),
+        }
     }
-    Some(cur)
+
+    /// The value at `path`, if present: what a scan of each list would find.
+    pub fn value_at(&self, path: &[Step]) -> Option<&'a Value> {
+        let mut cur = self.obj;
+        for step in path {
+            cur = match (step, cur) {
+                (Step::Field(f), Value::Object(m)) => m.get(f)?,
+                (Step::Key(key), Value::Array(items)) => &items[self.position(items, key)?],
+                (_, Value::Array(items)) => &items[find_in_list(items, step)?],
+                _ => return None,
+            };
+        }
+        Some(cur)
+    }
+
+    /// The position of the first element of `items` whose key is `key`, as
+    /// [`find_in_list`] finds it, from the list's index (built on first use).
+    fn position(&self, items: &'a [Value], key: &str) -> Option<usize> {
+        let wanted: Map<String, Value> = serde_json::from_str(key).ok()?;
+        let keys: Vec<&str> = wanted.keys().map(String::as_str).collect();
+        let canonical = Value::Object(wanted.clone()).to_string();
+        let mut lists = self.lists.borrow_mut();
+        let index = lists
+            .entry((items.as_ptr() as usize, keys.join("\n")))
+            .or_insert_with(|| {
+                let mut index = HashMap::new();
+                for (i, item) in items.iter().enumerate().filter(|(_, i)| i.is_object()) {
+                    index.entry(element_key(item, &keys)).or_insert(i);
+                }
+                index
+            });
+        index.get(&canonical).copied()
+    }
 }
 
 /// Remove the value at `path`; maps left empty by the removal are removed too.
@@ -319,6 +365,60 @@ mod tests {
             json!({})
         );
         assert_eq!(from_fields_v1(&v1), set);
+    }
+
+    /// The value at `path` found by scanning each list, as every lookup did before [`Lookup`].
+    fn scanned<'a>(obj: &'a Value, path: &[Step]) -> Option<&'a Value> {
+        let mut cur = obj;
+        for step in path {
+            cur = match (step, cur) {
+                (Step::Field(f), Value::Object(m)) => m.get(f)?,
+                (_, Value::Array(items)) => &items[find_in_list(items, step)?],
+                _ => return None,
+            };
+        }
+        Some(cur)
+    }
+
+    #[test]
+    fn a_lookup_finds_what_a_scan_of_each_list_finds() {
+        let mut conditions: Vec<Value> = (0..300)
+            .map(|i| json!({"type": format!("T{i}"), "status": "True"}))
+            .collect();
+        // A second element with a key already seen: both find the first.
+        conditions.push(json!({"type": "T7", "status": "Again"}));
+        let obj = json!({
+            "status": {"conditions": conditions},
+            "spec": {
+                "ports": [{"port": 80}, {"port": 80, "protocol": "UDP"}],
+                "finalizers": ["a", "b"],
+            },
+        });
+        let lookup = Lookup::new(&obj);
+        let paths = fields_of(&obj);
+        assert!(paths.len() > 900, "{}", paths.len());
+        for path in &paths {
+            assert_eq!(lookup.value_at(path), scanned(&obj, path), "{path:?}");
+        }
+        let t7 = [
+            Step::Field("status".into()),
+            Step::Field("conditions".into()),
+            Step::Key(r#"{"type":"T7"}"#.into()),
+            Step::Field("status".into()),
+        ];
+        assert_eq!(lookup.value_at(&t7), Some(&json!("True")));
+        let tcp = [
+            Step::Field("spec".into()),
+            Step::Field("ports".into()),
+            Step::Key(r#"{"port":80,"protocol":"TCP"}"#.into()),
+        ];
+        assert_eq!(lookup.value_at(&tcp), Some(&json!({"port": 80})));
+        let absent = [
+            Step::Field("status".into()),
+            Step::Field("conditions".into()),
+            Step::Key(r#"{"type":"T300"}"#.into()),
+        ];
+        assert_eq!(lookup.value_at(&absent), None);
     }
 
     #[test]

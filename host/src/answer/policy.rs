@@ -92,6 +92,24 @@ impl Grant {
         })
     }
 
+    /// The widenings that reach beyond namespace `watched`, one line each as [`Grant::lines`]
+    /// says them: a cluster-scoped parent, named namespaces other than `watched`, a namespace
+    /// selector (it may select any). Empty: a host watching only `watched` can serve the entry.
+    pub fn beyond(&self, watched: &str) -> Vec<String> {
+        Grant {
+            cluster_scoped_parent: self.cluster_scoped_parent,
+            namespaces: self
+                .namespaces
+                .iter()
+                .filter(|n| *n != watched)
+                .cloned()
+                .collect(),
+            namespace_selector: self.namespace_selector.clone(),
+            secret_data: false,
+        }
+        .lines()
+    }
+
     /// One line per widening, as `weir plugins`, `weir rbac` and the admission log show it.
     pub fn lines(&self) -> Vec<String> {
         let mut lines = Vec::new();

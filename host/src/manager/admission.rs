@@ -3,7 +3,9 @@
 //! Every plugin source goes through [`Admission::admit`]: a plugin whose parent is not its own
 //! custom resource, or whose kinds the policy does not allow or the cluster serves at another
 //! scope, is refused like a file that is not a component (logged, counted, and whatever served
-//! the kind before keeps serving).
+//! the kind before keeps serving). So is a plugin the policy's entry widens beyond the one
+//! namespace a host restricted to it watches ([`within_watched`]): that host could neither see
+//! its objects there nor be granted them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use kube::Client;
 
 use crate::hotload::{EngineLoader, Loader};
 use crate::plugin::{LoadError, Plugin, PluginInfo};
-use crate::policy::{self, Discovered, Policy, PolicyRefusal};
+use crate::policy::{self, Discovered, Grant, Policy, PolicyRefusal};
 
 /// Why a plugin is not served.
 #[derive(Debug, thiserror::Error)]
@@ -23,6 +25,18 @@ pub enum AdmissionError {
     /// The host's policy refuses what the plugin declared.
     #[error(transparent)]
     Refused(#[from] PolicyRefusal),
+    /// The policy's entry widens the plugin beyond the one namespace the host watches.
+    #[error(
+        "plugin {plugin}: the policy's entry for it widens it to {widened}, which a host watching only namespace {namespace:?} cannot serve (run the host on all namespaces to serve it)"
+    )]
+    BeyondWatchedNamespace {
+        /// `name@version`.
+        plugin: String,
+        /// The namespace the host watches.
+        namespace: String,
+        /// The widenings that reach beyond it (`; `-separated, as `weir plugins` says them).
+        widened: String,
+    },
     /// The cluster's discovery could not be asked (not a refusal: the next change retries).
     #[error("cannot ask the API server about the kinds of plugin {plugin}")]
     Discovery {
@@ -34,17 +48,24 @@ pub enum AdmissionError {
     },
 }
 
-/// The policy and the cluster a plugin is admitted against.
+/// The policy and the cluster a plugin is admitted against, and the namespace the host
+/// watches if it is restricted to one.
 #[derive(Clone)]
 pub struct Admission {
     client: Client,
     policy: Arc<Policy>,
+    watched: Option<String>,
 }
 
 impl Admission {
-    /// Admission under `policy`, asking `client`'s API server for the kinds' scopes.
-    pub fn new(client: Client, policy: Arc<Policy>) -> Self {
-        Self { client, policy }
+    /// Admission under `policy`, asking `client`'s API server for the kinds' scopes, for a
+    /// host watching only namespace `watched` (all namespaces: `None`).
+    pub fn new(client: Client, policy: Arc<Policy>, watched: Option<String>) -> Self {
+        Self {
+            client,
+            policy,
+            watched,
+        }
     }
 
     /// Admits `info`, or says why not.
@@ -56,6 +77,7 @@ impl Admission {
                 source,
             })?;
         let admitted = policy::admit(&self.policy, info, &found)?;
+        within_watched(info, admitted.grant(), self.watched.as_deref())?;
         if let Some(grant) = admitted.grant() {
             tracing::warn!(
                 plugin = %info.name,
@@ -66,6 +88,28 @@ impl Admission {
         }
         Ok(())
     }
+}
+
+/// Refuses a plugin whose entry (`grant`) reaches beyond the one namespace a host restricted
+/// to `watched` watches: a cluster-scoped parent, another namespace by name, or a namespace
+/// selector. Related Secrets' data alone, or the watched namespace named, is servable.
+pub fn within_watched(
+    info: &PluginInfo,
+    grant: Option<&Grant>,
+    watched: Option<&str>,
+) -> Result<(), AdmissionError> {
+    let (Some(grant), Some(namespace)) = (grant, watched) else {
+        return Ok(());
+    };
+    let beyond = grant.beyond(namespace);
+    if beyond.is_empty() {
+        return Ok(());
+    }
+    Err(AdmissionError::BeyondWatchedNamespace {
+        plugin: format!("{}@{}", info.name, info.version),
+        namespace: namespace.to_owned(),
+        widened: beyond.join("; "),
+    })
 }
 
 /// The directory source's loader: compiles a file, then admits the plugin it holds. It runs on
@@ -98,8 +142,14 @@ impl Loader for AdmittingLoader {
     fn reason(error: &AdmissionError) -> &'static str {
         match error {
             AdmissionError::Load(e) => crate::hotload::load_reason(e),
-            AdmissionError::Refused(_) => "NotAdmitted",
+            AdmissionError::Refused(_) | AdmissionError::BeyondWatchedNamespace { .. } => {
+                "NotAdmitted"
+            }
             AdmissionError::Discovery { .. } => "DiscoveryFailed",
         }
     }
 }
+
+#[cfg(test)]
+#[path = "admission_tests.rs"]
+mod tests;

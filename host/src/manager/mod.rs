@@ -177,7 +177,11 @@ impl Manager {
             metrics.plugin_memory(engine);
         }
         let metrics = Arc::new(metrics);
-        let admission = Admission::new(client.clone(), config.policy.clone());
+        let admission = Admission::new(
+            client.clone(),
+            config.policy.clone(),
+            config.controller.namespace.clone(),
+        );
         let leadership = match &config.leader {
             Some(lc) => Some(Leadership::start(client.clone(), lc).await?),
             None => None,
