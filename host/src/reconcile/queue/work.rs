@@ -5,7 +5,6 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
-use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -21,11 +20,9 @@ pub struct Work {
     /// Keys added while processing: they go back to `ready` when the worker is done. The count
     /// is of outside changes among those adds (0: only Weir's own echoes or a resync).
     dirty: HashMap<ObjectKey, u32>,
-    /// Keys waiting for a time (superseded entries stay until they fall due); each key is one
-    /// allocation shared with `scheduled`, not a copy per entry (a resync holds every parent's).
-    delayed: BinaryHeap<Reverse<(Instant, Arc<ObjectKey>)>>,
+    delayed: BinaryHeap<Reverse<(Instant, ObjectKey)>>,
     /// Earliest pending time per key, so a later `add_after` never postpones an earlier one.
-    scheduled: HashMap<Arc<ObjectKey>, Instant>,
+    scheduled: HashMap<ObjectKey, Instant>,
 }
 
 impl Work {
@@ -46,13 +43,11 @@ impl Work {
             return;
         }
         let at = now + delay;
-        let shared = match self.scheduled.get_key_value(&key) {
-            Some((_, &t)) if t <= at => return,
-            Some((shared, _)) => shared.clone(),
-            None => Arc::new(key),
-        };
-        self.scheduled.insert(shared.clone(), at);
-        self.delayed.push(Reverse((at, shared)));
+        if self.scheduled.get(&key).is_some_and(|&t| t <= at) {
+            return;
+        }
+        self.scheduled.insert(key.clone(), at);
+        self.delayed.push(Reverse((at, key)));
     }
 
     /// An outside change added for `key` was Weir's own echo after all: while the key is being
@@ -106,9 +101,9 @@ impl Work {
             let Some(Reverse((at, key))) = self.delayed.pop() else {
                 break;
             };
-            if self.scheduled.get(&*key) == Some(&at) {
-                self.scheduled.remove(&*key);
-                self.add(Arc::unwrap_or_clone(key), false);
+            if self.scheduled.get(&key) == Some(&at) {
+                self.scheduled.remove(&key);
+                self.add(key, false);
             }
         }
     }
@@ -197,26 +192,6 @@ mod tests {
             w.pop(now + 3600 * SEC),
             None,
             "the superseded entry does not run the key twice"
-        );
-    }
-
-    #[test]
-    fn a_scheduled_key_is_held_once_however_often_it_is_brought_forward() {
-        let mut w = Work::default();
-        let now = Instant::now();
-        for hours in (1..=3).rev() {
-            w.add_after(key("a"), hours * 3600 * SEC, now);
-        }
-        let held: Vec<&Arc<ObjectKey>> = w.delayed.iter().map(|Reverse((_, k))| k).collect();
-        assert_eq!(held.len(), 3, "superseded entries stay in the heap");
-        assert!(
-            held.iter().all(|k| Arc::ptr_eq(k, held[0])),
-            "one copy of the key"
-        );
-        assert_eq!(
-            Arc::strong_count(held[0]),
-            4,
-            "the three entries and the schedule"
         );
     }
 
