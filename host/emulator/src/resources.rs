@@ -79,7 +79,8 @@ impl ResourceType {
         }
     }
 
-    fn is_events_v1(&self) -> bool {
+    /// Whether this is events.k8s.io's Event, stored as a core Event with fields renamed.
+    pub fn is_events_v1(&self) -> bool {
         self.group == "events.k8s.io" && self.kind == "Event"
     }
 }

@@ -138,7 +138,7 @@ pub fn handle(
             )],
         ));
     }
-    let mut updated = (*current).clone();
+    let mut updated = current.clone();
     object::set_path(&mut updated, &spec.spec_replicas_path, json!(replicas));
     let out = ops::update(&mut store, rt, key, updated, false, &opts)?;
     Ok(json_response(StatusCode::OK, &scale_of(&out.object, spec)))

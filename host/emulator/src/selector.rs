@@ -148,9 +148,18 @@ impl LabelSelector {
         Ok(LabelSelector(reqs))
     }
 
+    /// Whether no requirement was given (every object matches).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Whether an object's `metadata.labels` satisfy every requirement.
     pub fn matches(&self, obj: &Value) -> bool {
-        let labels = obj.pointer("/metadata/labels").and_then(Value::as_object);
+        self.matches_labels(obj.pointer("/metadata/labels").and_then(Value::as_object))
+    }
+
+    /// Whether these labels (an object's `metadata.labels`) satisfy every requirement.
+    pub fn matches_labels(&self, labels: Option<&serde_json::Map<String, Value>>) -> bool {
         let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
         self.0.iter().all(|r| match r {
             Req::Eq(k, v) => get(k) == Some(v.as_str()),
@@ -168,6 +177,11 @@ impl LabelSelector {
 pub struct FieldSelector(Vec<(String, bool, String)>);
 
 impl FieldSelector {
+    /// Whether no requirement was given (every object matches).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The field paths this selector compares.
     pub fn fields(&self) -> impl Iterator<Item = &str> {
         self.0.iter().map(|(f, _, _)| f.as_str())

@@ -1,6 +1,6 @@
 //! The in-memory object store: one global resourceVersion counter and a bounded event history.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -10,6 +10,7 @@ use crate::allocations::Allocations;
 use crate::label_index::LabelIndex;
 use crate::object;
 use crate::resources::{Registry, ResKey};
+use crate::stored::Stored;
 
 /// The address of one stored object.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -53,12 +54,12 @@ pub struct Event {
     pub key: ObjKey,
     /// What happened.
     pub kind: EventType,
-    /// The object after the change (before removal for `Deleted`).
-    pub object: Arc<Value>,
-    /// The previous state for `Modified`, so selector watches can turn it into ADDED or DELETED.
-    pub prev: Option<Arc<Value>>,
-    /// The event's wire line, encoded once and shared by every watcher that serves it as stored.
-    pub encoded: std::sync::OnceLock<bytes::Bytes>,
+    /// The object after the change (before removal for `Deleted`), shared with the store.
+    pub object: Arc<Stored>,
+    /// The previous state for `Modified`, so selector watches can turn it into ADDED or
+    /// DELETED: the version the store held until this change (shared, not copied; kept as long
+    /// as the event stays in the history).
+    pub prev: Option<Arc<Stored>>,
 }
 
 /// The resourceVersion a watch asked for is no longer in the history.
@@ -78,18 +79,19 @@ pub type Resume = (Vec<Arc<Event>>, broadcast::Receiver<Arc<Event>>);
 pub struct Store {
     /// Served resource types, built-in and from CRDs.
     pub registry: Registry,
-    objects: HashMap<ResKey, BTreeMap<(String, String), Arc<Value>>>,
+    objects: HashMap<ResKey, BTreeMap<(String, String), Arc<Stored>>>,
     rv: u64,
     history: VecDeque<Arc<Event>>,
     history_cap: usize,
     compacted: u64,
     tx: broadcast::Sender<Arc<Event>>,
-    by_uid: HashMap<String, ObjKey>,
+    /// The uids of the stored objects (owner references are checked against it).
+    uids: HashSet<Box<str>>,
     dependents: HashMap<String, BTreeSet<ObjKey>>,
     uid_seq: u64,
     uid_seed: u64,
     /// UIDs of removed objects whose dependents the garbage collector must visit.
-    pub removed_uids: Vec<(String, ObjKey, Arc<Value>)>,
+    pub removed_uids: Vec<(String, ObjKey, Value)>,
     /// Objects waiting on the `orphan` or `foregroundDeletion` finalizer.
     pub pending_owners: BTreeSet<ObjKey>,
     allocations: Allocations,
@@ -112,7 +114,7 @@ impl Store {
             history_cap: history_cap.max(1),
             compacted: 0,
             tx,
-            by_uid: HashMap::new(),
+            uids: HashSet::new(),
             dependents: HashMap::new(),
             uid_seq: 0,
             uid_seed,
@@ -130,7 +132,7 @@ impl Store {
     pub fn restored(
         history_cap: usize,
         rv: u64,
-        objects: impl IntoIterator<Item = (ObjKey, Arc<Value>)>,
+        objects: impl IntoIterator<Item = (ObjKey, Value)>,
     ) -> Self {
         let mut store = Store::new(history_cap);
         store.rv = rv.max(store.rv);
@@ -143,7 +145,7 @@ impl Store {
                 .objects
                 .entry(key.res)
                 .or_default()
-                .insert((key.ns, key.name), obj);
+                .insert((key.ns, key.name), Arc::new(Stored::new(&obj)));
         }
         store.compacted = store.rv;
         store
@@ -169,17 +171,26 @@ impl Store {
         )
     }
 
-    /// The stored object at `key`.
-    pub fn get(&self, key: &ObjKey) -> Option<Arc<Value>> {
+    /// The stored object at `key`, parsed.
+    pub fn get(&self, key: &ObjKey) -> Option<Value> {
+        self.stored(key).map(|s| s.value())
+    }
+
+    /// The stored object at `key` as the store keeps it.
+    pub fn stored(&self, key: &ObjKey) -> Option<&Arc<Stored>> {
         self.objects
             .get(&key.res)?
             .get(&(key.ns.clone(), key.name.clone()))
-            .cloned()
     }
 
-    /// The stored object with this UID.
-    pub fn key_of_uid(&self, uid: &str) -> Option<&ObjKey> {
-        self.by_uid.get(uid)
+    /// Whether an object is stored at `key`.
+    pub fn contains(&self, key: &ObjKey) -> bool {
+        self.stored(key).is_some()
+    }
+
+    /// Whether an object with this UID is stored.
+    pub fn has_uid(&self, uid: &str) -> bool {
+        self.uids.contains(uid)
     }
 
     /// Keys of objects that name `uid` among their owners.
@@ -191,7 +202,7 @@ impl Store {
     }
 
     /// Objects of a resource, sorted by namespace then name, optionally in one namespace.
-    pub fn list(&self, res: &ResKey, ns: Option<&str>) -> Vec<Arc<Value>> {
+    pub fn list(&self, res: &ResKey, ns: Option<&str>) -> Vec<Arc<Stored>> {
         let Some(map) = self.objects.get(res) else {
             return Vec::new();
         };
@@ -211,7 +222,7 @@ impl Store {
         res: &ResKey,
         ns: Option<&str>,
         after: Option<(String, String)>,
-    ) -> Vec<Arc<Value>> {
+    ) -> Vec<Arc<Stored>> {
         let Some(after) = after else {
             return self.list(res, ns);
         };
@@ -250,14 +261,19 @@ impl Store {
         self.objects.values().map(BTreeMap::len).sum()
     }
 
-    fn emit(&mut self, key: ObjKey, kind: EventType, object: Arc<Value>, prev: Option<Arc<Value>>) {
+    fn emit(
+        &mut self,
+        key: ObjKey,
+        kind: EventType,
+        object: Arc<Stored>,
+        prev: Option<Arc<Stored>>,
+    ) {
         let ev = Arc::new(Event {
             rv: self.rv,
             key,
             kind,
             object,
             prev,
-            encoded: std::sync::OnceLock::new(),
         });
         if self.history.len() >= self.history_cap
             && let Some(old) = self.history.pop_front()
@@ -270,7 +286,7 @@ impl Store {
     }
 
     fn index(&mut self, key: &ObjKey, obj: &Value, add: bool) {
-        let uid = object::uid(obj).to_string();
+        let uid = object::uid(obj);
         for owner in object::owner_uids(obj) {
             let set = self.dependents.entry(owner.clone()).or_default();
             if add {
@@ -283,9 +299,9 @@ impl Store {
             }
         }
         if add {
-            self.by_uid.insert(uid, key.clone());
+            self.uids.insert(uid.into());
         } else {
-            self.by_uid.remove(&uid);
+            self.uids.remove(uid);
         }
         if key.res.group.is_empty() {
             match key.res.plural.as_str() {
@@ -309,21 +325,22 @@ impl Store {
         &self.labels
     }
 
-    /// Store `obj` at `key` with the next resourceVersion and broadcast ADDED or MODIFIED.
-    pub fn put(&mut self, key: &ObjKey, mut obj: Value) -> Arc<Value> {
+    /// Store `obj` at `key` with the next resourceVersion and broadcast ADDED or MODIFIED;
+    /// returns the object as stored.
+    pub fn put(&mut self, key: &ObjKey, mut obj: Value) -> Value {
         self.rv += 1;
         if let Some(meta) = object::metadata_mut(&mut obj) {
             meta.insert("resourceVersion".into(), Value::String(self.rv.to_string()));
         }
-        let obj = Arc::new(obj);
+        let stored = Arc::new(Stored::new(&obj));
         let slot = (key.ns.clone(), key.name.clone());
         let previous = self
             .objects
             .entry(key.res.clone())
             .or_default()
-            .insert(slot, obj.clone());
+            .insert(slot, stored.clone());
         if let Some(prev) = &previous {
-            self.index(key, prev, false);
+            self.index(key, &prev.value(), false);
         }
         self.index(key, &obj, true);
         let kind = if previous.is_some() {
@@ -331,28 +348,29 @@ impl Store {
         } else {
             EventType::Added
         };
-        self.emit(key.clone(), kind, obj.clone(), previous);
+        self.emit(key.clone(), kind, stored, previous);
         obj
     }
 
-    /// Remove the object at `key`, broadcast DELETED and queue it for garbage collection.
-    pub fn remove(&mut self, key: &ObjKey) -> Option<Arc<Value>> {
+    /// Remove the object at `key`, broadcast DELETED and queue it for garbage collection;
+    /// returns its last state (with the deletion's resourceVersion).
+    pub fn remove(&mut self, key: &ObjKey) -> Option<Value> {
         let map = self.objects.get_mut(&key.res)?;
         let old = map.remove(&(key.ns.clone(), key.name.clone()))?;
         if map.is_empty() {
             self.objects.remove(&key.res);
         }
-        self.index(key, &old, false);
+        let mut last = old.value();
+        self.index(key, &last, false);
         self.pending_owners.remove(key);
         self.rv += 1;
-        let mut last = (*old).clone();
         if let Some(meta) = object::metadata_mut(&mut last) {
             meta.insert("resourceVersion".into(), Value::String(self.rv.to_string()));
         }
-        let last = Arc::new(last);
-        self.emit(key.clone(), EventType::Deleted, last.clone(), None);
+        let stored = Arc::new(Stored::new(&last));
+        self.emit(key.clone(), EventType::Deleted, stored, None);
         self.removed_uids
-            .push((object::uid(&old).to_string(), key.clone(), last.clone()));
+            .push((object::uid(&last).to_string(), key.clone(), last.clone()));
         Some(last)
     }
 

@@ -16,6 +16,7 @@ use crate::selector::{FieldSelector, LabelSelector};
 use crate::shard_selector::ShardSelector;
 use crate::shared::Shared;
 use crate::store::{Event, EventType};
+use crate::stored::Stored;
 
 /// What one watch request asked for.
 #[derive(Debug, Clone)]
@@ -45,8 +46,8 @@ pub struct WatchParams {
 }
 
 impl WatchParams {
-    fn selects(&self, obj: &Value) -> bool {
-        self.labels.matches(obj) && self.fields.matches(obj) && self.shard.matches(obj)
+    fn selects(&self, obj: &Stored) -> bool {
+        obj.selected_by(&self.labels, &self.fields, &self.shard)
     }
 
     /// What this watcher sees of an event: a change that moves an object into or out of the
@@ -70,20 +71,12 @@ impl WatchParams {
         }
     }
 
-    /// The wire line for an event, reusing the shared encoding when the stored form is served as is.
-    fn encode(&self, ev: &Event, kind: EventType) -> Bytes {
-        let plain = kind == ev.kind
-            && self.table.is_none()
-            && !self.metadata_only
-            && ev.object.get("apiVersion").and_then(Value::as_str)
-                == Some(self.rt.api_version().as_str())
-            && ev.object.get("kind").and_then(Value::as_str) == Some(self.rt.kind.as_str());
-        if plain {
-            ev.encoded
-                .get_or_init(|| line(ev.kind.as_str(), &ev.object))
-                .clone()
+    /// The wire line for an object, its stored text copied as it is when it is served as stored.
+    fn encode(&self, obj: &Stored, kind: EventType) -> Bytes {
+        if self.table.is_none() && !self.metadata_only && served_as_stored(&self.rt, obj) {
+            stored_line(kind.as_str(), &obj.text())
         } else {
-            line(kind.as_str(), &self.render(&ev.object))
+            line(kind.as_str(), &self.render(&obj.value()))
         }
     }
 
@@ -122,6 +115,26 @@ impl WatchParams {
     }
 }
 
+/// Whether `rt` serves `obj` exactly as it is stored (same `apiVersion` and `kind`, not an
+/// events.k8s.io Event, whose fields are renamed).
+pub fn served_as_stored(rt: &ResourceType, obj: &Stored) -> bool {
+    let head = obj.head();
+    !rt.is_events_v1()
+        && head.api_version.as_deref() == Some(rt.api_version().as_str())
+        && head.kind.as_deref() == Some(rt.kind.as_str())
+}
+
+/// The line [`line`] writes, around an object's JSON text (keys in the same order).
+fn stored_line(kind: &str, text: &[u8]) -> Bytes {
+    let mut s = Vec::with_capacity(text.len() + kind.len() + 24);
+    s.extend_from_slice(b"{\"object\":");
+    s.extend_from_slice(text);
+    s.extend_from_slice(b",\"type\":\"");
+    s.extend_from_slice(kind.as_bytes());
+    s.extend_from_slice(b"\"}\n");
+    Bytes::from(s)
+}
+
 fn line(kind: &str, object: &Value) -> Bytes {
     let mut s = json!({"type": kind, "object": object}).to_string();
     s.push('\n');
@@ -157,11 +170,10 @@ pub fn start(shared: Arc<Shared>, params: WatchParams) -> Response {
         let start_rv = store.current_rv();
         match params.rv.filter(|rv| *rv != 0 && !params.send_initial) {
             None => {
-                let initial: Vec<Value> = store
+                let initial: Vec<Arc<Stored>> = store
                     .list(&params.rt.key(), params.ns.as_deref())
                     .into_iter()
                     .filter(|o| params.selects(o))
-                    .map(|o| params.render(&o))
                     .collect();
                 Ok((initial, Vec::new(), store.subscribe(), start_rv))
             }
@@ -183,7 +195,11 @@ pub fn start(shared: Arc<Shared>, params: WatchParams) -> Response {
     tokio::spawn(async move {
         let mut last_rv = start_rv;
         for obj in initial {
-            if tx.send(line("ADDED", &obj)).await.is_err() {
+            if tx
+                .send(params.encode(&obj, EventType::Added))
+                .await
+                .is_err()
+            {
                 return;
             }
         }
@@ -196,7 +212,7 @@ pub fn start(shared: Arc<Shared>, params: WatchParams) -> Response {
         for ev in replay {
             last_rv = ev.rv;
             if let Some(kind) = params.classify(&ev)
-                && tx.send(params.encode(&ev, kind)).await.is_err()
+                && tx.send(params.encode(&ev.object, kind)).await.is_err()
             {
                 return;
             }
@@ -209,7 +225,7 @@ pub fn start(shared: Arc<Shared>, params: WatchParams) -> Response {
                 ev = sub.recv() => match ev {
                     Ok(ev) => {
                         last_rv = ev.rv;
-                        if let Some(kind) = params.classify(&ev) && tx.send(params.encode(&ev, kind)).await.is_err() {
+                        if let Some(kind) = params.classify(&ev) && tx.send(params.encode(&ev.object, kind)).await.is_err() {
                             return;
                         }
                     }

@@ -310,7 +310,7 @@ fn role_rules(store: &Store, kind: &str, ns: &str, name: &str) -> Vec<PolicyRule
     };
     store
         .get(&key)
-        .and_then(|obj| Role::deserialize(obj.as_ref()).ok())
+        .and_then(|obj| Role::deserialize(obj).ok())
         .and_then(|r| r.rules)
         .unwrap_or_default()
 }
@@ -337,10 +337,11 @@ fn grants(store: &Store, user: &User, namespace: &str) -> Vec<Grant> {
     };
     for (obj, kind) in cluster
         .iter()
-        .map(|o| (o, "ClusterRoleBinding"))
-        .chain(local.iter().map(|o| (o, "RoleBinding")))
+        .map(|o| (o.value(), "ClusterRoleBinding"))
+        .chain(local.iter().map(|o| (o.value(), "RoleBinding")))
     {
-        let Ok(binding) = Binding::deserialize(obj.as_ref()) else {
+        let obj = &obj;
+        let Ok(binding) = Binding::deserialize(obj) else {
             continue;
         };
         let binding_ns = meta(obj, "namespace");

@@ -181,7 +181,7 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
             } else {
                 max_revision + 1
             };
-            let mut wanted_rs = (*rs).clone();
+            let mut wanted_rs = rs.clone();
             wanted_rs["spec"]["replicas"] = json!(replicas);
             let old = rs
                 .pointer("/metadata/annotations")
@@ -201,16 +201,16 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
                 ns: key.ns.clone(),
                 name: object::name(&created).to_string(),
             };
-            (k, std::sync::Arc::new(created))
+            (k, created)
         }
     };
     let new_available = int(&new_rs, "/status/availableReplicas");
-    let mut old_sets: Vec<(ObjKey, std::sync::Arc<serde_json::Value>)> =
+    let mut old_sets: Vec<(ObjKey, Value)> =
         owned.into_iter().filter(|(k, _)| *k != new_key).collect();
     if new_available >= replicas {
         for (k, rs) in &old_sets {
             if int(rs, "/spec/replicas") != 0 {
-                let mut scaled = (**rs).clone();
+                let mut scaled = rs.clone();
                 scaled["spec"]["replicas"] = json!(0);
                 if let Some(a) = scaled
                     .pointer_mut("/metadata/annotations")
@@ -255,7 +255,7 @@ fn set_revision(store: &mut Store, key: &ObjKey, new_rs: &Value) {
     {
         return;
     }
-    let mut updated = (*d).clone();
+    let mut updated = d.clone();
     if let Some(meta) = object::metadata_mut(&mut updated) {
         let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
         annotations[REVISION] = wanted;

@@ -13,7 +13,7 @@ const TRIGGER: &str = "endpoints.kubernetes.io/last-change-trigger-time";
 
 /// A Service port's target as a number: an int `targetPort`, or a named one looked up in the
 /// Pods' container ports (`podutil.FindPort`).
-fn target_port(port: &Value, pods: &[std::sync::Arc<Value>]) -> Option<i64> {
+fn target_port(port: &Value, pods: &[Value]) -> Option<i64> {
     match port.get("targetPort") {
         Some(Value::Number(n)) => n.as_i64(),
         Some(Value::String(name)) => pods.iter().find_map(|p| {
@@ -161,7 +161,7 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
     let slices = controlled(store, &svc, &res("discovery.k8s.io", "endpointslices"));
     match slices.first() {
         Some((k, current)) => {
-            let mut wanted = (**current).clone();
+            let mut wanted = current.clone();
             wanted["metadata"]["labels"] = labels;
             wanted["endpoints"] = json!(endpoints);
             wanted["ports"] = json!(slice_ports);
@@ -195,7 +195,7 @@ fn write_endpoints(
     let trigger = json!({TRIGGER: object::now_rfc3339()});
     match store.get(key) {
         Some(current) => {
-            let mut wanted = (*current).clone();
+            let mut wanted = current.clone();
             wanted["metadata"]["labels"] = labels;
             match subsets {
                 Some(s) => wanted["subsets"] = s,
@@ -205,7 +205,7 @@ fn write_endpoints(
                     }
                 }
             }
-            if wanted != *current {
+            if wanted != current {
                 wanted["metadata"]["annotations"][TRIGGER] = trigger[TRIGGER].clone();
                 update(store, key, &current, wanted, false, MANAGER);
             }

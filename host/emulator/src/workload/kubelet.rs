@@ -26,7 +26,7 @@ pub(super) fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
         .and_then(Value::as_str)
         .is_none_or(str::is_empty)
     {
-        let mut bound = (*pod).clone();
+        let mut bound = pod.clone();
         bound["spec"]["nodeName"] = json!(NODE);
         update(store, key, &pod, bound, false, "default-scheduler");
         return;

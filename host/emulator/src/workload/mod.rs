@@ -130,7 +130,7 @@ fn write_status(store: &mut Store, key: &ObjKey, status: Value, manager: &str) {
     if current.get("status") == Some(&status) {
         return;
     }
-    let mut updated = (*current).clone();
+    let mut updated = current.clone();
     updated["status"] = status;
     update(store, key, &current, updated, true, manager);
 }
@@ -160,7 +160,7 @@ fn controller_of(obj: &Value) -> Option<(&str, &str, &str)> {
 }
 
 /// The objects of resource `of` that `owner` controls (by uid).
-fn controlled(store: &Store, owner: &Value, of: &ResKey) -> Vec<(ObjKey, Arc<Value>)> {
+fn controlled(store: &Store, owner: &Value, of: &ResKey) -> Vec<(ObjKey, Value)> {
     let uid = object::uid(owner);
     store
         .dependents_of(uid)
@@ -273,7 +273,9 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
         return;
     }
     out.insert(key.clone());
-    for obj in std::iter::once(&ev.object).chain(ev.prev.as_ref()) {
+    let object = ev.object.value();
+    let prev = ev.prev.as_ref().map(|p| p.value());
+    for obj in std::iter::once(&object).chain(prev.as_ref()) {
         if let Some((kind, name, _)) = controller_of(obj) {
             let owner = match kind {
                 "ReplicaSet" => res("apps", "replicasets"),
@@ -292,8 +294,8 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
     }
     if key.res == res("", "pods") {
         let index = store.labels();
-        let mut names = index.services_for(&key.ns, labels_of(&ev.object));
-        if let Some(prev) = &ev.prev {
+        let mut names = index.services_for(&key.ns, labels_of(&object));
+        if let Some(prev) = &prev {
             names.extend(index.services_for(&key.ns, labels_of(prev)));
         }
         for name in names {
@@ -307,7 +309,7 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
             };
             let sel = svc.pointer("/spec/selector");
             let selected = |o: &Value| selects(sel, o.pointer("/metadata/labels"));
-            if selected(&ev.object) || ev.prev.as_deref().is_some_and(selected) {
+            if selected(&object) || prev.as_ref().is_some_and(selected) {
                 out.insert(svc_key);
             }
         }

@@ -1,0 +1,89 @@
+//! Tests of the stored form: what is read back, and what is read without parsing everything.
+
+use serde_json::json;
+
+use super::*;
+
+fn configmap() -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": "web", "namespace": "default", "labels": {"app": "web", "tier": "front"},
+                        "managedFields": [{"manager": "kubectl", "fieldsV1": {"f:data": {"f:a": {}}}}]},
+           "data": {"a": "1", "b": "two \"quoted\" \u{e9}"}})
+}
+
+#[test]
+fn an_object_is_kept_as_its_compact_text_and_parses_back_the_same() {
+    let obj = configmap();
+    let stored = Stored::new(&obj);
+    assert_eq!(stored.value(), obj);
+    assert_eq!(
+        &stored.text()[..],
+        serde_json::to_vec(&obj).unwrap().as_slice()
+    );
+    assert_eq!(stored.text_len(), stored.text().len());
+    assert!(matches!(stored.0, Form::Text(_)));
+}
+
+#[test]
+fn type_labels_and_deletion_are_read_from_the_text() {
+    let mut obj = configmap();
+    let stored = Stored::new(&obj);
+    let head = stored.head();
+    assert_eq!(head.api_version.as_deref(), Some("v1"));
+    assert_eq!(head.kind.as_deref(), Some("ConfigMap"));
+    assert_eq!(
+        stored.labels(),
+        obj["metadata"]["labels"].as_object().cloned()
+    );
+    assert!(!stored.is_deleting());
+    obj["metadata"]["deletionTimestamp"] = json!("2026-12-02T12:00:00Z");
+    obj["metadata"]["labels"] = json!(null);
+    let deleting = Stored::new(&obj);
+    assert!(deleting.is_deleting());
+    assert_eq!(deleting.labels(), None);
+    assert_eq!(
+        Stored::new(&json!({"data": {}})).labels(),
+        None,
+        "no metadata"
+    );
+}
+
+#[test]
+fn selectors_select_as_they_do_on_the_parsed_object() {
+    let obj = configmap();
+    let stored = Stored::new(&obj);
+    let none = ShardSelector::default();
+    for (labels, fields) in [
+        ("app=web", ""),
+        ("app=api", ""),
+        ("tier in (front,back),!gone", ""),
+        ("app=web", "metadata.name=web"),
+        ("", "metadata.name!=web"),
+        ("", ""),
+    ] {
+        let l = LabelSelector::parse(labels).unwrap();
+        let f = FieldSelector::parse(fields).unwrap();
+        assert_eq!(
+            stored.selected_by(&l, &f, &none),
+            l.matches(&obj) && f.matches(&obj),
+            "{labels:?} {fields:?}"
+        );
+    }
+}
+
+#[test]
+fn an_object_nested_deeper_than_the_parser_reads_back_is_kept_parsed() {
+    let mut deep = json!("leaf");
+    for _ in 0..130 {
+        deep = json!({"a": deep});
+    }
+    let text = serde_json::to_vec(&deep).unwrap();
+    assert!(
+        serde_json::from_slice::<Value>(&text).is_err(),
+        "serde_json stops at 128 levels"
+    );
+    let stored = Stored::new(&deep);
+    assert!(matches!(stored.0, Form::Tree(_)));
+    assert_eq!(stored.value(), deep);
+    assert_eq!(&stored.text()[..], text.as_slice());
+}
