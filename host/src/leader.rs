@@ -232,3 +232,9 @@ async fn guard(
         }
     }
 }
+
+/// Seconds before a Lease of `duration_secs` runs out at which its holder renews it: a third
+/// (client-go's 10 s renew deadline of a 15 s Lease), at least one second.
+pub fn lease_grace(duration_secs: u64) -> u64 {
+    (duration_secs / 3).max(1)
+}

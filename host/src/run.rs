@@ -199,7 +199,7 @@ impl RunArgs {
         let leader = (self.leader_elect || self.shard).then(|| LeaderConfig {
             namespace: self.lease_namespace.clone(),
             duration_secs: self.leader_elect_lease_duration,
-            grace_secs: lease_grace(self.leader_elect_lease_duration),
+            grace_secs: crate::leader::lease_grace(self.leader_elect_lease_duration),
             ..LeaderConfig::new(identity.clone())
         });
         let shard = self.shard.then(|| {
@@ -282,12 +282,6 @@ fn lease_secs(text: &str) -> Result<u64, String> {
         ));
     }
     Ok(secs)
-}
-
-/// Seconds before a Lease of `duration_secs` runs out at which its holder renews it: a third
-/// (client-go's 10 s renew deadline of a 15 s Lease), at least one second.
-pub fn lease_grace(duration_secs: u64) -> u64 {
-    (duration_secs / 3).max(1)
 }
 
 fn default_identity() -> String {

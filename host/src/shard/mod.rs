@@ -109,14 +109,14 @@ impl ShardConfig {
     }
 
     /// This configuration with a shard Lease of `duration_secs`, renewed as
-    /// [`crate::run::lease_grace`] says, and a placement pass every eighth of it (between 200 ms
+    /// [`crate::leader::lease_grace`] says, and a placement pass every eighth of it (between 200 ms
     /// and a second), so a killed member's parents are placed soon after its Lease runs out.
     #[must_use]
     pub fn with_lease_duration(self, duration_secs: u64) -> Self {
         let eighth = Duration::from_millis(duration_secs.saturating_mul(125));
         Self {
             duration_secs,
-            grace_secs: crate::run::lease_grace(duration_secs),
+            grace_secs: crate::leader::lease_grace(duration_secs),
             assign_every: eighth.clamp(Duration::from_millis(200), Duration::from_secs(1)),
             ..self
         }
