@@ -396,10 +396,11 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
     let blog = plugin("blog")?;
     env.install_crd(&blog).await?;
     let blogs = env.api(&kinds::blog());
-    let children: Vec<Api<DynamicObject>> = [kinds::config_map(), kinds::deployment(), kinds::service()]
-        .iter()
-        .map(|k| env.api(k))
-        .collect();
+    let children: Vec<Api<DynamicObject>> =
+        [kinds::config_map(), kinds::deployment(), kinds::service()]
+            .iter()
+            .map(|k| env.api(k))
+            .collect();
     let leases: Api<Lease> = env.typed();
     let [a, b, c] = REPLICAS;
     let d = FOURTH;

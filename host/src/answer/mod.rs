@@ -27,8 +27,8 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 
 pub use self::check::{
-    DesiredChild, MANIFEST_HASH_ANNOTATION, MAX_CHILD_BYTES, MAX_CHILDREN,
-    MAX_STATUS_BYTES, PARENT_UID_LABEL, SERVICE_ACCOUNT_TOKEN_TYPE, controller_uid, is_valid_name,
+    DesiredChild, MANIFEST_HASH_ANNOTATION, MAX_CHILD_BYTES, MAX_CHILDREN, MAX_STATUS_BYTES,
+    PARENT_UID_LABEL, SERVICE_ACCOUNT_TOKEN_TYPE, controller_uid, is_valid_name,
 };
 pub use self::drift::{holds, live_holds};
 pub use self::failure::{FailureCause, PluginError};

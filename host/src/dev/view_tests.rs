@@ -5,8 +5,8 @@ use ratatui::backend::TestBackend;
 
 use super::*;
 use crate::dev::model::*;
-use crate::reconcile::error::ResultLabel;
 use crate::manager::Write as Wrote;
+use crate::reconcile::error::ResultLabel;
 
 fn parent(ready: &str, children: &[&str]) -> ParentRow {
     ParentRow {

@@ -10,7 +10,6 @@
 //!   than give back). The pool reuses the least recently used slot before a fresh one, so this
 //!   stays within the host's peak of concurrent calls, whatever the number of plugins.
 
-
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::gauge::ConstGauge;

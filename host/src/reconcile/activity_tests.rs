@@ -50,10 +50,7 @@ fn blog() -> PluginInfo {
 }
 
 /// The Deployment `hello` as desired (manifest hash `hash`, image `image`) and as live (`live_image`, `live_hash`).
-fn deployment(
-    (hash, image): (&str, &str),
-    (live_hash, live_image): (&str, &str),
-) -> DesiredChild {
+fn deployment((hash, image): (&str, &str), (live_hash, live_image): (&str, &str)) -> DesiredChild {
     let body = |hash: &str, image: &str| {
         json!({"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "hello", "namespace": "default",

@@ -106,7 +106,11 @@ impl Finalizers {
     }
 
     /// Removes `finalizer` from `parent` (its cleanup is done), leaving every other finalizer.
-    pub async fn remove(&self, parent: &DynamicObject, finalizer: &str) -> Result<(), FinalizerError> {
+    pub async fn remove(
+        &self,
+        parent: &DynamicObject,
+        finalizer: &str,
+    ) -> Result<(), FinalizerError> {
         let uid = parent.metadata.uid.clone().unwrap_or_default();
         let cached = parent.metadata.finalizers.as_deref().unwrap_or_default();
         self.patch(parent, remove_patch(&uid, cached, finalizer))

@@ -14,7 +14,6 @@ use crate::hotload::dir::{FileRefusal, KindKey, Loaded, PluginEvent};
 use crate::hotload::{Loader, Result};
 
 impl<L: Loader + Sync> Run<L> {
-
     pub(super) async fn attempt(&mut self, name: &str) {
         let Some(entry) = self.entries.get_mut(name) else {
             return;
@@ -172,7 +171,13 @@ impl<L: Loader + Sync> Run<L> {
         self.emit(event);
     }
 
-    pub(super) fn refuse(&mut self, name: &str, reason: &'static str, message: String, transient: bool) {
+    pub(super) fn refuse(
+        &mut self,
+        name: &str,
+        reason: &'static str,
+        message: String,
+        transient: bool,
+    ) {
         warn!(
             plugin = name,
             reason, "refused: {message}; what served before keeps serving"

@@ -8,7 +8,6 @@ use crate::hotload::Loader;
 use crate::hotload::dir::{FileRefusal, Loaded, PluginEvent};
 
 impl<L: Loader + Sync> Run<L> {
-
     /// Fetches and loads the Plugin's `spec.candidate` and proposes it (or withdraws the one
     /// proposed before, when the spec no longer names one).
     pub(super) async fn attempt_candidate(&mut self, name: &str) {

@@ -1,11 +1,11 @@
 use super::*;
 use crate::answer::LiveObjects;
-use crate::reconcile::cache::Cache;
-use kube::runtime::watcher;
 use crate::metrics::Metrics;
 use crate::plugin::LabelSelector;
 use crate::plugin::{LabelRequirement, SelectorOperator};
+use crate::reconcile::cache::Cache;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kube::runtime::watcher;
 
 fn cm_kind() -> ResourceKind {
     ResourceKind {
