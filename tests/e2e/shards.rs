@@ -30,6 +30,19 @@ pub(super) fn name(i: usize) -> String {
     format!("sb-{i:03}")
 }
 
+/// Creates the handover scenarios' Blogs, `name(0)` to `name(MOVED - 1)`.
+pub(super) async fn create_blogs(env: &TestEnv) -> anyhow::Result<()> {
+    for i in 0..MOVED {
+        env.create(
+            &kinds::blog(),
+            &name(i),
+            json!({"title": "t", "replicas": 1}),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// The Blog a reconcile's write went to, read from its path: the Blog itself (status, finalizer)
 /// or a child named after it (`sb-007`, `sb-007-page`). A create names nothing in its path.
 pub(super) fn blog_of(r: &RequestRecord) -> Option<String> {
@@ -420,14 +433,7 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
         (members::members(&leases).await.ok()?.len() == 3).then_some(())
     })
     .await?;
-    for i in 0..MOVED {
-        env.create(
-            &kinds::blog(),
-            &name(i),
-            json!({"title": "t", "replicas": 1}),
-        )
-        .await?;
-    }
+    create_blogs(&env).await?;
     eventually("a, b and c serve every Blog", CONVERGE, || {
         settled(&blogs, &children, &abc)
     })

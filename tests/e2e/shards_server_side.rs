@@ -17,7 +17,6 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::watcher;
-use serde_json::json;
 use weir::shard::coordinator::FIELD_MANAGER;
 use weir::shard::ring::{Ring, VNODES};
 use weir::shard::server_side::fnv1a;
@@ -27,7 +26,7 @@ use weir_e2e::weir_run::{ops_get, sample};
 use weir_e2e::{TestEnv, eventually, kinds, plugin};
 
 use super::shards::{
-    CONVERGE, FOURTH, Fleet, LEASE_SECS, MOVED, REPLICAS, name, ready, writer_runs,
+    CONVERGE, FOURTH, Fleet, LEASE_SECS, MOVED, REPLICAS, create_blogs, ready, writer_runs,
 };
 
 /// The member the ring of `members` gives the parent with `uid`, as the API server hashes it.
@@ -110,14 +109,7 @@ async fn with_shard_selector_served_replicas_shard_by_ring_ranges_and_write_no_o
         views_are(&leases, &abc)
     })
     .await?;
-    for i in 0..MOVED {
-        env.create(
-            &kinds::blog(),
-            &name(i),
-            json!({"title": "t", "replicas": 1}),
-        )
-        .await?;
-    }
+    create_blogs(&env).await?;
     let uids = eventually("every Blog is Ready", CONVERGE, || all_ready(&blogs)).await?;
 
     // Each Blog was written by exactly the replica the ring of three gives it.
