@@ -11,13 +11,14 @@
 # Caches under target/ keep a second run warm: the Rust project builds in target/scaffold (with
 # the checkout's Cargo.lock, so it compiles the same dependency versions), the Python one uses
 # the SDK installed in target/venv, the JavaScript one links guest-sdk/js (guest-sdk/setup.sh).
-# The watch step fails when save-to-cluster takes SAVE_LIMIT s or more (default 10) on a machine
-# whose load is within its cores; on a busier one the limit grows with its load (limit x load /
-# cores, the one-minute load average taken just before the save, both printed), because a save is
-# CPU-bound work that takes proportionally longer with a smaller share of the CPUs: Python's
-# build alone (componentize-py, ~8.5 s of CPU time) takes 11-14 s at a load of 4.5-6 on two cores
-# (tests/BENCHMARKS.md). The watch step also fails when the build it served fails its fixtures under
-# `weir test` (weir dev compiles with the baseline compiler, weir test with the optimizing one).
+# The watch step saves once weir dev says it is ready (its start's builds done: for Python, the
+# development runtime made, see guest-sdk/python/weir_reconciler/dev.py), and fails when
+# save-to-cluster takes SAVE_LIMIT s or more (default 10) on a machine whose load is within its
+# cores; on a busier one the limit grows with its load (limit x load / cores, the one-minute load
+# average taken just before the save, both printed), because a save is CPU-bound work that takes
+# proportionally longer with a smaller share of the CPUs. The watch step also fails when the
+# sources it served, built the production way, fail their fixtures under `weir test` (weir dev
+# serves a development build compiled with the baseline compiler; weir test uses the optimizing one).
 # WEIR=path/to/weir uses that binary instead of building target/debug/weir; WATCH_TIMEOUT (s,
 # default 300) bounds each wait of the watch step.
 set -euo pipefail
@@ -76,13 +77,23 @@ await_line() {
   done
 }
 
+# The project's own build.sh, the production way (WEIR_DEV_BUILD unset), with the caches above.
+build_production() {
+  case "$1" in
+    rust) (cd "$2" && env -u WEIR_DEV_BUILD CARGO_TARGET_DIR="$root/target/scaffold" ./build.sh) ;;
+    python) (cd "$2" && env -u WEIR_DEV_BUILD WEIR_VENV="$root/target/venv" ./build.sh) ;;
+    js) (cd "$2" && env -u WEIR_DEV_BUILD ./build.sh) ;;
+  esac
+}
+
 # `weir dev --watch PROJECT`: an edit of the reconciler reaches the emulator's ConfigMap.
 watch_step() {
   local lang=$1 project=$2 log="$work/dev-$lang.log" kc="$work/kubeconfig-$lang" deadline before saved now
   CARGO_TARGET_DIR="$root/target/scaffold" WEIR_VENV="$root/target/venv" \
     "$WEIR" dev --plain --ready-after-ms 100 --watch "$project" --kubeconfig "$kc" >"$log" 2>&1 &
   dev_pid=$!
-  await_line 'watch: fixtures pass.*serving' "$log" || return 1
+  # Served, and the start's builds done (the development build prepared): each save is one build.
+  await_line 'watch: ready' "$log" || return 1
   k() { kubectl --kubeconfig "$kc" "$@"; }
   deadline=$((SECONDS + timeout))
   until k apply -f "$project/examples/" >/dev/null 2>&1; do  # until the host has installed the CRD
@@ -108,9 +119,12 @@ watch_step() {
   save_to_cluster=$(awk -v a="$saved" -v b="$now" 'BEGIN { printf "%.1f", b - a }')
   echo "== $lang: save to cluster ${save_to_cluster} s, limit $limit (ConfigMap hello: '$before' -> '$before!')"
   stop_dev
-  # weir dev compiled the build with the baseline compiler; the production one must agree.
+  # weir dev served a development build compiled with the baseline compiler; the same sources
+  # built the production way (build.sh without WEIR_DEV_BUILD) must pass under weir test's
+  # optimizing compiler too.
+  build_production "$lang" "$project" || { echo "the production build of the sources weir dev served failed"; return 1; }
   "$WEIR" test "$project/hello-$lang.wasm" "$project/fixtures" \
-    || { echo "the build weir dev served fails its fixtures under weir test"; return 1; }
+    || { echo "the sources weir dev served fail their fixtures built the production way"; return 1; }
 }
 
 for lang in "${langs[@]}"; do
@@ -120,12 +134,8 @@ for lang in "${langs[@]}"; do
   "$WEIR" new --lang "$lang" "hello-$lang" --group demo.example.dev --output "$project" --sdk "$root/guest-sdk"
   files=$(find "$project" -type f | wc -l)
   lines=$(find "$project" -type f -exec cat {} + | wc -l)
-  case "$lang" in
-    rust) cp "$root/Cargo.lock" "$project/Cargo.lock"
-          (cd "$project" && CARGO_TARGET_DIR="$root/target/scaffold" ./build.sh) ;;
-    python) (cd "$project" && WEIR_VENV="$root/target/venv" ./build.sh) ;;
-    js) (cd "$project" && ./build.sh) ;;
-  esac || { echo "FAILED: building the $lang scaffold"; status=1; continue; }
+  [[ "$lang" == rust ]] && cp "$root/Cargo.lock" "$project/Cargo.lock"
+  build_production "$lang" "$project" || { echo "FAILED: building the $lang scaffold"; status=1; continue; }
   "$WEIR" test "$project/hello-$lang.wasm" "$project/fixtures" || { echo "FAILED: weir test on the $lang scaffold"; status=1; continue; }
   tested=$(date +%s)
   save_to_cluster= limit=

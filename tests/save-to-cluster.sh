@@ -15,6 +15,9 @@
 # one-minute load average after the language's last save (the figures depend on it).
 # Warm caches as guest-sdk/scaffold-test.sh uses them (target/scaffold, target/venv,
 # guest-sdk/js): run that once first. WEIR=path/to/weir uses that binary instead of target/debug/weir.
+# Saves start once `weir dev` says it is ready (its first build done; for Python that makes the
+# development runtime each later save writes its sources into). DEV_BUILD=0 makes each save a
+# production build instead (build.sh runs without WEIR_DEV_BUILD): the figure before them.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=../guest-sdk/watch-message.sh
@@ -86,11 +89,14 @@ for lang in "${langs[@]}"; do
     js) source="$project/src/hello-js.js"; from='{ message: spec.message }'; to="{ message: spec.message + '!' }"
         again="spec.message + '" ;;
   esac
+  # DEV_BUILD=0: build the production way on every save (the figure before development builds).
+  [[ "${DEV_BUILD:-1}" == 0 ]] && sed -i 's/^set -euo pipefail$/&\nunset WEIR_DEV_BUILD/' "$project/build.sh"
   # weir dev's watch logs each check's compile and fixture seconds at info.
   WEIR_LOG=warn,weir::dev::watch=info WEIR_CACHE_DIR="$root/target/plugin-cache" "$WEIR" dev --watch "$project" --apply "$project/examples" \
     --plain --kubeconfig "$kubeconfig" --ready-after-ms 100 >"$log" 2>&1 &
   dev_pid=$!
   wait_message "$kubeconfig" "Hello from Greeting" 900 || { cat "$log"; exit 1; }
+  until grep -q 'watch: ready' "$log"; do sleep 0.2; done
   builds=() checks=() compiles=() fixtures=() swaps=() totals=()
   for n in $(seq 1 "$saves"); do
     sleep 1

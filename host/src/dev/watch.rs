@@ -6,8 +6,16 @@
 //! built `*.wasm` files are not sources. A burst of saves makes one build once the project has
 //! been quiet for [`QUIET`].
 //!
+//! `build.sh` runs with `WEIR_DEV_BUILD=1` in its environment: a build tool that can make a
+//! faster development build does (the Python SDK's `weir-py build` writes the plugin's sources
+//! into an interpreter component it made once, instead of running componentize-py on every save;
+//! see `guest-sdk/python/weir_reconciler/dev.py`). Such a build is a component like any other,
+//! loaded under the same sandbox, limits and admission.
+//!
 //! At start, a component newer than every source (the last build, e.g. by `build.sh` before
-//! `weir dev`) is checked and served without building again; otherwise the first build runs.
+//! `weir dev`) is checked and served at once, and then built again as a save would be, so that a
+//! development build is prepared before the first save; otherwise the first build runs. Then the
+//! feed says [`READY`].
 //!
 //! A build that passes every fixture (the same run as `weir test`, in this process) is copied
 //! into `PROJECT/.weir/plugins/`, the directory the host's own directory source serves: the
@@ -33,6 +41,8 @@ use crate::plugin::{Engine, Limits};
 
 /// Quiet time after the last save before a build starts.
 pub const QUIET: Duration = Duration::from_millis(150);
+/// Said once the start's builds are done: from then on each save is one build.
+pub const READY: &str = "ready: each save builds, runs the fixtures and serves what passes";
 /// Lines of a failed build's output shown.
 const BUILD_TAIL: usize = 12;
 
@@ -165,14 +175,25 @@ impl Project {
             ));
             return;
         }
-        let mut served_sha = None;
-        let mut reason = "start".to_owned();
-        let mut build = self.up_to_date().is_none();
-        loop {
+        let up_to_date = self.up_to_date().is_some();
+        let mut served_sha = self
+            .cycle("start", !up_to_date, &checks, &notes, None)
+            .await;
+        if up_to_date {
+            // What was built before serves at once; a build now, as on a save, lets a build.sh
+            // that makes development builds (WEIR_DEV_BUILD) prepare them before the first save.
             served_sha = self
-                .cycle(&reason, build, &checks, &notes, served_sha)
+                .cycle(
+                    "start: the development build",
+                    true,
+                    &checks,
+                    &notes,
+                    served_sha,
+                )
                 .await;
-            build = true;
+        }
+        let _ = notes.send(format!("watch: {READY}"));
+        loop {
             // The next save after the build (saves during it count: their events are queued).
             let first = loop {
                 match changes.recv().await {
@@ -188,11 +209,12 @@ impl Project {
                     Err(_quiet) => break,
                 }
             }
-            reason = first
+            let reason = first
                 .strip_prefix(&self.dir)
                 .unwrap_or(&first)
                 .display()
                 .to_string();
+            served_sha = self.cycle(&reason, true, &checks, &notes, served_sha).await;
         }
     }
 
@@ -321,9 +343,10 @@ impl Project {
         match self.serve(&wasm) {
             Ok(()) => {
                 // At start nothing was saved: the time since a save means nothing then.
-                let since_save = match reason {
-                    "start" => String::new(),
-                    _ => format!(" ({:.1} s after the save)", started.elapsed().as_secs_f64()),
+                let since_save = if reason.starts_with("start") {
+                    String::new()
+                } else {
+                    format!(" ({:.1} s after the save)", started.elapsed().as_secs_f64())
                 };
                 say(format!(
                     "watch: fixtures pass ({}); serving the new build{since_save}",
@@ -342,6 +365,7 @@ impl Project {
     async fn build(&self, say: &impl Fn(String)) -> bool {
         let output = tokio::process::Command::new("bash")
             .arg("build.sh")
+            .env("WEIR_DEV_BUILD", "1")
             .current_dir(&self.dir)
             .stdin(std::process::Stdio::null())
             .output()
