@@ -10,15 +10,18 @@
 // embeds the parent's CRD file, which `describe` then reports. componentize-js's splicer is
 // wrapped (splicer.js): its splice of the contract's bindings, the same for every plugin, is
 // cached between builds (`--no-cache` or WEIR_JS_CACHE=off: none), and its memory grown at once.
-// The component is what componentize-js makes without them.
+// The component is what componentize-js makes without them. `--dev` (or WEIR_DEV_BUILD=1, which
+// `weir dev --watch` sets) makes a development build instead (src/dev.js, bin/dev.js): the plugin
+// bundled alone and written into a runtime componentize-js made once, in well under a second.
 
 import { build } from 'esbuild';
 import { existsSync, realpathSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { bufferSize, findBuffer, patch, runtimeEntrySource, runtimeKey, SDK_MODULES, wrapBundle } from './dev.js';
 import { cacheDir, importComponentizeJs, wrapSplicer } from './splicer.js';
 
 const { componentizeJs, splicerCore } = await importComponentizeJs();
@@ -69,7 +72,7 @@ const sdkAlias = {
   name: 'weir-guest-sdk',
   /** @param {import('esbuild').PluginBuild} b */
   setup(b) {
-    b.onResolve({ filter: /^@weir\/guest-sdk(\/(guest|metacontroller))?$/ }, (args) => ({
+    b.onResolve({ filter: /^@weir\/guest-sdk(\/(guest|metacontroller|dev))?$/ }, (args) => ({
       path: join(sdkDir, 'src', `${args.path.split('/')[2] ?? 'index'}.js`),
     }));
   },
@@ -81,13 +84,28 @@ const sdkAlias = {
  * WEIR_JS_CACHE is `off`).
  * @param {{plugin: string, out: string, wit?: string, crd?: string, cache?: string | false}} opts
  */
-export async function buildComponent({ plugin, out, wit = defaultWit, crd, cache = process.env.WEIR_JS_CACHE === 'off' ? false : cacheDir() }) {
+export async function buildComponent({ plugin, out, wit = defaultWit, crd, cache = defaultCache() }) {
   const crdText = crd === undefined ? undefined : await readFile(crd, 'utf8');
+  const component = await componentizeEntry({ entry: entrySource(resolve(plugin), crdText), resolveDir: dirname(resolve(plugin)), wit, cache });
+  await writeFile(out, component);
+  return component.length;
+}
+
+/** The splice cache's directory unless WEIR_JS_CACHE is `off`. */
+function defaultCache() {
+  return process.env.WEIR_JS_CACHE === 'off' ? false : cacheDir();
+}
+
+/**
+ * The component of the entry module `entry` (its imports resolved from `resolveDir`).
+ * @param {{entry: string, resolveDir: string, wit: string, cache: string | false}} opts
+ */
+async function componentizeEntry({ entry, resolveDir, wit, cache }) {
   const work = await mkdtemp(join(tmpdir(), 'weir-js-'));
   try {
     const bundle = join(work, 'plugin.js');
     await build({
-      stdin: { contents: entrySource(resolve(plugin), crdText), resolveDir: dirname(resolve(plugin)), sourcefile: 'weir-entry.js' },
+      stdin: { contents: entry, resolveDir, sourcefile: 'weir-entry.js' },
       bundle: true,
       format: 'esm',
       platform: 'neutral',
@@ -104,12 +122,62 @@ export async function buildComponent({ plugin, out, wit = defaultWit, crd, cache
       worldName: WORLD,
       disableFeatures: DISABLED_FEATURES,
     });
-    await writeFile(out, component);
-    return component.length;
+    return component;
   } finally {
     spliceCacheDir = undefined;
     await rm(work, { recursive: true, force: true });
   }
+}
+
+/** Leaves the SDK's modules out of a development build's bundle: the runtime has them. */
+const sdkExternal = {
+  name: 'weir-guest-sdk-external',
+  /** @param {import('esbuild').PluginBuild} b */
+  setup(b) {
+    b.onResolve({ filter: /^@weir\/guest-sdk(\/.*)?$/ }, (args) => {
+      if (!SDK_MODULES.includes(args.path)) return { errors: [{ text: `${args.path} is not a module of the SDK (${SDK_MODULES.join(', ')})` }] };
+      return { path: args.path, external: true };
+    });
+  },
+};
+
+/**
+ * A development build of `plugin` (see src/dev.js): the plugin bundled alone, written into the
+ * runtime cached in `.weir/js-dev/` beside `out` (made by componentize-js when missing).
+ * @param {{plugin: string, out: string, wit?: string, crd?: string, cache?: string | false}} opts
+ * @returns {Promise<{size: number, runtime: string, made: boolean}>}
+ */
+export async function buildDevComponent({ plugin, out, wit = defaultWit, crd, cache = defaultCache() }) {
+  const crdText = crd === undefined ? undefined : await readFile(crd, 'utf8');
+  const bundled = await build({
+    entryPoints: [resolve(plugin)],
+    bundle: true,
+    format: 'cjs',
+    platform: 'neutral',
+    mainFields: ['module', 'main'],
+    write: false,
+    plugins: [sdkExternal],
+    logLevel: 'warning',
+  });
+  const bundle = new TextEncoder().encode(wrapBundle(bundled.outputFiles[0].text, `bundle of ${relative(process.cwd(), resolve(plugin))}`));
+  const size = bufferSize(bundle.length);
+  const entry = runtimeEntrySource(size, crdText);
+  const key = runtimeKey({ entry, sdkSrc: join(sdkDir, 'src'), wit: resolve(wit), componentizeJsVersion: componentizeJs.version, features: DISABLED_FEATURES });
+  const dir = join(dirname(resolve(out)), '.weir', 'js-dev');
+  const runtime = join(dir, `runtime-${key}.wasm`);
+  let made = false;
+  if (!existsSync(runtime)) {
+    console.error(`weir-js build --dev: making the development runtime runtime-${key}.wasm (once per SDK, contract and CRD)`);
+    const component = await componentizeEntry({ entry, resolveDir: sdkDir, wit, cache });
+    await mkdir(dir, { recursive: true });
+    for (const old of await readdir(dir)) await rm(join(dir, old), { force: true });
+    await writeFile(`${runtime}.part`, component);
+    await rename(`${runtime}.part`, runtime);
+    made = true;
+  }
+  const component = await readFile(runtime);
+  await writeFile(out, patch(component, findBuffer(component, size), size, bundle));
+  return { size: component.length, runtime: `runtime-${key}.wasm`, made };
 }
 
 async function main() {
@@ -120,16 +188,22 @@ async function main() {
       wit: { type: 'string' },
       crd: { type: 'string' },
       'no-cache': { type: 'boolean' },
+      dev: { type: 'boolean', default: process.env.WEIR_DEV_BUILD === '1' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help || positionals.length !== 2 || positionals[0] !== 'build' || !values.out) {
-    console.error(`usage: weir-js build <plugin.js> -o <component.wasm> [--crd <file>] [--wit <dir>] [--no-cache] (default wit: ${defaultWit}; splice cache: ${cacheDir()})`);
+    console.error(`usage: weir-js build <plugin.js> -o <component.wasm> [--crd <file>] [--wit <dir>] [--no-cache] [--dev] (default wit: ${defaultWit}; splice cache: ${cacheDir()})`);
     process.exit(values.help ? 0 : 2);
   }
   const noCache = values['no-cache'] ? { cache: /** @type {false} */ (false) } : {};
-  const size = await buildComponent({ plugin: positionals[1], out: values.out, wit: values.wit, crd: values.crd, ...noCache });
-  console.error(`wrote ${values.out} (${size} bytes)`);
+  const opts = { plugin: positionals[1], out: values.out, wit: values.wit, crd: values.crd, ...noCache };
+  if (values.dev) {
+    const { size, runtime } = await buildDevComponent(opts);
+    console.error(`weir-js build --dev: wrote ${values.out} (${size} bytes, the plugin's bundle in ${runtime})`);
+  } else {
+    console.error(`wrote ${values.out} (${await buildComponent(opts)} bytes)`);
+  }
 }
 
 if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url)) {
