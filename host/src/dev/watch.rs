@@ -7,10 +7,10 @@
 //! been quiet for [`QUIET`].
 //!
 //! `build.sh` runs with `WEIR_DEV_BUILD=1` in its environment: a build tool that can make a
-//! faster development build does (the Python SDK's `weir-py build` writes the plugin's sources
-//! into an interpreter component it made once, instead of running componentize-py on every save;
-//! see `guest-sdk/python/weir_reconciler/dev.py`). Such a build is a component like any other,
-//! loaded under the same sandbox, limits and admission.
+//! faster development build does (the Python and JavaScript SDKs write the plugin's code into a
+//! runtime component they made once, instead of running componentize-py or componentize-js on
+//! every save; see `guest-sdk/python/weir_reconciler/dev.py` and `guest-sdk/js/src/dev.js`). Such
+//! a build is a component like any other, loaded under the same sandbox, limits and admission.
 //!
 //! At start, a component newer than every source (the last build, e.g. by `build.sh` before
 //! `weir dev`) is checked and served at once, and then built again as a save would be, so that a
