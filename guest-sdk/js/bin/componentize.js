@@ -72,9 +72,10 @@ const sdkAlias = {
   name: 'weir-guest-sdk',
   /** @param {import('esbuild').PluginBuild} b */
   setup(b) {
-    b.onResolve({ filter: /^@weir\/guest-sdk(\/(guest|metacontroller|dev))?$/ }, (args) => ({
-      path: join(sdkDir, 'src', `${args.path.split('/')[2] ?? 'index'}.js`),
-    }));
+    // The modules a plugin may import, and the development runtime's own (src/dev.js).
+    const modules = [...SDK_MODULES, '@weir/guest-sdk/dev'];
+    b.onResolve({ filter: /^@weir\/guest-sdk(\/.*)?$/ }, (args) =>
+      modules.includes(args.path) ? { path: join(sdkDir, 'src', `${args.path.split('/')[2] ?? 'index'}.js`) } : undefined);
   },
 };
 
