@@ -31,6 +31,8 @@
 //!
 //! `finalize` answers `againAfter(spec.finalizeAfterMs)` when that is set, else `complete`.
 
+#![cfg(target_arch = "wasm32")] // a component only: natively the crate is empty
+
 #[allow(
     unsafe_code,
     missing_docs,

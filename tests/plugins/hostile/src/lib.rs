@@ -40,6 +40,8 @@
 //! Every attack that gets as far as an answer also asks for a ConfigMap `<name>` holding
 //! `{attack: <attack>}`, unless the attack is about its children.
 
+#![cfg(target_arch = "wasm32")] // a component only: natively the crate is empty
+
 #[allow(
     unsafe_code,
     missing_docs,
