@@ -2,6 +2,7 @@
 //! refusal of the default policy without one.
 
 use super::*;
+use crate::plugin::PluginInfo;
 
 /// `p@1` reconciling a cluster-scoped `Tenant` its own CRD defines.
 fn tenant_plugin(name: &str) -> PluginInfo {

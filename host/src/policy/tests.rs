@@ -1,4 +1,5 @@
 use super::*;
+use crate::plugin::PluginInfo;
 
 const BLOG_CRD: &str = include_str!("../../../deploy/crd/blog.yaml");
 
