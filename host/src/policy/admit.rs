@@ -2,6 +2,7 @@
 //! children and its related kinds against the [`Policy`] and what the API server serves.
 
 use super::kinds::{self, Resolve, Resolved, Scope};
+use super::refusal::{describe, label};
 use super::{GroupKind, Policy, PolicyRefusal, crd};
 use crate::answer::Grant;
 use crate::plugin::{PluginInfo, ResourceKind};
@@ -297,14 +298,4 @@ fn concrete(
             value: value.to_owned(),
         }),
     }
-}
-
-/// `name@version`, as the plugin's label elsewhere in the host.
-pub(super) fn label(info: &PluginInfo) -> String {
-    format!("{}@{}", info.name, info.version)
-}
-
-/// `apps/v1 Deployment`.
-pub(super) fn describe(kind: &ResourceKind) -> String {
-    format!("{} {}", kind.api_version(), kind.kind)
 }

@@ -16,12 +16,12 @@ use crate::plugin::PluginInfo;
 pub fn check(info: &PluginInfo, text: &str) -> Result<Scope, PolicyRefusal> {
     let parent = &info.parent;
     let refuse = |reason: String| PolicyRefusal::CrdMismatch {
-        plugin: super::admit::label(info),
-        kind: super::admit::describe(parent),
+        plugin: super::refusal::label(info),
+        kind: super::refusal::describe(parent),
         reason,
     };
     let crd: Value = crate::yaml::from_str(text).map_err(|source| PolicyRefusal::CrdParse {
-        plugin: super::admit::label(info),
+        plugin: super::refusal::label(info),
         source,
     })?;
     let field = |path: &[&str]| -> String {
