@@ -65,12 +65,21 @@ pub fn engine() -> Result<&'static Engine> {
     if let Some(e) = ENGINE.get() {
         return Ok(e);
     }
+    let engine = own_engine()?;
+    Ok(ENGINE.get_or_init(|| engine))
+}
+
+/// An engine of its own, on the shared compile cache, as each `weir run` has: a host whose
+/// scenario has a deadline over a compile (an artifact refused by the compiler) gets one, so
+/// that compile does not queue behind other scenarios' on the shared [`engine`], which compiles
+/// one component at a time (a cold cache's Python and JavaScript components take most of a
+/// minute each).
+pub fn own_engine() -> Result<Engine> {
     let config = EngineConfig {
         cache_dir: Some(workspace_root().join("target/plugin-cache")),
         ..EngineConfig::default()
     };
-    let engine = Engine::new(config).context("starting the WebAssembly engine")?;
-    Ok(ENGINE.get_or_init(|| engine))
+    Engine::new(config).context("starting a WebAssembly engine")
 }
 
 /// Loads `target/plugins/<name>.wasm` in the real sandbox.
