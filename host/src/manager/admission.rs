@@ -73,7 +73,7 @@ impl Admission {
         let found = Discovered::for_plugin(&self.client, info)
             .await
             .map_err(|source| AdmissionError::Discovery {
-                plugin: format!("{}@{}", info.name, info.version),
+                plugin: info.label(),
                 source,
             })?;
         let admitted = policy::admit(&self.policy, info, &found)?;
@@ -106,7 +106,7 @@ pub fn within_watched(
         return Ok(());
     }
     Err(AdmissionError::BeyondWatchedNamespace {
-        plugin: format!("{}@{}", info.name, info.version),
+        plugin: info.label(),
         namespace: namespace.to_owned(),
         widened: beyond.join("; "),
     })

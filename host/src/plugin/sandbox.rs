@@ -177,7 +177,7 @@ impl Plugin {
             .run(async |store, guest| guest.describe(store).await)
             .map_err(|e| describe_err(e.to_string()))?;
         check_info(&info).map_err(describe_err)?;
-        let label = format!("{}@{}", info.name, info.version);
+        let label = info.label();
         let counted = engine.ledger().count(&info.name, &sha256, code_bytes);
         Ok(Plugin {
             inner: Arc::new(Inner {

@@ -77,6 +77,13 @@ pub struct PluginInfo {
     pub crd: Option<String>,
 }
 
+impl PluginInfo {
+    /// `name@version`: how the host names the plugin in errors, logs and activity.
+    pub fn label(&self) -> String {
+        format!("{}@{}", self.name, self.version)
+    }
+}
+
 /// One reconcile's input: the parent and its children, as cached, as JSON text.
 #[derive(Clone, Debug, Default)]
 pub struct ReconcileRequest {

@@ -2,7 +2,7 @@
 //! children and its related kinds against the [`Policy`] and what the API server serves.
 
 use super::kinds::{self, Resolve, Resolved, Scope};
-use super::refusal::{describe, label};
+use super::refusal::describe;
 use super::{GroupKind, Policy, PolicyRefusal, crd};
 use crate::answer::Grant;
 use crate::plugin::{PluginInfo, ResourceKind};
@@ -92,7 +92,7 @@ fn admit_parent(
     let parent = &info.parent;
     if kinds::is_never(&parent.group, &parent.kind) {
         return Err(PolicyRefusal::Never {
-            plugin: label(info),
+            plugin: info.label(),
             role: "parent",
             kind: describe(parent),
         });
@@ -107,7 +107,7 @@ fn admit_parent(
     let builtin = !own_crd && kinds::is_builtin_group(&parent.group);
     if builtin && !policy.builtin_parents.contains(&GroupKind::of(parent)) {
         return Err(PolicyRefusal::BuiltinParent {
-            plugin: label(info),
+            plugin: info.label(),
             kind: describe(parent),
         });
     }
@@ -117,7 +117,7 @@ fn admit_parent(
         Resolved::NotServed if !builtin => {}
         Resolved::NotServed => {
             return Err(PolicyRefusal::NotServed {
-                plugin: label(info),
+                plugin: info.label(),
                 role: "parent",
                 kind: describe(parent),
             });
@@ -129,7 +129,7 @@ fn admit_parent(
     let granted = own_crd && grant_of(policy, info).is_some_and(|g| g.cluster_scoped_parent);
     if !parent.namespaced && !granted {
         return Err(PolicyRefusal::ClusterScopedParent {
-            plugin: label(info),
+            plugin: info.label(),
             kind: describe(parent),
         });
     }
@@ -145,14 +145,14 @@ fn admit_child(
     let kind = || describe(child);
     if kinds::is_never(&child.group, &child.kind) {
         return Err(PolicyRefusal::Never {
-            plugin: label(info),
+            plugin: info.label(),
             role: "child",
             kind: kind(),
         });
     }
     if !policy.children.contains(&GroupKind::of(child)) {
         return Err(PolicyRefusal::ChildNotAllowed {
-            plugin: label(info),
+            plugin: info.label(),
             kind: kind(),
         });
     }
@@ -161,17 +161,17 @@ fn admit_child(
             scope: Scope::Cluster,
             ..
         } => Err(PolicyRefusal::ClusterScopedChild {
-            plugin: label(info),
+            plugin: info.label(),
             kind: kind(),
         }),
         Resolved::Served { plural, scope } => served_as(info, "child", child, &plural, scope),
         Resolved::NotServed => Err(PolicyRefusal::NotServed {
-            plugin: label(info),
+            plugin: info.label(),
             role: "child",
             kind: kind(),
         }),
         Resolved::Unknown => Err(PolicyRefusal::Unverifiable {
-            plugin: label(info),
+            plugin: info.label(),
             kind: kind(),
         }),
     }
@@ -190,26 +190,26 @@ fn admit_related(
     let namespace = related.group.is_empty() && related.kind == "Namespace";
     if kinds::is_never(&related.group, &related.kind) && !namespace {
         return Err(PolicyRefusal::Never {
-            plugin: label(info),
+            plugin: info.label(),
             role: "related",
             kind: kind(),
         });
     }
     if !policy.related.contains(&GroupKind::of(related)) {
         return Err(PolicyRefusal::RelatedNotAllowed {
-            plugin: label(info),
+            plugin: info.label(),
             kind: kind(),
         });
     }
     match kinds.resolve(related) {
         Resolved::Served { plural, scope } => served_as(info, "related", related, &plural, scope),
         Resolved::NotServed => Err(PolicyRefusal::NotServed {
-            plugin: label(info),
+            plugin: info.label(),
             role: "related",
             kind: kind(),
         }),
         Resolved::Unknown => Err(PolicyRefusal::Unverifiable {
-            plugin: label(info),
+            plugin: info.label(),
             kind: kind(),
         }),
     }
@@ -239,7 +239,7 @@ fn served_as(
         )
     };
     Err(PolicyRefusal::Misdeclared {
-        plugin: label(info),
+        plugin: info.label(),
         role,
         kind: describe(kind),
         declared: shape(&kind.plural, kind.namespaced),
@@ -292,7 +292,7 @@ fn concrete(
     match checks.into_iter().find(|(_, _, ok)| !ok) {
         None => Ok(()),
         Some((field, value, _)) => Err(PolicyRefusal::NotConcrete {
-            plugin: label(info),
+            plugin: info.label(),
             role,
             field,
             value: value.to_owned(),

@@ -16,12 +16,12 @@ use crate::plugin::PluginInfo;
 pub fn check(info: &PluginInfo, text: &str) -> Result<Scope, PolicyRefusal> {
     let parent = &info.parent;
     let refuse = |reason: String| PolicyRefusal::CrdMismatch {
-        plugin: super::refusal::label(info),
+        plugin: info.label(),
         kind: super::refusal::describe(parent),
         reason,
     };
     let crd: Value = crate::yaml::from_str(text).map_err(|source| PolicyRefusal::CrdParse {
-        plugin: super::refusal::label(info),
+        plugin: info.label(),
         source,
     })?;
     let field = |path: &[&str]| -> String {

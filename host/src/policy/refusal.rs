@@ -1,7 +1,7 @@
 //! Why a plugin is refused: one variant per rule of admission, each message naming the plugin
 //! (`name@version`) and the kind, so an operator reading the admission log knows what to change.
 
-use crate::plugin::{PluginInfo, ResourceKind};
+use crate::plugin::ResourceKind;
 
 /// Why a plugin (or one of its answers) is refused. Every message names the plugin and the kind.
 #[derive(Debug, thiserror::Error)]
@@ -130,11 +130,6 @@ pub enum PolicyRefusal {
         /// What the API server serves.
         served: String,
     },
-}
-
-/// `name@version`, as the plugin's label elsewhere in the host.
-pub(super) fn label(info: &PluginInfo) -> String {
-    format!("{}@{}", info.name, info.version)
 }
 
 /// `apps/v1 Deployment`.

@@ -195,10 +195,6 @@ fn parent_of(info: &PluginInfo, key: &ObjectKey) -> String {
     format!("{} {key}", info.parent.kind)
 }
 
-fn label_of(info: &PluginInfo) -> String {
-    format!("{}@{}", info.name, info.version)
-}
-
 impl ActivityFeed {
     /// A receiver of everything reported from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Activity> {
@@ -215,7 +211,7 @@ impl ActivityFeed {
     /// A reconcile of `key` ended with `outcome`.
     pub fn reconciled(&self, info: &PluginInfo, key: &ObjectKey, outcome: ResultLabel) {
         self.send(|| Activity::Reconciled {
-            plugin: label_of(info),
+            plugin: info.label(),
             parent: parent_of(info, key),
             outcome,
         });
@@ -256,7 +252,7 @@ impl ActivityFeed {
             | Change::Updated(kind, child)
             | Change::Deleted(kind, child)) = change;
             self.send(|| Activity::Wrote {
-                plugin: label_of(info),
+                plugin: info.label(),
                 parent: parent_of(info, key),
                 child: format!("{kind} {child}"),
                 write,
@@ -277,7 +273,7 @@ impl ActivityFeed {
     /// The error funnel decided that the reconcile of `key` failed with `reason`.
     pub fn failed(&self, info: &PluginInfo, key: &ObjectKey, policy: &Policy, message: &str) {
         self.send(|| Activity::Failed {
-            plugin: label_of(info),
+            plugin: info.label(),
             parent: parent_of(info, key),
             outcome: policy.label,
             reason: policy.reason,
@@ -288,7 +284,7 @@ impl ActivityFeed {
     /// The hot-loop guard flagged `key`.
     pub fn hot_loop(&self, info: &PluginInfo, key: &ObjectKey) {
         self.send(|| Activity::HotLoop {
-            plugin: label_of(info),
+            plugin: info.label(),
             parent: parent_of(info, key),
         });
     }
