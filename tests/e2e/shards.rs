@@ -494,27 +494,17 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
     // Leases released), so those Blogs move a second time; the other two serve everything. (Not
     // d: Blogs it took when it joined would go back to their first owner, a return the log's
     // runs cannot tell from two writers overlapping.)
-    let took_of_a = |m: &str| {
-        after_kill
-            .get(m)
-            .map_or(0, |v| v.iter().filter(|blog| of_a.contains(blog)).count())
+    let of_a_on = |m: &str| -> Vec<&String> {
+        let owned = after_kill.get(m).into_iter().flatten();
+        owned.filter(|blog| of_a.contains(blog)).collect()
     };
-    let stopping = if took_of_a(c) > took_of_a(b) { c } else { b };
-    let moved_twice: Vec<&String> = after_kill
-        .get(stopping)
-        .into_iter()
-        .flatten()
-        .filter(|blog| of_a.contains(blog))
-        .collect();
-    let mut rest = vec![replica_b, replica_c, replica_d];
-    let at = rest
-        .iter()
-        .position(|r| r.id == stopping)
-        .context("the stopping replica is one of b, c and d")?;
-    rest.remove(at)
-        .run
-        .terminate(Duration::from_secs(10))
-        .await?;
+    let (on_b, on_c) = (of_a_on(b), of_a_on(c));
+    let (stopping, moved_twice, mut stopped, mut rest) = if on_c.len() > on_b.len() {
+        (c, on_c, replica_c, vec![replica_b, replica_d])
+    } else {
+        (b, on_b, replica_b, vec![replica_c, replica_d])
+    };
+    stopped.run.terminate(Duration::from_secs(10)).await?;
     let survivors: Vec<&str> = rest.iter().map(|r| r.id).collect();
     let last = eventually("the other two serve every Blog", CONVERGE, || {
         settled(&blogs, &children, &survivors)
