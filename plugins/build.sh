@@ -3,7 +3,8 @@
 #   plugins/build.sh            Rust plugins (the Blog plugin and the test plugins)
 #   plugins/build.sh all        also the Python and JavaScript plugins (the Blog ports, the Metacontroller examples)
 #   plugins/build.sh ten        also the Blog under ten kinds Blog0..Blog9, for the benchmark's
-#                               ten-plugin row: target/plugins/ten/blog{0..9}.wasm
+#                               ten-plugin row: target/plugins/copies/blog{0..9}.wasm
+#   plugins/build.sh fifty      ... and under fifty kinds (Blog0..Blog49), its fifty-plugin row
 # Idempotent: installs the wasm32-wasip2 target if it is missing.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -91,25 +92,26 @@ build_guests() {
   echo "metacontroller-secret-import-js.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 }
 
-# Ten distinct components: the Blog built with `bench-copy` and WEIR_BLOG_COPY=0..9, in a target
+# N distinct components: the Blog built with `bench-copy` and WEIR_BLOG_COPY=0..N-1, in a target
 # directory of their own so they never replace the normal Blog's build output. Only the Blog crate
 # is recompiled from one copy to the next (cargo tracks the variable).
-build_ten() {
-  mkdir -p "$out/ten"
+build_copies() {
+  mkdir -p "$out/copies"
   local n
-  for n in 0 1 2 3 4 5 6 7 8 9; do
-    WEIR_BLOG_COPY=$n CARGO_TARGET_DIR="$root/target/ten" cargo build --manifest-path "$root/Cargo.toml" \
+  for ((n = 0; n < $1; n++)); do
+    WEIR_BLOG_COPY=$n CARGO_TARGET_DIR="$root/target/copies" cargo build --manifest-path "$root/Cargo.toml" \
       --target wasm32-wasip2 --profile plugin -p weir-plugin-blog --features bench-copy
-    cp "$root/target/ten/wasm32-wasip2/plugin/weir_plugin_blog.wasm" "$out/ten/blog$n.wasm"
+    cp "$root/target/copies/wasm32-wasip2/plugin/weir_plugin_blog.wasm" "$out/copies/blog$n.wasm"
   done
-  ls -l "$out/ten"
+  ls -l "$out/copies"
 }
 
 build_rust
 case "${1:-rust}" in
   rust) ;;
   all) build_guests ;;
-  ten) build_ten ;;
-  *) echo "usage: plugins/build.sh [rust|all|ten]" >&2; exit 2 ;;
+  ten) build_copies 10 ;;
+  fifty) build_copies 50 ;;
+  *) echo "usage: plugins/build.sh [rust|all|ten|fifty]" >&2; exit 2 ;;
 esac
 ls -l "$out"

@@ -1,7 +1,8 @@
-//! The Blog under a numbered kind (`Blog3`, plural `blogs3`), for the host benchmark's ten-plugin row.
+//! The Blog under a numbered kind (`Blog3`, plural `blogs3`), for the host benchmark's ten- and
+//! fifty-plugin rows.
 //!
 //! Built only with the `bench-copy` feature and `WEIR_BLOG_COPY=N` at compile time
-//! (`plugins/build.sh ten`): ten such components are ten distinct plugins, each with its own
+//! (`plugins/build.sh ten` or `fifty`): such components are distinct plugins, each with its own
 //! kind, CRD and name, running the Blog's logic unchanged. The default build never sees this module.
 
 use std::borrow::Cow;
@@ -20,7 +21,7 @@ macro_rules! copy {
     () => {
         env!(
             "WEIR_BLOG_COPY",
-            "the bench-copy feature needs WEIR_BLOG_COPY=N at compile time (plugins/build.sh ten)"
+            "the bench-copy feature needs WEIR_BLOG_COPY=N at compile time (plugins/build.sh ten or fifty)"
         )
     };
 }

@@ -12,7 +12,7 @@ use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 /// Blogs of one kind in one namespace.
 pub(crate) struct Target {
     pub(crate) kind: ResourceKind,
-    /// Which of the ten Blog copies (`None`: the Blog itself).
+    /// Which of the Blog copies (`None`: the Blog itself).
     pub(crate) copy: Option<usize>,
     pub(crate) namespace: String,
 }
@@ -28,7 +28,7 @@ pub(crate) fn blog_kind(copy: Option<usize>) -> ResourceKind {
     }
 }
 
-/// The Blog's CRD, or the one `plugins/build.sh ten` builds copy `n` with (the same renaming
+/// The Blog's CRD, or the one `plugins/build.sh ten`/`fifty` builds copy `n` with (the same renaming
 /// as `weir_plugin_blog::copy`).
 pub(crate) fn blog_crd(copy: Option<usize>) -> Value {
     let mut crd = serde_json::to_value(weir_plugin_blog::Blog::crd()).unwrap_or_default();

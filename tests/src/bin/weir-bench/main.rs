@@ -5,6 +5,8 @@
 //! cargo build --release -p weir --bin weir && cargo build --release -p weir-e2e --bin weir-bench
 //! plugins/build.sh ten      # the Blog plugin, and the ten Blog kinds of the ten-plugin row
 //! target/release/weir-bench --blogs 1000 --blogs 10000 --ten 100
+//! plugins/build.sh fifty && target/release/weir-bench --only weir --blogs 1000 --fifty 20
+//! target/release/weir-bench swap --blogs 100   # a hot swap's latency (see `swap`)
 //! target/release/weir-bench hostile   # the Blog beside the hostile plugin (see `hostile`)
 //! target/release/weir-bench soak --minutes 10   # churn, kills, swaps, faults; RSS slope, convergence (`soak`)
 //! ```
@@ -13,12 +15,10 @@
 //! process's own creates and polls are subtracted). Each child's peak RSS is its own `VmHWM`.
 //! `weir-bench serve native KUBECONFIG [--namespace NS]` is the twin's process (internal).
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DynamicObject, PostParams};
@@ -26,20 +26,21 @@ use serde_json::json;
 use weir_emulator::{EmulatorConfig, RequestCursor};
 
 mod cluster;
+mod controllers;
 mod delivery;
 mod hostile;
 mod memory;
 mod related;
 mod soak;
+mod swap;
 mod table;
 
 use self::cluster::{Target, blog_kind, emulator_for, is_ready};
+use self::controllers::{Children, Setup, spawn, watch_suffix};
 use self::table::{Row, print, print_ratios, print_writes, push};
 
 const RESYNC_SECS: u64 = 3;
 const WORKERS: usize = 8;
-/// Kinds (Weir) or twin processes of the ten-plugin row.
-const TEN: usize = 10;
 
 /// Weir (the `weir run` binary) against the native kube-runtime twin, on the embedded emulator.
 #[derive(Debug, Parser)]
@@ -57,6 +58,11 @@ struct Cli {
     /// Only the ten-plugin row (no `--blogs` rows).
     #[arg(long, requires = "ten")]
     ten_only: bool,
+    /// Also the fifty-plugin row: fifty distinct Blog components (`plugins/build.sh fifty`) with
+    /// this many Blogs each (default 20); with a one-plugin row of as many Blogs, the host's RSS
+    /// per additional plugin is printed.
+    #[arg(long, num_args = 0..=1, default_missing_value = "20", value_name = "BLOGS_EACH")]
+    fifty: Option<usize>,
     /// The `weir` binary measured [default: target/release/weir].
     #[arg(long, value_name = "PATH")]
     weir: Option<PathBuf>,
@@ -85,6 +91,9 @@ enum Mode {
     /// Plugins from a registry: cold pull + compile and cached load per language, and the time
     /// from a new digest applied to the last of N Blogs updated.
     Delivery(delivery::DeliveryArgs),
+    /// A hot swap on the shipped `weir run`: from a new Blog file in its plugin directory to the
+    /// last of N Blogs' children rewritten.
+    Swap(swap::SwapArgs),
     /// Minutes of churn, host kills, plugin swaps and API faults on one `weir run` serving
     /// 1,000 Blogs: its RSS per lifetime, the slope, and the convergence check at the end.
     Soak(soak::SoakArgs),
@@ -114,161 +123,6 @@ enum Side {
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// The controller under test and what it serves.
-enum Setup {
-    /// One `weir run` process over these plugin components.
-    Weir {
-        binary: PathBuf,
-        plugins: Vec<PathBuf>,
-        /// The compile cache: empty for a cold start (a new pod), filled for a warm one.
-        cache: PathBuf,
-        /// Processes; more than one are sharded (`--shard`), each a member of its own name.
-        replicas: usize,
-    },
-    /// One twin process per namespace (`None`: one twin over the whole cluster).
-    Twins { namespaces: Vec<Option<String>> },
-}
-
-/// The children under test; killed when dropped, so no error path leaves one behind.
-struct Children(Vec<Child>);
-
-impl Children {
-    /// Sum of the children's peak resident set sizes.
-    fn peak_rss_mib(&self) -> f64 {
-        self.0.iter().map(|c| status_mib(c.id(), "VmHWM:")).sum()
-    }
-
-    /// Each child's peak resident set size.
-    fn peak_rss_each_mib(&self) -> Vec<f64> {
-        self.0
-            .iter()
-            .map(|c| status_mib(c.id(), "VmHWM:"))
-            .collect()
-    }
-
-    /// Sum of the children's resident set sizes now.
-    fn rss_mib(&self) -> f64 {
-        self.0.iter().map(|c| status_mib(c.id(), "VmRSS:")).sum()
-    }
-
-    /// Fails if a child has exited (a bad flag, a failed start).
-    fn check_running(&mut self) -> Result<()> {
-        for child in &mut self.0 {
-            if let Some(status) = child.try_wait()? {
-                bail!("the controller under test exited early: {status}");
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Children {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// A size line (`VmHWM:`, `VmRSS:`) of a process's status, in MiB.
-fn status_mib(pid: u32, field: &str) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    let kib: f64 = status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0);
-    kib / 1024.0
-}
-
-/// Starts the controller(s) of `setup` against the emulator of `kubeconfig`; for `weir run`,
-/// also the address of its (the first replica's) ops server (`/metrics`).
-fn spawn(
-    setup: &Setup,
-    dir: &Path,
-    kubeconfig: &Path,
-) -> Result<(Children, Option<std::net::SocketAddr>)> {
-    match setup {
-        Setup::Weir {
-            binary,
-            plugins,
-            cache,
-            replicas,
-        } => {
-            let plugin_dir = dir.join("plugins");
-            std::fs::create_dir_all(&plugin_dir)?;
-            for p in plugins {
-                let name = p.file_name().context("plugin file name")?;
-                std::fs::copy(p, plugin_dir.join(name))
-                    .with_context(|| format!("copying {}", p.display()))?;
-            }
-            let mut children = Children(Vec::new());
-            let mut first_ops = None;
-            for replica in 0..*replicas {
-                // A port free now, for the ops server.
-                let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
-                first_ops.get_or_insert(ops);
-                let mut command = Command::new(binary);
-                command
-                    .args(["--log", "warn", "--cache-dir"])
-                    .arg(cache)
-                    .args(["run", "--plugins"])
-                    .arg(&plugin_dir)
-                    .arg("--kubeconfig")
-                    .arg(kubeconfig)
-                    .args(["--workers", &WORKERS.to_string()])
-                    .args(["--resync-secs", &RESYNC_SECS.to_string()])
-                    .args(["--listen", &ops.to_string()]);
-                if *replicas > 1 {
-                    let identity = format!("bench-{replica}");
-                    command.args(["--shard", "--identity", &identity]);
-                }
-                let child = command
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::inherit())
-                    .spawn()
-                    .with_context(|| format!("starting {}", binary.display()))?;
-                children.0.push(child);
-            }
-            Ok((children, first_ops))
-        }
-        Setup::Twins { namespaces } => {
-            let mut children = Children(Vec::new());
-            for ns in namespaces {
-                let mut cmd = Command::new(std::env::current_exe()?);
-                cmd.args(["serve", "native"]).arg(kubeconfig);
-                if let Some(ns) = ns {
-                    cmd.args(["--namespace", ns]);
-                }
-                let mut child = cmd
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::inherit())
-                    .spawn()?;
-                let stdout = child.stdout.take().context("twin stdout")?;
-                children.0.push(child);
-                let mut line = String::new();
-                BufReader::new(stdout).read_line(&mut line)?;
-                if !line.starts_with("STARTED") {
-                    bail!("the native twin did not start: {line:?}");
-                }
-            }
-            Ok((children, None))
-        }
-    }
-}
-
-/// The path suffix of the parent watch each target needs before the clock starts.
-fn watch_suffix(setup: &Setup, target: &Target) -> String {
-    match setup {
-        Setup::Twins { namespaces } if namespaces.iter().any(Option::is_some) => {
-            format!("/namespaces/{}/{}", target.namespace, target.kind.plural)
-        }
-        _ => format!("/{}", target.kind.plural),
-    }
 }
 
 /// Creates `per_target` Blogs for each target and measures until all are Ready, then over
@@ -367,6 +221,8 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
         .count();
     let rss_mib = children.peak_rss_mib();
     let rest_rss_mib = children.rss_mib();
+    let (anon, file) = children.rss_split_mib();
+    println!("{label}: RSS at rest {anon:.1} MiB anonymous + {file:.1} MiB file-backed");
     if children.0.len() > 1 {
         let each: Vec<String> = children
             .peak_rss_each_mib()
@@ -402,6 +258,67 @@ fn built(path: PathBuf, how: &str) -> Result<PathBuf> {
     }
 }
 
+/// The row of `kinds` distinct Blog components (`plugins/build.sh ten` or `fifty`) with `each`
+/// Blogs in a namespace of their own: one `weir run` serving all of them, and (if `twins`) one
+/// twin process per namespace.
+async fn many(
+    kinds: usize,
+    each: usize,
+    weir: Option<&Path>,
+    twins: bool,
+) -> Result<(Option<Row>, Option<Row>)> {
+    let namespaces: Vec<String> = (0..kinds).map(|n| format!("bench-{n}")).collect();
+    let w = match weir {
+        Some(binary) => {
+            let plugins = (0..kinds)
+                .map(|n| {
+                    built(
+                        root().join(format!("target/plugins/copies/blog{n}.wasm")),
+                        "run `plugins/build.sh ten` (or `fifty`) first",
+                    )
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let targets: Vec<Target> = (0..kinds)
+                .map(|n| Target {
+                    kind: blog_kind(Some(n)),
+                    copy: Some(n),
+                    namespace: namespaces[n].clone(),
+                })
+                .collect();
+            let cache = tempfile::Builder::new()
+                .prefix("weir-bench-cache-")
+                .tempdir()?;
+            let setup = Setup::Weir {
+                binary: binary.to_owned(),
+                plugins,
+                cache: cache.path().to_owned(),
+                replicas: 1,
+            };
+            let label = format!("weir run, {kinds} plugins");
+            Some(measure(&label, &setup, &targets, each).await?)
+        }
+        None => None,
+    };
+    let t = if twins {
+        let targets: Vec<Target> = namespaces
+            .iter()
+            .map(|ns| Target {
+                kind: blog_kind(None),
+                copy: None,
+                namespace: ns.clone(),
+            })
+            .collect();
+        let setup = Setup::Twins {
+            namespaces: namespaces.into_iter().map(Some).collect(),
+        };
+        let label = format!("{kinds} native twins (sum)");
+        Some(measure(&label, &setup, &targets, each).await?)
+    } else {
+        None
+    };
+    Ok((w, t))
+}
+
 async fn bench(cli: Cli) -> Result<()> {
     let measures = |side| cli.only.is_none_or(|only| only == side);
     let weir = if measures(Side::Weir) {
@@ -420,20 +337,10 @@ async fn bench(cli: Cli) -> Result<()> {
         root().join("target/plugins/blog.wasm"),
         "run plugins/build.sh first",
     )?;
-    let ten_plugins = match cli.ten {
-        Some(_) if weir.is_some() => (0..TEN)
-            .map(|n| {
-                built(
-                    root().join(format!("target/plugins/ten/blog{n}.wasm")),
-                    "run `plugins/build.sh ten` first",
-                )
-            })
-            .collect::<Result<Vec<_>>>()?,
-        _ => Vec::new(),
-    };
-
     let mut rows = Vec::new();
     let mut pairs = Vec::new();
+    // (Blogs, peak RSS) of each cold one-plugin `weir run` row.
+    let mut one_plugin = Vec::new();
     let blogs = if cli.ten_only {
         &[][..]
     } else {
@@ -462,6 +369,9 @@ async fn bench(cli: Cli) -> Result<()> {
                     r => format!("weir run, {r} sharded"),
                 };
                 let cold = measure(&label, &setup, &targets, n).await?;
+                if cli.replicas <= 1 {
+                    one_plugin.push((n, cold.rss_mib));
+                }
                 if cli.warm {
                     warm = Some(measure("weir run, warm cache", &setup, &targets, n).await?);
                 }
@@ -486,47 +396,25 @@ async fn bench(cli: Cli) -> Result<()> {
             }
         }
     }
-    if let Some(each) = cli.ten {
-        let namespaces: Vec<String> = (0..TEN).map(|n| format!("bench-{n}")).collect();
-        let w = match &weir {
-            Some(binary) => {
-                let targets: Vec<Target> = (0..TEN)
-                    .map(|n| Target {
-                        kind: blog_kind(Some(n)),
-                        copy: Some(n),
-                        namespace: namespaces[n].clone(),
-                    })
-                    .collect();
-                let cache = tempfile::Builder::new()
-                    .prefix("weir-bench-cache-")
-                    .tempdir()?;
-                let setup = Setup::Weir {
-                    binary: binary.clone(),
-                    plugins: ten_plugins,
-                    cache: cache.path().to_owned(),
-                    replicas: 1,
-                };
-                Some(measure("weir run, 10 plugins", &setup, &targets, each).await?)
+    // Each many-plugin row beside the one-plugin row of as many Blogs: the peak RSS that each
+    // plugin past the first adds.
+    let mut per_plugin = Vec::new();
+    for (kinds, each) in [(10, cli.ten), (50, cli.fifty)] {
+        if let Some(each) = each {
+            let (w, t) = many(kinds, each, weir.as_deref(), measures(Side::Native)).await?;
+            let one = w.as_ref().and_then(|w| {
+                let one = one_plugin.iter().find(|(blogs, _)| *blogs == w.blogs)?;
+                Some((w, one))
+            });
+            if let Some((w, (blogs, one_mib))) = one {
+                per_plugin.push(format!(
+                    "{}: {:.2} MiB of peak RSS per plugin past the first (against one plugin with {blogs} Blogs)",
+                    w.system,
+                    (w.rss_mib - one_mib) / (kinds - 1) as f64,
+                ));
             }
-            None => None,
-        };
-        let t = if measures(Side::Native) {
-            let targets: Vec<Target> = namespaces
-                .iter()
-                .map(|ns| Target {
-                    kind: blog_kind(None),
-                    copy: None,
-                    namespace: ns.clone(),
-                })
-                .collect();
-            let setup = Setup::Twins {
-                namespaces: namespaces.into_iter().map(Some).collect(),
-            };
-            Some(measure("10 native twins (sum)", &setup, &targets, each).await?)
-        } else {
-            None
-        };
-        push(&mut rows, &mut pairs, w, t);
+            push(&mut rows, &mut pairs, w, t);
+        }
     }
     println!(
         "client limits: weir run {} (its default, shared fairly between plugins); \
@@ -538,6 +426,9 @@ async fn bench(cli: Cli) -> Result<()> {
         if let Some(memory) = &row.memory {
             println!("{} × {}: {}", row.system, row.blogs, memory.line());
         }
+    }
+    for line in &per_plugin {
+        println!("{line}");
     }
     if !pairs.is_empty() {
         let pairs: Vec<(&Row, &Row)> = pairs.iter().map(|&(a, b)| (&rows[a], &rows[b])).collect();
@@ -553,6 +444,7 @@ async fn main() -> Result<()> {
         Some(Mode::Hostile(args)) => hostile::run(args).await,
         Some(Mode::Related(args)) => related::run(args),
         Some(Mode::Delivery(args)) => delivery::run(args).await,
+        Some(Mode::Swap(args)) => swap::run(args).await,
         Some(Mode::Soak(args)) => soak::run(args).await,
         Some(Mode::Serve {
             system: Served::Native,

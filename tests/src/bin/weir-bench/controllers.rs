@@ -1,0 +1,177 @@
+//! The controllers under test as child processes of the bench: `weir run` (one, or several
+//! sharded replicas) or native twins, killed when dropped, and their memory from `/proc`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+use super::cluster::Target;
+use super::{RESYNC_SECS, WORKERS};
+
+/// The controller under test and what it serves.
+pub(crate) enum Setup {
+    /// One `weir run` process over these plugin components.
+    Weir {
+        binary: PathBuf,
+        plugins: Vec<PathBuf>,
+        /// The compile cache: empty for a cold start (a new pod), filled for a warm one.
+        cache: PathBuf,
+        /// Processes; more than one are sharded (`--shard`), each a member of its own name.
+        replicas: usize,
+    },
+    /// One twin process per namespace (`None`: one twin over the whole cluster).
+    Twins { namespaces: Vec<Option<String>> },
+}
+
+/// The children under test; killed when dropped, so no error path leaves one behind.
+pub(crate) struct Children(pub(crate) Vec<Child>);
+
+impl Children {
+    /// Sum of the children's peak resident set sizes.
+    pub(crate) fn peak_rss_mib(&self) -> f64 {
+        self.0.iter().map(|c| status_mib(c.id(), "VmHWM:")).sum()
+    }
+
+    /// Each child's peak resident set size.
+    pub(crate) fn peak_rss_each_mib(&self) -> Vec<f64> {
+        self.0
+            .iter()
+            .map(|c| status_mib(c.id(), "VmHWM:"))
+            .collect()
+    }
+
+    /// Sum of the children's resident set sizes now.
+    pub(crate) fn rss_mib(&self) -> f64 {
+        self.0.iter().map(|c| status_mib(c.id(), "VmRSS:")).sum()
+    }
+
+    /// Sums of the children's anonymous (private) and file-backed resident sizes now: compiled
+    /// plugin code mapped from the compile cache is file-backed, shared and reclaimable.
+    pub(crate) fn rss_split_mib(&self) -> (f64, f64) {
+        self.0.iter().fold((0.0, 0.0), |(anon, file), c| {
+            (
+                anon + status_mib(c.id(), "RssAnon:"),
+                file + status_mib(c.id(), "RssFile:"),
+            )
+        })
+    }
+
+    /// Fails if a child has exited (a bad flag, a failed start).
+    pub(crate) fn check_running(&mut self) -> Result<()> {
+        for child in &mut self.0 {
+            if let Some(status) = child.try_wait()? {
+                bail!("the controller under test exited early: {status}");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A size line (`VmHWM:`, `VmRSS:`) of a process's status, in MiB.
+pub(crate) fn status_mib(pid: u32, field: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib: f64 = status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0);
+    kib / 1024.0
+}
+
+/// Starts the controller(s) of `setup` against the emulator of `kubeconfig`; for `weir run`,
+/// also the address of its (the first replica's) ops server (`/metrics`).
+pub(crate) fn spawn(
+    setup: &Setup,
+    dir: &Path,
+    kubeconfig: &Path,
+) -> Result<(Children, Option<std::net::SocketAddr>)> {
+    match setup {
+        Setup::Weir {
+            binary,
+            plugins,
+            cache,
+            replicas,
+        } => {
+            let plugin_dir = dir.join("plugins");
+            std::fs::create_dir_all(&plugin_dir)?;
+            for p in plugins {
+                let name = p.file_name().context("plugin file name")?;
+                std::fs::copy(p, plugin_dir.join(name))
+                    .with_context(|| format!("copying {}", p.display()))?;
+            }
+            let mut children = Children(Vec::new());
+            let mut first_ops = None;
+            for replica in 0..*replicas {
+                // A port free now, for the ops server.
+                let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+                first_ops.get_or_insert(ops);
+                let mut command = Command::new(binary);
+                command
+                    .args(["--log", "warn", "--cache-dir"])
+                    .arg(cache)
+                    .args(["run", "--plugins"])
+                    .arg(&plugin_dir)
+                    .arg("--kubeconfig")
+                    .arg(kubeconfig)
+                    .args(["--workers", &WORKERS.to_string()])
+                    .args(["--resync-secs", &RESYNC_SECS.to_string()])
+                    .args(["--listen", &ops.to_string()]);
+                if *replicas > 1 {
+                    let identity = format!("bench-{replica}");
+                    command.args(["--shard", "--identity", &identity]);
+                }
+                let child = command
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::inherit())
+                    .spawn()
+                    .with_context(|| format!("starting {}", binary.display()))?;
+                children.0.push(child);
+            }
+            Ok((children, first_ops))
+        }
+        Setup::Twins { namespaces } => {
+            let mut children = Children(Vec::new());
+            for ns in namespaces {
+                let mut cmd = Command::new(std::env::current_exe()?);
+                cmd.args(["serve", "native"]).arg(kubeconfig);
+                if let Some(ns) = ns {
+                    cmd.args(["--namespace", ns]);
+                }
+                let mut child = cmd
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::inherit())
+                    .spawn()?;
+                let stdout = child.stdout.take().context("twin stdout")?;
+                children.0.push(child);
+                let mut line = String::new();
+                BufReader::new(stdout).read_line(&mut line)?;
+                if !line.starts_with("STARTED") {
+                    bail!("the native twin did not start: {line:?}");
+                }
+            }
+            Ok((children, None))
+        }
+    }
+}
+
+/// The path suffix of the parent watch each target needs before the clock starts.
+pub(crate) fn watch_suffix(setup: &Setup, target: &Target) -> String {
+    match setup {
+        Setup::Twins { namespaces } if namespaces.iter().any(Option::is_some) => {
+            format!("/namespaces/{}/{}", target.namespace, target.kind.plural)
+        }
+        _ => format!("/{}", target.kind.plural),
+    }
+}
