@@ -21,7 +21,7 @@ use weir_e2e::hostile::{self as attacks, FORGED_LINE};
 use weir_e2e::kinds;
 use weir_emulator::{Emulator, EmulatorConfig};
 
-use super::{Children, Target, blog_kind, built, emulator_for, is_ready, root};
+use super::{Children, Target, blog_kind, built, emulator_for, is_ready, root, weir_binary};
 
 /// Arguments of `weir-bench hostile`.
 #[derive(Debug, clap::Args)]
@@ -245,11 +245,7 @@ struct Phase {
 
 /// Runs the measurement and prints its table.
 pub async fn run(args: HostileArgs) -> Result<()> {
-    let binary = built(
-        args.weir
-            .unwrap_or_else(|| root().join("target/release/weir")),
-        "build it with `cargo build --release -p weir --bin weir`",
-    )?;
+    let binary = weir_binary(args.weir)?;
     let dir = tempfile::Builder::new().prefix("weir-bench-").tempdir()?;
     let plugins = dir.path().join("plugins");
     std::fs::create_dir_all(&plugins)?;

@@ -249,6 +249,14 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
     })
 }
 
+/// The `weir` binary measured: `--weir PATH`, or target/release/weir, which must exist.
+fn weir_binary(flag: Option<PathBuf>) -> Result<PathBuf> {
+    built(
+        flag.unwrap_or_else(|| root().join("target/release/weir")),
+        "build it with `cargo build --release -p weir -p weir-e2e --bin weir --bin weir-bench`",
+    )
+}
+
 /// `path`, or an error naming the command that builds it.
 fn built(path: PathBuf, how: &str) -> Result<PathBuf> {
     if path.exists() {
@@ -322,14 +330,7 @@ async fn many(
 async fn bench(cli: Cli) -> Result<()> {
     let measures = |side| cli.only.is_none_or(|only| only == side);
     let weir = if measures(Side::Weir) {
-        let path = cli
-            .weir
-            .clone()
-            .unwrap_or_else(|| root().join("target/release/weir"));
-        Some(built(
-            path,
-            "build it with `cargo build --release -p weir --bin weir`",
-        )?)
+        Some(weir_binary(cli.weir.clone())?)
     } else {
         None
     };

@@ -35,7 +35,7 @@ use weir_emulator::{Emulator, EmulatorConfig};
 use self::churn::Churn;
 use self::plan::{Draw, Event, ORIGINAL};
 use self::rss::Sample;
-use super::{Target, blog_kind, built, emulator_for, root};
+use super::{Target, blog_kind, built, emulator_for, root, weir_binary};
 
 /// Arguments of `weir-bench soak`.
 #[derive(Debug, clap::Args)]
@@ -191,12 +191,7 @@ async fn converge(
 
 /// Runs the soak and prints the samples, the disruptions, the slope and the convergence check.
 pub async fn run(args: SoakArgs) -> Result<()> {
-    let binary = built(
-        args.weir
-            .clone()
-            .unwrap_or_else(|| root().join("target/release/weir")),
-        "build it with `cargo build --release -p weir --bin weir`",
-    )?;
+    let binary = weir_binary(args.weir.clone())?;
     for build in std::iter::once(ORIGINAL).chain(args.variant.iter().map(String::as_str)) {
         built(
             root().join("target/plugins").join(build),
