@@ -51,9 +51,10 @@ impl Children {
     /// plugin code mapped from the compile cache is file-backed, shared and reclaimable.
     pub(crate) fn rss_split_mib(&self) -> (f64, f64) {
         self.0.iter().fold((0.0, 0.0), |(anon, file), c| {
+            let status = status_of(c.id());
             (
-                anon + status_mib(c.id(), "RssAnon:"),
-                file + status_mib(c.id(), "RssFile:"),
+                anon + field_mib(&status, "RssAnon:"),
+                file + field_mib(&status, "RssFile:"),
             )
         })
     }
@@ -79,8 +80,17 @@ impl Drop for Children {
 }
 
 /// A size line (`VmHWM:`, `VmRSS:`) of a process's status, in MiB.
-pub(crate) fn status_mib(pid: u32, field: &str) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+fn status_mib(pid: u32, field: &str) -> f64 {
+    field_mib(&status_of(pid), field)
+}
+
+/// A process's `/proc/PID/status` (empty once it is gone).
+fn status_of(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default()
+}
+
+/// A size line of a status text, in MiB.
+fn field_mib(status: &str, field: &str) -> f64 {
     let kib: f64 = status
         .lines()
         .find(|l| l.starts_with(field))

@@ -21,7 +21,6 @@
 //! the simulation on.
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -32,8 +31,7 @@ use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::runtime::watcher;
 use serde_json::json;
-use weir::listing::Listed;
-use weir_e2e::weir_run::ops_get;
+use weir::listing;
 use weir_emulator::{Emulator, EmulatorConfig};
 
 use super::cluster::{Target, blog_kind, emulator_for, install, is_ready};
@@ -65,6 +63,8 @@ pub struct SwapArgs {
 struct Tracker {
     /// (kind, name) → whether the child carries the v2 label.
     children: HashMap<(String, String), bool>,
+    /// How many of `children` carry it.
+    labelled: usize,
     /// The shape being waited for: v2's label present or not.
     want: Option<bool>,
     first: Option<Instant>,
@@ -77,16 +77,29 @@ impl Tracker {
         let before = self
             .children
             .insert((kind.to_owned(), object.name_any()), v2);
+        if before != Some(v2) {
+            if v2 {
+                self.labelled += 1;
+            } else if before == Some(true) {
+                self.labelled -= 1;
+            }
+        }
         let Some(want) = self.want else { return };
         let now = Instant::now();
         if v2 == want && before != Some(want) && self.first.is_none() {
             self.first = Some(now);
         }
-        if self.done.is_none()
-            && self.children.len() == expected
-            && self.children.values().all(|&v| v == want)
-        {
+        if self.done.is_none() && self.in_shape(want) == expected {
             self.done = Some(now);
+        }
+    }
+
+    /// Children in the shape `v2` (labelled or not).
+    fn in_shape(&self, v2: bool) -> usize {
+        if v2 {
+            self.labelled
+        } else {
+            self.children.len() - self.labelled
         }
     }
 }
@@ -96,12 +109,9 @@ fn lock(tracker: &Mutex<Tracker>) -> std::sync::MutexGuard<'_, Tracker> {
 }
 
 /// The digest the host's `/plugins` lists for the Blog, if it lists one.
-async fn served_digest(ops: SocketAddr) -> Result<Option<String>> {
-    let answer = ops_get(ops, "/plugins").await?;
-    let body = answer.split_once("\r\n\r\n").map_or("", |(_, body)| body);
-    let rows: Vec<Listed> = serde_json::from_str(body)
-        .with_context(|| format!("/plugins is not a list of plugins: {body:.200}"))?;
-    Ok(rows
+async fn served_digest(ops: &str) -> Result<Option<String>> {
+    Ok(listing::fetch(ops)
+        .await?
         .into_iter()
         .find(|r| r.kind == "Blog.weir.dev")
         .map(|r| r.sha256))
@@ -149,7 +159,7 @@ pub async fn run(args: SwapArgs) -> Result<()> {
         replicas: 1,
     };
     let (mut children, ops) = spawn(&setup, dir.path(), &kubeconfig)?;
-    let ops = ops.context("weir run's ops address")?;
+    let ops = ops.context("weir run's ops address")?.to_string();
     let plugin_dir = dir.path().join("plugins");
 
     // Watch the Blogs' children before any exists, so every version of each is seen.
@@ -227,7 +237,7 @@ pub async fn run(args: SwapArgs) -> Result<()> {
     for n in 0..args.swaps {
         let to_v2 = n % 2 == 0;
         let file = if to_v2 { &v2 } else { &v1 };
-        let before = served_digest(ops).await?;
+        let before = served_digest(&ops).await?;
         let tmp = plugin_dir.join(".blog.wasm.tmp");
         std::fs::copy(file, &tmp).with_context(|| format!("copying {}", file.display()))?;
         {
@@ -241,7 +251,7 @@ pub async fn run(args: SwapArgs) -> Result<()> {
         let mut served = None;
         let deadline = renamed + Duration::from_secs(120);
         let (served, first, done) = loop {
-            if served.is_none() && served_digest(ops).await? != before {
+            if served.is_none() && served_digest(&ops).await? != before {
                 served = Some(Instant::now());
             }
             {
@@ -253,10 +263,10 @@ pub async fn run(args: SwapArgs) -> Result<()> {
             children.check_running()?;
             if Instant::now() > deadline {
                 let t = lock(&tracker);
-                let reached = t.children.values().filter(|&&v| v == to_v2).count();
                 bail!(
-                    "swap {n}: {reached} of {expected} children (seen: {}) in the new version's shape \
+                    "swap {n}: {} of {expected} children (seen: {}) in the new version's shape \
                      after 120 s; the new version {}",
+                    t.in_shape(to_v2),
                     t.children.len(),
                     if served.is_some() {
                         "serves"
