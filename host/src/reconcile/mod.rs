@@ -232,10 +232,12 @@ impl Controller {
             let this = self.clone();
             workers.spawn(async move {
                 while let Some(key) = this.parts.queue.next().await {
-                    let (binding, shadow) = this.route(&key);
+                    let held = this.parts.queue.in_flight(key);
+                    let (binding, shadow) = this.route(held.key());
                     let depth = this.parts.queue.depth();
                     this.parts.metrics.queue_depth(&binding.info().name, depth);
-                    this.reconcile(&binding, shadow.as_ref(), &key).await;
+                    this.reconcile(&binding, shadow.as_ref(), held.key()).await;
+                    held.settled();
                 }
             });
         }

@@ -208,6 +208,19 @@ impl Queue {
         }
     }
 
+    /// Watches over `key`, just handed out by [`Queue::next`], until its reconcile settles
+    /// ([`InFlight::settled`], after [`Queue::finish`]). Dropped before that, the reconcile was
+    /// dropped in flight (its workers abandoned when the lease was lost): the key is released
+    /// and queued to run again, since nothing it began is known to be done. Otherwise it would
+    /// stay "processing" and never be handed out again, whatever events came for it.
+    pub fn in_flight(&self, key: ObjectKey) -> InFlight<'_> {
+        InFlight {
+            queue: self,
+            key,
+            settled: false,
+        }
+    }
+
     /// Judges the reconcile in progress as busy (it wrote, or asks to run again soon: see
     /// [`Queue::requeues_soon`]) or quiet, and returns the hot-loop verdict. Call at most once
     /// per reconcile, before its status write. A reconcile that is not judged here (a finalize,
@@ -309,6 +322,38 @@ impl Queue {
     pub fn resume(&self) {
         self.lock().shut = false;
         self.wake.notify_waiters();
+    }
+}
+
+/// A key between [`Queue::next`] and its settled reconcile (see [`Queue::in_flight`]).
+pub struct InFlight<'q> {
+    queue: &'q Queue,
+    key: ObjectKey,
+    settled: bool,
+}
+
+impl InFlight<'_> {
+    /// The key.
+    pub fn key(&self) -> &ObjectKey {
+        &self.key
+    }
+
+    /// The reconcile settled: [`Queue::finish`] has released the key.
+    pub fn settled(mut self) {
+        self.settled = true;
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if self.settled {
+            return;
+        }
+        let mut st = self.queue.lock();
+        st.work.done(&self.key);
+        st.work.add(self.key.clone(), false);
+        drop(st);
+        self.queue.wake.notify_one();
     }
 }
 

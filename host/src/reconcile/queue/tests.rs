@@ -43,6 +43,39 @@ async fn a_key_being_processed_is_not_handed_out_again_until_finished() {
 }
 
 #[tokio::test]
+async fn a_key_whose_reconcile_was_dropped_in_flight_is_handed_out_again() {
+    let q = Queue::new(config());
+    q.add(key("a"), Cause::Outside);
+    let Some(a) = next_now(&q).await else {
+        panic!("the added key is handed out");
+    };
+    let held = q.in_flight(a);
+    q.add(key("a"), Cause::Echo);
+    assert_eq!(next_now(&q).await, None, "still processing");
+    // The worker's task is aborted (its lease lost): the reconcile never reaches `finish`.
+    drop(held);
+    assert_eq!(
+        next_now(&q).await,
+        Some(key("a")),
+        "released and queued again"
+    );
+    assert_eq!(next_now(&q).await, None, "once, whatever came meanwhile");
+}
+
+#[tokio::test]
+async fn a_settled_key_is_left_to_what_its_finish_decided() {
+    let q = Queue::new(config());
+    q.add(key("a"), Cause::Outside);
+    let Some(a) = next_now(&q).await else {
+        panic!("the added key is handed out");
+    };
+    let held = q.in_flight(a);
+    q.finish(held.key(), Finish::Done);
+    held.settled();
+    assert_eq!(next_now(&q).await, None, "converged: not run again");
+}
+
+#[tokio::test]
 async fn retry_delays_double_from_the_base_and_reset_on_success() {
     let q = Queue::new(config());
     let k = key("a");
