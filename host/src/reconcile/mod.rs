@@ -7,6 +7,7 @@
 //! the index from them back to the parents, ④ [`invoke`] the plugin call,
 //! ⑤ [`crate::answer::judge`] (pure, outside this module) + [`apply`] the judgment and the
 //! writes, ⑥ [`status`] status, finalizer, Events.
+//! The workers that take keys from the queue, and the resync that refills it, are in `workers`.
 //! A candidate version, when one is rolled out, is called beside the serving one (`candidate`).
 //! Beside them: [`echoes`] tells the watch echo of the host's own writes from outside changes,
 //! [`error`] is how a reconcile fails, and the settle step (`settle`) turns how one ended into
@@ -37,6 +38,9 @@ pub mod source;
 pub mod status;
 mod sweeps;
 pub mod upgrade;
+mod workers;
+#[cfg(test)]
+mod workers_tests;
 
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::{Duration, Instant};
@@ -44,7 +48,6 @@ use std::time::{Duration, Instant};
 use kube::Client;
 use kube::api::DynamicObject;
 use tokio::sync::Semaphore;
-use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use self::binding::Binding;
@@ -52,7 +55,7 @@ use self::cache::CachedObject;
 use self::echoes::Echoes;
 use self::error::ReconcileError;
 use self::invoke::Reconciler;
-use self::queue::{Cause, Finish, ObjectKey, Queue, QueueConfig};
+use self::queue::{Finish, ObjectKey, Queue, QueueConfig};
 use self::settle::{Applied, Outcome, Ran};
 use self::source::Informers;
 use crate::answer::{self, Inputs, Judged, ValidationPolicy, Verdict};
@@ -206,54 +209,6 @@ impl Controller {
     /// ready, but it does not hold back the host's readiness.
     pub fn unserved(&self) -> Vec<String> {
         self.binding().cache.unserved()
-    }
-
-    /// Enqueues every cached parent every `resync` period (the level-triggered safety net),
-    /// until the task is dropped.
-    pub async fn resync(self: Arc<Self>) {
-        let period = self.parts.config.resync;
-        let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-        loop {
-            tick.tick().await;
-            let keys = self.binding().cache.parents.keys();
-            tracing::debug!(parents = keys.len(), "periodic resync");
-            for key in keys {
-                self.parts.queue.add(key, Cause::Resync);
-            }
-        }
-    }
-
-    /// Runs `workers` workers once the caches are synced, until [`Controller::shutdown`];
-    /// in-flight reconciles finish.
-    pub async fn run_workers(self: Arc<Self>) {
-        self.wait_synced().await;
-        let mut workers = JoinSet::new();
-        for _ in 0..self.parts.config.workers.max(1) {
-            let this = self.clone();
-            workers.spawn(async move {
-                while let Some(key) = this.parts.queue.next().await {
-                    let held = this.parts.queue.in_flight(key);
-                    let (binding, shadow) = this.route(held.key());
-                    let depth = this.parts.queue.depth();
-                    this.parts.metrics.queue_depth(&binding.info().name, depth);
-                    this.reconcile(&binding, shadow.as_ref(), held.key()).await;
-                    held.settled();
-                }
-            });
-        }
-        while workers.join_next().await.is_some() {}
-    }
-
-    /// Stops handing out keys; `run_workers` returns once in-flight reconciles are done. Keys
-    /// keep arriving and wait in the queue.
-    pub fn shutdown(&self) {
-        self.parts.queue.shutdown();
-    }
-
-    /// Hands out keys again after [`Controller::shutdown`] (leadership won back): what queued up
-    /// meanwhile runs first.
-    pub fn resume(&self) {
-        self.parts.queue.resume();
     }
 
     /// One reconcile of one key in its own span, settled in it (`Parts::settle`).

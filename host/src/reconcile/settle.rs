@@ -111,7 +111,13 @@ impl Parts {
         if finish == Finish::Retry {
             metrics.backed_off(name);
         }
-        self.queue.finish(key, finish);
+        let delay = self.queue.finish(key, finish);
+        tracing::debug!(
+            result = label.as_str(),
+            ?finish,
+            ?delay,
+            "reconcile settled"
+        );
     }
 
     /// Shows an applied answer: what was written (activity, one Event), the hot-loop guard's

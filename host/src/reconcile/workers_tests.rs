@@ -1,0 +1,141 @@
+//! Workers dropped in flight, as a lost lease drops them: the key they held is reconciled again
+//! once the workers run again, not left "processing" for good.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
+
+use kube::api::{Api, DynamicObject, PostParams};
+use serde_json::json;
+use tokio::sync::Semaphore;
+use weir_emulator::{Emulator, EmulatorConfig};
+
+use super::invoke::{PluginError, Reconciler};
+use super::source::Informers;
+use super::{Controller, ControllerConfig};
+use crate::metrics::Metrics;
+use crate::plugin::test_info::{namespaced, owning_config_maps};
+use crate::plugin::{
+    FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse, Requeue,
+};
+
+/// Wants one ConfigMap per Service; its first call waits until released.
+struct FirstCallWaits {
+    info: PluginInfo,
+    calls: AtomicUsize,
+    released: (Mutex<bool>, Condvar),
+}
+
+impl FirstCallWaits {
+    fn release(&self) {
+        let (lock, wake) = &self.released;
+        *lock.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        wake.notify_all();
+    }
+}
+
+impl Reconciler for FirstCallWaits {
+    fn info(&self) -> &PluginInfo {
+        &self.info
+    }
+    fn reconcile(&self, req: &ReconcileRequest) -> Result<ReconcileResponse, PluginError> {
+        if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            let (lock, wake) = &self.released;
+            let mut released = lock.lock().unwrap_or_else(PoisonError::into_inner);
+            while !*released {
+                released = wake.wait(released).unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+        let parent: serde_json::Value = serde_json::from_str(&req.parent).unwrap_or_default();
+        let name = parent["metadata"]["name"].as_str().unwrap_or_default();
+        Ok(ReconcileResponse {
+            children: vec![json!({
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": format!("{name}-page")},
+                "data": {"from": name},
+            })],
+            status: None,
+            requeue: Requeue::Done,
+        })
+    }
+    fn finalize(&self, _: &FinalizeRequest) -> Result<FinalizeResponse, PluginError> {
+        Ok(FinalizeResponse {
+            children: None,
+            status: None,
+            finalized: true,
+            requeue: Requeue::Done,
+        })
+    }
+}
+
+async fn until(what: &str, check: impl AsyncFn() -> bool) {
+    let waited = tokio::time::timeout(Duration::from_secs(30), async {
+        while !check().await {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    waited.unwrap_or_else(|_| panic!("waited 30 s for {what}"));
+}
+
+#[tokio::test]
+async fn a_key_whose_workers_were_dropped_mid_reconcile_is_reconciled_when_they_run_again() {
+    let emulator = Emulator::start(EmulatorConfig::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = emulator.client();
+    let plugin = Arc::new(FirstCallWaits {
+        info: owning_config_maps("waits", namespaced("", "Service", "services")),
+        calls: AtomicUsize::new(0),
+        released: (Mutex::new(false), Condvar::new()),
+    });
+    let metrics = Arc::new(Metrics::new());
+    let controller = Arc::new(Controller::new(
+        client.clone(),
+        Informers::new(client.clone(), None, metrics.clone()),
+        plugin.clone(),
+        (Arc::new(Semaphore::new(4)), 2),
+        metrics,
+        ControllerConfig::default(),
+    ));
+    let workers = tokio::spawn(controller.clone().run_workers());
+    let services = Api::<DynamicObject>::namespaced_with(
+        client.clone(),
+        "default",
+        &namespaced("", "Service", "services").api_resource(),
+    );
+    let service: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "a", "namespace": "default"},
+        "spec": {"ports": [{"port": 80}]},
+    }))
+    .unwrap_or_else(|e| panic!("{e}"));
+    services
+        .create(&PostParams::default(), &service)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    until("the first reconcile in flight", async || {
+        plugin.calls.load(Ordering::SeqCst) == 1
+    })
+    .await;
+
+    // The lease is lost and the workers are abandoned: the reconcile in flight is dropped.
+    controller.shutdown();
+    workers.abort();
+    let _ = workers.await;
+    plugin.release();
+
+    // Won back: the dropped key runs again, with no new event for it.
+    controller.resume();
+    tokio::spawn(controller.clone().run_workers());
+    let config_maps = Api::<DynamicObject>::namespaced_with(
+        client.clone(),
+        "default",
+        &namespaced("", "ConfigMap", "configmaps").api_resource(),
+    );
+    until("the Service's ConfigMap", async || {
+        config_maps.get_opt("a-page").await.ok().flatten().is_some()
+    })
+    .await;
+    assert!(plugin.calls.load(Ordering::SeqCst) >= 2, "reconciled again");
+}
