@@ -44,6 +44,7 @@ mod rollout_steered;
 mod rollout_undo;
 mod scope_widened;
 mod shards;
+mod shards_handover;
 mod shards_server_side;
 mod standby_writes_nothing;
 mod unwanted_children_are_pruned;
