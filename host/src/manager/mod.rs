@@ -4,9 +4,9 @@
 //! It owns, for the whole process: the informer registry (one watch and one store per kind,
 //! shared by every plugin), the plugin-call semaphore, the metrics, leader election, the
 //! operations server (`/metrics`, `/healthz`, `/readyz`, `/plugins`) and one [`PluginSource`]
-//! (a fixed list of components, a hot-loaded directory, or the cluster's `Plugin` objects). Its
-//! event loop turns the source's [`PluginEvent`]s into controllers: started, swapped in place,
-//! stopped. Candidate versions (`crate::rollout`) come from `DIR/candidates/`, a `Plugin`'s
+//! (a fixed list of components, a hot-loaded directory, or the cluster's `Plugin` objects, each
+//! started the same way by `sources`). Its event loop turns the source's [`PluginEvent`]s into
+//! controllers: started, swapped in place, stopped. Candidate versions (`crate::rollout`) come from `DIR/candidates/`, a `Plugin`'s
 //! `spec.candidate` or [`Manager::propose_candidate`]; operators steer them with `weir rollout`
 //! (`requests`). Sharded, each replica also holds a Lease of its own and the leader assigns the
 //! parents (`shards`, `crate::shard`).
@@ -17,6 +17,7 @@ mod controllers;
 mod ops;
 mod requests;
 mod shards;
+mod sources;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,12 +28,10 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
 pub use self::candidates::CANDIDATES_DIR;
-use self::candidates::{Candidates, ServingOf};
+use self::candidates::Candidates;
 use self::controllers::{Controllers, ControllersView};
 use crate::fence::Fence;
-use crate::hotload::{
-    self, Catalog, ClusterLoader, EngineLoader, HotLoader, HotloadMetrics, PluginEvent, install_crd,
-};
+use crate::hotload::{self, Catalog, HotLoader, HotloadMetrics, PluginEvent, install_crd};
 use crate::leader::{LeaderConfig, LeaderError, Leadership};
 use crate::metrics::Metrics;
 use crate::plugin::{Engine, Limits, Plugin};
@@ -91,12 +90,6 @@ pub enum PluginSource {
     },
 }
 
-/// The running source, kept alive as long as the host (dropping it stops it).
-enum Running {
-    Directory(#[expect(dead_code, reason = "held for its Drop")] HotLoader),
-    Cluster(#[expect(dead_code, reason = "held for its Drop")] ClusterLoader),
-}
-
 /// Everything the host runs with.
 #[derive(Clone, Debug)]
 pub struct ManagerConfig {
@@ -153,7 +146,7 @@ pub struct Manager {
     candidates: Candidates,
     /// Keeps the plugin source alive (the directory or cluster loader; dropping it stops it) and
     /// the candidates directory's watcher.
-    _loaders: (Option<Running>, Option<HotLoader>),
+    _loaders: (Option<sources::Running>, Option<HotLoader>),
 }
 
 impl Manager {
@@ -201,91 +194,19 @@ impl Manager {
             .as_ref()
             .map_or_else(Fence::always, Leadership::fence);
         let leader_client = gate.client(&client);
-        let mut candidate_source = None;
-        let (events, catalog, loader) = match source {
-            PluginSource::Fixed(plugins) => {
-                let (tx, rx) = mpsc::unbounded_channel();
-                let catalog = Catalog::default();
-                for plugin in plugins {
-                    admission.admit(plugin.info()).await.map_err(|source| {
-                        ManagerError::Admission {
-                            plugin: plugin.label().to_owned(),
-                            source: Box::new(source),
-                        }
-                    })?;
-                    let event = PluginEvent::Added {
-                        file: plugin.label().into(),
-                        plugin,
-                    };
-                    catalog.apply(&event);
-                    // The receiver is held below: the send cannot fail.
-                    let _ = tx.send(event);
-                }
-                catalog.mark_scanned();
-                (rx, catalog, None)
-            }
-            PluginSource::Directory {
-                config: dir,
-                engine,
-            } => {
-                let loader = |admission| AdmittingLoader {
-                    inner: EngineLoader {
-                        engine: engine.clone(),
-                        limits: config.limits,
-                    },
-                    admission,
-                    runtime: tokio::runtime::Handle::current(),
-                };
-                let candidates_dir = dir.dir.join(CANDIDATES_DIR);
-                if candidates_dir.is_dir() {
-                    let watch = hotload::Config {
-                        dir: candidates_dir,
-                        only: None,
-                        ..dir.clone()
-                    };
-                    let (hot, rx) = HotLoader::start(
-                        watch,
-                        loader(admission.clone()),
-                        HotloadMetrics::default(),
-                    )?;
-                    let plugins_dir = dir.dir.clone();
-                    let serving_of: ServingOf = Box::new(move |file: &std::path::Path| {
-                        plugins_dir.join(file.file_name().unwrap_or_default())
-                    });
-                    candidate_source = Some((Some(hot), rx, serving_of));
-                }
-                let (hot, rx) = HotLoader::start(dir, loader(admission), hotload_metrics.clone())?;
-                (rx, hot.catalog(), Some(Running::Directory(hot)))
-            }
-            PluginSource::Cluster {
-                config: cluster,
-                engine,
-            } => {
-                let loader = AdmittingLoader {
-                    inner: EngineLoader {
-                        engine,
-                        limits: config.limits,
-                    },
-                    admission,
-                    runtime: tokio::runtime::Handle::current(),
-                };
-                let (source, rx, candidates) = ClusterLoader::start(
-                    leader_client.clone(),
-                    cluster,
-                    gate.clone(),
-                    loader,
-                    hotload_metrics.clone(),
-                )?;
-                // `Plugin/NAME/candidate` is the candidate of `Plugin/NAME`.
-                let serving_of: ServingOf = Box::new(|file: &std::path::Path| {
-                    file.parent()
-                        .map(std::path::Path::to_path_buf)
-                        .unwrap_or_default()
-                });
-                candidate_source = Some((None, candidates, serving_of));
-                (rx, source.catalog(), Some(Running::Cluster(source)))
-            }
-        };
+        let sources::Started {
+            events,
+            catalog,
+            running,
+            candidates: candidate_source,
+        } = sources::start(
+            source,
+            admission,
+            config.limits,
+            (&leader_client, &gate),
+            &hotload_metrics,
+        )
+        .await?;
         let informers = Informers::sharded(
             client.clone(),
             config.controller.namespace.clone(),
@@ -385,7 +306,7 @@ impl Manager {
             main,
             addr,
             candidates,
-            _loaders: (loader, candidate_loader),
+            _loaders: (running, candidate_loader),
         })
     }
 
