@@ -107,7 +107,7 @@ async fn serve(plugin: Arc<ScaleDown>) -> (Emulator, Client, Arc<Controller>) {
 }
 
 /// Creates Service `name` in `default`; the Services' API.
-async fn create_service(client: &Client, name: &str) -> Api<DynamicObject> {
+pub(super) async fn create_service(client: &Client, name: &str) -> Api<DynamicObject> {
     let services = Api::<DynamicObject>::namespaced_with(
         client.clone(),
         "default",
@@ -139,7 +139,7 @@ async fn service_with_pods(client: &Client, name: &str) -> Api<DynamicObject> {
     services
 }
 
-fn config_maps(client: &Client, namespace: &str) -> Api<DynamicObject> {
+pub(super) fn config_maps(client: &Client, namespace: &str) -> Api<DynamicObject> {
     Api::namespaced_with(
         client.clone(),
         namespace,
@@ -147,7 +147,10 @@ fn config_maps(client: &Client, namespace: &str) -> Api<DynamicObject> {
     )
 }
 
-async fn until<T, F: Future<Output = Option<T>>>(what: &str, check: impl Fn() -> F) -> T {
+pub(super) async fn until<T, F: Future<Output = Option<T>>>(
+    what: &str,
+    check: impl Fn() -> F,
+) -> T {
     let waited = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
             if let Some(found) = check().await {

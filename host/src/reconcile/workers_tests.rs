@@ -3,13 +3,12 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Duration;
 
-use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
 use tokio::sync::Semaphore;
 use weir_emulator::{Emulator, EmulatorConfig};
 
+use super::finalize_tests::{config_maps, create_service, until};
 use super::invoke::{PluginError, Reconciler};
 use super::source::Informers;
 use super::{Controller, ControllerConfig};
@@ -68,16 +67,6 @@ impl Reconciler for FirstCallWaits {
     }
 }
 
-async fn until(what: &str, check: impl AsyncFn() -> bool) {
-    let waited = tokio::time::timeout(Duration::from_secs(30), async {
-        while !check().await {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    waited.unwrap_or_else(|_| panic!("waited 30 s for {what}"));
-}
-
 #[tokio::test]
 async fn a_key_whose_workers_were_dropped_mid_reconcile_is_reconciled_when_they_run_again() {
     let emulator = Emulator::start(EmulatorConfig::default())
@@ -99,23 +88,9 @@ async fn a_key_whose_workers_were_dropped_mid_reconcile_is_reconciled_when_they_
         ControllerConfig::default(),
     ));
     let workers = tokio::spawn(controller.clone().run_workers());
-    let services = Api::<DynamicObject>::namespaced_with(
-        client.clone(),
-        "default",
-        &namespaced("", "Service", "services").api_resource(),
-    );
-    let service: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "a", "namespace": "default"},
-        "spec": {"ports": [{"port": 80}]},
-    }))
-    .unwrap_or_else(|e| panic!("{e}"));
-    services
-        .create(&PostParams::default(), &service)
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    until("the first reconcile in flight", async || {
-        plugin.calls.load(Ordering::SeqCst) == 1
+    create_service(&client, "a").await;
+    until("the first reconcile in flight", || async {
+        (plugin.calls.load(Ordering::SeqCst) == 1).then_some(())
     })
     .await;
 
@@ -128,13 +103,9 @@ async fn a_key_whose_workers_were_dropped_mid_reconcile_is_reconciled_when_they_
     // Won back: the dropped key runs again, with no new event for it.
     controller.resume();
     tokio::spawn(controller.clone().run_workers());
-    let config_maps = Api::<DynamicObject>::namespaced_with(
-        client.clone(),
-        "default",
-        &namespaced("", "ConfigMap", "configmaps").api_resource(),
-    );
-    until("the Service's ConfigMap", async || {
-        config_maps.get_opt("a-page").await.ok().flatten().is_some()
+    let config_maps = config_maps(&client, "default");
+    until("the Service's ConfigMap", || async {
+        config_maps.get_opt("a-page").await.ok().flatten()
     })
     .await;
     assert!(plugin.calls.load(Ordering::SeqCst) >= 2, "reconciled again");
