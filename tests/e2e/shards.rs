@@ -85,6 +85,21 @@ pub(super) struct Replica {
     pub(super) run: WeirRun,
 }
 
+impl Replica {
+    /// Fails, naming the replica, if its process has exited.
+    pub(super) fn check_running(&mut self) -> anyhow::Result<()> {
+        self.run
+            .check_running()
+            .with_context(|| format!("replica {}", self.id))
+    }
+
+    /// Checks that it still runs, then stops it cleanly (SIGTERM, within 10 s).
+    pub(super) async fn stop(&mut self) -> anyhow::Result<()> {
+        self.check_running()?;
+        self.run.terminate(Duration::from_secs(10)).await
+    }
+}
+
 /// The processes' common ground: the binary, a directory, the emulator's kubeconfig in it.
 pub(super) struct Fleet {
     binary: std::path::PathBuf,
@@ -173,9 +188,7 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
     })
     .await;
     for r in &mut replicas {
-        r.run
-            .check_running()
-            .with_context(|| format!("replica {}", r.id))?;
+        r.check_running()?;
     }
     let all = all?;
 

@@ -6,7 +6,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use anyhow::Context;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams};
@@ -125,9 +124,7 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
         &mut replica_c,
         &mut replica_d,
     ] {
-        r.run
-            .check_running()
-            .with_context(|| format!("replica {}", r.id))?;
+        r.check_running()?;
     }
     replica_a.run.kill()?;
     let killed = Instant::now();
@@ -226,10 +223,7 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
         }
     }
     for r in &mut rest {
-        r.run
-            .check_running()
-            .with_context(|| format!("replica {}", r.id))?;
-        r.run.terminate(Duration::from_secs(10)).await?;
+        r.stop().await?;
     }
     Ok(())
 }

@@ -14,7 +14,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use anyhow::Context;
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
@@ -212,9 +211,7 @@ async fn with_shard_selector_served_replicas_shard_by_ring_ranges_and_write_no_o
     // Each caches its share of the Blogs (and every child: children are watched whole), and
     // says it shards server-side.
     for r in &mut replicas {
-        r.run
-            .check_running()
-            .with_context(|| format!("replica {}", r.id))?;
+        r.check_running()?;
         let metrics = ops_get(r.ops, "/metrics").await?;
         assert_eq!(
             sample(&metrics, r#"weir_shard_mode{mode="server-side"}"#),
@@ -282,9 +279,7 @@ async fn with_shard_selector_served_replicas_shard_by_ring_ranges_and_write_no_o
     // 4 → 3: a is killed (SIGKILL: its Lease is left to run out, its claims with it); its
     // Blogs, edited now, are served by the others within its Lease's duration plus 2 s.
     for r in &mut replicas {
-        r.run
-            .check_running()
-            .with_context(|| format!("replica {}", r.id))?;
+        r.check_running()?;
     }
     let mut killed = replicas.remove(0);
     killed.run.kill()?;
@@ -358,10 +353,7 @@ async fn with_shard_selector_served_replicas_shard_by_ring_ranges_and_write_no_o
         }
     }
     for r in &mut replicas {
-        r.run
-            .check_running()
-            .with_context(|| format!("replica {}", r.id))?;
-        r.run.terminate(Duration::from_secs(10)).await?;
+        r.stop().await?;
     }
     Ok(())
 }

@@ -6,9 +6,9 @@
 //! operations server (`/metrics`, `/healthz`, `/readyz`, `/plugins`) and one [`PluginSource`]
 //! (a fixed list of components, a hot-loaded directory, or the cluster's `Plugin` objects, each
 //! started the same way by `sources`). Its event loop turns the source's [`PluginEvent`]s into
-//! controllers: started, swapped in place, stopped. Candidate versions (`crate::rollout`) come from `DIR/candidates/`, a `Plugin`'s
-//! `spec.candidate` or [`Manager::propose_candidate`]; operators steer them with `weir rollout`
-//! (`requests`). Sharded, each replica also holds a Lease of its own and the leader assigns the
+//! controllers: started, swapped in place, stopped. Candidate versions (`crate::rollout`) come
+//! from `DIR/candidates/`, a `Plugin`'s `spec.candidate` or [`Manager::propose_candidate`];
+//! operators steer them with `weir rollout` (`requests`). Sharded, each replica also holds a Lease of its own and the leader assigns the
 //! parents (`shards`, `crate::shard`).
 
 mod admission;

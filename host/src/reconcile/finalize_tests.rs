@@ -86,8 +86,11 @@ impl Reconciler for ScaleDown {
     }
 }
 
-/// Serves `plugin` on a fresh emulator; returns the emulator, its client and the controller.
-async fn serve(plugin: Arc<ScaleDown>) -> (Emulator, Client, Arc<Controller>) {
+/// A controller for `plugin` on a fresh emulator, its workers not started: the emulator, its
+/// client and the controller.
+pub(super) async fn on_emulator(
+    plugin: Arc<dyn Reconciler>,
+) -> (Emulator, Client, Arc<Controller>) {
     let emulator = Emulator::start(EmulatorConfig::default())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
@@ -102,8 +105,14 @@ async fn serve(plugin: Arc<ScaleDown>) -> (Emulator, Client, Arc<Controller>) {
         metrics,
         ControllerConfig::default(),
     ));
-    tokio::spawn(controller.clone().run_workers());
     (emulator, client, controller)
+}
+
+/// Serves `plugin` on a fresh emulator; returns the emulator, its client and the controller.
+async fn serve(plugin: Arc<ScaleDown>) -> (Emulator, Client, Arc<Controller>) {
+    let served = on_emulator(plugin).await;
+    tokio::spawn(served.2.clone().run_workers());
+    served
 }
 
 /// Creates Service `name` in `default`; the Services' API.

@@ -5,14 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 
 use serde_json::json;
-use tokio::sync::Semaphore;
-use weir_emulator::{Emulator, EmulatorConfig};
 
-use super::finalize_tests::{config_maps, create_service, until};
+use super::finalize_tests::{config_maps, create_service, on_emulator, until};
 use super::invoke::{PluginError, Reconciler};
-use super::source::Informers;
-use super::{Controller, ControllerConfig};
-use crate::metrics::Metrics;
 use crate::plugin::test_info::{namespaced, owning_config_maps};
 use crate::plugin::{
     FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse, Requeue,
@@ -58,35 +53,18 @@ impl Reconciler for FirstCallWaits {
         })
     }
     fn finalize(&self, _: &FinalizeRequest) -> Result<FinalizeResponse, PluginError> {
-        Ok(FinalizeResponse {
-            children: None,
-            status: None,
-            finalized: true,
-            requeue: Requeue::Done,
-        })
+        Ok(FinalizeResponse::complete())
     }
 }
 
 #[tokio::test]
 async fn a_key_whose_workers_were_dropped_mid_reconcile_is_reconciled_when_they_run_again() {
-    let emulator = Emulator::start(EmulatorConfig::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let client = emulator.client();
     let plugin = Arc::new(FirstCallWaits {
         info: owning_config_maps("waits", namespaced("", "Service", "services")),
         calls: AtomicUsize::new(0),
         released: (Mutex::new(false), Condvar::new()),
     });
-    let metrics = Arc::new(Metrics::new());
-    let controller = Arc::new(Controller::new(
-        client.clone(),
-        Informers::new(client.clone(), None, metrics.clone()),
-        plugin.clone(),
-        (Arc::new(Semaphore::new(4)), 2),
-        metrics,
-        ControllerConfig::default(),
-    ));
+    let (_emulator, client, controller) = on_emulator(plugin.clone()).await;
     let workers = tokio::spawn(controller.clone().run_workers());
     create_service(&client, "a").await;
     until("the first reconcile in flight", || async {

@@ -118,6 +118,16 @@ impl Guard {
         self.tidy(key);
     }
 
+    /// Drops the judgment of the round in progress of `key` without ending it: its reconcile was
+    /// dropped in flight, so the next round is judged on its own (a busy verdict already given
+    /// stays in the streak).
+    pub fn abandon(&mut self, key: &ObjectKey) {
+        if let Some(e) = self.keys.get_mut(key) {
+            e.round = None;
+        }
+        self.tidy(key);
+    }
+
     /// The streak of `key` as it stands.
     pub fn state(&self, key: &ObjectKey) -> HotLoop {
         let streak = self.keys.get(key).map_or(0, |e| e.streak);
@@ -222,6 +232,21 @@ mod tests {
         }
         assert_eq!(g.state(&k).streak, 3);
         assert!(g.throttled(&k));
+    }
+
+    #[test]
+    fn after_an_abandoned_round_the_next_is_judged_on_its_own() {
+        let mut g = guard(3);
+        let k = key("a");
+        assert_eq!(g.verdict(&k, true).streak, 1);
+        // The reconcile was dropped before it finished; the next one is not judged and is quiet.
+        g.abandon(&k);
+        g.finish(&k, false);
+        assert_eq!(
+            g.state(&k).streak,
+            0,
+            "not the abandoned round's busy verdict"
+        );
     }
 
     #[test]

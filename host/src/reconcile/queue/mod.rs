@@ -221,6 +221,17 @@ impl Queue {
         }
     }
 
+    /// Releases `key`, whose reconcile was dropped before it settled, and queues it to run again
+    /// now; the hot-loop guard forgets the round's judgment (see [`Queue::in_flight`]).
+    fn abandon(&self, key: &ObjectKey) {
+        let mut st = self.lock();
+        st.guard.abandon(key);
+        st.work.done(key);
+        st.work.add(key.clone(), false);
+        drop(st);
+        self.wake.notify_one();
+    }
+
     /// Judges the reconcile in progress as busy (it wrote, or asks to run again soon: see
     /// [`Queue::requeues_soon`]) or quiet, and returns the hot-loop verdict. Call at most once
     /// per reconcile, before its status write. A reconcile that is not judged here (a finalize,
@@ -346,14 +357,9 @@ impl InFlight<'_> {
 
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
-        if self.settled {
-            return;
+        if !self.settled {
+            self.queue.abandon(&self.key);
         }
-        let mut st = self.queue.lock();
-        st.work.done(&self.key);
-        st.work.add(self.key.clone(), false);
-        drop(st);
-        self.queue.wake.notify_one();
     }
 }
 
