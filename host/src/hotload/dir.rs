@@ -9,7 +9,7 @@
 //! the settle time, and a load that fails while the file is still young is
 //! retried rather than refused, so a half-written file is never served.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::fmt;
 use std::fs;
@@ -17,6 +17,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
+use super::arbiter::Arbiter;
 use crate::plugin::PluginInfo;
 
 /// What identifies a parent kind: two plugins may not both serve one.
@@ -163,10 +164,9 @@ pub enum PluginEvent<P> {
 struct Entry<P> {
     /// The plugin this file serves.
     serving: Option<P>,
-    /// The stamp last decided on (served or refused): nothing to do while it holds.
+    /// The stamp last decided on (served or refused): nothing to do while it holds, unless the
+    /// kind it was refused for is free again.
     decided: Option<Stamp>,
-    /// Refused because this kind was taken; retried once the kind is free.
-    blocked_on: Option<KindKey>,
     /// A stamp not decided on yet, and when it may be loaded.
     settling: Option<(Stamp, Instant)>,
 }
@@ -176,7 +176,6 @@ impl<P> Default for Entry<P> {
         Self {
             serving: None,
             decided: None,
-            blocked_on: None,
             settling: None,
         }
     }
@@ -205,7 +204,7 @@ pub(crate) struct DirState<P> {
     timing: Timing,
     only: Option<BTreeSet<OsString>>,
     files: BTreeMap<PathBuf, Entry<P>>,
-    owners: HashMap<KindKey, PathBuf>,
+    arbiter: Arbiter<PathBuf>,
 }
 
 impl<P: Loaded> DirState<P> {
@@ -215,7 +214,7 @@ impl<P: Loaded> DirState<P> {
             timing,
             only,
             files: BTreeMap::new(),
-            owners: HashMap::new(),
+            arbiter: Arbiter::default(),
         }
     }
 
@@ -230,6 +229,7 @@ impl<P: Loaded> DirState<P> {
             .cloned()
             .collect();
         for file in gone {
+            self.arbiter.stop_waiting(&file);
             if let Some(entry) = self.files.remove(&file)
                 && let Some(plugin) = entry.serving
             {
@@ -300,30 +300,23 @@ impl<P: Loaded> DirState<P> {
                 return Vec::new();
             }
             Err(err) => {
-                return self.refuse(file, stamp, FileRefusal::Invalid(err.to_string()), None);
+                self.arbiter.stop_waiting(&file.to_path_buf());
+                return self.refuse(file, stamp, FileRefusal::Invalid(err.to_string()));
             }
         };
         let kind = KindKey::of(plugin.info());
-        if let Some(serving) = self.owners.get(&kind)
-            && serving != file
-        {
-            let reason = FileRefusal::Conflict {
-                kind: kind.clone(),
-                serving: serving.clone(),
-            };
-            return self.refuse(file, stamp, reason, Some(kind));
+        self.arbiter.stop_waiting(&file.to_path_buf());
+        if let Err(serving) = self.arbiter.claim(&kind, &file.to_path_buf()) {
+            let reason = FileRefusal::Conflict { kind, serving };
+            return self.refuse(file, stamp, reason);
         }
         let entry = self.files.entry(file.to_path_buf()).or_default();
         entry.decided = Some(stamp);
         entry.settling = None;
-        entry.blocked_on = None;
         let previous = entry.serving.replace(plugin.clone());
         let file = file.to_path_buf();
         match previous {
-            None => {
-                self.owners.insert(kind, file.clone());
-                vec![PluginEvent::Added { file, plugin }]
-            }
+            None => vec![PluginEvent::Added { file, plugin }],
             Some(old) if old.sha256() == plugin.sha256() => Vec::new(),
             Some(old) if KindKey::of(old.info()) == kind => {
                 vec![PluginEvent::Replaced {
@@ -335,7 +328,6 @@ impl<P: Loaded> DirState<P> {
             Some(old) => {
                 // Same file, another kind: the old kind stops, the new one starts.
                 self.release(&KindKey::of(old.info()));
-                self.owners.insert(kind, file.clone());
                 vec![
                     PluginEvent::Removed {
                         file: file.clone(),
@@ -347,17 +339,10 @@ impl<P: Loaded> DirState<P> {
         }
     }
 
-    fn refuse(
-        &mut self,
-        file: &Path,
-        stamp: Stamp,
-        reason: FileRefusal,
-        blocked_on: Option<KindKey>,
-    ) -> Vec<PluginEvent<P>> {
+    fn refuse(&mut self, file: &Path, stamp: Stamp, reason: FileRefusal) -> Vec<PluginEvent<P>> {
         let entry = self.files.entry(file.to_path_buf()).or_default();
         entry.decided = Some(stamp);
         entry.settling = None;
-        entry.blocked_on = blocked_on;
         vec![PluginEvent::Refused {
             file: file.to_path_buf(),
             reason,
@@ -366,10 +351,8 @@ impl<P: Loaded> DirState<P> {
 
     /// Frees `kind` and lets files refused for claiming it try again.
     fn release(&mut self, kind: &KindKey) {
-        self.owners.remove(kind);
-        for entry in self.files.values_mut() {
-            if entry.blocked_on.as_ref() == Some(kind) {
-                entry.blocked_on = None;
+        for file in self.arbiter.release(kind) {
+            if let Some(entry) = self.files.get_mut(&file) {
                 entry.decided = None;
             }
         }

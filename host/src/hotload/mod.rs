@@ -26,6 +26,7 @@
 //! --plugins-from-cluster`) sends the same events from `Plugin` objects instead of files: see
 //! [`ClusterLoader`].
 
+mod arbiter;
 mod catalog;
 mod cluster;
 mod crd;

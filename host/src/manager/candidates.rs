@@ -13,7 +13,6 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -167,7 +166,7 @@ impl Candidates {
 
     /// Follows a source's candidates until `stop` (`serving_of` names the serving file of a
     /// candidate's): a candidate whose serving file is not served yet (the host is starting)
-    /// is retried until it is.
+    /// is proposed again each time a controller starts, until it is.
     pub(super) async fn follow(
         self,
         mut events: mpsc::UnboundedReceiver<PluginEvent<Plugin>>,
@@ -175,11 +174,11 @@ impl Candidates {
         stop: CancellationToken,
     ) {
         let mut pending: BTreeMap<PathBuf, (PathBuf, Plugin)> = BTreeMap::new();
-        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        let mut started = self.view.changes();
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
-                _ = tick.tick() => {}
+                Ok(()) = started.changed() => {}
                 event = events.recv() => match event {
                     Some(PluginEvent::Added { file, plugin } | PluginEvent::Replaced { file, new: plugin, .. }) => {
                         pending.insert(serving_of(&file), (file, plugin));

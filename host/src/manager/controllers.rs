@@ -17,7 +17,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use kube::Client;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, watch};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -64,12 +64,28 @@ pub(super) struct Controllers {
 type Handles = (Arc<Controller>, Vec<tokio::task::AbortHandle>);
 
 /// The controllers as the operations server and [`super::Manager`] see them.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(super) struct ControllersView {
     controllers: Arc<RwLock<HashMap<KindKey, Handles>>>,
+    /// Told each time a controller starts or stops.
+    changes: Arc<watch::Sender<()>>,
+}
+
+impl Default for ControllersView {
+    fn default() -> Self {
+        Self {
+            controllers: Arc::default(),
+            changes: Arc::new(watch::channel(()).0),
+        }
+    }
 }
 
 impl ControllersView {
+    /// Hears of each controller started or stopped from now on.
+    pub(super) fn changes(&self) -> watch::Receiver<()> {
+        self.changes.subscribe()
+    }
+
     /// Kinds with a running controller.
     pub(super) fn len(&self) -> usize {
         self.controllers
@@ -156,6 +172,8 @@ impl ControllersView {
             ),
             None => map.remove(&kind),
         };
+        drop(map);
+        self.changes.send_replace(());
     }
 }
 

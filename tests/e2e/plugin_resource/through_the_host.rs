@@ -3,13 +3,17 @@
 //! the kind held back until the first is deleted, deletion that leaves children; a Python Blog
 //! behind basic auth, and a restart that serves it from the local store without a download; a
 //! moved tag refused alike by a host with the old content stored and by a fresh one, and a store
-//! removed under a running host that heals.
+//! removed under a running host that heals; a Plugin whose ConfigMap comes later, served by a
+//! retry on its backoff.
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, CustomResourceExt, ResourceExt};
 use serde_json::{Value, json};
@@ -422,6 +426,67 @@ async fn a_moved_tag_gets_the_same_condition_from_a_host_with_v1_stored_and_from
         "v2 is loaded into a new store",
         loaded_digest(&v2),
     )
+    .await?;
+    assert_eq!(host.catalog().len(), 1);
+    host.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_plugin_whose_config_map_comes_later_is_served_by_a_retry_on_its_backoff() -> Result<()> {
+    let env = TestEnv::start().await?;
+    env.install_crd(&plugin("blog")?).await?;
+    let plugins = install_plugin_crd(&env).await?;
+    let store = tempfile::tempdir()?;
+    let host = host_from_cluster(&env, store.path()).await?;
+    let (name, key) = ("blog-component", "blog.wasm");
+    apply(
+        &plugins,
+        "blog",
+        json!({"source": {"configMap": {"namespace": env.namespace, "name": name, "key": key}}}),
+    )
+    .await?;
+    status_until(&plugins, "blog", "the missing ConfigMap is reported", |s| {
+        condition(s, "Loaded").1 == "ConfigMapUnreadable"
+    })
+    .await?;
+
+    // A transient refusal: tried again on the backoff (200 ms, doubling up to 1 s), neither
+    // spun nor given up.
+    let path = format!("/api/v1/namespaces/{}/configmaps/{name}", env.namespace);
+    let reads = || {
+        env.emulator.as_ref().map(|e| {
+            e.requests()
+                .iter()
+                .filter(|r| r.method == "GET" && r.path == path)
+                .count()
+        })
+    };
+    let before = reads();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    if let (Some(before), Some(after)) = (before, reads()) {
+        let tries = after - before;
+        assert!(
+            (2..=8).contains(&tries),
+            "{tries} reads of the missing ConfigMap in 3 s"
+        );
+    }
+
+    let component = ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        binary_data: Some([(key.into(), ByteString(std::fs::read(built(key))?))].into()),
+        ..ConfigMap::default()
+    };
+    env.typed::<ConfigMap>()
+        .create(&Default::default(), &component)
+        .await
+        .context("creating the component's ConfigMap")?;
+    status_until(&plugins, "blog", "served once its ConfigMap exists", |s| {
+        condition(s, "Loaded").0 == "True"
+    })
     .await?;
     assert_eq!(host.catalog().len(), 1);
     host.shutdown().await;

@@ -1,4 +1,4 @@
-//! One attempt at a Plugin's spec: fetch, load, then serve it or refuse it (with a retry when the failure is transient), and the status that says which.
+//! One attempt at a Plugin's spec: fetch, load, then serve it or refuse it (retried on the queue's backoff when the failure is transient), and the status that says which.
 
 use std::time::Instant;
 
@@ -21,6 +21,8 @@ impl<L: Loader + Sync> Run<L> {
         let object = entry.object.clone();
         entry.attempted = Some(object.spec.clone());
         entry.attempt = Attempt::Pending;
+        entry.retrying = false;
+        self.arbiter.stop_waiting(&name.to_owned());
         let fetched = match self.fetch(&object).await {
             Ok(fetched) => fetched,
             Err(e) => {
@@ -40,7 +42,6 @@ impl<L: Loader + Sync> Run<L> {
             .is_some_and(|(_, digest)| *digest == fetched.digest)
         {
             entry.attempt = Attempt::Loaded;
-            entry.retry = None;
             return;
         }
         let (loader, path, sha256) = (
@@ -118,13 +119,13 @@ impl<L: Loader + Sync> Run<L> {
 
     pub(super) fn serve(&mut self, name: &str, plugin: L::Plugin, digest: String) {
         let kind = KindKey::of(plugin.info());
-        if let Some(owner) = self.owners.get(&kind).filter(|owner| *owner != name) {
+        if let Err(owner) = self.arbiter.claim(&kind, &name.to_owned()) {
             let message = format!(
                 "Plugin {name}: {}@{} serves {kind}, which Plugin {owner} serves already",
                 plugin.info().name,
                 plugin.info().version
             );
-            let serving = file_of(owner);
+            let serving = file_of(&owner);
             self.refuse(name, CONFLICT, message, false);
             self.metrics.refused("conflict");
             // The log line names both; the event tells the host nothing changed.
@@ -162,11 +163,9 @@ impl<L: Loader + Sync> Run<L> {
                 plugin: plugin.clone(),
             },
         };
-        self.owners.insert(kind, name.to_owned());
         if let Some(entry) = self.entries.get_mut(name) {
             entry.serving = Some((plugin, digest));
             entry.attempt = Attempt::Loaded;
-            entry.retry = None;
         }
         self.emit(event);
     }
@@ -185,15 +184,7 @@ impl<L: Loader + Sync> Run<L> {
         let Some(entry) = self.entries.get_mut(name) else {
             return;
         };
-        let failures = entry.retry.map_or(0, |(_, n)| n) + 1;
-        entry.retry = transient.then(|| {
-            let delay = self
-                .config
-                .retry
-                .saturating_mul(2u32.saturating_pow(failures - 1))
-                .min(self.config.max_retry);
-            (Instant::now() + delay, failures)
-        });
+        entry.retrying = transient;
         entry.attempt = Attempt::Refused {
             reason,
             message: message.clone(),

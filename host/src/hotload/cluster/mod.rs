@@ -19,6 +19,11 @@
 //! Plugin's status; transient ones (registry, pull Secret, ConfigMap, disk) are retried with
 //! backoff. Deleting a Plugin unloads it ([`PluginEvent::Removed`]: its children stay).
 //!
+//! The Plugins wait their turn on the host's own work queue (`crate::reconcile::queue`), one
+//! key per Plugin: a change of spec is an outside change, the echo of a status write is not,
+//! and a transient refusal is a failed attempt retried on the queue's per-key backoff.
+//! Which Plugin serves a kind is decided by the same arbiter as the directory's files.
+//!
 //! Every replica loads every Plugin, so a standby that takes over has its components compiled
 //! already; only the leader writes Plugin status (`crate::cluster::status`).
 //!
@@ -30,10 +35,10 @@
 mod attempt;
 mod candidate;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -41,19 +46,21 @@ use kube::{Api, Client, ResourceExt};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tracing::warn;
 
+use super::arbiter::Arbiter;
 use super::dir::{KindKey, Loaded, PluginEvent};
 use super::{Catalog, Error, HotloadMetrics, Loader, Result};
 use crate::chain::Chain;
 use crate::cluster::status::Attempt;
 use crate::cluster::{Blobs, CandidateSource, Plugin, PluginSpec};
 use crate::fence::Fence;
+use crate::reconcile::queue::{Cause, Finish, ObjectKey, Queue, QueueConfig};
 
 /// How the cluster source stores and retries.
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
     /// Where pulled components are kept by digest (`DIR/components`, `DIR/manifests`).
     pub store: PathBuf,
-    /// Delay before the first retry of a transient failure; it doubles on each failure.
+    /// Delay before the first retry of a transient failure; it doubles on each failure (±10 %).
     pub retry: Duration,
     /// Longest delay between retries.
     pub max_retry: Duration,
@@ -100,11 +107,16 @@ impl ClusterLoader {
         let (events, rx) = unbounded_channel();
         let (candidates, candidates_rx) = unbounded_channel();
         let catalog = Catalog::default();
+        let queue = Queue::new(QueueConfig {
+            base_delay: config.retry,
+            max_delay: config.max_retry,
+            ..QueueConfig::default()
+        });
         let run = Run {
+            queue: Arc::new(queue),
             api: Api::all(client.clone()),
             client,
             blobs,
-            config,
             loader: Arc::new(loader),
             events,
             candidates,
@@ -112,7 +124,7 @@ impl ClusterLoader {
             catalog: catalog.clone(),
             leading,
             entries: BTreeMap::new(),
-            owners: HashMap::new(),
+            arbiter: Arbiter::default(),
             listed: false,
         };
         let task = tokio::spawn(run.run());
@@ -138,8 +150,9 @@ struct Entry<P> {
     serving: Option<(P, String)>,
     /// What the last attempt came to.
     attempt: Attempt,
-    /// When to try the same spec again, and how many times it failed in a row.
-    retry: Option<(Instant, u32)>,
+    /// The last attempt failed for a reason that may pass: it is tried again on the queue's
+    /// backoff, with the same spec.
+    retrying: bool,
     /// The `spec.candidate` last attempted.
     candidate_attempted: Option<CandidateSource>,
     /// The candidate proposed, and the digest it came from.
@@ -147,10 +160,11 @@ struct Entry<P> {
 }
 
 struct Run<L: Loader> {
+    /// One key per Plugin (cluster-scoped: no namespace), handed out one at a time.
+    queue: Arc<Queue>,
     client: Client,
     api: Api<Plugin>,
     blobs: Blobs,
-    config: ClusterConfig,
     loader: Arc<L>,
     events: UnboundedSender<PluginEvent<L::Plugin>>,
     /// Candidates proposed, withdrawn or refused (`Plugin/NAME/candidate`).
@@ -160,7 +174,7 @@ struct Run<L: Loader> {
     leading: Fence,
     entries: BTreeMap<String, Entry<L::Plugin>>,
     /// Which Plugin serves each kind.
-    owners: HashMap<KindKey, String>,
+    arbiter: Arbiter<String>,
     /// Whether the first list has been seen.
     listed: bool,
 }
@@ -170,23 +184,36 @@ impl<L: Loader + Sync> Run<L> {
         let mut stream = watcher(self.api.clone(), watcher::Config::default())
             .default_backoff()
             .boxed();
-        let leading = self.leading.clone();
+        let (leading, queue) = (self.leading.clone(), self.queue.clone());
         let mut relisted: Option<BTreeSet<String>> = None;
         loop {
-            let due = self.next_retry();
             tokio::select! {
                 item = stream.next() => match item {
                     None => return,
                     Some(Err(e)) => warn!(error = %Chain(&e), "watching Plugins failed; retrying"),
                     Some(Ok(event)) => self.observe(event, &mut relisted),
                 },
-                () = sleep_until(due) => {}
-                () = leading.turned() => {}
+                key = queue.next() => {
+                    let Some(key) = key else { return };
+                    let finish = self.handle(&key.name).await;
+                    queue.finish(&key, finish);
+                }
+                // A new leader writes every status that is not up to date.
+                () = leading.turned() => {
+                    for name in self.entries.keys() {
+                        queue.add(key_of(name), Cause::Resync);
+                    }
+                }
             }
             if self.events.is_closed() {
                 return;
             }
-            self.work().await;
+            if self.listed
+                && !self.catalog.scanned()
+                && self.entries.values().all(|e| e.attempted.is_some())
+            {
+                self.catalog.mark_scanned();
+            }
         }
     }
 
@@ -217,28 +244,37 @@ impl<L: Loader + Sync> Run<L> {
         }
     }
 
+    /// A Plugin seen: a new spec is an outside change, anything else (the echo of a status
+    /// write) waits for a retry already scheduled.
     fn applied(&mut self, object: Plugin) {
         let name = object.name_any();
-        match self.entries.get_mut(&name) {
-            Some(entry) => entry.object = object,
+        let cause = match self.entries.get_mut(&name) {
+            Some(entry) => {
+                let changed = entry.object.spec != object.spec;
+                entry.object = object;
+                if changed { Cause::Outside } else { Cause::Echo }
+            }
             None => {
                 self.entries.insert(
-                    name,
+                    name.clone(),
                     Entry {
                         object,
                         attempted: None,
                         serving: None,
                         attempt: Attempt::Pending,
-                        retry: None,
+                        retrying: false,
                         candidate_attempted: None,
                         candidate: None,
                     },
                 );
+                Cause::Outside
             }
-        }
+        };
+        self.queue.add(key_of(&name), cause);
     }
 
     fn deleted(&mut self, name: &str) {
+        self.arbiter.stop_waiting(&name.to_owned());
         let Some(entry) = self.entries.remove(name) else {
             return;
         };
@@ -258,56 +294,35 @@ impl<L: Loader + Sync> Run<L> {
 
     /// Frees `kind`; Plugins refused because another served it get another attempt.
     fn release(&mut self, kind: &KindKey) {
-        self.owners.remove(kind);
-        for entry in self.entries.values_mut() {
-            if matches!(
-                entry.attempt,
-                Attempt::Refused {
-                    reason: CONFLICT,
-                    ..
-                }
-            ) {
+        for name in self.arbiter.release(kind) {
+            if let Some(entry) = self.entries.get_mut(&name) {
                 entry.attempted = None;
+                self.queue.add(key_of(&name), Cause::Outside);
             }
         }
     }
 
-    fn next_retry(&self) -> Option<Instant> {
-        self.entries
-            .values()
-            .filter_map(|e| e.retry.map(|(at, _)| at))
-            .min()
-    }
-
-    /// Attempts every Plugin whose spec is undecided or whose retry is due, then brings every
-    /// status up to date (a leader only; no write when nothing changed).
-    async fn work(&mut self) {
-        loop {
-            let now = Instant::now();
-            let next = self.entries.iter().find_map(|(name, e)| {
-                let undecided = e.attempted.as_ref() != Some(&e.object.spec);
-                let due = e.retry.is_some_and(|(at, _)| at <= now);
-                (undecided || due).then(|| name.clone())
-            });
-            let Some(name) = next else { break };
-            self.attempt(&name).await;
-            self.sync_status(&name).await;
+    /// One turn of a Plugin's key: attempts its spec if undecided or a retry is due, its
+    /// candidate if that changed, then brings its status up to date (a leader only; no write
+    /// when nothing changed). A transient refusal is retried on the queue's backoff.
+    async fn handle(&mut self, name: &str) -> Finish {
+        let Some(entry) = self.entries.get(name) else {
+            return Finish::Done;
+        };
+        if entry.retrying || entry.attempted.as_ref() != Some(&entry.object.spec) {
+            self.attempt(name).await;
         }
-        let changed: Vec<String> = self
+        if self
             .entries
-            .iter()
-            .filter(|(_, e)| e.candidate_attempted != e.object.spec.candidate)
-            .map(|(name, _)| name.clone())
-            .collect();
-        for name in changed {
-            self.attempt_candidate(&name).await;
+            .get(name)
+            .is_some_and(|e| e.candidate_attempted != e.object.spec.candidate)
+        {
+            self.attempt_candidate(name).await;
         }
-        if self.listed && !self.catalog.scanned() {
-            self.catalog.mark_scanned();
-        }
-        let names: Vec<String> = self.entries.keys().cloned().collect();
-        for name in names {
-            self.sync_status(&name).await;
+        self.sync_status(name).await;
+        match self.entries.get(name) {
+            Some(entry) if entry.retrying => Finish::Retry,
+            _ => Finish::Done,
         }
     }
 }
@@ -326,9 +341,10 @@ fn candidate_file_of(name: &str) -> PathBuf {
     file_of(name).join("candidate")
 }
 
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
+/// A Plugin's key on the queue.
+fn key_of(name: &str) -> ObjectKey {
+    ObjectKey {
+        namespace: None,
+        name: name.to_owned(),
     }
 }
