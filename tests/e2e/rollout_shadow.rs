@@ -9,7 +9,8 @@ use std::time::Duration;
 use anyhow::Result;
 use kube::api::ListParams;
 use serde_json::json;
-use weir::manager::{CANDIDATES_DIR, Manager, ManagerConfig, PluginSource};
+use weir::hotload::CANDIDATES_DIR;
+use weir::manager::{Manager, ManagerConfig, PluginSource};
 use weir::rollout::{DiffKind, Phase, RolloutConfig, RolloutStatus};
 use weir_e2e::{
     CONVERGE, TestEnv, engine, eventually, fast_config, fast_directory, kinds, plugin, quiet,

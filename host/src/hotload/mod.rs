@@ -24,7 +24,8 @@
 //!
 //! The cluster source (`crate::manager::PluginSource::Cluster`, `weir run
 //! --plugins-from-cluster`) sends the same events from `Plugin` objects instead of files: see
-//! [`ClusterLoader`].
+//! [`ClusterLoader`]. Both decide which of their entries serves a kind with one `arbiter`, and
+//! every source, a fixed list too, reaches the host as one [`Source`].
 
 mod arbiter;
 mod catalog;
@@ -32,6 +33,7 @@ mod cluster;
 mod crd;
 mod dir;
 mod metrics;
+mod source;
 mod watcher;
 
 use std::collections::BTreeSet;
@@ -44,6 +46,7 @@ pub use cluster::{ClusterConfig, ClusterLoader};
 pub use crd::{CrdError, install_crd};
 pub use dir::{FileRefusal, KindKey, Loaded, PluginEvent, Timing};
 pub use metrics::HotloadMetrics;
+pub use source::{CANDIDATES_DIR, CandidateEvents, Events, Running, ServingOf, Source};
 pub use watcher::HotLoader;
 
 /// Errors starting the hot loader.
@@ -143,6 +146,7 @@ impl Config {
 }
 
 /// Loads files with the sandbox's engine (its compile cache makes a reload of known bytes cheap).
+#[derive(Clone)]
 pub struct EngineLoader {
     /// The shared engine.
     pub engine: crate::plugin::Engine,

@@ -114,6 +114,7 @@ pub fn within_watched(
 
 /// The directory source's loader: compiles a file, then admits the plugin it holds. It runs on
 /// the loader's own thread, so it waits for discovery on the host's runtime.
+#[derive(Clone)]
 pub struct AdmittingLoader {
     /// Compiles files.
     pub inner: EngineLoader,

@@ -1,10 +1,9 @@
 //! Candidate versions: checked against what they would replace, resumed where a restart left them, handed to their kind's controller.
 //!
-//! The directory source's candidates are the files of `DIR/candidates/`, followed by a second
-//! hot loader: `DIR/candidates/FILE.wasm` is the candidate of `DIR/FILE.wasm`. The cluster
-//! source's are the Plugins' `spec.candidate`: `Plugin/NAME/candidate` is the candidate of
-//! `Plugin/NAME`. Both are followed by [`Candidates::follow`]; any other source calls
-//! [`Candidates::propose`] with the serving file.
+//! A source's candidates (`crate::hotload::CandidateEvents`) are followed by [`Candidates::follow`]:
+//! the directory's are the files of `DIR/candidates/` (`DIR/candidates/FILE.wasm` is the
+//! candidate of `DIR/FILE.wasm`), the cluster's the Plugins' `spec.candidate`
+//! (`Plugin/NAME/candidate` is the candidate of `Plugin/NAME`).
 //!
 //! A replica that does not lead proposes its candidates too (with the phase kept then), but
 //! keeps no phase; when it comes to lead, its controllers take the kept one
@@ -14,7 +13,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::controllers::ControllersView;
@@ -23,12 +21,6 @@ use crate::fence::Fence;
 use crate::hotload::{Catalog, KindKey, PluginEvent};
 use crate::plugin::Plugin;
 use crate::rollout::{CandidateRefusal, PhaseStore, Rollout, RolloutConfig, StoredPhase};
-
-/// The subdirectory of the plugins directory holding candidates.
-pub const CANDIDATES_DIR: &str = "candidates";
-
-/// The serving file a candidate's file is the candidate of.
-pub(super) type ServingOf = Box<dyn Fn(&Path) -> PathBuf + Send>;
 
 /// Hands candidates to controllers and keeps the refusals for the listing.
 #[derive(Clone)]
@@ -164,15 +156,17 @@ impl Candidates {
         }
     }
 
-    /// Follows a source's candidates until `stop` (`serving_of` names the serving file of a
-    /// candidate's): a candidate whose serving file is not served yet (the host is starting)
+    /// Follows a source's candidates until `stop`: a candidate whose serving file is not served yet (the host is starting)
     /// is proposed again each time a controller starts, until it is.
     pub(super) async fn follow(
         self,
-        mut events: mpsc::UnboundedReceiver<PluginEvent<Plugin>>,
-        serving_of: ServingOf,
+        source: crate::hotload::CandidateEvents<Plugin>,
         stop: CancellationToken,
     ) {
+        let crate::hotload::CandidateEvents {
+            mut events,
+            serving_of,
+        } = source;
         let mut pending: BTreeMap<PathBuf, (PathBuf, Plugin)> = BTreeMap::new();
         let mut started = self.view.changes();
         loop {

@@ -4,12 +4,13 @@
 //! It owns, for the whole process: the informer registry (one watch and one store per kind,
 //! shared by every plugin), the plugin-call semaphore, the metrics, leader election, the
 //! operations server (`/metrics`, `/healthz`, `/readyz`, `/plugins`) and one [`PluginSource`]
-//! (a fixed list of components, a hot-loaded directory, or the cluster's `Plugin` objects, each
-//! started the same way by `sources`). Its event loop turns the source's [`PluginEvent`]s into
-//! controllers: started, swapped in place, stopped. Candidate versions (`crate::rollout`) come
-//! from `DIR/candidates/`, a `Plugin`'s `spec.candidate` or [`Manager::propose_candidate`];
-//! operators steer them with `weir rollout` (`requests`). Sharded, each replica also holds a Lease of its own and the leader assigns the
-//! parents (`shards`, `crate::shard`).
+//! (a fixed list of components, a hot-loaded directory, or the cluster's `Plugin` objects), all
+//! seen as one [`crate::hotload::Source`] (started by `sources`). Its event loop turns the
+//! source's [`PluginEvent`]s into controllers: started, swapped in place, stopped. Candidate
+//! versions (`crate::rollout`) come from the source (`DIR/candidates/`, a `Plugin`'s
+//! `spec.candidate`) or [`Manager::propose_candidate`]; operators steer them with `weir
+//! rollout` (`requests`). Sharded, each replica also holds a Lease of its own and the leader
+//! assigns the parents (`shards`, `crate::shard`).
 
 mod admission;
 mod candidates;
@@ -27,11 +28,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
-pub use self::candidates::CANDIDATES_DIR;
 use self::candidates::Candidates;
 use self::controllers::{Controllers, ControllersView};
 use crate::fence::Fence;
-use crate::hotload::{self, Catalog, HotLoader, HotloadMetrics, PluginEvent, install_crd};
+use crate::hotload::{self, Catalog, HotloadMetrics, PluginEvent, Source, install_crd};
 use crate::leader::{LeaderConfig, LeaderError, Leadership};
 use crate::metrics::Metrics;
 use crate::plugin::{Engine, Limits, Plugin};
@@ -144,9 +144,8 @@ pub struct Manager {
     main: tokio::task::JoinHandle<()>,
     addr: Option<SocketAddr>,
     candidates: Candidates,
-    /// Keeps the plugin source alive (the directory or cluster loader; dropping it stops it) and
-    /// the candidates directory's watcher.
-    _loaders: (Option<sources::Running>, Option<HotLoader>),
+    /// Keeps the plugin source running (dropping it stops it).
+    _source: hotload::Running,
 }
 
 impl Manager {
@@ -194,11 +193,11 @@ impl Manager {
             .as_ref()
             .map_or_else(Fence::always, Leadership::fence);
         let leader_client = gate.client(&client);
-        let sources::Started {
+        let Source {
             events,
             catalog,
-            running,
             candidates: candidate_source,
+            running,
         } = sources::start(
             source,
             admission,
@@ -269,10 +268,9 @@ impl Manager {
             (store, gate.clone()),
         );
         tokio::spawn(candidates.clone().follow_requests(stop.clone()));
-        let candidate_loader = candidate_source.and_then(|(hot, rx, serving_of)| {
-            tokio::spawn(candidates.clone().follow(rx, serving_of, stop.clone()));
-            hot
-        });
+        if let Some(source) = candidate_source {
+            tokio::spawn(candidates.clone().follow(source, stop.clone()));
+        }
         let addr = match config.listen {
             Some(listen) => Some(
                 ops::serve(
@@ -306,7 +304,7 @@ impl Manager {
             main,
             addr,
             candidates,
-            _loaders: (running, candidate_loader),
+            _source: running,
         })
     }
 

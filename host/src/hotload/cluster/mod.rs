@@ -135,6 +135,14 @@ impl ClusterLoader {
     pub fn catalog(&self) -> Catalog {
         self.catalog.clone()
     }
+
+    /// The serving file of a candidate's: `Plugin/NAME` for `Plugin/NAME/candidate`.
+    pub fn serving_of(candidate: &Path) -> PathBuf {
+        candidate
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default()
+    }
 }
 
 /// The events of one channel of the source.
