@@ -1,54 +1,34 @@
 //! The `weir run --plugins DIR --kubeconfig PATH` binary reconciles a Blog, shows where its
 //! memory goes on `/metrics`, and stops cleanly on SIGTERM.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::json;
-use weir_e2e::weir_run::{ops_get as get, sample};
+use weir_e2e::weir_run::{WeirRun, ops_get as get, sample};
 use weir_e2e::{TestEnv, kinds, plugin, wait_ready};
 
 #[tokio::test]
 async fn weir_run_reconciles_a_blog_and_exits_on_sigterm() -> anyhow::Result<()> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let weir = root.join("target/debug/weir");
-    anyhow::ensure!(
-        weir.exists(),
-        "{} is missing: run `cargo build -p weir` first",
-        weir.display()
-    );
+    let weir = WeirRun::debug_binary()?;
     let env = TestEnv::start().await?;
     let Some(emulator) = env.emulator.as_ref() else {
         anyhow::bail!("this scenario starts the binary against the emulator; unset KUBECONFIG");
     };
-    let blog = plugin("blog")?;
-    env.install_crd(&blog).await?;
-    let dir = std::env::temp_dir().join(format!("weir-run-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("plugins"))?;
-    std::fs::copy(
-        root.join("target/plugins/blog.wasm"),
-        dir.join("plugins/blog.wasm"),
-    )?;
-    emulator.write_kubeconfig(&dir.join("kubeconfig"))?;
+    env.install_crd(&plugin("blog")?).await?;
+    let dir = tempfile::tempdir()?;
+    let kubeconfig = dir.path().join("kubeconfig");
+    emulator.write_kubeconfig(&kubeconfig)?;
     // A port free now, for the ops server (`/metrics`).
     let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+    let mut run = WeirRun::start_with(
+        &weir,
+        dir.path(),
+        &kubeconfig,
+        (None, 5),
+        &ops.to_string(),
+        &[],
+    )?;
 
-    let mut child = Command::new(&weir)
-        .args([
-            "run",
-            "--listen",
-            &ops.to_string(),
-            "--resync-secs",
-            "5",
-            "--plugins",
-        ])
-        .arg(dir.join("plugins"))
-        .arg("--kubeconfig")
-        .arg(dir.join("kubeconfig"))
-        .env("WEIR_LOG", "info")
-        .stderr(Stdio::null())
-        .spawn()?;
     env.create(
         &kinds::blog(),
         "cli-blog",
@@ -61,31 +41,13 @@ async fn weir_run_reconciles_a_blog_and_exits_on_sigterm() -> anyhow::Result<()>
     } else {
         None
     };
-
-    let term = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()?;
-    anyhow::ensure!(term.success(), "kill -TERM failed");
-    let mut exited = None;
-    for _ in 0..100 {
-        if let Some(status) = child.try_wait()? {
-            exited = Some(status);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    if exited.is_none() {
-        child.kill()?;
-    }
-    let _ = std::fs::remove_dir_all(&dir);
+    // A clean stop on SIGTERM within 5 s, or an error saying how it ended.
+    let stopped = run.terminate(Duration::from_secs(5)).await;
     ready?;
     if let Some(metrics) = metrics {
         memory_gauges_are_shown(&metrics?);
     }
-    let status =
-        exited.ok_or_else(|| anyhow::anyhow!("weir run did not exit within 5 s of SIGTERM"))?;
-    assert!(status.success(), "weir run exited with {status}");
-    Ok(())
+    stopped
 }
 
 /// One Blog with its ConfigMap, Deployment and Service: the cache shows each kind's objects

@@ -2,10 +2,13 @@
 //! the cluster's `Plugin` objects): started, killed with SIGKILL or stopped with SIGTERM, started
 //! again, its resident memory read.
 //!
-//! Every start uses the workspace's compile cache (`target/plugin-cache`, the one the test
-//! engine fills), so a restart loads the precompiled Blog instead of compiling it again.
-//! The process's stderr goes to a log file in the run's directory, appended across restarts.
+//! Its command line is built by [`RunArgs`], as every test and benchmark that spawns `weir run`
+//! builds it. By default a start uses the workspace's compile cache (`target/plugin-cache`, the
+//! one the test engine fills), so a restart loads the precompiled Blog instead of compiling it
+//! again. The process's stderr goes to a log file in the run's directory, appended across
+//! restarts.
 
+use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -17,7 +20,7 @@ use crate::workspace_root;
 /// One `weir run` process at a time, over a directory holding only the Blog plugin or over the
 /// cluster's `Plugin` objects.
 pub struct WeirRun {
-    command: Vec<std::ffi::OsString>,
+    args: RunArgs,
     binary: PathBuf,
     plugins: PathBuf,
     log: PathBuf,
@@ -73,9 +76,14 @@ impl WeirRun {
         let blog = crate::built("blog.wasm");
         std::fs::copy(&blog, plugins.join("blog.wasm"))
             .with_context(|| format!("copying {} (run plugins/build.sh first)", blog.display()))?;
-        let source = ["--plugins".into(), plugins.clone().into()];
-        let command = run_command(&source, kubeconfig, (namespace, resync_secs), listen, extra);
-        Self::launch(binary, dir, command, plugins)
+        let args = RunArgs {
+            namespace: namespace.map(str::to_owned),
+            resync_secs: Some(resync_secs),
+            listen: listen.to_owned(),
+            extra: extra.iter().map(Into::into).collect(),
+            ..RunArgs::plugins(&plugins, kubeconfig)
+        };
+        Self::launch(binary, dir, args, plugins)
     }
 
     /// `weir run --plugins-from-cluster` (components kept in `dir/components`), serving
@@ -91,23 +99,19 @@ impl WeirRun {
         let components = dir.join("components");
         std::fs::create_dir_all(&components)
             .with_context(|| format!("creating {}", components.display()))?;
-        let source = [
-            "--plugins-from-cluster".into(),
-            "--component-cache".into(),
-            components.clone().into(),
-        ];
-        let command = run_command(&source, kubeconfig, (namespace, resync_secs), listen, extra);
-        Self::launch(binary, dir, command, components)
+        let args = RunArgs {
+            namespace: namespace.map(str::to_owned),
+            resync_secs: Some(resync_secs),
+            listen: listen.to_owned(),
+            extra: extra.iter().map(Into::into).collect(),
+            ..RunArgs::from_cluster(&components, kubeconfig)
+        };
+        Self::launch(binary, dir, args, components)
     }
 
-    fn launch(
-        binary: &Path,
-        dir: &Path,
-        command: Vec<std::ffi::OsString>,
-        plugins: PathBuf,
-    ) -> Result<WeirRun> {
+    fn launch(binary: &Path, dir: &Path, args: RunArgs, plugins: PathBuf) -> Result<WeirRun> {
         let mut run = WeirRun {
-            command,
+            args,
             binary: binary.to_owned(),
             plugins,
             log: dir.join("weir-run.log"),
@@ -126,9 +130,9 @@ impl WeirRun {
             .append(true)
             .open(&self.log)
             .with_context(|| format!("opening {}", self.log.display()))?;
-        let child = Command::new(&self.binary)
-            .args(&self.command)
-            .env("NO_COLOR", "1")
+        let child = self
+            .args
+            .command(&self.binary)
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -225,36 +229,107 @@ impl WeirRun {
     }
 }
 
-/// The arguments of `weir run` from `source` (`--plugins DIR`, ...), on the workspace's compile
-/// cache, against the cluster of `kubeconfig`.
-fn run_command(
-    source: &[std::ffi::OsString],
-    kubeconfig: &Path,
-    (namespace, resync_secs): (Option<&str>, u64),
-    listen: &str,
-    extra: &[&str],
-) -> Vec<std::ffi::OsString> {
-    let mut command: Vec<std::ffi::OsString> = vec![
-        "--log".into(),
-        "warn".into(),
-        "--cache-dir".into(),
-        workspace_root().join("target/plugin-cache").into(),
-        "run".into(),
-    ];
-    command.extend(source.iter().cloned());
-    command.extend([
-        "--kubeconfig".into(),
-        kubeconfig.into(),
-        "--listen".into(),
-        listen.into(),
-        "--resync-secs".into(),
-        resync_secs.to_string().into(),
-    ]);
-    if let Some(ns) = namespace {
-        command.extend(["--namespace".into(), ns.into()]);
+/// The command line of one `weir run`: every test and benchmark that spawns the shipped binary
+/// builds it here, so they run the host the same way.
+#[derive(Clone, Debug)]
+pub struct RunArgs {
+    /// `--plugins DIR`, or `--plugins-from-cluster --component-cache DIR`.
+    pub source: RunSource,
+    /// `--kubeconfig`.
+    pub kubeconfig: PathBuf,
+    /// `--cache-dir`: the workspace's compile cache unless a run needs its own.
+    pub cache_dir: PathBuf,
+    /// `--log`: `warn` unless a run reads the host's lines.
+    pub log: String,
+    /// `--namespace`; all namespaces when `None`.
+    pub namespace: Option<String>,
+    /// `--resync-secs`; the binary's default when `None`.
+    pub resync_secs: Option<u64>,
+    /// `--workers`; the binary's default when `None`.
+    pub workers: Option<usize>,
+    /// `--listen` of the operations server.
+    pub listen: String,
+    /// Further arguments of `weir run` (`--shard`, `--identity ID`, ...).
+    pub extra: Vec<OsString>,
+}
+
+/// Where a `weir run` takes its plugins from.
+#[derive(Clone, Debug)]
+pub enum RunSource {
+    /// The components of a directory (`--plugins DIR`).
+    Plugins(PathBuf),
+    /// The cluster's `Plugin` objects, components kept in a directory.
+    Cluster(PathBuf),
+}
+
+impl RunArgs {
+    /// `weir run --plugins DIR` against the cluster of `kubeconfig`, with the defaults above.
+    pub fn plugins(dir: &Path, kubeconfig: &Path) -> Self {
+        Self::new(RunSource::Plugins(dir.to_owned()), kubeconfig)
     }
-    command.extend(extra.iter().map(Into::into));
-    command
+
+    /// `weir run --plugins-from-cluster`, components kept in `components`.
+    pub fn from_cluster(components: &Path, kubeconfig: &Path) -> Self {
+        Self::new(RunSource::Cluster(components.to_owned()), kubeconfig)
+    }
+
+    fn new(source: RunSource, kubeconfig: &Path) -> Self {
+        Self {
+            source,
+            kubeconfig: kubeconfig.to_owned(),
+            cache_dir: workspace_root().join("target/plugin-cache"),
+            log: "warn".into(),
+            namespace: None,
+            resync_secs: None,
+            workers: None,
+            listen: "127.0.0.1:0".into(),
+            extra: Vec::new(),
+        }
+    }
+
+    /// The arguments, after the binary's name.
+    pub fn args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![
+            "--log".into(),
+            (&self.log).into(),
+            "--cache-dir".into(),
+            (&self.cache_dir).into(),
+            "run".into(),
+        ];
+        match &self.source {
+            RunSource::Plugins(dir) => args.extend(["--plugins".into(), dir.into()]),
+            RunSource::Cluster(dir) => args.extend([
+                "--plugins-from-cluster".into(),
+                "--component-cache".into(),
+                dir.into(),
+            ]),
+        }
+        args.extend([
+            "--kubeconfig".into(),
+            (&self.kubeconfig).into(),
+            "--listen".into(),
+            (&self.listen).into(),
+        ]);
+        let flags = [
+            ("--namespace", self.namespace.clone()),
+            ("--resync-secs", self.resync_secs.map(|s| s.to_string())),
+            ("--workers", self.workers.map(|w| w.to_string())),
+        ];
+        for (flag, value) in flags {
+            if let Some(value) = value {
+                args.extend([flag.into(), value.into()]);
+            }
+        }
+        args.extend(self.extra.iter().cloned());
+        args
+    }
+
+    /// `binary` with these arguments, and no colours in its log.
+    pub fn command(&self, binary: &Path) -> Command {
+        let mut command = Command::new(binary);
+        command.args(self.args()).env("NO_COLOR", "1");
+        command
+    }
 }
 
 /// The body of `GET path` from a host's operations server at `addr` (HTTP/1.0: the answer ends

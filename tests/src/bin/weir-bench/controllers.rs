@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result, bail};
+use weir_e2e::weir_run::RunArgs;
 
 use super::cluster::Target;
 use super::{RESYNC_SECS, WORKERS};
@@ -127,22 +128,19 @@ pub(crate) fn spawn(
                 // A port free now, for the ops server.
                 let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
                 first_ops.get_or_insert(ops);
-                let mut command = Command::new(binary);
-                command
-                    .args(["--log", "warn", "--cache-dir"])
-                    .arg(cache)
-                    .args(["run", "--plugins"])
-                    .arg(&plugin_dir)
-                    .arg("--kubeconfig")
-                    .arg(kubeconfig)
-                    .args(["--workers", &WORKERS.to_string()])
-                    .args(["--resync-secs", &RESYNC_SECS.to_string()])
-                    .args(["--listen", &ops.to_string()]);
+                let mut args = RunArgs {
+                    cache_dir: cache.clone(),
+                    workers: Some(WORKERS),
+                    resync_secs: Some(RESYNC_SECS),
+                    listen: ops.to_string(),
+                    ..RunArgs::plugins(&plugin_dir, kubeconfig)
+                };
                 if *replicas > 1 {
                     let identity = format!("bench-{replica}");
-                    command.args(["--shard", "--identity", &identity]);
+                    args.extra = ["--shard", "--identity", &identity].map(Into::into).into();
                 }
-                let child = command
+                let child = args
+                    .command(binary)
                     .stdout(Stdio::null())
                     .stderr(Stdio::inherit())
                     .spawn()

@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use weir::plugin::ResourceKind;
 use weir_e2e::hostile::{self as attacks, FORGED_LINE};
 use weir_e2e::kinds;
+use weir_e2e::weir_run::RunArgs;
 use weir_emulator::{Emulator, EmulatorConfig};
 
 use super::{Children, Target, blog_kind, built, emulator_for, is_ready, root, weir_binary};
@@ -217,15 +218,13 @@ fn spawn(
     if !warmed.success() {
         eprintln!("warming the compile cache failed ({warmed}); the peaks include compiling");
     }
-    let mut child = Command::new(binary)
-        .env("NO_COLOR", "1")
-        .args(["--log", "info", "--cache-dir"])
-        .arg(&cache)
-        .args(["run", "--plugins"])
-        .arg(plugins)
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(["--listen", "127.0.0.1:0"])
+    let args = RunArgs {
+        cache_dir: cache.clone(),
+        log: "info".into(),
+        ..RunArgs::plugins(plugins, kubeconfig)
+    };
+    let mut child = args
+        .command(binary)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -317,6 +316,7 @@ pub async fn run(args: HostileArgs) -> Result<()> {
     drop(children);
     emulator.shutdown().await;
 
+    println!("weir run: {}", binary.display());
     print(&idle, &attacked, running, window);
     println!(
         "\nlog from the first attack on ({:.1} s): {:.0} bytes/s, {:.0} of them the hostile plugin's lines; longest line {} bytes",
@@ -348,7 +348,7 @@ fn print(idle: &Phase, attacked: &Phase, running: usize, window: Duration) {
     let under = format!("under {running} attacks");
     println!(
         "| {:<44} | {:>10} | {:>17} | {:>6} |",
-        "weir run (release)", "idle host", under, "ratio"
+        "weir run", "idle host", under, "ratio"
     );
     println!("|{:-<46}|{:->12}|{:->19}|{:->8}|", "", "", "", "");
     let row = |what: &str, a: f64, b: f64, digits: usize| {
