@@ -8,7 +8,8 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-use super::dir::{KindKey, Loaded, PluginEvent};
+use super::arbiter::KindKey;
+use super::dir::{Loaded, PluginEvent};
 use crate::plugin::PluginInfo;
 
 /// One served plugin as listed to users.

@@ -17,37 +17,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
-use super::arbiter::Arbiter;
+use super::arbiter::{Arbiter, KindKey};
 use crate::plugin::PluginInfo;
-
-/// What identifies a parent kind: two plugins may not both serve one.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct KindKey {
-    /// API group of the parent kind.
-    pub group: String,
-    /// Kind of the parent, e.g. `Blog`.
-    pub kind: String,
-}
-
-impl KindKey {
-    /// The parent kind a plugin declares.
-    pub fn of(info: &PluginInfo) -> Self {
-        Self {
-            group: info.parent.group.clone(),
-            kind: info.parent.kind.clone(),
-        }
-    }
-}
-
-impl fmt::Display for KindKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.group.is_empty() {
-            f.write_str(&self.kind)
-        } else {
-            write!(f, "{}.{}", self.kind, self.group)
-        }
-    }
-}
 
 /// What the hot loader needs from a loaded plugin.
 pub trait Loaded: Clone + Send + Sync + 'static {

@@ -41,10 +41,11 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use arbiter::KindKey;
 pub use catalog::{Catalog, CatalogRow};
 pub use cluster::{ClusterConfig, ClusterLoader};
 pub use crd::{CrdError, install_crd};
-pub use dir::{FileRefusal, KindKey, Loaded, PluginEvent, Timing};
+pub use dir::{FileRefusal, Loaded, PluginEvent, Timing};
 pub use metrics::HotloadMetrics;
 pub use source::{CANDIDATES_DIR, CandidateEvents, Events, Running, ServingOf, Source};
 pub use watcher::HotLoader;

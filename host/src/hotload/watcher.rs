@@ -10,7 +10,8 @@ use tracing::{debug, info, warn};
 
 use crate::chain::Chain;
 
-use super::dir::{DirState, FileRefusal, KindKey, Loaded, PluginEvent, Stamp};
+use super::arbiter::KindKey;
+use super::dir::{DirState, FileRefusal, Loaded, PluginEvent, Stamp};
 use super::{Catalog, Config, Error, HotloadMetrics, Loader, Result};
 
 /// A running hot loader; dropping it stops the watcher and the loader thread.

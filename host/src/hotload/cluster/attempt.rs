@@ -10,7 +10,8 @@ use crate::cluster::fetch::{FetchError, Fetched, fetch, fetch_config_map, pull_c
 use crate::cluster::oci::parse_reference;
 use crate::cluster::status::{self, Attempt, Serving};
 use crate::cluster::{Credentials, Plugin};
-use crate::hotload::dir::{FileRefusal, KindKey, Loaded, PluginEvent};
+use crate::hotload::arbiter::KindKey;
+use crate::hotload::dir::{FileRefusal, Loaded, PluginEvent};
 use crate::hotload::{Loader, Result};
 
 impl<L: Loader + Sync> Run<L> {

@@ -46,8 +46,8 @@ use kube::{Api, Client, ResourceExt};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tracing::warn;
 
-use super::arbiter::Arbiter;
-use super::dir::{KindKey, Loaded, PluginEvent};
+use super::arbiter::{Arbiter, KindKey};
+use super::dir::{Loaded, PluginEvent};
 use super::{Catalog, Error, HotloadMetrics, Loader, Result};
 use crate::chain::Chain;
 use crate::cluster::status::Attempt;
