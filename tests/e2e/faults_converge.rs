@@ -63,15 +63,11 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> Result<()> {
     };
     let blog = plugin("blog")?;
     env.install_crd(&blog).await?;
-    let mut config = kube::Config::new(emulator.url().parse()?);
-    config
-        .headers
-        .push((http::header::USER_AGENT, HOST.parse()?));
     let limits = ClientLimits {
         qps: 500.0,
         burst: 500,
     };
-    let client = weir::client::build(config, limits)?;
+    let client = env.client_as(HOST, limits).await?;
     let host = Manager::start(
         client,
         PluginSource::Fixed(vec![blog]),

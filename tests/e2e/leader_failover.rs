@@ -9,23 +9,17 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::json;
+use weir::client::ClientLimits;
 use weir::manager::{Manager, PluginSource};
 use weir::plugin::Plugin;
 use weir_e2e::{TestEnv, eventually, fast_config, fast_leader, kinds, plugin, wait_ready};
-use weir_emulator::{Emulator, Fault, RequestCursor, RequestRecord, Rule};
+use weir_emulator::{Fault, RequestCursor, RequestRecord, Rule};
 
 /// A host whose requests carry `User-Agent: weir-e2e/<id>`.
-async fn host(
-    env: &TestEnv,
-    emulator: &Emulator,
-    blog: &Plugin,
-    id: &str,
-) -> anyhow::Result<Manager> {
-    let mut config = kube::Config::new(emulator.url().parse()?);
-    config
-        .headers
-        .push((http::header::USER_AGENT, format!("weir-e2e/{id}").parse()?));
-    let client = kube::Client::try_from(config)?;
+async fn host(env: &TestEnv, blog: &Plugin, id: &str) -> anyhow::Result<Manager> {
+    let client = env
+        .client_as(&format!("weir-e2e/{id}"), ClientLimits::default())
+        .await?;
     let mut c = fast_config(&env.namespace);
     c.leader = Some(fast_leader(&env.namespace, id));
     Ok(Manager::start(client, PluginSource::Fixed(vec![blog.clone()]), c).await?)
@@ -49,7 +43,7 @@ async fn a_killed_leader_is_replaced_and_the_failover_time_is_printed() -> anyho
     let blog = plugin("blog")?;
     env.install_crd(&blog).await?;
     let blogs = env.api(&kinds::blog());
-    let mut leader = host(&env, emulator, &blog, "h0").await?;
+    let mut leader = host(&env, &blog, "h0").await?;
     let (mut leader_id, mut next) = ("h0".to_owned(), 1);
     env.create(
         &kinds::blog(),
@@ -63,7 +57,7 @@ async fn a_killed_leader_is_replaced_and_the_failover_time_is_printed() -> anyho
     for round in 0..5 {
         let standby_id = format!("h{next}");
         next += 1;
-        let standby = host(&env, emulator, &blog, &standby_id).await?;
+        let standby = host(&env, &blog, &standby_id).await?;
         eventually("the standby is ready", Duration::from_secs(10), || async {
             standby.is_ready().then_some(())
         })
@@ -116,7 +110,7 @@ async fn a_leader_cut_off_from_its_lease_steps_down_before_the_takeover_and_stan
     let blog = plugin("blog")?;
     env.install_crd(&blog).await?;
     let blogs = env.api(&kinds::blog());
-    let a = host(&env, emulator, &blog, "a").await?;
+    let a = host(&env, &blog, "a").await?;
     env.create(
         &kinds::blog(),
         "first",
@@ -124,7 +118,7 @@ async fn a_leader_cut_off_from_its_lease_steps_down_before_the_takeover_and_stan
     )
     .await?;
     wait_ready(&blogs, "first").await?;
-    let b = host(&env, emulator, &blog, "b").await?;
+    let b = host(&env, &blog, "b").await?;
     eventually("b is ready", Duration::from_secs(10), || async {
         b.is_ready().then_some(())
     })

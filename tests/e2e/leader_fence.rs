@@ -26,14 +26,10 @@ async fn no_write_leaves_a_fenced_client_after_its_deadline() -> anyhow::Result<
     let Some(emulator) = env.emulator.as_ref() else {
         return Ok(()); // The request log is the emulator's.
     };
-    let mut config = kube::Config::new(emulator.url().parse()?);
-    config
-        .headers
-        .push((http::header::USER_AGENT, "weir-e2e/fenced".parse()?));
     // One token (the first write), then one every two seconds: the next write waits.
     let limits = ClientLimits { qps: 0.5, burst: 1 };
     let fence = Fence::closed();
-    let client = fence.client(&weir::client::build(config, limits)?);
+    let client = fence.client(&env.client_as("weir-e2e/fenced", limits).await?);
     let cms: Api<ConfigMap> = Api::namespaced(client, &env.namespace);
     let writes = || -> Vec<String> {
         emulator

@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
+use weir::client::ClientLimits;
 use weir::hotload::{Config, Timing};
 use weir::manager::{Manager, ManagerConfig, PluginSource};
 use weir::plugin::{Engine, EngineConfig, Limits, Plugin, ResourceKind};
@@ -224,6 +225,21 @@ impl TestEnv {
             emulator,
             namespace,
         })
+    }
+
+    /// A client whose requests carry `User-Agent: agent`, so that the emulator's request log
+    /// tells them from the test's own; built as `weir run` builds its client (`limits`, the
+    /// pushback on 429s), against the emulator or `KUBECONFIG`'s cluster.
+    pub async fn client_as(&self, agent: &str, limits: ClientLimits) -> Result<Client> {
+        let Some(emulator) = &self.emulator else {
+            let kubeconfig = std::env::var_os("KUBECONFIG").map(PathBuf::from);
+            return Ok(weir::run::client_as(kubeconfig.as_deref(), limits, Some(agent)).await?);
+        };
+        let mut config = kube::Config::new(emulator.url().parse()?);
+        config
+            .headers
+            .push((http::header::USER_AGENT, agent.parse()?));
+        Ok(weir::client::build(config, limits)?)
     }
 
     /// Installs the CRD a plugin ships and waits until its kind is served.
