@@ -1,3 +1,6 @@
+//! The checks of an answer, case by case. One module over ~500 lines on purpose: the cases read
+//! as one catalogue of what an answer may not do, beside the refusal catalogue they test.
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde_json::json;
 

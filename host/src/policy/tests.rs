@@ -1,3 +1,7 @@
+//! The admission policy's cases, parent and CRD checks first, then children, related kinds and
+//! the policy file. One module over ~500 lines on purpose: every case builds its plugin with the
+//! same few builders at the top.
+
 use super::*;
 use crate::plugin::PluginInfo;
 
