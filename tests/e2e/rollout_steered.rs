@@ -1,7 +1,8 @@
 //! Rollouts an operator steers with the shipped `weir rollout` command: a canary that would not
 //! step by itself for minutes is promoted at once, or paused and aborted, and no child changes
 //! version more than the move asks; the same for a `Plugin`'s `spec.candidate`, so a rollout
-//! from the cluster needs no file copied into a pod.
+//! from the cluster needs no file copied into a pod. After a restart, a request waits for its
+//! candidate to come back, and is refused once the wait runs out without it.
 
 use std::path::Path;
 use std::time::Duration;
@@ -312,6 +313,81 @@ async fn a_plugins_candidate_named_by_digest_is_canaried_then_promoted_by_comman
         .map(|(p, h)| (p.clone(), h.clone()))
         .collect();
     assert!(changed.is_empty(), "pages changed version: {changed:?}");
+    host.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn after_a_restart_a_request_waits_for_its_candidate_and_is_refused_when_it_never_comes()
+-> Result<()> {
+    let env = TestEnv::start().await?;
+    let home = tempfile::tempdir()?;
+    let serving = plugin("blog")?;
+    env.install_crd(&serving).await?;
+    let file = Path::new(serving.label());
+    let v2 = plugin("blog-v2")?;
+    let wait = Duration::from_secs(5);
+    let start = || async {
+        let config = ManagerConfig {
+            rollout: RolloutConfig {
+                resume_within: wait,
+                ..held_canary()
+            },
+            ..fast_config(&env.namespace)
+        };
+        let host = env.host_with(&[serving.clone()], config).await?;
+        eventually("the host is ready", CONVERGE, || async {
+            host.is_ready().then_some(())
+        })
+        .await?;
+        anyhow::Ok(host)
+    };
+    let host = start().await?;
+    host.propose_candidate(file, v2.clone()).await?;
+    eventually("the canary is kept", CONVERGE, || async {
+        let status = weir_rollout(&env, home.path(), &["status", "blog"])
+            .await
+            .ok()?;
+        status.contains("): Canary 50%").then_some(())
+    })
+    .await?;
+    host.shutdown().await;
+
+    // Restarted without the candidate: the request is refused once the wait runs out.
+    let host = start().await?;
+    let asked = std::time::Instant::now();
+    let refused = weir_rollout(&env, home.path(), &["promote", "blog"]).await;
+    let took = asked.elapsed();
+    let refusal = refused.expect_err("no candidate came back: the request is refused");
+    assert!(
+        format!("{refusal:#}").contains("no candidate is being rolled out"),
+        "{refusal:#}"
+    );
+    assert!(
+        took >= wait - Duration::from_millis(500) && took < wait + Duration::from_secs(10),
+        "refused {took:?} after the request, the wait being {wait:?}"
+    );
+    host.shutdown().await;
+
+    // Restarted, the candidate comes back a second after the request: it is carried out then,
+    // not when the wait runs out.
+    let host = start().await?;
+    let asked = std::time::Instant::now();
+    let (promoted, proposed) = tokio::join!(
+        weir_rollout(&env, home.path(), &["promote", "blog"]),
+        async {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            host.propose_candidate(file, v2.clone()).await
+        }
+    );
+    proposed?;
+    let promoted = promoted?;
+    assert!(promoted.contains("): Promoted"), "{promoted}");
+    let took = asked.elapsed();
+    assert!(
+        took < wait,
+        "carried out {took:?} after the request, the wait being {wait:?}"
+    );
     host.shutdown().await;
     Ok(())
 }

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::controllers::ControllersView;
@@ -33,6 +34,8 @@ pub(super) struct Candidates {
     pub(super) gate: Fence,
     /// Why the candidate of a serving file was refused, by serving file.
     pub(super) refused: Arc<RwLock<BTreeMap<PathBuf, String>>>,
+    /// Told each time a candidate is handed to its controller.
+    proposed: Arc<watch::Sender<()>>,
 }
 
 impl Candidates {
@@ -48,6 +51,7 @@ impl Candidates {
             config,
             gate,
             refused: Arc::default(),
+            proposed: Arc::new(watch::channel(()).0),
         }
     }
 
@@ -140,7 +144,13 @@ impl Candidates {
             Arc::new(rollout),
             Some(self.store.clone()),
         );
+        self.proposed.send_replace(());
         Ok(())
+    }
+
+    /// Hears of each candidate handed to its controller from now on.
+    pub(super) fn proposals(&self) -> watch::Receiver<()> {
+        self.proposed.subscribe()
     }
 
     /// The candidate of `serving` went away.

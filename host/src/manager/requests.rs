@@ -6,10 +6,12 @@
 //! whose candidate is not in place (a restart: it comes back a little later) waits for it up
 //! to [`crate::rollout::RolloutConfig::resume_within`], then is refused with the reason. A
 //! replica that does not lead carries out nothing; when it comes to lead, it carries out what
-//! is still asked.
+//! is still asked. Waiting requests are looked at again when something they wait for happens
+//! (leadership turns, a controller starts, a candidate is proposed, a wait runs out), not on a
+//! clock.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -21,9 +23,6 @@ use super::candidates::Candidates;
 use crate::chain::Chain;
 use crate::rollout::Request;
 use crate::rollout::store::{Kept, ROLLOUT_LABEL};
-
-/// How often requests waiting for their candidate or for leadership are looked at again.
-const RETRY: Duration = Duration::from_millis(250);
 
 /// A request seen and not carried out yet.
 struct Pending {
@@ -103,11 +102,26 @@ impl Candidates {
             .default_backoff()
             .boxed();
         let mut requests = Requests::default();
-        let mut tick = tokio::time::interval(RETRY);
+        let (mut proposed, mut started) = (self.proposals(), self.view.changes());
         loop {
+            // While leading, a request waiting for its candidate is refused when its wait runs out.
+            let due = self
+                .gate
+                .allows()
+                .then(|| {
+                    requests
+                        .pending
+                        .values()
+                        .map(|p| p.since + self.config.resume_within)
+                        .min()
+                })
+                .flatten();
             tokio::select! {
                 () = stop.cancelled() => return,
-                _ = tick.tick() => {}
+                () = self.gate.turned() => {}
+                Ok(()) = proposed.changed() => {}
+                Ok(()) = started.changed() => {}
+                () = sleep_until(due) => {}
                 event = events.next() => match event {
                     Some(Ok(watcher::Event::Apply(cm))) => requests.seen(&cm),
                     Some(Ok(watcher::Event::Delete(cm))) => requests.gone(&cm),
@@ -164,5 +178,12 @@ impl Candidates {
             tracing::warn!(plugin, error = %Chain(&e), "the rollout request's answer was not written");
         }
         true
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
     }
 }
