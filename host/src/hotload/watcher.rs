@@ -5,14 +5,14 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use notify::{RecursiveMode, Watcher as _};
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tracing::{debug, info, warn};
 
 use crate::chain::Chain;
 
 use super::arbiter::KindKey;
 use super::dir::{DirState, FileRefusal, Loaded, PluginEvent, Stamp};
-use super::{Catalog, Config, Error, HotloadMetrics, Loader, Result};
+use super::{Catalog, Config, Error, Events, HotloadMetrics, Loader, Result};
 
 /// A running hot loader; dropping it stops the watcher and the loader thread.
 pub struct HotLoader {
@@ -31,7 +31,7 @@ impl HotLoader {
         config: Config,
         loader: L,
         metrics: HotloadMetrics,
-    ) -> Result<(Self, UnboundedReceiver<PluginEvent<L::Plugin>>)> {
+    ) -> Result<(Self, Events<L::Plugin>)> {
         if !config.dir.is_dir() {
             return Err(Error::NotADirectory(config.dir));
         }

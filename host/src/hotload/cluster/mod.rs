@@ -43,12 +43,12 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
-use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tracing::warn;
 
 use super::arbiter::{Arbiter, KindKey};
 use super::dir::{Loaded, PluginEvent};
-use super::{Catalog, Error, HotloadMetrics, Loader, Result};
+use super::{Catalog, Error, Events, HotloadMetrics, Loader, Result};
 use crate::chain::Chain;
 use crate::cluster::status::Attempt;
 use crate::cluster::{Blobs, CandidateSource, Plugin, PluginSpec};
@@ -144,9 +144,6 @@ impl ClusterLoader {
             .unwrap_or_default()
     }
 }
-
-/// The events of one channel of the source.
-type Events<P> = UnboundedReceiver<PluginEvent<P>>;
 
 /// One Plugin object and what became of it.
 struct Entry<P> {
