@@ -6,7 +6,7 @@ use kube::config::{
     AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
 };
 
-use crate::auth::Auth;
+use crate::state::auth::Auth;
 
 /// `http://ADDR`, or `https://ADDR` when secure.
 pub fn url_of(addr: SocketAddr, secure: bool) -> String {

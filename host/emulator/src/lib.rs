@@ -5,64 +5,64 @@
 //! against it.
 //!
 //! # Reading order
-//! The modules are layered bottom-up: each one imports only from modules listed before it here
-//! (and declared before it below), never from a later one, so the crate reads in this order.
+//! The modules are layered bottom-up, one folder per layer: each module imports only from the
+//! layers listed before its own and from the modules listed before it in its layer, never from a
+//! later one, so the crate reads in this order. Each layer's `mod.rs` lists its modules in order
+//! and says what each is.
 //!
-//! 1. Shared helpers: `http_util` (JSON responses, query strings), `object` (paths into JSON
-//!    objects, resourceVersion), `fieldset` (field paths of `managedFields`), `selector` (label
-//!    and field selectors), `shard_selector` (KEP-5866's `shardSelector`, behind a flag),
+//! 1. `wire` — one object and how it crosses the wire, with no store behind it: YAML bodies,
+//!    JSON responses and query strings, paths into JSON objects, the field paths of
+//!    `managedFields`, label and field selectors and KEP-5866's `shardSelector` (behind a flag),
 //!    `stored` (an object kept as its JSON text, parsed again only where a reader looks inside),
-//!    `schema` (CRD `openAPIV3Schema` validation, 422 with field paths, and pruning), `builtin_schema` (the OpenAPI schemas of the built-in kinds, from k8s-openapi),
-//!    `protobuf` (protobuf bodies of the built-in kinds as JSON, through message descriptors
-//!    generated from k8s-pb), `apierror` (failures as `Status`), `faults` (fault-injection rules
-//!    and their middleware), `config` (the public settings and [`RequestRecord`]), `request_log`
-//!    (the last requests served, in a ring read by [`RequestCursor`]), `opts` (what a write asks for: field manager,
-//!    `fieldValidation`, dry run, force), `events` (core/v1 ⇄ events.k8s.io/v1 Event fields, one
-//!    store behind both APIs).
-//! 2. `resources` — the registry of served kinds: built-ins (namespaces, configmaps, secrets,
-//!    services, serviceaccounts, core and `events.k8s.io` events, pods, endpoints,
-//!    persistentvolumeclaims, deployments, replicasets, statefulsets, daemonsets, jobs, cronjobs,
-//!    endpointslices, ingresses, the RBAC kinds, poddisruptionbudgets, leases, priorityclasses,
-//!    CRDs) plus every kind a CustomResourceDefinition declares, served as soon as the
-//!    CRD is created; `discovery` and `openapi`, the documents kubectl reads from it
+//!    CRD `openAPIV3Schema` validation (422 with field paths, and pruning), the OpenAPI schemas
+//!    of the built-in kinds (from k8s-openapi), protobuf bodies of the built-in kinds as JSON
+//!    (through message descriptors generated from k8s-pb), failures as `Status`.
+//! 2. `kinds` — the registry of served kinds (`kinds::resources`): built-ins (namespaces,
+//!    configmaps, secrets, services, serviceaccounts, core and `events.k8s.io` events, pods,
+//!    endpoints, persistentvolumeclaims, deployments, replicasets, statefulsets, daemonsets,
+//!    jobs, cronjobs, endpointslices, ingresses, the RBAC kinds, poddisruptionbudgets, leases,
+//!    priorityclasses, CRDs) plus every kind a CustomResourceDefinition declares, served as soon
+//!    as the CRD is created; `discovery` and `openapi`, the documents kubectl reads from it
 //!    (`/openapi/v3`, and `/openapi/v2` rewritten from the same schemas, in JSON or as gnostic
 //!    protobuf).
-//! 3. `store` — each object kept as its JSON text (`stored`); one global, monotonic
-//!    resourceVersion; uid, creationTimestamp, generation
-//!    (bumped on spec changes only); a bounded event history for watch resumption; the indexes
-//!    kept beside the objects so that no write scans a kind: `allocations` (the cluster IPs and
-//!    node ports Services hold) and `label_index` (Pods by label, Services by selector).
-//! 4. The rules of one write: `patch` (merge, JSON and strategic merge patches), `apply`
-//!    (server-side apply with `managedFields`, conflicts and field removal), `crd` (a stored
-//!    CRD registers its kinds), `gc` (finalizers, `deletionTimestamp`, Background/Foreground/Orphan
-//!    propagation, owner-reference garbage collection), `defaults` (kube-apiserver's defaulting of
-//!    the built-in kinds, one module per kind), `admission` (type checks, strict field validation
-//!    of built-in kinds, CRD schemas).
-//! 5. `ops` — the writes themselves: create, update, patch, apply, delete, with optimistic
-//!    concurrency and `DeleteOptions.preconditions`.
-//! 6. `persist` — saves the store to a state file and loads it back (objects, CRDs and the
-//!    resourceVersion counter; not the watch history).
-//! 7. `auth` — who is calling and what they may do on a secure emulator: the generated CA and
-//!    TLS listener (`auth::tls`), the admin and ServiceAccount tokens, and RBAC (`auth::rbac`:
-//!    a request's attributes, the rules of the stored Roles and bindings, kube-apiserver's
-//!    denial messages). `shared` — the state of a running emulator: the store under its lock,
-//!    the request log, and the signal that ends every watch; `access` — the middleware that
-//!    answers 401 and 403 (and checks `blockOwnerDeletion` against the owner's finalizers).
-//! 8. What a request can ask for on top of it: `printers` (the built-in kinds' columns, `-o wide`
-//!    included) and `table` (`Table` output), `watch` (resume from a
-//!    resourceVersion, bookmarks, `sendInitialEvents`, in-stream `410 Expired`), `scale` (the
-//!    `/scale` subresource); and `workload`, the optional background task that runs the
-//!    workload controllers and a fake kubelet, as KWOK does: Deployments get ReplicaSets and
-//!    rollout history, ReplicaSets, Jobs, StatefulSets and DaemonSets get Pods, Pods become
-//!    Running and Ready (or Succeeded) after a delay, Services get Endpoints and EndpointSlices.
-//! 9. `handlers` — one resource request: get, list, watch, create, update, patch, delete, `/status`;
-//!    `reviews` — the self-reviews of `kubectl auth can-i|whoami`.
-//! 10. `routes` — URL paths laid out as kube-apiserver does, dispatched to discovery, OpenAPI or
-//!    the handlers.
-//! 11. `server` — the router with the middleware that keeps the request log, and the task
-//!     serving it (over TLS when secure) with the workload task beside it.
-//! 12. `kubeconfig` — the kubeconfig an emulator writes (its CA and admin token when secure).
-//! 13. This file — the facade: [`Emulator`] starts, restarts and stops the server.
+//! 3. `store` — each object kept as its JSON text (`wire::stored`); one global, monotonic
+//!    resourceVersion; uid, creationTimestamp, generation (bumped on spec changes only); a
+//!    bounded event history for watch resumption; the indexes kept beside the objects so that no
+//!    write scans a kind: `store::allocations` (the cluster IPs and node ports Services hold) and
+//!    `store::label_index` (Pods by label, Services by selector).
+//! 4. `write` — the rules of one write: `patch` (merge, JSON and strategic merge patches),
+//!    `apply` (server-side apply with `managedFields`, conflicts and field removal), `crd` (a
+//!    stored CRD registers its kinds), `gc` (finalizers, `deletionTimestamp`,
+//!    Background/Foreground/Orphan propagation, owner-reference garbage collection), `defaults`
+//!    (kube-apiserver's defaulting of the built-in kinds, one module per kind), `admission` (type
+//!    checks, strict field validation of built-in kinds, CRD schemas); then `ops`, the writes
+//!    themselves: create, update, patch, apply, delete, with optimistic concurrency and
+//!    `DeleteOptions.preconditions`.
+//! 5. `state` — what a running emulator holds beside its store: the public settings
+//!    (`state::config`, with [`RequestRecord`]) and fault-injection rules with their middleware
+//!    (`state::faults`), the last requests served, in a ring read by [`RequestCursor`]
+//!    (`state::request_log`), the state file (`state::persist`: objects, CRDs and the
+//!    resourceVersion counter; not the watch history), who is calling and what they may do on a
+//!    secure emulator (`state::auth`: the generated CA and TLS listener, the admin and
+//!    ServiceAccount tokens, and RBAC: a request's attributes, the rules of the stored Roles and
+//!    bindings, kube-apiserver's denial messages), and `state::shared`, which holds it all with
+//!    the store under its lock and the signal that ends every watch.
+//! 6. `workload` — the optional background task that runs the workload controllers and a fake
+//!    kubelet, as KWOK does: Deployments get ReplicaSets and rollout history, ReplicaSets, Jobs,
+//!    StatefulSets and DaemonSets get Pods, Pods become Running and Ready (or Succeeded) after a
+//!    delay, Services get Endpoints and EndpointSlices.
+//! 7. `serve` — HTTP: `access` (the middleware that answers 401 and 403, and checks
+//!    `blockOwnerDeletion` against the owner's finalizers); what a request can ask for on top of
+//!    the store: `printers` (the built-in kinds' columns, `-o wide` included) and `table`
+//!    (`Table` output), `watch` (resume from a resourceVersion, bookmarks, `sendInitialEvents`,
+//!    in-stream `410 Expired`), `scale` (the `/scale` subresource); `handlers` (one resource
+//!    request: get, list, watch, create, update, patch, delete, `/status`); `reviews` (the
+//!    self-reviews of `kubectl auth can-i|whoami`);
+//!    `routes` (URL paths laid out as kube-apiserver does, dispatched to discovery, OpenAPI or
+//!    the handlers); `server` (the router with the middleware that keeps the request log, and
+//!    the task serving it, over TLS when secure, with the workload task beside it).
+//! 8. `kubeconfig` — the kubeconfig an emulator writes (its CA and admin token when secure).
+//! 9. This file — the facade: [`Emulator`] starts, restarts and stops the server.
 //!
 //! Tests only: `properties`, property tests of the rules that take arbitrary input (strategic
 //! merge, server-side apply, label selectors) against simple models.
@@ -70,16 +70,16 @@
 //! # Deliberate simplifications
 //! - By default no authentication, authorization or RBAC: plain HTTP, every request is allowed,
 //!   the self-reviews answer allowed and `SelfSubjectReview` answers `system:admin`, so
-//!   `kubectl auth can-i` and `auth whoami` work (`reviews`). [`EmulatorConfig::secure`] turns
-//!   on HTTPS (a CA generated at start, in the kubeconfig), bearer tokens (a static admin token
-//!   in `system:masters`; ServiceAccount tokens from the TokenRequest API, opaque rather than
-//!   JWTs, kept in memory: a restart keeps them, a new process does not; a wrong token gets 401;
-//!   no token is `system:anonymous`) and RBAC authorization (`auth`, `access`): Roles,
-//!   ClusterRoles and their bindings as stored, verbs, groups, resources and subresources,
-//!   resourceNames, nonResourceURLs and `*`, with kube-apiserver's 403 messages, and the
-//!   `OwnerReferencesPermissionEnforcement` check (`blockOwnerDeletion` needs `update` on the
-//!   owner's `finalizers`; its message names the missing permission where kube-apiserver's
-//!   says `<nil>`). The bootstrap roles (`system:discovery`, `system:basic-user`,
+//!   `kubectl auth can-i` and `auth whoami` work (`serve::reviews`). [`EmulatorConfig::secure`]
+//!   turns on HTTPS (a CA generated at start, in the kubeconfig), bearer tokens (a static admin
+//!   token in `system:masters`; ServiceAccount tokens from the TokenRequest API, opaque rather
+//!   than JWTs, kept in memory: a restart keeps them, a new process does not; a wrong token gets
+//!   401; no token is `system:anonymous`) and RBAC authorization (`state::auth`,
+//!   `serve::access`): Roles, ClusterRoles and their bindings as stored, verbs, groups, resources
+//!   and subresources, resourceNames, nonResourceURLs and `*`, with kube-apiserver's 403
+//!   messages, and the `OwnerReferencesPermissionEnforcement` check (`blockOwnerDeletion` needs
+//!   `update` on the owner's `finalizers`; its message names the missing permission where
+//!   kube-apiserver's says `<nil>`). The bootstrap roles (`system:discovery`, `system:basic-user`,
 //!   `system:public-info-viewer`) are built in, not stored objects; no aggregated ClusterRoles,
 //!   no impersonation, no client certificates.
 //! - No admission webhooks, no conversion webhooks; several served versions of a CRD share one
@@ -191,60 +191,14 @@
 //! # }
 //! ```
 
-// In reading order (see above): each module imports only from the ones declared before it.
-mod yaml;
-mod http_util;
-mod object;
-mod fieldset;
-mod selector;
-mod shard_selector;
-mod stored;
-mod schema;
-mod builtin_schema;
-mod protobuf;
-mod apierror;
-mod faults;
-mod config;
-mod request_log;
-mod opts;
-mod events;
-
-mod resources;
-mod discovery;
-mod openapi;
-
-mod allocations;
-mod label_index;
+// In reading order (see above): each layer imports only from the ones declared before it.
+mod wire;
+mod kinds;
 mod store;
-
-mod patch;
-mod apply;
-mod crd;
-mod gc;
-mod defaults;
-mod admission;
-
-mod ops;
-
-mod persist;
-
-mod auth;
-
-mod shared;
-mod access;
-
-mod printers;
-mod table;
-mod watch;
-mod scale;
+mod write;
+mod state;
 mod workload;
-
-mod handlers;
-mod reviews;
-
-mod routes;
-
-mod server;
+mod serve;
 mod kubeconfig;
 
 #[cfg(test)]
@@ -258,17 +212,18 @@ use std::time::Duration;
 use kube::config::Kubeconfig;
 
 use crate::kubeconfig::{kubeconfig_for, url_of};
-use crate::server::Serving;
-use crate::shared::Shared;
+use crate::serve::server::Serving;
+use crate::state::auth;
+use crate::state::shared::Shared;
 
-pub use config::{EmulatorConfig, RequestRecord, WorkloadSimulation};
-pub use discovery::KUBE_VERSION;
-pub use faults::{Fault, Faults, FaultsError, Rule, Verb};
-pub use persist::StateError;
-pub use protobuf::{
+pub use kinds::discovery::KUBE_VERSION;
+pub use state::config::{EmulatorConfig, RequestRecord, WorkloadSimulation};
+pub use state::faults::{Fault, Faults, FaultsError, Rule, Verb};
+pub use state::persist::StateError;
+pub use state::request_log::RequestCursor;
+pub use wire::protobuf::{
     Error as ProtobufError, Mismatch as ProtobufMismatch, encode as encode_protobuf,
 };
-pub use request_log::RequestCursor;
 
 /// Why the emulator could not start or write its kubeconfig.
 #[derive(Debug, thiserror::Error)]

@@ -6,8 +6,8 @@ use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 
 use super::{config, json_with, key_from, object_with, plain_key, scalar};
-use crate::apply::{Error, Scope, apply, track_update};
-use crate::fieldset::{Step, from_fields_v1};
+use crate::wire::fieldset::{Step, from_fields_v1};
+use crate::write::apply::{Error, Scope, apply, track_update};
 
 /// Keys server-side apply treats specially (a keyed list, its key, a set list), mixed with plain ones.
 fn apply_key() -> impl Strategy<Value = String> + Clone {

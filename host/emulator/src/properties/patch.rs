@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::{config, json_with, key_from, merge_patch_model, object_with, plain_key};
-use crate::patch::strategic_merge;
+use crate::write::patch::strategic_merge;
 
 /// Keys strategic merge treats specially, mixed with plain ones.
 fn patch_key() -> impl Strategy<Value = String> + Clone {

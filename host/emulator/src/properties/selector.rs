@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::config;
-use crate::selector::LabelSelector;
+use crate::wire::selector::LabelSelector;
 
 /// One requirement, as the Kubernetes selector grammar has them.
 #[derive(Clone, Debug)]

@@ -11,8 +11,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{condition, controlled, controller_ref, create, delete, res, update, write_status};
-use crate::object;
 use crate::store::{ObjKey, Store};
+use crate::wire::object;
 
 const MANAGER: &str = "kube-controller-manager";
 const HASH_LABEL: &str = "pod-template-hash";

@@ -4,8 +4,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{active, controlled, controller_ref, create, delete, ready, res, selects, update};
-use crate::object;
 use crate::store::{ObjKey, Store};
+use crate::wire::object;
 
 const MANAGER: &str = "kube-controller-manager";
 const SERVICE_NAME: &str = "kubernetes.io/service-name";

@@ -4,8 +4,8 @@
 use serde_json::{Value, json};
 
 use super::{active, condition, controlled, controller_ref, create, ready, res, write_status};
-use crate::object;
 use crate::store::{ObjKey, Store};
+use crate::wire::object;
 
 const MANAGER: &str = "kube-controller-manager";
 

@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use super::{NODE, NODE_IP, Sim, update, write_status};
-use crate::object;
 use crate::store::{ObjKey, Store};
+use crate::wire::object;
 
 const MANAGER: &str = "kubelet";
 

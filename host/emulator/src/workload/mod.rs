@@ -7,7 +7,7 @@
 //! node, Running and Ready — or Succeeded, for a Pod whose `restartPolicy` is `Never` or
 //! `OnFailure` — after [`WorkloadSimulation::ready_after`], with IPs) and
 //! `endpoints` (Service → Endpoints and EndpointSlice from the Pods its selector matches).
-//! Every write goes through [`crate::ops`], as a controller's request would, so watches,
+//! Every write goes through [`crate::write::ops`], as a controller's request would, so watches,
 //! `managedFields` and owner-reference garbage collection apply; a write happens only when
 //! something changed.
 
@@ -27,12 +27,13 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::TryRecvError;
 use tokio::sync::mpsc;
 
-use crate::config::WorkloadSimulation;
-use crate::opts::{Validation, WriteOpts};
-use crate::resources::ResKey;
-use crate::shared::Shared;
+use crate::kinds::resources::ResKey;
+use crate::state::config::WorkloadSimulation;
+use crate::state::shared::Shared;
 use crate::store::{Event, ObjKey, Store};
-use crate::{gc, object, ops};
+use crate::wire::object;
+use crate::write::opts::{Validation, WriteOpts};
+use crate::write::{gc, ops};
 
 /// The name of the one simulated node every Pod is scheduled onto.
 const NODE: &str = "weir-node";

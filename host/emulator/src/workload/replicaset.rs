@@ -3,8 +3,8 @@
 use serde_json::{Value, json};
 
 use super::{active, controlled, controller_ref, create, delete, ready, res, write_status};
-use crate::object;
 use crate::store::{ObjKey, Store};
+use crate::wire::object;
 
 const MANAGER: &str = "kube-controller-manager";
 
