@@ -5,8 +5,10 @@
 //! `blockOwnerDeletion` against the owner's finalizers), `printers` (the built-in kinds' columns,
 //! `-o wide` included) and `table` (`Table` output), `watch` (watch streams: resume from a
 //! resourceVersion, bookmarks, `sendInitialEvents`, in-stream `410 Expired`), `scale` (the
-//! `/scale` subresource), `handlers` (one resource request: get, list, watch, create, update,
-//! patch, delete, `/status`), `reviews` (the self-reviews of `kubectl auth can-i|whoami`), `routes` (URL paths laid out as
+//! `/scale` subresource), `request` (one parsed resource request), `list` (lists with continue
+//! tokens, and watches of a collection), `delete` (deletes with their `DeleteOptions`),
+//! `handlers` (one resource request dispatched: get, create, update, patch, `/status`),
+//! `reviews` (the self-reviews of `kubectl auth can-i|whoami`), `routes` (URL paths laid out as
 //! kube-apiserver does), `server` (the router with the request-log middleware, and the task
 //! serving it, over TLS when secure, with the workload task beside it).
 
@@ -15,6 +17,9 @@ pub mod printers;
 pub mod table;
 pub mod watch;
 pub mod scale;
+pub mod request;
+pub mod list;
+pub mod delete;
 pub mod handlers;
 pub mod reviews;
 pub mod routes;

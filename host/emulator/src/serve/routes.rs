@@ -8,7 +8,8 @@ use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, Method, StatusCode, Uri};
 
 use crate::kinds::{discovery, openapi};
-use crate::serve::handlers::{self, Request, Target};
+use crate::serve::handlers;
+use crate::serve::request::{Request, Target};
 use crate::serve::reviews;
 use crate::state::auth::User;
 use crate::state::shared::Shared;
