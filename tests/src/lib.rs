@@ -26,6 +26,7 @@ use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 pub mod api_faults;
 pub mod convergence;
 pub mod hostile;
+pub mod kinds;
 pub mod native_twin;
 pub mod plugin_log;
 pub mod registry;
@@ -454,49 +455,4 @@ pub async fn wait_ready(api: &Api<DynamicObject>, name: &str) -> Result<DynamicO
         (current && ready && reconciled).then_some(obj)
     })
     .await
-}
-
-/// Kinds used across scenarios.
-pub mod kinds {
-    use weir::plugin::ResourceKind;
-
-    fn kind(group: &str, version: &str, kind: &str, plural: &str) -> ResourceKind {
-        ResourceKind {
-            group: group.into(),
-            version: version.into(),
-            kind: kind.into(),
-            plural: plural.into(),
-            namespaced: true,
-        }
-    }
-
-    /// The Blog parent kind.
-    pub fn blog() -> ResourceKind {
-        kind("weir.dev", "v1alpha1", "Blog", "blogs")
-    }
-
-    /// The scenario plugin's parent kind.
-    pub fn scenario() -> ResourceKind {
-        kind("test.weir.dev", "v1", "Scenario", "scenarios")
-    }
-
-    /// The related test plugin's parent kind (contract 0.2.0).
-    pub fn mirror() -> ResourceKind {
-        kind("test.weir.dev", "v1", "Mirror", "mirrors")
-    }
-
-    /// ConfigMap.
-    pub fn config_map() -> ResourceKind {
-        kind("", "v1", "ConfigMap", "configmaps")
-    }
-
-    /// Deployment.
-    pub fn deployment() -> ResourceKind {
-        kind("apps", "v1", "Deployment", "deployments")
-    }
-
-    /// Service.
-    pub fn service() -> ResourceKind {
-        kind("", "v1", "Service", "services")
-    }
 }

@@ -76,14 +76,8 @@ impl WeirRun {
         let blog = crate::built("blog.wasm");
         std::fs::copy(&blog, plugins.join("blog.wasm"))
             .with_context(|| format!("copying {} (run plugins/build.sh first)", blog.display()))?;
-        let args = RunArgs {
-            namespace: namespace.map(str::to_owned),
-            resync_secs: Some(resync_secs),
-            listen: listen.to_owned(),
-            extra: extra.iter().map(Into::into).collect(),
-            ..RunArgs::plugins(&plugins, kubeconfig)
-        };
-        Self::launch(binary, dir, args, plugins)
+        let args = RunArgs::plugins(&plugins, kubeconfig);
+        Self::launch(binary, dir, args, (namespace, resync_secs), (listen, extra))
     }
 
     /// `weir run --plugins-from-cluster` (components kept in `dir/components`), serving
@@ -99,17 +93,25 @@ impl WeirRun {
         let components = dir.join("components");
         std::fs::create_dir_all(&components)
             .with_context(|| format!("creating {}", components.display()))?;
+        let args = RunArgs::from_cluster(&components, kubeconfig);
+        Self::launch(binary, dir, args, (namespace, resync_secs), (listen, extra))
+    }
+
+    fn launch(
+        binary: &Path,
+        dir: &Path,
+        source: RunArgs,
+        (namespace, resync_secs): (Option<&str>, u64),
+        (listen, extra): (&str, &[&str]),
+    ) -> Result<WeirRun> {
+        let (RunSource::Plugins(plugins) | RunSource::Cluster(plugins)) = source.source.clone();
         let args = RunArgs {
             namespace: namespace.map(str::to_owned),
             resync_secs: Some(resync_secs),
             listen: listen.to_owned(),
             extra: extra.iter().map(Into::into).collect(),
-            ..RunArgs::from_cluster(&components, kubeconfig)
+            ..source
         };
-        Self::launch(binary, dir, args, components)
-    }
-
-    fn launch(binary: &Path, dir: &Path, args: RunArgs, plugins: PathBuf) -> Result<WeirRun> {
         let mut run = WeirRun {
             args,
             binary: binary.to_owned(),
