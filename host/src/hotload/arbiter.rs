@@ -4,6 +4,7 @@
 //! One arbiter per source, the same for files of a directory (an entry is a path) and for the
 //! cluster's `Plugin` objects (an entry is a name).
 
+use std::borrow::Borrow;
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::hash::Hash;
@@ -58,18 +59,22 @@ impl<Id> Default for Arbiter<Id> {
 impl<Id: Clone + Ord + Hash> Arbiter<Id> {
     /// `id` claims `kind`: granted if nobody serves it or `id` does already. Refused with the
     /// entry that serves it otherwise, and `id` waits for the kind (see [`Arbiter::release`]).
-    pub(crate) fn claim(&mut self, kind: &KindKey, id: &Id) -> Result<(), Id> {
+    pub(crate) fn claim<Q>(&mut self, kind: &KindKey, id: &Q) -> Result<(), Id>
+    where
+        Id: Borrow<Q>,
+        Q: Ord + ToOwned<Owned = Id> + ?Sized,
+    {
         match self.owners.get(kind) {
-            Some(owner) if owner != id => {
+            Some(owner) if owner.borrow() != id => {
                 self.waiting
                     .entry(kind.clone())
                     .or_default()
-                    .insert(id.clone());
+                    .insert(id.to_owned());
                 Err(owner.clone())
             }
             Some(_) => Ok(()),
             None => {
-                self.owners.insert(kind.clone(), id.clone());
+                self.owners.insert(kind.clone(), id.to_owned());
                 Ok(())
             }
         }
@@ -83,7 +88,11 @@ impl<Id: Clone + Ord + Hash> Arbiter<Id> {
     }
 
     /// `id` is decided on afresh (it changed, or went away): it no longer waits for any kind.
-    pub(crate) fn stop_waiting(&mut self, id: &Id) {
+    pub(crate) fn stop_waiting<Q>(&mut self, id: &Q)
+    where
+        Id: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
         self.waiting.retain(|_, ids| {
             ids.remove(id);
             !ids.is_empty()

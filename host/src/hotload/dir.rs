@@ -271,13 +271,13 @@ impl<P: Loaded> DirState<P> {
                 return Vec::new();
             }
             Err(err) => {
-                self.arbiter.stop_waiting(&file.to_path_buf());
+                self.arbiter.stop_waiting(file);
                 return self.refuse(file, stamp, FileRefusal::Invalid(err.to_string()));
             }
         };
         let kind = KindKey::of(plugin.info());
-        self.arbiter.stop_waiting(&file.to_path_buf());
-        if let Err(serving) = self.arbiter.claim(&kind, &file.to_path_buf()) {
+        self.arbiter.stop_waiting(file);
+        if let Err(serving) = self.arbiter.claim(&kind, file) {
             let reason = FileRefusal::Conflict { kind, serving };
             return self.refuse(file, stamp, reason);
         }

@@ -121,7 +121,7 @@ impl Candidates {
                 () = self.gate.turned() => {}
                 Ok(()) = proposed.changed() => {}
                 Ok(()) = started.changed() => {}
-                () = sleep_until(due) => {}
+                () = tokio::time::sleep_until(due.unwrap_or_else(Instant::now).into()), if due.is_some() => {}
                 event = events.next() => match event {
                     Some(Ok(watcher::Event::Apply(cm))) => requests.seen(&cm),
                     Some(Ok(watcher::Event::Delete(cm))) => requests.gone(&cm),
@@ -178,12 +178,5 @@ impl Candidates {
             tracing::warn!(plugin, error = %Chain(&e), "the rollout request's answer was not written");
         }
         true
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at.into()).await,
-        None => std::future::pending().await,
     }
 }

@@ -23,7 +23,7 @@ impl<L: Loader + Sync> Run<L> {
         entry.attempted = Some(object.spec.clone());
         entry.attempt = Attempt::Pending;
         entry.retrying = false;
-        self.arbiter.stop_waiting(&name.to_owned());
+        self.arbiter.stop_waiting(name);
         let fetched = match self.fetch(&object).await {
             Ok(fetched) => fetched,
             Err(e) => {
@@ -120,7 +120,7 @@ impl<L: Loader + Sync> Run<L> {
 
     pub(super) fn serve(&mut self, name: &str, plugin: L::Plugin, digest: String) {
         let kind = KindKey::of(plugin.info());
-        if let Err(owner) = self.arbiter.claim(&kind, &name.to_owned()) {
+        if let Err(owner) = self.arbiter.claim(&kind, name) {
             let message = format!(
                 "Plugin {name}: {}@{} serves {kind}, which Plugin {owner} serves already",
                 plugin.info().name,

@@ -279,7 +279,7 @@ impl<L: Loader + Sync> Run<L> {
     }
 
     fn deleted(&mut self, name: &str) {
-        self.arbiter.stop_waiting(&name.to_owned());
+        self.arbiter.stop_waiting(name);
         let Some(entry) = self.entries.remove(name) else {
             return;
         };
