@@ -106,9 +106,32 @@ pub async fn client_as(
     crate::client::build(config, limits).map_err(RunError::Client)
 }
 
-/// Arguments of `weir run`.
+/// Arguments of `weir run`: where the plugins come from, how to reach the cluster, and how the
+/// host runs ([`HostArgs`], which an in-process host in the tests parses too).
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
+    /// Where the plugins come from.
+    #[command(flatten)]
+    pub source: SourceArgs,
+    /// Kubeconfig to use instead of KUBECONFIG, ~/.kube/config or the in-cluster config.
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Requests per second to the API server, all plugins together (kube-controller-manager's
+    /// flag); when the limit binds, the plugins take turns. 0 lifts the limit (the server's `429`
+    /// pushback still holds the host).
+    #[arg(long, value_name = "QPS", default_value_t = ClientLimits::default().qps)]
+    pub kube_api_qps: f64,
+    /// Requests allowed at once above `--kube-api-qps`.
+    #[arg(long, value_name = "N", default_value_t = ClientLimits::default().burst)]
+    pub kube_api_burst: u32,
+    /// How the host runs.
+    #[command(flatten)]
+    pub host: HostArgs,
+}
+
+/// Where `weir run` takes its plugins from (the flags of [`Origin`]).
+#[derive(Clone, Debug, clap::Args)]
+pub struct SourceArgs {
     /// Directory of plugin components (`*.wasm`), followed as files come, change and go; one
     /// controller per plugin. `DIR/candidates/NAME.wasm` (when `DIR/candidates/` exists at
     /// start) is rolled out as a new version of `DIR/NAME.wasm`: shadowed, canaried, then
@@ -124,17 +147,12 @@ pub struct RunArgs {
     /// again [default: the --cache-dir, else $XDG_CACHE_HOME/weir].
     #[arg(long, value_name = "DIR")]
     pub component_cache: Option<PathBuf>,
-    /// Kubeconfig to use instead of KUBECONFIG, ~/.kube/config or the in-cluster config.
-    #[arg(long)]
-    pub kubeconfig: Option<PathBuf>,
-    /// Requests per second to the API server, all plugins together (kube-controller-manager's
-    /// flag); when the limit binds, the plugins take turns. 0 lifts the limit (the server's `429`
-    /// pushback still holds the host).
-    #[arg(long, value_name = "QPS", default_value_t = ClientLimits::default().qps)]
-    pub kube_api_qps: f64,
-    /// Requests allowed at once above `--kube-api-qps`.
-    #[arg(long, value_name = "N", default_value_t = ClientLimits::default().burst)]
-    pub kube_api_burst: u32,
+}
+
+/// How the host runs, whatever its plugins' source and its cluster: the flags that make its
+/// [`ManagerConfig`].
+#[derive(Clone, Debug, clap::Args)]
+pub struct HostArgs {
     /// Keys reconciled at once, per plugin.
     #[arg(long, default_value_t = 4)]
     pub workers: usize,
@@ -190,7 +208,7 @@ pub struct RunArgs {
     pub rollout: crate::rollout::RolloutFlags,
 }
 
-impl RunArgs {
+impl HostArgs {
     /// The host configuration these arguments describe (reads the `--policy` file).
     pub fn manager_config(&self) -> Result<ManagerConfig, RunError> {
         let policy = Policy::load_or_default(self.policy.as_deref())?;
@@ -234,7 +252,9 @@ impl RunArgs {
             ..ManagerConfig::default()
         })
     }
+}
 
+impl RunArgs {
     /// The API client's rate limit (`--kube-api-qps`, `--kube-api-burst`).
     pub fn client_limits(&self) -> ClientLimits {
         ClientLimits {
@@ -245,10 +265,12 @@ impl RunArgs {
 
     /// Where the host's plugins come from.
     pub fn origin(&self, engine: &EngineConfig) -> Origin {
-        match &self.plugins {
-            Some(dir) if !self.plugins_from_cluster => Origin::Directory(dir.clone()),
+        let source = &self.source;
+        match &source.plugins {
+            Some(dir) if !source.plugins_from_cluster => Origin::Directory(dir.clone()),
             _ => Origin::Cluster(
-                self.component_cache
+                source
+                    .component_cache
                     .clone()
                     .or_else(|| engine.cache_dir.clone())
                     .unwrap_or_else(|| std::env::temp_dir().join("weir")),
@@ -264,7 +286,7 @@ impl RunArgs {
             self.kubeconfig.as_deref(),
             self.client_limits(),
             engine,
-            self.manager_config()?,
+            self.host.manager_config()?,
         ))
     }
 }
@@ -297,6 +319,22 @@ pub enum Origin {
     Cluster(PathBuf),
 }
 
+impl Origin {
+    /// The host's plugin source for this origin, its components loaded by `engine`.
+    pub fn source(&self, engine: Engine) -> PluginSource {
+        match self {
+            Origin::Directory(dir) => PluginSource::Directory {
+                config: crate::hotload::Config::new(dir),
+                engine,
+            },
+            Origin::Cluster(store) => PluginSource::Cluster {
+                config: crate::hotload::ClusterConfig::new(store),
+                engine,
+            },
+        }
+    }
+}
+
 /// Connects (rate-limited by `limits`), serves the plugins of `origin` (following it as they
 /// change) until SIGTERM or Ctrl-C.
 pub async fn run(
@@ -319,17 +357,7 @@ pub async fn run(
         path: dir.clone(),
         source,
     })?;
-    let source = match origin {
-        Origin::Directory(dir) => PluginSource::Directory {
-            config: crate::hotload::Config::new(dir),
-            engine,
-        },
-        Origin::Cluster(store) => PluginSource::Cluster {
-            config: crate::hotload::ClusterConfig::new(store),
-            engine,
-        },
-    };
-    let mut host = Manager::start(client, source, config).await?;
+    let mut host = Manager::start(client, origin.source(engine), config).await?;
     if let Some(addr) = host.addr() {
         tracing::info!(%addr, plugins = ?origin, "serving /metrics, /healthz, /readyz, /plugins; following the plugins");
     }
@@ -407,7 +435,7 @@ mod tests {
             "--rollout-phase-secs",
             "30",
         ]);
-        let rollout = cli.run.manager_config().map(|c| c.rollout);
+        let rollout = cli.run.host.manager_config().map(|c| c.rollout);
         let rollout = rollout.unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(rollout.steps, [5, 25, 75]);
         assert_eq!(rollout.min_phase_time, std::time::Duration::from_secs(30));
@@ -426,7 +454,7 @@ mod tests {
             let args = ["run", "--plugins", "p", "--shard", "--identity", "w-0"];
             Cli::try_parse_from(args.iter().chain(extra))
                 .map_err(|e| e.to_string())
-                .and_then(|cli| cli.run.manager_config().map_err(|e| e.to_string()))
+                .and_then(|cli| cli.run.host.manager_config().map_err(|e| e.to_string()))
         };
         let defaults = config(&[]).unwrap_or_else(|e| panic!("{e}"));
         let (leader, shard) = (defaults.leader.as_ref(), defaults.shard.as_ref());
