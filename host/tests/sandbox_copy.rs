@@ -6,8 +6,7 @@
 
 #![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
-#[path = "integration/guests.rs"]
-mod guests;
+use weir_test_support::guests;
 
 use std::time::{Duration, Instant};
 

@@ -4,16 +4,19 @@
 use std::time::Duration;
 
 use serde_json::json;
-use weir_e2e::{TestEnv, fast_config, kinds, plugin, wait_ready};
+use weir_e2e::{TestEnv, kinds, plugin, wait_ready};
 
 #[tokio::test]
 async fn converged_blogs_cost_no_writes_over_several_resyncs() -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let blog = plugin("blog")?;
     env.install_crd(&blog).await?;
-    let mut config = fast_config(&env.namespace);
-    config.controller.resync = Duration::from_millis(300);
-    let host = env.host_with(&[blog], config).await?;
+    // A resync every 300 ms (`--resync-secs` counts whole seconds).
+    let host = env
+        .loaded(&[blog])
+        .config(|c| c.controller.resync = Duration::from_millis(300))
+        .start()
+        .await?;
     let blogs = env.api(&kinds::blog());
     for i in 0..5 {
         env.create(

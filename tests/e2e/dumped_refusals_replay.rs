@@ -4,13 +4,14 @@
 //! the scenario plugin's (a child in another namespace); the other exists only because of a
 //! related object (a Mirror copying a source ConfigMap value too large for a child).
 
-use std::sync::Arc;
+use std::ffi::OsStr;
 
 use anyhow::{Context, Result};
 use kube::api::{DynamicObject, PostParams};
 use serde_json::json;
 use weir::fixtures::{Failure, Fixture, parse, run_dir};
-use weir_e2e::{CONVERGE, TestEnv, condition, eventually, fast_config, kinds, plugin};
+use weir_e2e::host::RunSource;
+use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds, plugin};
 
 /// The sum of `metric`'s samples for `plugin` in the host's `/metrics` text.
 fn metric(host: &weir::Manager, metric: &str, plugin: &str) -> u64 {
@@ -52,10 +53,11 @@ async fn a_refused_reconcile_is_dumped_without_asking_the_plugin_again_and_fails
     env.install_crd(&scenario).await?;
     env.install_crd(&related).await?;
     let dumps = tempfile::tempdir()?;
-    let mut config = fast_config(&env.namespace);
-    config.controller.failures = Some(Arc::new(weir::record::Dumps::new(dumps.path())?));
     let host = env
-        .host_with(&[scenario.clone(), related.clone()], config)
+        .run_args(RunSource::Loaded(vec![scenario.clone(), related.clone()]))
+        .flags([OsStr::new("--dump-failures"), dumps.path().as_os_str()])
+        .in_process(&env)
+        .start()
         .await?;
 
     // A source value of 1.1 MiB: its copy is larger than a child may be, so the Mirror's answer

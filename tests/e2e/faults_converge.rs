@@ -18,9 +18,9 @@ use kube::ResourceExt;
 use kube::api::{DeleteParams, ListParams};
 use serde_json::json;
 use weir::client::ClientLimits;
-use weir::manager::{Manager, PluginSource};
 use weir_e2e::api_faults;
-use weir_e2e::{CONVERGE, TestEnv, eventually, fast_config, kinds, plugin, wait_ready};
+use weir_e2e::host::RunSource;
+use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin, wait_ready};
 use weir_emulator::{Emulator, Rule};
 
 const HOST: &str = "weir-e2e/faulty-host";
@@ -68,12 +68,12 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> Result<()> {
         burst: 500,
     };
     let client = env.client_as(HOST, limits).await?;
-    let host = Manager::start(
-        client,
-        PluginSource::Fixed(vec![blog]),
-        fast_config(&env.namespace),
-    )
-    .await?;
+    let host = env
+        .run_args(RunSource::Loaded(vec![blog]))
+        .in_process(&env)
+        .client(client)
+        .start()
+        .await?;
     let blogs = env.api(&kinds::blog());
     eventually("the host is ready", CONVERGE, || async {
         host.is_ready().then_some(())

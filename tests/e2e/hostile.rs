@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use serde_json::json;
-use weir::manager::{Manager, PluginSource};
+use weir::manager::Manager;
+use weir_e2e::host::RunSource;
 use weir_e2e::hostile::{VARIANTS, host_port, launch, plugin_files, user_objects};
-use weir_e2e::{TestEnv, built, engine, eventually, fast_config, fast_directory, kinds, plugin};
+use weir_e2e::{TestEnv, built, eventually, kinds, plugin};
 
 use self::checks::{Attack, World};
 
@@ -82,15 +83,12 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
             .with_context(|| format!("{name} is missing: run plugins/build.sh first"))?;
     }
     // Four call slots, as a two-core host has by default: what the sleeping guests starved.
-    let config = weir::manager::ManagerConfig {
-        max_concurrent_calls: 4,
-        ..fast_config(&env.namespace)
-    };
-    let source = PluginSource::Directory {
-        config: fast_directory(dir.path()),
-        engine: engine()?.clone(),
-    };
-    let host = Manager::start(env.client.clone(), source, config).await?;
+    let host = env
+        .run_args(RunSource::Plugins(dir.path().into()))
+        .in_process(&env)
+        .config(|c| c.max_concurrent_calls = 4)
+        .start()
+        .await?;
     eventually("the plugins directory is scanned", LOAD_BUDGET, || async {
         (host.catalog().scanned() && host.is_ready()).then_some(())
     })

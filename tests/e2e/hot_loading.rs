@@ -8,6 +8,7 @@ use anyhow::Result;
 use kube::ResourceExt;
 use kube::api::ListParams;
 use serde_json::json;
+use weir_e2e::host::RunSource;
 use weir_e2e::{CONVERGE, TestEnv, eventually, install, kinds, plugin, wait_ready};
 
 /// How long the relabelling of every child may take before the test fails. It is no speed
@@ -32,7 +33,11 @@ async fn a_new_plugin_version_reaches_every_child_of_100_blogs_without_a_restart
     env.install_crd(&plugin("blog")?).await?;
     let dir = tempfile::tempdir()?;
     install(dir.path(), "blog.wasm", "blog.wasm")?;
-    let host = env.host_on_directory(dir.path()).await?;
+    let host = env
+        .run_args(RunSource::Plugins(dir.path().into()))
+        .in_process(&env)
+        .start()
+        .await?;
     const BLOGS: usize = 100;
     for i in 0..BLOGS {
         env.create(
@@ -127,7 +132,11 @@ async fn removing_the_plugin_stops_its_controller_and_leaves_the_children() -> R
     env.install_crd(&plugin("blog")?).await?;
     let dir = tempfile::tempdir()?;
     install(dir.path(), "blog.wasm", "blog.wasm")?;
-    let host = env.host_on_directory(dir.path()).await?;
+    let host = env
+        .run_args(RunSource::Plugins(dir.path().into()))
+        .in_process(&env)
+        .start()
+        .await?;
     env.create(
         &kinds::blog(),
         "kept",
@@ -178,7 +187,11 @@ async fn a_plugin_for_another_crd_starts_while_the_first_keeps_working() -> Resu
     env.install_crd(&plugin("scenario")?).await?;
     let dir = tempfile::tempdir()?;
     install(dir.path(), "blog.wasm", "blog.wasm")?;
-    let host = env.host_on_directory(dir.path()).await?;
+    let host = env
+        .run_args(RunSource::Plugins(dir.path().into()))
+        .in_process(&env)
+        .start()
+        .await?;
     env.create(
         &kinds::blog(),
         "first",

@@ -4,6 +4,7 @@
 use anyhow::Result;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
+use weir_e2e::host::RunSource;
 use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin, wait_ready};
 
 use weir_e2e::install;
@@ -25,7 +26,11 @@ async fn plugins_owning_the_same_kind_share_one_watch_and_removing_one_leaves_th
     let dir = tempfile::tempdir()?;
     install(dir.path(), "blog.wasm", "blog.wasm")?;
     install(dir.path(), "scenario.wasm", "scenario.wasm")?;
-    let host = env.host_on_directory(dir.path()).await?;
+    let host = env
+        .run_args(RunSource::Plugins(dir.path().into()))
+        .in_process(&env)
+        .start()
+        .await?;
     eventually(
         "both plugins serve and their caches are synced",
         CONVERGE,

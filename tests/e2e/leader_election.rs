@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use weir_e2e::{TestEnv, fast_config, fast_leader, kinds, plugin, wait_ready};
+use weir_e2e::host::RunSource;
+use weir_e2e::{TestEnv, kinds, plugin, wait_ready};
 
 #[tokio::test]
 async fn only_the_leader_writes_and_the_standby_takes_over() -> anyhow::Result<()> {
@@ -12,16 +13,15 @@ async fn only_the_leader_writes_and_the_standby_takes_over() -> anyhow::Result<(
     let env = TestEnv::start().await?;
     let blog = plugin("blog")?;
     env.install_crd(&blog).await?;
-    let config = |id: &str| {
-        let mut c = fast_config(&env.namespace);
-        c.leader = Some(fast_leader(&env.namespace, id));
-        c
+    let host = |id: &str| {
+        env.run_args(RunSource::Loaded(vec![blog.clone()]))
+            .elected(id, &env.namespace)
+            .in_process(&env)
+            .start()
     };
-    let a = env
-        .host_with(std::slice::from_ref(&blog), config("a"))
-        .await?;
+    let a = host("a").await?;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let b = env.host_with(&[blog], config("b")).await?;
+    let b = host("b").await?;
     let blogs = env.api(&kinds::blog());
     for i in 0..5 {
         env.create(

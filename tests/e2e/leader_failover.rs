@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use serde_json::json;
 use weir::client::ClientLimits;
-use weir::manager::{Manager, PluginSource};
+use weir::manager::Manager;
 use weir::plugin::Plugin;
-use weir_e2e::{TestEnv, eventually, fast_config, fast_leader, kinds, plugin, wait_ready};
+use weir_e2e::host::RunSource;
+use weir_e2e::{TestEnv, eventually, kinds, plugin, wait_ready};
 use weir_emulator::{Fault, RequestCursor, RequestRecord, Rule};
 
 /// A host whose requests carry `User-Agent: weir-e2e/<id>`.
@@ -20,9 +21,12 @@ async fn host(env: &TestEnv, blog: &Plugin, id: &str) -> anyhow::Result<Manager>
     let client = env
         .client_as(&format!("weir-e2e/{id}"), ClientLimits::default())
         .await?;
-    let mut c = fast_config(&env.namespace);
-    c.leader = Some(fast_leader(&env.namespace, id));
-    Ok(Manager::start(client, PluginSource::Fixed(vec![blog.clone()]), c).await?)
+    env.run_args(RunSource::Loaded(vec![blog.clone()]))
+        .elected(id, &env.namespace)
+        .in_process(env)
+        .client(client)
+        .start()
+        .await
 }
 
 /// A reconcile's write (not the lease, not an Event) sent by host `id`.

@@ -1,14 +1,9 @@
 //! End-to-end tests: one binary, one module per scenario. Each runs on the embedded emulator,
 //! or on the cluster `KUBECONFIG` names. Plugins come from `target/plugins` (`plugins/build.sh`).
 
-// The hand-written components of the `weir` crate's own tests (a `describe` that traps,
-// another contract version), shared rather than copied.
-#[path = "../../host/tests/integration/guests.rs"]
-#[expect(
-    clippy::unwrap_used,
-    reason = "test fixtures: a failed build is a failed test"
-)]
-mod guests;
+// The hand-written components the `weir` crate's own tests use too (a `describe` that traps,
+// another contract version).
+use weir_test_support::guests;
 
 mod blog_lifecycle;
 mod blog_theme;

@@ -4,7 +4,7 @@
 //! status writes reaches the parent's cache.
 
 use serde_json::json;
-use weir_e2e::{TestEnv, fast_config, kinds, plugin, wait_ready};
+use weir_e2e::{TestEnv, kinds, plugin, wait_ready};
 
 #[tokio::test]
 async fn blogs_created_at_once_converge_without_a_conflicting_write() -> anyhow::Result<()> {
@@ -14,7 +14,7 @@ async fn blogs_created_at_once_converge_without_a_conflicting_write() -> anyhow:
     };
     let blog = plugin("blog")?;
     env.install_crd(&blog).await?;
-    let host = env.host_with(&[blog], fast_config(&env.namespace)).await?;
+    let host = env.host(&[blog]).await?;
     let blogs = env.api(&kinds::blog());
     const BLOGS: usize = 30;
     for i in 0..BLOGS {

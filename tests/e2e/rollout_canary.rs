@@ -14,21 +14,22 @@ use k8s_openapi::api::events::v1::Event;
 use kube::ResourceExt;
 use kube::runtime::watcher;
 use serde_json::json;
-use weir::manager::{Manager, ManagerConfig};
+use weir::manager::Manager;
 use weir::plugin::Plugin;
 use weir::rollout::{Phase, RolloutConfig};
-use weir_e2e::{CONVERGE, TestEnv, eventually, fast_config, kinds, plugin, wait_ready};
+use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin, wait_ready};
 
 use crate::rollout_shadow::labelled;
 
 const SCENARIO: &str = "Scenario.test.weir.dev";
 const BLOG: &str = "Blog.weir.dev";
 
-fn config(env: &TestEnv, rollout: RolloutConfig) -> ManagerConfig {
-    ManagerConfig {
-        rollout,
-        ..fast_config(&env.namespace)
-    }
+/// The host serving `serving`, rolling candidates out by `rollout`.
+async fn host(env: &TestEnv, serving: &Plugin, rollout: RolloutConfig) -> Result<Manager> {
+    env.loaded(std::slice::from_ref(serving))
+        .config(|c| c.rollout = rollout)
+        .start()
+        .await
 }
 
 /// Starts the host serving `serving` and proposes `candidate` once its controller runs.
@@ -36,9 +37,9 @@ async fn propose(
     env: &TestEnv,
     serving: &Plugin,
     candidate: Plugin,
-    config: ManagerConfig,
+    rollout: RolloutConfig,
 ) -> Result<Manager> {
-    let host = env.host_with(&[serving.clone()], config).await?;
+    let host = host(env, serving, rollout).await?;
     eventually("the host is ready", CONVERGE, || async {
         host.is_ready().then_some(())
     })
@@ -87,9 +88,7 @@ async fn a_candidate_failing_on_a_tenth_of_its_parents_is_rolled_back_by_itself_
     };
     const PARENTS: usize = 100;
     let api = env.api(&kinds::scenario());
-    let host = env
-        .host_with(&[serving.clone()], config(&env, rollout.clone()))
-        .await?;
+    let host = host(&env, &serving, rollout.clone()).await?;
     for i in 0..PARENTS {
         let name = format!("s-{i}");
         env.create(
@@ -139,7 +138,7 @@ async fn a_candidate_failing_on_a_tenth_of_its_parents_is_rolled_back_by_itself_
     host.shutdown().await;
 
     // After a restart the same bytes are not tried again: rolled back, never called.
-    let host = propose(&env, &serving, candidate()?, config(&env, rollout)).await?;
+    let host = propose(&env, &serving, candidate()?, rollout).await?;
     let again = host.rollouts().remove(SCENARIO).context("listed")?;
     assert_eq!(again.phase, Phase::RolledBack { reason });
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -203,9 +202,7 @@ async fn a_good_candidate_is_promoted_through_the_canary_steps_and_no_child_chan
         ..RolloutConfig::default()
     };
     let blogs = env.api(&kinds::blog());
-    let host = env
-        .host_with(&[serving.clone()], config(&env, rollout.clone()))
-        .await?;
+    let host = host(&env, &serving, rollout.clone()).await?;
     for i in 0..BLOGS {
         env.create(
             &kinds::blog(),

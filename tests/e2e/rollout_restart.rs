@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::json;
-use weir::manager::{Manager, ManagerConfig};
+use weir::manager::Manager;
 use weir::plugin::Plugin;
 use weir::rollout::{Phase, RolloutConfig, canary_bucket};
-use weir_e2e::{CONVERGE, TestEnv, eventually, fast_config, kinds, plugin, wait_ready};
+use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin, wait_ready};
 
 use crate::rollout_canary::{Versions, follow_versions, rollout_events};
 use crate::rollout_shadow::labelled;
@@ -26,12 +26,11 @@ const CANDIDATE_LATE_BY: Duration = Duration::from_millis(1_000);
 
 /// The host serving `serving` with `rollout` and an operations port, ready.
 async fn start(env: &TestEnv, serving: &Plugin, rollout: RolloutConfig) -> Result<Manager> {
-    let config = ManagerConfig {
-        rollout,
-        listen: Some(([127, 0, 0, 1], 0).into()),
-        ..fast_config(&env.namespace)
-    };
-    let host = env.host_with(&[serving.clone()], config).await?;
+    let host = env
+        .loaded(std::slice::from_ref(serving))
+        .config(|c| c.rollout = rollout)
+        .start()
+        .await?;
     eventually("the host is ready", CONVERGE, || async {
         host.is_ready().then_some(())
     })

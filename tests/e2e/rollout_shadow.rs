@@ -10,12 +10,10 @@ use anyhow::Result;
 use kube::api::ListParams;
 use serde_json::json;
 use weir::hotload::CANDIDATES_DIR;
-use weir::manager::{Manager, ManagerConfig, PluginSource};
+use weir::manager::Manager;
 use weir::rollout::{DiffKind, Phase, RolloutConfig, RolloutStatus};
-use weir_e2e::{
-    CONVERGE, TestEnv, engine, eventually, fast_config, fast_directory, kinds, plugin, quiet,
-    wait_ready,
-};
+use weir_e2e::host::RunSource;
+use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin, quiet, wait_ready};
 
 use weir_e2e::install;
 
@@ -23,16 +21,11 @@ const BLOG: &str = "Blog.weir.dev";
 
 /// The directory host with `rollout` and an operations port.
 pub async fn host_on(env: &TestEnv, dir: &Path, rollout: RolloutConfig) -> Result<Manager> {
-    let source = PluginSource::Directory {
-        config: fast_directory(dir),
-        engine: engine()?.clone(),
-    };
-    let config = ManagerConfig {
-        rollout,
-        listen: Some(([127, 0, 0, 1], 0).into()),
-        ..fast_config(&env.namespace)
-    };
-    Ok(Manager::start(env.client.clone(), source, config).await?)
+    env.run_args(RunSource::Plugins(dir.into()))
+        .in_process(env)
+        .config(|c| c.rollout = rollout)
+        .start()
+        .await
 }
 
 /// Writes to the API server besides leases, Events and the rollout's own ConfigMaps: what a

@@ -12,11 +12,11 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use weir::cluster::Plugin;
-use weir::hotload::ClusterConfig;
-use weir::manager::{Manager, ManagerConfig, PluginSource};
+use weir::manager::Manager;
 use weir::rollout::{Phase, RolloutConfig, canary_bucket};
-use weir_e2e::registry::LocalRegistry;
-use weir_e2e::{CONVERGE, TestEnv, engine, eventually, fast_config, kinds, plugin, wait_ready};
+use weir_e2e::host::RunSource;
+use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin, wait_ready};
+use weir_test_support::registry::LocalRegistry;
 
 use crate::plugin_resource::weir_push;
 use crate::rollout_canary::{Versions, follow_versions, rollout_events};
@@ -37,11 +37,12 @@ fn held_canary() -> RolloutConfig {
     }
 }
 
-fn config(env: &TestEnv) -> ManagerConfig {
-    ManagerConfig {
-        rollout: held_canary(),
-        ..fast_config(&env.namespace)
-    }
+/// The host serving `serving`, its candidates held in a canary.
+async fn held(env: &TestEnv, serving: &weir::plugin::Plugin) -> Result<Manager> {
+    env.loaded(std::slice::from_ref(serving))
+        .config(|c| c.rollout = held_canary())
+        .start()
+        .await
 }
 
 /// Creates the Blogs and waits until each is Ready; their UIDs.
@@ -136,7 +137,7 @@ async fn a_canary_promoted_by_command_serves_every_blog_at_once_and_flips_no_chi
     let home = tempfile::tempdir()?;
     let serving = plugin("blog")?;
     env.install_crd(&serving).await?;
-    let host = env.host_with(&[serving.clone()], config(&env)).await?;
+    let host = held(&env, &serving).await?;
     let uids = blogs(&env).await?;
     let canary = canary_pages(&uids);
     let (versions, follower) = follow_versions(&env, BLOGS).await?;
@@ -175,7 +176,7 @@ async fn a_paused_canary_aborted_by_command_puts_the_serving_version_back_once()
     let home = tempfile::tempdir()?;
     let serving = plugin("blog")?;
     env.install_crd(&serving).await?;
-    let host = env.host_with(&[serving.clone()], config(&env)).await?;
+    let host = held(&env, &serving).await?;
     let uids = blogs(&env).await?;
     let canary = canary_pages(&uids);
     let (versions, follower) = follow_versions(&env, BLOGS).await?;
@@ -210,9 +211,7 @@ async fn a_paused_canary_aborted_by_command_puts_the_serving_version_back_once()
     host.shutdown().await;
 
     // After a restart the aborted bytes are listed as rolled back and never called.
-    let host = env
-        .host_with(&[serving.clone()], fast_config(&env.namespace))
-        .await?;
+    let host = env.host(std::slice::from_ref(&serving)).await?;
     eventually("the host is ready", CONVERGE, || async {
         host.is_ready().then_some(())
     })
@@ -230,15 +229,11 @@ async fn a_paused_canary_aborted_by_command_puts_the_serving_version_back_once()
 
 /// The host following Plugin objects, with `rollout`.
 async fn host_from_cluster(env: &TestEnv, store: &Path) -> Result<Manager> {
-    let source = PluginSource::Cluster {
-        config: ClusterConfig {
-            retry: Duration::from_millis(200),
-            max_retry: Duration::from_secs(1),
-            ..ClusterConfig::new(store)
-        },
-        engine: engine()?.clone(),
-    };
-    Ok(Manager::start(env.client.clone(), source, config(env)).await?)
+    env.run_args(RunSource::Cluster(store.into()))
+        .in_process(env)
+        .config(|c| c.rollout = held_canary())
+        .start()
+        .await
 }
 
 /// Server-side apply of the Plugin `blog` with `spec`.
@@ -328,14 +323,15 @@ async fn after_a_restart_a_request_waits_for_its_candidate_and_is_refused_when_i
     let v2 = plugin("blog-v2")?;
     let wait = Duration::from_secs(5);
     let start = || async {
-        let config = ManagerConfig {
-            rollout: RolloutConfig {
-                resume_within: wait,
-                ..held_canary()
-            },
-            ..fast_config(&env.namespace)
+        let rollout = RolloutConfig {
+            resume_within: wait,
+            ..held_canary()
         };
-        let host = env.host_with(&[serving.clone()], config).await?;
+        let host = env
+            .loaded(std::slice::from_ref(&serving))
+            .config(|c| c.rollout = rollout)
+            .start()
+            .await?;
         eventually("the host is ready", CONVERGE, || async {
             host.is_ready().then_some(())
         })

@@ -89,7 +89,7 @@ async fn a_standby_writes_nothing_and_takes_over_a_promoted_canary_without_flipp
 -> Result<()> {
     // Two processes at full speed: kept apart from scenarios that assume a quiet machine.
     let _exclusive = weir_e2e::exclusive().await;
-    let registry = weir_e2e::registry::LocalRegistry::start()?;
+    let registry = weir_test_support::registry::LocalRegistry::start()?;
     let v1_ref = registry.reference("weir/blog", "1.0");
     weir_push("blog.wasm", &v1_ref);
     let v2 = weir_push("blog-v2.wasm", &registry.reference("weir/blog", "2.0"));

@@ -11,25 +11,23 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use host::{InProcess, RunArgs, RunSource};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use weir::client::ClientLimits;
-use weir::hotload::{Config, Timing};
-use weir::manager::{Manager, ManagerConfig, PluginSource};
+use weir::manager::Manager;
 use weir::plugin::{Engine, EngineConfig, Limits, Plugin, ResourceKind};
-use weir::reconcile::ControllerConfig;
-use weir::reconcile::queue::QueueConfig;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
 pub mod api_faults;
 pub mod convergence;
+pub mod host;
 pub mod hostile;
 pub mod kinds;
 pub mod native_twin;
 pub mod plugin_log;
-pub mod registry;
 pub mod weir_dev;
 pub mod weir_run;
 
@@ -112,53 +110,6 @@ pub fn install(dir: &Path, built_name: &str, name: &str) -> Result<()> {
     std::fs::rename(&tmp, dir.join(name))
         .with_context(|| format!("installing {built_name} as {}", dir.join(name).display()))?;
     Ok(())
-}
-
-/// How the directory source watches in tests: short settle times.
-pub fn fast_directory(dir: &Path) -> Config {
-    Config {
-        timing: Timing {
-            settle: Duration::from_millis(100),
-            grace: Duration::from_secs(1),
-        },
-        debounce: Duration::from_millis(20),
-        ..Config::new(dir)
-    }
-}
-
-/// Leader election as the scenarios run it: a 2 s lease with 1 s of grace, in the test's namespace.
-pub fn fast_leader(namespace: &str, id: &str) -> weir::leader::LeaderConfig {
-    weir::leader::LeaderConfig {
-        namespace: namespace.to_owned(),
-        duration_secs: 2,
-        grace_secs: 1,
-        ..weir::leader::LeaderConfig::new(id)
-    }
-}
-
-/// A host configuration with short delays, so scenarios finish in seconds.
-pub fn fast_config(namespace: &str) -> ManagerConfig {
-    ManagerConfig {
-        controller: ControllerConfig {
-            workers: 4,
-            resync: Duration::from_secs(600),
-            queue: QueueConfig {
-                base_delay: Duration::from_millis(50),
-                max_delay: Duration::from_secs(2),
-                hot_loop_threshold: 5,
-                hot_loop_delay: Duration::from_millis(500),
-                // Scaled down with the other delays: the scenarios' 100 ms polls are deliberate.
-                min_requeue_after: Duration::from_millis(50),
-                qps: 1000.0,
-                burst: 1000,
-                ..QueueConfig::default()
-            },
-            instance: "e2e".into(),
-            namespace: Some(namespace.to_owned()),
-            ..ControllerConfig::default()
-        },
-        ..ManagerConfig::default()
-    }
 }
 
 impl TestEnv {
@@ -282,9 +233,17 @@ impl TestEnv {
         Ok(())
     }
 
-    /// The host `weir run` starts, serving `plugins`, watching this test's namespace, fast settings.
+    /// The host `weir run` starts, serving `plugins`, watching this test's namespace, fast
+    /// settings ([`host::RunArgs::in_process`]).
     pub async fn host(&self, plugins: &[Plugin]) -> Result<Manager> {
-        self.host_with(plugins, fast_config(&self.namespace)).await
+        self.loaded(plugins).start().await
+    }
+
+    /// The host serving `plugins` as loaded, watching this test's namespace, to start in this
+    /// process once a scenario has set what it needs ([`host::InProcess`]).
+    pub fn loaded(&self, plugins: &[Plugin]) -> InProcess {
+        self.run_args(RunSource::Loaded(plugins.to_vec()))
+            .in_process(self)
     }
 
     /// The host serving the built plugin `name` alone, its parent CRD installed first, fast
@@ -295,19 +254,10 @@ impl TestEnv {
         self.host(&[served]).await
     }
 
-    /// The host with `config`, serving a fixed list of plugins.
-    pub async fn host_with(&self, plugins: &[Plugin], config: ManagerConfig) -> Result<Manager> {
-        let source = PluginSource::Fixed(plugins.to_vec());
-        Ok(Manager::start(self.client.clone(), source, config).await?)
-    }
-
-    /// The host serving the plugins directory `dir` (as `weir run --plugins DIR` does), fast settings.
-    pub async fn host_on_directory(&self, dir: &Path) -> Result<Manager> {
-        let source = PluginSource::Directory {
-            config: fast_directory(dir),
-            engine: engine()?.clone(),
-        };
-        Ok(Manager::start(self.client.clone(), source, fast_config(&self.namespace)).await?)
+    /// A host's arguments with `source`, watching this test's namespace: to start in this
+    /// process ([`host::RunArgs::in_process`]) or as `weir run`.
+    pub fn run_args(&self, source: RunSource) -> RunArgs {
+        RunArgs::new(source).namespace(&self.namespace)
     }
 
     /// Whole-kind list (not watch) requests the emulator served for `kind` in this test's

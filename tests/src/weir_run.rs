@@ -2,19 +2,19 @@
 //! the cluster's `Plugin` objects): started, killed with SIGKILL or stopped with SIGTERM, started
 //! again, its resident memory read.
 //!
-//! Its command line is built by [`RunArgs`], as every test and benchmark that spawns `weir run`
-//! builds it. By default a start uses the workspace's compile cache (`target/plugin-cache`, the
+//! Its command line is built by [`RunArgs`], as every test and benchmark that starts a host
+//! builds it ([`crate::host`]). By default a start uses the workspace's compile cache (`target/plugin-cache`, the
 //! one the test engine fills), so a restart loads the precompiled Blog instead of compiling it
 //! again. The process's stderr goes to a log file in the run's directory, appended across
 //! restarts.
 
-use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
+use crate::host::RunArgs;
 use crate::workspace_root;
 
 /// One `weir run` process at a time, over a directory holding only the Blog plugin or over the
@@ -104,7 +104,6 @@ impl WeirRun {
         (namespace, resync_secs): (Option<&str>, u64),
         (listen, extra): (&str, &[&str]),
     ) -> Result<WeirRun> {
-        let (RunSource::Plugins(plugins) | RunSource::Cluster(plugins)) = source.source.clone();
         let args = RunArgs {
             namespace: namespace.map(str::to_owned),
             resync_secs: Some(resync_secs),
@@ -112,6 +111,13 @@ impl WeirRun {
             extra: extra.iter().map(Into::into).collect(),
             ..source
         };
+        Self::spawn(binary, dir, args)
+    }
+
+    /// `binary` started with `args` (a directory or the cluster's Plugins), logging into `dir`.
+    pub fn spawn(binary: &Path, dir: &Path, args: RunArgs) -> Result<WeirRun> {
+        // Loaded plugins have no directory; the start below refuses them.
+        let plugins = args.source.dir().map(Path::to_owned).unwrap_or_default();
         let mut run = WeirRun {
             args,
             binary: binary.to_owned(),
@@ -134,7 +140,7 @@ impl WeirRun {
             .with_context(|| format!("opening {}", self.log.display()))?;
         let child = self
             .args
-            .command(&self.binary)
+            .command(&self.binary)?
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -228,109 +234,6 @@ impl WeirRun {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let all: Vec<&str> = text.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
-    }
-}
-
-/// The command line of one `weir run`: every test and benchmark that spawns the shipped binary
-/// builds it here, so they run the host the same way.
-#[derive(Clone, Debug)]
-pub struct RunArgs {
-    /// `--plugins DIR`, or `--plugins-from-cluster --component-cache DIR`.
-    pub source: RunSource,
-    /// `--kubeconfig`.
-    pub kubeconfig: PathBuf,
-    /// `--cache-dir`: the workspace's compile cache unless a run needs its own.
-    pub cache_dir: PathBuf,
-    /// `--log`: `warn` unless a run reads the host's lines.
-    pub log: String,
-    /// `--namespace`; all namespaces when `None`.
-    pub namespace: Option<String>,
-    /// `--resync-secs`; the binary's default when `None`.
-    pub resync_secs: Option<u64>,
-    /// `--workers`; the binary's default when `None`.
-    pub workers: Option<usize>,
-    /// `--listen` of the operations server.
-    pub listen: String,
-    /// Further arguments of `weir run` (`--shard`, `--identity ID`, ...).
-    pub extra: Vec<OsString>,
-}
-
-/// Where a `weir run` takes its plugins from.
-#[derive(Clone, Debug)]
-pub enum RunSource {
-    /// The components of a directory (`--plugins DIR`).
-    Plugins(PathBuf),
-    /// The cluster's `Plugin` objects, components kept in a directory.
-    Cluster(PathBuf),
-}
-
-impl RunArgs {
-    /// `weir run --plugins DIR` against the cluster of `kubeconfig`, with the defaults above.
-    pub fn plugins(dir: &Path, kubeconfig: &Path) -> Self {
-        Self::new(RunSource::Plugins(dir.to_owned()), kubeconfig)
-    }
-
-    /// `weir run --plugins-from-cluster`, components kept in `components`.
-    pub fn from_cluster(components: &Path, kubeconfig: &Path) -> Self {
-        Self::new(RunSource::Cluster(components.to_owned()), kubeconfig)
-    }
-
-    fn new(source: RunSource, kubeconfig: &Path) -> Self {
-        Self {
-            source,
-            kubeconfig: kubeconfig.to_owned(),
-            cache_dir: workspace_root().join("target/plugin-cache"),
-            log: "warn".into(),
-            namespace: None,
-            resync_secs: None,
-            workers: None,
-            listen: "127.0.0.1:0".into(),
-            extra: Vec::new(),
-        }
-    }
-
-    /// The arguments, after the binary's name.
-    pub fn args(&self) -> Vec<OsString> {
-        let mut args: Vec<OsString> = vec![
-            "--log".into(),
-            (&self.log).into(),
-            "--cache-dir".into(),
-            (&self.cache_dir).into(),
-            "run".into(),
-        ];
-        match &self.source {
-            RunSource::Plugins(dir) => args.extend(["--plugins".into(), dir.into()]),
-            RunSource::Cluster(dir) => args.extend([
-                "--plugins-from-cluster".into(),
-                "--component-cache".into(),
-                dir.into(),
-            ]),
-        }
-        args.extend([
-            "--kubeconfig".into(),
-            (&self.kubeconfig).into(),
-            "--listen".into(),
-            (&self.listen).into(),
-        ]);
-        let flags = [
-            ("--namespace", self.namespace.clone()),
-            ("--resync-secs", self.resync_secs.map(|s| s.to_string())),
-            ("--workers", self.workers.map(|w| w.to_string())),
-        ];
-        for (flag, value) in flags {
-            if let Some(value) = value {
-                args.extend([flag.into(), value.into()]);
-            }
-        }
-        args.extend(self.extra.iter().cloned());
-        args
-    }
-
-    /// `binary` with these arguments, and no colours in its log.
-    pub fn command(&self, binary: &Path) -> Command {
-        let mut command = Command::new(binary);
-        command.args(self.args()).env("NO_COLOR", "1");
-        command
     }
 }
 

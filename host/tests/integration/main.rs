@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-mod guests;
+use weir_test_support::guests;
 
 mod baseline_compiler;
 mod compile_apart;

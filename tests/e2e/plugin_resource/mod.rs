@@ -18,8 +18,8 @@ use weir::cluster::fetch::{FetchError, fetch, pull_credentials};
 use weir::cluster::oci::{OciError, parse_reference};
 use weir::cluster::{Blobs, Credentials, ObjectReference, Registry};
 use weir::plugin::Limits;
-use weir_e2e::registry::{LocalRegistry, docker_config};
 use weir_e2e::{TestEnv, built, engine};
+use weir_test_support::registry::{LocalRegistry, docker_config};
 
 pub(crate) mod through_the_host;
 

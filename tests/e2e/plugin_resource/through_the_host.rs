@@ -18,12 +18,10 @@ use kube::api::{Patch, PatchParams};
 use kube::{Api, CustomResourceExt, ResourceExt};
 use serde_json::{Value, json};
 use weir::cluster::{Credentials, Plugin, PluginStatus, Registry, oci::parse_reference};
-use weir::hotload::ClusterConfig;
-use weir::manager::{Manager, PluginSource};
-use weir_e2e::registry::{LocalRegistry, docker_config};
-use weir_e2e::{
-    CONVERGE, TestEnv, built, eventually, fast_config, kinds, own_engine, plugin, wait_ready,
-};
+use weir::manager::Manager;
+use weir_e2e::host::RunSource;
+use weir_e2e::{CONVERGE, TestEnv, built, eventually, kinds, own_engine, plugin, wait_ready};
+use weir_test_support::registry::{LocalRegistry, docker_config};
 
 use super::weir_push;
 
@@ -48,15 +46,11 @@ pub(crate) async fn install_plugin_crd(env: &TestEnv) -> Result<Api<Plugin>> {
 
 /// The host `weir run --plugins-from-cluster` starts, storing components in `store`.
 async fn host_from_cluster(env: &TestEnv, store: &Path) -> Result<Manager> {
-    let source = PluginSource::Cluster {
-        config: ClusterConfig {
-            retry: Duration::from_millis(200),
-            max_retry: Duration::from_secs(1),
-            ..ClusterConfig::new(store)
-        },
-        engine: own_engine()?,
-    };
-    Ok(Manager::start(env.client.clone(), source, fast_config(&env.namespace)).await?)
+    env.run_args(RunSource::Cluster(store.into()))
+        .in_process(env)
+        .engine(own_engine()?)
+        .start()
+        .await
 }
 
 /// `kubectl apply` of a Plugin.

@@ -2,7 +2,10 @@
 //! components with wit-component: each does one precise thing no compiled
 //! plugin would (sleep in the host, return an answer of an exact size).
 
-#![allow(dead_code, reason = "each test file uses some of the guests")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test fixtures from constant texts: a failed build is a failed test"
+)]
 
 use serde_json::json;
 use weir::plugin::ReconcileRequest;
@@ -75,6 +78,7 @@ fn encode(
         .unwrap()
 }
 
+/// A request for the parent `name` of kind `Wat`, with no children or related objects.
 pub fn request(name: &str) -> ReconcileRequest {
     let parent = json!({"apiVersion": "test.weir.dev/v1", "kind": "Wat",
         "metadata": {"name": name, "namespace": "default"}});
@@ -87,7 +91,7 @@ pub fn request(name: &str) -> ReconcileRequest {
 
 /// The 0.1.0 contract's text (`wit/reconciler.wit`).
 pub fn contract() -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/reconciler.wit");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wit/reconciler.wit");
     std::fs::read_to_string(path).unwrap()
 }
 

@@ -25,12 +25,7 @@ mod configmap;
 mod plugin;
 mod volume;
 
-#[path = "../../../../tests/src/registry.rs"]
-#[expect(
-    dead_code,
-    reason = "the e2e suite's registry, of which this test uses a part"
-)]
-mod registry;
+use weir_test_support::registry;
 
 /// The host image tests/image.sh builds.
 const IMAGE: &str = "localhost/weir:test";

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use anyhow::{Context, Result, bail};
-use weir_e2e::weir_run::RunArgs;
+use weir_e2e::host::RunArgs;
 
 use super::cluster::Target;
 use super::{RESYNC_SECS, WORKERS};
@@ -140,7 +140,7 @@ pub(crate) fn spawn(
                     args.extra = ["--shard", "--identity", &identity].map(Into::into).into();
                 }
                 let child = args
-                    .command(binary)
+                    .command(binary)?
                     .stdout(Stdio::null())
                     .stderr(Stdio::inherit())
                     .spawn()

@@ -17,11 +17,10 @@ use serde_json::json;
 use weir::cluster::fetch::fetch;
 use weir::cluster::oci::parse_reference;
 use weir::cluster::{Blobs, Credentials, Plugin, Registry};
-use weir::hotload::ClusterConfig;
-use weir::manager::{Manager, PluginSource};
 use weir::plugin::{Engine, EngineConfig, Limits};
-use weir_e2e::registry::LocalRegistry;
-use weir_e2e::{TestEnv, built, eventually, fast_config, kinds, plugin, wait_ready};
+use weir_e2e::host::RunSource;
+use weir_e2e::{TestEnv, built, eventually, kinds, plugin, wait_ready};
+use weir_test_support::registry::LocalRegistry;
 
 /// Arguments of `weir-bench delivery`.
 #[derive(Debug, clap::Args)]
@@ -130,11 +129,12 @@ async fn swap(registry: &LocalRegistry, blogs: usize) -> Result<()> {
     .await?;
     let store = tempfile::tempdir()?;
     let cache = tempfile::tempdir()?;
-    let source = PluginSource::Cluster {
-        config: ClusterConfig::new(store.path()),
-        engine: engine(cache.path())?,
-    };
-    let host = Manager::start(env.client.clone(), source, fast_config(&env.namespace)).await?;
+    let host = env
+        .run_args(RunSource::Cluster(store.path().into()))
+        .in_process(&env)
+        .engine(engine(cache.path())?)
+        .start()
+        .await?;
     let apply = |reference: String, digest: String| {
         let plugins = plugins.clone();
         async move {

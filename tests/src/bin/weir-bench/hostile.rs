@@ -17,9 +17,9 @@ use anyhow::{Context, Result, bail};
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use weir::plugin::ResourceKind;
+use weir_e2e::host::RunArgs;
 use weir_e2e::hostile::{self as attacks, FORGED_LINE};
 use weir_e2e::kinds;
-use weir_e2e::weir_run::RunArgs;
 use weir_emulator::{Emulator, EmulatorConfig};
 
 use super::{Children, Target, blog_kind, built, emulator_for, is_ready, root, weir_binary};
@@ -224,7 +224,7 @@ fn spawn(
         ..RunArgs::plugins(plugins, kubeconfig)
     };
     let mut child = args
-        .command(binary)
+        .command(binary)?
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
