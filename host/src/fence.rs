@@ -103,7 +103,7 @@ impl Fence {
             tokio::select! {
                 // The sender lives in `self`: `changed` cannot fail while this runs.
                 _ = deadline.changed() => {}
-                () = sleep(wait) => {}
+                () = tokio::time::sleep(wait.unwrap_or_default()), if wait.is_some() => {}
             }
         }
     }
@@ -132,14 +132,6 @@ impl Fence {
             fence: self.clone(),
         };
         Client::new(fenced, namespace)
-    }
-}
-
-/// Sleeps `wait`, or forever.
-async fn sleep(wait: Option<Duration>) {
-    match wait {
-        Some(wait) => tokio::time::sleep(wait).await,
-        None => std::future::pending().await,
     }
 }
 

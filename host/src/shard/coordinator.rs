@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -130,7 +131,8 @@ impl Coordinator {
                 () = stop.cancelled() => return,
                 _ = tick.tick() => {}
                 // A member that stops renewing is gone at this moment: place its parents then.
-                () = members::sleep_past(expiry) => {}
+                () = tokio::time::sleep(expiry.map_or(Duration::ZERO, members::until_past)),
+                    if expiry.is_some() => {}
                 // Just elected (a killed leader's successor): place at once.
                 () = leading.opened(), if !leads => {}
             }

@@ -63,14 +63,10 @@ pub fn first_expiry(leases: &[Lease], now: SystemTime) -> Option<SystemTime> {
         .min()
 }
 
-/// Sleeps until a moment just after `at` (a Lease's expiry), or forever when `None`.
-pub async fn sleep_past(at: Option<SystemTime>) {
-    let wait = at.map(|at| at.duration_since(SystemTime::now()).unwrap_or_default());
-    match wait {
-        // Just past it: the Lease must read as run out by then.
-        Some(wait) => tokio::time::sleep(wait + Duration::from_millis(20)).await,
-        None => std::future::pending().await,
-    }
+/// How long from now until a moment just after `at` (a Lease's expiry): just past it, so that
+/// the Lease reads as run out by then.
+pub fn until_past(at: SystemTime) -> Duration {
+    at.duration_since(SystemTime::now()).unwrap_or_default() + Duration::from_millis(20)
 }
 
 /// The members now: the held, fresh shard Leases of the namespace.

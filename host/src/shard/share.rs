@@ -27,6 +27,7 @@
 use std::pin::Pin;
 use std::sync::{Arc, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -267,7 +268,8 @@ pub async fn run(
             () = stop.cancelled() => return,
             _ = tick.tick() => {}
             // A member that stops renewing is gone at this moment: take over then.
-            () = members::sleep_past(expiry) => {}
+            () = tokio::time::sleep(expiry.map_or(Duration::ZERO, members::until_past)),
+                if expiry.is_some() => {}
         }
         // Having published a view, it reads the others again before it widens.
         expiry = loop {
