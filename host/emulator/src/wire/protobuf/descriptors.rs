@@ -7,6 +7,9 @@
 //! the served kinds (plus the `runtime.Unknown` envelope and the self-reviews) reach, and writes
 //! one proto2 file per package. The test below fails when `k8s.binpb` differs from what the pinned
 //! k8s-pb gives; `WEIR_BLESS=1` rewrites it.
+//!
+//! One file of about 500 lines on purpose: a test-only generator read once from top to bottom
+//! (k8s-pb's sources, then the messages kept, then the descriptors), none of it used elsewhere.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -20,7 +23,8 @@ use serde_json::Value;
 
 use crate::wire::builtin_schema::{Schemas, schemas};
 
-const REGENERATE: &str = "WEIR_BLESS=1 cargo test -p weir-emulator --lib protobuf::descriptors";
+const REGENERATE: &str =
+    "WEIR_BLESS=1 cargo test -p weir-emulator --lib wire::protobuf::descriptors";
 
 /// Messages kept besides the served kinds: the envelope of every body and the self-reviews.
 const EXTRA_ROOTS: &[&str] = &[
