@@ -62,16 +62,21 @@ struct Msg {
 }
 
 /// k8s-pb's `src/` directory, found through `cargo metadata` (the pinned version in Cargo.lock).
+/// Offline and for this machine's platform only: the packages of other platforms (Android's,
+/// Windows') are not downloaded by a build here, and the test does not reach the network.
 fn k8s_pb_src() -> PathBuf {
+    let rustc = std::process::Command::new("rustc")
+        .arg("-vV")
+        .output()
+        .expect("rustc -vV runs");
+    let host = String::from_utf8_lossy(&rustc.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
+        .expect("rustc -vV names the host platform");
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = std::process::Command::new(cargo)
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--offline",
-            "--manifest-path",
-        ])
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .args(["--filter-platform", &host, "--manifest-path"])
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
         .output()
         .expect("cargo metadata runs");
