@@ -69,8 +69,7 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> Result<()> {
     };
     let client = env.client_as(HOST, limits).await?;
     let host = env
-        .run_args(RunSource::Loaded(vec![blog]))
-        .in_process(&env)
+        .in_process(RunSource::Loaded(vec![blog]))
         .client(client)
         .start()
         .await?;

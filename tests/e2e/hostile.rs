@@ -84,8 +84,7 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
     }
     // Four call slots, as a two-core host has by default: what the sleeping guests starved.
     let host = env
-        .run_args(RunSource::Plugins(dir.path().into()))
-        .in_process(&env)
+        .in_process(RunSource::Plugins(dir.path().into()))
         .config(|c| c.max_concurrent_calls = 4)
         .start()
         .await?;

@@ -34,8 +34,7 @@ async fn a_new_plugin_version_reaches_every_child_of_100_blogs_without_a_restart
     let dir = tempfile::tempdir()?;
     install(dir.path(), "blog.wasm", "blog.wasm")?;
     let host = env
-        .run_args(RunSource::Plugins(dir.path().into()))
-        .in_process(&env)
+        .in_process(RunSource::Plugins(dir.path().into()))
         .start()
         .await?;
     const BLOGS: usize = 100;
@@ -133,8 +132,7 @@ async fn removing_the_plugin_stops_its_controller_and_leaves_the_children() -> R
     let dir = tempfile::tempdir()?;
     install(dir.path(), "blog.wasm", "blog.wasm")?;
     let host = env
-        .run_args(RunSource::Plugins(dir.path().into()))
-        .in_process(&env)
+        .in_process(RunSource::Plugins(dir.path().into()))
         .start()
         .await?;
     env.create(
@@ -188,8 +186,7 @@ async fn a_plugin_for_another_crd_starts_while_the_first_keeps_working() -> Resu
     let dir = tempfile::tempdir()?;
     install(dir.path(), "blog.wasm", "blog.wasm")?;
     let host = env
-        .run_args(RunSource::Plugins(dir.path().into()))
-        .in_process(&env)
+        .in_process(RunSource::Plugins(dir.path().into()))
         .start()
         .await?;
     env.create(

@@ -27,8 +27,7 @@ async fn plugins_owning_the_same_kind_share_one_watch_and_removing_one_leaves_th
     install(dir.path(), "blog.wasm", "blog.wasm")?;
     install(dir.path(), "scenario.wasm", "scenario.wasm")?;
     let host = env
-        .run_args(RunSource::Plugins(dir.path().into()))
-        .in_process(&env)
+        .in_process(RunSource::Plugins(dir.path().into()))
         .start()
         .await?;
     eventually(

@@ -21,8 +21,7 @@ const BLOG: &str = "Blog.weir.dev";
 
 /// The directory host with `rollout` and an operations port.
 pub async fn host_on(env: &TestEnv, dir: &Path, rollout: RolloutConfig) -> Result<Manager> {
-    env.run_args(RunSource::Plugins(dir.into()))
-        .in_process(env)
+    env.in_process(RunSource::Plugins(dir.into()))
         .config(|c| c.rollout = rollout)
         .start()
         .await

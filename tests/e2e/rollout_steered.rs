@@ -229,8 +229,7 @@ async fn a_paused_canary_aborted_by_command_puts_the_serving_version_back_once()
 
 /// The host following Plugin objects, with `rollout`.
 async fn host_from_cluster(env: &TestEnv, store: &Path) -> Result<Manager> {
-    env.run_args(RunSource::Cluster(store.into()))
-        .in_process(env)
+    env.in_process(RunSource::Cluster(store.into()))
         .config(|c| c.rollout = held_canary())
         .start()
         .await

@@ -242,8 +242,13 @@ impl TestEnv {
     /// The host serving `plugins` as loaded, watching this test's namespace, to start in this
     /// process once a scenario has set what it needs ([`host::InProcess`]).
     pub fn loaded(&self, plugins: &[Plugin]) -> InProcess {
-        self.run_args(RunSource::Loaded(plugins.to_vec()))
-            .in_process(self)
+        self.in_process(RunSource::Loaded(plugins.to_vec()))
+    }
+
+    /// The host serving `source`, watching this test's namespace, to start in this process
+    /// ([`host::RunArgs::in_process`]).
+    pub fn in_process(&self, source: RunSource) -> InProcess {
+        self.run_args(source).in_process(self)
     }
 
     /// The host serving the built plugin `name` alone, its parent CRD installed first, fast

@@ -46,8 +46,7 @@ pub(crate) async fn install_plugin_crd(env: &TestEnv) -> Result<Api<Plugin>> {
 
 /// The host `weir run --plugins-from-cluster` starts, storing components in `store`.
 async fn host_from_cluster(env: &TestEnv, store: &Path) -> Result<Manager> {
-    env.run_args(RunSource::Cluster(store.into()))
-        .in_process(env)
+    env.in_process(RunSource::Cluster(store.into()))
         .engine(own_engine()?)
         .start()
         .await

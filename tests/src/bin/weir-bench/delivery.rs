@@ -130,8 +130,7 @@ async fn swap(registry: &LocalRegistry, blogs: usize) -> Result<()> {
     let store = tempfile::tempdir()?;
     let cache = tempfile::tempdir()?;
     let host = env
-        .run_args(RunSource::Cluster(store.path().into()))
-        .in_process(&env)
+        .in_process(RunSource::Cluster(store.path().into()))
         .engine(engine(cache.path())?)
         .start()
         .await?;
