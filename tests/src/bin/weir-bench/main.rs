@@ -28,6 +28,7 @@ use weir_emulator::{EmulatorConfig, RequestCursor};
 mod cluster;
 mod controllers;
 mod delivery;
+mod failover;
 mod hostile;
 mod memory;
 mod related;
@@ -94,6 +95,9 @@ enum Mode {
     /// A hot swap on the shipped `weir run`: from a new Blog file in its plugin directory to the
     /// last of N Blogs' children rewritten.
     Swap(swap::SwapArgs),
+    /// Sharded replicas serving N Blogs, one killed at a time: from the kill to its Blogs
+    /// (edited then) reconciled again by the others; the median of the kills.
+    Failover(failover::FailoverArgs),
     /// Minutes of churn, host kills, plugin swaps and API faults on one `weir run` serving
     /// 1,000 Blogs: its RSS per lifetime, the slope, and the convergence check at the end.
     Soak(soak::SoakArgs),
@@ -447,6 +451,7 @@ async fn main() -> Result<()> {
         Some(Mode::Delivery(args)) => delivery::run(args).await,
         Some(Mode::Swap(args)) => swap::run(args).await,
         Some(Mode::Soak(args)) => soak::run(args).await,
+        Some(Mode::Failover(args)) => failover::run(args).await,
         Some(Mode::Serve {
             system: Served::Native,
             kubeconfig,
