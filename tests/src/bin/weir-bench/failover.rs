@@ -9,29 +9,18 @@
 //! The replicas run with `weir run`'s defaults for both Leases (15 s), so a failover is bounded
 //! by the shard Lease running out plus the reassignment and the reconciles.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use weir::shard::OWNER_LABEL;
-use weir_e2e::host::RunArgs;
-use weir_emulator::EmulatorConfig;
 
-use super::cluster::{Target, blog_kind, emulator_for, is_ready};
-use super::{WORKERS, built, root, weir_binary};
-
-/// The namespace of the Blogs and of the Leases.
-const NAMESPACE: &str = "bench";
-
-/// How long the Blogs may take to settle after a start or a join.
-const SETTLE: Duration = Duration::from_secs(300);
+use super::WORKERS;
+use super::cluster::is_ready;
+use super::fleet::{Fleet, NAMESPACE, Replica, SETTLE};
 
 /// Arguments of `weir-bench failover`.
 #[derive(Debug, clap::Args)]
@@ -50,96 +39,30 @@ pub struct FailoverArgs {
     weir: Option<PathBuf>,
 }
 
-/// One running replica.
-struct Replica {
-    identity: String,
-    child: Child,
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Runs the kills and prints one row each, then the median.
 pub async fn run(args: FailoverArgs) -> Result<()> {
     if args.replicas < 2 {
         bail!("a failover needs at least two replicas");
     }
-    let binary = weir_binary(args.weir)?;
-    let blog = built(
-        root().join("target/plugins/blog.wasm"),
-        "run `plugins/build.sh` first",
-    )?;
-    let target = Target {
-        kind: blog_kind(None),
-        copy: None,
-        namespace: NAMESPACE.into(),
-    };
-    let emulator = emulator_for(std::slice::from_ref(&target), EmulatorConfig::default()).await?;
-    let client = emulator.client();
-    let dir = tempfile::Builder::new()
-        .prefix("weir-bench-failover-")
-        .tempdir()?;
-    let kubeconfig = dir.path().join("kubeconfig");
-    emulator.write_kubeconfig(&kubeconfig)?;
-    let plugins = dir.path().join("plugins");
-    std::fs::create_dir_all(&plugins)?;
-    std::fs::copy(&blog, plugins.join("blog.wasm"))
-        .with_context(|| format!("copying {}", blog.display()))?;
-    let cache = dir.path().join("cache");
-    let start = |n: usize| -> Result<Replica> {
-        let identity = format!("r{n}");
-        let args = RunArgs {
-            cache_dir: cache.clone(),
-            workers: Some(WORKERS),
-            ..RunArgs::plugins(&plugins, &kubeconfig).namespace(NAMESPACE)
-        }
-        .flags(["--shard", "--identity", &identity])
-        .flags(["--lease-namespace", NAMESPACE]);
-        let child = args
-            .command(&binary)?
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?;
-        Ok(Replica { identity, child })
-    };
-
-    let blogs: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), NAMESPACE, &target.kind.api_resource());
-    let leases: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
-    let mut replicas: Vec<Replica> = (0..args.replicas).map(&start).collect::<Result<_>>()?;
+    let fleet = Fleet::new(args.weir, WORKERS).await?;
+    let blogs = fleet.blogs();
+    let leases: Api<Lease> = Api::namespaced(fleet.client(), NAMESPACE);
+    let mut replicas: Vec<Replica> = (0..args.replicas)
+        .map(|n| fleet.start(&format!("r{n}"), true))
+        .collect::<Result<_>>()?;
     let mut next = args.replicas;
-    futures::stream::iter(0..args.blogs)
-        .map(|i| {
-            let blogs = blogs.clone();
-            async move {
-                let obj: DynamicObject = serde_json::from_value(json!({
-                    "apiVersion": "weir.dev/v1alpha1", "kind": "Blog",
-                    "metadata": {"name": format!("blog-{i}")},
-                    "spec": {"title": format!("Blog {i}"), "replicas": 1},
-                }))?;
-                blogs.create(&PostParams::default(), &obj).await?;
-                anyhow::Ok(())
-            }
-        })
-        .buffer_unordered(64)
-        .try_collect::<Vec<()>>()
-        .await?;
+    fleet.create_blogs(args.blogs).await?;
 
     println!(
         "{} Blogs, {} `weir run --shard` replicas ({}), Leases of weir run's default duration",
         args.blogs,
         args.replicas,
-        binary.display()
+        fleet.binary().display()
     );
     println!("\n| kill | replica | led | its Blogs | served again s |\n|---:|---|---|---:|---:|");
     let mut times = Vec::new();
     for kill in 0..args.kills {
-        let owners = settled(&blogs, &mut replicas).await?;
+        let owners = fleet.settled(&mut replicas, true).await?;
         let leader = leases
             .get_opt("weir-leader")
             .await?
@@ -186,7 +109,7 @@ pub async fn run(args: FailoverArgs) -> Result<()> {
             took.as_secs_f64()
         );
         drop(killed);
-        replicas.push(start(next)?);
+        replicas.push(fleet.start(&format!("r{next}"), true)?);
         next += 1;
     }
     times.sort();
@@ -198,41 +121,4 @@ pub async fn run(args: FailoverArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// Waits until every Blog is Ready and owned by a running replica, each replica owning some;
-/// the Blogs of each owner.
-async fn settled(
-    blogs: &Api<DynamicObject>,
-    replicas: &mut [Replica],
-) -> Result<BTreeMap<String, Vec<String>>> {
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        for r in replicas.iter_mut() {
-            if let Some(status) = r.child.try_wait()? {
-                bail!("replica {} exited by itself: {status}", r.identity);
-            }
-        }
-        let list = blogs.list(&Default::default()).await?;
-        let mut owners: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        let mut ready = true;
-        for b in &list.items {
-            ready &= is_ready(b);
-            if let Some(owner) = b.labels().get(OWNER_LABEL) {
-                owners.entry(owner.clone()).or_default().push(b.name_any());
-            }
-        }
-        let all_owned = owners.values().map(Vec::len).sum::<usize>() == list.items.len();
-        let running = replicas.iter().all(|r| owners.contains_key(&r.identity))
-            && owners.len() == replicas.len();
-        if ready && all_owned && running {
-            return Ok(owners);
-        }
-        if Instant::now() > deadline {
-            let counts: BTreeMap<&String, usize> =
-                owners.iter().map(|(m, b)| (m, b.len())).collect();
-            bail!("the Blogs did not settle on the running replicas: owners {counts:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
 }

@@ -9,6 +9,8 @@
 //! target/release/weir-bench swap --blogs 100   # a hot swap's latency (see `swap`)
 //! target/release/weir-bench hostile   # the Blog beside the hostile plugin (see `hostile`)
 //! target/release/weir-bench soak --minutes 10   # churn, kills, swaps, faults; RSS slope, convergence (`soak`)
+//! target/release/weir-bench failover   # one of three sharded replicas killed, five times (`failover`)
+//! target/release/weir-bench rate   # p99 from an edit to its child, one and three replicas (`rate`)
 //! ```
 //!
 //! The emulator runs in this process; its request log counts the children's requests (this
@@ -29,8 +31,10 @@ mod cluster;
 mod controllers;
 mod delivery;
 mod failover;
+mod fleet;
 mod hostile;
 mod memory;
+mod rate;
 mod related;
 mod soak;
 mod swap;
@@ -98,6 +102,9 @@ enum Mode {
     /// Sharded replicas serving N Blogs, one killed at a time: from the kill to its Blogs
     /// (edited then) reconciled again by the others; the median of the kills.
     Failover(failover::FailoverArgs),
+    /// Blogs edited at a steady rate on one `weir run`, then on three `--shard` replicas: the
+    /// p50/p90/p99 time from an edit to its child changed.
+    Rate(rate::RateArgs),
     /// Minutes of churn, host kills, plugin swaps and API faults on one `weir run` serving
     /// 1,000 Blogs: its RSS per lifetime, the slope, and the convergence check at the end.
     Soak(soak::SoakArgs),
@@ -452,6 +459,7 @@ async fn main() -> Result<()> {
         Some(Mode::Swap(args)) => swap::run(args).await,
         Some(Mode::Soak(args)) => soak::run(args).await,
         Some(Mode::Failover(args)) => failover::run(args).await,
+        Some(Mode::Rate(args)) => rate::run(args).await,
         Some(Mode::Serve {
             system: Served::Native,
             kubeconfig,
