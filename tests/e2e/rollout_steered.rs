@@ -11,7 +11,7 @@ use anyhow::{Context, Result, ensure};
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::json;
-use weir::cluster::Plugin;
+use weir::cluster::PluginResource;
 use weir::manager::Manager;
 use weir::rollout::{Phase, RolloutConfig, canary_bucket};
 use weir_e2e::host::RunSource;
@@ -236,7 +236,10 @@ async fn host_from_cluster(env: &TestEnv, store: &Path) -> Result<Manager> {
 }
 
 /// Server-side apply of the Plugin `blog` with `spec`.
-pub(crate) async fn apply_plugin(plugins: &Api<Plugin>, spec: serde_json::Value) -> Result<()> {
+pub(crate) async fn apply_plugin(
+    plugins: &Api<PluginResource>,
+    spec: serde_json::Value,
+) -> Result<()> {
     let object = json!({
         "apiVersion": "weir.dev/v1alpha1", "kind": "Plugin",
         "metadata": {"name": "blog"}, "spec": spec,

@@ -21,6 +21,6 @@ pub use blobs::{Blobs, StoredComponent};
 pub use oci::{Credentials, OciError, Pulled, Registry};
 pub use push::{PushArgs, PushError};
 pub use resource::{
-    CandidateSource, ComponentSource, Condition, ConfigMapKey, ObjectReference, Plugin, PluginSpec,
-    PluginStatus, short_digest,
+    CandidateSource, ComponentSource, Condition, ConfigMapKey, ObjectReference, PluginResource,
+    PluginSpec, PluginStatus, short_digest,
 };

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
     group = "weir.dev",
     version = "v1alpha1",
     kind = "Plugin",
+    root = "PluginResource",
     plural = "plugins",
     status = "PluginStatus",
     doc = "A reconciler plugin for the Weir host: a WebAssembly component in an OCI registry or a ConfigMap, pinned by digest.",
@@ -205,7 +206,7 @@ mod tests {
 
     #[test]
     fn the_checked_in_crd_matches_the_rust_type() {
-        let yaml = crate::yaml::to_string(&Plugin::crd()).unwrap();
+        let yaml = crate::yaml::to_string(&PluginResource::crd()).unwrap();
         let want = format!(
             "# Generated from host/src/cluster/resource.rs; do not edit. Regenerate: {REGENERATE}\n{yaml}"
         );
@@ -223,7 +224,7 @@ mod tests {
 
     #[test]
     fn the_crd_is_cluster_scoped_with_a_status_and_the_printer_columns() {
-        let crd = serde_json::to_value(Plugin::crd()).unwrap();
+        let crd = serde_json::to_value(PluginResource::crd()).unwrap();
         assert_eq!(crd["spec"]["scope"], "Cluster");
         assert_eq!(crd["spec"]["names"]["plural"], "plugins");
         let version = &crd["spec"]["versions"][0];
@@ -241,7 +242,7 @@ mod tests {
 
     #[test]
     fn a_plugin_reads_from_yaml_as_written_in_the_docs() {
-        let plugin: Plugin = crate::yaml::from_str(
+        let plugin: PluginResource = crate::yaml::from_str(
             "apiVersion: weir.dev/v1alpha1\nkind: Plugin\nmetadata: {name: blog}\nspec:\n  \
              source: {oci: 'localhost:5000/weir/blog:1.0'}\n  pullSecret: {namespace: weir, name: regcred}\n",
         )

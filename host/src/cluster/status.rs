@@ -11,7 +11,7 @@ use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
-use super::resource::{Condition, Plugin, PluginStatus, short_digest};
+use super::resource::{Condition, PluginResource, PluginStatus, short_digest};
 
 /// The component that serves a Plugin's kind, as its status shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -125,8 +125,8 @@ pub fn desired(
 /// A merge patch of the status subresource: absent fields are sent as `null`, so a cleared
 /// error is cleared on the server too.
 pub async fn write(
-    api: &Api<Plugin>,
-    object: &Plugin,
+    api: &Api<PluginResource>,
+    object: &PluginResource,
     status: &PluginStatus,
 ) -> Result<bool, kube::Error> {
     if object.status.as_ref() == Some(status) {

@@ -35,7 +35,7 @@ use crate::rollout::Resume;
 const DRAIN: Duration = Duration::from_secs(30);
 
 /// One kind's controller and its tasks.
-struct Running {
+struct RunningController {
     controller: Arc<Controller>,
     workers: JoinHandle<()>,
     resync: JoinHandle<()>,
@@ -54,7 +54,7 @@ pub(super) struct Controllers {
     /// Whether this replica leads (always, for the only replica), and how long stepped-down
     /// workers may finish before their reconciles are abandoned.
     gate: (Fence, Duration),
-    running: HashMap<KindKey, Running>,
+    running: HashMap<KindKey, RunningController>,
     view: ControllersView,
     /// What a new controller waits for when its kept rollout phase names a candidate.
     resume: Resume,
@@ -157,7 +157,7 @@ impl ControllersView {
         }
     }
 
-    fn set(&self, kind: KindKey, running: Option<&Running>) {
+    fn set(&self, kind: KindKey, running: Option<&RunningController>) {
         let mut map = self
             .controllers
             .write()
@@ -244,7 +244,7 @@ impl Controllers {
         ));
         let resync = tokio::spawn(controller.clone().resync());
         info!(plugin = %label, %kind, "controller started");
-        let running = Running {
+        let running = RunningController {
             controller,
             workers,
             resync,

@@ -23,7 +23,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use super::apply::Change;
-use super::error::{Policy, ResultLabel};
+use super::error::{ErrorAction, ResultLabel};
 use super::queue::ObjectKey;
 use crate::answer::{DesiredChild, MANIFEST_HASH_ANNOTATION, holds};
 use crate::hotload::{FileRefusal, PluginEvent};
@@ -271,12 +271,12 @@ impl ActivityFeed {
     }
 
     /// The error funnel decided that the reconcile of `key` failed with `reason`.
-    pub fn failed(&self, info: &PluginInfo, key: &ObjectKey, policy: &Policy, message: &str) {
+    pub fn failed(&self, info: &PluginInfo, key: &ObjectKey, action: &ErrorAction, message: &str) {
         self.send(|| Activity::Failed {
             plugin: info.label(),
             parent: parent_of(info, key),
-            outcome: policy.label,
-            reason: policy.reason,
+            outcome: action.label,
+            reason: action.reason,
             message: message.to_owned(),
         });
     }

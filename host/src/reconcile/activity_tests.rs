@@ -112,7 +112,7 @@ fn a_feed_nobody_watches_builds_nothing_and_a_watched_one_says_what_changed() {
     let mut rx = feed.subscribe();
     let info = blog();
     let key = ObjectKey::new("default", "hello");
-    let refused = Policy {
+    let refused = ErrorAction {
         reason: "Refused",
         report: true,
         finish: crate::reconcile::queue::Finish::Failed,

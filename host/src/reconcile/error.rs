@@ -1,7 +1,7 @@
-//! How a reconcile ends when it does not succeed: one typed error, one policy that acts on it.
+//! How a reconcile ends when it does not succeed: one typed error, one action the host takes on it.
 //!
 //! The happy path (`Controller::reconcile`) is written with `?` and returns a [`ReconcileError`]
-//! that keeps each typed source. [`Policy::of`] is the one place that turns such an error into
+//! that keeps each typed source. [`ErrorAction::of`] is the one place that turns such an error into
 //! what the user and the queue see: the `Reconciled` condition's reason, the Event, the metric
 //! label and the queue's decision (kube-runtime splits `reconcile` and `error_policy` the same way).
 
@@ -94,7 +94,7 @@ impl ResultLabel {
 
 /// What the host does about one [`ReconcileError`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Policy {
+pub struct ErrorAction {
     /// The `Reconciled` condition's reason (and the Event's), CamelCase.
     pub reason: &'static str,
     /// Whether the condition is written: a failed status write cannot report itself.
@@ -105,7 +105,7 @@ pub struct Policy {
     pub label: ResultLabel,
 }
 
-impl Policy {
+impl ErrorAction {
     /// The one mapping from an error to its condition, Event, metric and queue decision.
     pub fn of(error: &ReconcileError) -> Self {
         let (reason, report, finish, label) = match error {
@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn a_transient_plugin_failure_is_retried_with_backoff_and_reported() {
-        let p = Policy::of(&plugin_error(ErrorKind::Transient));
+        let p = ErrorAction::of(&plugin_error(ErrorKind::Transient));
         assert_eq!(
             (p.reason, p.finish, p.label),
             ("TransientError", Finish::Retry, ResultLabel::Error)
@@ -172,7 +172,7 @@ mod tests {
 
     #[test]
     fn a_permanent_plugin_failure_waits_for_a_change() {
-        let p = Policy::of(&plugin_error(ErrorKind::Permanent));
+        let p = ErrorAction::of(&plugin_error(ErrorKind::Permanent));
         assert_eq!((p.reason, p.finish), ("PermanentError", Finish::Failed));
     }
 
@@ -192,13 +192,13 @@ mod tests {
             r#"plugin blog: answer refused: child ConfigMap "x" appears twice"#,
             "the refusal is said once"
         );
-        let p = Policy::of(&e);
+        let p = ErrorAction::of(&e);
         assert_eq!(
             (p.reason, p.finish, p.label),
             ("Refused", Finish::Failed, ResultLabel::Refused)
         );
         let contract = ReconcileError::Plugin(PluginError::refused("response too large"));
-        assert_eq!(Policy::of(&contract).label, ResultLabel::Refused);
+        assert_eq!(ErrorAction::of(&contract).label, ResultLabel::Refused);
     }
 
     #[test]
@@ -208,7 +208,7 @@ mod tests {
             name: ObjectKey::new("ns", "b").to_string(),
             source: kube::Error::LinesCodecMaxLineLengthExceeded,
         });
-        let p = Policy::of(&e);
+        let p = ErrorAction::of(&e);
         assert!(!p.report);
         assert_eq!((p.finish, p.label), (Finish::Retry, ResultLabel::Error));
     }

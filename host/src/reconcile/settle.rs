@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use super::apply::Change;
 use super::cache::CachedObject;
-use super::error::{Policy, ReconcileError, ResultLabel};
+use super::error::{ErrorAction, ReconcileError, ResultLabel};
 use super::failed;
 use super::queue::{Finish, ObjectKey};
 use super::{Binding, Parts};
@@ -194,34 +194,34 @@ impl Parts {
         given: &failed::Given,
         error: &ReconcileError,
     ) -> (Finish, ResultLabel) {
-        let policy = Policy::of(error);
+        let action = ErrorAction::of(error);
         let message = Chain(error).to_string();
         // Debug-formatted: the message may carry a plugin's own text, whose newlines must not
         // start a line that looks like the host's.
-        tracing::warn!(error = ?message, reason = policy.reason, "reconcile failed");
+        tracing::warn!(error = ?message, reason = action.reason, "reconcile failed");
         let activity = &self.config.activity;
-        activity.failed(b.info(), key, &policy, &message);
+        activity.failed(b.info(), key, &action, &message);
         if let Some(sink) = &self.config.failures {
             hand_on(b.info(), sink.as_ref(), cached, given, error);
         }
         // A failure is neither busy nor an outside change for the hot-loop guard.
         self.queue.guard(key, false);
         b.parents
-            .event(parent, true, policy.reason, "Reconcile", message.clone())
+            .event(parent, true, action.reason, "Reconcile", message.clone())
             .await;
-        if policy.report {
+        if action.report {
             let status = answer::desired_status(
                 parent.data.get("status"),
                 None,
                 parent.metadata.generation,
-                &Reconciled::failed(policy.reason, message),
+                &Reconciled::failed(action.reason, message),
                 &answer::now(),
             );
             if let Err(se) = b.parents.patch_status(parent, &status).await {
                 tracing::warn!(error = %Chain(&se), "status patch failed");
             }
         }
-        (policy.finish, policy.label)
+        (action.finish, action.label)
     }
 }
 

@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams};
 use kube::{Api, CustomResourceExt, ResourceExt};
 use serde_json::{Value, json};
-use weir::cluster::{Credentials, Plugin, PluginStatus, Registry, oci::parse_reference};
+use weir::cluster::{Credentials, PluginResource, PluginStatus, Registry, oci::parse_reference};
 use weir::manager::Manager;
 use weir_e2e::host::RunSource;
 use weir_e2e::{CONVERGE, TestEnv, built, eventually, kinds, own_engine, plugin, wait_ready};
@@ -26,8 +26,8 @@ use weir_test_support::registry::{LocalRegistry, docker_config};
 use super::weir_push;
 
 /// Installs the Plugin CRD (as `deploy/crd/plugin.yaml` does) and waits until it is served.
-pub(crate) async fn install_plugin_crd(env: &TestEnv) -> Result<Api<Plugin>> {
-    let crd = Plugin::crd();
+pub(crate) async fn install_plugin_crd(env: &TestEnv) -> Result<Api<PluginResource>> {
+    let crd = PluginResource::crd();
     Api::<CustomResourceDefinition>::all(env.client.clone())
         .patch(
             &crd.name_any(),
@@ -36,7 +36,7 @@ pub(crate) async fn install_plugin_crd(env: &TestEnv) -> Result<Api<Plugin>> {
         )
         .await
         .context("installing the Plugin CRD")?;
-    let plugins = Api::<Plugin>::all(env.client.clone());
+    let plugins = Api::<PluginResource>::all(env.client.clone());
     eventually("Plugins are served", CONVERGE, || async {
         plugins.list(&Default::default()).await.ok()
     })
@@ -53,7 +53,7 @@ async fn host_from_cluster(env: &TestEnv, store: &Path) -> Result<Manager> {
 }
 
 /// `kubectl apply` of a Plugin.
-async fn apply(plugins: &Api<Plugin>, name: &str, spec: Value) -> Result<()> {
+async fn apply(plugins: &Api<PluginResource>, name: &str, spec: Value) -> Result<()> {
     let object = json!({
         "apiVersion": "weir.dev/v1alpha1", "kind": "Plugin",
         "metadata": {"name": name}, "spec": spec,
@@ -81,7 +81,7 @@ fn condition(status: &PluginStatus, type_: &str) -> (String, String) {
 
 /// Waits until the Plugin's status satisfies `ok`, and returns it.
 async fn status_until(
-    plugins: &Api<Plugin>,
+    plugins: &Api<PluginResource>,
     name: &str,
     what: &str,
     ok: impl Fn(&PluginStatus) -> bool,

@@ -9,7 +9,7 @@ use crate::chain::Chain;
 use crate::cluster::fetch::{FetchError, Fetched, fetch, fetch_config_map, pull_credentials};
 use crate::cluster::oci::parse_reference;
 use crate::cluster::status::{self, Attempt, Serving};
-use crate::cluster::{Credentials, Plugin};
+use crate::cluster::{Credentials, PluginResource};
 use crate::hotload::arbiter::KindKey;
 use crate::hotload::dir::{FileRefusal, Loaded, PluginEvent};
 use crate::hotload::{Loader, Result};
@@ -75,7 +75,7 @@ impl<L: Loader + Sync> Run<L> {
     }
 
     /// The Plugin's component on local disk; see the module docs for when the registry is asked.
-    pub(super) async fn fetch(&self, object: &Plugin) -> Result<Fetched, FetchError> {
+    pub(super) async fn fetch(&self, object: &PluginResource) -> Result<Fetched, FetchError> {
         let spec = &object.spec;
         // The digest this very spec's tag resolved to (by this replica or another), when no
         // digest is pinned: the tag is resolved once, and every replica serves that content.

@@ -51,7 +51,7 @@ use super::dir::{Loaded, PluginEvent};
 use super::{Catalog, Error, Events, HotloadMetrics, Loader, Result};
 use crate::chain::Chain;
 use crate::cluster::status::Attempt;
-use crate::cluster::{Blobs, CandidateSource, Plugin, PluginSpec};
+use crate::cluster::{Blobs, CandidateSource, PluginResource, PluginSpec};
 use crate::fence::Fence;
 use crate::reconcile::queue::{Cause, Finish, ObjectKey, Queue, QueueConfig};
 
@@ -148,7 +148,7 @@ impl ClusterLoader {
 /// One Plugin object and what became of it.
 struct Entry<P> {
     /// The object as last seen (its status as last written by this replica, or seen).
-    object: Plugin,
+    object: PluginResource,
     /// The spec last attempted: nothing to do while it holds (and no retry is due).
     attempted: Option<PluginSpec>,
     /// The version serving, and the digest it came from.
@@ -168,7 +168,7 @@ struct Run<L: Loader> {
     /// One key per Plugin (cluster-scoped: no namespace), handed out one at a time.
     queue: Arc<Queue>,
     client: Client,
-    api: Api<Plugin>,
+    api: Api<PluginResource>,
     blobs: Blobs,
     loader: Arc<L>,
     events: UnboundedSender<PluginEvent<L::Plugin>>,
@@ -222,7 +222,11 @@ impl<L: Loader + Sync> Run<L> {
         }
     }
 
-    fn observe(&mut self, event: watcher::Event<Plugin>, relisted: &mut Option<BTreeSet<String>>) {
+    fn observe(
+        &mut self,
+        event: watcher::Event<PluginResource>,
+        relisted: &mut Option<BTreeSet<String>>,
+    ) {
         match event {
             watcher::Event::Init => *relisted = Some(BTreeSet::new()),
             watcher::Event::InitApply(object) => {
@@ -251,7 +255,7 @@ impl<L: Loader + Sync> Run<L> {
 
     /// A Plugin seen: a new spec is an outside change, anything else (the echo of a status
     /// write) waits for a retry already scheduled.
-    fn applied(&mut self, object: Plugin) {
+    fn applied(&mut self, object: PluginResource) {
         let name = object.name_any();
         let cause = match self.entries.get_mut(&name) {
             Some(entry) => {

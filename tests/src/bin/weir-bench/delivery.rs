@@ -16,7 +16,7 @@ use kube::{Api, CustomResourceExt, ResourceExt};
 use serde_json::json;
 use weir::cluster::fetch::fetch;
 use weir::cluster::oci::parse_reference;
-use weir::cluster::{Blobs, Credentials, Plugin, Registry};
+use weir::cluster::{Blobs, Credentials, PluginResource, Registry};
 use weir::plugin::{Engine, EngineConfig, Limits};
 use weir_e2e::host::RunSource;
 use weir_e2e::{TestEnv, built, eventually, kinds, plugin, wait_ready};
@@ -114,7 +114,7 @@ async fn swap(registry: &LocalRegistry, blogs: usize) -> Result<()> {
     let (v2_ref, v2) = push(registry, "blog-v2.wasm", "v2").await?;
     let env = TestEnv::start().await?;
     env.install_crd(&plugin("blog")?).await?;
-    let crd = Plugin::crd();
+    let crd = PluginResource::crd();
     Api::<CustomResourceDefinition>::all(env.client.clone())
         .patch(
             &crd.name_any(),
@@ -122,7 +122,7 @@ async fn swap(registry: &LocalRegistry, blogs: usize) -> Result<()> {
             &Patch::Apply(&crd),
         )
         .await?;
-    let plugins = Api::<Plugin>::all(env.client.clone());
+    let plugins = Api::<PluginResource>::all(env.client.clone());
     eventually("Plugins are served", Duration::from_secs(20), || async {
         plugins.list(&Default::default()).await.ok()
     })
