@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use kube::api::DynamicObject;
 
-pub use self::object::{CachedObject, Controller, Incoming};
+pub use self::object::{CachedObject, ControllerRef, Incoming};
 pub use self::store::{Store, key_of};
 use super::queue::ObjectKey;
 use crate::answer::LiveObjects;

@@ -97,7 +97,7 @@ impl Resource for Incoming {
 
 /// The controller of an object: its owner reference with `controller: true`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Controller<'a> {
+pub struct ControllerRef<'a> {
     /// The owner's apiVersion.
     pub api_version: &'a str,
     /// The owner's kind.
@@ -247,9 +247,9 @@ impl CachedObject {
     }
 
     /// Its controller, if it has one.
-    pub fn controller(&self) -> Option<Controller<'_>> {
+    pub fn controller(&self) -> Option<ControllerRef<'_>> {
         let [api_version, kind, name, uid] = self.controller?.map(|s| s.of(&self.buf));
-        Some(Controller {
+        Some(ControllerRef {
             api_version,
             kind,
             name,
