@@ -141,6 +141,9 @@ fn root() -> PathBuf {
 async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usize) -> Result<Row> {
     let config = EmulatorConfig {
         watch_history: 200_000,
+        // Every request of the run is counted: a Blog costs about seven, and the bench's own
+        // creates and polls come on top (the default keeps the newest 100,000).
+        request_log: (targets.len() * per_target * 20).max(EmulatorConfig::default().request_log),
         ..EmulatorConfig::default()
     };
     let emulator = emulator_for(targets, config).await?;
