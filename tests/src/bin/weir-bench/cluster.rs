@@ -1,8 +1,10 @@
-//! The Blog kinds the bench serves: their CRDs, their namespaces, and when a Blog is Ready.
+//! The Blog kinds the bench serves: their CRDs, their namespaces, their Blogs created at once,
+//! and when a Blog is Ready.
 
 use anyhow::Result;
+use futures::{StreamExt, TryStreamExt};
 use kube::CustomResourceExt;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use std::time::Duration;
 use weir::plugin::ResourceKind;
@@ -42,6 +44,35 @@ pub(crate) fn blog_crd(copy: Option<usize>) -> Value {
         names["shortNames"] = Value::Null;
     }
     crd
+}
+
+/// The name of Blog `i` of `kind`: `blogs-0`, `blogs-1`, ...
+pub(crate) fn blog_name(kind: &ResourceKind, i: usize) -> String {
+    format!("{}-{i}", kind.plural)
+}
+
+/// Creates Blogs `0..n` of `kind` through `api` ([`blog_name`]), each asking for `replicas`
+/// pods, 64 requests in flight.
+pub(crate) async fn create_blogs(
+    api: &Api<DynamicObject>,
+    kind: &ResourceKind,
+    n: usize,
+    replicas: i32,
+) -> Result<()> {
+    futures::stream::iter(0..n)
+        .map(|i| async move {
+            let blog: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": kind.api_version(), "kind": kind.kind,
+                "metadata": {"name": blog_name(kind, i)},
+                "spec": {"title": format!("Blog {i}"), "replicas": replicas},
+            }))?;
+            api.create(&PostParams::default(), &blog).await?;
+            anyhow::Ok(())
+        })
+        .buffer_unordered(64)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
 }
 
 /// Whether a Blog has `Ready=True` for its current generation.

@@ -44,11 +44,11 @@ pub async fn run(args: FailoverArgs) -> Result<()> {
     if args.replicas < 2 {
         bail!("a failover needs at least two replicas");
     }
-    let fleet = Fleet::new(args.weir, WORKERS).await?;
+    let fleet = Fleet::new(args.weir, WORKERS, true).await?;
     let blogs = fleet.blogs();
     let leases: Api<Lease> = Api::namespaced(fleet.client(), NAMESPACE);
     let mut replicas: Vec<Replica> = (0..args.replicas)
-        .map(|n| fleet.start(&format!("r{n}"), true))
+        .map(|n| fleet.start(&format!("r{n}")))
         .collect::<Result<_>>()?;
     let mut next = args.replicas;
     fleet.create_blogs(args.blogs).await?;
@@ -62,7 +62,7 @@ pub async fn run(args: FailoverArgs) -> Result<()> {
     println!("\n| kill | replica | led | its Blogs | served again s |\n|---:|---|---|---:|---:|");
     let mut times = Vec::new();
     for kill in 0..args.kills {
-        let owners = fleet.settled(&mut replicas, true).await?;
+        let owners = fleet.settled(&mut replicas).await?;
         let leader = leases
             .get_opt("weir-leader")
             .await?
@@ -109,7 +109,7 @@ pub async fn run(args: FailoverArgs) -> Result<()> {
             took.as_secs_f64()
         );
         drop(killed);
-        replicas.push(fleet.start(&format!("r{next}"), true)?);
+        replicas.push(fleet.start(&format!("r{next}"))?);
         next += 1;
     }
     times.sort();

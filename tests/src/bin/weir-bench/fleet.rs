@@ -1,21 +1,20 @@
 //! `weir run` replicas of the sharded modes (`failover`, `rate`): the shipped binary spawned
 //! against one emulator serving the Blog in namespace `bench`, and the Blogs they serve.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use futures::{StreamExt, TryStreamExt};
-use kube::api::{Api, DynamicObject, PostParams};
+use kube::api::{Api, DynamicObject};
 use kube::{Client, ResourceExt};
-use serde_json::json;
 use tempfile::TempDir;
 use weir::shard::OWNER_LABEL;
 use weir_e2e::host::RunArgs;
 use weir_emulator::{Emulator, EmulatorConfig};
 
-use super::cluster::{Target, blog_kind, emulator_for, is_ready};
+use super::cluster::{Target, blog_kind, create_blogs, emulator_for, is_ready};
 use super::{built, root, weir_binary};
 
 /// The namespace of the Blogs and of the Leases.
@@ -30,6 +29,8 @@ pub(crate) struct Fleet {
     binary: PathBuf,
     /// Each replica's `--workers`.
     workers: usize,
+    /// Whether the replicas run `--shard`: each serves its share of the Blogs.
+    sharded: bool,
     dir: TempDir,
 }
 
@@ -48,8 +49,9 @@ impl Drop for Replica {
 
 impl Fleet {
     /// A fresh emulator, and the Blog plugin (`target/plugins/blog.wasm`) in a directory of its
-    /// own for `weir` (default: `target/release/weir`), each replica with `workers` workers.
-    pub(crate) async fn new(weir: Option<PathBuf>, workers: usize) -> Result<Self> {
+    /// own for `weir` (default: `target/release/weir`), each replica with `workers` workers and,
+    /// when `sharded`, `--shard`.
+    pub(crate) async fn new(weir: Option<PathBuf>, workers: usize, sharded: bool) -> Result<Self> {
         let binary = weir_binary(weir)?;
         let blog = built(
             root().join("target/plugins/blog.wasm"),
@@ -74,6 +76,7 @@ impl Fleet {
             emulator,
             binary,
             workers,
+            sharded,
             dir,
         })
     }
@@ -87,8 +90,8 @@ impl Fleet {
         Api::namespaced_with(self.client(), NAMESPACE, &blog_kind(None).api_resource())
     }
 
-    /// Starts `weir run` as `identity`, one of the `--shard` replicas when `sharded`.
-    pub(crate) fn start(&self, identity: &str, sharded: bool) -> Result<Replica> {
+    /// Starts `weir run` as `identity`.
+    pub(crate) fn start(&self, identity: &str) -> Result<Replica> {
         let dir = self.dir.path();
         let mut args = RunArgs {
             cache_dir: dir.join("cache"),
@@ -97,7 +100,7 @@ impl Fleet {
         }
         .flags(["--identity", identity])
         .flags(["--lease-namespace", NAMESPACE]);
-        if sharded {
+        if self.sharded {
             args = args.flags(["--shard"]);
         }
         let child = args
@@ -112,35 +115,17 @@ impl Fleet {
         })
     }
 
-    /// Creates `n` Blogs, `blog-0` to `blog-{n-1}`, 64 at a time.
+    /// Creates Blogs `0..n` (named by [`super::cluster::blog_name`]), one pod each.
     pub(crate) async fn create_blogs(&self, n: usize) -> Result<()> {
-        let blogs = self.blogs();
-        futures::stream::iter(0..n)
-            .map(|i| {
-                let blogs = blogs.clone();
-                async move {
-                    let obj: DynamicObject = serde_json::from_value(json!({
-                        "apiVersion": "weir.dev/v1alpha1", "kind": "Blog",
-                        "metadata": {"name": format!("blog-{i}")},
-                        "spec": {"title": format!("Blog {i}"), "replicas": 1},
-                    }))?;
-                    blogs.create(&PostParams::default(), &obj).await?;
-                    anyhow::Ok(())
-                }
-            })
-            .buffer_unordered(64)
-            .try_collect::<Vec<()>>()
-            .await?;
-        Ok(())
+        create_blogs(&self.blogs(), &blog_kind(None), n, 1).await
     }
 
-    /// Waits until every Blog is Ready and, when `replicas` are sharded, owned by one of them,
-    /// each owning some; the Blogs of each owner (all under `""` when not sharded).
+    /// Waits until every Blog is Ready and, when the replicas are sharded, owned by one of
+    /// `replicas`, each owning some; the Blogs of each owner (all under `""` when not sharded).
     pub(crate) async fn settled(
         &self,
         replicas: &mut [Replica],
-        sharded: bool,
-    ) -> Result<std::collections::BTreeMap<String, Vec<String>>> {
+    ) -> Result<BTreeMap<String, Vec<String>>> {
         let blogs = self.blogs();
         let deadline = Instant::now() + SETTLE;
         loop {
@@ -150,11 +135,11 @@ impl Fleet {
                 }
             }
             let list = blogs.list(&Default::default()).await?;
-            let mut owners = std::collections::BTreeMap::<String, Vec<String>>::new();
+            let mut owners = BTreeMap::<String, Vec<String>>::new();
             let mut ready = true;
             for b in &list.items {
                 ready &= is_ready(b);
-                let owner = if sharded {
+                let owner = if self.sharded {
                     b.labels().get(OWNER_LABEL).cloned()
                 } else {
                     Some(String::new())
@@ -164,14 +149,14 @@ impl Fleet {
                 }
             }
             let all_owned = owners.values().map(Vec::len).sum::<usize>() == list.items.len();
-            let running = !sharded
+            let running = !self.sharded
                 || (replicas.iter().all(|r| owners.contains_key(&r.identity))
                     && owners.len() == replicas.len());
             if ready && all_owned && running {
                 return Ok(owners);
             }
             if Instant::now() > deadline {
-                let counts: std::collections::BTreeMap<&String, usize> =
+                let counts: BTreeMap<&String, usize> =
                     owners.iter().map(|(m, b)| (m, b.len())).collect();
                 bail!("the Blogs did not settle on the running replicas: owners {counts:?}");
             }

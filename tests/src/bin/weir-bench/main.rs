@@ -22,9 +22,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
-use futures::{StreamExt, TryStreamExt};
-use kube::api::{Api, DynamicObject, PostParams};
-use serde_json::json;
+use kube::api::{Api, DynamicObject};
 use weir_emulator::{EmulatorConfig, RequestCursor};
 
 mod cluster;
@@ -40,7 +38,7 @@ mod soak;
 mod swap;
 mod table;
 
-use self::cluster::{Target, blog_kind, emulator_for, is_ready};
+use self::cluster::{Target, blog_kind, create_blogs, emulator_for, is_ready};
 use self::controllers::{Children, Setup, spawn, watch_suffix};
 use self::table::{Row, print, print_ratios, print_writes, push};
 
@@ -185,19 +183,7 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
         })
         .collect();
     for (api, t) in &apis {
-        futures::stream::iter(0..per_target)
-            .map(|i| {
-                let obj: DynamicObject = serde_json::from_value(json!({
-                    "apiVersion": t.kind.api_version(), "kind": t.kind.kind,
-                    "metadata": {"name": format!("{}-{i}", t.kind.plural)},
-                    "spec": {"title": format!("Blog {i}"), "replicas": 2},
-                }))
-                .unwrap_or_else(|_| DynamicObject::new("invalid", &t.kind.api_resource()));
-                async move { api.create(&PostParams::default(), &obj).await }
-            })
-            .buffer_unordered(64)
-            .try_collect::<Vec<_>>()
-            .await?;
+        create_blogs(api, &t.kind, per_target, 2).await?;
         ours += per_target;
     }
     let blogs = targets.len() * per_target;

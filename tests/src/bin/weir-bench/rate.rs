@@ -24,6 +24,7 @@ use kube::runtime::watcher;
 use serde_json::json;
 
 use super::WORKERS;
+use super::cluster::{blog_kind, blog_name};
 use super::fleet::{Fleet, NAMESPACE, Replica};
 
 /// How long the edits still outstanding when the last is sent may take to reach their child.
@@ -52,17 +53,48 @@ pub struct RateArgs {
     weir: Option<PathBuf>,
 }
 
-/// Edits sent and not yet seen on their child, per Blog: each edit's number and when its
-/// request left, oldest first.
-type Outstanding = Arc<Mutex<HashMap<usize, Vec<(u64, Instant)>>>>;
-
-/// What one count of replicas measured.
-struct Measured {
-    edits: u64,
+/// The edits of one run: those sent and not yet seen on their child, and those served.
+#[derive(Default)]
+struct Ledger {
+    /// Per Blog: each edit's number and when its request left, oldest first.
+    outstanding: HashMap<usize, Vec<(u64, Instant)>>,
     /// The latency of each edit served.
     latencies: Vec<Duration>,
     /// Edits served by a page that showed a later edit of the same Blog.
     skipped: usize,
+}
+
+impl Ledger {
+    /// Edit `edit` of Blog `blog` leaves now.
+    fn sent(&mut self, blog: usize, edit: u64) {
+        let sent = (edit, Instant::now());
+        self.outstanding.entry(blog).or_default().push(sent);
+    }
+
+    /// Blog `blog`'s page shows edit `edit`: that edit and the Blog's earlier ones are served.
+    fn seen(&mut self, blog: usize, edit: u64) {
+        let now = Instant::now();
+        let Some(of_blog) = self.outstanding.get_mut(&blog) else {
+            return;
+        };
+        let upto = of_blog.partition_point(|(e, _)| *e <= edit);
+        for (e, sent) in of_blog.drain(..upto) {
+            self.latencies.push(now - sent);
+            if e != edit {
+                self.skipped += 1;
+            }
+        }
+    }
+
+    /// Edits not served yet.
+    fn left(&self) -> usize {
+        self.outstanding.values().map(Vec::len).sum()
+    }
+}
+
+/// Locks `ledger` (a panic while it was held leaves it as it was).
+fn lock(ledger: &Mutex<Ledger>) -> std::sync::MutexGuard<'_, Ledger> {
+    ledger.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Runs each count of replicas and prints a row for it.
@@ -78,11 +110,14 @@ pub async fn run(args: RateArgs) -> Result<()> {
         "\n| replicas | edits | served | of them by a later edit | p50 ms | p90 ms | p99 ms | slowest ms |\n|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for &n in &args.replicas {
-        let Measured {
+        let (
             edits,
-            mut latencies,
-            skipped,
-        } = one(&args, n).await?;
+            Ledger {
+                mut latencies,
+                skipped,
+                ..
+            },
+        ) = one(&args, n).await?;
         latencies.sort();
         let at = |p: f64| {
             let i = ((p * latencies.len() as f64).ceil() as usize).saturating_sub(1);
@@ -102,23 +137,21 @@ pub async fn run(args: RateArgs) -> Result<()> {
     Ok(())
 }
 
-/// One run with `n` replicas.
-async fn one(args: &RateArgs, n: usize) -> Result<Measured> {
-    let fleet = Fleet::new(args.weir.clone(), args.workers).await?;
-    let sharded = n > 1;
+/// One run with `n` replicas: the edits sent, and what became of them.
+async fn one(args: &RateArgs, n: usize) -> Result<(u64, Ledger)> {
+    let fleet = Fleet::new(args.weir.clone(), args.workers, n > 1).await?;
     let mut replicas: Vec<Replica> = (0..n)
-        .map(|i| fleet.start(&format!("r{i}"), sharded))
+        .map(|i| fleet.start(&format!("r{i}")))
         .collect::<Result<_>>()?;
     fleet.create_blogs(args.blogs).await?;
-    fleet.settled(&mut replicas, sharded).await?;
+    fleet.settled(&mut replicas).await?;
 
-    let outstanding: Outstanding = Arc::default();
-    let served = Arc::new(Mutex::new((Vec::new(), 0)));
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
     let blogs_n = args.blogs;
     let (listed, is_listed) = tokio::sync::oneshot::channel();
     let pages: Api<ConfigMap> = Api::namespaced(fleet.client(), NAMESPACE);
     let watch = tokio::spawn({
-        let (outstanding, served) = (outstanding.clone(), served.clone());
+        let ledger = ledger.clone();
         async move {
             let mut listed = Some(listed);
             let mut events = watcher(pages, watcher::Config::default()).boxed();
@@ -130,20 +163,8 @@ async fn one(args: &RateArgs, n: usize) -> Result<Measured> {
                         }
                     }
                     Ok(watcher::Event::Apply(page)) => {
-                        let Some(edit) = edit_on(&page) else { continue };
-                        let now = Instant::now();
-                        let mut outstanding =
-                            outstanding.lock().unwrap_or_else(PoisonError::into_inner);
-                        let Some(of_blog) = outstanding.get_mut(&(edit as usize % blogs_n)) else {
-                            continue;
-                        };
-                        let upto = of_blog.partition_point(|(e, _)| *e <= edit);
-                        let mut served = served.lock().unwrap_or_else(PoisonError::into_inner);
-                        for (e, sent) in of_blog.drain(..upto) {
-                            served.0.push(now - sent);
-                            if e != edit {
-                                served.1 += 1;
-                            }
+                        if let Some(edit) = edit_on(&page) {
+                            lock(&ledger).seen(edit as usize % blogs_n, edit);
                         }
                     }
                     _ => {}
@@ -162,13 +183,8 @@ async fn one(args: &RateArgs, n: usize) -> Result<Measured> {
     for edit in 0..edits {
         tick.tick().await;
         let blog = edit as usize % args.blogs;
-        let name = format!("blog-{blog}");
-        outstanding
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .entry(blog)
-            .or_default()
-            .push((edit, Instant::now()));
+        let name = blog_name(&blog_kind(None), blog);
+        lock(&ledger).sent(blog, edit);
         let blogs = blogs.clone();
         requests.push(tokio::spawn(async move {
             let patch = json!({"spec": {"title": format!("edit {edit}")}});
@@ -183,12 +199,7 @@ async fn one(args: &RateArgs, n: usize) -> Result<Measured> {
     }
     let deadline = Instant::now() + DRAIN;
     loop {
-        let left: usize = outstanding
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .map(Vec::len)
-            .sum();
+        let left = lock(&ledger).left();
         if left == 0 {
             break;
         }
@@ -199,13 +210,8 @@ async fn one(args: &RateArgs, n: usize) -> Result<Measured> {
     }
     watch.abort();
     drop(replicas);
-    let (latencies, skipped) =
-        std::mem::take(&mut *served.lock().unwrap_or_else(PoisonError::into_inner));
-    Ok(Measured {
-        edits,
-        latencies,
-        skipped,
-    })
+    let ledger = std::mem::take(&mut *lock(&ledger));
+    Ok((edits, ledger))
 }
 
 /// The edit whose title a page shows (`<title>edit N</title>`), if any.
