@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::Context;
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::json;
@@ -19,6 +20,8 @@ use weir_e2e::{TestEnv, condition, eventually, kinds, plugin};
 use weir_emulator::RequestRecord;
 
 const BLOGS: usize = 300;
+/// The theme ConfigMap some of the Blogs read (not named like a Blog: see [`blog_of`]).
+const THEME: &str = "theme-sb";
 pub(super) const REPLICAS: [&str; 3] = ["shard-a", "shard-b", "shard-c"];
 /// From the last Blog created to all of them Ready (generous: three debug processes on two cores).
 pub(super) const CONVERGE: Duration = Duration::from_secs(180);
@@ -164,17 +167,22 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
     })
     .await?;
 
+    // Every tenth Blog reads a theme, a ConfigMap no parent owns, which every replica caches.
+    let config_maps: Api<ConfigMap> = env.typed();
+    let theme = serde_json::from_value(json!({
+        "metadata": {"name": THEME},
+        "data": {"style.css": "h1{color:teal}"}
+    }))?;
+    config_maps.create(&Default::default(), &theme).await?;
     futures::stream::iter(0..BLOGS)
         .map(|i| {
             let env = &env;
-            async move {
-                env.create(
-                    &kinds::blog(),
-                    &name(i),
-                    json!({"title": "t", "replicas": 1}),
-                )
-                .await
-            }
+            let spec = if i % 10 == 0 {
+                json!({"title": "t", "replicas": 1, "theme": THEME})
+            } else {
+                json!({"title": "t", "replicas": 1})
+            };
+            async move { env.create(&kinds::blog(), &name(i), spec).await }
         })
         .buffer_unordered(16)
         .try_collect::<Vec<_>>()
@@ -191,6 +199,20 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
         r.check_running()?;
     }
     let all = all?;
+    for i in (0..BLOGS).step_by(10) {
+        let page = config_maps.get(&format!("{}-page", name(i))).await?;
+        let html = page
+            .data
+            .as_ref()
+            .and_then(|d| d.get("index.html"))
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            html.contains("<style>h1{color:teal}</style>"),
+            "{}'s page has its theme, whichever replica owns it: {html}",
+            name(i)
+        );
+    }
 
     // Each Blog's owner, as labelled by the coordinator.
     let mut owned: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -250,9 +272,15 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
         );
     }
 
-    // Each replica caches its share of the Blogs and of their Deployments and Services (the
-    // Blog's ConfigMaps are also read as related objects: that kind is cached whole). The
+    // Each replica caches its share of the Blogs and of their children. The Blog also reads
+    // ConfigMaps as related objects (a theme, posts): of that kind a replica caches, beside its
+    // share of the pages, the ConfigMaps no parent owns (none labelled with an owner). The
     // leader, which placed them, shows the members and each one's share.
+    let unowned = config_maps
+        .list(&ListParams::default().labels(&format!("!{OWNER_LABEL}")))
+        .await?
+        .items
+        .len();
     let mut coordinators = 0;
     for Replica { id, ops, .. } in &replicas {
         // `/plugins` says which member each replica is; the coordinator's, each one's share.
@@ -311,6 +339,11 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
                 "{id} caches {kind}s of its {share} Blogs only"
             );
         }
+        assert_eq!(
+            sample(&metrics, r#"weir_cached_objects{group="",kind="ConfigMap"}"#),
+            Some(share + unowned as f64),
+            "{id} caches the pages of its {share} Blogs and the {unowned} ConfigMaps no parent owns"
+        );
     }
     assert_eq!(coordinators, 1, "one leader placed the Blogs");
     Ok(())

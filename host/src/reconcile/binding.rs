@@ -90,19 +90,15 @@ impl Parts {
         let parent = self
             .informers
             .subscribe(&info.parent, Scope::Share, target(Route::Parent));
-        // A kind the plugin also reads as related is watched whole anyway: its children come
-        // from that one informer rather than from a second one of its share.
         let children: Vec<Subscription> = info
             .children
             .iter()
             .map(|kind| {
-                let scope = if info.related.contains(kind) {
-                    Scope::All
-                } else {
-                    Scope::Share
-                };
-                self.informers
-                    .subscribe(kind, scope, target(Route::Owner(info.parent.clone())))
+                self.informers.subscribe(
+                    kind,
+                    Scope::Share,
+                    target(Route::Owner(info.parent.clone())),
+                )
             })
             .collect();
         let mut related = Vec::new();
@@ -113,9 +109,17 @@ impl Parts {
                 self.metrics
                     .index_entries(&kind.group, &kind.kind, "related"),
             ));
+            // A kind the plugin also owns: its related objects are the ones no parent owns
+            // (a sharded replica caches only its own parents' children; unsharded, this is the
+            // children's informer too).
+            let scope = if info.children.contains(kind) {
+                Scope::Unowned
+            } else {
+                Scope::All
+            };
             let subscription =
                 self.informers
-                    .subscribe(kind, Scope::All, target(Route::Related(index.clone())));
+                    .subscribe(kind, scope, target(Route::Related(index.clone())));
             related.push(RelatedKind {
                 kind: kind.clone(),
                 index,

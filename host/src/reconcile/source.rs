@@ -103,6 +103,10 @@ pub enum Scope {
     Share,
     /// Related objects: every object of the kind, sharded or not.
     All,
+    /// Related objects of a kind the plugin also owns: in a host sharded by labels, the objects
+    /// no parent owns (without `shard.weir.dev/owner`), since every parent's children are
+    /// cached by their owner's replica, in its [`Scope::Share`]; otherwise every object.
+    Unowned,
 }
 
 /// How a sharded host's [`Scope::Share`] watches select its share (`crate::shard`).
@@ -120,7 +124,8 @@ const SELECTED: &str = "shardSelector";
 
 /// The host's informer registry: one watch and one store per kind (in the host's namespace
 /// scope), shared by every controller that reads the kind, reference-counted by
-/// [`Subscription`]s. A sharded host keeps two per kind at most: its share and the whole kind.
+/// [`Subscription`]s. A host sharded by labels keeps three per kind at most: its share, the
+/// objects no member owns, and the whole kind.
 ///
 /// The watch tasks belong to the registry, not to a subscriber: the first subscription of a
 /// kind starts its watch, the last one to be dropped stops it and frees the store, so a
@@ -189,6 +194,8 @@ impl Informers {
         let selector = match (scope, &self.shard) {
             (Scope::All, _) | (_, None) => None,
             (Scope::Share, Some(ShardScope::Labels(labels))) => Some(labels.clone()),
+            (Scope::Unowned, Some(ShardScope::Labels(_))) => Some(crate::shard::unowned()),
+            (Scope::Unowned, Some(ShardScope::Selector(_))) => None,
             (Scope::Share, Some(ShardScope::Selector(_))) => {
                 matches!(target.route, Route::Parent).then(|| SELECTED.to_owned())
             }
@@ -450,7 +457,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_sharded_registry_keeps_its_share_apart_from_the_whole_kind_and_an_unsharded_one_does_not()
+    async fn a_sharded_registry_keeps_its_share_and_the_unowned_apart_from_the_whole_kind_and_an_unsharded_one_does_not()
      {
         let metrics = Arc::new(Metrics::new());
         let sharded = Informers::sharded(
@@ -461,16 +468,30 @@ mod tests {
         );
         let share = sharded.subscribe(&kind("ConfigMap"), Scope::Share, target());
         let all = sharded.subscribe(&kind("ConfigMap"), Scope::All, target());
+        let unowned = sharded.subscribe(&kind("ConfigMap"), Scope::Unowned, target());
         assert!(!Arc::ptr_eq(share.store(), all.store()), "two watches");
-        assert_eq!(sharded.watched().len(), 2);
+        assert!(!Arc::ptr_eq(unowned.store(), all.store()), "and a third");
+        let mut selectors: Vec<Option<String>> =
+            sharded.lock().keys().map(|(_, s)| s.clone()).collect();
+        selectors.sort();
+        assert_eq!(
+            selectors,
+            [
+                None,
+                Some("!shard.weir.dev/owner".into()),
+                Some("shard.weir.dev/owner=a".into())
+            ],
+            "the whole kind, the objects nobody owns, this replica's share"
+        );
         let plain = Informers::new(offline_client(), None, metrics);
         let share = plain.subscribe(&kind("ConfigMap"), Scope::Share, target());
         let all = plain.subscribe(&kind("ConfigMap"), Scope::All, target());
+        let unowned = plain.subscribe(&kind("ConfigMap"), Scope::Unowned, target());
         assert!(
-            Arc::ptr_eq(share.store(), all.store()),
+            Arc::ptr_eq(share.store(), all.store()) && Arc::ptr_eq(share.store(), unowned.store()),
             "one watch when not sharded"
         );
-        assert_eq!(plain.watched(), vec![(kind("ConfigMap"), 2)]);
+        assert_eq!(plain.watched(), vec![(kind("ConfigMap"), 3)]);
     }
 
     #[tokio::test]

@@ -16,8 +16,12 @@
 //!    and queue hold about 1/N of the parents and their children. Related objects (read, never
 //!    owned: a theme ConfigMap, posts selected by label) are not sharded: every replica watches
 //!    them whole, in informers of their own (one per kind, shared by its plugins), since any
-//!    parent may select any of them. A kind a plugin both owns and relates is watched whole
-//!    for that plugin's children too (one informer, not two).
+//!    parent may select any of them. Of a kind a plugin both owns and relates (the Blog owns
+//!    its page ConfigMap and reads a theme ConfigMap), its related objects are those no parent
+//!    owns, watched with the selector `!shard.weir.dev/owner` ([`unowned`]): another replica's
+//!    children are cached by that replica alone, so a page is never read as another Blog's
+//!    theme. This is the one thing a plugin reads differently when sharded by labels; unsharded
+//!    (or by `shardSelector`), the kind is one informer that shows every object.
 //! 4. **Handover without two writers**: the coordinator never moves a parent whose owner is
 //!    alive directly. It adds `shard.weir.dev/drain`; the owner's queue reconciles the key
 //!    after any reconcile of it in flight, and instead of reconciling it removes both labels
@@ -151,6 +155,12 @@ pub fn check_identity(identity: &str) -> Result<(), IdentityError> {
 /// The label selector of `identity`'s share.
 pub fn selector(identity: &str) -> String {
     format!("{OWNER_LABEL}={identity}")
+}
+
+/// The label selector of the objects no member owns: neither a parent placed on a replica nor a
+/// child stamped by its parent's owner.
+pub fn unowned() -> String {
+    format!("!{OWNER_LABEL}")
 }
 
 /// Stamps the parent's owner label on every child, so the child lands in the same share (and a

@@ -43,6 +43,12 @@ impl Children {
             .collect()
     }
 
+    /// Each child's CPU time so far, user and system, in seconds: three replicas on two cores
+    /// share them, so their time to Ready alone does not say what each one costs.
+    pub(crate) fn cpu_seconds_each(&self) -> Vec<f64> {
+        self.0.iter().map(|c| cpu_seconds(c.id())).collect()
+    }
+
     /// Sum of the children's resident set sizes now.
     pub(crate) fn rss_mib(&self) -> f64 {
         self.0.iter().map(|c| status_mib(c.id(), "VmRSS:")).sum()
@@ -88,6 +94,25 @@ fn status_mib(pid: u32, field: &str) -> f64 {
 /// A process's `/proc/PID/status` (empty once it is gone).
 fn status_of(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default()
+}
+
+/// Clock ticks a second of the times in `/proc/PID/stat` (Linux's `USER_HZ`, 100 on every
+/// architecture this bench runs on).
+const USER_HZ: f64 = 100.0;
+
+/// A process's user plus system CPU time (all its threads), in seconds; 0 once it is gone.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name, which is in parentheses and may hold spaces: the state is
+    // the first, utime the 12th and stime the 13th (fields 14 and 15 of proc(5)).
+    let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+    let ticks: f64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse::<f64>().ok())
+        .sum();
+    ticks / USER_HZ
 }
 
 /// A size line of a status text, in MiB.

@@ -231,6 +231,12 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
             .collect();
         println!("{label}: peak RSS of each replica {} MiB", each.join(", "));
     }
+    let cpu: Vec<String> = children
+        .cpu_seconds_each()
+        .iter()
+        .map(|s| format!("{s:.1}"))
+        .collect();
+    println!("{label}: CPU seconds (user + system) of each process {}", cpu.join(", "));
     let memory = match ops {
         Some(addr) => Some(memory::Breakdown::read(addr).await?),
         None => None,
