@@ -340,7 +340,10 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
             );
         }
         assert_eq!(
-            sample(&metrics, r#"weir_cached_objects{group="",kind="ConfigMap"}"#),
+            sample(
+                &metrics,
+                r#"weir_cached_objects{group="",kind="ConfigMap"}"#
+            ),
             Some(share + unowned as f64),
             "{id} caches the pages of its {share} Blogs and the {unowned} ConfigMaps no parent owns"
         );

@@ -236,7 +236,10 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
         .iter()
         .map(|s| format!("{s:.1}"))
         .collect();
-    println!("{label}: CPU seconds (user + system) of each process {}", cpu.join(", "));
+    println!(
+        "{label}: CPU seconds (user + system) of each process {}",
+        cpu.join(", ")
+    );
     let memory = match ops {
         Some(addr) => Some(memory::Breakdown::read(addr).await?),
         None => None,
