@@ -30,7 +30,9 @@ use tower::{BoxError, Service};
 #[derive(Debug, thiserror::Error)]
 pub enum FenceError {
     /// This replica's lease may have run out (or was never held): the write was not sent.
-    #[error("{request} withheld: this replica may no longer hold the leader lease")]
+    #[error(
+        "{request} withheld: this replica may no longer hold its lease (the leader's, or its shard's)"
+    )]
     NotLeading {
         /// The `METHOD path` of the withheld request.
         request: String,

@@ -127,12 +127,13 @@ fn field_mib(status: &str, field: &str) -> f64 {
 }
 
 /// Starts the controller(s) of `setup` against the emulator of `kubeconfig`; for `weir run`,
-/// also the address of its (the first replica's) ops server (`/metrics`).
+/// also the address of each replica's ops server (`/metrics`, `/plugins`), in the children's
+/// order (none for twins).
 pub(crate) fn spawn(
     setup: &Setup,
     dir: &Path,
     kubeconfig: &Path,
-) -> Result<(Children, Option<std::net::SocketAddr>)> {
+) -> Result<(Children, Vec<std::net::SocketAddr>)> {
     match setup {
         Setup::Weir {
             binary,
@@ -148,11 +149,11 @@ pub(crate) fn spawn(
                     .with_context(|| format!("copying {}", p.display()))?;
             }
             let mut children = Children(Vec::new());
-            let mut first_ops = None;
+            let mut each_ops = Vec::new();
             for replica in 0..*replicas {
                 // A port free now, for the ops server.
                 let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
-                first_ops.get_or_insert(ops);
+                each_ops.push(ops);
                 let mut args = RunArgs {
                     cache_dir: cache.clone(),
                     workers: Some(WORKERS),
@@ -172,7 +173,7 @@ pub(crate) fn spawn(
                     .with_context(|| format!("starting {}", binary.display()))?;
                 children.0.push(child);
             }
-            Ok((children, first_ops))
+            Ok((children, each_ops))
         }
         Setup::Twins { namespaces } => {
             let mut children = Children(Vec::new());
@@ -194,7 +195,7 @@ pub(crate) fn spawn(
                     bail!("the native twin did not start: {line:?}");
                 }
             }
-            Ok((children, None))
+            Ok((children, Vec::new()))
         }
     }
 }

@@ -223,14 +223,6 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
     let rest_rss_mib = children.rss_mib();
     let (anon, file) = children.rss_split_mib();
     println!("{label}: RSS at rest {anon:.1} MiB anonymous + {file:.1} MiB file-backed");
-    if children.0.len() > 1 {
-        let each: Vec<String> = children
-            .peak_rss_each_mib()
-            .iter()
-            .map(|m| format!("{m:.0}"))
-            .collect();
-        println!("{label}: peak RSS of each replica {} MiB", each.join(", "));
-    }
     let cpu: Vec<String> = children
         .cpu_seconds_each()
         .iter()
@@ -240,8 +232,29 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
         "{label}: CPU seconds (user + system) of each process {}",
         cpu.join(", ")
     );
-    let memory = match ops {
-        Some(addr) => Some(memory::Breakdown::read(addr).await?),
+    if ops.len() > 1 {
+        // Each replica apart: its peak, its CPU time, its own gauges, and whether it is the
+        // coordinator (the leader, whose `/plugins` shows its pass).
+        let peaks = children.peak_rss_each_mib();
+        let cpu = children.cpu_seconds_each();
+        for (i, addr) in ops.iter().enumerate() {
+            let gauges = memory::Breakdown::read(*addr).await?;
+            let listed = weir::listing::fetch(&addr.to_string()).await?;
+            let coordinating = listed
+                .first()
+                .and_then(|p| p.shard.as_ref())
+                .is_some_and(|s| s.coordinating);
+            println!(
+                "{label}: replica {i}{}: peak RSS {:.1} MiB, CPU {:.1} s, {}",
+                if coordinating { " (coordinator)" } else { "" },
+                peaks.get(i).copied().unwrap_or_default(),
+                cpu.get(i).copied().unwrap_or_default(),
+                gauges.line()
+            );
+        }
+    }
+    let memory = match ops.first() {
+        Some(addr) => Some(memory::Breakdown::read(*addr).await?),
         None => None,
     };
     drop(children);

@@ -159,7 +159,7 @@ pub async fn run(args: SwapArgs) -> Result<()> {
         replicas: 1,
     };
     let (mut children, ops) = spawn(&setup, dir.path(), &kubeconfig)?;
-    let ops = ops.context("weir run's ops address")?.to_string();
+    let ops = ops.first().context("weir run's ops address")?.to_string();
     let plugin_dir = dir.path().join("plugins");
 
     // Watch the Blogs' children before any exists, so every version of each is seen.
