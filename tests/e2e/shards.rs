@@ -277,7 +277,7 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
     // share of the pages, the ConfigMaps no parent owns (none labelled with an owner). The
     // leader, which placed them, shows the members and each one's share.
     let unowned = config_maps
-        .list(&ListParams::default().labels(&format!("!{OWNER_LABEL}")))
+        .list(&ListParams::default().labels(&weir::shard::unowned()))
         .await?
         .items
         .len();

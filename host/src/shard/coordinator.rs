@@ -234,9 +234,7 @@ impl Coordinator {
             };
             let mut of_kind: BTreeMap<String, i64> =
                 ring.members().iter().map(|m| (m.clone(), 0)).collect();
-            let namespace = self.namespace.as_deref().filter(|_| kind.namespaced);
-            let list =
-                kube::core::Request::new(DynamicObject::url_path(&kind.api_resource(), namespace));
+            let list = collection(&kind, self.namespace.as_deref());
             let mut params = ListParams::default().limit(PAGE);
             loop {
                 let page = self.list_page(&list, &params).await.map_err(|source| {
@@ -342,6 +340,13 @@ impl Coordinator {
     }
 }
 
+/// Requests on `kind`'s collection in `namespace` (all namespaces when `None`, or when the kind
+/// is cluster-scoped).
+fn collection(kind: &ResourceKind, namespace: Option<&str>) -> kube::core::Request {
+    let namespace = namespace.filter(|_| kind.namespaced);
+    kube::core::Request::new(DynamicObject::url_path(&kind.api_resource(), namespace))
+}
+
 /// A merge patch of `labels` on the parent `meta` describes, only if it is still at `meta`'s
 /// `resourceVersion`; API errors (a 409 among them) as kube's client reports them.
 pub(super) async fn relabel(
@@ -350,8 +355,6 @@ pub(super) async fn relabel(
     meta: &ObjectMeta,
     labels: Value,
 ) -> Result<(), kube::Error> {
-    let namespace = meta.namespace.as_deref().filter(|_| kind.namespaced);
-    let url = DynamicObject::url_path(&kind.api_resource(), namespace);
     let patch = json!({"metadata": {
         "resourceVersion": meta.resource_version,
         "labels": labels,
@@ -361,7 +364,7 @@ pub(super) async fn relabel(
         ..PatchParams::default()
     };
     let name = meta.name.clone().unwrap_or_default();
-    let mut request = kube::core::Request::new(url)
+    let mut request = collection(kind, meta.namespace.as_deref())
         .patch(&name, &params, &Patch::Merge(&patch))
         .map_err(kube::Error::BuildRequest)?;
     request.extensions_mut().insert("patch");

@@ -223,22 +223,20 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
     let rest_rss_mib = children.rss_mib();
     let (anon, file) = children.rss_split_mib();
     println!("{label}: RSS at rest {anon:.1} MiB anonymous + {file:.1} MiB file-backed");
-    let cpu: Vec<String> = children
-        .cpu_seconds_each()
-        .iter()
-        .map(|s| format!("{s:.1}"))
-        .collect();
+    let cpu = children.cpu_seconds_each();
+    let shown: Vec<String> = cpu.iter().map(|s| format!("{s:.1}")).collect();
     println!(
         "{label}: CPU seconds (user + system) of each process {}",
-        cpu.join(", ")
+        shown.join(", ")
     );
-    if ops.len() > 1 {
-        // Each replica apart: its peak, its CPU time, its own gauges, and whether it is the
-        // coordinator (the leader, whose `/plugins` shows its pass).
-        let peaks = children.peak_rss_each_mib();
-        let cpu = children.cpu_seconds_each();
-        for (i, addr) in ops.iter().enumerate() {
-            let gauges = memory::Breakdown::read(*addr).await?;
+    // `weir run`'s own gauges: the row's are the first replica's; sharded, each replica apart
+    // too, with its peak, its CPU time and whether it is the coordinator (the leader, whose
+    // `/plugins` shows its pass).
+    let peaks = children.peak_rss_each_mib();
+    let mut memory = None;
+    for (i, addr) in ops.iter().enumerate() {
+        let gauges = memory::Breakdown::read(*addr).await?;
+        if ops.len() > 1 {
             let listed = weir::listing::fetch(&addr.to_string()).await?;
             let coordinating = listed
                 .first()
@@ -252,11 +250,8 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
                 gauges.line()
             );
         }
+        memory.get_or_insert(gauges);
     }
-    let memory = match ops.first() {
-        Some(addr) => Some(memory::Breakdown::read(*addr).await?),
-        None => None,
-    };
     drop(children);
     emulator.shutdown().await;
     Ok(Row {
