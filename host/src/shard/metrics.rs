@@ -95,7 +95,7 @@ impl ShardMetrics {
         );
         registry.register(
             "shard_owned_parents",
-            "Parents labelled for each member at the coordinator's last pass",
+            "Parents labelled for each member: at the coordinator's last whole pass, plus those it assigned since",
             self.owned.clone(),
         );
         registry.register(

@@ -39,8 +39,9 @@
 //!
 //! The coordinator's own writes go through the leader's fence. Known limits of this first
 //! slice: children left behind by an old owner that the new owner no longer wants are not
-//! pruned (the new owner's cache never shows them); the coordinator lists every parent's
-//! metadata each pass rather than watching. The leader's `/metrics` and `/plugins` show the
+//! pruned (the new owner's cache never shows them); the coordinator lists parents' metadata
+//! rather than watching them (every parent when something may have moved one, at least every
+//! 30 s; otherwise the parents without an owner). The leader's `/metrics` and `/plugins` show the
 //! members, the parents each owns and the moves; every replica's `/plugins` names its member
 //! ([`metrics`]).
 
