@@ -12,7 +12,10 @@
 //! - managedFields are dropped before caching (kube-rs's documented memory saving; Weir does too);
 //! - a requeue after `resync`, like Weir's resync.
 //!
-//! It emits no Events (Weir emits one per Blog) and has no hot-loop guard or metrics.
+//! - like Weir, one Event (`Applied`, with kube-runtime's `Recorder`) per reconcile that applied
+//!   children, so both sides do the same work for the request count to compare.
+//!
+//! It has no hot-loop guard or metrics.
 //!
 //! Its Blog type is fixed at compile time, so the benchmark's ten-plugin row (Weir serving ten
 //! kinds) runs ten twins, each confined to a namespace of its own, rather than ten twin kinds.
@@ -28,6 +31,7 @@ use k8s_openapi::serde::de::DeserializeOwned;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::discovery::ApiResource;
 use kube::runtime::controller::Action;
+use kube::runtime::events::{Event as Note, EventType, Recorder, Reporter};
 use kube::runtime::finalizer::{self, Event};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{Controller, Predicate, PredicateConfig, WatchStreamExt, predicates, watcher};
@@ -85,9 +89,10 @@ pub enum TwinError {
     },
 }
 
-/// What every reconcile shares: the client and the cached children.
+/// What every reconcile shares: the client, the Event recorder and the cached children.
 struct Ctx {
     client: Client,
+    recorder: Recorder,
     config_maps: Store<ConfigMap>,
     deployments: Store<Deployment>,
     services: Store<Service>,
@@ -160,6 +165,7 @@ async fn apply(blog: Arc<Blog>, ctx: &Ctx) -> Result<Action, TwinError> {
         .controller_owner_ref(&())
         .ok_or_else(|| TwinError::NoUid { blog: key.clone() })?;
     let params = PatchParams::apply("native-twin").force();
+    let mut applied = Vec::new();
     for mut child in out.children.iter() {
         child["metadata"]["namespace"] = json!(ns);
         child["metadata"]["ownerReferences"] = json!([owner]);
@@ -182,10 +188,24 @@ async fn apply(blog: Arc<Blog>, ctx: &Ctx) -> Result<Action, TwinError> {
             .await
             .map_err(|source| TwinError::Apply {
                 blog: key.clone(),
-                kind,
-                name: child_name,
+                kind: kind.clone(),
+                name: child_name.clone(),
                 source: Box::new(source),
             })?;
+        applied.push(format!("applied {kind} {child_name}"));
+    }
+    if !applied.is_empty() {
+        let note = Note {
+            type_: EventType::Normal,
+            reason: "Applied".into(),
+            note: Some(applied.join(", ")),
+            action: "Reconcile".into(),
+            secondary: None,
+        };
+        // As in Weir, an Event that cannot be published is logged, never fatal.
+        if let Err(e) = ctx.recorder.publish(&note, &blog.object_ref(&())).await {
+            tracing::warn!(blog = %key, error = %e, "could not publish an Event");
+        }
     }
     let desired: Option<BlogStatus> =
         out.status
@@ -296,8 +316,10 @@ pub async fn run(client: Client, namespace: Option<&str>, workers: u16, resync: 
     let (config_maps, config_map_events) = cached::<ConfigMap>(&client, namespace);
     let (deployments, deployment_events) = cached::<Deployment>(&client, namespace);
     let (services, service_events) = cached::<Service>(&client, namespace);
+    let recorder = Recorder::new(client.clone(), Reporter::from("native-twin".to_owned()));
     let ctx = Arc::new(Ctx {
         client,
+        recorder,
         config_maps,
         deployments,
         services,
