@@ -1,9 +1,10 @@
 //! The consistent-hash ring: which member owns a parent, moving few parents when members change.
 //!
-//! Each member stands on the ring at [`VNODES`] points (virtual nodes), the hash of
-//! `member#i`; a parent's key (its UID) belongs to the first point at or after the key's own
-//! hash, wrapping around. Many points per member even out the shares; and since a member's
-//! points do not depend on the other members, a member that joins takes parents only from the
+//! Each member stands on the ring at a number of points (virtual nodes: [`LABELLED_VNODES`] for
+//! the coordinator's labels, [`VNODES`] for `shardSelector` ranges), the hash of `member#i`; a
+//! parent's key (its UID) belongs to the first point at or after the key's own hash, wrapping
+//! around. Many points per member even out the shares; and since a member's points do not
+//! depend on the other members, a member that joins takes parents only from the
 //! others (about 1/N of them), and one that leaves gives only its own away.
 
 use sha2::{Digest, Sha256};
@@ -16,7 +17,7 @@ pub const VNODES: usize = 256;
 /// Points per member of the ring the coordinator labels by ([`super::coordinator`]). It is
 /// never written out as ranges, so more points cost only hashing them, once per change of the
 /// members (a few milliseconds); at 4,096 a member's share is within about 3% of 1/N of the
-/// hashes (the test below), where 256 left one of three replicas a third more parents than
+/// hashes (the test below), where 256 left one of three replicas a fifth more parents than
 /// another.
 pub const LABELLED_VNODES: usize = 4096;
 
