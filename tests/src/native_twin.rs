@@ -10,8 +10,7 @@
 //! - the status is patched only when it differs from the Blog's;
 //! - kube-runtime's `finalizer()` helper holds the finalizer;
 //! - managedFields are dropped before caching (kube-rs's documented memory saving; Weir does too);
-//! - a requeue after `resync`, like Weir's resync.
-//!
+//! - a requeue after `resync`, like Weir's resync;
 //! - like Weir, one Event (`Applied`, with kube-runtime's `Recorder`) per reconcile that applied
 //!   children, so both sides do the same work for the request count to compare.
 //!

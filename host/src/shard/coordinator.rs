@@ -236,11 +236,13 @@ impl Coordinator {
             let passed = self.pass(&mut whole).await;
             expiry = passed.as_ref().ok().and_then(|p| p.first_expiry);
             match passed {
-                Ok(pass) if pass.assigned + pass.drained > 0 => {
+                Ok(pass) if pass.assigned + pass.drained + pass.failed > 0 => {
                     tracing::info!(
+                        whole = pass.whole,
                         parents = pass.parents,
                         assigned = pass.assigned,
                         drained = pass.drained,
+                        failed = pass.failed,
                         "shard assignment pass"
                     );
                 }
@@ -254,11 +256,9 @@ impl Coordinator {
     /// when `last` (the last whole pass, updated here) still holds.
     pub async fn pass(&self, last: &mut Option<Whole>) -> Result<Pass, CoordinatorError> {
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), &self.config.namespace);
-        let (mut members, first_expiry) = members::members_until(&leases)
+        let (members, first_expiry) = members::members_until(&leases)
             .await
             .map_err(CoordinatorError::Members)?;
-        members.sort();
-        members.dedup();
         let mut pass = Pass {
             first_expiry,
             ..Pass::default()
@@ -267,20 +267,21 @@ impl Coordinator {
             *last = None;
             return Ok(pass);
         }
-        let since = last.take().filter(|w| w.still_holds(&members));
-        pass.whole = since.is_none();
-        let ring = match &since {
-            Some(w) => w.ring.clone(),
-            None => Ring::new(members, LABELLED_VNODES),
+        // A pass over the unowned goes on from the last whole pass: its ring, its time and
+        // its counts, taken over rather than copied.
+        let (ring, whole_at) = match last.take().filter(|w| w.still_holds(&members)) {
+            Some(w) => {
+                pass.owned = w.owned;
+                pass.owned_by_kind = w.owned_by_kind;
+                (w.ring, Some(w.at))
+            }
+            None => (Ring::new(members, LABELLED_VNODES), None),
         };
+        pass.whole = whole_at.is_none();
         let zero =
             || -> BTreeMap<String, i64> { ring.members().iter().map(|m| (m.clone(), 0)).collect() };
-        match &since {
-            Some(w) => {
-                pass.owned = w.owned.clone();
-                pass.owned_by_kind = w.owned_by_kind.clone();
-            }
-            None => pass.owned = zero(),
+        if pass.whole {
+            pass.owned = zero();
         }
         let mut params = ListParams::default().limit(PAGE);
         if !pass.whole {
@@ -292,10 +293,8 @@ impl Coordinator {
             } else {
                 format!("{}.{}", kind.kind, kind.group)
             };
-            let mut of_kind = match pass.owned_by_kind.remove(&shown) {
-                Some(counted) if !pass.whole => counted,
-                _ => zero(),
-            };
+            // A whole pass starts with no counts, so every kind from zero.
+            let mut of_kind = pass.owned_by_kind.remove(&shown).unwrap_or_else(zero);
             let list = collection(&kind, self.namespace.as_deref());
             let mut params = params.clone();
             loop {
@@ -349,7 +348,7 @@ impl Coordinator {
         self.metrics
             .passed(ring.members(), &pass.owned, pass.owned_by_kind.clone());
         *last = Some(Whole {
-            at: since.as_ref().map_or_else(Instant::now, |w| w.at),
+            at: whole_at.unwrap_or_else(Instant::now),
             failed: pass.failed > 0,
             owned: pass.owned.clone(),
             owned_by_kind: pass.owned_by_kind.clone(),

@@ -74,7 +74,8 @@ pub async fn members(api: &Api<Lease>) -> Result<Vec<String>, kube::Error> {
     Ok(members_until(api).await?.0)
 }
 
-/// [`members`], and when the first of their Leases runs out unless renewed.
+/// [`members`] (sorted; each once, as a member is named by its Lease's name), and when the
+/// first of their Leases runs out unless renewed.
 pub async fn members_until(
     api: &Api<Lease>,
 ) -> Result<(Vec<String>, Option<SystemTime>), kube::Error> {
