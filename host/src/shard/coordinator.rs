@@ -363,11 +363,11 @@ impl Coordinator {
     /// A connection's read buffer grows to the largest answer it carried (a page: up to about
     /// 300 KiB) and keeps that size for as long as the connection lives, and kube's connection
     /// pool keeps an idle connection open until the server closes it. The label writes keep up
-    /// to [`PLACING`] connections open, so one page after another landed on another of them: at 3,000 Blogs the
-    /// coordinator held 1.8 MiB more of such buffers than a replica of the same share
-    /// (heaptrack), and its peak RSS was 2–2.5 MiB higher; with each page's connection closed
-    /// the two are level. The cost is a connection per page (a TLS handshake on a cluster):
-    /// one a pass, plus one per [`PAGE`] parents on a whole pass.
+    /// to [`PLACING`] connections open, so one page after another landed on another of them:
+    /// at 3,000 Blogs the coordinator held 1.8 MiB more of such buffers than a replica of the
+    /// same share (heaptrack), and its peak RSS was 2–2.5 MiB higher; with each page's
+    /// connection closed the two are level. The cost is a connection per page (a TLS handshake
+    /// on a cluster): one a pass, plus one per [`PAGE`] parents on a whole pass.
     async fn list_page(
         &self,
         list: &kube::core::Request,
