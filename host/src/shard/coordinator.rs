@@ -478,13 +478,7 @@ mod tests {
 
     #[test]
     fn a_page_is_asked_for_as_metadata_on_a_connection_closed_after_it() {
-        let kind = ResourceKind {
-            group: "example.dev".into(),
-            version: "v1".into(),
-            kind: "Blog".into(),
-            plural: "blogs".into(),
-            namespaced: true,
-        };
+        let kind = ResourceKind::of_v1("example.dev", "Blog", "blogs", true);
         let params = ListParams::default()
             .limit(PAGE)
             .labels(&unowned())
