@@ -42,6 +42,9 @@ step "build the workspace's tests once (and with them target/debug/weir)"
 # wasmparser's features differently from the workspace's tests and would compile wasmtime twice.
 cargo test --workspace --no-run
 
+step "the benchmark's Blog copies: the Blog's CRD text under each copy's names"
+WEIR_BLOG_COPY=3 cargo test -p weir-plugin-blog --features bench-copy --lib copy
+
 # `weir test` and the end-to-end harness share one compiled-plugin cache, so a
 # component is compiled once per run, not once per step.
 export WEIR_CACHE_DIR="$root/target/plugin-cache"

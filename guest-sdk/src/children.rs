@@ -83,7 +83,21 @@ impl Children {
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        get(&self.0, name)
+        get::<K, K>(&self.0, name)
+    }
+
+    /// The child of type `K` called `name`, decoded as `T`: a struct of only the fields the
+    /// plugin reads (a Deployment's `status.readyReplicas`, say).
+    ///
+    /// A component carries the decoder of every type it decodes, and the host keeps each
+    /// plugin's compiled code in memory. Decoding a whole Deployment links a decoder for every
+    /// field a Pod can have: about 300 KB of the Blog's component, 0.9 MB of compiled code.
+    pub fn get_as<K, T>(&self, name: &str) -> Result<Option<T>, Error>
+    where
+        K: k8s_openapi::Resource,
+        T: DeserializeOwned,
+    {
+        get::<K, T>(&self.0, name)
     }
 
     /// Every child of type `K`.
@@ -123,7 +137,7 @@ impl Related<'_> {
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        get(self.0, name)
+        get::<K, K>(self.0, name)
     }
 
     /// Every selected object of type `K`, sorted by name.
@@ -133,7 +147,10 @@ impl Related<'_> {
     {
         let mut entries: Vec<&Entry> = of_kind::<K>(self.0).collect();
         entries.sort_by(|a, b| a.head.metadata.name.cmp(&b.head.metadata.name));
-        entries.into_iter().map(decode).collect()
+        entries
+            .into_iter()
+            .map(|entry| decode(entry, K::KIND))
+            .collect()
     }
 
     /// How many selected objects exist.
@@ -153,13 +170,15 @@ fn of_kind<K: k8s_openapi::Resource>(entries: &[Entry]) -> impl Iterator<Item = 
         .filter(|entry| entry.head.api_version == K::API_VERSION && entry.head.kind == K::KIND)
 }
 
-fn get<K>(entries: &[Entry], name: &str) -> Result<Option<K>, Error>
+/// The entry of kind `K` called `name`, decoded as `T` (`K` itself, or a part of it).
+fn get<K, T>(entries: &[Entry], name: &str) -> Result<Option<T>, Error>
 where
-    K: k8s_openapi::Resource + DeserializeOwned,
+    K: k8s_openapi::Resource,
+    T: DeserializeOwned,
 {
     of_kind::<K>(entries)
         .find(|entry| entry.head.metadata.name == name)
-        .map(decode)
+        .map(|entry| decode(entry, K::KIND))
         .transpose()
 }
 
@@ -167,15 +186,17 @@ fn list<K>(entries: &[Entry]) -> Result<Vec<K>, Error>
 where
     K: k8s_openapi::Resource + DeserializeOwned,
 {
-    of_kind::<K>(entries).map(decode).collect()
+    of_kind::<K>(entries)
+        .map(|entry| decode(entry, K::KIND))
+        .collect()
 }
 
-fn decode<K: k8s_openapi::Resource + DeserializeOwned>(entry: &Entry) -> Result<K, Error> {
+fn decode<T: DeserializeOwned>(entry: &Entry, kind: &str) -> Result<T, Error> {
     // No field path here: a second, path-tracking decoder per kind would add
     // ~200 KB to the component, for objects the API server has validated.
     serde_json::from_str(&entry.json).map_err(|e| {
         let name = &entry.head.metadata.name;
-        Error::permanent(format!("observed {} {name} does not decode: {e}", K::KIND))
+        Error::permanent(format!("observed {kind} {name} does not decode: {e}"))
     })
 }
 

@@ -138,6 +138,43 @@ fn list_returns_every_child_of_a_type() {
     assert_eq!(names, ["a", "c"]);
 }
 
+/// What a plugin reads of a ConfigMap when it needs only one key.
+#[derive(Deserialize, Debug, PartialEq)]
+struct TextOnly {
+    data: TextData,
+}
+
+#[derive(Deserialize, Debug, PartialEq)]
+struct TextData {
+    text: String,
+}
+
+#[test]
+fn get_as_decodes_only_the_part_asked_for_of_the_child_of_that_type_and_name() {
+    let children: Children = vec![
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "n1"}, "data": {"text": "service"}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n1"}, "data": {"text": "yes", "other": "x"}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n2"}, "data": {"text": 5}}),
+    ]
+    .into();
+    let part = children.get_as::<ConfigMap, TextOnly>("n1").unwrap();
+    assert_eq!(
+        part,
+        Some(TextOnly {
+            data: TextData {
+                text: "yes".to_owned()
+            }
+        })
+    );
+    assert_eq!(children.get_as::<ConfigMap, TextOnly>("n3").unwrap(), None);
+    let err = children.get_as::<ConfigMap, TextOnly>("n2").unwrap_err();
+    assert!(!err.is_transient());
+    assert!(
+        err.message().contains("ConfigMap n2") && err.message().contains("expected a string"),
+        "{err}"
+    );
+}
+
 #[test]
 fn a_child_that_does_not_decode_is_a_permanent_error_naming_it() {
     let bad = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "n1"}, "data": {"text": 5}});

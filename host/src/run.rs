@@ -156,6 +156,10 @@ pub struct HostArgs {
     /// Keys reconciled at once, per plugin.
     #[arg(long, default_value_t = 4)]
     pub workers: usize,
+    /// Keys reconciled at once, all plugins together; when the limit binds, the plugins take
+    /// turns [default: 8 per CPU].
+    #[arg(long, value_name = "N")]
+    pub max_concurrent_reconciles: Option<usize>,
     /// Seconds between periodic resyncs of every parent.
     #[arg(long, default_value_t = 600)]
     pub resync_secs: u64,
@@ -235,7 +239,11 @@ impl HostArgs {
             }
             None => None,
         };
+        let defaults = ManagerConfig::default();
         Ok(ManagerConfig {
+            max_concurrent_reconciles: self
+                .max_concurrent_reconciles
+                .unwrap_or(defaults.max_concurrent_reconciles),
             controller: ControllerConfig {
                 workers: self.workers,
                 resync: std::time::Duration::from_secs(self.resync_secs),
@@ -249,7 +257,7 @@ impl HostArgs {
             listen: Some(self.listen),
             policy: Arc::new(policy),
             rollout: self.rollout.config(),
-            ..ManagerConfig::default()
+            ..defaults
         })
     }
 }

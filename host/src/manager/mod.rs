@@ -24,7 +24,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use kube::Client;
-use tokio::sync::mpsc;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
@@ -90,6 +90,14 @@ pub enum PluginSource {
     },
 }
 
+/// Reconciles in flight per CPU, by default. A reconcile spends most of its time waiting for
+/// the API server, so more of them than CPUs keep the CPUs busy; but each holds its inputs, its
+/// answer and its writes meanwhile, and with a bound per plugin only (`--workers`) fifty plugins
+/// held 400 at once: 0.5 MiB of the host's memory per plugin (`tests/BENCHMARKS.md`). Eight per
+/// CPU still outrun the API client's default limit: at five requests a reconcile taking 20 ms
+/// each, 16 in flight ask 800 a second, where the client allows 500.
+pub const DEFAULT_RECONCILES_PER_CPU: usize = 8;
+
 /// Everything the host runs with.
 #[derive(Clone, Debug)]
 pub struct ManagerConfig {
@@ -97,6 +105,10 @@ pub struct ManagerConfig {
     pub controller: ControllerConfig,
     /// Plugin calls in flight at once, across all plugins; one plugin may hold half of them.
     pub max_concurrent_calls: usize,
+    /// Reconciles in flight at once, across all plugins (each plugin also at most its
+    /// `controller.workers`); a plugin waiting for one holds none, and they are handed out in
+    /// the order asked for.
+    pub max_concurrent_reconciles: usize,
     /// Limits of every plugin call (for plugins the directory source loads).
     pub limits: Limits,
     /// Lease-based leader election; `None` runs as the only replica.
@@ -121,6 +133,7 @@ impl Default for ManagerConfig {
         Self {
             controller: ControllerConfig::default(),
             max_concurrent_calls: cpus * 2,
+            max_concurrent_reconciles: DEFAULT_RECONCILES_PER_CPU * cpus,
             limits: Limits::default(),
             leader: None,
             shard: None,
@@ -235,6 +248,7 @@ impl Manager {
             metrics.clone(),
             ControllerConfig {
                 validation: config.policy.validation(),
+                reconcile_slots: Arc::new(Semaphore::new(config.max_concurrent_reconciles.max(1))),
                 sharded: config.shard.is_some(),
                 share: share.clone(),
                 ..config.controller.clone()

@@ -67,6 +67,11 @@ use crate::plugin::{PluginInfo, ReconcileResponse, Requeue};
 pub struct ControllerConfig {
     /// Keys reconciled at once.
     pub workers: usize,
+    /// Reconciles in flight at once across every controller given the same semaphore: the
+    /// manager gives all of its controllers one (`ManagerConfig::max_concurrent_reconciles`),
+    /// so that what reconciles in flight hold (their inputs, answers and pending writes) is
+    /// bounded by the host, not multiplied by its plugins. The default has no bound of its own.
+    pub reconcile_slots: Arc<Semaphore>,
     /// Every parent is reconciled at least this often.
     pub resync: Duration,
     /// Backoff, rate limit and hot-loop guard.
@@ -94,6 +99,7 @@ impl Default for ControllerConfig {
     fn default() -> Self {
         Self {
             workers: 4,
+            reconcile_slots: Arc::new(Semaphore::new(Semaphore::MAX_PERMITS)),
             resync: Duration::from_secs(600),
             queue: QueueConfig::default(),
             instance: "weir".into(),

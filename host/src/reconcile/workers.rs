@@ -36,6 +36,10 @@ impl Controller {
             workers.spawn(async move {
                 while let Some(key) = this.parts.queue.next().await {
                     let held = this.parts.queue.in_flight(key);
+                    // A slot among the reconciles of all the host's plugins, taken after the
+                    // key so that a plugin with nothing to do holds none, and given back when
+                    // this reconcile ends. The semaphore is never closed.
+                    let _slot = this.parts.config.reconcile_slots.acquire().await;
                     let (binding, shadow) = this.route(held.key());
                     let depth = this.parts.queue.depth();
                     this.parts.metrics.queue_depth(&binding.info().name, depth);

@@ -1,13 +1,21 @@
 //! Workers dropped in flight, as a lost lease drops them: the key they held is reconciled again
-//! once the workers run again, not left "processing" for good.
+//! once the workers run again, not left "processing" for good. And the host's bound on
+//! reconciles in flight, shared by its controllers.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::time::Duration;
 
+use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
+use tokio::sync::Semaphore;
+use weir_emulator::{Emulator, EmulatorConfig};
 
 use super::finalize_tests::{config_maps, create_service, on_emulator, until};
 use super::invoke::{PluginError, Reconciler};
+use super::source::Informers;
+use super::{Controller, ControllerConfig};
+use crate::metrics::Metrics;
 use crate::plugin::test_info::{namespaced, owning_config_maps};
 use crate::plugin::{
     FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse, Requeue,
@@ -87,4 +95,106 @@ async fn a_key_whose_workers_were_dropped_mid_reconcile_is_reconciled_when_they_
     })
     .await;
     assert!(plugin.calls.load(Ordering::SeqCst) >= 2, "reconciled again");
+}
+
+/// Takes a while over each parent and wants nothing; counts the calls in progress at once, across
+/// every plugin given the same counter.
+struct Slow {
+    info: PluginInfo,
+    at_once: Arc<AtOnce>,
+}
+
+#[derive(Default)]
+struct AtOnce {
+    now: AtomicUsize,
+    most: AtomicUsize,
+    calls: AtomicUsize,
+}
+
+impl Reconciler for Slow {
+    fn info(&self) -> &PluginInfo {
+        &self.info
+    }
+    fn reconcile(&self, _: &ReconcileRequest) -> Result<ReconcileResponse, PluginError> {
+        let now = self.at_once.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.at_once.most.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(40));
+        self.at_once.now.fetch_sub(1, Ordering::SeqCst);
+        self.at_once.calls.fetch_add(1, Ordering::SeqCst);
+        Ok(ReconcileResponse {
+            children: vec![],
+            status: None,
+            requeue: Requeue::Done,
+        })
+    }
+    fn finalize(&self, _: &FinalizeRequest) -> Result<FinalizeResponse, PluginError> {
+        Ok(FinalizeResponse::complete())
+    }
+}
+
+/// Two plugins of four workers each, with call slots for all eight, share two reconcile slots
+/// (as the manager gives all its controllers one semaphore): never more than two of their
+/// reconciles run at once, and both plugins get through all their parents.
+#[tokio::test]
+async fn controllers_sharing_reconcile_slots_never_run_more_reconciles_at_once() {
+    let emulator = Emulator::start(EmulatorConfig::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let client = emulator.client();
+    let metrics = Arc::new(Metrics::new());
+    let informers = Informers::new(client.clone(), None, metrics.clone());
+    let calls = (Arc::new(Semaphore::new(16)), 8);
+    let config = ControllerConfig {
+        workers: 4,
+        reconcile_slots: Arc::new(Semaphore::new(2)),
+        namespace: Some("default".into()),
+        ..ControllerConfig::default()
+    };
+    let at_once = Arc::new(AtOnce::default());
+    let kinds = [
+        namespaced("", "Service", "services"),
+        namespaced("", "ServiceAccount", "serviceaccounts"),
+    ];
+    for kind in &kinds {
+        let plugin = Arc::new(Slow {
+            info: owning_config_maps(&kind.plural, kind.clone()),
+            at_once: at_once.clone(),
+        });
+        let controller = Arc::new(Controller::new(
+            client.clone(),
+            informers.clone(),
+            plugin,
+            calls.clone(),
+            metrics.clone(),
+            config.clone(),
+        ));
+        tokio::spawn(controller.run_workers());
+    }
+    for kind in &kinds {
+        let api =
+            Api::<DynamicObject>::namespaced_with(client.clone(), "default", &kind.api_resource());
+        for n in 0..8 {
+            let mut object = json!({
+                "apiVersion": "v1", "kind": kind.kind,
+                "metadata": {"name": format!("p{n}"), "namespace": "default"},
+            });
+            if kind.kind == "Service" {
+                object["spec"] = json!({"ports": [{"port": 80}]});
+            }
+            let object: DynamicObject =
+                serde_json::from_value(object).unwrap_or_else(|e| panic!("{e}"));
+            api.create(&PostParams::default(), &object)
+                .await
+                .unwrap_or_else(|e| panic!("creating {} p{n}: {e}", kind.kind));
+        }
+    }
+    until("every parent of both plugins reconciled", || async {
+        (at_once.calls.load(Ordering::SeqCst) >= 16).then_some(())
+    })
+    .await;
+    assert_eq!(
+        at_once.most.load(Ordering::SeqCst),
+        2,
+        "reconciles at once across the two plugins (two slots, eight workers)"
+    );
 }

@@ -3,7 +3,7 @@
 //! The children depend on the Blog's spec and the related ConfigMaps it
 //! selected (its theme by name, its posts by label selector), never on what
 //! was observed, so a child edited by hand is put back at the next reconcile.
-//! Only the status reads an observed child (the Deployment's `readyReplicas`).
+//! Only the status reads an observed child (the Deployment's `readyReplicas`, and only that).
 //! `README.md` specifies every child field by field for the Python and
 //! JavaScript ports, and `fixtures/` pins it.
 
@@ -76,7 +76,7 @@ impl Reconciler for BlogReconciler {
             manifests::deployment(&names, &blog.spec.image, blog.spec.replicas, &hash).into(),
             manifests::service(&names).into(),
         ];
-        let deployment = observed.get::<Deployment>(&names.blog)?;
+        let deployment = observed.get_as::<Deployment, status::Readiness>(&names.blog)?;
         let status = status::of(blog, deployment.as_ref(), read.theme_missing);
         // Done even while pods are starting: readiness only changes through the
         // Deployment's status, which the host watches, so polling adds nothing.
