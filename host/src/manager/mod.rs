@@ -248,7 +248,11 @@ impl Manager {
             metrics.clone(),
             ControllerConfig {
                 validation: config.policy.validation(),
-                reconcile_slots: Arc::new(Semaphore::new(config.max_concurrent_reconciles.max(1))),
+                reconcile_slots: Arc::new(Semaphore::new(
+                    config
+                        .max_concurrent_reconciles
+                        .clamp(1, Semaphore::MAX_PERMITS),
+                )),
                 sharded: config.shard.is_some(),
                 share: share.clone(),
                 ..config.controller.clone()

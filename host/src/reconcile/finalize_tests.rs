@@ -86,17 +86,24 @@ impl Reconciler for ScaleDown {
     }
 }
 
-/// A controller for `plugin` on a fresh emulator, its workers not started: the emulator, its
-/// client and the controller.
-pub(super) async fn on_emulator(
-    plugin: Arc<dyn Reconciler>,
-) -> (Emulator, Client, Arc<Controller>) {
+/// A fresh emulator and what the controllers on it share: the emulator, its client, the
+/// metrics and the informer registry.
+pub(super) async fn emulator_and_informers() -> (Emulator, Client, Arc<Metrics>, Arc<Informers>) {
     let emulator = Emulator::start(EmulatorConfig::default())
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let client = emulator.client();
     let metrics = Arc::new(Metrics::new());
     let informers = Informers::new(client.clone(), None, metrics.clone());
+    (emulator, client, metrics, informers)
+}
+
+/// A controller for `plugin` on a fresh emulator, its workers not started: the emulator, its
+/// client and the controller.
+pub(super) async fn on_emulator(
+    plugin: Arc<dyn Reconciler>,
+) -> (Emulator, Client, Arc<Controller>) {
+    let (emulator, client, metrics, informers) = emulator_and_informers().await;
     let controller = Arc::new(Controller::new(
         client.clone(),
         informers,

@@ -9,13 +9,12 @@ use std::time::Duration;
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
 use tokio::sync::Semaphore;
-use weir_emulator::{Emulator, EmulatorConfig};
 
-use super::finalize_tests::{config_maps, create_service, on_emulator, until};
+use super::finalize_tests::{
+    config_maps, create_service, emulator_and_informers, on_emulator, until,
+};
 use super::invoke::{PluginError, Reconciler};
-use super::source::Informers;
 use super::{Controller, ControllerConfig};
-use crate::metrics::Metrics;
 use crate::plugin::test_info::{namespaced, owning_config_maps};
 use crate::plugin::{
     FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse, Requeue,
@@ -137,12 +136,7 @@ impl Reconciler for Slow {
 /// reconciles run at once, and both plugins get through all their parents.
 #[tokio::test]
 async fn controllers_sharing_reconcile_slots_never_run_more_reconciles_at_once() {
-    let emulator = Emulator::start(EmulatorConfig::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    let client = emulator.client();
-    let metrics = Arc::new(Metrics::new());
-    let informers = Informers::new(client.clone(), None, metrics.clone());
+    let (_emulator, client, metrics, informers) = emulator_and_informers().await;
     let calls = (Arc::new(Semaphore::new(16)), 8);
     let config = ControllerConfig {
         workers: 4,
