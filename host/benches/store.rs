@@ -10,9 +10,6 @@
 //! `cargo bench -p weir --bench store --profile dev`; `WEIR_STORE_BLOGS` (default
 //! `10000,100000`) sets the steps. Run alone: the figures are this process's resident set.
 
-use std::sync::Arc;
-
-use kube::core::TypeMeta;
 use kube::runtime::watcher;
 use serde_json::{Value, json};
 use weir::plugin::ResourceKind;
@@ -44,7 +41,7 @@ fn child_meta(i: usize, kind: u8, name: String, fields: Value, api_version: &str
         "ownerReferences": [{"apiVersion": "weir.dev/v1alpha1", "blockOwnerDeletion": true,
                              "controller": true, "kind": "Blog", "name": blog, "uid": uid(0, i)}],
         "resourceVersion": format!("{}", i * 4 + kind as usize),
-        "uid": uid(kind.into(), i),
+        "uid": uid(kind, i),
     })
 }
 
@@ -114,23 +111,18 @@ fn served(i: usize) -> [String; 4] {
     [parent, deployment, service, config_map].map(|o| o.to_string())
 }
 
-fn kind(group: &str, version: &str, kind: &str, plural: &str) -> (ResourceKind, Arc<TypeMeta>) {
-    let kind = ResourceKind {
+fn kind(group: &str, version: &str, kind: &str, plural: &str) -> ResourceKind {
+    ResourceKind {
         group: group.into(),
         version: version.into(),
         kind: kind.into(),
         plural: plural.into(),
         namespaced: true,
-    };
-    let types = Arc::new(TypeMeta {
-        api_version: kind.api_version(),
-        kind: kind.kind.clone(),
-    });
-    (kind, types)
+    }
 }
 
 /// The four stores of a Blog host.
-struct Stores(Vec<(Store, Arc<TypeMeta>)>);
+struct Stores(Vec<Store>);
 
 impl Stores {
     fn new() -> Self {
@@ -140,16 +132,16 @@ impl Stores {
             kind("", "v1", "Service", "services"),
             kind("", "v1", "ConfigMap", "configmaps"),
         ];
-        Self(kinds.map(|(k, t)| (Store::new(k), t)).into())
+        Self(kinds.map(Store::new).into())
     }
 
     /// Blogs `from..to` arrive, each object as one event; returns the JSON bytes cached.
     fn fill(&self, blogs: std::ops::Range<usize>, initial: bool) -> anyhow::Result<usize> {
         let mut json = 0;
         for i in blogs {
-            for ((store, types), text) in self.0.iter().zip(served(i)) {
+            for (store, text) in self.0.iter().zip(served(i)) {
                 let incoming: Incoming = serde_json::from_str(&text)?;
-                let obj = CachedObject::new(incoming, types);
+                let obj = CachedObject::new(incoming, store.packing());
                 json += obj.json().len();
                 store.apply(if initial {
                     watcher::Event::InitApply(obj)
@@ -162,19 +154,19 @@ impl Stores {
     }
 
     fn bytes(&self) -> usize {
-        self.0.iter().map(|(s, _)| s.bytes()).sum()
+        self.0.iter().map(Store::bytes).sum()
     }
 
     fn len(&self) -> usize {
-        self.0.iter().map(|(s, _)| s.len()).sum()
+        self.0.iter().map(Store::len).sum()
     }
 
     fn relist(&self, blogs: usize) -> anyhow::Result<()> {
-        for (store, _) in &self.0 {
+        for store in &self.0 {
             store.apply(watcher::Event::Init);
         }
         self.fill(0..blogs, true)?;
-        for (store, _) in &self.0 {
+        for store in &self.0 {
             store.apply(watcher::Event::InitDone);
         }
         Ok(())

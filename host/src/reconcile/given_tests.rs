@@ -2,6 +2,7 @@
 //! kept bytes (kube's `DynamicObject` written out again after the watch dropped managedFields),
 //! over every object of the Blog plugin's fixtures, served as the emulator serves them.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -10,7 +11,7 @@ use kube::core::{TypeMeta, WatchEvent};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use super::cache::{CachedObject, Incoming};
+use super::cache::{CachedObject, Incoming, Packing};
 use super::invoke::{Invoker, PluginError, Reconciler};
 use crate::metrics::Metrics;
 use crate::plugin::{
@@ -52,11 +53,11 @@ fn served(object: &Value) -> String {
     object.to_string()
 }
 
-fn types_of(object: &Value) -> Arc<TypeMeta> {
-    Arc::new(TypeMeta {
+fn packing_of(object: &Value) -> Arc<Packing> {
+    Arc::new(Packing::learning(TypeMeta {
         api_version: object["apiVersion"].as_str().unwrap_or_default().into(),
         kind: object["kind"].as_str().unwrap_or_default().into(),
-    })
+    }))
 }
 
 /// What the host gave a plugin before: the served object decoded, managedFields dropped, written.
@@ -68,14 +69,14 @@ fn given_before(served: &str) -> String {
 
 /// The served object cached as a watch line that names its `type` first (serde_json reads the
 /// object directly) or its `object` first (serde buffers it, as for the emulator's lines).
-fn cached(served: &str, types: &Arc<TypeMeta>, object_first: bool) -> Arc<CachedObject> {
+fn cached(served: &str, packing: &Arc<Packing>, object_first: bool) -> Arc<CachedObject> {
     let line = if object_first {
         format!(r#"{{"object":{served},"type":"MODIFIED"}}"#)
     } else {
         format!(r#"{{"type":"MODIFIED","object":{served}}}"#)
     };
     match serde_json::from_str::<WatchEvent<Incoming>>(&line) {
-        Ok(WatchEvent::Modified(incoming)) => Arc::new(CachedObject::new(incoming, types)),
+        Ok(WatchEvent::Modified(incoming)) => Arc::new(CachedObject::new(incoming, packing)),
         other => panic!("{other:?}"),
     }
 }
@@ -152,9 +153,17 @@ async fn given_now(objects: &[Arc<CachedObject>]) -> ReconcileRequest {
 async fn a_plugin_is_given_byte_for_byte_the_json_it_was_given_before_less_managed_fields() {
     for object_first in [false, true] {
         let objects = fixture_objects();
+        // One packing per kind, as one store per kind: the objects after a kind's first are
+        // packed against its dictionary.
+        let mut packings: HashMap<String, Arc<Packing>> = HashMap::new();
         let cached: Vec<Arc<CachedObject>> = objects
             .iter()
-            .map(|(_, o)| cached(&served(o), &types_of(o), object_first))
+            .map(|(_, o)| {
+                let packing = packings
+                    .entry(format!("{}/{}", o["apiVersion"], o["kind"]))
+                    .or_insert_with(|| packing_of(o));
+                cached(&served(o), packing, object_first)
+            })
             .collect();
         let req = given_now(&cached).await;
         let given: Vec<&String> = std::iter::once(&req.parent)
@@ -178,7 +187,7 @@ async fn a_plugin_is_given_byte_for_byte_the_json_it_was_given_before_less_manag
 #[test]
 fn a_listed_object_without_its_types_is_given_as_the_watch_gave_it_before() {
     for (fixture, object) in fixture_objects() {
-        let types = types_of(&object);
+        let packing = packing_of(&object);
         let mut bare = object.clone();
         if let Some(fields) = bare.as_object_mut() {
             fields.remove("apiVersion");
@@ -186,11 +195,11 @@ fn a_listed_object_without_its_types_is_given_as_the_watch_gave_it_before() {
         }
         let incoming: Incoming =
             serde_json::from_str(&served(&bare)).unwrap_or_else(|e| panic!("{e}"));
-        let now = CachedObject::new(incoming, &types);
+        let now = CachedObject::new(incoming, &packing);
         // The watch filled in the kind's types before (source.rs), then wrote it out.
         let mut before: DynamicObject =
             serde_json::from_str(&served(&bare)).unwrap_or_else(|e| panic!("{e}"));
-        before.types = Some((*types).clone());
+        before.types = Some(packing.types().clone());
         before.metadata.managed_fields = None;
         let before = serde_json::to_string(&before).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(now.json(), before, "{fixture}");

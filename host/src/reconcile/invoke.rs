@@ -107,7 +107,7 @@ pub struct Invoker {
 
 /// The JSON of cached objects, as they are cached: the contract carries JSON text.
 fn texts(objects: &[Arc<CachedObject>]) -> Vec<String> {
-    objects.iter().map(|o| o.json().to_owned()).collect()
+    objects.iter().map(|o| o.json()).collect()
 }
 
 impl Invoker {
@@ -177,7 +177,7 @@ impl Invoker {
 
     /// What the plugin wants to read for `parent` (its `select`).
     pub async fn select(&self, parent: &CachedObject) -> Result<Vec<Selection>, PluginError> {
-        let parent = parent.json().to_owned();
+        let parent = parent.json();
         self.call(move |p| p.select(&parent)).await
     }
 
@@ -189,7 +189,7 @@ impl Invoker {
         related: &[Arc<CachedObject>],
     ) -> Result<ReconcileResponse, PluginError> {
         let req = ReconcileRequest {
-            parent: parent.json().to_owned(),
+            parent: parent.json(),
             children: texts(children),
             related: texts(related),
         };
@@ -205,7 +205,7 @@ impl Invoker {
         finalizer: &str,
     ) -> Result<FinalizeResponse, PluginError> {
         let req = FinalizeRequest {
-            parent: parent.json().to_owned(),
+            parent: parent.json(),
             children: texts(children),
             related: texts(related),
             finalizer: finalizer.to_owned(),

@@ -11,10 +11,9 @@ use std::sync::{Arc, Mutex};
 use futures::StreamExt;
 use kube::Client;
 use kube::api::Api;
-use kube::core::TypeMeta;
 use kube::runtime::{WatchStreamExt, watcher};
 
-use super::cache::{CachedObject, Incoming, Store};
+use super::cache::{CachedObject, Incoming, Packing, Store};
 use super::echoes::Echoes;
 use super::queue::{Cause, ObjectKey, Queue};
 use super::related::KindIndex;
@@ -304,10 +303,7 @@ pub async fn watch(
         Some(ns) if kind.namespaced => Api::namespaced_with(client, ns, &kind.api_resource()),
         _ => Api::all_with(client, &kind.api_resource()),
     };
-    let types = Arc::new(TypeMeta {
-        api_version: kind.api_version(),
-        kind: kind.kind.clone(),
-    });
+    let packing = store.packing().clone();
     let config = match &labels {
         Some(selector) => watcher::Config::default().labels(selector),
         None => watcher::Config::default(),
@@ -329,7 +325,7 @@ pub async fn watch(
         let deleted = matches!(event, watcher::Event::Delete(_));
         let init_done = matches!(event, watcher::Event::InitDone);
         // Read once into the compact form (managedFields already left out by the decoding).
-        let event = compact(event, &types);
+        let event = compact(event, &packing);
         let initial = matches!(event, watcher::Event::InitApply(_));
         // The object as cached before this event: a label selector that matched it then must
         // hear that it no longer does.
@@ -382,9 +378,12 @@ async fn reselecting(
     }
 }
 
-/// The event with its object in the cache's form, of kind `types` when it names none.
-fn compact(event: watcher::Event<Incoming>, types: &Arc<TypeMeta>) -> watcher::Event<CachedObject> {
-    let cached = |o| CachedObject::new(o, types);
+/// The event with its object in the cache's form, packed as `packing` packs its kind.
+fn compact(
+    event: watcher::Event<Incoming>,
+    packing: &Arc<Packing>,
+) -> watcher::Event<CachedObject> {
+    let cached = |o| CachedObject::new(o, packing);
     match event {
         watcher::Event::Apply(o) => watcher::Event::Apply(cached(o)),
         watcher::Event::Delete(o) => watcher::Event::Delete(cached(o)),

@@ -52,7 +52,7 @@ impl Case {
         observed: &[Arc<CachedObject>],
         related: &[Arc<CachedObject>],
     ) -> Case {
-        let plain = |o: &CachedObject| serde_json::from_str(o.json()).unwrap_or_default();
+        let plain = |o: &CachedObject| serde_json::from_str(&o.json()).unwrap_or_default();
         Case {
             parent: plain(parent),
             observed: observed.iter().map(|o| plain(o)).collect(),

@@ -106,7 +106,7 @@ mod tests {
         let fixture = crate::fixtures::parse(&text).unwrap();
         assert_eq!(
             fixture.related,
-            [serde_json::from_str::<serde_json::Value>(theme.json()).unwrap()]
+            [serde_json::from_str::<serde_json::Value>(&theme.json()).unwrap()]
         );
         assert_eq!(fixture.expect.children, Some(answer.children));
         assert!(fixture.expect.error.is_none(), "a dump expects success");

@@ -1,10 +1,9 @@
-//! The header of a cached object read from its metadata as places in its JSON, not as copies.
+//! The header of a cached object: the few strings the host reads without looking inside it.
 //!
-//! The few strings the host reads without parsing an object (its name, namespace, UID,
-//! resourceVersion, labels and its controller's reference) are all in the object's JSON
-//! already, and JSON holds such strings unescaped unless they contain a quote, a backslash or a
-//! control character. Each is kept as a [`Span`] of the object's buffer: the JSON itself, or,
-//! for a string the JSON holds escaped, a short tail after the JSON where it is written out.
+//! Its name, namespace, UID, resourceVersion, labels and its controller's reference are read
+//! once from the object's metadata and written out one after the other in a short text of
+//! their own (unescaped), each kept as a [`Span`] of that text. The object's JSON itself is
+//! kept packed ([`super::object`]), so nothing the host reads often has to unpack it.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -14,7 +13,7 @@ use std::marker::PhantomData;
 use serde::de::{self, IgnoredAny, Visitor};
 use serde::{Deserialize, Deserializer};
 
-/// Where one header string is in its object's buffer (JSON, then tail).
+/// Where one header string is in its object's header text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Span {
     start: u32,
@@ -22,139 +21,85 @@ pub(super) struct Span {
 }
 
 impl Span {
-    /// The span's text in `buf` (empty if `buf` is not the buffer it was made for).
-    pub(super) fn of(self, buf: &str) -> &str {
+    /// The span's text in `text` (empty if `text` is not the one it was made for).
+    pub(super) fn of(self, text: &str) -> &str {
         let start = self.start as usize;
-        buf.get(start..start + self.len as usize)
+        text.get(start..start + self.len as usize)
             .unwrap_or_default()
     }
 }
 
-/// A header string as read: in the metadata's JSON, or in the tail.
-#[derive(Clone, Copy, Debug)]
-enum At {
-    Metadata(Span),
-    Tail(Span),
-}
-
-/// The header of one object, each string a place in its metadata's JSON or in [`Head::tail`].
+/// The header of one object, each string a place in [`Head::text`].
 #[derive(Clone, Debug, Default)]
 pub(super) struct Head {
-    name: Option<At>,
-    namespace: Option<At>,
-    uid: Option<At>,
-    resource_version: Option<At>,
-    generation: Option<i64>,
-    /// Sorted by key, each key once.
-    labels: Vec<(At, At)>,
-    /// Of the controller's reference: apiVersion, kind, name and UID.
-    controller: Option<[At; 4]>,
-    deleting: bool,
-    /// The strings the JSON holds escaped, written out one after the other.
-    pub(super) tail: String,
-}
-
-/// The header with every string placed in an object's buffer: the metadata's JSON starts at
-/// `metadata` in it, the tail at `tail`.
-#[derive(Debug)]
-pub(super) struct Placed {
     pub name: Option<Span>,
     pub namespace: Option<Span>,
     pub uid: Option<Span>,
     pub resource_version: Option<Span>,
     pub generation: Option<i64>,
+    /// Sorted by key, each key once.
     pub labels: Box<[(Span, Span)]>,
+    /// Of the controller's reference: apiVersion, kind, name and UID.
     pub controller: Option<[Span; 4]>,
     pub deleting: bool,
+    /// The header's strings, written out one after the other.
+    pub text: String,
 }
 
 impl Head {
     /// Reads the header from the JSON of an object's `metadata`.
     pub(super) fn read(metadata: &[u8]) -> Result<Self, serde_json::Error> {
         let raw: RawMeta<'_> = serde_json::from_slice(metadata)?;
-        let base = metadata.as_ptr() as usize;
-        let mut tail = String::new();
-        let mut at = |text: Text<'_>| -> Result<At, serde_json::Error> {
-            match text.0 {
-                // A borrowed string lies inside `metadata`: its offset is its place there.
-                Cow::Borrowed(s) => {
-                    let offset = (s.as_ptr() as usize).checked_sub(base);
-                    let offset =
-                        offset.ok_or_else(|| de::Error::custom("a string outside its metadata"))?;
-                    Ok(At::Metadata(span(offset, s.len())?))
-                }
-                Cow::Owned(s) => {
-                    let place = span(tail.len(), s.len())?;
-                    tail.push_str(&s);
-                    Ok(At::Tail(place))
-                }
-            }
-        };
-        let mut place = |text: Option<Text<'_>>| text.map(&mut at).transpose();
-        let name = place(raw.name)?;
-        let namespace = place(raw.namespace)?;
-        let uid = place(raw.uid)?;
-        let resource_version = place(raw.resource_version)?;
-        let labels = raw
-            .labels
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| Ok((at(k)?, at(v)?)))
-            .collect::<Result<Vec<_>, serde_json::Error>>()?;
+        let labels = raw.labels.unwrap_or_default();
         let controller = raw
             .owner_references
             .unwrap_or_default()
             .into_iter()
             .find(|r| r.controller == Some(true))
-            .map(|r| -> Result<[At; 4], serde_json::Error> {
-                Ok([at(r.api_version)?, at(r.kind)?, at(r.name)?, at(r.uid)?])
-            })
-            .transpose()?;
+            .map(|r| [r.api_version, r.kind, r.name, r.uid]);
+        let singles = [&raw.name, &raw.namespace, &raw.uid, &raw.resource_version];
+        let size = singles
+            .iter()
+            .filter_map(|t| t.as_ref())
+            .map(Text::len)
+            .sum::<usize>()
+            + labels.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>()
+            + controller.iter().flatten().map(Text::len).sum::<usize>();
+        if u32::try_from(size).is_err() {
+            return Err(de::Error::custom("an object's metadata over 4 GiB"));
+        }
+        // Sized once, so the text is one allocation of its own size.
+        let mut text = String::with_capacity(size);
+        let mut at = |s: Text<'_>| {
+            // Within `size`, which fits a `u32`.
+            let place = Span {
+                start: text.len() as u32,
+                len: s.len() as u32,
+            };
+            text.push_str(&s.0);
+            place
+        };
+        let name = raw.name.map(&mut at);
+        let namespace = raw.namespace.map(&mut at);
+        let uid = raw.uid.map(&mut at);
+        let resource_version = raw.resource_version.map(&mut at);
+        let mut spans = Vec::with_capacity(labels.len());
+        for (k, v) in labels {
+            spans.push((at(k), at(v)));
+        }
+        let controller = controller.map(|c| c.map(&mut at));
         Ok(Self {
             name,
             namespace,
             uid,
             resource_version,
             generation: raw.generation,
-            labels,
+            labels: spans.into_boxed_slice(),
             controller,
             deleting: raw.deletion_timestamp.is_some(),
-            tail,
+            text,
         })
     }
-
-    /// The header placed in a buffer whose metadata JSON starts at `metadata` and whose tail at
-    /// `tail` (both checked by the caller to keep every span within `u32`).
-    pub(super) fn place(&self, metadata: u32, tail: u32) -> Placed {
-        let to = |at: At| match at {
-            At::Metadata(s) => Span {
-                start: s.start + metadata,
-                len: s.len,
-            },
-            At::Tail(s) => Span {
-                start: s.start + tail,
-                len: s.len,
-            },
-        };
-        Placed {
-            name: self.name.map(to),
-            namespace: self.namespace.map(to),
-            uid: self.uid.map(to),
-            resource_version: self.resource_version.map(to),
-            generation: self.generation,
-            labels: self.labels.iter().map(|&(k, v)| (to(k), to(v))).collect(),
-            controller: self.controller.map(|c| c.map(to)),
-            deleting: self.deleting,
-        }
-    }
-}
-
-fn span(start: usize, len: usize) -> Result<Span, serde_json::Error> {
-    let too_large = || <serde_json::Error as de::Error>::custom("an object's metadata over 4 GiB");
-    Ok(Span {
-        start: u32::try_from(start).map_err(|_| too_large())?,
-        len: u32::try_from(len).map_err(|_| too_large())?,
-    })
 }
 
 /// The metadata fields the header reads (the others are skipped).
@@ -197,6 +142,12 @@ struct RawOwner<'a> {
 /// A JSON string, borrowed from the input when it holds no escape.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct Text<'a>(Cow<'a, str>);
+
+impl Text<'_> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+}
 
 impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -6,12 +6,13 @@ use std::sync::{Arc, RwLock};
 
 use hashbrown::{Equivalent, HashTable};
 use kube::api::DynamicObject;
+use kube::core::TypeMeta;
 use kube::runtime::watcher;
 use tokio::sync::watch;
 
 use super::entry::{Entry, KeyRef, Set};
 use super::labels::LabelIndex;
-use super::object::CachedObject;
+use super::object::{CachedObject, Packing};
 use crate::key::ObjectKey;
 use crate::metrics::{Metrics, StoreGauges};
 use crate::plugin::{LabelSelector, ResourceKind};
@@ -91,6 +92,8 @@ pub struct Store {
     unserved: AtomicBool,
     /// Where the store's size is published (`/metrics`), if anywhere.
     gauges: Option<StoreGauges>,
+    /// How its objects are packed (their types and shared dictionary).
+    packing: Arc<Packing>,
 }
 
 #[derive(Default)]
@@ -181,11 +184,12 @@ impl Inner {
             + self.owner_sets
     }
 
-    fn sizes(&self) -> [i64; 4] {
+    /// Objects, bytes (with `shared`, the packing's dictionary), owner and label index entries.
+    fn sizes(&self, shared: usize) -> [i64; 4] {
         let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
         [
             n(self.objects.len()),
-            n(self.bytes()),
+            n(self.bytes() + shared),
             n(self.owned),
             n(self.labels.as_ref().map_or(0, LabelIndex::entries)),
         ]
@@ -195,30 +199,35 @@ impl Inner {
 impl Store {
     /// An empty, unsynced store for `kind`.
     pub fn new(kind: ResourceKind) -> Self {
+        let packing = Arc::new(Packing::learning(TypeMeta {
+            api_version: kind.api_version(),
+            kind: kind.kind.clone(),
+        }));
         Self {
             kind,
             inner: RwLock::new(Inner::default()),
             synced: watch::Sender::new(false),
             unserved: AtomicBool::new(false),
             gauges: None,
+            packing,
         }
     }
 
     /// An empty, unsynced store for `kind` whose size shows in `metrics`.
     pub fn counted(kind: ResourceKind, metrics: &Metrics) -> Self {
-        let gauges = metrics.store_gauges(&kind.group, &kind.kind);
-        Self {
-            kind,
-            inner: RwLock::new(Inner::default()),
-            synced: watch::Sender::new(false),
-            unserved: AtomicBool::new(false),
-            gauges: Some(gauges),
-        }
+        let mut store = Self::new(kind);
+        store.gauges = Some(metrics.store_gauges(&store.kind.group, &store.kind.kind));
+        store
     }
 
     /// The kind this store holds.
     pub fn kind(&self) -> &ResourceKind {
         &self.kind
+    }
+
+    /// How the objects of this store are packed: what a watch of its kind caches them with.
+    pub fn packing(&self) -> &Arc<Packing> {
+        &self.packing
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
@@ -233,7 +242,7 @@ impl Store {
     /// live at once for a moment, during a swap: each adds its own share).
     fn publish(&self, inner: &mut Inner) {
         let Some(gauges) = &self.gauges else { return };
-        let now = inner.sizes();
+        let now = inner.sizes(self.packing.dictionary_bytes());
         gauges.add(now, inner.published);
         inner.published = now;
     }
@@ -370,10 +379,11 @@ impl Store {
         self.len() == 0
     }
 
-    /// The heap bytes the store holds: its objects ([`CachedObject::footprint`]), the table
-    /// that holds them and the owner index (the label index's size is its entries' gauge).
+    /// The heap bytes the store holds: its objects ([`CachedObject::footprint`]), the
+    /// dictionary they are packed against, the table that holds them and the owner index (the
+    /// label index's size is its entries' gauge).
     pub fn bytes(&self) -> usize {
-        self.read().bytes()
+        self.read().bytes() + self.packing.dictionary_bytes()
     }
 }
 

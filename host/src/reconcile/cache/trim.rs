@@ -64,13 +64,6 @@ impl Trimmed {
         Some(&self.json[span.clone()])
     }
 
-    /// Where the value of `field` starts in its `"key":value` text, if the object has it.
-    pub fn value_offset(&self, field: Field) -> Option<usize> {
-        let value = self.values[field as usize].as_ref()?;
-        let (span, _) = self.fields.iter().find(|(_, f)| *f == Some(field))?;
-        value.start.checked_sub(span.start)
-    }
-
     /// The `"key":value` texts of the other fields, in the order they came.
     pub fn others(&self) -> impl Iterator<Item = &[u8]> {
         self.fields

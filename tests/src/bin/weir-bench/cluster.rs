@@ -53,12 +53,17 @@ pub(crate) fn blog_name(kind: &ResourceKind, i: usize) -> String {
 
 /// Creates Blogs `0..n` of `kind` through `api` ([`blog_name`]), each asking for `replicas`
 /// pods, 64 requests in flight.
+/// Runs of this many Blogs or more show their progress (creates, then Ready) on stderr.
+pub(crate) const PROGRESS_FROM: usize = 10_000;
+
 pub(crate) async fn create_blogs(
     api: &Api<DynamicObject>,
     kind: &ResourceKind,
     n: usize,
     replicas: i32,
 ) -> Result<()> {
+    let created = std::sync::atomic::AtomicUsize::new(0);
+    let created = &created;
     futures::stream::iter(0..n)
         .map(|i| async move {
             let blog: DynamicObject = serde_json::from_value(json!({
@@ -67,6 +72,10 @@ pub(crate) async fn create_blogs(
                 "spec": {"title": format!("Blog {i}"), "replicas": replicas},
             }))?;
             api.create(&PostParams::default(), &blog).await?;
+            let done = created.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+            if n >= PROGRESS_FROM && done.is_multiple_of(PROGRESS_FROM) {
+                eprintln!("{}: {done} of {n} created", kind.kind);
+            }
             anyhow::Ok(())
         })
         .buffer_unordered(64)
