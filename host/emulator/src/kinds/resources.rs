@@ -1,5 +1,7 @@
 //! The table of served resource types: built-in kinds plus those registered by CRDs.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use crate::kinds::events;
@@ -38,10 +40,11 @@ pub struct ResourceType {
     pub has_status: bool,
     /// The `/scale` subresource, if served.
     pub scale: Option<ScaleSpec>,
-    /// The CRD's `openAPIV3Schema` for this version, used for validation and pruning.
-    pub schema: Option<Value>,
+    /// The CRD's `openAPIV3Schema` for this version, used for validation and pruning (shared:
+    /// every request clones its resource type).
+    pub schema: Option<Arc<Value>>,
     /// A CRD version's `additionalPrinterColumns`, for `Table` output.
-    pub printer_columns: Vec<Value>,
+    pub printer_columns: Arc<[Value]>,
     /// Whether this entry came from a CRD (and so disappears with it).
     pub from_crd: bool,
 }
@@ -119,7 +122,7 @@ fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: boo
         has_status: false,
         scale: None,
         schema: None,
-        printer_columns: Vec::new(),
+        printer_columns: Arc::default(),
         from_crd: false,
     }
 }

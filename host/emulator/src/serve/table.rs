@@ -54,7 +54,7 @@ fn columns(rt: &ResourceType) -> Vec<(Value, Cell)> {
     let col = |name: &str, ty: &str, format: &str, priority: i64| json!({"name": name, "type": ty, "format": format, "description": "", "priority": priority});
     let mut out = vec![(col("Name", "string", "name", 0), Cell::Name)];
     let mut age_done = false;
-    for c in &rt.printer_columns {
+    for c in rt.printer_columns.iter() {
         let name = c.get("name").and_then(Value::as_str).unwrap_or("");
         let path = c.get("jsonPath").and_then(Value::as_str).unwrap_or("");
         let ty = c.get("type").and_then(Value::as_str).unwrap_or("string");

@@ -342,6 +342,47 @@ fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
     }
 }
 
+/// How many reconciles the loop works through before it takes the changes waiting again.
+const DRAIN_EVERY: usize = 64;
+
+/// Every object the simulation reconciles.
+fn everything(store: &Store) -> BTreeSet<ObjKey> {
+    WATCHED
+        .iter()
+        .flat_map(|(g, p)| store.keys(&res(g, p)))
+        .collect()
+}
+
+/// Takes every change already waiting into `queue`, so one reconcile covers a burst. If the
+/// change stream dropped changes the loop had not taken, every object is queued again. Returns
+/// false once the store is gone.
+fn drain(
+    shared: &Shared,
+    rx: &mut tokio::sync::broadcast::Receiver<Arc<Event>>,
+    queue: &mut BTreeSet<ObjKey>,
+) -> bool {
+    loop {
+        match rx.try_recv() {
+            Ok(ev) => touched(&shared.lock(), &ev, queue),
+            Err(TryRecvError::Lagged(missed)) => lagged(shared, missed, queue),
+            Err(TryRecvError::Empty) => return true,
+            Err(TryRecvError::Closed) => return false,
+        }
+    }
+}
+
+/// The change stream dropped `missed` changes: every object is queued again.
+fn lagged(shared: &Shared, missed: u64, queue: &mut BTreeSet<ObjKey>) {
+    let store = shared.lock();
+    let all = everything(&store);
+    tracing::warn!(
+        missed,
+        objects = all.len(),
+        "the workload simulation fell behind the change stream; reconciling every workload object"
+    );
+    queue.extend(all);
+}
+
 /// Run the simulation until the emulator stops.
 pub async fn run(shared: Arc<Shared>, config: WorkloadSimulation) {
     let (wake, mut woken) = mpsc::unbounded_channel();
@@ -351,39 +392,33 @@ pub async fn run(shared: Arc<Shared>, config: WorkloadSimulation) {
         next_ip: 0,
         wake,
     };
-    let everything = |store: &Store| -> BTreeSet<ObjKey> {
-        WATCHED
-            .iter()
-            .flat_map(|(g, p)| store.keys(&res(g, p)))
-            .collect()
-    };
     let (mut rx, mut queue) = {
         let store = shared.lock();
         (store.subscribe(), everything(&store))
     };
     loop {
+        let mut done = 0usize;
         while let Some(key) = queue.pop_first() {
-            let mut store = shared.lock();
-            reconcile(&mut store, &mut sim, &key);
+            reconcile(&mut shared.lock(), &mut sim, &key);
+            done += 1;
+            // A long queue is worked through hearing the changes as they come: a change stream
+            // left to fill up drops changes, and then costs a pass over every object.
+            if done.is_multiple_of(DRAIN_EVERY) && !drain(&shared, &mut rx, &mut queue) {
+                return;
+            }
         }
         tokio::select! {
             ev = rx.recv() => match ev {
                 Ok(ev) => touched(&shared.lock(), &ev, &mut queue),
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    queue.extend(everything(&shared.lock()));
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                    lagged(&shared, missed, &mut queue);
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             },
             Some(key) = woken.recv() => { queue.insert(key); }
         }
-        // Take every change already waiting, so one reconcile covers a burst.
-        loop {
-            match rx.try_recv() {
-                Ok(ev) => touched(&shared.lock(), &ev, &mut queue),
-                Err(TryRecvError::Lagged(_)) => queue.extend(everything(&shared.lock())),
-                Err(TryRecvError::Empty) => break,
-                Err(TryRecvError::Closed) => return,
-            }
+        if !drain(&shared, &mut rx, &mut queue) {
+            return;
         }
     }
 }

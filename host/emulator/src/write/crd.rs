@@ -1,5 +1,7 @@
 //! CustomResourceDefinitions: validation, status, and serving their kinds at once.
 
+use std::sync::Arc;
+
 use serde_json::{Value, json};
 
 use crate::kinds::resources::{ResKey, ResourceType, ScaleSpec};
@@ -156,11 +158,11 @@ pub fn types_of(crd: &Value) -> Vec<ResourceType> {
                 namespaced: str_at(crd, "/spec/scope") == "Namespaced",
                 has_status: v.pointer("/subresources/status").is_some(),
                 scale,
-                schema: v.pointer("/schema/openAPIV3Schema").cloned(),
+                schema: v.pointer("/schema/openAPIV3Schema").cloned().map(Arc::new),
                 printer_columns: v
                     .get("additionalPrinterColumns")
                     .and_then(Value::as_array)
-                    .cloned()
+                    .map(|c| c.as_slice().into())
                     .unwrap_or_default(),
                 from_crd: true,
             }

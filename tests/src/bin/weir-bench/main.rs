@@ -471,6 +471,11 @@ async fn bench(cli: Cli) -> Result<()> {
 #[tokio::main]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
+    // `RUST_LOG` shows what the bench's emulator (and a served twin) logs.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
     match cli.mode {
         Some(Mode::Hostile(args)) => hostile::run(args).await,
         Some(Mode::Related(args)) => related::run(args),
@@ -484,10 +489,6 @@ async fn main() -> Result<()> {
             kubeconfig,
             namespace,
         }) => {
-            let _ = tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-                .with_writer(std::io::stderr)
-                .try_init();
             // A plain kube client, as a careful kube-rs user builds it: kube-rs has no
             // client-side rate limit (the API server's own fairness and 429s pace it).
             let kc = kube::config::Kubeconfig::read_from(&kubeconfig)?;

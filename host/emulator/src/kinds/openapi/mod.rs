@@ -70,10 +70,10 @@ fn op(t: &ResourceType, action: &str, with_body: bool) -> Value {
 }
 
 fn schema_for(t: &ResourceType) -> Value {
-    let mut s = t
-        .schema
-        .clone()
-        .unwrap_or_else(|| json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}));
+    let mut s =
+        t.schema.as_deref().cloned().unwrap_or_else(
+            || json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+        );
     if let Some(m) = s.as_object_mut() {
         m.insert("x-kubernetes-group-version-kind".into(), gvk(t));
         let props = m.entry("properties").or_insert_with(|| json!({}));
