@@ -252,11 +252,20 @@ impl CachedObject {
         }
     }
 
-    /// The cached form of a decoded object (one the API answered a write with, or a test's).
+    /// The cached form of a decoded object on its own (one the API answered a write with, or
+    /// a test's).
     pub fn from_object(obj: &DynamicObject) -> Result<Self, serde_json::Error> {
-        let incoming: Incoming = serde_json::from_str(&serde_json::to_string(obj)?)?;
         let packing = Arc::new(Packing::plain(obj.types.clone().unwrap_or_default()));
-        Ok(Self::new(incoming, &packing))
+        Self::from_object_packed(obj, &packing)
+    }
+
+    /// The cached form of a decoded object for a store that packs its kind as `packing` does.
+    pub fn from_object_packed(
+        obj: &DynamicObject,
+        packing: &Arc<Packing>,
+    ) -> Result<Self, serde_json::Error> {
+        let incoming: Incoming = serde_json::from_str(&serde_json::to_string(obj)?)?;
+        Ok(Self::new(incoming, packing))
     }
 
     fn text(&self, span: Option<Span>) -> Option<&str> {

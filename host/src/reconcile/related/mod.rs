@@ -309,7 +309,7 @@ impl Related {
                 .position(|k| k.kind == types.kind && k.api_version() == types.api_version)
             {
                 // A listed object that does not re-encode is one the watch would not have cached.
-                if let Ok(obj) = CachedObject::from_object(&obj) {
+                if let Ok(obj) = CachedObject::from_object_packed(&obj, stores[i].packing()) {
                     stores[i].apply(watcher::Event::InitApply(obj));
                 }
             }
