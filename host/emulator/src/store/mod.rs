@@ -334,7 +334,17 @@ impl Store {
 
     /// Store `obj` at `key` with the next resourceVersion and broadcast ADDED or MODIFIED;
     /// returns the object as stored.
-    pub fn put(&mut self, key: &ObjKey, mut obj: Value) -> Value {
+    pub fn put(&mut self, key: &ObjKey, obj: Value) -> Value {
+        self.put_inner(key, obj, None)
+    }
+
+    /// [`Store::put`] over `old`, the object stored at `key` now as its caller read it under the
+    /// same lock: its index entries are taken from `old` instead of parsing it again.
+    pub fn put_over(&mut self, key: &ObjKey, obj: Value, old: &Value) -> Value {
+        self.put_inner(key, obj, Some(old))
+    }
+
+    fn put_inner(&mut self, key: &ObjKey, mut obj: Value, old: Option<&Value>) -> Value {
         self.rv += 1;
         if let Some(meta) = object::metadata_mut(&mut obj) {
             meta.insert("resourceVersion".into(), Value::String(self.rv.to_string()));
@@ -346,8 +356,10 @@ impl Store {
             .entry(key.res.clone())
             .or_default()
             .insert(slot, stored.clone());
-        if let Some(prev) = &previous {
-            self.index(key, &prev.value(), false);
+        match (&previous, old) {
+            (Some(_), Some(old)) => self.index(key, old, false),
+            (Some(prev), None) => self.index(key, &prev.value(), false),
+            (None, _) => {}
         }
         self.index(key, &obj, true);
         let kind = if previous.is_some() {

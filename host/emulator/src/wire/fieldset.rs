@@ -84,6 +84,15 @@ pub fn fields_of(obj: &Value) -> BTreeSet<Path> {
     out
 }
 
+/// The paths [`fields_of`] gives under `obj`'s top-level field `field` alone.
+pub fn fields_under(obj: &Value, field: &str) -> BTreeSet<Path> {
+    let mut out = BTreeSet::new();
+    if let Some(v) = obj.get(field) {
+        walk_value(field, v, &mut vec![Step::Field(field.into())], &mut out);
+    }
+    out
+}
+
 fn walk_map(map: &Map<String, Value>, prefix: &mut Path, out: &mut BTreeSet<Path>) {
     for (k, v) in map {
         prefix.push(Step::Field(k.clone()));
@@ -365,6 +374,24 @@ mod tests {
             json!({})
         );
         assert_eq!(from_fields_v1(&v1), set);
+    }
+
+    #[test]
+    fn the_fields_under_one_field_are_those_of_the_whole_object_there() {
+        let obj = json!({
+            "metadata": {"name": "web", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "app", "image": "x"}], "finalizers": ["a"]},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
+                       "podIPs": [{"ip": "10.0.0.1"}], "empty": {}}
+        });
+        for field in ["status", "spec", "metadata", "absent"] {
+            let whole: BTreeSet<Path> = fields_of(&obj)
+                .into_iter()
+                .filter(|p| p.first() == Some(&Step::Field(field.into())))
+                .collect();
+            assert_eq!(fields_under(&obj, field), whole, "{field}");
+        }
+        assert!(!fields_under(&obj, "status").is_empty());
     }
 
     /// The value at `path` found by scanning each list, as every lookup did before [`Lookup`].

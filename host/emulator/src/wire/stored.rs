@@ -39,6 +39,58 @@ pub struct Head {
     pub kind: Option<String>,
 }
 
+/// What a reader of an object's place among others needs: its labels and its owners, read
+/// without parsing the rest (the workload simulation reads this much of every change it hears).
+#[derive(Debug, Default, Deserialize)]
+pub struct Meta {
+    /// `metadata.labels` as stored.
+    #[serde(default)]
+    pub labels: Option<Value>,
+    /// `metadata.ownerReferences`.
+    #[serde(default, rename = "ownerReferences")]
+    pub owner_references: Vec<OwnerRef>,
+}
+
+/// One owner reference, as far as [`Meta`] reads it.
+#[derive(Debug, Default, Deserialize)]
+pub struct OwnerRef {
+    /// The owner's kind.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// The owner's name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Whether the owner is the object's controller.
+    #[serde(default)]
+    pub controller: Option<bool>,
+}
+
+impl Meta {
+    /// The labels, when they are a map.
+    pub fn labels_map(&self) -> Option<&Map<String, Value>> {
+        self.labels.as_ref().and_then(Value::as_object)
+    }
+
+    /// The kind and name of the object's controller, if any.
+    pub fn controller(&self) -> Option<(&str, &str)> {
+        self.owner_references
+            .iter()
+            .find(|r| r.controller == Some(true))
+            .map(|r| {
+                (
+                    r.kind.as_deref().unwrap_or(""),
+                    r.name.as_deref().unwrap_or(""),
+                )
+            })
+    }
+}
+
+#[derive(Default, Deserialize)]
+struct MetaOf {
+    #[serde(default)]
+    metadata: Option<Meta>,
+}
+
 #[derive(Default, Deserialize)]
 struct Labels {
     #[serde(default)]
@@ -131,6 +183,15 @@ impl Stored {
             Value::Object(m) => Some(m),
             _ => None,
         }
+    }
+
+    /// The labels and owners in `metadata`, read without parsing the rest.
+    pub fn meta(&self) -> Meta {
+        let read = match &self.0 {
+            Form::Text(text) => serde_json::from_slice::<MetaOf>(text),
+            Form::Tree(v) => MetaOf::deserialize(v),
+        };
+        read.ok().and_then(|o| o.metadata).unwrap_or_default()
     }
 
     /// Whether `metadata.deletionTimestamp` is set, read without parsing the rest.

@@ -87,3 +87,38 @@ fn an_object_nested_deeper_than_the_parser_reads_back_is_kept_parsed() {
     assert_eq!(stored.value(), deep);
     assert_eq!(&stored.text()[..], text.as_slice());
 }
+
+#[test]
+fn labels_and_the_controller_are_read_from_the_text_or_the_tree() {
+    let owned = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-1", "labels": {"app": "web"},
+                     "ownerReferences": [
+                         {"apiVersion": "v1", "kind": "ConfigMap", "name": "not-it", "uid": "u0"},
+                         {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": "u1",
+                          "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+    let mut deep = json!("leaf");
+    for _ in 0..130 {
+        deep = json!({"a": deep});
+    }
+    let mut kept_parsed = owned.clone();
+    kept_parsed["spec"]["deep"] = deep;
+    for obj in [owned, kept_parsed] {
+        let stored = Stored::new(&obj);
+        let meta = stored.meta();
+        assert_eq!(meta.labels, Some(json!({"app": "web"})));
+        assert_eq!(meta.controller(), Some(("ReplicaSet", "web")));
+    }
+    let plain = Stored::new(&configmap()).meta();
+    assert_eq!(plain.controller(), None, "owned by nothing");
+    assert_eq!(
+        plain.labels,
+        Some(configmap()["metadata"]["labels"].clone())
+    );
+    let bare = Stored::new(&json!({"data": {}})).meta();
+    assert_eq!(
+        (bare.labels_map(), bare.controller()),
+        (None, None),
+        "no metadata"
+    );
+}

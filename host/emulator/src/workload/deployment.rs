@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{condition, controlled, controller_ref, create, delete, res, update, write_status};
+use super::{condition, controlled, controller_ref, create, delete, res, update, write_status_of};
 use crate::store::{ObjKey, Store};
 use crate::wire::object;
 
@@ -187,8 +187,7 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
                 .pointer("/metadata/annotations")
                 .and_then(Value::as_object);
             wanted_rs["metadata"]["annotations"] = json!(annotations(&d, replicas, next, old));
-            update(store, &k, &rs, wanted_rs, false, MANAGER);
-            let now = store.get(&k).unwrap_or(rs);
+            let now = update(store, &k, &rs, wanted_rs, false, MANAGER).unwrap_or(rs);
             (k, now)
         }
         None => {
@@ -241,33 +240,33 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
     for k in idle.iter().take(idle.len().saturating_sub(limit)) {
         delete(store, k);
     }
-    set_revision(store, key, &new_rs);
-    set_status(store, key, replicas, &new_key);
+    let d = set_revision(store, key, d, &new_rs);
+    set_status(store, key, &d, replicas, &new_key);
 }
 
-/// The Deployment's own `deployment.kubernetes.io/revision`: its new ReplicaSet's.
-fn set_revision(store: &mut Store, key: &ObjKey, new_rs: &Value) {
-    let Some(d) = store.get(key) else { return };
+/// The Deployment `d` (as stored at `key`) with its own `deployment.kubernetes.io/revision` set
+/// to its new ReplicaSet's; returns it as stored.
+fn set_revision(store: &mut Store, key: &ObjKey, d: Value, new_rs: &Value) -> Value {
     let wanted = json!(revision(new_rs).to_string());
     if d.pointer("/metadata/annotations")
         .and_then(|a| a.get(REVISION))
         == Some(&wanted)
     {
-        return;
+        return d;
     }
     let mut updated = d.clone();
     if let Some(meta) = object::metadata_mut(&mut updated) {
         let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
         annotations[REVISION] = wanted;
     }
-    update(store, key, &d, updated, false, MANAGER);
+    update(store, key, &d, updated, false, MANAGER).unwrap_or(d)
 }
 
 /// `calculateStatus` and `syncRolloutStatus`: counts summed over the ReplicaSets; `Available`
 /// once `replicas - maxUnavailable` are available; `Progressing` with the new ReplicaSet.
-fn set_status(store: &mut Store, key: &ObjKey, replicas: i64, new_key: &ObjKey) {
-    let Some(d) = store.get(key) else { return };
-    let sets = controlled(store, &d, &res("apps", "replicasets"));
+/// `d` is the Deployment as stored at `key`.
+fn set_status(store: &mut Store, key: &ObjKey, d: &Value, replicas: i64, new_key: &ObjKey) {
+    let sets = controlled(store, d, &res("apps", "replicasets"));
     let sum = |p: &str| sets.iter().map(|(_, rs)| int(rs, p)).sum::<i64>();
     let total_spec = sum("/spec/replicas");
     let available = sum("/status/availableReplicas");
@@ -281,7 +280,7 @@ fn set_status(store: &mut Store, key: &ObjKey, replicas: i64, new_key: &ObjKey) 
         .find(|(k, _)| k == new_key)
         .map_or(0, |(_, rs)| int(rs, "/status/availableReplicas"));
     let old_status = d.get("status");
-    let max_unavailable = fencepost(&d, "maxUnavailable", replicas, false);
+    let max_unavailable = fencepost(d, "maxUnavailable", replicas, false);
     let minimum = available >= replicas - max_unavailable;
     let complete = updated == replicas && actual == replicas && new_available >= replicas;
     let rs_name = &new_key.name;
@@ -326,7 +325,7 @@ fn set_status(store: &mut Store, key: &ObjKey, replicas: i64, new_key: &ObjKey) 
         c
     };
     let mut status = json!({
-        "observedGeneration": object::generation(&d),
+        "observedGeneration": object::generation(d),
         "replicas": actual,
         "updatedReplicas": updated,
         "readyReplicas": sum("/status/readyReplicas"),
@@ -343,5 +342,5 @@ fn set_status(store: &mut Store, key: &ObjKey, replicas: i64, new_key: &ObjKey) 
     if let Some(c) = old_status.and_then(|s| s.get("collisionCount")) {
         status["collisionCount"] = c.clone();
     }
-    write_status(store, key, status, MANAGER);
+    write_status_of(store, key, d, status, MANAGER);
 }

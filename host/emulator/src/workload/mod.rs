@@ -32,6 +32,7 @@ use crate::state::config::WorkloadSimulation;
 use crate::state::shared::Shared;
 use crate::store::{Event, ObjKey, Store};
 use crate::wire::object;
+use crate::wire::stored::Meta;
 use crate::write::opts::{Validation, WriteOpts};
 use crate::write::{gc, ops};
 
@@ -99,7 +100,9 @@ fn create(store: &mut Store, key: &ResKey, ns: &str, body: Value, manager: &str)
     }
 }
 
-/// Replace the object at `key` (its `/status` when `status`) with `body`, unless equal.
+/// Replace the object at `key` (its `/status` when `status`) with `body`, unless equal;
+/// `current` is what the store holds (the lock is held from the caller's read to this write).
+/// Returns the object as stored after the write, `None` when nothing was written.
 fn update(
     store: &mut Store,
     key: &ObjKey,
@@ -107,33 +110,38 @@ fn update(
     body: Value,
     status: bool,
     manager: &str,
-) {
+) -> Option<Value> {
     if *current == body {
-        return;
+        return None;
     }
-    let Some(rt) = store
+    let rt = store
         .registry
         .find(&key.res.group, "v1", &key.res.plural)
-        .cloned()
-    else {
-        return;
-    };
-    if let Err(e) = ops::update(store, &rt, key, body, status, &opts(manager)) {
-        tracing::debug!(name = %key.name, namespace = %key.ns, error = %e, "simulated update refused");
+        .cloned()?;
+    match ops::update_read(store, &rt, key, current, body, status, &opts(manager)) {
+        Ok(out) => Some(out.object),
+        Err(e) => {
+            tracing::debug!(name = %key.name, namespace = %key.ns, error = %e, "simulated update refused");
+            None
+        }
     }
 }
 
 /// Write `status` onto the object at `key` unless it already has it.
 fn write_status(store: &mut Store, key: &ObjKey, status: Value, manager: &str) {
-    let Some(current) = store.get(key) else {
-        return;
-    };
+    if let Some(current) = store.get(key) {
+        write_status_of(store, key, &current, status, manager);
+    }
+}
+
+/// [`write_status`] onto `current`, what the store holds at `key`.
+fn write_status_of(store: &mut Store, key: &ObjKey, current: &Value, status: Value, manager: &str) {
     if current.get("status") == Some(&status) {
         return;
     }
     let mut updated = current.clone();
     updated["status"] = status;
-    update(store, key, &current, updated, true, manager);
+    update(store, key, current, updated, true, manager);
 }
 
 /// Delete the object at `key` in the background, as a controller's delete request does.
@@ -258,13 +266,8 @@ fn condition(old: Option<&Value>, kind: &str, ok: bool, reason: &str, message: &
     c
 }
 
-/// An object's labels.
-fn labels_of(obj: &Value) -> Option<&serde_json::Map<String, Value>> {
-    obj.pointer("/metadata/labels").and_then(Value::as_object)
-}
-
 /// The keys a change makes worth reconciling: the object itself, its controller, and for a
-/// Pod the Services selecting it (before or after the change).
+/// Pod the Services selecting it (before or after the change). Only labels and owners are read.
 fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
     let key = &ev.key;
     if !WATCHED
@@ -274,10 +277,10 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
         return;
     }
     out.insert(key.clone());
-    let object = ev.object.value();
-    let prev = ev.prev.as_ref().map(|p| p.value());
-    for obj in std::iter::once(&object).chain(prev.as_ref()) {
-        if let Some((kind, name, _)) = controller_of(obj) {
+    let object = ev.object.meta();
+    let prev = ev.prev.as_ref().map(|p| p.meta());
+    for meta in std::iter::once(&object).chain(prev.as_ref()) {
+        if let Some((kind, name)) = meta.controller() {
             let owner = match kind {
                 "ReplicaSet" => res("apps", "replicasets"),
                 "Deployment" => res("apps", "deployments"),
@@ -295,9 +298,9 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
     }
     if key.res == res("", "pods") {
         let index = store.labels();
-        let mut names = index.services_for(&key.ns, labels_of(&object));
+        let mut names = index.services_for(&key.ns, object.labels_map());
         if let Some(prev) = &prev {
-            names.extend(index.services_for(&key.ns, labels_of(prev)));
+            names.extend(index.services_for(&key.ns, prev.labels_map()));
         }
         for name in names {
             let svc_key = ObjKey {
@@ -309,7 +312,7 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
                 continue;
             };
             let sel = svc.pointer("/spec/selector");
-            let selected = |o: &Value| selects(sel, o.pointer("/metadata/labels"));
+            let selected = |m: &Meta| selects(sel, m.labels.as_ref());
             if selected(&object) || prev.as_ref().is_some_and(selected) {
                 out.insert(svc_key);
             }

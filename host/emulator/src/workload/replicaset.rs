@@ -52,6 +52,7 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
         .into_iter()
         .filter(|(_, p)| active(p))
         .collect();
+    let scaled = pods.len() != desired;
     if pods.len() < desired {
         let template = rs.pointer("/spec/template").cloned().unwrap_or(json!({}));
         let owner = controller_ref(&rs, "apps/v1", "ReplicaSet");
@@ -79,11 +80,15 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
             delete(store, k);
         }
     }
-    let Some(rs) = store.get(key) else { return };
-    let pods: Vec<_> = controlled(store, &rs, &pods_res)
-        .into_iter()
-        .filter(|(_, p)| active(p))
-        .collect();
+    // Pods created or deleted: count them again.
+    let pods = if scaled {
+        controlled(store, &rs, &pods_res)
+            .into_iter()
+            .filter(|(_, p)| active(p))
+            .collect()
+    } else {
+        pods
+    };
     let ready_count = pods.iter().filter(|(_, p)| ready(p)).count();
     let mut status = json!({
         "replicas": pods.len(),

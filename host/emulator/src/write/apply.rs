@@ -179,7 +179,12 @@ fn ignored(path: &[Step]) -> bool {
 
 /// The fields of `obj` a manager writing through `scope` can own.
 fn owned_fields(obj: &Value, scope: Scope) -> BTreeSet<Path> {
-    fieldset::fields_of(obj)
+    let fields = match scope {
+        // `/status` owns only what is under `status`: the rest is not walked.
+        Scope::Status => fieldset::fields_under(obj, "status"),
+        Scope::Main { .. } => fieldset::fields_of(obj),
+    };
+    fields
         .into_iter()
         .filter(|p| !ignored(p) && scope.owns(p))
         .collect()

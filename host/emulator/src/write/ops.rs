@@ -224,6 +224,21 @@ pub fn update(
     let old = store
         .get(key)
         .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
+    update_read(store, rt, key, &old, body, status, opts)
+}
+
+/// [`update`] of `old`, the object stored at `key` as its caller read it under the same lock,
+/// so that it is not parsed again (the workload simulation reads what it writes); `body`'s
+/// type is not checked.
+pub fn update_read(
+    store: &mut Store,
+    rt: &ResourceType,
+    key: &ObjKey,
+    old: &Value,
+    body: Value,
+    status: bool,
+    opts: &WriteOpts,
+) -> ApiResult<Outcome> {
     let name = object::name(&body);
     if !name.is_empty() && name != key.name {
         return Err(ApiError::bad_request(format!(
@@ -236,9 +251,9 @@ pub fn update(
         &rt.plural,
         &key.name,
         object::resource_version(&body),
-        object::resource_version(&old),
+        object::resource_version(old),
     )?;
-    commit(store, rt, key, &old, body, status, opts, true)
+    commit(store, rt, key, old, body, status, opts, true)
 }
 
 /// Apply a patch of any type; server-side apply may create the object.
@@ -452,7 +467,7 @@ fn commit(
     if rt.kind == "CustomResourceDefinition" {
         crd::register(store, &new);
     }
-    let stored = store.put(key, new);
+    let stored = store.put_over(key, new, old);
     gc::collect_if_orphaned(store, key, &stored);
     gc::settle(store);
     Ok(Outcome {
