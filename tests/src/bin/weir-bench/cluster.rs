@@ -1,12 +1,16 @@
 //! The Blog kinds the bench serves: their CRDs, their namespaces, their Blogs created at once,
 //! and when a Blog is Ready.
 
+use std::collections::HashSet;
+use std::time::Duration;
+
 use anyhow::Result;
 use futures::{StreamExt, TryStreamExt};
-use kube::CustomResourceExt;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{CustomResourceExt, ResourceExt};
 use serde_json::{Value, json};
-use std::time::Duration;
+use tokio::sync::watch;
 use weir::plugin::ResourceKind;
 
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
@@ -94,6 +98,89 @@ pub(crate) fn is_ready(obj: &DynamicObject) -> bool {
                 .any(|c| c["type"] == "Ready" && c["status"] == "True")
         });
     current && ready
+}
+
+/// The `User-Agent` of the bench's own requests (its creates, its watch of the Blogs), so that
+/// the emulator's request log tells them from the measured controller's.
+pub(crate) const BENCH_AGENT: &str = "weir-bench";
+
+/// A client of `emulator` whose requests say `User-Agent: weir-bench`.
+pub(crate) fn bench_client(emulator: &Emulator) -> Result<kube::Client> {
+    let mut config = kube::Config::new(emulator.url().parse()?);
+    config
+        .headers
+        .push((http::header::USER_AGENT, BENCH_AGENT.parse()?));
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// How many Blogs are Ready, kept from one watch per Blog kind: the bench pays one event per
+/// change (not a list of every Blog per poll, whose cost grows with the Blogs and shares the
+/// emulator's process with the measured controller's requests), and sees the last Blog turn
+/// Ready when it does.
+pub(crate) struct Readiness {
+    count: watch::Receiver<usize>,
+    watches: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Readiness {
+    /// Starts watching the Blogs `apis` serve.
+    pub(crate) fn watch(apis: &[Api<DynamicObject>]) -> Self {
+        let (tx, count) = watch::channel(0usize);
+        let tx = std::sync::Arc::new(tx);
+        let watches = apis
+            .iter()
+            .map(|api| {
+                let (api, tx) = (api.clone(), tx.clone());
+                tokio::spawn(async move {
+                    let mut ready = HashSet::<String>::new();
+                    let mut events = watcher(api, watcher::Config::default())
+                        .default_backoff()
+                        .boxed();
+                    while let Some(event) = events.next().await {
+                        let before = ready.len();
+                        match event {
+                            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                                if is_ready(&o) {
+                                    ready.insert(o.name_any());
+                                } else {
+                                    ready.remove(&o.name_any());
+                                }
+                            }
+                            Ok(watcher::Event::Delete(o)) => {
+                                ready.remove(&o.name_any());
+                            }
+                            // A relist: what it lists follows.
+                            Ok(watcher::Event::Init) => ready.clear(),
+                            Ok(watcher::Event::InitDone) => {}
+                            // The backoff retries; a Blog is counted again when listed.
+                            Err(e) => eprintln!("the bench's watch of the Blogs: {e}"),
+                        }
+                        // This kind's share of the total moves from `before` to its new size.
+                        tx.send_modify(|n| *n = *n - before + ready.len());
+                    }
+                })
+            })
+            .collect();
+        Readiness { count, watches }
+    }
+
+    /// The Ready Blogs now.
+    pub(crate) fn ready(&mut self) -> usize {
+        *self.count.borrow_and_update()
+    }
+
+    /// Waits until the count changes or `at_most` has passed.
+    pub(crate) async fn changed(&mut self, at_most: Duration) {
+        let _ = tokio::time::timeout(at_most, self.count.changed()).await;
+    }
+}
+
+impl Drop for Readiness {
+    fn drop(&mut self) {
+        for w in &self.watches {
+            w.abort();
+        }
+    }
 }
 
 /// An emulator whose Deployments turn ready after 50 ms (the rest of `config` as given), with

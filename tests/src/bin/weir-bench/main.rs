@@ -14,7 +14,8 @@
 //! ```
 //!
 //! The emulator runs in this process; its request log counts the children's requests (this
-//! process's own creates and polls are subtracted). Each child's peak RSS is its own `VmHWM`.
+//! process's own creates and its watch of the Blogs, sent as `User-Agent: weir-bench`, are left
+//! out). Each child's peak RSS is its own `VmHWM`.
 //! `weir-bench serve native KUBECONFIG [--namespace NS]` is the twin's process (internal).
 
 use std::path::{Path, PathBuf};
@@ -38,7 +39,9 @@ mod soak;
 mod swap;
 mod table;
 
-use self::cluster::{Target, blog_kind, create_blogs, emulator_for, is_ready};
+use self::cluster::{
+    BENCH_AGENT, Readiness, Target, bench_client, blog_kind, create_blogs, emulator_for, is_ready,
+};
 use self::controllers::{Children, Setup, spawn, watch_suffix};
 use self::table::{Row, print, print_ratios, print_writes, push};
 
@@ -140,12 +143,11 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
     let config = EmulatorConfig {
         watch_history: 200_000,
         // Every request of the run is counted: a Blog costs about seven, and the bench's own
-        // creates and polls come on top (the default keeps the newest 100,000).
+        // creates come on top (the default keeps the newest 100,000).
         request_log: (targets.len() * per_target * 20).max(EmulatorConfig::default().request_log),
         ..EmulatorConfig::default()
     };
     let emulator = emulator_for(targets, config).await?;
-    let client = emulator.client();
     let dir = tempfile::Builder::new().prefix("weir-bench-").tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
     emulator.write_kubeconfig(&kubeconfig)?;
@@ -173,33 +175,21 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
     tokio::time::sleep(Duration::from_millis(200)).await;
     emulator.clear_requests();
 
-    let started = Instant::now();
-    let mut ours = 0usize;
-    let apis: Vec<(Api<DynamicObject>, &Target)> = targets
+    let bench = bench_client(&emulator)?;
+    let apis: Vec<Api<DynamicObject>> = targets
         .iter()
-        .map(|t| {
-            let api = Api::namespaced_with(client.clone(), &t.namespace, &t.kind.api_resource());
-            (api, t)
-        })
+        .map(|t| Api::namespaced_with(bench.clone(), &t.namespace, &t.kind.api_resource()))
         .collect();
-    for (api, t) in &apis {
+    let mut readiness = Readiness::watch(&apis);
+    let started = Instant::now();
+    for (api, t) in apis.iter().zip(targets) {
         create_blogs(api, &t.kind, per_target, 2).await?;
-        ours += per_target;
     }
     let blogs = targets.len() * per_target;
-    // Every poll lists every Blog: 100 ms apart up to 2,000 Blogs, then further apart (5 s at
-    // 100,000), so the bench's own lists do not take the cores the measured controller needs.
-    let poll = Duration::from_micros(50 * blogs as u64)
-        .clamp(Duration::from_millis(100), Duration::from_secs(5));
     let limit = Duration::from_secs(900).max(Duration::from_millis(30 * blogs as u64));
     let mut shown = Instant::now();
     loop {
-        let mut ready = 0;
-        for (api, _) in &apis {
-            let list = api.list(&Default::default()).await?;
-            ready += list.items.iter().filter(|o| is_ready(o)).count();
-            ours += 1;
-        }
+        let ready = readiness.ready();
         if ready == blogs {
             break;
         }
@@ -214,11 +204,17 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
             );
             shown = Instant::now();
         }
-        tokio::time::sleep(poll).await;
+        readiness.changed(Duration::from_secs(1)).await;
     }
     let seconds = started.elapsed().as_secs_f64();
-    let log = emulator.requests();
-    let requests = log.len().saturating_sub(ours);
+    drop(readiness);
+    // The measured controller's requests: not the bench's creates and watch.
+    let log: Vec<_> = emulator
+        .requests()
+        .into_iter()
+        .filter(|r| r.user_agent.as_deref() != Some(BENCH_AGENT))
+        .collect();
+    let requests = log.len();
     if std::env::var_os("WEIR_BENCH_DEBUG").is_some() {
         print_writes(label, &log);
     }
