@@ -11,6 +11,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{CustomResourceExt, ResourceExt};
 use serde_json::{Value, json};
 use tokio::sync::watch;
+use tokio::task::JoinSet;
 use weir::plugin::ResourceKind;
 
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
@@ -119,49 +120,50 @@ pub(crate) fn bench_client(emulator: &Emulator) -> Result<kube::Client> {
 /// Ready when it does.
 pub(crate) struct Readiness {
     count: watch::Receiver<usize>,
-    watches: Vec<tokio::task::JoinHandle<()>>,
+    /// The watches, one per kind; dropping the set ends them.
+    _watches: JoinSet<()>,
 }
 
 impl Readiness {
     /// Starts watching the Blogs `apis` serve.
     pub(crate) fn watch(apis: &[Api<DynamicObject>]) -> Self {
         let (tx, count) = watch::channel(0usize);
-        let tx = std::sync::Arc::new(tx);
-        let watches = apis
-            .iter()
-            .map(|api| {
-                let (api, tx) = (api.clone(), tx.clone());
-                tokio::spawn(async move {
-                    let mut ready = HashSet::<String>::new();
-                    let mut events = watcher(api, watcher::Config::default())
-                        .default_backoff()
-                        .boxed();
-                    while let Some(event) = events.next().await {
-                        let before = ready.len();
-                        match event {
-                            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
-                                if is_ready(&o) {
-                                    ready.insert(o.name_any());
-                                } else {
-                                    ready.remove(&o.name_any());
-                                }
-                            }
-                            Ok(watcher::Event::Delete(o)) => {
+        let mut watches = JoinSet::new();
+        for api in apis {
+            let (api, tx) = (api.clone(), tx.clone());
+            watches.spawn(async move {
+                let mut ready = HashSet::<String>::new();
+                let mut events = watcher(api, watcher::Config::default())
+                    .default_backoff()
+                    .boxed();
+                while let Some(event) = events.next().await {
+                    let before = ready.len();
+                    match event {
+                        Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                            if is_ready(&o) {
+                                ready.insert(o.name_any());
+                            } else {
                                 ready.remove(&o.name_any());
                             }
-                            // A relist: what it lists follows.
-                            Ok(watcher::Event::Init) => ready.clear(),
-                            Ok(watcher::Event::InitDone) => {}
-                            // The backoff retries; a Blog is counted again when listed.
-                            Err(e) => eprintln!("the bench's watch of the Blogs: {e}"),
                         }
-                        // This kind's share of the total moves from `before` to its new size.
-                        tx.send_modify(|n| *n = *n - before + ready.len());
+                        Ok(watcher::Event::Delete(o)) => {
+                            ready.remove(&o.name_any());
+                        }
+                        // A relist: what it lists follows.
+                        Ok(watcher::Event::Init) => ready.clear(),
+                        Ok(watcher::Event::InitDone) => {}
+                        // The backoff retries; a Blog is counted again when listed.
+                        Err(e) => eprintln!("the bench's watch of the Blogs: {e}"),
                     }
-                })
-            })
-            .collect();
-        Readiness { count, watches }
+                    // This kind's share of the total moves from `before` to its new size.
+                    tx.send_modify(|n| *n = *n - before + ready.len());
+                }
+            });
+        }
+        Readiness {
+            count,
+            _watches: watches,
+        }
     }
 
     /// The Ready Blogs now.
@@ -172,14 +174,6 @@ impl Readiness {
     /// Waits until the count changes or `at_most` has passed.
     pub(crate) async fn changed(&mut self, at_most: Duration) {
         let _ = tokio::time::timeout(at_most, self.count.changed()).await;
-    }
-}
-
-impl Drop for Readiness {
-    fn drop(&mut self) {
-        for w in &self.watches {
-            w.abort();
-        }
     }
 }
 
