@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -218,4 +218,27 @@ pub(crate) async fn install(emulator: &Emulator, targets: &[Target]) -> Result<(
             .await?;
     }
     Ok(())
+}
+
+/// Writes the store took from a point on: its resourceVersion, which each write advances by
+/// one, read from a list of at most one object.
+pub(crate) struct StoreWrites(u64);
+
+impl StoreWrites {
+    pub(crate) async fn since(api: &Api<DynamicObject>) -> Result<Self> {
+        Ok(Self(resource_version(api).await?))
+    }
+
+    pub(crate) async fn count(&self, api: &Api<DynamicObject>) -> Result<u64> {
+        Ok(resource_version(api).await?.saturating_sub(self.0))
+    }
+}
+
+async fn resource_version(api: &Api<DynamicObject>) -> Result<u64> {
+    let list = api
+        .list_metadata(&kube::api::ListParams::default().limit(1))
+        .await?;
+    let rv = list.metadata.resource_version.unwrap_or_default();
+    rv.parse()
+        .with_context(|| format!("the emulator's resourceVersion {rv:?} is not a number"))
 }

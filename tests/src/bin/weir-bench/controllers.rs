@@ -21,6 +21,8 @@ pub(crate) enum Setup {
         cache: PathBuf,
         /// Processes; more than one are sharded (`--shard`), each a member of its own name.
         replicas: usize,
+        /// `--kube-api-qps` and `--kube-api-burst`.
+        limits: weir::client::ClientLimits,
     },
     /// One twin process per namespace (`None`: one twin over the whole cluster).
     Twins { namespaces: Vec<Option<String>> },
@@ -101,7 +103,7 @@ fn status_of(pid: u32) -> String {
 const USER_HZ: f64 = 100.0;
 
 /// A process's user plus system CPU time (all its threads), in seconds; 0 once it is gone.
-fn cpu_seconds(pid: u32) -> f64 {
+pub(crate) fn cpu_seconds(pid: u32) -> f64 {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name, which is in parentheses and may hold spaces: the state is
     // the first, utime the 12th and stime the 13th (fields 14 and 15 of proc(5)).
@@ -140,6 +142,7 @@ pub(crate) fn spawn(
             plugins,
             cache,
             replicas,
+            limits,
         } => {
             let plugin_dir = dir.join("plugins");
             std::fs::create_dir_all(&plugin_dir)?;
@@ -161,9 +164,16 @@ pub(crate) fn spawn(
                     listen: ops.to_string(),
                     ..RunArgs::plugins(&plugin_dir, kubeconfig)
                 };
+                args.extra = vec![
+                    "--kube-api-qps".into(),
+                    limits.qps.to_string().into(),
+                    "--kube-api-burst".into(),
+                    limits.burst.to_string().into(),
+                ];
                 if *replicas > 1 {
                     let identity = format!("bench-{replica}");
-                    args.extra = ["--shard", "--identity", &identity].map(Into::into).into();
+                    args.extra
+                        .extend(["--shard", "--identity", &identity].map(Into::into));
                 }
                 let child = args
                     .command(binary)?

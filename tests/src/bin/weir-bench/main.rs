@@ -21,9 +21,10 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use kube::api::{Api, DynamicObject};
+use weir::client::ClientLimits;
 use weir_emulator::{EmulatorConfig, RequestCursor};
 
 mod cluster;
@@ -72,6 +73,13 @@ struct Cli {
     /// The `weir` binary measured [default: target/release/weir].
     #[arg(long, value_name = "PATH")]
     weir: Option<PathBuf>,
+    /// `weir run --kube-api-qps` of the Blog and many-plugin rows (0 lifts its client-side limit;
+    /// the twin has none) [default: `weir run`'s].
+    #[arg(long, value_name = "QPS", default_value_t = ClientLimits::default().qps)]
+    kube_api_qps: f64,
+    /// `weir run --kube-api-burst` of those rows [default: `weir run`'s].
+    #[arg(long, value_name = "N", default_value_t = ClientLimits::default().burst)]
+    kube_api_burst: u32,
     /// Measure only one side (no ratios).
     #[arg(long, value_enum)]
     only: Option<Side>,
@@ -181,6 +189,9 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
         .map(|t| Api::namespaced_with(bench.clone(), &t.namespace, &t.kind.api_resource()))
         .collect();
     let mut readiness = Readiness::watch(&apis);
+    let first = apis.first().context("a row with no Blogs to create")?;
+    let written = cluster::StoreWrites::since(first).await?;
+    let emulator_cpu = controllers::cpu_seconds(std::process::id());
     let started = Instant::now();
     for (api, t) in apis.iter().zip(targets) {
         create_blogs(api, &t.kind, per_target, 2).await?;
@@ -208,6 +219,13 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
     }
     let seconds = started.elapsed().as_secs_f64();
     drop(readiness);
+    // The emulator's side of the run: its simulation and request handling share this process
+    // (with the bench's creates and watch), so its CPU time says what the run cost it.
+    println!(
+        "{label}: this process (the emulator) {:.1} CPU s while converging, {} writes stored",
+        controllers::cpu_seconds(std::process::id()) - emulator_cpu,
+        written.count(first).await?,
+    );
     // The measured controller's requests: not the bench's creates and watch.
     let log: Vec<_> = emulator
         .requests()
@@ -243,8 +261,11 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
     // `/plugins` shows its pass).
     let peaks = children.peak_rss_each_mib();
     let mut memory = None;
+    let mut reconciles = 0.0;
     for (i, addr) in ops.iter().enumerate() {
         let gauges = memory::Breakdown::read(*addr).await?;
+        let metrics = weir_e2e::weir_run::ops_get(*addr, "/metrics").await?;
+        reconciles += memory::sum(&metrics, "weir_reconciles_total");
         if ops.len() > 1 {
             let listed = weir::listing::fetch(&addr.to_string()).await?;
             let coordinating = listed
@@ -260,6 +281,12 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
             );
         }
         memory.get_or_insert(gauges);
+    }
+    if !ops.is_empty() {
+        println!(
+            "{label}: {reconciles:.0} reconciles ({:.2} per Blog)",
+            reconciles / blogs as f64
+        );
     }
     drop(children);
     emulator.shutdown().await;
@@ -298,12 +325,12 @@ fn built(path: PathBuf, how: &str) -> Result<PathBuf> {
 async fn many(
     kinds: usize,
     each: usize,
-    weir: Option<&Path>,
+    weir: Option<(&Path, ClientLimits)>,
     twins: bool,
 ) -> Result<(Option<Row>, Option<Row>)> {
     let namespaces: Vec<String> = (0..kinds).map(|n| format!("bench-{n}")).collect();
     let w = match weir {
-        Some(binary) => {
+        Some((binary, limits)) => {
             let plugins = (0..kinds)
                 .map(|n| {
                     built(
@@ -327,6 +354,7 @@ async fn many(
                 plugins,
                 cache: cache.path().to_owned(),
                 replicas: 1,
+                limits,
             };
             let label = format!("weir run, {kinds} plugins");
             Some(measure(&label, &setup, &targets, each).await?)
@@ -354,6 +382,10 @@ async fn many(
 }
 
 async fn bench(cli: Cli) -> Result<()> {
+    let limits = ClientLimits {
+        qps: cli.kube_api_qps.max(0.0),
+        burst: cli.kube_api_burst,
+    };
     let measures = |side| cli.only.is_none_or(|only| only == side);
     let weir = if measures(Side::Weir) {
         Some(weir_binary(cli.weir.clone())?)
@@ -390,6 +422,7 @@ async fn bench(cli: Cli) -> Result<()> {
                     plugins: vec![blog.clone()],
                     cache: cache.path().to_owned(),
                     replicas: cli.replicas.max(1),
+                    limits,
                 };
                 let label = match cli.replicas {
                     0 | 1 => "weir run".to_owned(),
@@ -428,7 +461,13 @@ async fn bench(cli: Cli) -> Result<()> {
     let mut per_plugin = Vec::new();
     for (kinds, each) in [(10, cli.ten), (50, cli.fifty)] {
         if let Some(each) = each {
-            let (w, t) = many(kinds, each, weir.as_deref(), measures(Side::Native)).await?;
+            let (w, t) = many(
+                kinds,
+                each,
+                weir.as_deref().map(|w| (w, limits)),
+                measures(Side::Native),
+            )
+            .await?;
             let one = w.as_ref().and_then(|w| {
                 let one = one_plugin.iter().find(|(blogs, _)| *blogs == w.blogs)?;
                 Some((w, one))
@@ -444,9 +483,12 @@ async fn bench(cli: Cli) -> Result<()> {
         }
     }
     println!(
-        "client limits: weir run {} (its default, shared fairly between plugins); \
-         native twin: none (a plain kube-rs client)",
-        weir::client::ClientLimits::default()
+        "client limits: weir run {limits}{}; native twin: none (a plain kube-rs client)",
+        match (limits.qps > 0.0, limits == ClientLimits::default()) {
+            (false, _) => "",
+            (true, true) => ", its default, shared fairly between plugins",
+            (true, false) => ", shared fairly between plugins",
+        }
     );
     print(&rows);
     for row in &rows {

@@ -23,16 +23,7 @@ impl Breakdown {
     }
 
     fn of(text: &str) -> Self {
-        let sum = |family: &str| -> f64 {
-            text.lines()
-                .filter(|l| !l.starts_with('#'))
-                .filter(|l| {
-                    l.strip_prefix(family)
-                        .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
-                })
-                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-                .sum()
-        };
+        let sum = |family: &str| sum(text, family);
         Self {
             cached_objects: sum("weir_cached_objects"),
             cached_bytes: sum("weir_cached_bytes"),
@@ -76,4 +67,16 @@ mod tests {
         assert_eq!(b.code_bytes, 1048576.0);
         assert_eq!(b.index_entries, 0.0);
     }
+}
+
+/// The sum of a metric family's samples over all their labels in `/metrics` text.
+pub(crate) fn sum(text: &str, family: &str) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| {
+            l.strip_prefix(family)
+                .is_some_and(|rest| rest.starts_with('{') || rest.starts_with(' '))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
 }

@@ -157,6 +157,7 @@ pub async fn run(args: SwapArgs) -> Result<()> {
         plugins: vec![v1.clone()],
         cache: dir.path().join("cache"),
         replicas: 1,
+        limits: weir::client::ClientLimits::default(),
     };
     let (mut children, ops) = spawn(&setup, dir.path(), &kubeconfig)?;
     let ops = ops.first().context("weir run's ops address")?.to_string();
