@@ -263,8 +263,8 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
     let mut memory = None;
     let mut reconciles = 0.0;
     for (i, addr) in ops.iter().enumerate() {
-        let gauges = memory::Breakdown::read(*addr).await?;
         let metrics = weir_e2e::weir_run::ops_get(*addr, "/metrics").await?;
+        let gauges = memory::Breakdown::of(&metrics);
         reconciles += memory::sum(&metrics, "weir_reconciles_total");
         if ops.len() > 1 {
             let listed = weir::listing::fetch(&addr.to_string()).await?;

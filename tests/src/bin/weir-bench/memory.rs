@@ -2,10 +2,6 @@
 //! index entries, compiled code and the instance pool, each summed over its labels ([`sum`],
 //! which the bench also reads the reconcile counter with).
 
-use std::net::SocketAddr;
-
-use weir_e2e::weir_run::ops_get;
-
 /// The gauges of one `weir run`, summed over every kind or plugin.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Breakdown {
@@ -17,13 +13,8 @@ pub(crate) struct Breakdown {
 }
 
 impl Breakdown {
-    /// Reads `/metrics` from the ops server at `addr`.
-    pub(crate) async fn read(addr: SocketAddr) -> anyhow::Result<Self> {
-        let text = ops_get(addr, "/metrics").await?;
-        Ok(Self::of(&text))
-    }
-
-    fn of(text: &str) -> Self {
+    /// The breakdown in `text`, what the ops server's `/metrics` answered.
+    pub(crate) fn of(text: &str) -> Self {
         let sum = |family: &str| sum(text, family);
         Self {
             cached_objects: sum("weir_cached_objects"),
