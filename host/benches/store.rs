@@ -13,7 +13,7 @@
 use kube::runtime::watcher;
 use serde_json::{Value, json};
 use weir::plugin::ResourceKind;
-use weir::reconcile::cache::{CachedObject, Incoming, Store};
+use weir::runtime::cache::{CachedObject, Incoming, Store};
 
 mod resident;
 use resident::rss_bytes;

@@ -271,7 +271,7 @@ fn test(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
         ..Limits::default()
     };
     let plugin = engine.load_file(&args.plugin, limits)?;
-    let summary = weir::fixtures::run_dir(&plugin, &args.fixtures)
+    let summary = weir::offline::run_dir(&plugin, &args.fixtures)
         .with_context(|| format!("testing {}", plugin.label()))?;
     summary.write_report(&mut std::io::stdout().lock())?;
     Ok(if summary.failed() == 0 {

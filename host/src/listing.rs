@@ -1,10 +1,17 @@
-//! `weir plugins`: what a running host serves, fetched from its `/plugins` endpoint.
+//! `weir plugins`: what a running host serves, fetched from its `/plugins` endpoint, and the
+//! one type that endpoint's answer is written and read as ([`Listed`]).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+use crate::rollout::{Phase, RolloutStatus};
+use crate::shard::metrics::ShardStatus;
 
 /// Why the listing could not be fetched.
 #[derive(Debug, thiserror::Error)]
@@ -46,8 +53,9 @@ pub enum ListingError {
     },
 }
 
-/// One served plugin, as `/plugins` lists it.
-#[derive(Debug, Deserialize)]
+/// One served plugin, as `/plugins` lists it: the one wire type the operations server writes
+/// and `weir plugins` reads.
+#[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Listed {
     /// Plugin name.
@@ -57,118 +65,32 @@ pub struct Listed {
     /// Parent kind, `Kind.group`.
     pub kind: String,
     /// The component file.
-    pub file: String,
+    pub file: PathBuf,
     /// Hex sha256 of the file.
     pub sha256: String,
-    /// When this version started serving.
+    /// When this version started serving (RFC 3339).
     pub loaded_at: String,
+    /// Its caches hold their first full list.
+    #[serde(default)]
+    pub synced: bool,
+    /// Kinds it declared that the API server does not serve (the plugin is not ready).
+    #[serde(default)]
+    pub unserved: Vec<String>,
     /// Reconciles by result.
-    pub reconciles: std::collections::BTreeMap<String, u64>,
+    pub reconciles: BTreeMap<String, u64>,
     /// The candidate version being rolled out, or the last one.
-    #[serde(default)]
-    pub rollout: Option<ListedRollout>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutStatus>,
     /// Why the candidate for this plugin's file was refused.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub candidate_refused: Option<String>,
-    /// This replica's shard, when the host is sharded.
-    #[serde(default)]
-    pub shard: Option<ListedShard>,
+    /// This replica's shard and, when it coordinates, the members and their parents of this kind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardStatus>,
     /// What the policy's entry for the plugin widens (cluster-scoped parent, namespaces,
-    /// Secret data), one line each.
-    #[serde(default)]
+    /// Secret data), one line each (none: nothing).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub widened: Vec<String>,
-}
-
-/// Sharding as `/plugins` lists it (`crate::shard::metrics::ShardStatus`).
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListedShard {
-    /// This replica's member name.
-    pub member: String,
-    /// How it selects its share: `labels` or `server-side`.
-    #[serde(default)]
-    pub mode: String,
-    /// Whether this replica coordinates; the fields below are from its last pass.
-    pub coordinating: bool,
-    /// The members.
-    #[serde(default)]
-    pub members: Vec<String>,
-    /// The parents of this kind each member owns.
-    #[serde(default)]
-    pub owned_parents: std::collections::BTreeMap<String, i64>,
-    /// The coordinator's moves (all kinds) by step.
-    #[serde(default)]
-    pub moves: std::collections::BTreeMap<String, u64>,
-}
-
-impl ListedShard {
-    /// One line: `shard member weir-0 (labels), coordinating: weir-0 20, weir-1 21; moves: 41 assigned, 0 drained`.
-    fn line(&self) -> String {
-        let member = match self.mode.as_str() {
-            "" => self.member.clone(),
-            mode => format!("{} ({mode})", self.member),
-        };
-        if !self.coordinating {
-            return format!("shard member {member}");
-        }
-        let owned: Vec<String> = self
-            .members
-            .iter()
-            .map(|m| format!("{m} {}", self.owned_parents.get(m).copied().unwrap_or(0)))
-            .collect();
-        let moves: Vec<String> = self.moves.iter().map(|(s, n)| format!("{n} {s}")).collect();
-        format!(
-            "shard member {member}, coordinating: parents {}; moves: {}",
-            owned.join(", "),
-            moves.join(", ")
-        )
-    }
-}
-
-/// A rollout as `/plugins` lists it (`crate::rollout::RolloutStatus`).
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListedRollout {
-    /// The candidate's version.
-    pub version: String,
-    /// Where it stands.
-    pub phase: crate::rollout::Phase,
-    /// Reconciles whose answers were compared.
-    pub compared: u64,
-    /// Reconciles whose answers differed.
-    pub differed: u64,
-    /// The candidate's bad outcomes by cause.
-    #[serde(default)]
-    pub candidate_failures: std::collections::BTreeMap<String, u64>,
-    /// The first differing reconciles, in full.
-    #[serde(default)]
-    pub first_diffs: Vec<ListedDiffs>,
-}
-
-/// One differing reconcile.
-#[derive(Debug, Deserialize)]
-pub struct ListedDiffs {
-    /// The parent.
-    pub parent: String,
-    /// The phase it was seen in.
-    pub phase: String,
-    /// Each difference: `kind` and `detail`.
-    pub diffs: Vec<std::collections::BTreeMap<String, String>>,
-}
-
-impl ListedRollout {
-    /// One cell: `Canary 10% 0.2.0: 120 compared, 120 differ, 3 failed`.
-    fn cell(&self) -> String {
-        let failed: u64 = self.candidate_failures.values().sum();
-        let phase = match &self.phase {
-            crate::rollout::Phase::RolledBack { .. } => "RolledBack".to_owned(),
-            p => p.to_string(),
-        };
-        format!(
-            "{phase} {}: {} compared, {} differ, {failed} failed",
-            self.version, self.compared, self.differed
-        )
-    }
 }
 
 /// Fetches `/plugins` from the host's operations port at `addr` (`host:port`).
@@ -240,7 +162,7 @@ pub fn table(plugins: &[Listed]) -> String {
                 count("success"),
                 count("error") + count("refused")
             ),
-            p.file.clone(),
+            p.file.display().to_string(),
             match (&p.rollout, &p.candidate_refused) {
                 (_, Some(_)) => "refused".to_owned(),
                 (Some(r), None) => r.cell(),
@@ -278,7 +200,7 @@ fn details(p: &Listed) -> String {
         out.push_str(&format!("\n{}: candidate refused: {reason}\n", p.name));
     }
     let Some(r) = &p.rollout else { return out };
-    if let crate::rollout::Phase::RolledBack { reason } = &r.phase {
+    if let Phase::RolledBack { reason } = &r.phase {
         out.push_str(&format!(
             "\n{} {}: rolled back {reason}\n",
             p.name, r.version
@@ -287,7 +209,7 @@ fn details(p: &Listed) -> String {
     if !r.first_diffs.is_empty() {
         // Once promoted, the row is the candidate's own (`/plugins` lists what serves).
         let against = match r.phase {
-            crate::rollout::Phase::Promoted => "the version it replaced",
+            Phase::Promoted => "the version it replaced",
             _ => &p.version,
         };
         out.push_str(&format!(
@@ -298,8 +220,7 @@ fn details(p: &Listed) -> String {
     for d in &r.first_diffs {
         out.push_str(&format!("  {} ({})\n", d.parent, d.phase));
         for diff in &d.diffs {
-            let get = |k: &str| diff.get(k).map_or("", String::as_str);
-            out.push_str(&format!("    {}: {}\n", get("kind"), get("detail")));
+            out.push_str(&format!("    {}: {}\n", diff.kind.as_str(), diff.detail));
         }
     }
     out

@@ -369,11 +369,10 @@ impl Metrics {
         &mut self.registry
     }
 
-    /// Adds the gauges of what `engine`'s plugins keep in memory (compiled code per plugin, the
-    /// instance pool's idle slots), read at each scrape ([`crate::plugin::MemoryGauges`]).
-    pub fn plugin_memory(&mut self, engine: &crate::plugin::Engine) {
-        self.registry
-            .register_collector(Box::new(crate::plugin::MemoryGauges::new(engine)));
+    /// Adds a collector whose gauges are read at each scrape (what the engine's plugins keep in
+    /// memory: `crate::plugin::MemoryGauges`).
+    pub fn collect(&mut self, collector: Box<dyn prometheus_client::collector::Collector>) {
+        self.registry.register_collector(collector);
     }
 
     /// Reconciles of `plugin` that ended with `result` (`success`, `error`, `refused`, `gone`).

@@ -3,7 +3,7 @@
 
 use kube::runtime::watcher;
 use weir::plugin::ResourceKind;
-use weir::reconcile::cache::{CachedObject, Incoming, Store};
+use weir::runtime::cache::{CachedObject, Incoming, Store};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;

@@ -9,7 +9,7 @@ use std::ffi::OsStr;
 use anyhow::{Context, Result};
 use kube::api::{DynamicObject, PostParams};
 use serde_json::json;
-use weir::fixtures::{Failure, Fixture, parse, run_dir};
+use weir::offline::{Failure, Fixture, parse, run_dir};
 use weir_e2e::host::RunSource;
 use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds, plugin};
 

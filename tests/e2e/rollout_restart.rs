@@ -179,8 +179,8 @@ async fn a_promoted_candidate_serves_on_after_a_restart_and_is_what_the_listing_
     v2_children(&env, &host, 3 * BLOGS).await?;
     let row = row_of(&host).await?;
     assert_eq!(
-        (row.sha256.as_str(), row.file.as_str()),
-        (v2.sha256(), v2.label()),
+        (row.sha256.as_str(), row.file.as_path()),
+        (v2.sha256(), std::path::Path::new(v2.label())),
         "the row shows what serves: {row:?}"
     );
     assert_eq!(row.rollout.map(|r| r.phase), Some(Phase::Promoted));

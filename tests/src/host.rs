@@ -22,8 +22,8 @@ use kube::Client;
 use weir::hotload::Timing;
 use weir::manager::{Manager, ManagerConfig, PluginSource};
 use weir::plugin::{Engine, Plugin};
-use weir::reconcile::queue::QueueConfig;
 use weir::run::{HostArgs, Origin};
+use weir::runtime::QueueConfig;
 
 use crate::{TestEnv, workspace_root};
 

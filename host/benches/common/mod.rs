@@ -38,7 +38,7 @@ impl Input {
         let path = workspace().join(FIXTURE);
         let text = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
-        let fixture = weir::fixtures::parse(&text)?;
+        let fixture = weir::offline::parse(&text)?;
         Ok(Input {
             parent: fixture.parent,
             observed: fixture.observed,

@@ -19,8 +19,8 @@ use sha2::{Digest, Sha256};
 use super::live::LiveObjects;
 use super::policy::ValidationPolicy;
 use super::refusal::Refusal;
-use crate::key::ObjectKey;
 use crate::plugin::{PluginInfo, ResourceKind};
+use crate::runtime::ObjectKey;
 
 /// Label on every child naming the UID of the parent that controls it.
 pub const PARENT_UID_LABEL: &str = "weir.dev/parent-uid";

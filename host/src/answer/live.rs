@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use kube::api::DynamicObject;
 
-use crate::key::ObjectKey;
+use crate::runtime::ObjectKey;
 
 /// The live objects the checks look a desired child's name up in (ownership of a name): the
 /// controller's cache, or the observed objects of a `weir test` fixture.

@@ -34,7 +34,7 @@ pub use self::drift::{holds, live_holds};
 pub use self::failure::{FailureCause, PluginError};
 pub use self::live::LiveObjects;
 pub use self::policy::{DEFAULT_SECRET_TYPES, Grant, ValidationPolicy};
-pub use self::redact::{DATA_HASH, LAST_APPLIED, data_hash, for_plugin, redacted};
+pub use self::redact::{DATA_HASH, data_hash, for_plugin, redacted};
 pub use self::refusal::{Refusal, refusal_message};
 pub use self::status::{Reconciled, desired_status, merge_diff, now};
 use crate::plugin::{PluginInfo, ReconcileResponse, Requeue};

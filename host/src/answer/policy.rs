@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::live::LiveObjects;
-use crate::key::ObjectKey;
 use crate::plugin::LabelSelector;
+use crate::runtime::ObjectKey;
 
 /// The default Secret types: the ones whose content the writer supplies in full.
 pub const DEFAULT_SECRET_TYPES: &[&str] = &[

@@ -27,11 +27,10 @@ use serde_json::Value;
 
 use sha2::{Digest, Sha256};
 
+use crate::runtime::cache::LAST_APPLIED;
+
 /// The annotation carrying the hash of a redacted Secret's data.
 pub const DATA_HASH: &str = "weir.dev/data-sha256";
-/// The annotation `kubectl apply` (client-side) keeps a full copy of the object in (the cache
-/// drops it, and a Secret's copy holds its data).
-pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The child as the plugin may see it: the same `Arc` for anything but a Secret (no copy),
 /// a redacted copy for a Secret. An object without `apiVersion`/`kind` (the watch fills them

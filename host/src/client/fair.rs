@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use crate::reconcile::queue::TokenBucket;
+use crate::runtime::TokenBucket;
 
 /// Whose request this is: a plugin's name, or the host's own ([`Flow::host`]). Carried as a
 /// request extension from a plugin's client ([`super::for_plugin`]) to the host's gate.

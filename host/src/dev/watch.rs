@@ -36,7 +36,7 @@ use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use crate::answer::ValidationPolicy;
 use crate::chain::Chain;
-use crate::fixtures;
+use crate::offline;
 use crate::plugin::{Engine, Limits};
 
 /// Quiet time after the last save before a build starts.
@@ -294,7 +294,7 @@ impl Project {
                 .load_file(&file, limits)
                 .map_err(|e| format!("{name} does not load: {}", Chain(&e)))?;
             let compiled_in = compiling.elapsed();
-            let summary = fixtures::run_dir_with(&plugin, &fixtures_dir, &validation)
+            let summary = offline::run_dir_with(&plugin, &fixtures_dir, &validation)
                 .map_err(|e| Chain(&e).to_string())?;
             tracing::info!(
                 build_s = built_after.as_secs_f64(),

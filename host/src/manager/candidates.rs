@@ -104,7 +104,7 @@ impl Candidates {
         let sha = plugin.sha256().to_owned();
         let controller = self
             .view
-            .controller(&row.kind)
+            .rollouts(&row.kind)
             .ok_or(CandidateRefusal::NoServing(shown))?;
         if controller.candidate_sha256().as_deref() == Some(sha.as_str()) {
             return Ok(());
@@ -160,7 +160,7 @@ impl Candidates {
             .unwrap_or_else(PoisonError::into_inner)
             .remove(serving);
         if let Some(row) = self.catalog.rows().into_iter().find(|r| r.file == serving)
-            && let Some(controller) = self.view.controller(&row.kind)
+            && let Some(controller) = self.view.rollouts(&row.kind)
         {
             controller.withdraw();
         }

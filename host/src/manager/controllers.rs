@@ -17,7 +17,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use kube::Client;
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
@@ -26,10 +26,10 @@ use crate::fence::Fence;
 use crate::hotload::{KindKey, PluginEvent};
 use crate::metrics::Metrics;
 use crate::plugin::Plugin;
-use crate::reconcile::invoke::{Reconciler, plugin_share};
-use crate::reconcile::source::Informers;
+use crate::reconcile::invoke::{CallSlots, Reconciler};
 use crate::reconcile::{Controller, ControllerConfig};
-use crate::rollout::Resume;
+use crate::rollout::{Resume, Rollouts};
+use crate::runtime::Informers;
 
 /// How long a stopping controller may take to finish its in-flight reconciles.
 const DRAIN: Duration = Duration::from_secs(30);
@@ -37,6 +37,8 @@ const DRAIN: Duration = Duration::from_secs(30);
 /// One kind's controller and its tasks.
 struct RunningController {
     controller: Arc<Controller>,
+    /// Its candidates' rollouts.
+    rollouts: Arc<Rollouts>,
     workers: JoinHandle<()>,
     resync: JoinHandle<()>,
     stop: CancellationToken,
@@ -46,9 +48,8 @@ struct RunningController {
 pub(super) struct Controllers {
     client: Client,
     informers: Arc<Informers>,
-    permits: Arc<Semaphore>,
-    /// How many call slots one plugin may hold (`invoke::plugin_share`).
-    share: usize,
+    /// The host's plugin-call slots.
+    slots: CallSlots,
     metrics: Arc<Metrics>,
     config: ControllerConfig,
     /// Whether this replica leads (always, for the only replica), and how long stepped-down
@@ -60,8 +61,13 @@ pub(super) struct Controllers {
     resume: Resume,
 }
 
-/// A running controller and the handles that stop its tasks at once.
-type Handles = (Arc<Controller>, Vec<tokio::task::AbortHandle>);
+/// A running controller as the view holds it: with its rollouts and the handles that stop its
+/// tasks at once.
+struct Handles {
+    controller: Arc<Controller>,
+    rollouts: Arc<Rollouts>,
+    tasks: Vec<tokio::task::AbortHandle>,
+}
 
 /// The controllers as the operations server and [`super::Manager`] see them.
 #[derive(Clone)]
@@ -101,7 +107,7 @@ impl ControllersView {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
-            .all(|(c, _)| c.is_synced() || !c.unserved().is_empty())
+            .all(|h| h.controller.is_synced() || !h.controller.unserved().is_empty())
     }
 
     /// Per served kind (`Kind.group`): whether its caches are synced, and the declared kinds
@@ -111,27 +117,30 @@ impl ControllersView {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .map(|(k, (c, _))| (k.to_string(), (c.is_synced(), c.unserved())))
+            .map(|(k, h)| {
+                let c = &h.controller;
+                (k.to_string(), (c.is_synced(), c.unserved()))
+            })
             .collect()
     }
 
-    /// The controller of a served kind (`Kind.group`).
-    pub(super) fn controller(&self, kind: &str) -> Option<Arc<Controller>> {
+    /// The rollouts of a served kind's (`Kind.group`) controller.
+    pub(super) fn rollouts(&self, kind: &str) -> Option<Arc<Rollouts>> {
         self.controllers
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .find(|(k, _)| k.to_string() == kind)
-            .map(|(_, (c, _))| c.clone())
+            .map(|(_, h)| h.rollouts.clone())
     }
 
     /// Per served kind (`Kind.group`) with a candidate now or before: its rollout.
-    pub(super) fn rollouts(&self) -> HashMap<String, crate::rollout::RolloutStatus> {
+    pub(super) fn rollout_statuses(&self) -> HashMap<String, crate::rollout::RolloutStatus> {
         self.controllers
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
-            .filter_map(|(k, (c, _))| Some((k.to_string(), c.rollout()?)))
+            .filter_map(|(k, h)| Some((k.to_string(), h.rollouts.status()?)))
             .collect()
     }
 
@@ -141,19 +150,19 @@ impl ControllersView {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
-            .map(|(c, _)| c.info().parent)
+            .map(|h| h.controller.info().parent)
             .collect()
     }
 
     /// Stops every task at once (a hard kill).
     pub(super) fn abort_all(&self) {
-        for (_, tasks) in self
+        for h in self
             .controllers
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .values()
         {
-            tasks.iter().for_each(tokio::task::AbortHandle::abort);
+            h.tasks.iter().for_each(tokio::task::AbortHandle::abort);
         }
     }
 
@@ -165,10 +174,11 @@ impl ControllersView {
         match running {
             Some(r) => map.insert(
                 kind,
-                (
-                    r.controller.clone(),
-                    vec![r.workers.abort_handle(), r.resync.abort_handle()],
-                ),
+                Handles {
+                    controller: r.controller.clone(),
+                    rollouts: r.rollouts.clone(),
+                    tasks: vec![r.workers.abort_handle(), r.resync.abort_handle()],
+                },
             ),
             None => map.remove(&kind),
         };
@@ -191,8 +201,7 @@ impl Controllers {
         Self {
             client,
             informers,
-            permits: Arc::new(Semaphore::new(slots)),
-            share: plugin_share(slots),
+            slots: CallSlots::new(slots),
             metrics,
             config,
             gate,
@@ -231,13 +240,14 @@ impl Controllers {
             self.client.clone(),
             self.informers.clone(),
             reconciler,
-            (self.permits.clone(), self.share),
+            self.slots.clone(),
             self.metrics.clone(),
             self.config.clone(),
         ));
+        let rollouts = Arc::new(Rollouts::new(controller.clone()));
         let stop = CancellationToken::new();
         let workers = tokio::spawn(lead_then_work(
-            controller.clone(),
+            (controller.clone(), rollouts.clone()),
             (self.resume.clone(), sha),
             self.gate.clone(),
             stop.clone(),
@@ -246,6 +256,7 @@ impl Controllers {
         info!(plugin = %label, %kind, "controller started");
         let running = RunningController {
             controller,
+            rollouts,
             workers,
             resync,
             stop,
@@ -290,7 +301,7 @@ impl Controllers {
 /// again. The only replica's gate never shuts: its workers end through `Controller::shutdown`
 /// (dropping `run_workers` would abort reconciles in flight).
 async fn lead_then_work(
-    controller: Arc<Controller>,
+    (controller, rollouts): (Arc<Controller>, Arc<Rollouts>),
     (resume, serving_sha): (Resume, String),
     (gate, abandon): (Fence, Duration),
     stop: CancellationToken,
@@ -305,7 +316,7 @@ async fn lead_then_work(
         tokio::select! {
             () = stop.cancelled() => return,
             ((), ()) = async {
-                tokio::join!(resume.take_over(controller.as_ref(), &serving_sha), controller.wait_synced())
+                tokio::join!(resume.take_over(rollouts.as_ref(), &serving_sha), controller.wait_synced())
             } => {}
         }
         if stop.is_cancelled() {

@@ -38,8 +38,8 @@ use crate::plugin::{Engine, Limits, Plugin};
 use crate::policy::Policy;
 use crate::reconcile::ControllerConfig;
 pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
-use crate::reconcile::source::{Informers, ShardScope};
 use crate::rollout::{CandidateRefusal, PhaseStore, Resume, RolloutConfig, RolloutStatus};
+use crate::runtime::Informers;
 use crate::server::ServerError;
 use crate::shard::ShardConfig;
 
@@ -179,7 +179,7 @@ impl Manager {
         if let PluginSource::Directory { engine, .. } | PluginSource::Cluster { engine, .. } =
             &source
         {
-            metrics.plugin_memory(engine);
+            metrics.collect(Box::new(crate::plugin::MemoryGauges::new(engine)));
         }
         let metrics = Arc::new(metrics);
         let admission = Admission::new(
@@ -219,14 +219,14 @@ impl Manager {
             &hotload_metrics,
         )
         .await?;
-        let informers = Informers::sharded(
+        let informers = Informers::narrowed(
             client.clone(),
             config.controller.namespace.clone(),
             metrics.clone(),
-            config.shard.as_ref().map(|sc| match &share {
-                Some(share) => ShardScope::Selector(share.clone()),
-                None => ShardScope::Labels(crate::shard::selector(&sc.identity)),
-            }),
+            config
+                .shard
+                .as_ref()
+                .map(|sc| crate::shard::narrowing(&sc.identity, share.as_ref(), &client)),
         );
         // Sharded, the controllers' writes stop at the step-down moment of this replica's own
         // shard Lease instead (its fence is the same gate, on another Lease).
@@ -253,8 +253,7 @@ impl Manager {
                         .max_concurrent_reconciles
                         .clamp(1, Semaphore::MAX_PERMITS),
                 )),
-                sharded: config.shard.is_some(),
-                share: share.clone(),
+                gate: crate::shard::gate(config.shard.as_ref(), share.as_ref()),
                 ..config.controller.clone()
             },
             (writer, abandon),
@@ -372,7 +371,7 @@ impl Manager {
 
     /// Per served kind (`Kind.group`) with a candidate now or before: its rollout.
     pub fn rollouts(&self) -> std::collections::HashMap<String, RolloutStatus> {
-        self.view.rollouts()
+        self.view.rollout_statuses()
     }
 
     /// Why the candidate of a serving file was refused, by serving file.

@@ -9,17 +9,17 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::controllers::ControllersView;
 use crate::hotload::{Catalog, CatalogRow};
+use crate::listing::Listed;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::reconcile::error::ResultLabel;
 use crate::rollout::{Phase, RolloutStatus};
 use crate::server::{self, ServerError};
-use crate::shard::metrics::{ShardMetrics, ShardStatus};
+use crate::shard::metrics::ShardMetrics;
 
 /// This replica's member name and the coordinator's view, when sharded.
 pub(super) type Sharding = Option<(String, ShardMetrics)>;
@@ -69,34 +69,9 @@ struct Listing {
     policy: Arc<Policy>,
 }
 
-/// A served plugin with its reconcile counts, as `/plugins` lists it.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Listed {
-    #[serde(flatten)]
-    row: CatalogRow,
-    /// Its caches hold their first full list.
-    synced: bool,
-    /// Kinds it declared that the API server does not serve (the plugin is not ready).
-    unserved: Vec<String>,
-    reconciles: BTreeMap<&'static str, u64>,
-    /// The candidate version being rolled out (or the last one), if any.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rollout: Option<RolloutStatus>,
-    /// Why the candidate for this file was refused, if it was.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    candidate_refused: Option<String>,
-    /// This replica's shard and, when it coordinates, the members and their parents of this kind.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    shard: Option<ShardStatus>,
-    /// What the policy's entry for the plugin widens, one line each (none: nothing).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    widened: Vec<String>,
-}
-
 async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
     let states = listing.view.states();
-    let mut rollouts = listing.view.rollouts();
+    let mut rollouts = listing.view.rollout_statuses();
     let refused = listing
         .refused
         .read()
@@ -110,7 +85,7 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
                     .into_iter()
                     .map(|r| {
                         (
-                            r.as_str(),
+                            r.as_str().to_owned(),
                             listing.metrics.reconciles_of(&row.name, r.as_str()),
                         )
                     })
@@ -127,15 +102,22 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
                     .get(&row.name)
                     .map(crate::policy::Grant::lines)
                     .unwrap_or_default();
+                let candidate_refused = refused.get(&row.file).cloned();
+                let row = serving(row, rollout.as_ref());
                 Listed {
-                    shard,
-                    widened,
-                    candidate_refused: refused.get(&row.file).cloned(),
-                    row: serving(row, rollout.as_ref()),
-                    rollout,
+                    name: row.name,
+                    version: row.version,
+                    kind: row.kind,
+                    file: row.file,
+                    sha256: row.sha256,
+                    loaded_at: row.loaded_at,
                     synced,
                     unserved,
                     reconciles,
+                    rollout,
+                    candidate_refused,
+                    shard,
+                    widened,
                 }
             })
             .collect(),

@@ -156,7 +156,7 @@ impl Candidates {
             .rows()
             .into_iter()
             .find(|r| r.name == plugin)
-            .and_then(|row| self.view.controller(&row.kind));
+            .and_then(|row| self.view.rollouts(&row.kind));
         let outcome = match controller {
             Some(c) if c.candidate_sha256().is_some() => c.steer(pending.request).await,
             _ if pending.since.elapsed() < self.config.resume_within => return false,

@@ -18,7 +18,7 @@ use super::engine::Engine;
 use crate::metrics::PluginLabels;
 
 /// The gauges of [`Engine`]'s plugins, registered with
-/// [`crate::metrics::Metrics::plugin_memory`].
+/// [`crate::metrics::Metrics::collect`].
 #[derive(Debug)]
 pub struct MemoryGauges {
     engine: Engine,

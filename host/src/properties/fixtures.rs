@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::{config, json_with, one_of, scalar};
-use crate::fixtures::{Call, ExpectFinalize, ExpectRequeue, FormatError, parse};
+use crate::offline::{Call, ExpectFinalize, ExpectRequeue, FormatError, parse};
 use crate::plugin::{ErrorKind, Selection, Selector};
 
 /// What a generated `expect.error` says.

@@ -14,8 +14,8 @@ use crate::answer::{
     LiveObjects, MANIFEST_HASH_ANNOTATION, PARENT_UID_LABEL, SERVICE_ACCOUNT_TOKEN_TYPE,
     ValidationPolicy, controller_uid,
 };
-use crate::key::ObjectKey;
 use crate::plugin::{PluginInfo, ResourceKind};
+use crate::runtime::ObjectKey;
 
 const PARENT_UID: &str = "uid-parent";
 

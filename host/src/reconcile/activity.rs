@@ -24,10 +24,10 @@ use tokio::sync::broadcast;
 
 use super::apply::Change;
 use super::error::{ErrorAction, ResultLabel};
-use super::queue::ObjectKey;
 use crate::answer::{DesiredChild, MANIFEST_HASH_ANNOTATION, holds};
 use crate::hotload::{FileRefusal, PluginEvent};
 use crate::plugin::{Plugin, PluginInfo};
+use crate::runtime::ObjectKey;
 
 /// Activities kept for a receiver that falls behind; older ones are dropped (it sees a gap).
 const BACKLOG: usize = 1024;

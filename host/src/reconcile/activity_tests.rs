@@ -115,7 +115,7 @@ fn a_feed_nobody_watches_builds_nothing_and_a_watched_one_says_what_changed() {
     let refused = ErrorAction {
         reason: "Refused",
         report: true,
-        finish: crate::reconcile::queue::Finish::Failed,
+        finish: crate::runtime::Finish::Failed,
         label: ResultLabel::Refused,
     };
     feed.failed(&info, &key, &refused, "child Secret/x: not declared");

@@ -25,12 +25,12 @@ use std::sync::Arc;
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 
-use super::cache::CachedObject;
-use super::echoes::Echoes;
-use super::queue::ObjectKey;
 use super::upgrade;
 use crate::answer::{DesiredChild, Refusal, controller_uid, live_holds};
 use crate::metrics::Metrics;
+use crate::runtime::ObjectKey;
+use crate::runtime::cache::CachedObject;
+use crate::runtime::echoes::Echoes;
 
 /// How many times the relabelling of a created child is tried when a concurrent write changed
 /// the object under it (409).

@@ -9,20 +9,21 @@ use kube::api::DynamicObject;
 
 use super::Parts;
 use super::apply::Applier;
-use super::cache::{Cache, Store};
 use super::invoke::{Invoker, Reconciler};
 use super::related::{KindIndex, Reach, Related, RelatedKind};
-use super::source::{Route, Scope, Subscription, Target};
 use super::status::ParentWriter;
+use super::stores::Cache;
 use crate::answer::LiveObjects;
-use crate::key::ObjectKey;
 use crate::plugin::{PluginInfo, ResourceKind};
+use crate::runtime::ObjectKey;
+use crate::runtime::cache::Store;
+use crate::runtime::{Route, Scope, Subscription, Target};
 
 /// One plugin version bound to the stores of the kinds it declared.
 ///
 /// A hot swap replaces the whole binding at once; a reconcile takes the binding once at its
 /// start and finishes on it, so it never mixes two versions.
-pub(super) struct Binding {
+pub struct Binding {
     pub(super) invoker: Invoker,
     pub(super) cache: Cache,
     pub(super) applier: Applier,
@@ -36,8 +37,14 @@ pub(super) struct Binding {
 }
 
 impl Binding {
-    pub(super) fn info(&self) -> &PluginInfo {
+    /// What the plugin declared.
+    pub fn info(&self) -> &PluginInfo {
         self.invoker.info()
+    }
+
+    /// The UID of the cached parent `key`, if it is cached.
+    pub fn parent_uid(&self, key: &ObjectKey) -> Option<String> {
+        self.cache.parents.get(key)?.uid().map(str::to_owned)
     }
 
     /// What the judge looks names up in: the children's caches, and the Namespaces (their
@@ -89,14 +96,14 @@ impl Parts {
         };
         let parent = self
             .informers
-            .subscribe(&info.parent, Scope::Share, target(Route::Parent));
+            .subscribe(&info.parent, Scope::Mine, target(Route::Parent));
         let children: Vec<Subscription> = info
             .children
             .iter()
             .map(|kind| {
                 self.informers.subscribe(
                     kind,
-                    Scope::Share,
+                    Scope::Mine,
                     target(Route::Owner(info.parent.clone())),
                 )
             })
@@ -182,12 +189,7 @@ impl Parts {
                 self.metrics.clone(),
                 self.echoes.clone(),
             ),
-            invoker: Invoker::with_share(
-                plugin,
-                self.permits.clone(),
-                self.share,
-                self.metrics.clone(),
-            ),
+            invoker: Invoker::with_slots(plugin, &self.slots, self.metrics.clone()),
             cache,
             related,
             namespaces: namespace_store,

@@ -8,10 +8,10 @@
 use super::apply::ApplyError;
 use super::finalizer::FinalizerError;
 use super::invoke::PluginError;
-use super::queue::Finish;
 use super::status::StatusError;
 use crate::answer::{self, Refusal, Refused};
 use crate::plugin::{ErrorKind, PluginInfo, ReconcileResponse};
+use crate::runtime::Finish;
 
 /// Why one reconcile of one parent failed.
 #[derive(Debug, thiserror::Error)]
@@ -154,7 +154,7 @@ impl ErrorAction {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcile::queue::ObjectKey;
+    use crate::runtime::ObjectKey;
 
     fn plugin_error(kind: ErrorKind) -> ReconcileError {
         ReconcileError::Plugin(PluginError::new(kind, "plugin blog@1: boom"))

@@ -20,7 +20,7 @@ use kube::Client;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
-use super::sweeps::Sweeps;
+use crate::runtime::sweeps::Sweeps;
 
 /// How long a sent Event is remembered: a repeat within it is counted in its series.
 const REMEMBERED: Duration = Duration::from_secs(6 * 60);

@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
-use super::cache::CachedObject;
 use crate::plugin::{ErrorKind, PluginInfo, ReconcileResponse};
+use crate::runtime::cache::CachedObject;
 
 /// How a reconcile failed.
 #[derive(Clone, Debug)]

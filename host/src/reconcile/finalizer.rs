@@ -24,9 +24,9 @@ use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use super::echoes::Echoes;
 use crate::metrics::Metrics;
 use crate::plugin::ResourceKind;
+use crate::runtime::echoes::Echoes;
 
 /// How long an added finalizer waits for the cache to show it before it may be written again.
 pub const ECHO_TTL: Duration = Duration::from_secs(60);
@@ -138,7 +138,7 @@ impl Finalizers {
     ) -> Result<DynamicObject, FinalizerError> {
         let failed = |source| FinalizerError {
             kind: self.kind.kind.clone(),
-            name: super::cache::key_of(parent).to_string(),
+            name: crate::runtime::cache::key_of(parent).to_string(),
             source,
         };
         let ops: json_patch::Patch =

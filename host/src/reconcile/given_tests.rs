@@ -11,13 +11,13 @@ use kube::core::{TypeMeta, WatchEvent};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 
-use super::cache::{CachedObject, Incoming, Packing};
 use super::invoke::{Invoker, PluginError, Reconciler};
 use crate::metrics::Metrics;
 use crate::plugin::{
     FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse, Requeue,
     ResourceKind,
 };
+use crate::runtime::cache::{CachedObject, Incoming, Packing};
 
 /// Every object (parent, observed and related) of every Blog fixture.
 fn fixture_objects() -> Vec<(String, Value)> {
@@ -31,7 +31,7 @@ fn fixture_objects() -> Vec<(String, Value)> {
     let mut objects = Vec::new();
     for path in paths {
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{e}"));
-        let fixture = crate::fixtures::parse(&text).unwrap_or_else(|e| panic!("{e}"));
+        let fixture = crate::offline::parse(&text).unwrap_or_else(|e| panic!("{e}"));
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let all = std::iter::once(fixture.parent)
             .chain(fixture.observed)

@@ -3,7 +3,7 @@
 //! Plugin calls block for up to their timeout (the sandbox's deadline covers a guest waiting in
 //! the host too); running them on the executor's threads would stall every watch and worker, so
 //! they go to `spawn_blocking` with a bounded number in flight. The host's call slots are shared
-//! by its plugins, and one plugin may hold at most a share of them ([`plugin_share`]), so a
+//! by its plugins, and one plugin may hold at most a quota of them ([`CallSlots`]), so a
 //! plugin whose calls all run to their deadline slows itself down, not the others.
 
 use std::sync::Arc;
@@ -12,7 +12,6 @@ use std::time::Instant;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
-use super::cache::CachedObject;
 use crate::answer::redacted;
 pub use crate::answer::{FailureCause, PluginError};
 use crate::metrics::Metrics;
@@ -20,6 +19,7 @@ use crate::plugin::{
     ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
     Selection,
 };
+use crate::runtime::cache::CachedObject;
 
 /// The cached child as the plugin may see it ([`crate::answer::redacted`]): the same `Arc` for
 /// anything but a Secret (no copy), a redacted copy for a Secret (decoded, redacted and cached
@@ -91,8 +91,28 @@ impl Reconciler for crate::plugin::Plugin {
 /// The most of a host's `total` call slots one plugin may hold: half, and at least one. Half
 /// leaves the other plugins as many slots as the busiest one, and lets a single plugin still
 /// use the host when it is alone.
-pub fn plugin_share(total: usize) -> usize {
+pub fn plugin_quota(total: usize) -> usize {
     (total / 2).max(1)
+}
+
+/// The host's plugin-call slots, shared by all its plugins, and how many one plugin may hold.
+#[derive(Clone, Debug)]
+pub struct CallSlots {
+    /// The host's slots.
+    pub permits: Arc<Semaphore>,
+    /// The most of them one plugin may hold at once.
+    pub quota: usize,
+}
+
+impl CallSlots {
+    /// `total` slots (at least one), each plugin holding at most [`plugin_quota`] of them.
+    pub fn new(total: usize) -> Self {
+        let total = total.max(1);
+        Self {
+            permits: Arc::new(Semaphore::new(total)),
+            quota: plugin_quota(total),
+        }
+    }
 }
 
 /// Calls one plugin with bounded concurrency.
@@ -100,7 +120,7 @@ pub struct Invoker {
     plugin: Arc<dyn Reconciler>,
     /// The host's call slots, shared by all its plugins.
     permits: Arc<Semaphore>,
-    /// This plugin's share of them, taken before a shared slot.
+    /// This plugin's quota of them, taken before a shared slot.
     own: Arc<Semaphore>,
     metrics: Arc<Metrics>,
 }
@@ -112,30 +132,29 @@ fn texts(objects: &[Arc<CachedObject>]) -> Vec<String> {
 
 impl Invoker {
     /// An invoker sharing `permits` with the host's other plugins, holding at most
-    /// [`plugin_share`] of them. The share is computed from the slots free now, which is
+    /// [`plugin_quota`] of them. The quota is computed from the slots free now, which is
     /// all of them when the host creates its controllers before any call; a caller that
-    /// knows the total uses [`Invoker::with_share`].
+    /// knows the total uses [`Invoker::with_slots`].
     pub fn new(
         plugin: Arc<dyn Reconciler>,
         permits: Arc<Semaphore>,
         metrics: Arc<Metrics>,
     ) -> Self {
-        let share = plugin_share(permits.available_permits());
-        Self::with_share(plugin, permits, share, metrics)
+        let quota = plugin_quota(permits.available_permits());
+        Self::with_slots(plugin, &CallSlots { permits, quota }, metrics)
     }
 
-    /// An invoker sharing `permits` with the host's other plugins, holding at most `share`
-    /// of them at once (at least one).
-    pub fn with_share(
+    /// An invoker sharing `slots` with the host's other plugins, holding at most their quota
+    /// at once (at least one).
+    pub fn with_slots(
         plugin: Arc<dyn Reconciler>,
-        permits: Arc<Semaphore>,
-        share: usize,
+        slots: &CallSlots,
         metrics: Arc<Metrics>,
     ) -> Self {
         Self {
             plugin,
-            permits,
-            own: Arc::new(Semaphore::new(share.max(1))),
+            permits: slots.permits.clone(),
+            own: Arc::new(Semaphore::new(slots.quota.max(1))),
             metrics,
         }
     }
@@ -157,7 +176,7 @@ impl Invoker {
                 format!("plugin {name}: host is shutting down"),
             )
         };
-        // This plugin's slot first, so a plugin at its share waits without holding a shared one.
+        // This plugin's slot first, so a plugin at its quota waits without holding a shared one.
         let _own = self.own.clone().acquire_owned().await.map_err(closed)?;
         let _permit = self.permits.clone().acquire_owned().await.map_err(closed)?;
         let plugin = self.plugin.clone();
@@ -291,10 +310,10 @@ mod tests {
 
     #[test]
     fn a_plugin_holds_half_of_the_hosts_call_slots_and_at_least_one() {
-        assert_eq!(plugin_share(8), 4);
-        assert_eq!(plugin_share(3), 1);
-        assert_eq!(plugin_share(1), 1);
-        assert_eq!(plugin_share(0), 1);
+        assert_eq!(plugin_quota(8), 4);
+        assert_eq!(plugin_quota(3), 1);
+        assert_eq!(plugin_quota(1), 1);
+        assert_eq!(plugin_quota(0), 1);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -323,7 +342,7 @@ mod tests {
         assert_eq!(
             stuck.running.load(Ordering::SeqCst),
             2,
-            "the stuck plugin holds its share"
+            "the stuck plugin holds its quota"
         );
 
         let calm = Arc::new(Stuck {
@@ -354,7 +373,7 @@ mod tests {
         assert_eq!(
             stuck.most.load(Ordering::SeqCst),
             2,
-            "never more than its share at once"
+            "never more than its quota at once"
         );
         assert_eq!(permits.available_permits(), 4);
     }

@@ -1,48 +1,46 @@
-//! The reconcile loop of one plugin: watch → queue → cache → plugin → apply → status.
+//! The controller of one parent kind, thin: source → queue → cache → ask → judge → write → settle.
 //!
-//! `Controller::reconcile` is the whole data path in one function; each stage lives in
-//! its own module:
-//! ① [`source`] watch events → keys, ② [`queue`] dedupe, backoff, hot-loop guard,
-//! ③ [`cache`] stores and owner index, [`related`] the objects a parent selected to read and
-//! the index from them back to the parents, ④ [`invoke`] the plugin call,
-//! ⑤ [`crate::answer::judge`] (pure, outside this module) + [`apply`] the judgment and the
-//! writes, ⑥ [`status`] status, finalizer, Events.
-//! The workers that take keys from the queue, and the resync that refills it, are in `workers`.
-//! A candidate version, when one is rolled out, is called beside the serving one (`candidate`).
-//! Beside them: [`echoes`] tells the watch echo of the host's own writes from outside changes,
-//! [`error`] is how a reconcile fails, and the settle step (`settle`) turns how one ended into
-//! its status, Events, hot-loop verdict, metrics, activity and queue decision, in one place.
+//! `Controller::reconcile` is the whole data path in one function, on the runtime floor
+//! ([`crate::runtime`]: informers, the packed cache, the work queue, echoes) that every
+//! controller of a host shares: ① its [`binding`] subscribes the plugin's kinds in the informer
+//! registry, whose events become keys; ② the workers (`workers`) take keys from the queue, and
+//! the resync refills it; ③ the parent and its children are read from the cache ([`related`]:
+//! the objects a parent selected to read); ④ [`invoke`] asks the plugin; ⑤ [`crate::answer::judge`]
+//! (pure, outside this module) judges the answer and [`apply`] writes what differs; ⑥ the settle
+//! step (`settle`) turns how the reconcile ended into its [`status`], Events, hot-loop verdict,
+//! metrics, activity and queue decision, in one place. A parent being deleted is finalized
+//! (`deleting`) and its [`finalizer`] released. [`error`] is how a reconcile fails.
+//!
+//! Two seams let capabilities sit beside the controller instead of inside it: the [`gate`]
+//! (which parents this host reconciles, what their children carry: `crate::shard` plugs in
+//! there) and the [`answerer`] (which version answers a parent, and one asked beside it:
+//! `crate::rollout` plugs in there). The controller never knows which is plugged in.
 
 pub mod activity;
+pub mod answerer;
 pub mod apply;
-mod binding;
-pub mod cache;
-mod candidate;
-pub mod echoes;
+pub mod binding;
+mod deleting;
+#[cfg(test)]
+mod deleting_tests;
 pub mod error;
 pub mod events;
 pub mod failed;
-mod finalize;
-#[cfg(test)]
-mod finalize_tests;
 pub mod finalizer;
+pub mod gate;
 #[cfg(test)]
 mod given_tests;
 pub mod invoke;
-pub mod queue;
 pub mod related;
 mod settle;
-#[cfg(test)]
-mod shadow_tests;
-pub mod source;
 pub mod status;
-mod sweeps;
+mod stores;
 pub mod upgrade;
 mod workers;
 #[cfg(test)]
 mod workers_tests;
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::Client;
@@ -50,17 +48,18 @@ use kube::api::DynamicObject;
 use tokio::sync::Semaphore;
 use tracing::Instrument;
 
+use self::answerer::{Alone, Route, Seat};
 use self::binding::Binding;
-use self::cache::CachedObject;
-use self::echoes::Echoes;
 use self::error::ReconcileError;
-use self::invoke::Reconciler;
-use self::queue::{Finish, ObjectKey, Queue, QueueConfig};
+use self::gate::{Admission, Gate, Pass};
+use self::invoke::{CallSlots, Reconciler};
 use self::settle::{Applied, Outcome, Ran};
-use self::source::Informers;
-use crate::answer::{self, Inputs, Judged, ValidationPolicy, Verdict};
+use crate::answer::{self, Inputs, Judged, PluginError, ValidationPolicy, Verdict};
 use crate::metrics::Metrics;
 use crate::plugin::{PluginInfo, ReconcileResponse, Requeue};
+use crate::runtime::cache::CachedObject;
+use crate::runtime::echoes::Echoes;
+use crate::runtime::{Finish, Informers, ObjectKey, Queue, QueueConfig};
 
 /// Tuning of a controller.
 #[derive(Clone, Debug)]
@@ -87,12 +86,9 @@ pub struct ControllerConfig {
     pub activity: activity::ActivityFeed,
     /// Who keeps failed and refused reconciles with their inputs (`--dump-failures`).
     pub failures: Option<Arc<dyn failed::FailureSink>>,
-    /// The host is sharded (`crate::shard`): children carry their parent's owner label, and a
-    /// parent asked to drain is let go instead of reconciled.
-    pub sharded: bool,
-    /// Sharded server-side (`crate::shard::share`): only parents whose UID hashes into the
-    /// served ranges are reconciled, and the ranges hold still while one is.
-    pub share: Option<crate::shard::share::Share>,
+    /// Which parents this host reconciles, and what their children carry ([`gate::Whole`]:
+    /// every parent, nothing).
+    pub gate: Arc<dyn Gate>,
 }
 
 impl Default for ControllerConfig {
@@ -107,8 +103,7 @@ impl Default for ControllerConfig {
             validation: ValidationPolicy::default(),
             activity: activity::ActivityFeed::default(),
             failures: None,
-            sharded: false,
-            share: None,
+            gate: Arc::new(gate::Whole),
         }
     }
 }
@@ -116,19 +111,17 @@ impl Default for ControllerConfig {
 /// The reconcile loop of one parent kind. The plugin serving it can be swapped in place
 /// ([`Controller::swap`]): the queue, the workers and the caches stay.
 pub struct Controller {
-    /// Who answers the keys: the serving version alone, or a candidate beside it.
-    answerer: RwLock<candidate::Answerer>,
-    /// The last rollout, as listed.
-    rollouts: candidate::Rollouts,
+    /// Who answers the keys: the serving version alone, or an answerer plugged in beside the
+    /// controller ([`answerer`]).
+    seat: Seat,
     parts: Parts,
 }
 
 /// What a controller keeps across plugin versions.
 struct Parts {
     informers: Arc<Informers>,
-    permits: Arc<Semaphore>,
-    /// How many of `permits` this plugin may hold at once.
-    share: usize,
+    /// The host's plugin-call slots, and how many this plugin may hold.
+    slots: CallSlots,
     queue: Arc<Queue>,
     echoes: Arc<Echoes>,
     metrics: Arc<Metrics>,
@@ -139,36 +132,47 @@ struct Parts {
 impl Controller {
     /// A controller for `plugin`, subscribed to its kinds in the host's informer registry (so
     /// their events start arriving); nothing is reconciled until [`Controller::run_workers`].
-    /// `permits` are the host's call slots; `share` how many of them this plugin may hold.
+    /// `slots` are the host's plugin-call slots.
     pub fn new(
         client: Client,
         informers: Arc<Informers>,
         plugin: Arc<dyn Reconciler>,
-        (permits, share): (Arc<Semaphore>, usize),
+        slots: CallSlots,
         metrics: Arc<Metrics>,
         config: ControllerConfig,
     ) -> Self {
         let parts = Parts {
-            share,
             queue: Arc::new(Queue::new(config.queue.clone())),
             echoes: Arc::new(Echoes::default()),
             informers,
-            permits,
+            slots,
             metrics,
             client,
             config,
         };
         let serving = Arc::new(parts.bind(plugin));
-        Self {
-            answerer: RwLock::new(candidate::Answerer::Alone(serving)),
-            rollouts: candidate::Rollouts::default(),
-            parts,
-        }
+        let seat = Seat::new(
+            Arc::new(Alone(serving)),
+            parts.queue.clone(),
+            parts.metrics.clone(),
+        );
+        Self { seat, parts }
     }
 
     /// The version serving the kind.
     fn binding(&self) -> Arc<Binding> {
-        self.answerer().serving().clone()
+        self.seat.get().serving().clone()
+    }
+
+    /// The controller's answerer, for a capability that plugs its own in ([`answerer`]).
+    pub fn seat(&self) -> Seat {
+        self.seat.clone()
+    }
+
+    /// `plugin` bound to the stores of the kinds it declared (subscribed now: their events
+    /// start arriving) and to the controller's writers, for an answerer to route parents to.
+    pub fn bind(&self, plugin: Arc<dyn Reconciler>) -> Arc<Binding> {
+        Arc::new(self.parts.bind(plugin))
     }
 
     /// Serves the kind with `plugin` from now on, in place: kinds both versions declare keep
@@ -177,16 +181,15 @@ impl Controller {
     pub fn swap(&self, plugin: Arc<dyn Reconciler>) {
         // Subscribing before the old binding lets go keeps shared kinds' counts above zero; the
         // new parent subscription enqueues every cached parent.
-        let binding = Arc::new(self.parts.bind(plugin));
-        let old = self
-            .answerer
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .replace_serving(binding);
-        tracing::info!(from = %old.info().version, to = %self.binding().info().version, kind = %old.info().parent.kind, "plugin swapped in place");
+        let binding = self.bind(plugin);
+        let Some(old) = self.seat.replace(|a| Some(a.with_serving(binding))) else {
+            return;
+        };
+        let old = old.serving().info();
+        tracing::info!(from = %old.version, to = %self.binding().info().version, kind = %old.parent.kind, "plugin swapped in place");
         // The new subscription enqueued the parents before the answerer changed, so a worker may
         // already have reconciled some with the old version: enqueue them all again now.
-        self.enqueue_all();
+        self.seat.enqueue_all();
     }
 
     /// The plugin serving the kind now.
@@ -217,18 +220,21 @@ impl Controller {
         self.binding().cache.unserved()
     }
 
+    /// The versions that answer `key` now: the one applied, and one asked beside it.
+    fn route(&self, key: &ObjectKey) -> Route {
+        self.seat.get().route(key)
+    }
+
     /// One reconcile of one key in its own span, settled in it (`Parts::settle`).
-    async fn reconcile(&self, b: &Binding, shadow: Option<&candidate::Shadow>, key: &ObjectKey) {
+    async fn reconcile(&self, route: &Route, key: &ObjectKey) {
+        let b = &route.applied;
         let started = Instant::now();
         let info = b.info();
         let attempt = self.parts.queue.failures(key) + 1;
         let span = tracing::info_span!("reconcile", plugin = %info.name, version = %info.version, kind = %info.parent.kind, key = %key, attempt);
         async move {
-            let serving = match &self.parts.config.share {
-                Some(share) => Some(share.serving().await),
-                None => None,
-            };
-            let outcome = self.outcome(b, shadow, key, serving.as_deref()).await;
+            let pass = self.parts.config.gate.enter().await;
+            let outcome = self.outcome(route, key, &*pass).await;
             self.parts.settle(b, key, outcome, started).await;
         }
         .instrument(span)
@@ -236,27 +242,17 @@ impl Controller {
     }
 
     /// How the reconcile of `key` ends, before it is reported.
-    async fn outcome(
-        &self,
-        b: &Binding,
-        shadow: Option<&candidate::Shadow>,
-        key: &ObjectKey,
-        served: Option<&crate::shard::share::Ranges>,
-    ) -> Outcome {
-        // ③ Read the parent from the cache, never the API. Deleted (or, sharded server-side,
-        // no longer this replica's) means done.
-        let mine = |c: &CachedObject| {
-            served.is_none_or(|r| {
-                c.uid()
-                    .is_some_and(|u| crate::shard::share::Share::covers(r, u))
-            })
-        };
-        let Some(cached) = b.cache.parents.get(key).filter(|c| mine(c)) else {
+    async fn outcome(&self, route: &Route, key: &ObjectKey, pass: &dyn Pass) -> Outcome {
+        let b = &route.applied;
+        // ③ Read the parent from the cache, never the API. Deleted (or another host's) means done.
+        let cached = b.cache.parents.get(key);
+        let admission = cached.as_deref().map(|c| pass.admits(c));
+        let Some(cached) = cached.filter(|_| admission != Some(Admission::NotMine)) else {
             b.related.forget(key);
             return Outcome::Gone;
         };
-        // Sharded: the coordinator moves the parent to another replica once this one lets go.
-        if self.parts.config.sharded && crate::shard::is_draining(&cached) {
+        // Being handed to another host, which gets it once this one lets go.
+        if admission == Some(Admission::LetGo) {
             return self.let_go(b, key, &cached).await;
         }
         // Its status and finalizers are read and written: the parent is parsed.
@@ -269,7 +265,7 @@ impl Controller {
         };
         let mut given = failed::Given::default();
         let result = self
-            .reconcile_parent(b, shadow, key, (parent.clone(), cached.clone()), &mut given)
+            .reconcile_parent(route, key, (parent.clone(), cached.clone()), &mut given)
             .await;
         Outcome::Ran {
             parent,
@@ -279,11 +275,15 @@ impl Controller {
         }
     }
 
-    /// Lets go of a parent the coordinator is moving to another replica: nothing of it is
-    /// reconciled here any more (a reconcile of it in flight finished before this one started).
+    /// Lets go of a parent the gate hands to another host: nothing of it is reconciled here any
+    /// more (a reconcile of it in flight finished before this one started).
     async fn let_go(&self, b: &Binding, key: &ObjectKey, cached: &CachedObject) -> Outcome {
         b.related.forget(key);
-        match crate::shard::acknowledge_drain(&self.parts.client, &b.info().parent, cached).await {
+        let gate = &self.parts.config.gate;
+        match gate
+            .let_go(&self.parts.client, &b.info().parent, cached)
+            .await
+        {
             Ok(()) => {
                 tracing::info!("drained: handed over to another replica");
                 Outcome::Gone
@@ -302,12 +302,12 @@ impl Controller {
     /// settle step's.
     async fn reconcile_parent(
         &self,
-        b: &Binding,
-        shadow: Option<&candidate::Shadow>,
+        route: &Route,
         key: &ObjectKey,
         (parent, cached): (Arc<DynamicObject>, Arc<CachedObject>),
         given: &mut failed::Given,
     ) -> Result<Ran, ReconcileError> {
+        let b = &route.applied;
         let info = b.info();
         let children = b.cache.children_of(cached.uid().unwrap_or_default());
         // The plugin sees its Secrets without their data (a content hash instead).
@@ -329,7 +329,7 @@ impl Controller {
         let (parent, cached) = self.ensure_finalizer(b, parent, cached).await?;
         given.parent = Some(cached.clone());
 
-        // ④ Ask the plugin for the desired children and status (and a candidate beside it), and
+        // ④ Ask the plugin for the desired children and status (and a version beside it), and
         // ⑤ judge the whole answer. A refused answer goes with the error, untouched.
         let now = answer::now();
         let Judged {
@@ -338,8 +338,7 @@ impl Controller {
             requeue,
         } = self
             .judged_answer(
-                b,
-                shadow,
+                route,
                 (key, &parent, &cached),
                 (&given.observed, &given.related),
                 &now,
@@ -372,9 +371,7 @@ impl Controller {
         observed: &[Arc<CachedObject>],
     ) -> Result<Vec<apply::Change>, ReconcileError> {
         let info = b.info();
-        if self.parts.config.sharded {
-            crate::shard::follow_parent(desired, cached);
-        }
+        self.parts.config.gate.stamp(desired, cached);
         // A name taken between the cache read and the create is refused like one the cache showed.
         let mut writes = b.applier.apply(desired).await.map_err(|e| match e {
             apply::ApplyError::Foreign(refusal) => ReconcileError::refused(info, refusal, None),
@@ -382,6 +379,32 @@ impl Controller {
         })?;
         writes.extend(b.applier.prune(desired, observed, &info.children).await?);
         Ok(writes)
+    }
+
+    /// The applied version's answer for `parent`, judged; with a version beside it, that one is
+    /// asked on the same inputs at the same time, its answer judged the same way, and both
+    /// judgments handed to it ([`answerer::Beside::compared`]). Each answer is judged once.
+    async fn judged_answer(
+        &self,
+        route: &Route,
+        (key, parent, cached): (&ObjectKey, &DynamicObject, &CachedObject),
+        (observed, related): (&[Arc<CachedObject>], &[Arc<CachedObject>]),
+        now: &str,
+    ) -> Result<Verdict, PluginError> {
+        let b = &route.applied;
+        let Some(beside) = &route.beside else {
+            let answer = b.invoker.reconcile(cached, observed, related).await?;
+            return Ok(self.judge(b, parent, answer, now));
+        };
+        let other = beside.binding();
+        let (applied, asked) = tokio::join!(
+            b.invoker.reconcile(cached, observed, related),
+            other.invoker.reconcile(cached, observed, related),
+        );
+        let applied = applied.map(|answer| self.judge(b, parent, answer, now));
+        let asked = asked.map(|answer| self.judge(other, parent, answer, now));
+        beside.compared(key, &applied, &asked).await;
+        applied
     }
 
     /// Judges `answer`, `b`'s for `parent`, against `b`'s cache and the host's policy

@@ -13,14 +13,14 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 
 use super::apply::Change;
-use super::cache::CachedObject;
 use super::error::{ErrorAction, ReconcileError, ResultLabel};
 use super::failed;
-use super::queue::{Finish, ObjectKey};
 use super::{Binding, Parts};
 use crate::answer::{self, DesiredChild, Reconciled};
 use crate::chain::Chain;
 use crate::plugin::PluginInfo;
+use crate::runtime::cache::CachedObject;
+use crate::runtime::{Finish, ObjectKey};
 
 /// How one reconcile of one key ended: the one value the settle step acts on.
 pub(super) enum Outcome {

@@ -9,13 +9,13 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
 
-use super::echoes::Echoes;
 use super::events::{Events, Note};
 use super::finalizer::{FinalizerError, Finalizers};
 use crate::answer::merge_diff;
 use crate::chain::Chain;
 use crate::metrics::Metrics;
 use crate::plugin::ResourceKind;
+use crate::runtime::echoes::Echoes;
 
 /// Bytes Kubernetes accepts in an Event note.
 const MAX_EVENT_NOTE: usize = 1_024;
@@ -92,7 +92,7 @@ impl ParentWriter {
     }
 
     fn name(parent: &DynamicObject) -> String {
-        super::cache::key_of(parent).to_string()
+        crate::runtime::cache::key_of(parent).to_string()
     }
 
     /// Patches the status subresource when `desired` differs from the live status.

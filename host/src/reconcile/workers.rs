@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::task::JoinSet;
 
 use super::Controller;
-use super::queue::Cause;
+use crate::runtime::Cause;
 
 impl Controller {
     /// Enqueues every cached parent every `resync` period (the level-triggered safety net),
@@ -27,7 +27,7 @@ impl Controller {
     /// Runs `workers` workers once the caches are synced, until [`Controller::shutdown`];
     /// in-flight reconciles finish. A reconcile dropped in flight instead (this future dropped:
     /// the workers abandoned when the lease is lost) leaves its key queued again
-    /// ([`Queue::in_flight`](super::queue::Queue::in_flight)).
+    /// ([`Queue::in_flight`](crate::runtime::Queue::in_flight)).
     pub async fn run_workers(self: Arc<Self>) {
         self.wait_synced().await;
         let mut workers = JoinSet::new();
@@ -40,10 +40,12 @@ impl Controller {
                     // key so that a plugin with nothing to do holds none, and given back when
                     // this reconcile ends. The semaphore is never closed.
                     let _slot = this.parts.config.reconcile_slots.acquire().await;
-                    let (binding, shadow) = this.route(held.key());
+                    let route = this.route(held.key());
                     let depth = this.parts.queue.depth();
-                    this.parts.metrics.queue_depth(&binding.info().name, depth);
-                    this.reconcile(&binding, shadow.as_ref(), held.key()).await;
+                    this.parts
+                        .metrics
+                        .queue_depth(&route.applied.info().name, depth);
+                    this.reconcile(&route, held.key()).await;
                     held.settled();
                 }
             });

@@ -10,10 +10,10 @@ use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
 use tokio::sync::Semaphore;
 
-use super::finalize_tests::{
+use super::deleting_tests::{
     config_maps, create_service, emulator_and_informers, on_emulator, until,
 };
-use super::invoke::{PluginError, Reconciler};
+use super::invoke::{CallSlots, PluginError, Reconciler};
 use super::{Controller, ControllerConfig};
 use crate::plugin::test_info::{namespaced, owning_config_maps};
 use crate::plugin::{
@@ -137,7 +137,7 @@ impl Reconciler for Slow {
 #[tokio::test]
 async fn controllers_sharing_reconcile_slots_never_run_more_reconciles_at_once() {
     let (_emulator, client, metrics, informers) = emulator_and_informers().await;
-    let calls = (Arc::new(Semaphore::new(16)), 8);
+    let calls = CallSlots::new(16);
     let config = ControllerConfig {
         workers: 4,
         reconcile_slots: Arc::new(Semaphore::new(2)),

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use kube::api::DynamicObject;
 
-use crate::reconcile::cache::CachedObject;
+use crate::runtime::cache::CachedObject;
 use serde_json::{Value, json};
 
 use crate::answer::ValidationPolicy;
-use crate::fixtures::{SelectError, select_related};
+use crate::offline::{SelectError, select_related};
 use crate::plugin::{
     CallError, ErrorKind, Plugin, PluginInfo, ReconcileRequest, ReconcileResponse, Requeue,
 };
@@ -81,7 +81,7 @@ impl Case {
     }
 
     /// Calls `plugin` on the inputs as `weir test` will call it on the fixture (its selection
-    /// resolved against [`Case::related`] by [`crate::fixtures::select_related`]), and checks
+    /// resolved against [`Case::related`] by [`crate::offline::select_related`]), and checks
     /// its answer as the host would under `policy`.
     pub fn run(&self, plugin: &Plugin, policy: &ValidationPolicy) -> Outcome {
         let unusable = |message: String| {
@@ -107,7 +107,7 @@ impl Case {
             related,
         };
         match plugin.reconcile(&req) {
-            Ok(answer) => match crate::fixtures::host_refusal(
+            Ok(answer) => match crate::offline::host_refusal(
                 plugin.info(),
                 &self.parent,
                 &self.observed,
@@ -234,7 +234,7 @@ pub fn write(dir: &Path, name: &str, text: &str) -> std::io::Result<PathBuf> {
 #[allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 mod tests {
     use super::*;
-    use crate::fixtures::{ExpectRequeue, parse};
+    use crate::offline::{ExpectRequeue, parse};
     use std::time::Duration;
 
     fn info() -> PluginInfo {

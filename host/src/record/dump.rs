@@ -66,8 +66,8 @@ mod tests {
 
     use super::*;
     use crate::plugin::{ReconcileResponse, Requeue};
-    use crate::reconcile::cache::CachedObject;
     use crate::reconcile::failed::Failed;
+    use crate::runtime::cache::CachedObject;
 
     fn object(value: serde_json::Value) -> Arc<CachedObject> {
         let decoded: DynamicObject = serde_json::from_value(value).unwrap();
@@ -103,7 +103,7 @@ mod tests {
             },
         });
         let text = std::fs::read_to_string(dir.path().join("blog-ns_a.yaml")).unwrap();
-        let fixture = crate::fixtures::parse(&text).unwrap();
+        let fixture = crate::offline::parse(&text).unwrap();
         assert_eq!(
             fixture.related,
             [serde_json::from_str::<serde_json::Value>(&theme.json()).unwrap()]

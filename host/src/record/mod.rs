@@ -13,7 +13,7 @@
 //!
 //! `weir test NEW.wasm OUT_DIR` then answers "what would the new version change across my real
 //! objects", offline: every case whose answer differs fails, and the report ends with how many
-//! parents would change and which fields ([`crate::fixtures`]).
+//! parents would change and which fields ([`crate::offline`]).
 //!
 //! Only the selected related objects are written: a new version that selects other objects
 //! finds, under `weir test`, only those the serving one read.
@@ -39,8 +39,8 @@ pub use dump::Dumps;
 use crate::answer::ValidationPolicy;
 use crate::plugin::{Engine, EngineConfig, Limits, LoadError, Plugin, ResourceKind};
 use crate::reconcile::failed::Failed;
-use crate::reconcile::queue::ObjectKey;
 use crate::reconcile::related::Related;
+use crate::runtime::ObjectKey;
 
 /// Why recording failed.
 #[derive(Debug, thiserror::Error)]
@@ -308,7 +308,7 @@ impl<'a> Selectable<'a> {
         let Ok(selections) = self.plugin.select(&text) else {
             return Vec::new();
         };
-        let key = crate::reconcile::cache::key_of(parent);
+        let key = crate::runtime::cache::key_of(parent);
         let found: Vec<Arc<DynamicObject>> = self
             .stores
             .select(info, &key, &selections)
@@ -332,7 +332,7 @@ fn identity(o: &DynamicObject) -> (String, String, ObjectKey) {
     (
         types.api_version,
         types.kind,
-        crate::reconcile::cache::key_of(o),
+        crate::runtime::cache::key_of(o),
     )
 }
 

@@ -8,14 +8,14 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::answer::{FailureCause, MANIFEST_HASH_ANNOTATION, PluginError, Verdict};
 use crate::plugin::Requeue;
 
 /// How two answers differ; one metric label each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum DiffKind {
     /// The desired children differ (one more, one fewer, or a field of one).
@@ -44,7 +44,7 @@ impl DiffKind {
 }
 
 /// One difference, with what each version said.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Diff {
     /// Which part of the answer.
     pub kind: DiffKind,
@@ -267,8 +267,8 @@ mod tests {
 
     use super::*;
     use crate::answer::{Inputs, LiveObjects, ValidationPolicy, judge};
-    use crate::key::ObjectKey;
     use crate::plugin::{PluginInfo, ReconcileResponse};
+    use crate::runtime::ObjectKey;
 
     struct Nothing;
     impl LiveObjects for Nothing {

@@ -49,8 +49,11 @@
 //! A candidate that does not load, is not admitted, serves another kind or is another plugin is
 //! refused with its reason (listed in `/plugins`); the serving version is untouched.
 
+mod answerer;
+#[cfg(test)]
+mod answerer_tests;
 pub mod compare;
-mod judge;
+mod progress;
 pub mod resume;
 pub mod steer;
 pub mod store;
@@ -60,8 +63,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use self::answerer::Rollouts;
 pub use self::compare::{Diff, DiffKind, Normalised, Outcome, compare};
-pub use self::judge::{DiffReport, Rollout, RolloutStatus, canary_bucket};
+pub use self::progress::{DiffReport, Rollout, RolloutStatus, canary_bucket};
 pub use self::resume::{Resumable, Resume};
 pub use self::steer::RolloutArgs;
 pub use self::store::{Kept, PhaseStore, Request, StoredPhase};

@@ -109,7 +109,7 @@ fn the_parent_in_the_fixtures_is_the_kind_of_the_crd() {
     let fixture = project.fill(include_str!(
         "templates/common/fixtures/01-new-object-gets-its-config-map.yaml"
     ));
-    let case = crate::fixtures::parse(&fixture).unwrap();
+    let case = crate::offline::parse(&fixture).unwrap();
     assert_eq!(case.parent["apiVersion"], "acme.io/v1alpha1");
     assert_eq!(case.parent["kind"], "Widget");
 }

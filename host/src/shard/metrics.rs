@@ -13,7 +13,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A member's label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -58,25 +58,51 @@ struct LastPass {
     owned: BTreeMap<String, BTreeMap<String, i64>>,
 }
 
-/// Sharding as `/plugins` shows it for one plugin's parent kind.
-#[derive(Clone, Debug, Serialize)]
+/// Sharding as `/plugins` shows it for one plugin's parent kind (part of
+/// [`crate::listing::Listed`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ShardStatus {
     /// This replica's member name.
     pub member: String,
     /// How it selects its share: `labels` or `server-side`.
-    pub mode: &'static str,
+    #[serde(default)]
+    pub mode: String,
     /// Whether this replica coordinates (leads); the fields below are from its last pass.
     pub coordinating: bool,
     /// The members.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub members: Vec<String>,
     /// The parents of this kind each member owns.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub owned_parents: BTreeMap<String, i64>,
     /// The moves this coordinator made (all kinds): `assigned`, `drained`.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub moves: BTreeMap<String, u64>,
+}
+
+impl ShardStatus {
+    /// One line: `shard member weir-0 (labels), coordinating: weir-0 20, weir-1 21; moves: 41 assigned, 0 drained`.
+    pub fn line(&self) -> String {
+        let member = match self.mode.as_str() {
+            "" => self.member.clone(),
+            mode => format!("{} ({mode})", self.member),
+        };
+        if !self.coordinating {
+            return format!("shard member {member}");
+        }
+        let owned: Vec<String> = self
+            .members
+            .iter()
+            .map(|m| format!("{m} {}", self.owned_parents.get(m).copied().unwrap_or(0)))
+            .collect();
+        let moves: Vec<String> = self.moves.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        format!(
+            "shard member {member}, coordinating: parents {}; moves: {}",
+            owned.join(", "),
+            moves.join(", ")
+        )
+    }
 }
 
 impl ShardMetrics {
@@ -182,7 +208,7 @@ impl ShardMetrics {
         let mode = *self.running.lock().unwrap_or_else(PoisonError::into_inner);
         ShardStatus {
             member: member.to_owned(),
-            mode: mode.unwrap_or(super::Mode::Labels).as_str(),
+            mode: mode.unwrap_or(super::Mode::Labels).as_str().to_owned(),
             coordinating: !last.members.is_empty(),
             owned_parents: last.owned.get(kind).cloned().unwrap_or_default(),
             members: last.members,

@@ -46,6 +46,7 @@
 //! ([`metrics`]).
 
 pub mod coordinator;
+pub mod gate;
 pub mod members;
 pub mod metrics;
 pub mod ring;
@@ -59,7 +60,8 @@ use serde_json::{Value, json};
 
 use crate::answer::DesiredChild;
 use crate::plugin::ResourceKind;
-use crate::reconcile::cache::CachedObject;
+use crate::runtime::Narrowing;
+use crate::runtime::cache::CachedObject;
 
 /// The label naming the member that owns a parent (and, stamped by it, the parent's children).
 pub const OWNER_LABEL: &str = "shard.weir.dev/owner";
@@ -164,6 +166,34 @@ pub fn unowned() -> String {
     format!("!{OWNER_LABEL}")
 }
 
+/// The controllers' gate: every parent when not sharded (`config` is `None`), else by labels or
+/// (with `share`) by the served ranges.
+pub fn gate(
+    config: Option<&ShardConfig>,
+    share: Option<&share::Share>,
+) -> std::sync::Arc<dyn crate::reconcile::gate::Gate> {
+    match (config, share) {
+        (None, _) => std::sync::Arc::new(crate::reconcile::gate::Whole),
+        (Some(_), None) => std::sync::Arc::new(gate::Labels),
+        (Some(_), Some(share)) => std::sync::Arc::new(gate::Ranges(share.clone())),
+    }
+}
+
+/// How `identity`'s informers narrow its parents and children to its share: by its owner label,
+/// or (sharded server-side) through `share`'s selecting client.
+pub fn narrowing(identity: &str, share: Option<&share::Share>, client: &kube::Client) -> Narrowing {
+    match share {
+        Some(share) => Narrowing::Client {
+            client: share.client(client),
+            changes: share.changes(),
+        },
+        None => Narrowing::Labels {
+            mine: selector(identity),
+            unowned: unowned(),
+        },
+    }
+}
+
 /// Stamps the parent's owner label on every child, so the child lands in the same share (and a
 /// child still labelled for the previous owner is rewritten by the new one).
 pub fn follow_parent(children: &mut [DesiredChild], parent: &CachedObject) {
@@ -240,7 +270,7 @@ mod tests {
                 plural: "configmaps".into(),
                 namespaced: true,
             },
-            key: crate::reconcile::queue::ObjectKey {
+            key: crate::runtime::ObjectKey {
                 namespace: Some("ns".into()),
                 name: "b-page".into(),
             },

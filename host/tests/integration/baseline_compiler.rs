@@ -8,7 +8,7 @@ use crate::{built, guests, workspace};
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use weir::fixtures;
+use weir::offline;
 use weir::plugin::{CallError, Engine, EngineConfig, Limits};
 
 fn engine(baseline_compiler: bool) -> Engine {
@@ -24,7 +24,7 @@ fn report(engine: &Engine, component: &str, fixtures: &str) -> String {
     let plugin = engine
         .load_file(&built(component), Limits::default())
         .unwrap();
-    let summary = fixtures::run_dir(&plugin, &workspace().join(fixtures)).unwrap();
+    let summary = offline::run_dir(&plugin, &workspace().join(fixtures)).unwrap();
     let mut out = Vec::new();
     summary.write_report(&mut out).unwrap();
     let report = String::from_utf8(out).unwrap();

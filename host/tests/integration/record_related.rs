@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use kube::api::{DynamicObject, PostParams};
 use serde_json::{Value, json};
-use weir::fixtures::{Failure, parse, run_dir};
 use weir::manager::{Manager, ManagerConfig, PluginSource};
+use weir::offline::{Failure, parse, run_dir};
 use weir::plugin::{Engine, EngineConfig, Limits, Plugin};
 use weir_emulator::{Emulator, EmulatorConfig};
 

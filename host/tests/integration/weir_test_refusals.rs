@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 use weir::answer::{MAX_CHILDREN, MAX_STATUS_BYTES, Refusal, ValidationPolicy, refusal_message};
-use weir::fixtures::{Failure, Summary, run_dir, run_dir_with};
+use weir::offline::{Failure, Summary, run_dir, run_dir_with};
 use weir::plugin::{Engine, EngineConfig, Limits, Plugin, PluginInfo};
 
 fn chaos() -> Plugin {

@@ -4,7 +4,7 @@
 
 use crate::{built, workspace};
 
-use weir::fixtures::{Failure, run_dir};
+use weir::offline::{Failure, run_dir};
 use weir::plugin::{Engine, EngineConfig, Limits, Plugin};
 
 fn related() -> Plugin {

@@ -19,7 +19,7 @@
 //! Plugin's status; transient ones (registry, pull Secret, ConfigMap, disk) are retried with
 //! backoff. Deleting a Plugin unloads it ([`PluginEvent::Removed`]: its children stay).
 //!
-//! The Plugins wait their turn on the host's own work queue (`crate::reconcile::queue`), one
+//! The Plugins wait their turn on the host's own work queue (`crate::runtime::queue`), one
 //! key per Plugin: a change of spec is an outside change, the echo of a status write is not,
 //! and a transient refusal is a failed attempt retried on the queue's per-key backoff.
 //! Which Plugin serves a kind is decided by the same arbiter as the directory's files.
@@ -53,7 +53,7 @@ use crate::chain::Chain;
 use crate::cluster::status::Attempt;
 use crate::cluster::{Blobs, CandidateSource, PluginResource, PluginSpec};
 use crate::fence::Fence;
-use crate::reconcile::queue::{Cause, Finish, ObjectKey, Queue, QueueConfig};
+use crate::runtime::{Cause, Finish, ObjectKey, Queue, QueueConfig};
 
 /// How the cluster source stores and retries.
 #[derive(Clone, Debug)]

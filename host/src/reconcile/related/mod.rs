@@ -6,7 +6,7 @@
 //! only, the parent's namespace only, well-formed names and selectors; a refusal goes on the
 //! parent's condition like a refused answer), records it in each kind's [`KindIndex`] and hands
 //! the plugin the selected objects that exist, Secrets redacted. The kinds are watched through
-//! the host's informer registry with [`crate::reconcile::source::Route::Related`], which asks the
+//! the host's informer registry with [`crate::runtime::informers::Route::Related`], which asks the
 //! index which parents an event concerns.
 //!
 //! The policy's entry for a plugin ([`Grant`]) widens the namespaces a selection may read
@@ -17,7 +17,6 @@
 //! `weir test` takes the same path ([`Related::select`]) over stores filled with a fixture's
 //! `related` objects ([`Related::offline`]): one check and one resolution, online and offline.
 
-pub mod index;
 #[cfg(test)]
 mod reach_tests;
 #[cfg(test)]
@@ -28,12 +27,12 @@ use std::sync::Arc;
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
 
-pub use self::index::{KindIndex, Pick};
-use super::cache::{CachedObject, Store};
 use super::invoke::cached_for_plugin;
-use super::queue::ObjectKey;
 use crate::answer::{Grant, Refusal, is_valid_name};
 use crate::plugin::{PluginInfo, ResourceKind, Selection, Selector};
+use crate::runtime::ObjectKey;
+use crate::runtime::cache::{CachedObject, Store};
+pub use crate::runtime::related::{KindIndex, Pick};
 
 /// Most selections one `select` answer may hold.
 pub const MAX_SELECTIONS: usize = 64;

@@ -1,6 +1,6 @@
 //! `weir-bench related`: what a change of a related object costs, at 1,000 and 10,000 Blogs.
 //!
-//! Measured path: the host's related index ([`KindIndex`], `host/src/reconcile/related/index.rs`)
+//! Measured path: the host's related index ([`KindIndex`], `host/src/runtime/related.rs`)
 //! exactly as the ConfigMap watch route uses it — every Blog's selection recorded with
 //! [`KindIndex::set`] (its theme by name and its posts by a `matchLabels` selector, the
 //! 0.2.0 Blog's `select`), then [`KindIndex::parents_of`] for each change, which is what the
@@ -18,9 +18,9 @@ use anyhow::{Context, Result, ensure};
 use clap::Args;
 use kube::api::{ApiResource, DynamicObject};
 use weir::plugin::{LabelSelector, Selector};
-use weir::reconcile::cache::CachedObject;
-use weir::reconcile::queue::ObjectKey;
-use weir::reconcile::related::{KindIndex, Pick};
+use weir::runtime::ObjectKey;
+use weir::runtime::cache::CachedObject;
+use weir::runtime::related::{KindIndex, Pick};
 
 /// Resident memory of this process in bytes (`/proc/self/statm`, Linux).
 fn rss_bytes() -> Result<isize> {

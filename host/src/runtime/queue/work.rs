@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::key::ObjectKey;
+use crate::runtime::ObjectKey;
 
 /// Keys waiting now, keys waiting for a time, and keys being processed.
 #[derive(Default)]

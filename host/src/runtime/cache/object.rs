@@ -24,7 +24,7 @@ use serde::Deserialize;
 
 use super::head::{Head, Span};
 use super::trim::{Field, Trimmed};
-use crate::reconcile::queue::ObjectKey;
+use crate::runtime::ObjectKey;
 
 /// An object as a watch or list delivers it: its trimmed fields, its metadata and its header
 /// (see the module documentation). Lives only until the store turns it into a [`CachedObject`].

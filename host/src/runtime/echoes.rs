@@ -26,8 +26,9 @@ use std::time::Duration;
 use kube::api::DynamicObject;
 use tokio::time::Instant;
 
+use super::ObjectKey;
 use super::cache::{CachedObject, key_of};
-use super::queue::{Cause, ObjectKey, Queue};
+use super::queue::{Cause, Queue};
 use super::sweeps::Sweeps;
 
 /// How long a write waits for its echo; a later echo counts as an outside change.
@@ -223,7 +224,7 @@ mod tests {
     use kube::api::{ApiResource, GroupVersionKind};
 
     use super::*;
-    use crate::reconcile::queue::QueueConfig;
+    use crate::runtime::QueueConfig;
 
     fn config_map(rv: &str) -> DynamicObject {
         let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("", "v1", "ConfigMap"));

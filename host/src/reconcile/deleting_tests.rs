@@ -11,8 +11,7 @@ use serde_json::{Value, json};
 use tokio::sync::Semaphore;
 use weir_emulator::{Emulator, EmulatorConfig};
 
-use super::invoke::{PluginError, Reconciler};
-use super::source::Informers;
+use super::invoke::{CallSlots, PluginError, Reconciler};
 use super::{Controller, ControllerConfig};
 use crate::metrics::Metrics;
 use crate::plugin::test_info::{namespaced, owning_config_maps};
@@ -20,6 +19,7 @@ use crate::plugin::{
     ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
     Requeue,
 };
+use crate::runtime::Informers;
 
 const FINALIZER: &str = "test.weir.dev/scale-down";
 
@@ -108,7 +108,10 @@ pub(super) async fn on_emulator(
         client.clone(),
         informers,
         plugin,
-        (Arc::new(Semaphore::new(4)), 2),
+        CallSlots {
+            permits: Arc::new(Semaphore::new(4)),
+            quota: 2,
+        },
         metrics,
         ControllerConfig::default(),
     ));

@@ -4,14 +4,14 @@ use std::time::{Duration, Instant};
 
 /// When a table was last swept.
 #[derive(Debug, Default)]
-pub(super) struct Sweeps {
+pub(crate) struct Sweeps {
     last: Option<Instant>,
 }
 
 impl Sweeps {
     /// Whether a sweep is due at `now`: never swept, or `every` has passed since the last sweep.
     /// A due sweep counts as done at `now`.
-    pub(super) fn due(&mut self, now: Instant, every: Duration) -> bool {
+    pub(crate) fn due(&mut self, now: Instant, every: Duration) -> bool {
         if self
             .last
             .is_some_and(|t| now.saturating_duration_since(t) < every)

@@ -18,7 +18,7 @@
 
 mod hotloop;
 mod limit;
-pub(crate) use self::limit::TokenBucket;
+pub use self::limit::TokenBucket;
 mod work;
 
 use std::sync::Mutex;
@@ -31,7 +31,7 @@ use self::hotloop::Guard;
 pub use self::hotloop::HotLoop;
 use self::limit::Backoff;
 use self::work::Work;
-pub use crate::key::ObjectKey;
+use crate::runtime::ObjectKey;
 
 /// Why a key was added; the hot-loop guard only forgives changes made by someone else.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use super::limit::{doubled, jittered};
-use crate::key::ObjectKey;
+use crate::runtime::ObjectKey;
 
 /// The hot-loop guard's verdict on one key.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use rand::Rng;
 use tokio::time::Instant;
 
-use crate::key::ObjectKey;
+use crate::runtime::ObjectKey;
 
 /// `d` scaled by a random factor in `[1 - jitter, 1 + jitter]` (jitter clamped to 0.5).
 pub fn jittered(d: Duration, jitter: f64) -> Duration {

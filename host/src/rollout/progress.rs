@@ -5,12 +5,13 @@
 //! window exceeds the serving version's by the margin, forward when the phase has seen enough
 //! reconciles (and time). A transition is returned once, to the one caller that made it.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::compare::{Diff, DiffKind, Outcome};
@@ -28,7 +29,7 @@ pub fn canary_bucket(uid: &str) -> u8 {
 }
 
 /// One reconcile whose two answers differed, reported in full.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DiffReport {
     /// The parent, `namespace/name`.
     pub parent: String,
@@ -38,34 +39,59 @@ pub struct DiffReport {
     pub diffs: Vec<Diff>,
 }
 
-/// What a rollout shows in `/plugins` and `weir plugins`.
-#[derive(Clone, Debug, Serialize)]
+impl RolloutStatus {
+    /// One cell: `Canary 10% 0.2.0: 120 compared, 120 differ, 3 failed`.
+    pub fn cell(&self) -> String {
+        let failed: u64 = self.candidate_failures.values().sum();
+        let phase = match &self.phase {
+            Phase::RolledBack { .. } => "RolledBack".to_owned(),
+            p => p.to_string(),
+        };
+        format!(
+            "{phase} {}: {} compared, {} differ, {failed} failed",
+            self.version, self.compared, self.differed
+        )
+    }
+}
+
+/// What a rollout shows in `/plugins` and `weir plugins` (part of [`crate::listing::Listed`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RolloutStatus {
     /// The candidate's component file.
+    #[serde(default)]
     pub file: PathBuf,
     /// The candidate's version.
     pub version: String,
     /// Hex sha256 of the candidate.
+    #[serde(default)]
     pub sha256: String,
     /// Where it stands.
     pub phase: Phase,
     /// An operator paused it: the phase does not step forward by itself.
+    #[serde(default)]
     pub paused: bool,
     /// When it got there in this process (RFC 3339): for `Promoted`, when the candidate began
     /// serving every parent.
+    #[serde(default)]
     pub phase_since: String,
     /// Reconciles whose two answers were compared.
+    #[serde(default)]
     pub compared: u64,
     /// Reconciles whose answers differed.
+    #[serde(default)]
     pub differed: u64,
     /// Differences by kind (a reconcile may count under several).
+    #[serde(default)]
     pub diffs: BTreeMap<DiffKind, u64>,
     /// The candidate's bad outcomes by cause (`trap`, `timeout`, `refused`, `hot-loop`...).
-    pub candidate_failures: BTreeMap<&'static str, u64>,
+    #[serde(default)]
+    pub candidate_failures: BTreeMap<Cow<'static, str>, u64>,
     /// The serving version's, over the same reconciles.
-    pub serving_failures: BTreeMap<&'static str, u64>,
+    #[serde(default)]
+    pub serving_failures: BTreeMap<Cow<'static, str>, u64>,
     /// The first differing reconciles, in full.
+    #[serde(default)]
     pub first_diffs: Vec<DiffReport>,
 }
 
@@ -214,10 +240,10 @@ impl Rollout {
         }
         let s = &mut st.status;
         if let Some(label) = candidate.label() {
-            *s.candidate_failures.entry(label).or_insert(0) += 1;
+            *s.candidate_failures.entry(label.into()).or_insert(0) += 1;
         }
         if let Some(label) = serving.label() {
-            *s.serving_failures.entry(label).or_insert(0) += 1;
+            *s.serving_failures.entry(label.into()).or_insert(0) += 1;
         }
         st.serving.push(serving != Outcome::Ok, config.window);
         st.candidate.push(candidate != Outcome::Ok, config.window);

@@ -12,14 +12,15 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 use weir_emulator::{Emulator, EmulatorConfig};
 
-use super::invoke::{PluginError, Reconciler};
-use super::{Controller, ControllerConfig};
+use super::Rollouts;
 use crate::metrics::Metrics;
 use crate::plugin::{
     FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse, Requeue,
 };
-use crate::reconcile::source::Informers;
+use crate::reconcile::invoke::{CallSlots, PluginError, Reconciler};
+use crate::reconcile::{Controller, ControllerConfig};
 use crate::rollout::{Phase, Rollout, RolloutConfig};
+use crate::runtime::Informers;
 
 /// The name both versions share; the judge counts answers by plugin name.
 const NAME: &str = "judged-once";
@@ -88,7 +89,10 @@ async fn a_shadowed_reconcile_judges_the_serving_and_the_candidate_answer_once_e
         client.clone(),
         informers,
         serving.clone(),
-        (Arc::new(Semaphore::new(4)), 2),
+        CallSlots {
+            permits: Arc::new(Semaphore::new(4)),
+            quota: 2,
+        },
         metrics,
         config,
     ));
@@ -102,7 +106,8 @@ async fn a_shadowed_reconcile_judges_the_serving_and_the_candidate_answer_once_e
         ),
         Phase::Shadow,
     );
-    controller.propose(candidate.clone(), Arc::new(rollout), None);
+    let rollouts = Rollouts::new(controller.clone());
+    rollouts.propose(candidate.clone(), Arc::new(rollout), None);
     let workers = tokio::spawn(controller.clone().run_workers());
 
     let api = Api::<DynamicObject>::namespaced_with(
@@ -121,7 +126,7 @@ async fn a_shadowed_reconcile_judges_the_serving_and_the_candidate_answer_once_e
             .await
             .unwrap_or_else(|e| panic!("{e}"));
     }
-    let compared = || controller.rollout().map_or(0, |r| r.compared);
+    let compared = || rollouts.status().map_or(0, |r| r.compared);
     let waited = tokio::time::timeout(Duration::from_secs(30), async {
         while compared() < 2 {
             tokio::time::sleep(Duration::from_millis(20)).await;

@@ -14,7 +14,9 @@ use std::ops::Range;
 
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::answer::LAST_APPLIED;
+/// The annotation `kubectl apply` (client-side) keeps a full copy of the object in: the cache
+/// drops it (a Secret's copy holds its data).
+pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The fields of an object the cache puts first and reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

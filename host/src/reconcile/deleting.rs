@@ -13,13 +13,13 @@ use std::sync::Arc;
 use kube::api::DynamicObject;
 
 use super::binding::Binding;
-use super::cache::CachedObject;
 use super::error::ReconcileError;
-use super::queue::Finish;
 use super::settle::{Applied, Ran};
 use super::{Controller, finish_of};
 use crate::answer::{self, Judged};
 use crate::plugin::{FinalizeResponse, ReconcileResponse};
+use crate::runtime::Finish;
+use crate::runtime::cache::CachedObject;
 
 /// The cached objects a cleanup step reads: the children as cached (what is pruned), as the
 /// plugin sees them (Secrets redacted), and the selected related objects.

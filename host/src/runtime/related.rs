@@ -17,8 +17,8 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 
 use crate::plugin::{LabelSelector, Selector};
-use crate::reconcile::cache::CachedObject;
-use crate::reconcile::queue::ObjectKey;
+use crate::runtime::ObjectKey;
+use crate::runtime::cache::CachedObject;
 
 /// What one parent selected of this kind: a name or a label selector, in a namespace (`None`
 /// for a cluster-scoped kind).

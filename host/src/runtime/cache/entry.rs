@@ -6,7 +6,7 @@ use std::sync::Arc;
 use hashbrown::Equivalent;
 
 use super::object::CachedObject;
-use crate::key::ObjectKey;
+use crate::runtime::ObjectKey;
 
 /// An object's namespace and name as the sets hash and compare them, borrowed from the object
 /// or from an [`ObjectKey`].

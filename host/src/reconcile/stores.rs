@@ -1,29 +1,13 @@
-//! ③ The cache: one store per watched kind, its owner index (client-go's Indexer) and, for the
-//! kinds parents select by label, a label index.
-//!
-//! Reconciles read only from here. Each object is kept compactly ([`CachedObject`]: its JSON,
-//! packed against a dictionary its kind shares, and a small header). kube's `Store` has no
-//! secondary index, so finding the children of one parent would scan every cached object; the
-//! owner index keeps children by their controller's UID and makes that lookup O(children of
-//! that parent). The indexes hold the store's `Arc`s, keyed by the objects' own strings:
-//! nothing is copied per entry.
-
-mod entry;
-mod head;
-mod labels;
-pub mod object;
-mod store;
-mod trim;
+//! The stores one plugin reads, taken from the runtime's shared informers: its parents, its
+//! children per kind (Owns, found through the owner index) and its related kinds (Watches).
 
 use std::sync::Arc;
 
 use kube::api::DynamicObject;
 
-pub use self::object::{CachedObject, ControllerRef, Incoming, Packing};
-pub use self::store::{Store, key_of};
-use super::queue::ObjectKey;
 use crate::answer::LiveObjects;
-use crate::plugin::ResourceKind;
+use crate::runtime::ObjectKey;
+use crate::runtime::cache::{CachedObject, Store};
 
 /// The parent store and one store per child kind of one plugin.
 pub struct Cache {
@@ -38,7 +22,11 @@ pub struct Cache {
 
 impl Cache {
     /// Empty stores for a parent kind and its child kinds.
-    pub fn new(parent: ResourceKind, children: &[ResourceKind]) -> Self {
+    #[cfg(test)]
+    pub fn new(
+        parent: crate::plugin::ResourceKind,
+        children: &[crate::plugin::ResourceKind],
+    ) -> Self {
         Self {
             parents: Arc::new(Store::new(parent)),
             children: children
@@ -117,5 +105,39 @@ impl LiveObjects for Cache {
                 None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::runtime::watcher;
+
+    use super::*;
+    use crate::plugin::ResourceKind;
+
+    fn kind(group: &str, kind: &str, plural: &str) -> ResourceKind {
+        ResourceKind {
+            group: group.into(),
+            version: "v1".into(),
+            kind: kind.into(),
+            plural: plural.into(),
+            namespaced: true,
+        }
+    }
+
+    #[test]
+    fn the_stores_are_a_lookup_of_live_objects_by_kind_and_key() {
+        let config_maps = kind("", "ConfigMap", "configmaps");
+        let deployments = kind("apps", "Deployment", "deployments");
+        let c = Cache::new(config_maps.clone(), &[config_maps.clone(), deployments]);
+        let page = DynamicObject::new("page", &config_maps.api_resource()).within("default");
+        let page = CachedObject::from_object(&page).unwrap_or_else(|e| panic!("{e}"));
+        c.children[0].apply(watcher::Event::Apply(page));
+        let key = ObjectKey::new("default", "page");
+        assert!(LiveObjects::get(&c, "v1", "ConfigMap", &key).is_some());
+        assert!(LiveObjects::get(&c, "apps/v1", "Deployment", &key).is_none());
+        assert!(
+            LiveObjects::get(&c, "v1", "ConfigMap", &ObjectKey::new("other", "page")).is_none()
+        );
     }
 }

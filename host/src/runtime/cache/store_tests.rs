@@ -1,9 +1,7 @@
 use super::*;
-use crate::answer::LiveObjects;
 use crate::metrics::Metrics;
 use crate::plugin::LabelSelector;
 use crate::plugin::{LabelRequirement, SelectorOperator};
-use crate::reconcile::cache::Cache;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kube::runtime::watcher;
 
@@ -279,21 +277,4 @@ fn the_gauges_show_a_stores_size_until_it_is_dropped() {
         text.contains(r#"weir_cached_bytes{group="",kind="ConfigMap"} 0"#),
         "{text}"
     );
-}
-
-#[test]
-fn the_cache_is_a_lookup_of_live_objects_by_kind_and_key() {
-    let deployments = ResourceKind {
-        group: "apps".into(),
-        version: "v1".into(),
-        kind: "Deployment".into(),
-        plural: "deployments".into(),
-        namespaced: true,
-    };
-    let c = Cache::new(cm_kind(), &[cm_kind(), deployments]);
-    c.children[0].apply(watcher::Event::Apply(child("page", None)));
-    let key = ObjectKey::new("default", "page");
-    assert!(LiveObjects::get(&c, "v1", "ConfigMap", &key).is_some());
-    assert!(LiveObjects::get(&c, "apps/v1", "Deployment", &key).is_none());
-    assert!(LiveObjects::get(&c, "v1", "ConfigMap", &ObjectKey::new("other", "page")).is_none());
 }

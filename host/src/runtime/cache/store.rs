@@ -13,9 +13,9 @@ use tokio::sync::watch;
 use super::entry::{Entry, KeyRef, Set};
 use super::labels::LabelIndex;
 use super::object::{CachedObject, Packing};
-use crate::key::ObjectKey;
 use crate::metrics::{Metrics, StoreGauges};
 use crate::plugin::{LabelSelector, ResourceKind};
+use crate::runtime::ObjectKey;
 
 /// The key of a decoded object.
 pub fn key_of(obj: &DynamicObject) -> ObjectKey {

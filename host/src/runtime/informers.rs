@@ -1,5 +1,5 @@
-//! ① Sources: watch events update the cache and become queue keys (For the parent, Owns its
-//! children, Watches the related objects parents selected).
+//! ① The informer registry: watch events update the shared cache and become queue keys (For the
+//! parent, Owns its children, Watches the related objects parents selected).
 //!
 //! Each event is told apart as an outside change or the echo of one of Weir's own writes,
 //! so the hot-loop guard can forgive the first and count the second.
@@ -13,14 +13,14 @@ use kube::Client;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt, watcher};
 
+use super::ObjectKey;
 use super::cache::{CachedObject, Incoming, Packing, Store};
 use super::echoes::Echoes;
-use super::queue::{Cause, ObjectKey, Queue};
+use super::queue::{Cause, Queue};
 use super::related::KindIndex;
 use crate::chain::Chain;
 use crate::metrics::Metrics;
 use crate::plugin::ResourceKind;
-use crate::shard::share::Share;
 
 /// Which parent a watched object should enqueue.
 #[derive(Clone, Debug)]
@@ -98,33 +98,59 @@ impl Informer {
 /// Whether a subscriber's informer shows only this replica's share of the kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scope {
-    /// Parents and children: this replica's share when the host is sharded (`crate::shard`).
-    Share,
-    /// Related objects: every object of the kind, sharded or not.
+    /// Parents and children: the part of the kind this host reconciles (all of it unless the
+    /// registry was given a [`Narrowing`]).
+    Mine,
+    /// Related objects: every object of the kind, narrowed or not.
     All,
-    /// Related objects of a kind the plugin also owns: in a host sharded by labels, the objects
-    /// no parent owns (without `shard.weir.dev/owner`), since every parent's children are
-    /// cached by their owner's replica, in its [`Scope::Share`]; otherwise every object.
+    /// Related objects of a kind the plugin also owns: under [`Narrowing::Labels`], the objects
+    /// matching its `unowned` selector (every owned child is cached by its owner's host, in its
+    /// [`Scope::Mine`]); otherwise every object.
     Unowned,
 }
 
-/// How a sharded host's [`Scope::Share`] watches select its share (`crate::shard`).
-#[derive(Clone, Debug)]
-pub enum ShardScope {
-    /// By this label selector (`shard.weir.dev/owner=<member>`), parents and children alike.
-    Labels(String),
-    /// Parents by KEP-5866's `shardSelector` of the served UID hashes, listed again whenever
-    /// they change; children whole (a child's UID is not its parent's).
-    Selector(Share),
+/// How the registry narrows [`Scope::Mine`] watches to the part of each kind this host
+/// reconciles, when several hosts split the parents between them (the manager chooses it; the
+/// registry does not know why).
+#[derive(Clone)]
+pub enum Narrowing {
+    /// Parents and children by the label selector `mine`; [`Scope::Unowned`] by `unowned`.
+    Labels {
+        /// The selector of this host's parents and children.
+        mine: String,
+        /// The selector of objects no parent of any host owns.
+        unowned: String,
+    },
+    /// Parents through `client`, which narrows every list and watch itself, listed again each
+    /// time `changes` ticks (the relist drops the parents no longer selected); children whole.
+    Client {
+        /// The narrowing client.
+        client: Client,
+        /// Ticks whenever the narrowing changes.
+        changes: tokio::sync::watch::Receiver<u64>,
+    },
 }
 
-/// The key of a parent watch that selects by `shardSelector`.
-const SELECTED: &str = "shardSelector";
+impl std::fmt::Debug for Narrowing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Labels { mine, unowned } => f
+                .debug_struct("Labels")
+                .field("mine", mine)
+                .field("unowned", unowned)
+                .finish(),
+            Self::Client { .. } => f.write_str("Client"),
+        }
+    }
+}
+
+/// The key of a parent watch narrowed by its client.
+const NARROWED: &str = "narrowed by the client";
 
 /// The host's informer registry: one watch and one store per kind (in the host's namespace
 /// scope), shared by every controller that reads the kind, reference-counted by
-/// [`Subscription`]s. A host sharded by labels keeps three per kind at most: its share, the
-/// objects no member owns, and the whole kind.
+/// [`Subscription`]s. Narrowed by labels, it keeps three per kind at most: this host's part, the
+/// objects no parent owns, and the whole kind.
 ///
 /// The watch tasks belong to the registry, not to a subscriber: the first subscription of a
 /// kind starts its watch, the last one to be dropped stops it and frees the store, so a
@@ -133,14 +159,14 @@ pub struct Informers {
     client: Client,
     namespace: Option<String>,
     metrics: Arc<Metrics>,
-    /// How this replica's share is selected; `None`: not sharded.
-    shard: Option<ShardScope>,
+    /// How [`Scope::Mine`] watches are narrowed; `None`: the whole kind.
+    narrowing: Option<Narrowing>,
     /// By kind and the label selector its watch uses.
     by_kind: Mutex<HashMap<InformerKey, Shared>>,
     next_id: AtomicU64,
 }
 
-/// A kind and the label selector its watch lists and watches with (or [`SELECTED`]).
+/// A kind and the label selector its watch lists and watches with (or [`NARROWED`]).
 type InformerKey = (ResourceKind, Option<String>);
 
 /// One kind's informer and the task that feeds it.
@@ -153,21 +179,21 @@ impl Informers {
     /// An empty registry whose watches use `client`, in `namespace` or cluster-wide, and whose
     /// stores show their size in `metrics`.
     pub fn new(client: Client, namespace: Option<String>, metrics: Arc<Metrics>) -> Arc<Self> {
-        Self::sharded(client, namespace, metrics, None)
+        Self::narrowed(client, namespace, metrics, None)
     }
 
-    /// [`Informers::new`] whose [`Scope::Share`] watches select this replica's share as `shard` says.
-    pub fn sharded(
+    /// [`Informers::new`] whose [`Scope::Mine`] watches are narrowed as `narrowing` says.
+    pub fn narrowed(
         client: Client,
         namespace: Option<String>,
         metrics: Arc<Metrics>,
-        shard: Option<ShardScope>,
+        narrowing: Option<Narrowing>,
     ) -> Arc<Self> {
         Arc::new(Self {
             client,
             namespace,
             metrics,
-            shard,
+            narrowing,
             by_kind: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
         })
@@ -190,13 +216,13 @@ impl Informers {
     ) -> Subscription {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let target = Arc::new(target);
-        let selector = match (scope, &self.shard) {
+        let selector = match (scope, &self.narrowing) {
             (Scope::All, _) | (_, None) => None,
-            (Scope::Share, Some(ShardScope::Labels(labels))) => Some(labels.clone()),
-            (Scope::Unowned, Some(ShardScope::Labels(_))) => Some(crate::shard::unowned()),
-            (Scope::Unowned, Some(ShardScope::Selector(_))) => None,
-            (Scope::Share, Some(ShardScope::Selector(_))) => {
-                matches!(target.route, Route::Parent).then(|| SELECTED.to_owned())
+            (Scope::Mine, Some(Narrowing::Labels { mine, .. })) => Some(mine.clone()),
+            (Scope::Unowned, Some(Narrowing::Labels { unowned, .. })) => Some(unowned.clone()),
+            (Scope::Unowned, Some(Narrowing::Client { .. })) => None,
+            (Scope::Mine, Some(Narrowing::Client { .. })) => {
+                matches!(target.route, Route::Parent).then(|| NARROWED.to_owned())
             }
         };
         let key = (kind.clone(), selector);
@@ -204,13 +230,14 @@ impl Informers {
             let mut by_kind = self.lock();
             let shared = by_kind.entry(key.clone()).or_insert_with(|| {
                 let informer = Arc::new(Informer::new(kind.clone(), &self.metrics));
-                let watch = match (&self.shard, &key.1) {
-                    (Some(ShardScope::Selector(share)), Some(_)) => tokio::spawn(reselecting(
-                        share.clone(),
-                        self.client.clone(),
-                        self.namespace.clone(),
-                        informer.clone(),
-                    )),
+                let watch = match (&self.narrowing, &key.1) {
+                    (Some(Narrowing::Client { client, changes }), Some(_)) => {
+                        tokio::spawn(reselecting(
+                            (client.clone(), changes.clone()),
+                            self.namespace.clone(),
+                            informer.clone(),
+                        ))
+                    }
                     _ => tokio::spawn(watch(
                         self.client.clone(),
                         (self.namespace.clone(), key.1.clone()),
@@ -359,16 +386,13 @@ pub async fn watch(
     }
 }
 
-/// Watches one parent kind's share by `shardSelector` for ever, listing again with the new
-/// selector each time the share changes (the relist drops the parents no longer selected).
+/// Watches one parent kind through a narrowing client for ever, listing again each time the
+/// narrowing changes (the relist drops the parents no longer selected).
 async fn reselecting(
-    share: Share,
-    client: Client,
+    (client, mut changes): (Client, tokio::sync::watch::Receiver<u64>),
     namespace: Option<String>,
     informer: Arc<Informer>,
 ) {
-    let mut changes = share.changes();
-    let client = share.client(&client);
     loop {
         changes.mark_unchanged();
         tokio::select! {
@@ -396,7 +420,7 @@ fn compact(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reconcile::queue::QueueConfig;
+    use crate::runtime::QueueConfig;
 
     fn kind(name: &str) -> ResourceKind {
         ResourceKind {
@@ -425,9 +449,9 @@ mod tests {
     #[tokio::test]
     async fn controllers_reading_the_same_kind_share_one_watch_until_the_last_unsubscribes() {
         let informers = Informers::new(offline_client(), None, Arc::new(Metrics::new()));
-        let a = informers.subscribe(&kind("ConfigMap"), Scope::Share, target());
-        let b = informers.subscribe(&kind("ConfigMap"), Scope::Share, target());
-        let s = informers.subscribe(&kind("Service"), Scope::Share, target());
+        let a = informers.subscribe(&kind("ConfigMap"), Scope::Mine, target());
+        let b = informers.subscribe(&kind("ConfigMap"), Scope::Mine, target());
+        let s = informers.subscribe(&kind("Service"), Scope::Mine, target());
         assert!(Arc::ptr_eq(a.store(), b.store()), "one store per kind");
         let count = |k: &str| {
             informers
@@ -456,16 +480,19 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_sharded_registry_keeps_its_share_and_the_unowned_apart_from_the_whole_kind_and_an_unsharded_one_does_not()
+    async fn a_registry_narrowed_by_labels_keeps_its_part_and_the_unowned_apart_from_the_whole_kind_and_a_whole_one_does_not()
      {
         let metrics = Arc::new(Metrics::new());
-        let sharded = Informers::sharded(
+        let sharded = Informers::narrowed(
             offline_client(),
             None,
             metrics.clone(),
-            Some(ShardScope::Labels("shard.weir.dev/owner=a".into())),
+            Some(Narrowing::Labels {
+                mine: "shard.weir.dev/owner=a".into(),
+                unowned: "!shard.weir.dev/owner".into(),
+            }),
         );
-        let share = sharded.subscribe(&kind("ConfigMap"), Scope::Share, target());
+        let share = sharded.subscribe(&kind("ConfigMap"), Scope::Mine, target());
         let all = sharded.subscribe(&kind("ConfigMap"), Scope::All, target());
         let unowned = sharded.subscribe(&kind("ConfigMap"), Scope::Unowned, target());
         assert!(!Arc::ptr_eq(share.store(), all.store()), "two watches");
@@ -483,7 +510,7 @@ mod tests {
             "the whole kind, the objects nobody owns, this replica's share"
         );
         let plain = Informers::new(offline_client(), None, metrics);
-        let share = plain.subscribe(&kind("ConfigMap"), Scope::Share, target());
+        let share = plain.subscribe(&kind("ConfigMap"), Scope::Mine, target());
         let all = plain.subscribe(&kind("ConfigMap"), Scope::All, target());
         let unowned = plain.subscribe(&kind("ConfigMap"), Scope::Unowned, target());
         assert!(
@@ -496,7 +523,7 @@ mod tests {
     #[tokio::test]
     async fn a_parent_target_joining_a_listed_informer_gets_every_cached_key() {
         let informers = Informers::new(offline_client(), None, Arc::new(Metrics::new()));
-        let first = informers.subscribe(&kind("Widget"), Scope::Share, target());
+        let first = informers.subscribe(&kind("Widget"), Scope::Mine, target());
         let mut obj =
             kube::api::DynamicObject::new("w1", &kind("Widget").api_resource()).within("default");
         obj.metadata.resource_version = Some("1".into());
@@ -506,7 +533,7 @@ mod tests {
         first.store().apply(watcher::Event::InitDone);
         let late = target();
         let queue = late.queue.clone();
-        let _second = informers.subscribe(&kind("Widget"), Scope::Share, late);
+        let _second = informers.subscribe(&kind("Widget"), Scope::Mine, late);
         assert_eq!(
             queue.depth(),
             1,
