@@ -22,7 +22,8 @@
  * `weir_string`, `weir_int`...) and the plugin writes its children and status
  * with a `weir_writer` (`weir_begin_object`, `weir_key`, `weir_write_string`...).
  * Every string is UTF-8; every pointer the SDK hands out lives until the call
- * returns (the host runs each call in a fresh instance).
+ * returns (the host runs each call in a fresh instance). An allocation that
+ * fails traps: the host reports the call as failed.
  */
 #ifndef WEIR_H
 #define WEIR_H
@@ -95,8 +96,8 @@ void weir_json_free(weir_json *value);
 weir_type weir_type_of(const weir_json *value);
 /** The member `key` of an object; NULL if `value` is not an object or has no such member. */
 const weir_json *weir_get(const weir_json *value, const char *key);
-/** Members by a dotted path, e.g. "status.readyReplicas"; NULL where a step is missing.
- * Keys containing dots (labels) need `weir_get`. */
+/** Members by a dotted path, e.g. "status.readyReplicas"; NULL where a step is missing (or
+ * longer than 255 bytes). Keys containing dots (labels, `style.css`) need `weir_get`. */
 const weir_json *weir_path(const weir_json *value, const char *path);
 /** A string's text (NUL-terminated); NULL unless `value` is a string. */
 const char *weir_string(const weir_json *value);
