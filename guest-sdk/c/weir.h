@@ -163,7 +163,8 @@ typedef struct weir_answer weir_answer;
 /** A writer for one more child manifest (an object with apiVersion, kind, metadata.name).
  * In finalize, adding a child answers `some(children)`: see `weir_hold_children`. */
 weir_writer *weir_child(weir_answer *answer);
-/** A writer for the parent's desired `status` object (at most one per answer). */
+/** A writer for the parent's desired `status` object; every call returns the same writer (the
+ * status is one JSON value: a second one written is the plugin's error). */
 weir_writer *weir_status(weir_answer *answer);
 /** Ask again after `ms` milliseconds (default: done, wait for the next change). */
 void weir_requeue_after(weir_answer *answer, uint64_t ms);

@@ -17,9 +17,7 @@ weir_writer *weir_child(weir_answer *answer) {
 }
 
 weir_writer *weir_status(weir_answer *answer) {
-  /* A second call starts the status afresh: the last one written is the answer. */
-  weir_writer_free(answer->status);
-  answer->status = weir_writer_new();
+  if (!answer->status) answer->status = weir_writer_new();
   return answer->status;
 }
 
