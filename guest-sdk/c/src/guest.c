@@ -35,22 +35,20 @@ __attribute__((weak)) bool weir_finalize(const weir_request *req, weir_answer *a
 bool weir_reconcile(const weir_request *req, weir_answer *answer, weir_error *err);
 
 void weir_log(weir_log_level level, const char *format, ...) {
-  weir_text t = {0};
   va_list args;
   va_start(args, format);
   int n = vsnprintf(NULL, 0, format, args);
   va_end(args);
-  weir_text_append(&t, "", 0);
+  char *line = weir_xmalloc(n > 0 ? (size_t)n + 1 : 1);
+  line[0] = '\0';
   if (n > 0) {
-    t.ptr = weir_xrealloc(t.ptr, (size_t)n + 1);
     va_start(args, format);
-    vsnprintf(t.ptr, (size_t)n + 1, format, args);
+    vsnprintf(line, (size_t)n + 1, format, args);
     va_end(args);
-    t.len = (size_t)n;
   }
-  reconciler_string_t message = {.ptr = (uint8_t *)t.ptr, .len = t.len};
+  reconciler_string_t message = {.ptr = (uint8_t *)line, .len = strlen(line)};
   reconciler_log((reconciler_log_level_t)level, &message);
-  weir_text_free(&t);
+  free(line);
 }
 
 static void dup(reconciler_string_t *out, const char *s) { reconciler_string_dup_n(out, s, strlen(s)); }
