@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Tests `weir new` as a plugin author meets it: for Rust, Python and JavaScript, scaffolds a
+# Tests `weir new` as a plugin author meets it: for Rust, Python, JavaScript and C, scaffolds a
 # project in a temporary directory outside the checkout, builds it with its own build.sh, and
 # runs `weir test` on its fixtures; then starts `weir dev --watch` on it (emulator embedded),
 # applies its example parent with kubectl, saves an edit of the reconciler (and of the fixture
 # that expects its output) that changes the ConfigMap's data, and waits until the emulator shows
 # the new data. Prints each project's size and each language's save-to-cluster seconds (source
 # saved -> ConfigMap changed). Exits non-zero if any step fails.
-#   guest-sdk/scaffold-test.sh              all three languages
+#   guest-sdk/scaffold-test.sh              all four languages
 #   guest-sdk/scaffold-test.sh rust python  some of them
 # Caches under target/ keep a second run warm: the Rust project builds in target/scaffold (with
 # the checkout's Cargo.lock, so it compiles the same dependency versions), the Python one uses
-# the SDK installed in target/venv, the JavaScript one links guest-sdk/js (guest-sdk/setup.sh).
+# the SDK installed in target/venv, the JavaScript one links guest-sdk/js, the C one uses the
+# checkout's target/tools (guest-sdk/setup.sh).
 # The watch step saves once weir dev says it is ready (its start's builds done: for Python and
 # JavaScript, the development runtime made; see guest-sdk/python/weir_reconciler/dev.py and
 # guest-sdk/js/src/dev.js), and fails when save-to-cluster takes SAVE_LIMIT s or more (default
@@ -25,7 +26,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=watch-message.sh
 . "$root/guest-sdk/watch-message.sh"
 langs=("$@")
-[[ ${#langs[@]} -gt 0 ]] || langs=(rust python js)
+[[ ${#langs[@]} -gt 0 ]] || langs=(rust python js c)
 if [[ -z "${WEIR:-}" ]]; then
   cargo build --quiet --manifest-path "$root/Cargo.toml" -p weir --bin weir
   WEIR="$root/target/debug/weir"
@@ -60,6 +61,7 @@ edit_reconciler() {
     rust) replace "$2/src/lib.rs" 'parent.spec.message.clone()' 'format!("{}!", parent.spec.message)' ;;
     python) replace "$2/src/hello_python.py" '{"message": message}' '{"message": message + "!"}' ;;
     js) replace "$2/src/hello-js.js" '{ message: spec.message }' "{ message: spec.message + '!' }" ;;
+    c) replace "$2/src/hello_c.c" 'weir_write_string(w, weir_string(message));' 'weir_write_stringf(w, "%s!", weir_string(message));' ;;
   esac
 }
 
@@ -78,7 +80,7 @@ build_production() {
   case "$1" in
     rust) (cd "$2" && env -u WEIR_DEV_BUILD CARGO_TARGET_DIR="$root/target/scaffold" ./build.sh) ;;
     python) (cd "$2" && env -u WEIR_DEV_BUILD WEIR_VENV="$root/target/venv" ./build.sh) ;;
-    js) (cd "$2" && env -u WEIR_DEV_BUILD ./build.sh) ;;
+    js | c) (cd "$2" && env -u WEIR_DEV_BUILD ./build.sh) ;;
   esac
 }
 

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs the Python and JavaScript guest SDKs with their toolchains (versions pinned by the packages):
+# Installs the Python, JavaScript and C guest SDKs with their toolchains (versions pinned by the packages):
 #   target/venv                    the Python SDK as a user gets it (`pip install guest-sdk/python`), with
 #                                  `weir-py`, componentize-py and PyYAML (pyproject.toml, extra `test`)
 #   guest-sdk/js/node_modules      the JS SDK's componentize-js and esbuild (guest-sdk/js/npm-shrinkwrap.json)
 #   plugins/blog-js/node_modules   the JS Blog plugin: the SDK linked, and its test dependencies (its package-lock.json)
+#   target/tools/bin               the C SDK's wit-bindgen and wasm-component-ld, with Debian's clang-19
+#                                  and wasi-libc (guest-sdk/c/setup.sh, versions pinned there)
 # Idempotent: each step is skipped while what it installs is unchanged since the last install.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,3 +37,5 @@ for lock in guest-sdk/js/npm-shrinkwrap.json plugins/blog-js/package-lock.json; 
   install_once "$(sha256sum "$root/$lock" | cut -d' ' -f1)" "$root/$dir/node_modules/.weir-installed" \
     npm ci --prefix "$root/$dir" --no-audit --no-fund --loglevel=error
 done
+
+"$root/guest-sdk/c/setup.sh"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the native tests of the Python and JavaScript guest SDKs and their Blog plugins (no component is built).
+# Runs the native tests of the Python, JavaScript and C guest SDKs and their Blog plugins (no component is built).
 #   guest-sdk/test.sh     installs the toolchains first (guest-sdk/setup.sh), then runs
-#                         python -m unittest and node --test; exits non-zero if any test fails.
+#                         python -m unittest, node --test and guest-sdk/c/test.sh; exits non-zero if any test fails.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/guest-sdk/setup.sh"
@@ -26,6 +26,8 @@ run_python guest-sdk/python
 [[ -d "$root/plugins/metacontroller-example/tests" ]] && run_python plugins/metacontroller-example
 run_node guest-sdk/js
 [[ -d "$root/plugins/blog-js/test" ]] && run_node plugins/blog-js
+echo "== guest-sdk/c/test.sh (the C SDK and the C Blog, natively)"
+"$root/guest-sdk/c/test.sh" 2>&1 | tee -a "$log" || status=1
 
 # Sums one number per matching line of the log (awk, so no match is 0, not an error).
 total() { awk -v re="$1" -v f="$2" '$0 ~ re { split($f, kv, "="); s += (kv[2] == "" ? kv[1] : kv[2]) } END { print s + 0 }' "$log"; }
@@ -33,5 +35,7 @@ ran=$(total '^Ran [0-9]+ tests?' 2)
 py_failed=$({ grep -Eo '(failures|errors)=[0-9]+' "$log" || true; } | awk -F= '{s += $2} END {print s + 0}')
 js_pass=$(total '^# pass [0-9]+' 3)
 js_fail=$(total '^# fail [0-9]+' 3)
-echo "guest-sdk: $((ran - py_failed + js_pass)) passed, $((py_failed + js_fail)) failed"
+c_pass=$(total '^c [a-z]+: [0-9]+ passed' 3)
+c_fail=$(total '^c [a-z]+: [0-9]+ passed, [0-9]+ failed' 5)
+echo "guest-sdk: $((ran - py_failed + js_pass + c_pass)) passed, $((py_failed + js_fail + c_fail)) failed"
 exit "$status"

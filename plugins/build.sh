@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds every plugin component into target/plugins/<name>.wasm.
 #   plugins/build.sh            Rust plugins (the Blog plugin and the test plugins)
-#   plugins/build.sh all        also the Python and JavaScript plugins (the Blog ports, the Metacontroller examples)
+#   plugins/build.sh all        also the Python, JavaScript and C plugins (the Blog ports, the Metacontroller examples)
 #   plugins/build.sh ten        also the Blog under ten kinds Blog0..Blog9, for the benchmark's
 #                               ten-plugin row: target/plugins/copies/blog{0..9}.wasm
 #   plugins/build.sh fifty      ... and under fifty kinds (Blog0..Blog49), its fifty-plugin row
@@ -46,7 +46,7 @@ build_rust() {
   done
 }
 
-# Python and JavaScript plugins: toolchains from guest-sdk/setup.sh (pinned, idempotent).
+# Python, JavaScript and C plugins: toolchains from guest-sdk/setup.sh (pinned, idempotent).
 build_guests() {
   "$root/guest-sdk/setup.sh"
   # The Blog CRD generated from the Rust type; embedded so `describe` reports it as the Rust plugin's does.
@@ -54,7 +54,7 @@ build_guests() {
   if [[ -f "$root/deploy/crd/blog.yaml" ]]; then
     crd=(--crd "$root/deploy/crd/blog.yaml")
   else
-    echo "warning: deploy/crd/blog.yaml is missing; blog-py and blog-js will ship no CRD" >&2
+    echo "warning: deploy/crd/blog.yaml is missing; blog-py, blog-js and blog-c will ship no CRD" >&2
   fi
   start=$(date +%s%N)
   "$root/target/venv/bin/weir-py" build blog:Blog --path "$root/plugins/blog-py" "${crd[@]}" -o "$out/blog-py.wasm"
@@ -62,6 +62,9 @@ build_guests() {
   start=$(date +%s%N)
   node "$root/guest-sdk/js/bin/componentize.js" build "$root/plugins/blog-js/src/blog.js" "${crd[@]}" -o "$out/blog-js.wasm"
   echo "blog-js.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+  start=$(date +%s%N)
+  "$root/guest-sdk/c/bin/weir-c" build "$root/plugins/blog-c/blog.c" "${crd[@]}" -o "$out/blog-c.wasm"
+  echo "blog-c.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
   # A Metacontroller CompositeController's hooks, unchanged, as a Weir plugin (issue 12, the adapter).
   start=$(date +%s%N)
   local example="$root/plugins/metacontroller-example"

@@ -34,7 +34,7 @@ if ! command -v kubectl >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq kubernetes-client
 fi
 
-step "build every plugin (Rust, Python, JavaScript)"
+step "build every plugin (Rust, Python, JavaScript, C)"
 plugins/build.sh all
 
 step "build the workspace's tests once (and with them target/debug/weir)"
@@ -50,7 +50,7 @@ WEIR_BLOG_COPY=3 cargo test -p weir-plugin-blog --features bench-copy --lib copy
 export WEIR_CACHE_DIR="$root/target/plugin-cache"
 
 step "Blog fixtures against every language's component"
-for p in blog blog-py blog-js; do
+for p in blog blog-py blog-js blog-c; do
   target/debug/weir test "target/plugins/$p.wasm" plugins/blog/fixtures
 done
 
@@ -63,7 +63,7 @@ target/debug/weir test target/plugins/metacontroller-scale-down-js.wasm plugins/
 # A v2 hook reading a Secret in another namespace: offline, without a policy entry (no data, refused elsewhere).
 target/debug/weir test target/plugins/metacontroller-secret-import-js.wasm plugins/metacontroller-secret-import-js/fixtures
 
-step "guest SDK native tests (Python, JavaScript)"
+step "guest SDK native tests (Python, JavaScript, C)"
 guest-sdk/test.sh
 
 step "the Python and JavaScript Kubernetes clients the emulator's conformance tests drive"

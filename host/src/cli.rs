@@ -43,7 +43,7 @@ pub enum LogFormat {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Create a plugin project (Rust, Python or JavaScript) in a new directory.
+    /// Create a plugin project (Rust, Python, JavaScript or C) in a new directory.
     New(weir::scaffold::NewArgs),
     /// Run a plugin component against fixture files, offline (no cluster).
     Test(TestArgs),

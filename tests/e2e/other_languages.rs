@@ -1,4 +1,4 @@
-//! "Any WASM language": the Python and JavaScript Blog components, swapped in for the Rust
+//! "Any WASM language": the Python, JavaScript and C Blog components, swapped in for the Rust
 //! one, run the seed's scenario in the same host: children owned, Ready, and a hand edit
 //! reverted.
 
@@ -62,4 +62,9 @@ async fn the_python_blog_plugin_reconciles_like_the_rust_one() -> anyhow::Result
 #[tokio::test]
 async fn the_javascript_blog_plugin_reconciles_like_the_rust_one() -> anyhow::Result<()> {
     blog_scenario_with("blog-js").await
+}
+
+#[tokio::test]
+async fn the_c_blog_plugin_reconciles_like_the_rust_one() -> anyhow::Result<()> {
+    blog_scenario_with("blog-c").await
 }

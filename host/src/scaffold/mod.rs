@@ -1,6 +1,6 @@
-//! `weir new`: scaffolds a plugin project in Rust, Python or JavaScript, in a directory of its own.
+//! `weir new`: scaffolds a plugin project in Rust, Python, JavaScript or C, in a directory of its own.
 //!
-//! The project holds a parent kind (a Rust type, or a CRD file for Python and JavaScript), a
+//! The project holds a parent kind (a Rust type, or a CRD file for the other languages), a
 //! reconciler that creates one ConfigMap and sets the `Ready` condition, two `weir test` fixtures,
 //! an example parent for `weir dev --apply`, a `build.sh` and a README with the three commands.
 //! It depends on the guest SDK of a Weir checkout by path (`--sdk DIR`, else `$WEIR_SDK`, else the
@@ -68,6 +68,8 @@ pub enum Lang {
     Python,
     /// An ES module using `@weir/guest-sdk`, built with `weir-js build` (componentize-js).
     Js,
+    /// A C file using `weir.h`, built with `weir-c build` (wit-bindgen's C bindings, clang, wasm-component-ld).
+    C,
 }
 
 /// Arguments of `weir new`.
@@ -188,6 +190,7 @@ impl Project {
             Lang::Rust => "Cargo.toml",
             Lang::Python => "python/pyproject.toml",
             Lang::Js => "js/package.json",
+            Lang::C => "c/weir.h",
         };
         let sdk = std::path::absolute(sdk)
             .ok()
@@ -256,6 +259,12 @@ impl Project {
                 "the parent kind's CRD is `crd.yaml`",
                 "`package.json` depends on `@weir/guest-sdk` (with `weir-js` and a pinned componentize-js) by path: `npm install` links it, and its own tools must be installed in the checkout (`guest-sdk/setup.sh` there). Or install a packed SDK instead: `npm pack` in its `js/` directory, then `npm install PATH/weir-guest-sdk-*.tgz` here.",
             ),
+            Lang::C => (
+                "C",
+                format!("src/{module}.c"),
+                "the parent kind's CRD is `crd.yaml`",
+                "`build.sh` runs the SDK's `c/bin/weir-c build` (the header `weir.h` documents the API), whose tools must be installed in the checkout (`guest-sdk/setup.sh` there: Debian's clang-19 and wasi-libc, wit-bindgen and wasm-component-ld under its `target/tools`).",
+            ),
         };
         let files: String = templates::of(self.lang)
             .iter()
@@ -285,24 +294,38 @@ impl Project {
 
     /// What to install before the first build, when the SDK's tools are not there yet.
     fn setup_hint(&self) -> Option<String> {
-        let tools = self
-            .sdk
-            .join("js/node_modules/@bytecodealliance/componentize-js");
-        (self.lang == Lang::Js && !tools.is_dir()).then(|| {
-            format!(
-                "the linked SDK has no build tools yet: run `npm ci --prefix {}` (or guest-sdk/setup.sh) once",
-                self.sdk.join("js").display()
-            )
-        })
+        match self.lang {
+            Lang::Js => {
+                let tools = self
+                    .sdk
+                    .join("js/node_modules/@bytecodealliance/componentize-js");
+                (!tools.is_dir()).then(|| {
+                    format!(
+                        "the linked SDK has no build tools yet: run `npm ci --prefix {}` (or guest-sdk/setup.sh) once",
+                        self.sdk.join("js").display()
+                    )
+                })
+            }
+            Lang::C => {
+                let tools = self.sdk.join("../target/tools/bin/wasm-component-ld");
+                (!tools.is_file()).then(|| {
+                    format!(
+                        "the SDK's checkout has no C build tools yet: run {} once",
+                        self.sdk.join("setup.sh").display()
+                    )
+                })
+            }
+            Lang::Rust | Lang::Python => None,
+        }
     }
 }
 
 impl Lang {
-    /// The contract the language's SDK implements: all three speak the newest (the host still
+    /// The contract the language's SDK implements: all four speak the newest (the host still
     /// loads components built for 0.1.0).
     pub fn contract(self) -> Contract {
         match self {
-            Lang::Rust | Lang::Python | Lang::Js => Contract::V0_3,
+            Lang::Rust | Lang::Python | Lang::Js | Lang::C => Contract::V0_3,
         }
     }
 
@@ -312,6 +335,7 @@ impl Lang {
             Lang::Rust => "Rust",
             Lang::Python => "Python",
             Lang::Js => "JavaScript",
+            Lang::C => "C",
         }
     }
 }

@@ -106,12 +106,32 @@ static JS: [Template; 5] = [
     template!(".gitignore", "js/gitignore", None),
 ];
 
+static C: [Template; 4] = [
+    template!(
+        "src/{{module}}.c",
+        "c/src/plugin.c",
+        Some("the reconciler (`weir.h` from the SDK)")
+    ),
+    template!(
+        "crd.yaml",
+        "common/crd.yaml",
+        Some("the parent kind's CRD, embedded by the build")
+    ),
+    template!(
+        "build.sh",
+        "c/build.sh",
+        Some("`weir-c build`: the contract's C bindings, clang for wasm32-wasi, a component")
+    ),
+    template!(".gitignore", "c/gitignore", None),
+];
+
 /// The files of a project in `lang`, the language's own first.
 pub(super) fn of(lang: Lang) -> Vec<&'static Template> {
     let own: &'static [Template] = match lang {
         Lang::Rust => &RUST,
         Lang::Python => &PYTHON,
         Lang::Js => &JS,
+        Lang::C => &C,
     };
     own.iter().chain(COMMON.iter()).collect()
 }

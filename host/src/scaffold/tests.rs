@@ -37,7 +37,7 @@ fn names_kinds_and_groups_that_kubernetes_or_the_languages_refuse_are_refused() 
 #[test]
 fn an_sdk_directory_without_the_languages_package_is_refused() {
     let empty = tempfile::tempdir().unwrap();
-    for lang in [Lang::Rust, Lang::Python, Lang::Js] {
+    for lang in [Lang::Rust, Lang::Python, Lang::Js, Lang::C] {
         let refused = Project::new("app", lang, "example.dev", None, empty.path());
         assert!(matches!(refused, Err(ScaffoldError::SdkNotFound { .. })));
     }
@@ -50,6 +50,7 @@ fn every_language_gets_its_files_with_every_placeholder_filled() {
         (Lang::Rust, ["Cargo.toml", "src/lib.rs"]),
         (Lang::Python, ["requirements.txt", "src/hello_app.py"]),
         (Lang::Js, ["package.json", "src/hello-app.js"]),
+        (Lang::C, ["crd.yaml", "src/hello_app.c"]),
     ] {
         let project = Project::new("hello-app", lang, "demo.example.dev", None, &sdk()).unwrap();
         let dir = root.path().join(format!("{lang:?}"));
@@ -144,6 +145,7 @@ fn every_sdk_package_is_versioned_with_the_contract_it_implements() {
         (Lang::Rust, "Cargo.toml", "version = "),
         (Lang::Python, "python/pyproject.toml", "version = "),
         (Lang::Js, "js/package.json", "\"version\": "),
+        (Lang::C, "c/weir.h", "#define WEIR_SDK_VERSION "),
     ] {
         let (major, minor) = {
             let mut parts = lang.contract().version().split('.');

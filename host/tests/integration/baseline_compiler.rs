@@ -40,6 +40,7 @@ fn every_language_passes_the_same_fixtures_under_the_development_and_the_product
         ("blog.wasm", "plugins/blog/fixtures"),
         ("blog-py.wasm", "plugins/blog/fixtures"),
         ("blog-js.wasm", "plugins/blog/fixtures"),
+        ("blog-c.wasm", "plugins/blog/fixtures"),
         (
             "metacontroller-example.wasm",
             "plugins/metacontroller-example/fixtures",
