@@ -148,6 +148,19 @@ impl Candidates {
         Ok(())
     }
 
+    /// Starts carrying out operators' requests and, with a source of candidates, proposing its
+    /// candidates, until `stop`.
+    pub(super) fn start(
+        &self,
+        source: Option<crate::hotload::CandidateEvents<Plugin>>,
+        stop: &CancellationToken,
+    ) {
+        tokio::spawn(self.clone().follow_requests(stop.clone()));
+        if let Some(source) = source {
+            tokio::spawn(self.clone().follow(source, stop.clone()));
+        }
+    }
+
     /// Hears of each candidate handed to its controller from now on.
     pub(super) fn proposals(&self) -> watch::Receiver<()> {
         self.proposed.subscribe()

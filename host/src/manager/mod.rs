@@ -15,6 +15,7 @@
 mod admission;
 mod candidates;
 mod controllers;
+mod leases;
 mod ops;
 mod requests;
 mod shards;
@@ -22,6 +23,7 @@ mod sources;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use kube::Client;
 use tokio::sync::{Semaphore, mpsc};
@@ -30,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
 use self::candidates::Candidates;
 use self::controllers::{Controllers, ControllersView};
+use self::leases::Leases;
 use crate::fence::Fence;
 use crate::hotload::{self, Catalog, HotloadMetrics, PluginEvent, Source, install_crd};
 use crate::leader::{LeaderConfig, LeaderError, Leadership};
@@ -42,6 +45,7 @@ use crate::rollout::{CandidateRefusal, PhaseStore, Resume, RolloutConfig, Rollou
 use crate::runtime::Informers;
 use crate::server::ServerError;
 use crate::shard::ShardConfig;
+use crate::shard::metrics::ShardMetrics;
 
 /// Why the host could not start.
 #[derive(Debug, thiserror::Error)]
@@ -162,159 +166,59 @@ pub struct Manager {
 }
 
 impl Manager {
-    /// Starts the host: the source's plugins get controllers (watching at once, reconciling
-    /// once this replica leads), and the operations server answers.
+    /// Starts the host, in order: its metrics, leadership (and, sharded, this replica's shard
+    /// Lease), the plugin source, the informers, the controllers, the tasks beside them (the
+    /// shard coordinator, the candidates, the operations server) and the loop that turns the
+    /// source's events into controllers. The source's plugins get controllers watching at once
+    /// and reconciling once this replica leads.
     pub async fn start(
         client: Client,
         source: PluginSource,
         config: ManagerConfig,
     ) -> Result<Manager, ManagerError> {
-        let mut metrics = Metrics::new();
-        let hotload_metrics = HotloadMetrics::default();
-        hotload_metrics.register(metrics.registry_mut());
-        let shard_metrics = crate::shard::metrics::ShardMetrics::default();
-        if config.shard.is_some() {
-            shard_metrics.register(metrics.registry_mut());
-        }
-        if let PluginSource::Directory { engine, .. } | PluginSource::Cluster { engine, .. } =
-            &source
-        {
-            metrics.collect(Box::new(crate::plugin::MemoryGauges::new(engine)));
-        }
-        let metrics = Arc::new(metrics);
-        let admission = Admission::new(
-            client.clone(),
-            config.policy.clone(),
-            config.controller.namespace.clone(),
-        );
-        let leadership = match &config.leader {
-            Some(lc) => Some(Leadership::start(client.clone(), lc).await?),
-            None => None,
-        };
-        let member = shards::join(&client, config.shard.as_ref()).await?;
-        // Sharded server-side: the served ranges, shared by the parent watches and the workers.
-        let share = member
-            .as_ref()
-            .filter(|(_, _, mode)| *mode == crate::shard::Mode::ServerSide)
-            .map(|_| crate::shard::share::Share::new());
-        if let Some((_, _, mode)) = &member {
-            shard_metrics.running(*mode);
-        }
-        // One gate for every write but the Leases': the leader Lease's fence (always open for
-        // the only replica), and the client it builds.
-        let gate = leadership
-            .as_ref()
-            .map_or_else(Fence::always, Leadership::fence);
-        let leader_client = gate.client(&client);
+        let meters = Meters::new(&config, &source);
+        let metrics = meters.host.clone();
+        let leases = Leases::join(&client, &config, meters.shard).await?;
+        let leader_client = leases.gate.client(&client);
+        let namespace = config.controller.namespace.clone();
+        let admission = Admission::new(client.clone(), config.policy.clone(), namespace);
+        let writers = (&leader_client, &leases.gate);
+        let source = sources::start(source, admission, config.limits, writers, &meters.hotload);
         let Source {
             events,
             catalog,
-            candidates: candidate_source,
+            candidates: proposals,
             running,
-        } = sources::start(
-            source,
-            admission,
-            config.limits,
-            (&leader_client, &gate),
-            &hotload_metrics,
-        )
-        .await?;
-        let informers = Informers::narrowed(
-            client.clone(),
-            config.controller.namespace.clone(),
-            metrics.clone(),
-            config
-                .shard
-                .as_ref()
-                .map(|sc| crate::shard::narrowing(&sc.identity, share.as_ref(), &client)),
-        );
-        // Sharded, the controllers' writes stop at the step-down moment of this replica's own
-        // shard Lease instead (its fence is the same gate, on another Lease).
-        let (writer, abandon) = match (&member, &config.leader) {
-            (Some((m, lc, _)), _) => (m.fence(), lc.abandon_after()),
-            (None, Some(lc)) => (gate.clone(), lc.abandon_after()),
-            (None, None) => (gate.clone(), std::time::Duration::ZERO),
-        };
-        let store = PhaseStore::new(
-            leader_client.clone(),
-            &rollout_namespace(&config),
-            &config.controller.instance,
-        );
-        let resume = Resume::new(store.clone(), config.rollout.resume_within);
-        let controllers = Controllers::new(
-            writer.client(&client),
-            informers.clone(),
-            config.max_concurrent_calls,
-            metrics.clone(),
-            ControllerConfig {
-                validation: config.policy.validation(),
-                reconcile_slots: Arc::new(Semaphore::new(
-                    config
-                        .max_concurrent_reconciles
-                        .clamp(1, Semaphore::MAX_PERMITS),
-                )),
-                gate: crate::shard::gate(config.shard.as_ref(), share.as_ref()),
-                ..config.controller.clone()
-            },
-            (writer, abandon),
-            resume,
-        );
+        } = source.await?;
+        let informers = leases.informers(&client, &config, &metrics);
+        let phases = rollout_namespace(&config);
+        let store = PhaseStore::new(leader_client.clone(), &phases, &config.controller.instance);
+        let controllers = leases.controllers((&client, &informers), (&config, &metrics), &store);
         let view = controllers.view();
         let stop = CancellationToken::new();
-        let sharding = config
-            .shard
-            .as_ref()
-            .map(|sc| (sc.identity.clone(), shard_metrics.clone()));
-        if let (Some(sc), Some(share)) = (&config.shard, share) {
-            shards::follow_members((client.clone(), sc), (share, shard_metrics), stop.clone());
-        } else if let Some(sc) = &config.shard {
-            shards::coordinate(
-                (
-                    leader_client.clone(),
-                    sc,
-                    config.controller.namespace.clone(),
-                ),
-                (view.clone(), shard_metrics),
-                gate.clone(),
-                stop.clone(),
-            );
-        }
+        leases.start_sharding((&client, &leader_client), (&config, &view), &stop);
+        let catalogued = (catalog.clone(), view.clone());
         let candidates = Candidates::new(
-            (catalog.clone(), view.clone()),
+            catalogued,
             config.rollout.clone(),
-            (store, gate.clone()),
+            (store, leases.gate.clone()),
         );
-        tokio::spawn(candidates.clone().follow_requests(stop.clone()));
-        if let Some(source) = candidate_source {
-            tokio::spawn(candidates.clone().follow(source, stop.clone()));
-        }
+        candidates.start(proposals, &stop);
+        let served = (view.clone(), candidates.refused.clone());
+        let shown = (metrics.clone(), leases.listed(), config.policy.clone());
         let addr = match config.listen {
-            Some(listen) => Some(
-                ops::serve(
-                    listen,
-                    catalog.clone(),
-                    (view.clone(), candidates.refused.clone()),
-                    (metrics.clone(), sharding, config.policy.clone()),
-                    stop.clone(),
-                )
-                .await?,
-            ),
+            Some(at) => Some(ops::serve(at, catalog.clone(), served, shown, stop.clone()).await?),
             None => None,
         };
         let installer = config.install_crds.then_some(leader_client);
         let activity = config.controller.activity.clone();
-        let main = tokio::spawn(drive(
-            controllers,
-            (events, activity.clone()),
-            (leadership, member.map(|(m, _, _)| m)),
-            installer,
-            stop.clone(),
-        ));
+        let feed = (events, activity.clone());
+        let main = tokio::spawn(drive(controllers, feed, leases, installer, stop.clone()));
         Ok(Manager {
             catalog,
             activity,
             metrics,
-            hotload_metrics,
+            hotload_metrics: meters.hotload,
             informers,
             view,
             stop,
@@ -415,6 +319,35 @@ impl Manager {
     }
 }
 
+/// The host's metrics, and the families of hot-loading and (sharded) sharding registered in them.
+struct Meters {
+    host: Arc<Metrics>,
+    hotload: HotloadMetrics,
+    shard: ShardMetrics,
+}
+
+impl Meters {
+    fn new(config: &ManagerConfig, source: &PluginSource) -> Self {
+        let mut metrics = Metrics::new();
+        let hotload = HotloadMetrics::default();
+        hotload.register(metrics.registry_mut());
+        let shard = ShardMetrics::default();
+        if config.shard.is_some() {
+            shard.register(metrics.registry_mut());
+        }
+        if let PluginSource::Directory { engine, .. } | PluginSource::Cluster { engine, .. } =
+            source
+        {
+            metrics.collect(Box::new(crate::plugin::MemoryGauges::new(engine)));
+        }
+        Self {
+            host: Arc::new(metrics),
+            hotload,
+            shard,
+        }
+    }
+}
+
 /// Where rollout phases are kept: the configured namespace, else the leader lease's, else the
 /// watched one, else `default`.
 fn rollout_namespace(config: &ManagerConfig) -> String {
@@ -432,7 +365,7 @@ fn rollout_namespace(config: &ManagerConfig) -> String {
 async fn drive(
     mut controllers: Controllers,
     (mut events, activity): (mpsc::UnboundedReceiver<PluginEvent<Plugin>>, ActivityFeed),
-    (leadership, member): (Option<Leadership>, Option<Leadership>),
+    leases: Leases,
     installer: Option<Client>,
     stop: CancellationToken,
 ) {
@@ -458,13 +391,7 @@ async fn drive(
     tracing::info!("shutting down: finishing in-flight reconciles");
     controllers.shutdown().await;
     drop(controllers);
-    // The shard Lease first: its parents move on while the leader Lease is handed over.
-    if let Some(m) = member {
-        m.release().await;
-    }
-    if let Some(l) = leadership {
-        l.release().await;
-    }
+    leases.release().await;
 }
 
 /// `weir dev`: installs the CRD of a plugin about to be served.

@@ -1,0 +1,139 @@
+//! The host's Leases and what hangs on them: leadership (the fence of every write but the
+//! Leases'), this replica's shard membership, and the informers and controllers they shape.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use super::controllers::{Controllers, ControllersView};
+use super::shards::Sharding;
+use super::{ManagerConfig, ManagerError};
+use crate::fence::Fence;
+use crate::leader::Leadership;
+use crate::metrics::Metrics;
+use crate::reconcile::ControllerConfig;
+use crate::reconcile::gate::{Gate, Whole};
+use crate::rollout::{PhaseStore, Resume};
+use crate::runtime::Informers;
+use crate::shard::metrics::ShardMetrics;
+
+/// Leadership and shard membership, held from the host's start to its stop.
+pub(super) struct Leases {
+    /// The leader Lease (`None`: the only replica).
+    leadership: Option<Leadership>,
+    /// This replica's shard Lease, when sharded.
+    sharding: Option<Sharding>,
+    /// One gate for every write but the Leases': the leader Lease's fence (always open for the
+    /// only replica).
+    pub(super) gate: Fence,
+}
+
+impl Leases {
+    /// Takes part in leader election and, sharded, holds this replica's shard Lease.
+    pub(super) async fn join(
+        client: &Client,
+        config: &ManagerConfig,
+        shard: ShardMetrics,
+    ) -> Result<Self, ManagerError> {
+        let leadership = match &config.leader {
+            Some(lc) => Some(Leadership::start(client.clone(), lc).await?),
+            None => None,
+        };
+        let sharding = Sharding::join(client, config.shard.as_ref(), shard).await?;
+        let gate = leadership
+            .as_ref()
+            .map_or_else(Fence::always, Leadership::fence);
+        Ok(Self {
+            leadership,
+            sharding,
+            gate,
+        })
+    }
+
+    /// The informer registry, narrowed to this replica's share when sharded.
+    pub(super) fn informers(
+        &self,
+        client: &Client,
+        config: &ManagerConfig,
+        metrics: &Arc<Metrics>,
+    ) -> Arc<Informers> {
+        let narrowing = self.sharding.as_ref().map(|s| s.narrowing(client));
+        let namespace = config.controller.namespace.clone();
+        Informers::narrowed(client.clone(), namespace, metrics.clone(), narrowing)
+    }
+
+    /// The controllers, none running yet: their tuning is the host's, with its policy, its bound
+    /// on reconciles in flight and the gate of its sharding (every parent when not sharded);
+    /// their writes go through the shard Lease's fence when sharded, else the leader's.
+    pub(super) fn controllers(
+        &self,
+        (client, informers): (&Client, &Arc<Informers>),
+        (config, metrics): (&ManagerConfig, &Arc<Metrics>),
+        store: &PhaseStore,
+    ) -> Controllers {
+        let controller = ControllerConfig {
+            validation: config.policy.validation(),
+            reconcile_slots: Arc::new(Semaphore::new(
+                config
+                    .max_concurrent_reconciles
+                    .clamp(1, Semaphore::MAX_PERMITS),
+            )),
+            gate: self
+                .sharding
+                .as_ref()
+                .map_or_else(|| Arc::new(Whole) as Arc<dyn Gate>, Sharding::gate),
+            ..config.controller.clone()
+        };
+        let writer = match (&self.sharding, &config.leader) {
+            (Some(s), _) => s.writer(),
+            (None, Some(lc)) => (self.gate.clone(), lc.abandon_after()),
+            (None, None) => (self.gate.clone(), Duration::ZERO),
+        };
+        Controllers::new(
+            client.clone(),
+            informers.clone(),
+            config.max_concurrent_calls,
+            metrics.clone(),
+            controller,
+            writer,
+            Resume::new(store.clone(), config.rollout.resume_within),
+        )
+    }
+
+    /// Sharded, starts the task that moves this replica's share (see [`Sharding::start`]).
+    pub(super) fn start_sharding(
+        &self,
+        (client, leader_client): (&Client, &Client),
+        (config, view): (&ManagerConfig, &ControllersView),
+        stop: &CancellationToken,
+    ) {
+        if let Some(s) = &self.sharding {
+            let scope = (config.controller.namespace.clone(), view.clone());
+            s.start(
+                (client, leader_client),
+                scope,
+                self.gate.clone(),
+                stop.clone(),
+            );
+        }
+    }
+
+    /// This replica's member name and the coordinator's view, for `/plugins`, when sharded.
+    pub(super) fn listed(&self) -> Option<(String, ShardMetrics)> {
+        self.sharding.as_ref().map(Sharding::listed)
+    }
+
+    /// Lets go of the Leases: the shard Lease first (its parents move on while the leader Lease
+    /// is handed over).
+    pub(super) async fn release(self) {
+        if let Some(s) = self.sharding {
+            s.release().await;
+        }
+        if let Some(l) = self.leadership {
+            l.release().await;
+        }
+    }
+}
