@@ -70,7 +70,8 @@ build_guests() {
   local example="$root/plugins/metacontroller-example"
   "$root/target/venv/bin/weir-py" build plugin:ConfigBundle --path "$example" --crd "$example/crd.yaml" -o "$out/metacontroller-example.wasm"
   echo "metacontroller-example.wasm built in $(( ($(date +%s%N) - start) / 1000000 )) ms"
-  # A cluster-scoped parent propagating a ConfigMap, v2 hooks (issue 24: scope widened by the policy).
+  # A cluster-scoped parent propagating a ConfigMap, v1 hooks keyed `namespace/name` (issue 24: scope
+  # widened by the policy; issue 50: keyed as Metacontroller keys them).
   start=$(date +%s%N)
   local propagation="$root/plugins/metacontroller-propagation"
   "$root/target/venv/bin/weir-py" build plugin:ConfigPropagation --path "$propagation" --crd "$propagation/crd.yaml" -o "$out/metacontroller-propagation.wasm"

@@ -1,16 +1,17 @@
-"""ConfigPropagation's CompositeController hooks (v2), written for Metacontroller's webhooks (no Weir import).
+"""ConfigPropagation's CompositeController hooks (v1), written for Metacontroller's webhooks (no Weir import).
 
 A ConfigPropagation is cluster-scoped: it copies one ConfigMap (`spec.source`,
 a namespace and a name) into every Namespace its `spec.namespaceSelector`
 selects, under the same name. The copies are its children; the source and
-the Namespaces are related objects. With hooks of version v2, `related` keys
-a namespaced object `namespace/name`, so the source is found under that key
-whatever namespace it lives in. The status lists the namespaces copied into,
-or names the source when it is missing.
+the Namespaces are related objects. Under a cluster-scoped parent even hooks
+of version v1 find a namespaced object under `namespace/name` (a Namespace
+under its name): the source in `related`, each copy in `children`. The status
+lists the namespaces copied into and those whose copy exists, or names the
+source when it is missing.
 
 Under Metacontroller these are the `customize` and `sync` webhooks of a
 CompositeController (parent `configpropagations`, child `configmaps`, hooks
-`version: v2`); `plugin.py` declares the same for Weir.
+of the default version, v1); `plugin.py` declares the same for Weir.
 """
 
 
@@ -39,6 +40,7 @@ def sync(request):
     if source is None:
         return {"children": [], "status": {"missing": f"{namespace}/{name}", "copies": []}}
     targets = sorted(ns for ns in request["related"]["Namespace.v1"] if ns != namespace)
+    present = [target for target in targets if f"{target}/{name}" in request["children"]["ConfigMap.v1"]]
     children = [
         {
             "apiVersion": "v1",
@@ -48,4 +50,4 @@ def sync(request):
         }
         for target in targets
     ]
-    return {"children": children, "status": {"copies": targets}}
+    return {"children": children, "status": {"copies": targets, "present": present}}

@@ -1,7 +1,7 @@
 """ConfigPropagation as a Weir plugin: Metacontroller's CompositeController declaration, in a few lines.
 
-`hooks.py` is as Metacontroller would serve it (hooks of version v2); this is
-what the CompositeController object said (parent, children, hook version)
+`hooks.py` is as Metacontroller would serve it (hooks of version v1, the
+default); this is what the CompositeController object said (parent, children)
 plus what Weir asks to be declared (the related kinds the customize hook
 selects). The parent is cluster-scoped and its children land in other
 namespaces, so the host serves it only under a policy with an entry for
@@ -22,5 +22,4 @@ ConfigPropagation = composite_controller(
     related=[CONFIG_MAP, NAMESPACE],
     sync=sync,
     customize=customize,
-    hook_version="v2",
 )

@@ -3,8 +3,10 @@
 //! the Metacontroller adapter), served by `weir dev --policy FILE`: a SecretImport in `team`
 //! copies the Secret `shared/registry` beside itself. The policy's entry allows the read
 //! (`namespaces`) and, separately, the Secret's data (`secretData`); without the entry the read
-//! is refused with the message it always was, and nothing is written. `weir dev` brings its own
-//! emulator: with `KUBECONFIG` set these still run there.
+//! is refused with the message it always was, and nothing is written. A v2 hook keys a Secret of
+//! the parent's own namespace `namespace/name` too (`team/local`, where a v1 hook would see
+//! `local`): pointed at one, the hook finds it there. `weir dev` brings its own emulator: with
+//! `KUBECONFIG` set these still run there.
 
 use std::collections::BTreeMap;
 
@@ -132,6 +134,27 @@ async fn a_v2_hook_reads_a_secret_in_another_namespace_by_namespace_and_name_wit
         .await?;
     copy_when(&client, "the copy follows the rotated password", |d| {
         password(d) == Some(b"rotated")
+    })
+    .await?;
+
+    // A source in the parent's own namespace: a v2 hook finds it under `team/local` as well.
+    let local: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "local"},
+        "data": {"password": "bG9jYWw="},
+    }))?;
+    Api::<Secret>::namespaced(client.clone(), "team")
+        .create(&PostParams::default(), &local)
+        .await?;
+    let repoint = Patch::Merge(json!({"spec": {"from": {"namespace": "team", "name": "local"}}}));
+    imports(&client)
+        .patch("registry", &PatchParams::default(), &repoint)
+        .await?;
+    status_when(&client, "the import names its local source", |s| {
+        s["source"] == "team/local"
+    })
+    .await?;
+    copy_when(&client, "the copy holds the local password", |d| {
+        password(d) == Some(b"local")
     })
     .await?;
     dev.check_running()?;

@@ -1,9 +1,11 @@
-//! Scope widened only by the operator's policy (`plugins/metacontroller-propagation`, Python v2
+//! Scope widened only by the operator's policy (`plugins/metacontroller-propagation`, Python v1
 //! hooks through the Metacontroller adapter), served by `weir dev --policy FILE` as a user runs
-//! it: a cluster-scoped ConfigPropagation copies a ConfigMap it reads in another namespace
-//! (`related` keyed `namespace/name`) into the namespaces a label selects, only into those the
-//! policy's entry for the plugin allows; without the entry the plugin is refused with the words
-//! it always was. `weir dev` brings its own emulator: with `KUBECONFIG` set these still run there.
+//! it: a cluster-scoped ConfigPropagation copies a ConfigMap it reads in another namespace into
+//! the namespaces a label selects, only into those the policy's entry for the plugin allows;
+//! without the entry the plugin is refused with the words it always was. Its v1 hooks key objects
+//! as Metacontroller's do under a cluster-scoped parent: the source in `related` and each copy in
+//! `children` by `namespace/name`, and each copy is written into the namespace it names. `weir
+//! dev` brings its own emulator: with `KUBECONFIG` set these still run there.
 
 use anyhow::Result;
 use k8s_openapi::api::core::v1::Namespace;
@@ -134,10 +136,17 @@ async fn a_cluster_scoped_parent_copies_a_config_map_into_the_labelled_namespace
         controlled_by(&copy_a, &owner),
         "the copy is the parent's child"
     );
-    let status = eventually("the status lists the copies", CONVERGE, || async {
-        let p = parents.get("settings").await.ok()?;
-        (p.data["status"]["copies"] == json!([a, b])).then_some(p)
-    })
+    // The hook saw both copies among its children, under `namespace/name` (a v1 hook keyed by
+    // name alone would find none there).
+    let status = eventually(
+        "the status lists the copies, each seen",
+        CONVERGE,
+        || async {
+            let p = parents.get("settings").await.ok()?;
+            let status = &p.data["status"];
+            (status["copies"] == json!([a, b]) && status["present"] == json!([a, b])).then_some(p)
+        },
+    )
     .await?;
     let reconciled = condition(&status, "Reconciled");
     assert_eq!(reconciled.map(|c| c["status"].clone()), Some(json!("True")));

@@ -19,9 +19,11 @@
 // A hook may be `async` (Metacontroller's Node.js hooks usually are): its
 // Promise is awaited and what it resolves to is checked as a plain response.
 //
-// The mapping is the Python SDK's (weir_reconciler/metacontroller.py): with
-// `hookVersion: 'v2'` the `children` and `related` maps key a namespaced object
-// `namespace/name`; a rule's `namespace` and `namespaceSelector` (which needs
+// The mapping is the Python SDK's (weir_reconciler/metacontroller.py): the
+// `children` and `related` maps key objects as Metacontroller does (`objectKey`:
+// v1 hooks, the default, by name in the parent's namespace and `namespace/name`
+// elsewhere, so always `namespace/name` under a cluster-scoped parent;
+// `hookVersion: 'v2'`, `namespace/name` for every namespaced object); a rule's `namespace` and `namespaceSelector` (which needs
 // NAMESPACE declared in `related`) read other namespaces as far as the host's
 // policy entry for the plugin allows. The SDK README's "Migrating from
 // Metacontroller" says what differs.
@@ -48,10 +50,16 @@ export const kindKey = (kind) => `${kind.kind}.${kind.apiVersion}`;
 export const HOOK_VERSIONS = ['v1', 'v2'];
 
 /**
- * The key of `o` in a hook's `children`/`related` map: its name (v1), or `namespace/name` (v2, namespaced objects).
- * @param {KubeObject} o @param {string} hookVersion
+ * The key of `o` in a hook's `children`/`related` map, as Metacontroller keys it. A cluster-scoped
+ * object is keyed by its name. A namespaced one is keyed `namespace/name`, except in a v1 hook
+ * when it is in the parent's namespace (`parentNamespace`; none for a cluster-scoped parent):
+ * then by its name. Metacontroller never hands a namespaced parent's v1 hook an object of another
+ * namespace; Weir does when the operator's policy allows the read, and keys it `namespace/name`
+ * so that it cannot collide with one of the parent's own namespace.
+ * @param {KubeObject} o @param {string | undefined} parentNamespace @param {string} [hookVersion]
  */
-export const objectKey = (o, hookVersion) => (hookVersion === 'v2' && o.namespace ? `${o.namespace}/${o.name}` : o.name);
+export const objectKey = (o, parentNamespace, hookVersion = 'v1') =>
+  !o.namespace || (hookVersion === 'v1' && o.namespace === parentNamespace) ? o.name : `${o.namespace}/${o.name}`;
 
 /**
  * The CompositeController a Metacontroller user would have applied, for the hooks' `controller` field.
@@ -69,11 +77,11 @@ export function controllerObject(name, parent, children, hooks, hookVersion = 'v
 
 /**
  * `Kind.apiVersion` -> key -> object, with an entry for every kind in `kinds` (keys: `objectKey`).
- * @param {Kind[]} kinds @param {Objects} objects @param {string} hookVersion
+ * @param {Kind[]} kinds @param {Objects} objects @param {string | undefined} parentNamespace @param {string} hookVersion
  */
-function objectMap(kinds, objects, hookVersion) {
+function objectMap(kinds, objects, parentNamespace, hookVersion) {
   return Object.fromEntries(
-    kinds.map((k) => [kindKey(k), Object.fromEntries(objects.ofKind(k).map((o) => [objectKey(o, hookVersion), plain(o)]))]),
+    kinds.map((k) => [kindKey(k), Object.fromEntries(objects.ofKind(k).map((o) => [objectKey(o, parentNamespace, hookVersion), plain(o)]))]),
   );
 }
 
@@ -197,8 +205,8 @@ export function compositeController(declaration) {
         hook({
           controller,
           parent: plain(p),
-          children: objectMap(children, observed, hookVersion),
-          related: objectMap(related, filtered(ruleList, observed.related), hookVersion),
+          children: objectMap(children, observed, p.namespace, hookVersion),
+          related: objectMap(related, filtered(ruleList, observed.related), p.namespace, hookVersion),
           finalizing,
         }),
         (r) => response(r, name),

@@ -27,7 +27,7 @@ function plugin(hooks, hookVersion, related = [CONFIG_MAP, NAMESPACE]) {
   return new Plugin();
 }
 
-test('v2 keys namespaced objects namespace/name and cluster-scoped ones by name; v1 by name', () => {
+test("v2 keys namespaced objects namespace/name and cluster-scoped ones by name; v1 too under a cluster-scoped parent", () => {
   const hooks = recorder();
   const children = [cm('team-a', 'shared'), cm('team-b', 'shared')].map((o) => JSON.stringify(o));
   const related = [cm('source', 'settings'), ns('team-a')].map((o) => JSON.stringify(o));
@@ -37,7 +37,8 @@ test('v2 keys namespaced objects namespace/name and cluster-scoped ones by name;
   assert.deepEqual(Object.keys(hooks.syncs[0].related['Namespace.v1']), ['team-a']);
   assert.deepEqual(hooks.syncs[0].controller.spec.hooks.sync, { version: 'v2' });
   plugin(hooks, 'v1').handleReconcile(JSON.stringify(propagation()), [], related);
-  assert.deepEqual(Object.keys(hooks.syncs[1].related['ConfigMap.v1']), ['settings']);
+  assert.deepEqual(Object.keys(hooks.syncs[1].related['ConfigMap.v1']), ['source/settings']);
+  assert.deepEqual(hooks.syncs[1].controller.spec.hooks.sync, { version: 'v1' });
   assert.throws(() => plugin(hooks, 'v3'), TypeError);
 });
 

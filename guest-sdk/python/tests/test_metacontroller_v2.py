@@ -49,10 +49,11 @@ class HookVersionTest(unittest.TestCase):
         self.assertEqual(list(request["related"]["Namespace.v1"]), ["team-a"])
         self.assertEqual(request["controller"]["spec"]["hooks"]["sync"], {"version": "v2"})
 
-    def test_v1_keeps_keying_by_name(self):
+    def test_v1_keys_a_cluster_scoped_parents_namespaced_objects_by_namespace_and_name_too(self):
         hooks = Recorder()
         plugin(hooks, "v1").handle_reconcile(json.dumps(propagation()), [], [json.dumps(cm("source", "settings"))])
-        self.assertEqual(list(sync_request(hooks)["related"]["ConfigMap.v1"]), ["settings"])
+        self.assertEqual(list(sync_request(hooks)["related"]["ConfigMap.v1"]), ["source/settings"])
+        self.assertEqual(sync_request(hooks)["controller"]["spec"]["hooks"]["sync"], {"version": "v1"})
 
     def test_an_unknown_hook_version_is_refused_when_declared(self):
         with self.assertRaises(ValueError):

@@ -29,10 +29,15 @@ The mapping (README.md, "Migrating from Metacontroller", says what differs):
   rule without a namespace reads every namespace the entry allows).
 - `sync({controller, parent, children, related, finalizing: false})` becomes
   `reconcile`: `children` and `related` are maps `Kind.apiVersion` -> key ->
-  object, with an entry (maybe empty) for every declared kind. The key is the
-  name (`hook_version="v1"`, the default) or, with `hook_version="v2"`,
-  `namespace/name` for a namespaced object (the name alone for a
-  cluster-scoped one), so objects of several namespaces do not collide.
+  object, with an entry (maybe empty) for every declared kind. The key is
+  Metacontroller's (`object_key`): with hooks of version v1 (the default), the
+  name of an object in the parent's namespace or of a cluster-scoped object,
+  and `namespace/name` otherwise, so always `namespace/name` for a namespaced
+  object under a cluster-scoped parent; with `hook_version="v2"`,
+  `namespace/name` for every namespaced object and the name for a
+  cluster-scoped one. Desired children are read back from their own
+  `metadata`, never from a key: a namespaced child without
+  `metadata.namespace` lands in the parent's namespace.
 - A cluster-scoped parent (`Kind(..., namespaced=False)` and a CRD with
   `scope: Cluster`) and children in other namespaces (each child sets its
   `metadata.namespace`) are served when the host's policy has an entry for
@@ -76,11 +81,20 @@ def kind_key(kind: Kind) -> str:
 HOOK_VERSIONS = ("v1", "v2")
 
 
-def object_key(obj: Object, hook_version: str) -> str:
-    """The key of `obj` in a hook's `children`/`related` map: its name (v1), or `namespace/name` (v2, namespaced objects)."""
-    if hook_version == "v2" and obj.namespace:
-        return f"{obj.namespace}/{obj.name}"
-    return obj.name
+def object_key(obj: Object, parent_namespace: Optional[str], hook_version: str = "v1") -> str:
+    """The key of `obj` in a hook's `children`/`related` map, as Metacontroller keys it.
+
+    A cluster-scoped object is keyed by its name. A namespaced one is keyed
+    `namespace/name`, except in a v1 hook when it is in the parent's namespace
+    (`parent_namespace`; none for a cluster-scoped parent): then by its name.
+    Metacontroller never hands a namespaced parent's v1 hook an object of
+    another namespace; Weir does when the operator's policy allows the read,
+    and keys it `namespace/name` so that it cannot collide with one of the
+    parent's own namespace.
+    """
+    if not obj.namespace or (hook_version == "v1" and obj.namespace == parent_namespace):
+        return obj.name
+    return f"{obj.namespace}/{obj.name}"
 
 
 def controller_object(name: str, parent: Kind, children: Sequence[Kind], hooks: Sequence[str], hook_version: str = "v1") -> dict:
@@ -101,9 +115,9 @@ def controller_object(name: str, parent: Kind, children: Sequence[Kind], hooks: 
     }
 
 
-def object_map(kinds: Sequence[Kind], objects: Objects, hook_version: str = "v1") -> dict:
+def object_map(kinds: Sequence[Kind], objects: Objects, parent_namespace: Optional[str], hook_version: str = "v1") -> dict:
     """`Kind.apiVersion` -> key -> object, with an entry for every kind in `kinds` (keys: `object_key`)."""
-    return {kind_key(k): {object_key(o, hook_version): dict(o) for o in objects.of_kind(k)} for k in kinds}
+    return {kind_key(k): {object_key(o, parent_namespace, hook_version): dict(o) for o in objects.of_kind(k)} for k in kinds}
 
 
 def _namespace_kind(related: Sequence[Kind], where: str) -> Kind:
@@ -195,8 +209,8 @@ def composite_controller(
         return {
             "controller": controller,
             "parent": dict(parent_object),
-            "children": object_map(declared_children, observed, hook_version),
-            "related": object_map(declared_related, filtered(parent_object, observed.related), hook_version),
+            "children": object_map(declared_children, observed, parent_object.namespace, hook_version),
+            "related": object_map(declared_related, filtered(parent_object, observed.related), parent_object.namespace, hook_version),
             "finalizing": finalizing,
         }
 
