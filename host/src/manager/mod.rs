@@ -23,25 +23,23 @@ mod sources;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use kube::Client;
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
 use self::candidates::Candidates;
 use self::controllers::{Controllers, ControllersView};
 use self::leases::Leases;
-use crate::fence::Fence;
 use crate::hotload::{self, Catalog, HotloadMetrics, PluginEvent, Source, install_crd};
-use crate::leader::{LeaderConfig, LeaderError, Leadership};
+use crate::leader::{LeaderConfig, LeaderError};
 use crate::metrics::Metrics;
 use crate::plugin::{Engine, Limits, Plugin};
 use crate::policy::Policy;
 use crate::reconcile::ControllerConfig;
 pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
-use crate::rollout::{CandidateRefusal, PhaseStore, Resume, RolloutConfig, RolloutStatus};
+use crate::rollout::{CandidateRefusal, PhaseStore, RolloutConfig, RolloutStatus};
 use crate::runtime::Informers;
 use crate::server::ServerError;
 use crate::shard::ShardConfig;

@@ -116,9 +116,9 @@ impl Parts {
                 self.metrics
                     .index_entries(&kind.group, &kind.kind, "related"),
             ));
-            // A kind the plugin also owns: its related objects are the ones no parent owns
-            // (a sharded replica caches only its own parents' children; unsharded, this is the
-            // children's informer too).
+            // A kind the plugin also owns: its related objects are the ones no parent owns (a
+            // narrowed registry caches only this host's parents' children; a whole one serves
+            // this from the children's informer).
             let scope = if info.children.contains(kind) {
                 Scope::Unowned
             } else {

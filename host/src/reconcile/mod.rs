@@ -285,13 +285,13 @@ impl Controller {
             .await
         {
             Ok(()) => {
-                tracing::info!("drained: handed over to another replica");
+                tracing::info!("let go: handed over to another host");
                 Outcome::Gone
             }
             // Changed since it was cached: the event of that change brings the key back.
             Err(kube::Error::Api(s)) if s.code == 409 || s.code == 404 => Outcome::Gone,
             Err(e) => {
-                tracing::warn!(error = %crate::chain::Chain(&e), "acknowledging the drain failed");
+                tracing::warn!(error = %crate::chain::Chain(&e), "letting go of the parent failed");
                 Outcome::NotLetGo
             }
         }

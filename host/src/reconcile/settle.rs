@@ -28,7 +28,7 @@ pub(super) enum Outcome {
     Gone,
     /// The cached parent does not decode.
     Undecodable,
-    /// Sharded: the parent is being moved away, and letting go of it failed (tried again).
+    /// The gate hands the parent to another host, and letting go of it failed (tried again).
     NotLetGo,
     /// The parent was reconciled, or failed to be.
     Ran {

@@ -95,7 +95,7 @@ impl Informer {
     }
 }
 
-/// Whether a subscriber's informer shows only this replica's share of the kind.
+/// Whether a subscriber's informer shows only the part of the kind this host reconciles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scope {
     /// Parents and children: the part of the kind this host reconciles (all of it unless the
