@@ -6,6 +6,7 @@ mod builtin;
 mod clients;
 mod crd;
 mod crud;
+mod discovery;
 mod fidelity;
 mod gc;
 mod kubeconfig;
