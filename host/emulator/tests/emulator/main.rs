@@ -1,6 +1,25 @@
 //! Conformance-style tests of the emulator, driven through kube's client (and kubectl).
 #![expect(clippy::unwrap_used, reason = "tests may unwrap")]
 
+/// Runs each named kubectl check (`async fn check(kubectl: &Path)`) once with every kubectl the
+/// suite drives: a module named after the check holds one test per binary, `machine` (the
+/// machine's own kubectl) and `current` (the current release `setup.sh` installs).
+macro_rules! each_kubectl {
+    ($($check:ident),* $(,)?) => {$(
+        mod $check {
+            #[tokio::test]
+            async fn machine() {
+                super::$check(&crate::kubectl::machine_kubectl()).await;
+            }
+
+            #[tokio::test]
+            async fn current() {
+                super::$check(&crate::kubectl::current_kubectl()).await;
+            }
+        }
+    )*};
+}
+
 mod apply;
 mod builtin;
 mod clients;
