@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use weir_emulator::Emulator;
 
 use crate::emulator;
-use crate::kubectl::Kubectl;
+use crate::kubectl_bin::Kubectl;
 
 fn golden(name: &str) -> Value {
     let path = format!(

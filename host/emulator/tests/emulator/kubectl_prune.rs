@@ -7,7 +7,7 @@ use kube::Api;
 use weir_emulator::{Emulator, EmulatorConfig};
 
 use crate::configmap;
-use crate::kubectl::Kubectl;
+use crate::kubectl_bin::Kubectl;
 
 const PRUNE_SET: &str = r#"
 apiVersion: v1

@@ -7,7 +7,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use weir_emulator::{Emulator, EmulatorConfig};
 
-use crate::kubectl::{Kubectl, current_kubectl};
+use crate::kubectl_bin::{Kubectl, current_kubectl};
 
 /// Where the Google Cloud SDK's `kubectl` package installs the versions beside the default one.
 const SDK_BIN: &str = "/usr/lib/google-cloud-sdk/bin";

@@ -9,12 +9,12 @@ macro_rules! each_kubectl {
         mod $check {
             #[tokio::test]
             async fn machine() {
-                super::$check(&crate::kubectl::machine_kubectl()).await;
+                super::$check(&crate::kubectl_bin::machine_kubectl()).await;
             }
 
             #[tokio::test]
             async fn current() {
-                super::$check(&crate::kubectl::current_kubectl()).await;
+                super::$check(&crate::kubectl_bin::current_kubectl()).await;
             }
         }
     )*};
@@ -30,6 +30,7 @@ mod fidelity;
 mod gc;
 mod kubeconfig;
 mod kubectl;
+mod kubectl_bin;
 mod kubectl_prune;
 mod kubectl_versions;
 mod protobuf;

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 use weir_emulator::{Emulator, encode_protobuf};
 
 use crate::emulator;
-use crate::kubectl::Kubectl;
+use crate::kubectl_bin::Kubectl;
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::kubectl::Kubectl;
+use crate::kubectl_bin::Kubectl;
 use crate::workload_controllers::simulated;
 
 /// The revision numbers `kubectl rollout history` lists.
