@@ -66,7 +66,7 @@ target/debug/weir test target/plugins/metacontroller-secret-import-js.wasm plugi
 step "guest SDK native tests (Python, JavaScript, C)"
 guest-sdk/test.sh
 
-step "the Python and JavaScript Kubernetes clients the emulator's conformance tests drive"
+step "the Python and JavaScript Kubernetes clients and the current kubectl the emulator's conformance tests drive"
 host/emulator/tests/clients/setup.sh
 
 step "weir new: each language scaffolded outside the checkout, built, weir test"

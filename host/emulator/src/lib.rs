@@ -98,6 +98,15 @@
 //! - A deleted Namespace goes `Terminating` (new content is refused with 403) while its contents
 //!   are deleted, then drops its `kubernetes` finalizer and disappears; this happens within the
 //!   delete request unless contents wait on finalizers. No `/finalize` subresource.
+//! - Discovery (`kinds::discovery`) lists each served kind as kube-apiserver does (names, kinds,
+//!   verbs, short names, categories, storage version hashes, `/status`, `/scale` and a secure
+//!   emulator's `serviceaccounts/token`), in the per-group documents only: no aggregated
+//!   discovery (`apidiscovery.k8s.io/v2`; clients fall back to the per-group documents), each
+//!   group at its stable version only, and none of the subresources that need a running
+//!   container (attach, exec, log, port-forward, proxy, ephemeral containers) nor eviction,
+//!   binding, `namespaces/finalize` or the reviews of another subject or token (only the
+//!   self-reviews). `tests/emulator/discovery.rs` diffs it against a real server's documents
+//!   and lists each remaining difference with its reason.
 //! - `list` always reads the latest state (`resourceVersion`/`resourceVersionMatch` ignored);
 //!   continue tokens page over the live set rather than a snapshot.
 //! - Field selectors: custom resources accept only `metadata.name` and `metadata.namespace`

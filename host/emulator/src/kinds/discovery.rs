@@ -1,6 +1,9 @@
 //! Discovery documents: `/version`, `/api`, `/apis` and the per-group-version resource lists.
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 use crate::kinds::resources::{Registry, ResourceType};
 
@@ -40,19 +43,46 @@ fn group_doc(name: &str, versions: &[String]) -> Value {
     json!({"name": name, "versions": vs, "preferredVersion": preferred})
 }
 
+/// The reviews `serve::reviews` answers, as (group, plural, kind): created (never stored) at
+/// `/apis/{group}/v1/{plural}`, cluster-scoped.
+const REVIEWS: [(&str, &str, &str); 3] = [
+    (
+        "authentication.k8s.io",
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+    ),
+    (
+        "authorization.k8s.io",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+    ),
+    (
+        "authorization.k8s.io",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+    ),
+];
+
+/// Served groups with their versions: the registry's, then the reviews' (at v1).
+fn groups(reg: &Registry) -> Vec<(String, Vec<String>)> {
+    let mut out = reg.groups();
+    for (group, _, _) in REVIEWS {
+        if !out.iter().any(|(g, _)| g == group) {
+            out.push((group.to_string(), vec!["v1".to_string()]));
+        }
+    }
+    out
+}
+
 /// `/apis`.
 pub fn group_list(reg: &Registry) -> Value {
-    let groups: Vec<Value> = reg
-        .groups()
-        .iter()
-        .map(|(g, vs)| group_doc(g, vs))
-        .collect();
+    let groups: Vec<Value> = groups(reg).iter().map(|(g, vs)| group_doc(g, vs)).collect();
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 /// `/apis/{group}`, if the group is served.
 pub fn group(reg: &Registry, name: &str) -> Option<Value> {
-    let (g, vs) = reg.groups().into_iter().find(|(g, _)| g == name)?;
+    let (g, vs) = groups(reg).into_iter().find(|(g, _)| g == name)?;
     let mut doc = group_doc(&g, &vs);
     doc["kind"] = json!("APIGroup");
     doc["apiVersion"] = json!("v1");
@@ -70,45 +100,96 @@ const ALL_VERBS: [&str; 8] = [
     "watch",
 ];
 
-fn resource_entries(t: &ResourceType) -> Vec<Value> {
-    let mut out = vec![json!({
+/// The verbs of a resource: all eight, but namespaces are not deleted as a collection.
+fn verbs(t: &ResourceType) -> Vec<&'static str> {
+    let collection = !(t.group.is_empty() && t.plural == "namespaces");
+    ALL_VERBS
+        .into_iter()
+        .filter(|v| collection || *v != "deletecollection")
+        .collect()
+}
+
+/// kube-apiserver's `storageVersionHash`: the first 8 bytes of the SHA-256 of the stored
+/// `group/version/kind`, in base64. events.k8s.io Events are stored as core Events.
+fn storage_version_hash(t: &ResourceType) -> String {
+    let gvk = if t.is_events_v1() {
+        "/v1/Event".to_string()
+    } else {
+        format!("{}/{}/{}", t.group, t.storage_version, t.kind)
+    };
+    let digest = Sha256::digest(gvk.as_bytes());
+    STANDARD.encode(&digest[..8])
+}
+
+fn resource_entries(t: &ResourceType, tokens: bool) -> Vec<Value> {
+    let mut main = json!({
         "name": t.plural,
         "singularName": t.singular,
         "namespaced": t.namespaced,
         "kind": t.kind,
-        "verbs": ALL_VERBS,
-        "shortNames": t.short_names,
-        "categories": t.categories,
-        "storageVersionHash": "",
-    })];
+        "verbs": verbs(t),
+        "storageVersionHash": storage_version_hash(t),
+    });
+    // Empty lists are left out, as Go's `omitempty` leaves them out.
+    if !t.short_names.is_empty() {
+        main["shortNames"] = json!(t.short_names);
+    }
+    if !t.categories.is_empty() {
+        main["categories"] = json!(t.categories);
+    }
+    let sub = |name: &str, verbs: &[&str]| {
+        json!({"name": format!("{}/{name}", t.plural), "singularName": "",
+               "namespaced": t.namespaced, "kind": t.kind, "verbs": verbs})
+    };
+    let mut out = vec![main];
     if t.has_status {
-        out.push(json!({"name": format!("{}/status", t.plural), "singularName": "", "namespaced": t.namespaced,
-                        "kind": t.kind, "verbs": ["get", "patch", "update"]}));
+        out.push(sub("status", &["get", "patch", "update"]));
     }
     if t.scale.is_some() {
-        out.push(json!({"name": format!("{}/scale", t.plural), "singularName": "", "namespaced": t.namespaced,
-                        "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
+        let mut scale = sub("scale", &["get", "patch", "update"]);
+        scale["group"] = json!("autoscaling");
+        scale["version"] = json!("v1");
+        scale["kind"] = json!("Scale");
+        out.push(scale);
+    }
+    if tokens && t.group.is_empty() && t.plural == "serviceaccounts" {
+        let mut token = sub("token", &["create"]);
+        token["group"] = json!("authentication.k8s.io");
+        token["version"] = json!("v1");
+        token["kind"] = json!("TokenRequest");
+        out.push(token);
     }
     out
 }
 
-/// `/api/v1` or `/apis/{group}/{version}`, if served.
-pub fn resource_list(reg: &Registry, group: &str, version: &str) -> Option<Value> {
-    if !reg.serves_group_version(group, version) {
-        return None;
-    }
-    let gv = if group.is_empty() {
-        version.to_string()
-    } else {
-        format!("{group}/{version}")
-    };
-    let resources: Vec<Value> = reg
+/// `/api/v1` or `/apis/{group}/{version}`, if served, its resources sorted by name as
+/// kube-apiserver sorts them. `tokens`: whether ServiceAccount tokens are issued (a secure
+/// emulator), which lists `serviceaccounts/token`.
+pub fn resource_list(reg: &Registry, group: &str, version: &str, tokens: bool) -> Option<Value> {
+    let reviews = REVIEWS
+        .iter()
+        .filter(|(g, _, _)| *g == group && version == "v1")
+        .map(|(_, plural, kind)| {
+            json!({"name": plural, "singularName": kind.to_lowercase(), "namespaced": false,
+                   "kind": kind, "verbs": ["create"]})
+        });
+    let mut resources: Vec<Value> = reg
         .all()
         .iter()
         .filter(|t| t.group == group && t.version == version)
-        .flat_map(resource_entries)
+        .flat_map(|t| resource_entries(t, tokens))
+        .chain(reviews)
         .collect();
-    Some(
-        json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
-    )
+    if resources.is_empty() {
+        return None;
+    }
+    resources.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    let mut doc =
+        json!({"kind": "APIResourceList", "groupVersion": version, "resources": resources});
+    // The core group's list has no apiVersion on a real server; every other group's has.
+    if !group.is_empty() {
+        doc["groupVersion"] = json!(format!("{group}/{version}"));
+        doc["apiVersion"] = json!("v1");
+    }
+    Some(doc)
 }

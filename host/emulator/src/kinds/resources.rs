@@ -47,6 +47,9 @@ pub struct ResourceType {
     pub printer_columns: Arc<[Value]>,
     /// Whether this entry came from a CRD (and so disappears with it).
     pub from_crd: bool,
+    /// The version objects are stored in (a CRD's `storage: true` version), whose
+    /// group/version/kind discovery hashes into `storageVersionHash`.
+    pub storage_version: String,
 }
 
 /// The version-independent identity of a resource: objects are stored once per group and plural.
@@ -124,6 +127,7 @@ fn builtin(group: &str, version: &str, kind: &str, plural: &str, namespaced: boo
         schema: None,
         printer_columns: Arc::default(),
         from_crd: false,
+        storage_version: version.into(),
     }
 }
 
@@ -180,7 +184,7 @@ pub fn builtins() -> Vec<ResourceType> {
         &["rc"],
     )));
     rc.scale = replicas_scale(".status.selector");
-    let crd = with_status(with_short(
+    let mut crd = with_status(with_short(
         builtin(
             "apiextensions.k8s.io",
             "v1",
@@ -190,6 +194,18 @@ pub fn builtins() -> Vec<ResourceType> {
         ),
         &["crd", "crds"],
     ));
+    crd.categories = vec!["api-extensions".into()];
+    // kube-apiserver's discovery still hashes the CRD's storage as apiextensions.k8s.io/v1beta1.
+    crd.storage_version = "v1beta1".into();
+    let mut endpoint_slices = builtin(
+        "discovery.k8s.io",
+        "v1",
+        "EndpointSlice",
+        "endpointslices",
+        true,
+    );
+    // As with CRDs, kube-apiserver's discovery hashes EndpointSlices' storage as v1beta1.
+    endpoint_slices.storage_version = "v1beta1".into();
     let rbac = "rbac.authorization.k8s.io";
     vec![
         with_status(with_short(
@@ -243,13 +259,7 @@ pub fn builtins() -> Vec<ResourceType> {
             builtin("batch", "v1", "CronJob", "cronjobs", true),
             &["cj"],
         ))),
-        builtin(
-            "discovery.k8s.io",
-            "v1",
-            "EndpointSlice",
-            "endpointslices",
-            true,
-        ),
+        endpoint_slices,
         with_status(with_short(
             builtin("networking.k8s.io", "v1", "Ingress", "ingresses", true),
             &["ing"],
@@ -311,13 +321,6 @@ impl Registry {
         self.types
             .iter()
             .find(|t| t.group == group && t.version == version && t.plural == plural)
-    }
-
-    /// Whether this group-version is served at all.
-    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
-        self.types
-            .iter()
-            .any(|t| t.group == group && t.version == version)
     }
 
     /// Replace every entry of a CRD-defined (group, plural) with new ones.

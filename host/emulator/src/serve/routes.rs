@@ -160,7 +160,8 @@ fn token_request(shared: &Shared, ns: &str, name: &str, body: &[u8]) -> Response
 }
 
 fn resource_list(shared: &Shared, group: &str, version: &str) -> Response {
-    match discovery::resource_list(&shared.lock().registry, group, version) {
+    let tokens = shared.auth.is_some();
+    match discovery::resource_list(&shared.lock().registry, group, version, tokens) {
         Some(doc) => json_response(StatusCode::OK, &doc),
         None => not_found(),
     }

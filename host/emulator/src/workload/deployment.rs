@@ -60,6 +60,32 @@ fn without_hash(template: Option<&Value>) -> Value {
     t
 }
 
+/// A template as `EqualIgnoreHash` compares it: without `pod-template-hash`, and with a null
+/// field the same as a missing one (both decode to Go's zero value; kubectl 1.37's
+/// `rollout undo` drops the `creationTimestamp: null` older releases sent).
+fn comparable(template: Option<&Value>) -> Value {
+    fn strip_nulls(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                m.retain(|_, f| !f.is_null());
+                m.values_mut().for_each(strip_nulls);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip_nulls),
+            _ => {}
+        }
+    }
+    let mut t = without_hash(template);
+    strip_nulls(&mut t);
+    if let Some(m) = t.as_object_mut()
+        && m.get("metadata")
+            .and_then(Value::as_object)
+            .is_some_and(Map::is_empty)
+    {
+        m.remove("metadata");
+    }
+    t
+}
+
 /// `ComputeHash`: FNV-1a (32 bit) of the template and collision count, its decimal digits
 /// mapped onto the alphabet of `rand.SafeEncodeString`.
 pub(super) fn template_hash(template: &Value, collisions: i64) -> String {
@@ -168,10 +194,10 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
     let rs_res = res("apps", "replicasets");
     let owned = controlled(store, &d, &rs_res);
     let max_revision = owned.iter().map(|(_, rs)| revision(rs)).max().unwrap_or(0);
-    let wanted = without_hash(Some(&template));
+    let wanted = comparable(Some(&template));
     let current = owned
         .iter()
-        .find(|(_, rs)| without_hash(rs.pointer("/spec/template")) == wanted)
+        .find(|(_, rs)| comparable(rs.pointer("/spec/template")) == wanted)
         .cloned();
     let (new_key, new_rs) = match current {
         Some((k, rs)) => {

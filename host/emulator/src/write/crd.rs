@@ -135,6 +135,11 @@ pub fn types_of(crd: &Value) -> Vec<ResourceType> {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    let storage_version = versions
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .map(|v| str_at(v, "/name").to_string())
+        .unwrap_or_default();
     versions
         .iter()
         .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
@@ -165,6 +170,7 @@ pub fn types_of(crd: &Value) -> Vec<ResourceType> {
                     .map(|c| c.as_slice().into())
                     .unwrap_or_default(),
                 from_crd: true,
+                storage_version: storage_version.clone(),
             }
         })
         .collect()

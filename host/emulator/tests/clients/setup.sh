@@ -2,6 +2,8 @@
 # Installs the real clients the emulator's conformance tests drive (host/emulator/tests/emulator/clients*):
 #   target/emulator-clients/venv             the official Python client (python/requirements.txt)
 #   target/emulator-clients/js/node_modules  @kubernetes/client-node (js/package-lock.json)
+#   target/emulator-clients/kubectl/bin/kubectl  a current kubectl (kubectl/requirements.txt), which
+#                                            the kubectl tests run beside the machine's own
 # Idempotent: each part is skipped while its pinned list is unchanged since it was installed.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -30,3 +32,10 @@ install_js() {
 }
 install_once "$(cat "$here/js/package.json" "$here/js/package-lock.json" | sha256sum | cut -d' ' -f1)" \
   "$dest/js/installed" install_js
+
+install_kubectl() {
+  [[ -x "$dest/kubectl/bin/python" ]] || "$python" -m venv "$dest/kubectl"
+  "$dest/kubectl/bin/pip" install --quiet --disable-pip-version-check -r "$here/kubectl/requirements.txt"
+  "$dest/kubectl/bin/kubectl" version --client
+}
+install_once "$(sha256sum "$here/kubectl/requirements.txt" | cut -d' ' -f1)" "$dest/kubectl.installed" install_kubectl

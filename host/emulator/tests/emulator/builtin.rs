@@ -1,11 +1,13 @@
 //! Built-in kinds as kube-apiserver stores them: defaults (golden files), strict field
 //! validation, and kubectl's protobuf generators.
 
+use std::path::Path;
+
 use serde_json::{Value, json};
 use weir_emulator::Emulator;
 
 use crate::emulator;
-use crate::kubectl::Kubectl;
+use crate::kubectl_bin::Kubectl;
 
 fn golden(name: &str) -> Value {
     let path = format!(
@@ -114,10 +116,9 @@ const MISSPELT: &str = r#"{"apiVersion": "apps/v1", "kind": "Deployment",
            "template": {"metadata": {"labels": {"app": "typo"}},
                         "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}"#;
 
-#[tokio::test]
-async fn kubectl_reports_a_misspelt_field_as_a_strict_decoding_error_or_a_warning() {
+async fn kubectl_reports_a_misspelt_field_as_a_strict_decoding_error_or_a_warning(kubectl: &Path) {
     let em = emulator().await;
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     let file = k.file("typo.json", MISSPELT);
     // kubectl sends fieldValidation=Strict by default.
     let out = k.run(&["create", "-f", &file]).await;
@@ -140,10 +141,9 @@ async fn kubectl_reports_a_misspelt_field_as_a_strict_decoding_error_or_a_warnin
     assert!(stored["spec"].get("replica").is_none());
 }
 
-#[tokio::test]
-async fn kubectl_generators_send_protobuf_that_is_stored_with_defaults() {
+async fn kubectl_generators_send_protobuf_that_is_stored_with_defaults(kubectl: &Path) {
     let em = emulator().await;
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     k.ok(&[
         "create",
         "deployment",
@@ -221,10 +221,9 @@ async fn kubectl_generators_send_protobuf_that_is_stored_with_defaults() {
     assert_eq!(cm["data"], json!({"mode": "fast"}));
 }
 
-#[tokio::test]
-async fn kubectl_explain_reads_the_built_in_schemas() {
+async fn kubectl_explain_reads_the_built_in_schemas(kubectl: &Path) {
     let em = emulator().await;
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     let out = k
         .ok(&["explain", "deployment.spec.template.spec.containers"])
         .await;
@@ -234,3 +233,9 @@ async fn kubectl_explain_reads_the_built_in_schemas() {
     let out = k.ok(&["explain", "service.spec.type"]).await;
     assert!(out.contains("FIELD: type <string>"), "{out}");
 }
+
+each_kubectl!(
+    kubectl_reports_a_misspelt_field_as_a_strict_decoding_error_or_a_warning,
+    kubectl_generators_send_protobuf_that_is_stored_with_defaults,
+    kubectl_explain_reads_the_built_in_schemas,
+);

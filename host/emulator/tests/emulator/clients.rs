@@ -15,7 +15,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use weir_emulator::{Emulator, EmulatorConfig, Rule};
 
 /// Where `setup.sh` installs the clients: `target/emulator-clients`.
-fn installed() -> PathBuf {
+pub fn installed() -> PathBuf {
     let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
     tmp.parent().unwrap_or(tmp).join("emulator-clients")
 }

@@ -1,6 +1,8 @@
 //! Smaller things clients notice: one Event store behind two APIs, kubectl's columns, the
 //! self-reviews of `kubectl auth`, field selectors on custom resources.
 
+use std::path::Path;
+
 use k8s_openapi::api::core::v1::Event as CoreEvent;
 use k8s_openapi::api::events::v1::Event;
 use kube::Api;
@@ -8,11 +10,10 @@ use kube::api::{ListParams, PostParams};
 use serde_json::json;
 
 use crate::crd::{blog_api, blog_crd};
-use crate::kubectl::Kubectl;
+use crate::kubectl_bin::Kubectl;
 use crate::{api_error, deployment, emulator};
 
-#[tokio::test]
-async fn an_event_written_through_either_api_is_read_through_both() {
+async fn an_event_written_through_either_api_is_read_through_both(kubectl: &Path) {
     let em = emulator().await;
     let events_v1: Api<Event> = Api::default_namespaced(em.client());
     let core: Api<CoreEvent> = Api::default_namespaced(em.client());
@@ -56,7 +57,7 @@ async fn an_event_written_through_either_api_is_read_through_both() {
         2
     );
 
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     let out = k.ok(&["get", "events"]).await;
     let header = out.lines().next().unwrap_or("");
     assert!(header.starts_with("LAST SEEN"), "{out}");
@@ -70,15 +71,14 @@ async fn an_event_written_through_either_api_is_read_through_both() {
     assert!(out.contains("scaled to 2"), "{out}");
 }
 
-#[tokio::test]
-async fn kubectl_prints_service_and_deployment_columns_as_a_cluster_does() {
+async fn kubectl_prints_service_and_deployment_columns_as_a_cluster_does(kubectl: &Path) {
     let em = emulator().await;
     let deployments = Api::default_namespaced(em.client());
     deployments
         .create(&PostParams::default(), &deployment("web", 2))
         .await
         .unwrap();
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     k.ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"])
         .await;
 
@@ -120,10 +120,11 @@ async fn kubectl_prints_service_and_deployment_columns_as_a_cluster_does() {
     assert_eq!(row[5..], ["app", "nginx:1", "app=web"]);
 }
 
-#[tokio::test]
-async fn kubectl_auth_can_i_and_whoami_answer_for_an_emulator_without_authorization() {
+async fn kubectl_auth_can_i_and_whoami_answer_for_an_emulator_without_authorization(
+    kubectl: &Path,
+) {
     let em = emulator().await;
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     assert_eq!(
         k.ok(&["auth", "can-i", "create", "deployments"])
             .await
@@ -213,3 +214,9 @@ async fn a_deleted_namespace_terminates_until_its_contents_are_gone() {
         .unwrap();
     assert!(namespaces.get_opt("team").await.unwrap().is_none());
 }
+
+each_kubectl!(
+    an_event_written_through_either_api_is_read_through_both,
+    kubectl_prints_service_and_deployment_columns_as_a_cluster_does,
+    kubectl_auth_can_i_and_whoami_answer_for_an_emulator_without_authorization,
+);

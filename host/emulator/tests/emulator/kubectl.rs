@@ -1,7 +1,7 @@
-//! The real kubectl against the emulator. These tests fail (never skip) when kubectl is missing.
+//! The real kubectl against the emulator: apply (client- and server-side), scale, edit, wait,
+//! watch and the generators, each check run with every kubectl in `kubectl_bin`.
 
-use std::path::PathBuf;
-use std::process::Stdio;
+use std::path::Path;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -11,77 +11,7 @@ use serde_json::json;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
 use crate::configmap;
-
-/// kubectl bound to one emulator, with its own HOME so discovery caches never leak between tests.
-pub struct Kubectl {
-    home: tempfile::TempDir,
-    kubeconfig: PathBuf,
-    binary: PathBuf,
-}
-
-fn kubectl_binary() -> PathBuf {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|d| d.join("kubectl"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| panic!("kubectl is not installed (not found on PATH): the kubectl conformance tests need it"))
-}
-
-impl Kubectl {
-    pub fn new(em: &Emulator) -> Self {
-        Self::with_binary(em, kubectl_binary())
-    }
-
-    /// A given kubectl binary (another version than the default one) bound to `em`.
-    pub fn with_binary(em: &Emulator, binary: PathBuf) -> Self {
-        let home = tempfile::tempdir().unwrap();
-        let kubeconfig = home.path().join("kubeconfig");
-        em.write_kubeconfig(&kubeconfig).unwrap();
-        Kubectl {
-            home,
-            kubeconfig,
-            binary,
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut cmd = tokio::process::Command::new(&self.binary);
-        cmd.args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env("HOME", self.home.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        cmd
-    }
-
-    pub async fn run(&self, args: &[&str]) -> std::process::Output {
-        tokio::time::timeout(Duration::from_secs(60), self.command(args).output())
-            .await
-            .unwrap_or_else(|_| panic!("kubectl {args:?} timed out"))
-            .unwrap()
-    }
-
-    /// Run and require success; returns stdout.
-    pub async fn ok(&self, args: &[&str]) -> String {
-        let out = self.run(args).await;
-        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
-        assert!(
-            out.status.success(),
-            "{} {args:?} failed: {}\nstdout: {stdout}",
-            self.binary.display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
-    }
-
-    pub fn file(&self, name: &str, text: &str) -> String {
-        let p = self.home.path().join(name);
-        std::fs::write(&p, text).unwrap();
-        p.to_string_lossy().to_string()
-    }
-}
+use crate::kubectl_bin::Kubectl;
 
 const CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
@@ -132,10 +62,9 @@ fn writes(em: &Emulator) -> Vec<(String, String, Option<String>, Option<String>)
         .collect()
 }
 
-#[tokio::test]
-async fn kubectl_applies_a_crd_and_an_object_client_side_and_server_side() {
+async fn kubectl_applies_a_crd_and_an_object_client_side_and_server_side(kubectl: &Path) {
     let em = Emulator::start(EmulatorConfig::default()).await.unwrap();
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     let crd = k.file("crd.yaml", CRD);
     assert!(k.ok(&["apply", "-f", &crd]).await.contains("created"));
     let file = k.file("blog.yaml", &blog("Hello"));
@@ -248,8 +177,7 @@ spec:
         env: [{name: A, value: "1"}]
 "#;
 
-#[tokio::test]
-async fn kubectl_applies_scales_edits_and_waits_for_a_deployment() {
+async fn kubectl_applies_scales_edits_and_waits_for_a_deployment(kubectl: &Path) {
     let config = EmulatorConfig {
         workloads: Some(WorkloadSimulation {
             ready_after: Duration::from_millis(300),
@@ -257,7 +185,7 @@ async fn kubectl_applies_scales_edits_and_waits_for_a_deployment() {
         ..EmulatorConfig::default()
     };
     let em = Emulator::start(config).await.unwrap();
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     let file = k.file("deploy.yaml", &DEPLOYMENT.replace("IMAGE", "nginx:1"));
     k.ok(&["apply", "-f", &file]).await;
     k.ok(&[
@@ -350,10 +278,9 @@ async fn kubectl_applies_scales_edits_and_waits_for_a_deployment() {
     assert!(!k.ok(&["get", "deployments"]).await.contains("web"));
 }
 
-#[tokio::test]
-async fn kubectl_get_watch_streams_changes_and_delete_waits_for_finalizers() {
+async fn kubectl_get_watch_streams_changes_and_delete_waits_for_finalizers(kubectl: &Path) {
     let em = Emulator::start(EmulatorConfig::default()).await.unwrap();
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     let api: Api<ConfigMap> = Api::default_namespaced(em.client());
     configmap("a").create(&api).await;
     let watch = k
@@ -432,10 +359,9 @@ async fn wait_for_watch(em: &Emulator) {
     panic!("kubectl never opened a watch");
 }
 
-#[tokio::test]
-async fn kubectl_generators_create_namespaces_configmaps_and_secrets_over_protobuf() {
+async fn kubectl_generators_create_namespaces_configmaps_and_secrets_over_protobuf(kubectl: &Path) {
     let em = Emulator::start(EmulatorConfig::default()).await.unwrap();
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     k.ok(&["create", "namespace", "blogs"]).await;
     k.ok(&[
         "create",
@@ -495,3 +421,10 @@ async fn kubectl_generators_create_namespaces_configmaps_and_secrets_over_protob
         "czNjcjN0"
     );
 }
+
+each_kubectl!(
+    kubectl_applies_a_crd_and_an_object_client_side_and_server_side,
+    kubectl_applies_scales_edits_and_waits_for_a_deployment,
+    kubectl_get_watch_streams_changes_and_delete_waits_for_finalizers,
+    kubectl_generators_create_namespaces_configmaps_and_secrets_over_protobuf,
+);

@@ -1,11 +1,13 @@
 //! `kubectl apply --prune`: the labelled objects left out of the manifests are deleted, a server dry run deletes nothing.
 
+use std::path::Path;
+
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::Api;
 use weir_emulator::{Emulator, EmulatorConfig};
 
 use crate::configmap;
-use crate::kubectl::Kubectl;
+use crate::kubectl_bin::Kubectl;
 
 const PRUNE_SET: &str = r#"
 apiVersion: v1
@@ -26,10 +28,11 @@ spec:
   ports: [{port: 80, targetPort: 8080}]
 "#;
 
-#[tokio::test]
-async fn kubectl_apply_prune_deletes_the_labelled_objects_left_out_of_the_manifests() {
+async fn kubectl_apply_prune_deletes_the_labelled_objects_left_out_of_the_manifests(
+    kubectl: &Path,
+) {
     let em = Emulator::start(EmulatorConfig::default()).await.unwrap();
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     let api: Api<ConfigMap> = Api::default_namespaced(em.client());
     // Not labelled: prune must leave it alone even though the manifests never mention it.
     configmap("bystander").create(&api).await;
@@ -80,3 +83,5 @@ async fn kubectl_apply_prune_deletes_the_labelled_objects_left_out_of_the_manife
         "prune removed too much or too little"
     );
 }
+
+each_kubectl!(kubectl_apply_prune_deletes_the_labelled_objects_left_out_of_the_manifests,);

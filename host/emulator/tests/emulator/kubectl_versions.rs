@@ -7,7 +7,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use kube::Api;
 use weir_emulator::{Emulator, EmulatorConfig};
 
-use crate::kubectl::Kubectl;
+use crate::kubectl_bin::{Kubectl, current_kubectl};
 
 /// Where the Google Cloud SDK's `kubectl` package installs the versions beside the default one.
 const SDK_BIN: &str = "/usr/lib/google-cloud-sdk/bin";
@@ -69,7 +69,7 @@ spec:
 /// and explain a built-in and a custom field, all with kubectl 1.`minor`.
 async fn kubectl_applies_and_explains(minor: u32) {
     let em = Emulator::start(EmulatorConfig::default()).await.unwrap();
-    let k = Kubectl::with_binary(&em, versioned_kubectl(minor));
+    let k = Kubectl::with_binary(&em, &versioned_kubectl(minor));
     let file = k.file("web.yaml", &deployment(1, "front"));
     k.ok(&["apply", "-f", &file]).await;
     let file = k.file("web.yaml", &deployment(3, "edge"));
@@ -125,7 +125,8 @@ async fn kubectl_creates_a_priority_class_beside_the_two_system_classes() {
     let em = Emulator::start(EmulatorConfig::default()).await.unwrap();
     for k in [
         Kubectl::new(&em),
-        Kubectl::with_binary(&em, versioned_kubectl(28)),
+        Kubectl::with_binary(&em, &versioned_kubectl(28)),
+        Kubectl::with_binary(&em, &current_kubectl()),
     ] {
         k.ok(&["delete", "priorityclass", "batch-low", "--ignore-not-found"])
             .await;

@@ -1,15 +1,36 @@
 //! Conformance-style tests of the emulator, driven through kube's client (and kubectl).
 #![expect(clippy::unwrap_used, reason = "tests may unwrap")]
 
+/// Runs each named kubectl check (`async fn check(kubectl: &Path)`) once with every kubectl the
+/// suite drives: a module named after the check holds one test per binary, `machine` (the
+/// machine's own kubectl) and `current` (the current release `setup.sh` installs).
+macro_rules! each_kubectl {
+    ($($check:ident),* $(,)?) => {$(
+        mod $check {
+            #[tokio::test]
+            async fn machine() {
+                super::$check(&crate::kubectl_bin::machine_kubectl()).await;
+            }
+
+            #[tokio::test]
+            async fn current() {
+                super::$check(&crate::kubectl_bin::current_kubectl()).await;
+            }
+        }
+    )*};
+}
+
 mod apply;
 mod builtin;
 mod clients;
 mod crd;
 mod crud;
+mod discovery;
 mod fidelity;
 mod gc;
 mod kubeconfig;
 mod kubectl;
+mod kubectl_bin;
 mod kubectl_prune;
 mod kubectl_versions;
 mod protobuf;

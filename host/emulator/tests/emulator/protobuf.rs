@@ -1,11 +1,13 @@
 //! Protobuf bodies of every served built-in kind: JSON → protobuf → stored → JSON through kubectl.
 
+use std::path::Path;
+
 use kube::discovery::{Discovery, verbs};
 use serde_json::{Value, json};
 use weir_emulator::{Emulator, encode_protobuf};
 
 use crate::emulator;
-use crate::kubectl::Kubectl;
+use crate::kubectl_bin::Kubectl;
 
 const PROTOBUF: &str = "application/vnd.kubernetes.protobuf";
 
@@ -170,10 +172,11 @@ async fn kubectl_get(k: &Kubectl, resource: &str, name: &str, namespaced: bool) 
     serde_json::from_str(&k.ok(&args).await).unwrap()
 }
 
-#[tokio::test]
-async fn every_served_built_in_kind_round_trips_json_to_protobuf_and_back_through_kubectl() {
+async fn every_served_built_in_kind_round_trips_json_to_protobuf_and_back_through_kubectl(
+    kubectl: &Path,
+) {
     let em = emulator().await;
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     let discovery = Discovery::new(em.client()).run().await.unwrap();
     let mut kinds = Vec::new();
     for group in discovery.groups() {
@@ -221,10 +224,9 @@ async fn every_served_built_in_kind_round_trips_json_to_protobuf_and_back_throug
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
-#[tokio::test]
-async fn what_kubectl_generators_send_as_protobuf_is_what_kubectl_gets_back() {
+async fn what_kubectl_generators_send_as_protobuf_is_what_kubectl_gets_back(kubectl: &Path) {
     let em = emulator().await;
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     let generators: &[(&[&str], &str)] = &[
         (&["namespace", "gen-ns"], "namespace"),
         (&["configmap", "gen-cm", "--from-literal=a=b"], "configmap"),
@@ -374,3 +376,8 @@ async fn a_protobuf_body_of_a_kind_without_a_descriptor_is_refused_with_415() {
     let err = em.client().request::<Value>(req).await.unwrap_err();
     assert_eq!(crate::api_error(err).code, 415);
 }
+
+each_kubectl!(
+    every_served_built_in_kind_round_trips_json_to_protobuf_and_back_through_kubectl,
+    what_kubectl_generators_send_as_protobuf_is_what_kubectl_gets_back,
+);

@@ -1,7 +1,9 @@
 //! kubectl's workload commands against the simulation: `get pods`, `rollout status`,
 //! `rollout history`, `rollout undo`, `set image`, and `apply --prune`.
 
-use crate::kubectl::Kubectl;
+use std::path::Path;
+
+use crate::kubectl_bin::Kubectl;
 use crate::workload_controllers::simulated;
 
 /// The revision numbers `kubectl rollout history` lists.
@@ -21,10 +23,9 @@ fn rows(table: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-#[tokio::test]
-async fn kubectl_rolls_a_deployment_out_shows_its_history_and_undoes_it() {
+async fn kubectl_rolls_a_deployment_out_shows_its_history_and_undoes_it(kubectl: &Path) {
     let em = simulated(50).await;
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     k.ok(&[
         "create",
         "deployment",
@@ -109,10 +110,9 @@ metadata: {name: drop, labels: {set: pruned}}
 data: {a: "1"}
 "#;
 
-#[tokio::test]
-async fn kubectl_apply_prune_deletes_what_left_the_set() {
+async fn kubectl_apply_prune_deletes_what_left_the_set(kubectl: &Path) {
     let em = simulated(50).await;
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     let file = k.file("set.yaml", PRUNED);
     k.ok(&["apply", "--prune", "-l", "set=pruned", "-f", &file])
         .await;
@@ -135,10 +135,9 @@ async fn kubectl_apply_prune_deletes_what_left_the_set() {
     assert_eq!(names, "keep");
 }
 
-#[tokio::test]
-async fn kubectl_creates_a_job_and_waits_for_it_to_complete() {
+async fn kubectl_creates_a_job_and_waits_for_it_to_complete(kubectl: &Path) {
     let em = simulated(50).await;
-    let k = Kubectl::new(&em);
+    let k = Kubectl::with_binary(&em, kubectl);
     k.ok(&[
         "create",
         "job",
@@ -160,3 +159,9 @@ async fn kubectl_creates_a_job_and_waits_for_it_to_complete() {
     let pods = rows(&k.ok(&["get", "pods", "-l", "job-name=once"]).await);
     assert_eq!(&pods[0][1..3], ["0/1", "Completed"], "{pods:?}");
 }
+
+each_kubectl!(
+    kubectl_rolls_a_deployment_out_shows_its_history_and_undoes_it,
+    kubectl_apply_prune_deletes_what_left_the_set,
+    kubectl_creates_a_job_and_waits_for_it_to_complete,
+);
