@@ -25,6 +25,7 @@ mod metacontroller_example;
 mod metacontroller_finalize;
 mod no_takeover_in_the_race_window;
 mod no_write_loses_a_race;
+mod one_write_per_changed_child;
 mod other_languages;
 mod plugin_resource;
 mod plugins_are_given_the_cached_json;

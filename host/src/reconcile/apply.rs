@@ -2,7 +2,9 @@
 //!
 //! Every write is counted (metric) and remembered (so its watch echo is not mistaken for an
 //! outside change). A converged parent costs no write at all: the cached live object is
-//! compared with the desired manifest first.
+//! compared with the desired manifest first, or, when the cache has not caught up with this
+//! host's last write to the child yet, that write ([`Echoes::unseen`]): a reconcile woken by
+//! another object's event does not write (or create) the same child twice.
 //!
 //! Ownership is never taken by force. The validation checked ownership against the cache, and
 //! the cache can lag: an object someone else creates after the cache was read is not in it. So a
@@ -13,11 +15,12 @@
 //! fields of Weir's own manifest (reverting drift).
 //!
 //! kube-apiserver records a create under the field manager's operation `Update`, and server-side
-//! apply prunes only what the manager's `Apply` entry held. So when an apply's answer still shows
-//! Weir's `Update` entry, that entry is folded into the `Apply` one ([`upgrade`](super::upgrade),
-//! client-go's `csaupgrade`) and the manifest applied once more: a field the plugin dropped is
-//! then removed, whether the child was first created or first applied. This costs two extra
-//! writes once in a child's life, and only when its manifest changes.
+//! apply prunes only what the manager's `Apply` entry held. An apply shares the fields it sets
+//! to the same value with the create's entry and takes those it changes, so a changed child
+//! costs one apply. Only when an apply's answer shows the create's entry holding a field the
+//! `Apply` entry does not (the plugin dropped it) is that entry folded into the `Apply` one
+//! ([`upgrade`](super::upgrade), client-go's `csaupgrade`) and the manifest applied once more,
+//! so that the field is removed: two extra writes, at most once in a child's life.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -156,7 +159,14 @@ impl Applier {
         let mut changes = Vec::new();
         for child in children {
             let kind = child.kind.kind.clone();
-            let change = match child.live.as_deref() {
+            // A reconcile the cache has not caught up with: compare with what was last written.
+            let cached = child.live.as_deref();
+            if let Some(written) = self.echoes.unseen(&kind, &child.key, version(cached))
+                && live_holds(&written, &child.manifest)
+            {
+                continue;
+            }
+            let change = match cached {
                 Some(live) if live_holds(live, &child.manifest) => continue,
                 // Validated against the cache: controlled by this parent.
                 Some(_) => self
@@ -178,30 +188,46 @@ impl Applier {
         Api::namespaced_with(self.client.clone(), ns, &child.kind.api_resource())
     }
 
-    /// Server-side apply with `force` of a child this parent controls (drift is reverted). When
-    /// the answer shows that a create still owns fields under Weir's `Update` entry, that entry
-    /// becomes part of the `Apply` entry and the manifest is applied again, so that fields the
-    /// plugin dropped are removed.
+    /// Server-side apply with `force` of a child this parent controls (drift is reverted): one
+    /// write. When the answer shows the create's `Update` entry holding a field the manifest no
+    /// longer sets, that entry becomes part of the `Apply` entry and the manifest is applied
+    /// once more, so that the field is removed (at most once in the child's life).
     async fn apply_owned(&self, child: &DesiredChild) -> Result<(), ApplyError> {
+        let kind = &child.kind.kind;
+        let written = self.server_side_apply(child).await?;
+        if self.relabel(child, written).await?.is_some() {
+            self.server_side_apply(child).await?;
+        }
+        tracing::info!(%kind, child = %child.key, "applied child");
+        Ok(())
+    }
+
+    /// Folds Weir's `Update` entry of `current` (as a write just returned it) into its `Apply`
+    /// entry ([`upgrade`]); `None` when there is none (nothing written).
+    ///
+    /// The resourceVersion is a precondition: a concurrent write (a controller updating the
+    /// object's status) makes it a 409, and it is tried again on the object as it is now, as
+    /// client-go's RetryOnConflict does.
+    async fn relabel(
+        &self,
+        child: &DesiredChild,
+        mut current: DynamicObject,
+    ) -> Result<Option<DynamicObject>, ApplyError> {
         let kind = &child.kind.kind;
         let apply_error = |source| ApplyError::Apply {
             kind: kind.clone(),
             key: child.key.clone(),
             source,
         };
-        let mut written = self.server_side_apply(child).await?;
-        // The resourceVersion is a precondition of the relabelling: a concurrent write (a
-        // controller updating the object's status) makes it a 409, and it is tried again on the
-        // object as it is now, as client-go's RetryOnConflict does.
-        let mut current = written.clone();
         for attempt in 1..=RELABEL_ATTEMPTS {
             let Some(entries) = current
                 .metadata
                 .managed_fields
                 .as_deref()
+                .filter(|entries| upgrade::holds_dropped(entries, &self.manager))
                 .and_then(|entries| upgrade::upgraded(entries, &self.manager))
             else {
-                break;
+                return Ok(None);
             };
             let patch = serde_json::json!({"metadata": {
                 "managedFields": entries,
@@ -217,8 +243,7 @@ impl Applier {
                 Ok(relabelled) => {
                     self.echoes.wrote(kind, &relabelled);
                     tracing::debug!(%kind, child = %child.key, "moved the create's fields to the apply entry");
-                    written = self.server_side_apply(child).await?;
-                    break;
+                    return Ok(Some(relabelled));
                 }
                 Err(kube::Error::Api(status))
                     if status.code == 409 && attempt < RELABEL_ATTEMPTS =>
@@ -232,9 +257,7 @@ impl Applier {
                 Err(source) => return Err(apply_error(source)),
             }
         }
-        self.echoes.wrote(kind, &written);
-        tracing::info!(%kind, child = %child.key, "applied child");
-        Ok(())
+        Ok(None)
     }
 
     /// One server-side apply of the child's manifest; its echo is remembered.
@@ -251,7 +274,8 @@ impl Applier {
                 key: child.key.clone(),
                 source,
             })?;
-        self.echoes.wrote(kind, &written);
+        self.echoes
+            .wrote_over(kind, version(child.live.as_deref()), &written);
         Ok(written)
     }
 
@@ -273,7 +297,7 @@ impl Applier {
             .wrote(&self.plugin, "create", &child.kind.plural);
         match api.create(&self.create, &object).await {
             Ok(written) => {
-                self.echoes.wrote(&kind, &written);
+                self.echoes.wrote_over(&kind, None, &written);
                 tracing::info!(%kind, child = %child.key, "created child");
                 return Ok(Some(Change::Created(kind, child.key.clone())));
             }
@@ -362,4 +386,9 @@ impl Applier {
         }
         Ok(changes)
     }
+}
+
+/// The resourceVersion of a cached object, if the cache holds one.
+fn version(cached: Option<&DynamicObject>) -> Option<&str> {
+    cached.and_then(|c| c.metadata.resource_version.as_deref())
 }

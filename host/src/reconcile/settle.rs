@@ -148,7 +148,8 @@ impl Parts {
         }
 
         // ② The hot-loop guard counts reconciles that write or ask to run again at once.
-        let live = parent.data.get("status");
+        let written = b.parents.status_as_written(&parent);
+        let live = written.as_ref().or(parent.data.get("status"));
         let mut status = status;
         let mut status_diff = answer::merge_diff(live, &status);
         // A requeue sooner than the floor counts like `Now`: every fast path is throttled.

@@ -135,8 +135,25 @@ impl ParentWriter {
                 name: Self::name(parent),
                 source,
             })?;
-        self.echoes.wrote(&self.kind.kind, &written);
+        self.echoes.wrote_over(
+            &self.kind.kind,
+            parent.metadata.resource_version.as_deref(),
+            &written,
+        );
         Ok(true)
+    }
+
+    /// The status `parent` has after this host's last status patch, when the cached `parent`
+    /// is still the version that patch was sent against (its echo has not reached the cache):
+    /// the status to compare with, so that the patch is not sent twice.
+    pub fn status_as_written(&self, parent: &DynamicObject) -> Option<Value> {
+        let key = crate::runtime::cache::key_of(parent);
+        let written = self.echoes.unseen(
+            &self.kind.kind,
+            &key,
+            parent.metadata.resource_version.as_deref(),
+        )?;
+        written.data.get("status").cloned()
     }
 
     /// The writer of the plugin's finalizer on these parents.

@@ -28,6 +28,48 @@ fn is(entry: &ManagedFieldsEntry, manager: &str, operation: &str) -> bool {
         && entry.subresource.as_deref().is_none_or(str::is_empty)
 }
 
+/// Whether `manager`'s `Update` entries on the main resource own a field its `Apply` entry does
+/// not: a field the create set and the manifest since dropped, which apply alone would leave.
+///
+/// Only then is the upgrade worth its write. Server-side apply shares a field between managers
+/// that set it to the same value, and takes it from the others when it changes it; so after an
+/// apply the create's entry holds no field outside the `Apply` entry unless the manifest dropped
+/// one, and a child whose manifest only changes values costs one write per change. (An API
+/// server that records defaulted fields in the create's entry makes them count as dropped: the
+/// upgrade then happens once, at the child's first change.)
+pub fn holds_dropped(entries: &[ManagedFieldsEntry], manager: &str) -> bool {
+    fn fields(e: &ManagedFieldsEntry) -> Option<&Value> {
+        e.fields_v1.as_ref().map(|f| &f.0)
+    }
+    let applied = entries.iter().find(|e| is(e, manager, APPLY));
+    entries
+        .iter()
+        .filter(|e| is(e, manager, UPDATE))
+        .any(|update| match (applied, fields(update)) {
+            (_, None) => false,
+            (Some(applied), Some(created)) if applied.api_version == update.api_version => {
+                !within(created, fields(applied).unwrap_or(&Value::Null))
+            }
+            // No apply entry yet, or one of another version: the fields cannot be compared.
+            _ => true,
+        })
+}
+
+/// Whether every path of the `FieldsV1` trie `inner` is a path of `outer`. A `.` marks that a
+/// node is owned itself; a node that `outer` holds at all is enough for it.
+fn within(inner: &Value, outer: &Value) -> bool {
+    let Value::Object(inner) = inner else {
+        return true;
+    };
+    inner.iter().all(|(key, child)| {
+        key == "."
+            || outer
+                .as_object()
+                .and_then(|o| o.get(key))
+                .is_some_and(|o| within(child, o))
+    })
+}
+
 /// `managedFields` with `manager`'s `Update` entries folded into its `Apply` entry, or `None`
 /// when the manager holds no `Update` entry on the main resource (nothing to do).
 ///
@@ -149,6 +191,55 @@ mod tests {
             up[0].fields_v1.as_ref().map(|f| &f.0),
             Some(&json!({"f:data": {"f:a": {}, "f:b": {}}, "f:metadata": {"f:labels": {".": {}}}}))
         );
+    }
+
+    #[test]
+    fn a_create_entry_within_the_apply_entry_is_not_worth_a_write() {
+        // Applied since with new values: the create's entry keeps the fields it shares.
+        let entries = [
+            entry(
+                "weir/x",
+                "Apply",
+                json!({"f:data": {"f:a": {}, "f:b": {}}, "f:metadata": {"f:labels": {"f:l": {}}}}),
+            ),
+            entry(
+                "weir/x",
+                "Update",
+                json!({"f:data": {"f:b": {}}, "f:metadata": {"f:labels": {".": {}, "f:l": {}}}}),
+            ),
+            entry("kubectl", "Update", json!({"f:data": {"f:c": {}}})),
+        ];
+        assert!(!holds_dropped(&entries, "weir/x"));
+    }
+
+    #[test]
+    fn a_field_the_manifest_dropped_is_worth_the_upgrade() {
+        let entries = [
+            entry("weir/x", "Apply", json!({"f:data": {"f:a": {}}})),
+            entry(
+                "weir/x",
+                "Update",
+                json!({"f:data": {"f:a": {}, "f:b": {}}}),
+            ),
+        ];
+        assert!(holds_dropped(&entries, "weir/x"));
+        let dropped_map = [
+            entry("weir/x", "Apply", json!({"f:data": {"f:a": {}}})),
+            entry(
+                "weir/x",
+                "Update",
+                json!({"f:metadata": {"f:labels": {".": {}}}}),
+            ),
+        ];
+        assert!(holds_dropped(&dropped_map, "weir/x"));
+    }
+
+    #[test]
+    fn a_create_never_applied_is_worth_the_upgrade() {
+        let entries = [entry("weir/x", "Update", json!({"f:data": {"f:a": {}}}))];
+        assert!(holds_dropped(&entries, "weir/x"));
+        let applied_only = [entry("weir/x", "Apply", json!({"f:data": {"f:a": {}}}))];
+        assert!(!holds_dropped(&applied_only, "weir/x"));
     }
 
     #[test]

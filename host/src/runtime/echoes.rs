@@ -15,8 +15,14 @@
 //! The classification and the enqueue happen under one lock, so a write returning in between
 //! cannot retract an outside change that is not there yet.
 //!
-//! Memory stays bounded: at most a few entries per object, writes forgotten after
-//! [`WRITE_TTL`], unmatched events after [`EVENT_TTL`], and everything about an object once
+//! A reconcile can also run before the cache shows Weir's last write to an object (another
+//! object's event woke it): the cache then still holds the version that write was made against.
+//! [`Echoes::wrote_over`] keeps the written object, and [`Echoes::unseen`] hands it back for
+//! exactly that cached version, so the writer compares with what it wrote instead
+//! of writing the same thing again (or creating a child it created a moment ago).
+//!
+//! Memory stays bounded: at most a few entries and one last write per object, writes forgotten
+//! after [`WRITE_TTL`], unmatched events after [`EVENT_TTL`], and everything about an object once
 //! its deletion is seen.
 
 use std::collections::{HashMap, VecDeque};
@@ -57,16 +63,25 @@ struct Seen {
     parent: ObjectKey,
 }
 
+/// Weir's last write to an object whose echo has not come yet.
+struct Last {
+    /// The resourceVersion the writer read before writing (`None`: the object was created).
+    against: Option<String>,
+    written: Arc<DynamicObject>,
+    at: Instant,
+}
+
 /// What is remembered of one object.
 #[derive(Default)]
 struct Trail {
     wrote: VecDeque<(Change, Instant)>,
     seen: VecDeque<Seen>,
+    last: Option<Last>,
 }
 
 impl Trail {
     fn is_empty(&self) -> bool {
-        self.wrote.is_empty() && self.seen.is_empty()
+        self.wrote.is_empty() && self.seen.is_empty() && self.last.is_none()
     }
 }
 
@@ -89,6 +104,13 @@ impl State {
             trail
                 .seen
                 .retain(|s| now.saturating_duration_since(s.at) < EVENT_TTL);
+            if trail
+                .last
+                .as_ref()
+                .is_some_and(|l| now.saturating_duration_since(l.at) >= WRITE_TTL)
+            {
+                trail.last = None;
+            }
             !trail.is_empty()
         });
     }
@@ -112,6 +134,44 @@ impl Echoes {
         if let Some(rv) = obj.metadata.resource_version.clone() {
             self.record(kind, key_of(obj), Change::Version(rv), Instant::now());
         }
+    }
+
+    /// [`Echoes::wrote`], and `obj` is kept as Weir's last write to it (for [`WRITE_TTL`], or
+    /// until the object's deletion is seen): `against` is the resourceVersion the writer read
+    /// (its cached copy), `None` for a create.
+    pub fn wrote_over(&self, kind: &str, against: Option<&str>, obj: &DynamicObject) {
+        let Some(rv) = obj.metadata.resource_version.clone() else {
+            return;
+        };
+        let now = Instant::now();
+        let key = key_of(obj);
+        self.record(kind, key.clone(), Change::Version(rv), now);
+        // Kept past its echo too: a reconcile may still hold the cached object from before it.
+        let mut st = self.lock();
+        st.objects.entry((kind.to_owned(), key)).or_default().last = Some(Last {
+            against: against.map(str::to_owned),
+            written: Arc::new(obj.clone()),
+            at: now,
+        });
+    }
+
+    /// Weir's last write to the object of `kind` with `key` when the cache still shows the
+    /// version that write was made against (`cached`, the cached resourceVersion; `None` when
+    /// the cache holds no such object): what the object is now, as far as Weir knows. A later
+    /// change by anyone else brings its own event, and a reconcile on the cache that shows it.
+    pub fn unseen(
+        &self,
+        kind: &str,
+        key: &ObjectKey,
+        cached: Option<&str>,
+    ) -> Option<Arc<DynamicObject>> {
+        let st = self.lock();
+        let last = st
+            .objects
+            .get(&(kind.to_owned(), key.clone()))?
+            .last
+            .as_ref()?;
+        (last.against.as_deref() == cached).then(|| last.written.clone())
     }
 
     /// Weir deleted (or is deleting) the object of `kind` with `key`.
@@ -149,6 +209,9 @@ impl Echoes {
             }
             return;
         }
+        if change == Change::Deleted {
+            trail.last = None;
+        }
         trail.wrote.push_back((change, now));
         if trail.wrote.len() > PER_OBJECT {
             trail.wrote.pop_front();
@@ -177,6 +240,8 @@ impl Echoes {
         let written = change
             .as_ref()
             .and_then(|c| trail.wrote.iter().position(|(w, _)| w == c));
+        // The last write stays when its echo comes: a reconcile may still hold the cached object
+        // from before it, and `unseen` answers only for that version anyway.
         let cause = if let Some(i) = written {
             // Consumed by its echo, with any older write whose echo will not come now.
             trail.wrote.drain(..=i);
@@ -199,6 +264,7 @@ impl Echoes {
             // The object is gone: none of its versions will echo any more. Only an unmatched
             // delete is kept, for Weir's own delete call returning late.
             trail.wrote.clear();
+            trail.last = None;
             trail.seen.retain(|s| s.change == Change::Deleted);
         }
         if trail.is_empty() {
@@ -268,6 +334,62 @@ mod tests {
             Cause::Outside,
             "per kind"
         );
+    }
+
+    fn key() -> ObjectKey {
+        ObjectKey::new("default", "x")
+    }
+
+    #[test]
+    fn the_last_write_is_handed_back_only_for_the_version_it_was_made_against() {
+        let (echoes, queue) = (Echoes::default(), busy_queue());
+        echoes.wrote_over("ConfigMap", Some("6"), &config_map("7"));
+        let rv =
+            |o: Option<Arc<DynamicObject>>| o.and_then(|o| o.metadata.resource_version.clone());
+        assert_eq!(
+            rv(echoes.unseen("ConfigMap", &key(), Some("6"))).as_deref(),
+            Some("7")
+        );
+        assert!(
+            echoes.unseen("ConfigMap", &key(), Some("7")).is_none(),
+            "the cache shows it"
+        );
+        assert!(
+            echoes.unseen("ConfigMap", &key(), Some("8")).is_none(),
+            "a later change"
+        );
+        assert!(
+            echoes.unseen("Secret", &key(), Some("6")).is_none(),
+            "per kind"
+        );
+        assert_eq!(event(&echoes, &queue, &config_map("7")), Cause::Echo);
+        assert_eq!(
+            rv(echoes.unseen("ConfigMap", &key(), Some("6"))).as_deref(),
+            Some("7"),
+            "a reconcile may still hold the copy from before the echo"
+        );
+    }
+
+    #[test]
+    fn a_create_is_handed_back_while_the_cache_holds_no_object() {
+        let echoes = Echoes::default();
+        echoes.wrote_over("ConfigMap", None, &config_map("3"));
+        assert!(echoes.unseen("ConfigMap", &key(), None).is_some());
+        assert!(echoes.unseen("ConfigMap", &key(), Some("3")).is_none());
+    }
+
+    #[test]
+    fn a_deletion_forgets_the_last_write() {
+        let (echoes, queue) = (Echoes::default(), busy_queue());
+        echoes.wrote_over("ConfigMap", None, &config_map("3"));
+        echoes.enqueue(
+            &queue,
+            parent(),
+            "ConfigMap",
+            &cached(&config_map("4")),
+            true,
+        );
+        assert!(echoes.unseen("ConfigMap", &key(), None).is_none());
     }
 
     #[test]
