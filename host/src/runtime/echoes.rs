@@ -67,8 +67,12 @@ struct Seen {
 struct Last {
     /// The resourceVersion the writer read before writing (`None`: the object was created).
     against: Option<String>,
+    /// The object as written, without its managedFields (nothing compares them).
     written: Arc<DynamicObject>,
     at: Instant,
+    /// When the first event after the write came (its echo, or a later change): from then on
+    /// only a reconcile that read the cache before it can still use the write.
+    echoed: Option<Instant>,
 }
 
 /// What is remembered of one object.
@@ -104,11 +108,11 @@ impl State {
             trail
                 .seen
                 .retain(|s| now.saturating_duration_since(s.at) < EVENT_TTL);
-            if trail
-                .last
-                .as_ref()
-                .is_some_and(|l| now.saturating_duration_since(l.at) >= WRITE_TTL)
-            {
+            if trail.last.as_ref().is_some_and(|l| {
+                now.saturating_duration_since(l.at) >= WRITE_TTL
+                    || l.echoed
+                        .is_some_and(|e| now.saturating_duration_since(e) >= EVENT_TTL)
+            }) {
                 trail.last = None;
             }
             !trail.is_empty()
@@ -147,11 +151,14 @@ impl Echoes {
         let key = key_of(obj);
         self.record(kind, key.clone(), Change::Version(rv), now);
         // Kept past its echo too: a reconcile may still hold the cached object from before it.
+        let mut written = obj.clone();
+        written.metadata.managed_fields = None;
         let mut st = self.lock();
         st.objects.entry((kind.to_owned(), key)).or_default().last = Some(Last {
             against: against.map(str::to_owned),
-            written: Arc::new(obj.clone()),
+            written: Arc::new(written),
             at: now,
+            echoed: None,
         });
     }
 
@@ -240,8 +247,11 @@ impl Echoes {
         let written = change
             .as_ref()
             .and_then(|c| trail.wrote.iter().position(|(w, _)| w == c));
-        // The last write stays when its echo comes: a reconcile may still hold the cached object
-        // from before it, and `unseen` answers only for that version anyway.
+        // The last write stays a little after its echo comes (a reconcile may still hold the
+        // cached object from before it, and `unseen` answers only for that version anyway).
+        if let Some(last) = trail.last.as_mut().filter(|l| l.echoed.is_none()) {
+            last.echoed = Some(now);
+        }
         let cause = if let Some(i) = written {
             // Consumed by its echo, with any older write whose echo will not come now.
             trail.wrote.drain(..=i);
