@@ -13,7 +13,7 @@
 //! clients name themselves, so the API server's audit log, and a test's fault rules, can tell the
 //! host's requests from everyone else's.
 //!
-//! A client derives from another through tower layers ([`derive`]): a plugin's client is the
+//! A client derives from another through tower layers ([`derive()`]): a plugin's client is the
 //! host's with its [`FlowLayer`], a fenced client adds the fence's layer
 //! ([`crate::fence::FenceLayer`]), a sharded replica's parent informers the shard selector's
 //! ([`crate::shard::share::SelectorLayer`]); each sends through the client it came from.
