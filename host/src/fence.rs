@@ -15,16 +15,15 @@
 //! whichever replica then leads. Reads and watches are never fenced: a standby keeps its caches
 //! warm. The only replica (no election) holds a fence that is always open.
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use kube::Client;
 use kube::client::Body;
 use tokio::sync::watch;
-use tower::{BoxError, Service};
+use tower::BoxError;
+
+use crate::client::{self, Next, Sent, Wrap, WrapLayer};
 
 /// A write was withheld.
 #[derive(Debug, thiserror::Error)]
@@ -128,44 +127,31 @@ impl Fence {
 
     /// A client sending `client`'s requests, its writes only while this fence allows them.
     pub fn client(&self, client: &Client) -> Client {
-        let namespace = client.default_namespace().to_owned();
-        let fenced = Fenced {
-            client: client.clone(),
-            fence: self.clone(),
-        };
-        Client::new(fenced, namespace)
+        client::derive(client).with_layer(&self.layer()).build()
+    }
+
+    /// The tower layer of [`Fence::client`]: a write goes on only while this fence allows it.
+    pub fn layer(&self) -> FenceLayer {
+        WrapLayer::new(self.clone())
     }
 }
 
-/// The service of [`Fence::client`].
-#[derive(Clone)]
-struct Fenced {
-    client: Client,
-    fence: Fence,
-}
+/// The tower layer of a fenced client ([`Fence::layer`]).
+pub type FenceLayer = WrapLayer<Fence>;
 
-type Sent = Result<http::Response<Body>, BoxError>;
-
-impl Service<http::Request<Body>> for Fenced {
-    type Response = http::Response<Body>;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Sent> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        let client = self.client.clone();
-        let fence = self.fence.clone();
+impl Wrap for Fence {
+    /// Sends a read at once; a write only while the fence allows it, and drops it unsent
+    /// ([`FenceError::NotLeading`]) if the fence shuts while it waits below.
+    fn wrap(&self, request: http::Request<Body>, next: Next) -> Sent {
         let write = !matches!(
             *request.method(),
             http::Method::GET | http::Method::HEAD | http::Method::OPTIONS
         );
+        if !write {
+            return next.send(request);
+        }
+        let fence = self.clone();
         Box::pin(async move {
-            if !write {
-                return client.send(request).await.map_err(BoxError::from);
-            }
             let withheld: BoxError = Box::new(FenceError::NotLeading {
                 request: format!("{} {}", request.method(), request.uri().path()),
             });
@@ -175,7 +161,7 @@ impl Service<http::Request<Body>> for Fenced {
             tokio::select! {
                 biased;
                 () = fence.shut() => Err(withheld),
-                sent = client.send(request) => sent.map_err(BoxError::from),
+                sent = next.send(request) => sent,
             }
         })
     }

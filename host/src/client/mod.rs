@@ -13,6 +13,11 @@
 //! clients name themselves, so the API server's audit log, and a test's fault rules, can tell the
 //! host's requests from everyone else's.
 //!
+//! A client derives from another through tower layers ([`derive()`]): a plugin's client is the
+//! host's with its [`FlowLayer`], a fenced client adds the fence's layer
+//! ([`crate::fence::FenceLayer`]), a sharded replica's parent informers the shard selector's
+//! ([`crate::shard::share::SelectorLayer`]); each sends through the client it came from.
+//!
 //! ## The default limit: 500 requests per second, bursts of 1,000, for the whole host
 //! The API server protects itself: API Priority and Fairness gives the host's service account a
 //! share of the server's concurrency, queues what exceeds it and answers `429` with `Retry-After`,
@@ -25,6 +30,7 @@
 //! paced by the server rather than by this bucket. `--kube-api-qps 0` lifts the limit (kube-rs
 //! has none); the pushback still holds.
 
+mod derive;
 mod fair;
 
 use std::future::Future;
@@ -39,6 +45,7 @@ use tokio::time::Instant;
 use tower::buffer::Buffer;
 use tower::{BoxError, Layer, Service, ServiceExt};
 
+pub use self::derive::{Next, Sent, Wrap, WrapLayer, Wrapped, derive};
 use self::fair::FairQueue;
 pub use self::fair::Flow;
 
@@ -102,34 +109,26 @@ pub fn build(mut config: Config, limits: ClientLimits) -> Result<Client, kube::E
 /// A client sending through `client` (its connection, limit and pushback) whose requests are
 /// `plugin`'s flow, so they take turns with the other plugins' when the host's bucket runs dry.
 pub fn for_plugin(client: &Client, plugin: &str) -> Client {
-    Client::new(
-        Tagged {
-            client: client.clone(),
-            flow: Flow::plugin(plugin),
-        },
-        client.default_namespace(),
-    )
+    derive(client)
+        .with_layer(&Flow::plugin(plugin).layer())
+        .build()
 }
 
-/// Marks each request with a flow and sends it through the shared client.
-struct Tagged {
-    client: Client,
-    flow: Flow,
-}
+/// The tower layer of [`for_plugin`]: marks each request with a flow.
+pub type FlowLayer = WrapLayer<Flow>;
 
-impl Service<http::Request<kube::client::Body>> for Tagged {
-    type Response = http::Response<kube::client::Body>;
-    type Error = kube::Error;
-    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, kube::Error>> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
+impl Flow {
+    /// The tower layer marking each request as this flow's.
+    pub fn layer(self) -> FlowLayer {
+        WrapLayer::new(self)
     }
+}
 
-    fn call(&mut self, mut request: http::Request<kube::client::Body>) -> Self::Future {
-        request.extensions_mut().insert(self.flow.clone());
-        let client = self.client.clone();
-        Box::pin(async move { client.send(request).await })
+impl Wrap for Flow {
+    /// Sends the request on as this flow's (a request extension the host's gate reads).
+    fn wrap(&self, mut request: http::Request<kube::client::Body>, next: Next) -> Sent {
+        request.extensions_mut().insert(self.clone());
+        next.send(request)
     }
 }
 

@@ -24,9 +24,7 @@
 //! serves its old ranges until its next pass notices it had lapsed, while another member may
 //! have taken them (its reconciles' writes are fenced while the Lease has lapsed, not after).
 
-use std::pin::Pin;
 use std::sync::{Arc, PoisonError};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
@@ -36,13 +34,14 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 use tokio::sync::{RwLock, RwLockReadGuard, watch};
 use tokio_util::sync::CancellationToken;
-use tower::{BoxError, Service};
+use tower::BoxError;
 
 use super::metrics::ShardMetrics;
 use super::ring::{Ring, VNODES};
 use super::server_side::{PARAM, fnv1a, selector_of};
 use super::{ShardConfig, members};
 use crate::chain::Chain;
+use crate::client::{self, Next, Sent, Wrap, WrapLayer};
 
 /// The annotation of a member's shard Lease naming the members of the ring it serves under.
 pub const VIEW_ANNOTATION: &str = "shard.weir.dev/view";
@@ -127,37 +126,23 @@ impl Share {
     /// A client sending `client`'s requests, its `GET`s (the parent watches' lists and watches)
     /// with the current `shardSelector`.
     pub fn client(&self, client: &Client) -> Client {
-        let namespace = client.default_namespace().to_owned();
-        let selecting = Selecting {
-            client: client.clone(),
-            share: self.clone(),
-        };
-        Client::new(selecting, namespace)
+        client::derive(client).with_layer(&self.layer()).build()
+    }
+
+    /// The tower layer of [`Share::client`]: adds the current `shardSelector` to each `GET`.
+    pub fn layer(&self) -> SelectorLayer {
+        WrapLayer::new(self.clone())
     }
 }
 
-/// The service of [`Share::client`].
-#[derive(Clone)]
-struct Selecting {
-    client: Client,
-    share: Share,
-}
+/// The tower layer of a client selecting this replica's share ([`Share::layer`]).
+pub type SelectorLayer = WrapLayer<Share>;
 
-type Sent = Result<http::Response<Body>, BoxError>;
-
-impl Service<http::Request<Body>> for Selecting {
-    type Response = http::Response<Body>;
-    type Error = BoxError;
-    type Future = Pin<Box<dyn Future<Output = Sent> + Send>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, mut request: http::Request<Body>) -> Self::Future {
+impl Wrap for Share {
+    /// Sends a `GET` with the `shardSelector` of the ranges served now, anything else as it is.
+    fn wrap(&self, mut request: http::Request<Body>, next: Next) -> Sent {
         if request.method() == http::Method::GET {
             let selector = self
-                .share
                 .inner
                 .selector
                 .read()
@@ -167,11 +152,10 @@ impl Service<http::Request<Body>> for Selecting {
             let joined = if uri.contains('?') { '&' } else { '?' };
             match format!("{uri}{joined}{PARAM}={}", encode(&selector)).parse() {
                 Ok(uri) => *request.uri_mut() = uri,
-                Err(e) => return Box::pin(async move { Err(Box::new(e) as BoxError) }),
+                Err(e) => return Box::pin(async move { Err(BoxError::from(e)) }),
             }
         }
-        let client = self.client.clone();
-        Box::pin(async move { client.send(request).await.map_err(Into::into) })
+        next.send(request)
     }
 }
 
