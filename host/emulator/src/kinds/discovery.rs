@@ -89,6 +89,15 @@ fn resource_entries(t: &ResourceType) -> Vec<Value> {
         out.push(json!({"name": format!("{}/scale", t.plural), "singularName": "", "namespaced": t.namespaced,
                         "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
     }
+    // A Namespace's `/finalize` (`serve::handlers`).
+    let special = match (t.group.as_str(), t.plural.as_str()) {
+        ("", "namespaces") => Some(("finalize", "update")),
+        _ => None,
+    };
+    if let Some((sub, verb)) = special {
+        out.push(json!({"name": format!("{}/{sub}", t.plural), "singularName": "", "namespaced": t.namespaced,
+                        "kind": t.kind, "verbs": [verb]}));
+    }
     out
 }
 

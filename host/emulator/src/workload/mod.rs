@@ -1,5 +1,8 @@
 //! Workload simulation in the KWOK style: the controllers and the kubelet a cluster would run.
 //!
+//! Beside it, and not part of the optional simulation, `namespaces`: the namespace controller's
+//! task, which every emulator runs (a deleted namespace's content is deleted, as in any cluster).
+//!
 //! One task follows the store's change stream and reconciles what each change touches, each
 //! controller in its own module: `deployment` (Deployment → ReplicaSets, rollout and history,
 //! status), `replicaset` (ReplicaSet → Pods), `job` (Job → Pods, Complete), `statefulset`
@@ -16,6 +19,7 @@ mod deployment;
 mod endpoints;
 mod job;
 mod kubelet;
+pub mod namespaces;
 mod replicaset;
 mod statefulset;
 
