@@ -52,7 +52,8 @@
 //! 6. `workload` — the optional background task that runs the workload controllers and a fake
 //!    kubelet, as KWOK does: Deployments get ReplicaSets and rollout history, ReplicaSets, Jobs,
 //!    StatefulSets and DaemonSets get Pods, Pods become Running and Ready (or Succeeded) after a
-//!    delay, Services get Endpoints and EndpointSlices; and the namespace controller's task
+//!    delay, Services get Endpoints and EndpointSlices; what the fake kubelet says of a
+//!    container's log (`container_log`, with `echo`); and the namespace controller's task
 //!    (`namespaces`), which every emulator runs.
 //! 7. `serve` — HTTP: `access` (the middleware that answers 401 and 403, and checks
 //!    `blockOwnerDeletion` against the owner's finalizers); what a request can ask for on top of
@@ -60,8 +61,8 @@
 //!    (`Table` output), `watch` (resume from a resourceVersion, bookmarks, `sendInitialEvents`,
 //!    in-stream `410 Expired`), `scale` (the `/scale` subresource); one resource request:
 //!    `request` (the parsed request), `list` (lists with continue tokens, and watches), `delete`
-//!    (with its `DeleteOptions`) and `handlers` (get, list, watch, create, update, patch,
-//!    delete, `/status`, a Namespace's `/finalize`, dispatched); `reviews` (the self-reviews of `kubectl auth can-i|whoami`);
+//!    (with its `DeleteOptions`), `logs` (a Pod's `/log`) and `handlers` (get, list, watch,
+//!    create, update, patch, delete, `/status`, a Namespace's `/finalize`, dispatched); `reviews` (the self-reviews of `kubectl auth can-i|whoami`);
 //!    `routes` (URL paths laid out as kube-apiserver does, dispatched to discovery, OpenAPI or
 //!    the handlers); `server` (the router with the middleware that keeps the request log, and
 //!    the task serving it, over TLS when secure, with the workload task beside it).
@@ -111,6 +112,21 @@
 //!   arbitrary); Pods go at once (no grace period); a Namespace removed through `/finalize` while
 //!   content remains takes that content with it (a cluster leaves it in etcd, out of reach);
 //!   `/finalize` does not check finalizer names.
+//! - Pods' logs (`pods/log`, `workload::container_log`): nothing runs in a simulated container,
+//!   so its log is what the simulated kubelet can honestly say. When the container's `command`
+//!   (with its `args`) is a literal `echo` — run directly, or a `sh -c` script of `echo`
+//!   commands whose variables the container's spec defines (`env` and `envFrom` values,
+//!   ConfigMap and Secret keys, the downward API's Pod fields, `HOSTNAME`) — the log is that
+//!   output, as the container would print it; anything else (another program, a pipe, a
+//!   redirection, a glob, a substitution, a backslash, an unknown variable, no `command`) gets
+//!   lifecycle lines marked `[weir-emulator]`: started from which image, exited with which code.
+//!   Nothing in a container's command is ever run. Options as from a cluster: `container` (one
+//!   must be named when a Pod has several), `follow` (open while the container runs, ended by
+//!   its exit or its Pod's deletion), `previous` (always the kubelet's "previous terminated
+//!   container ... not found": simulated containers never restart), `tailLines`, `limitBytes`,
+//!   `sinceSeconds`, `sinceTime` and `timestamps` (an echo's lines all carry the container's
+//!   start time); an unscheduled Pod's log is empty, a waiting container's answers the
+//!   kubelet's 400. `stream` (stdout or stderr alone) is not served.
 //! - `list` always reads the latest state (`resourceVersion`/`resourceVersionMatch` ignored);
 //!   continue tokens page over the live set rather than a snapshot.
 //! - Field selectors: custom resources accept only `metadata.name` and `metadata.namespace`

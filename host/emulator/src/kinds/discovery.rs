@@ -89,8 +89,9 @@ fn resource_entries(t: &ResourceType) -> Vec<Value> {
         out.push(json!({"name": format!("{}/scale", t.plural), "singularName": "", "namespaced": t.namespaced,
                         "group": "autoscaling", "version": "v1", "kind": "Scale", "verbs": ["get", "patch", "update"]}));
     }
-    // A Namespace's `/finalize` (`serve::handlers`).
+    // A Pod's `/log` and a Namespace's `/finalize` (`serve::handlers`).
     let special = match (t.group.as_str(), t.plural.as_str()) {
+        ("", "pods") => Some(("log", "get")),
         ("", "namespaces") => Some(("finalize", "update")),
         _ => None,
     };

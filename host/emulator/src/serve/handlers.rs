@@ -1,8 +1,8 @@
 //! Resource requests: get, list, watch, create, update, patch, delete, and the subresources:
-//! `/status`, `/scale` and a Namespace's `/finalize`.
+//! `/status`, `/scale`, a Namespace's `/finalize` and a Pod's `/log`.
 //!
 //! [`handle`] dispatches one request by method and URL; lists and watches are served in `list`,
-//! deletes in `delete`, `/scale` in `scale`.
+//! deletes in `delete`, `/scale` in `scale`, Pods' logs in `logs`.
 
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use crate::kinds::resources::{self, ResourceType};
 use crate::serve::delete::{delete, delete_collection};
 use crate::serve::list::{list, watch_collection};
 use crate::serve::request::{Request, partial};
-use crate::serve::{scale, table};
+use crate::serve::{logs, scale, table};
 use crate::state::shared::Shared;
 use crate::store::ObjKey;
 use crate::wire::apierror::{ApiError, ApiResult};
@@ -133,6 +133,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request) -> ApiResult<Response> {
             if rt.group.is_empty() && rt.plural == "namespaces" =>
         {
             finalize(&shared, &req, &key)
+        }
+        (&Method::GET, Some(key), Some("log")) if rt.group.is_empty() && rt.plural == "pods" => {
+            logs::serve(shared, &req, &key)
         }
         _ => Err(ApiError::method_not_allowed()),
     }

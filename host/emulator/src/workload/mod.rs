@@ -2,6 +2,8 @@
 //!
 //! Beside it, and not part of the optional simulation, `namespaces`: the namespace controller's
 //! task, which every emulator runs (a deleted namespace's content is deleted, as in any cluster).
+//! And what the simulated kubelet says of a container's log (`container_log`, served as
+//! `pods/log`): a literal `echo`'s output (`echo`), else the container's lifecycle lines.
 //!
 //! One task follows the store's change stream and reconciles what each change touches, each
 //! controller in its own module: `deployment` (Deployment → ReplicaSets, rollout and history,
@@ -14,8 +16,10 @@
 //! `managedFields` and owner-reference garbage collection apply; a write happens only when
 //! something changed.
 
+pub mod container_log;
 mod daemonset;
 mod deployment;
+mod echo;
 mod endpoints;
 mod job;
 mod kubelet;

@@ -12,6 +12,7 @@ mod kubeconfig;
 mod kubectl;
 mod kubectl_prune;
 mod kubectl_versions;
+mod logs;
 mod namespaces;
 mod protobuf;
 mod request_log;
