@@ -33,13 +33,11 @@ const HOLD: &str = "e2e.weir.dev/hold";
 /// 5 s before its first pass and up to 15 s between passes while content remains.
 const NAMESPACE_STEP: Duration = Duration::from_secs(120);
 
-/// Every state the namespace's Blogs take from now on (`true`: deleted), in order.
-fn follow(
-    blogs: Api<DynamicObject>,
-) -> (
-    Arc<Mutex<Vec<(bool, DynamicObject)>>>,
-    tokio::task::JoinHandle<()>,
-) {
+/// The states the Blogs took, in order (`true`: deleted), as a watch saw them.
+type States = Arc<Mutex<Vec<(bool, DynamicObject)>>>;
+
+/// Every state the namespace's Blogs take from now on, and the task following them.
+fn follow(blogs: Api<DynamicObject>) -> (States, tokio::task::JoinHandle<()>) {
     let states = Arc::new(Mutex::new(Vec::new()));
     let seen = states.clone();
     let task = tokio::spawn(async move {
