@@ -23,6 +23,7 @@ mod leader_failover;
 mod leader_fence;
 mod metacontroller_example;
 mod metacontroller_finalize;
+mod namespace_deletion_finalizes_each_blog;
 mod no_takeover_in_the_race_window;
 mod no_write_loses_a_race;
 mod one_write_per_changed_child;

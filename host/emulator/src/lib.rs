@@ -28,16 +28,18 @@
 //! 3. `store` — each object kept as its JSON text (`wire::stored`); one global, monotonic
 //!    resourceVersion; uid, creationTimestamp, generation (bumped on spec changes only); a
 //!    bounded event history for watch resumption; the indexes kept beside the objects so that no
-//!    write scans a kind: `store::allocations` (the cluster IPs and node ports Services hold) and
-//!    `store::label_index` (Pods by label, Services by selector).
+//!    write scans a kind: `store::allocations` (the cluster IPs and node ports Services hold),
+//!    `store::label_index` (Pods by label, Services by selector) and `store::terminating` (the
+//!    namespaces being deleted, and which changed since the namespace controller looked).
 //! 4. `write` — the rules of one write: `patch` (merge, JSON and strategic merge patches),
 //!    `apply` (server-side apply with `managedFields`, conflicts and field removal), `crd` (a
 //!    stored CRD registers its kinds), `gc` (finalizers, `deletionTimestamp`,
-//!    Background/Foreground/Orphan propagation, owner-reference garbage collection), `defaults`
-//!    (kube-apiserver's defaulting of the built-in kinds, one module per kind), `admission` (type
-//!    checks, strict field validation of built-in kinds, CRD schemas); then `ops`, the writes
-//!    themselves: create, update, patch, apply, delete, with optimistic concurrency and
-//!    `DeleteOptions.preconditions`.
+//!    Background/Foreground/Orphan propagation, owner-reference garbage collection), `namespace`
+//!    (a deleted Namespace `Terminating`: new content refused, the namespace controller's pass
+//!    over its content, `/finalize`), `defaults` (kube-apiserver's defaulting of the built-in
+//!    kinds, one module per kind), `admission` (type checks, strict field validation of built-in
+//!    kinds, CRD schemas); then `ops`, the writes themselves: create, update, patch, apply,
+//!    delete, with optimistic concurrency and `DeleteOptions.preconditions`.
 //! 5. `state` — what a running emulator holds beside its store: the public settings
 //!    (`state::config`, with [`RequestRecord`]) and fault-injection rules with their middleware
 //!    (`state::faults`), the last requests served, in a ring read by [`RequestCursor`]
@@ -50,15 +52,17 @@
 //! 6. `workload` — the optional background task that runs the workload controllers and a fake
 //!    kubelet, as KWOK does: Deployments get ReplicaSets and rollout history, ReplicaSets, Jobs,
 //!    StatefulSets and DaemonSets get Pods, Pods become Running and Ready (or Succeeded) after a
-//!    delay, Services get Endpoints and EndpointSlices.
+//!    delay, Services get Endpoints and EndpointSlices; what the fake kubelet says of a
+//!    container's log (`container_log`, with `echo`); and the namespace controller's task
+//!    (`namespaces`), which every emulator runs.
 //! 7. `serve` — HTTP: `access` (the middleware that answers 401 and 403, and checks
 //!    `blockOwnerDeletion` against the owner's finalizers); what a request can ask for on top of
 //!    the store: `printers` (the built-in kinds' columns, `-o wide` included) and `table`
 //!    (`Table` output), `watch` (resume from a resourceVersion, bookmarks, `sendInitialEvents`,
 //!    in-stream `410 Expired`), `scale` (the `/scale` subresource); one resource request:
 //!    `request` (the parsed request), `list` (lists with continue tokens, and watches), `delete`
-//!    (with its `DeleteOptions`) and `handlers` (get, list, watch, create, update, patch, delete,
-//!    `/status`, dispatched); `reviews` (the self-reviews of `kubectl auth can-i|whoami`);
+//!    (with its `DeleteOptions`), `logs` (a Pod's `/log`) and `handlers` (get, list, watch,
+//!    create, update, patch, delete, `/status`, a Namespace's `/finalize`, dispatched); `reviews` (the self-reviews of `kubectl auth can-i|whoami`);
 //!    `routes` (URL paths laid out as kube-apiserver does, dispatched to discovery, OpenAPI or
 //!    the handlers); `server` (the router with the middleware that keeps the request log, and
 //!    the task serving it, over TLS when secure, with the workload task beside it).
@@ -95,16 +99,41 @@
 //!   one EndpointSlice; CronJobs, PersistentVolumeClaims, Ingresses and PodDisruptionBudgets
 //!   are stored and served but nothing acts on them. No token controller: a secure emulator
 //!   issues ServiceAccount tokens through the TokenRequest API only.
-//! - A deleted Namespace goes `Terminating` (new content is refused with 403) while its contents
-//!   are deleted, then drops its `kubernetes` finalizer and disappears; this happens within the
-//!   delete request unless contents wait on finalizers. No `/finalize` subresource.
+//! - Namespace deletion follows kube-apiserver and kube-controller-manager's namespace
+//!   controller (`write::namespace`): a deleted Namespace is `Terminating`; a create in it gets
+//!   the lifecycle admission's 403 (`NamespaceTerminating` cause); the controller deletes its
+//!   Pods first and everything else once no Pod remains, writes its five deletion conditions
+//!   (`NamespaceContentRemaining` and `NamespaceFinalizersRemaining` name what remains and the
+//!   finalizers holding it), and once nothing remains drops the `kubernetes` finalizer through
+//!   `/finalize`; then the Namespace is gone. `spec.finalizers` change only through `/finalize`.
+//!   Differences: the controller runs as soon as anything in the namespace changes, where
+//!   kube-controller-manager waits 5 s before its first pass and looks again every 15 s while
+//!   finalizers hold content; the kinds after Pods are deleted in a fixed order (a cluster's is
+//!   arbitrary); Pods go at once (no grace period); a Namespace removed through `/finalize` while
+//!   content remains takes that content with it (a cluster leaves it in etcd, out of reach);
+//!   `/finalize` does not check finalizer names.
+//! - Pods' logs (`pods/log`, `workload::container_log`): nothing runs in a simulated container,
+//!   so its log is what the simulated kubelet can honestly say. When the container's `command`
+//!   (with its `args`) is a literal `echo` — run directly, or a `sh -c` script of `echo`
+//!   commands whose variables the container's spec defines (`env` and `envFrom` values,
+//!   ConfigMap and Secret keys, the downward API's Pod fields, `HOSTNAME`) — the log is that
+//!   output, as the container would print it; anything else (another program, a pipe, a
+//!   redirection, a glob, a substitution, a backslash, an unknown variable, no `command`) gets
+//!   lifecycle lines marked `[weir-emulator]`: started from which image, exited with which code.
+//!   Nothing in a container's command is ever run. Options as from a cluster: `container` (one
+//!   must be named when a Pod has several), `follow` (open while the container runs, ended by
+//!   its exit or its Pod's deletion), `previous` (always the kubelet's "previous terminated
+//!   container ... not found": simulated containers never restart), `tailLines`, `limitBytes`,
+//!   `sinceSeconds`, `sinceTime` and `timestamps` (an echo's lines all carry the container's
+//!   start time); an unscheduled Pod's log is empty, a waiting container's answers the
+//!   kubelet's 400. `stream` (stdout or stderr alone) is not served.
 //! - Discovery (`kinds::discovery`) lists each served kind as kube-apiserver does (names, kinds,
 //!   verbs, short names, categories, storage version hashes, `/status`, `/scale` and a secure
 //!   emulator's `serviceaccounts/token`), in the per-group documents only: no aggregated
 //!   discovery (`apidiscovery.k8s.io/v2`; clients fall back to the per-group documents), each
 //!   group at its stable version only, and none of the subresources that need a running
-//!   container (attach, exec, log, port-forward, proxy, ephemeral containers) nor eviction,
-//!   binding, `namespaces/finalize` or the reviews of another subject or token (only the
+//!   container (attach, exec, port-forward, proxy, ephemeral containers) nor eviction,
+//!   binding or the reviews of another subject or token (only the
 //!   self-reviews). `tests/emulator/discovery.rs` diffs it against a real server's documents
 //!   and lists each remaining difference with its reason.
 //! - `list` always reads the latest state (`resourceVersion`/`resourceVersionMatch` ignored);

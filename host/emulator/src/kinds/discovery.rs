@@ -159,6 +159,16 @@ fn resource_entries(t: &ResourceType, tokens: bool) -> Vec<Value> {
         token["kind"] = json!("TokenRequest");
         out.push(token);
     }
+    // A Pod's `/log` and a Namespace's `/finalize` (`serve::handlers`).
+    let special = match (t.group.as_str(), t.plural.as_str()) {
+        ("", "pods") => Some(("log", "get")),
+        ("", "namespaces") => Some(("finalize", "update")),
+        _ => None,
+    };
+    if let Some((sub, verb)) = special {
+        out.push(json!({"name": format!("{}/{sub}", t.plural), "singularName": "", "namespaced": t.namespaced,
+                        "kind": t.kind, "verbs": [verb]}));
+    }
     out
 }
 

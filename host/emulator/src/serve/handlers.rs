@@ -1,24 +1,27 @@
-//! Resource requests: get, list, watch, create, update, patch, delete, and the `/status` and `/scale` subresources.
+//! Resource requests: get, list, watch, create, update, patch, delete, and the subresources:
+//! `/status`, `/scale`, a Namespace's `/finalize` and a Pod's `/log`.
 //!
 //! [`handle`] dispatches one request by method and URL; lists and watches are served in `list`,
-//! deletes in `delete`, `/scale` in `scale`.
+//! deletes in `delete`, `/scale` in `scale`, Pods' logs in `logs`.
 
 use std::sync::Arc;
 
 use axum::response::Response;
 use http::{Method, StatusCode};
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::kinds::resources::{self, ResourceType};
 use crate::serve::delete::{delete, delete_collection};
 use crate::serve::list::{list, watch_collection};
 use crate::serve::request::{Request, partial};
-use crate::serve::{scale, table};
+use crate::serve::{logs, scale, table};
 use crate::state::shared::Shared;
+use crate::store::ObjKey;
 use crate::wire::apierror::{ApiError, ApiResult};
 use crate::wire::http_util::json_response;
 use crate::wire::object;
 use crate::write::ops::{self, Outcome, PatchType};
+use crate::write::{admission, namespace};
 
 fn outcome_response(rt: &ResourceType, out: Outcome, metadata_only: bool) -> Response {
     let code = if out.created {
@@ -126,8 +129,45 @@ pub async fn handle(shared: Arc<Shared>, req: Request) -> ApiResult<Response> {
             Ok(outcome_response(&rt, out, req.metadata_only()))
         }
         (&Method::DELETE, Some(key), None) => delete(&shared, &req, &key),
+        (&Method::PUT, Some(key), Some("finalize"))
+            if rt.group.is_empty() && rt.plural == "namespaces" =>
+        {
+            finalize(&shared, &req, &key)
+        }
+        (&Method::GET, Some(key), Some("log")) if rt.group.is_empty() && rt.plural == "pods" => {
+            logs::serve(shared, &req, &key)
+        }
         _ => Err(ApiError::method_not_allowed()),
     }
+}
+
+/// `PUT namespaces/{name}/finalize`: only the body's `spec.finalizers` is taken (a deleted
+/// Namespace left without finalizers goes), after the usual `resourceVersion` check.
+fn finalize(shared: &Shared, req: &Request, key: &ObjKey) -> ApiResult<Response> {
+    let rt = &req.target.rt;
+    let body = req.json_body()?;
+    admission::check_type(rt, &body)?;
+    let finalizers: Vec<String> = body
+        .pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str().map(String::from))
+        .collect();
+    let mut store = shared.lock();
+    let old = store
+        .get(key)
+        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, &key.name))?;
+    ApiError::check_resource_version(
+        &rt.group,
+        &rt.plural,
+        &key.name,
+        object::resource_version(&body),
+        object::resource_version(&old),
+    )?;
+    let manager = req.write_opts().manager;
+    let out = namespace::finalize(&mut store, key, &old, finalizers, &manager);
+    Ok(json_response(StatusCode::OK, &resources::serve(rt, &out)))
 }
 
 fn check_status(rt: &ResourceType, sub: Option<&str>) -> ApiResult<bool> {

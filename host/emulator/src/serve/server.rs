@@ -75,15 +75,18 @@ fn report(served: std::io::Result<()>) {
     }
 }
 
-/// The server task on one listener and the workload task beside it; dropping it aborts both.
+/// The server task on one listener and the controllers' tasks beside it (the namespace
+/// controller, and the workload simulation if configured); dropping it aborts them all.
 pub struct Serving {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: tokio::task::JoinHandle<()>,
+    namespaces: tokio::task::JoinHandle<()>,
     workload: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Serving {
-    /// Serve `shared` on `listener` (and run the workload simulation if configured).
+    /// Serve `shared` on `listener`, run the namespace controller, and the workload simulation
+    /// if configured.
     pub fn start(listener: tokio::net::TcpListener, shared: Arc<Shared>) -> Serving {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let app = router(shared.clone());
@@ -112,6 +115,7 @@ impl Serving {
                 })
             }
         };
+        let namespaces = tokio::spawn(workload::namespaces::run(shared.clone()));
         let workload = shared
             .config
             .workloads
@@ -120,14 +124,16 @@ impl Serving {
         Serving {
             stop: Some(stop),
             task,
+            namespaces,
             workload,
         }
     }
 
-    /// Stop the workload task, close the listener at once (new connections are refused), end
+    /// Stop the controllers' tasks, close the listener at once (new connections are refused), end
     /// every watch (again every 100 ms, for one that opened meanwhile) and wait up to 5 s for the
     /// requests in flight before aborting the server.
     pub async fn stop(&mut self, shared: &Shared) {
+        self.namespaces.abort();
         if let Some(w) = self.workload.take() {
             w.abort();
         }
@@ -153,6 +159,7 @@ impl Serving {
 
 impl Drop for Serving {
     fn drop(&mut self) {
+        self.namespaces.abort();
         if let Some(w) = self.workload.take() {
             w.abort();
         }

@@ -1,11 +1,13 @@
 //! The in-memory object store: one global resourceVersion counter and a bounded event history.
 //!
-//! The indexes kept beside the objects, so that no write scans a kind, are its two modules:
-//! `allocations` (the cluster IPs and node ports Services hold) and `label_index` (Pods by label,
-//! Services by selector).
+//! The indexes kept beside the objects, so that no write scans a kind, are its three modules:
+//! `allocations` (the cluster IPs and node ports Services hold), `label_index` (Pods by label,
+//! Services by selector) and `terminating` (the namespaces being deleted, and which of them
+//! changed since the namespace controller last looked).
 
 pub mod allocations;
 pub mod label_index;
+pub mod terminating;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use tokio::sync::broadcast;
 use crate::kinds::resources::{Registry, ResKey};
 use crate::store::allocations::Allocations;
 use crate::store::label_index::LabelIndex;
+use crate::store::terminating::Terminating;
 use crate::wire::object;
 use crate::wire::stored::Stored;
 
@@ -103,6 +106,7 @@ pub struct Store {
     pub pending_owners: BTreeSet<ObjKey>,
     allocations: Allocations,
     labels: LabelIndex,
+    terminating: Terminating,
 }
 
 impl Store {
@@ -129,6 +133,7 @@ impl Store {
             pending_owners: BTreeSet::new(),
             allocations: Allocations::default(),
             labels: LabelIndex::default(),
+            terminating: Terminating::default(),
         }
     }
 
@@ -275,6 +280,7 @@ impl Store {
         object: Arc<Stored>,
         prev: Option<Arc<Stored>>,
     ) {
+        self.terminating.touched(&key);
         let ev = Arc::new(Event {
             rv: self.rv,
             key,
@@ -317,6 +323,7 @@ impl Store {
                     self.labels.track_service(&key.ns, &key.name, obj, add);
                 }
                 "pods" => self.labels.track_pod(&key.ns, &key.name, obj, add),
+                "namespaces" => self.terminating.track(key, obj, add),
                 _ => {}
             }
         }
@@ -330,6 +337,11 @@ impl Store {
     /// Pods by label and Services by selector.
     pub fn labels(&self) -> &LabelIndex {
         &self.labels
+    }
+
+    /// The namespaces being terminated, for the namespace controller.
+    pub fn terminating(&mut self) -> &mut Terminating {
+        &mut self.terminating
     }
 
     /// Store `obj` at `key` with the next resourceVersion and broadcast ADDED or MODIFIED;

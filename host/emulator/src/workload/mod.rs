@@ -1,5 +1,10 @@
 //! Workload simulation in the KWOK style: the controllers and the kubelet a cluster would run.
 //!
+//! Beside it, and not part of the optional simulation, `namespaces`: the namespace controller's
+//! task, which every emulator runs (a deleted namespace's content is deleted, as in any cluster).
+//! And what the simulated kubelet says of a container's log (`container_log`, served as
+//! `pods/log`): a literal `echo`'s output (`echo`), else the container's lifecycle lines.
+//!
 //! One task follows the store's change stream and reconciles what each change touches, each
 //! controller in its own module: `deployment` (Deployment → ReplicaSets, rollout and history,
 //! status), `replicaset` (ReplicaSet → Pods), `job` (Job → Pods, Complete), `statefulset`
@@ -11,11 +16,14 @@
 //! `managedFields` and owner-reference garbage collection apply; a write happens only when
 //! something changed.
 
+pub mod container_log;
 mod daemonset;
 mod deployment;
+mod echo;
 mod endpoints;
 mod job;
 mod kubelet;
+pub mod namespaces;
 mod replicaset;
 mod statefulset;
 

@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use crate::store::terminating::is_namespace;
 use crate::store::{ObjKey, Store};
 use crate::wire::object;
 
@@ -72,7 +73,10 @@ pub fn delete(store: &mut Store, key: &ObjKey, policy: Propagation) -> Option<(V
     let generation = object::generation(&obj) + 1;
     if let Some(meta) = object::metadata_mut(&mut obj) {
         meta.insert("deletionTimestamp".into(), json!(object::now_rfc3339()));
-        meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+        // kube-apiserver's namespace storage sets the timestamp alone.
+        if !is_namespace(key) {
+            meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+        }
         meta.insert("generation".into(), json!(generation));
     }
     if extra.is_some() {
@@ -80,12 +84,6 @@ pub fn delete(store: &mut Store, key: &ObjKey, policy: Propagation) -> Option<(V
     }
     let stored = store.put(key, obj);
     Some((stored, false))
-}
-
-const NAMESPACE_FINALIZER: &str = "kubernetes";
-
-fn is_namespace(key: &ObjKey) -> bool {
-    key.res.group.is_empty() && key.res.plural == "namespaces"
 }
 
 /// The collector's rule for a dependent none of whose owners exists: it is deleted. Called on
@@ -101,7 +99,7 @@ pub fn collect_if_orphaned(store: &mut Store, key: &ObjKey, obj: &Value) {
 }
 
 /// A Namespace's `spec.finalizers` (the `kubernetes` one is the namespace controller's).
-fn spec_finalizers(obj: &Value) -> Vec<String> {
+pub fn spec_finalizers(obj: &Value) -> Vec<String> {
     obj.pointer("/spec/finalizers")
         .and_then(Value::as_array)
         .into_iter()
@@ -114,62 +112,6 @@ fn spec_finalizers(obj: &Value) -> Vec<String> {
 /// `spec.finalizers` either.
 pub fn may_remove(key: &ObjKey, obj: &Value) -> bool {
     object::finalizers(obj).is_empty() && (!is_namespace(key) || spec_finalizers(obj).is_empty())
-}
-
-/// The namespace controller's work (`pkg/controller/namespace/deletion`): a Terminating
-/// namespace's contents are deleted; once none remain, the `kubernetes` finalizer is dropped and
-/// the namespace goes (unless `metadata.finalizers` still hold it). Returns whether it changed anything.
-fn terminate_namespaces(store: &mut Store) -> bool {
-    let namespaces = crate::kinds::resources::ResKey {
-        group: String::new(),
-        plural: "namespaces".into(),
-    };
-    let mut progressed = false;
-    for ns in store.list(&namespaces, None) {
-        if !ns.is_deleting() {
-            continue;
-        }
-        let ns = ns.value();
-        if !object::is_deleting(&ns)
-            || !spec_finalizers(&ns)
-                .iter()
-                .any(|f| f == NAMESPACE_FINALIZER)
-        {
-            continue;
-        }
-        let name = object::name(&ns).to_string();
-        let mut remaining = false;
-        for res in store.resources() {
-            for k in store.keys(&res).into_iter().filter(|k| k.ns == name) {
-                remaining = true;
-                if store.get(&k).is_some_and(|o| !object::is_deleting(&o)) {
-                    delete(store, &k, Propagation::Background);
-                    progressed = true;
-                }
-            }
-        }
-        if remaining {
-            continue;
-        }
-        let key = ObjKey {
-            res: namespaces.clone(),
-            ns: String::new(),
-            name,
-        };
-        let mut obj = ns;
-        let left: Vec<String> = spec_finalizers(&obj)
-            .into_iter()
-            .filter(|f| f != NAMESPACE_FINALIZER)
-            .collect();
-        object::set_path(&mut obj, ".spec.finalizers", json!(left));
-        if may_remove(&key, &obj) {
-            store.remove(&key);
-        } else {
-            store.put(&key, obj);
-        }
-        progressed = true;
-    }
-    progressed
 }
 
 /// Drop the owner reference to `owner_uid` from a dependent.
@@ -209,7 +151,8 @@ fn finish(store: &mut Store, key: &ObjKey, drop: &str) {
 }
 
 /// Run the collector until nothing more changes: dependents of removed owners, orphaning,
-/// foreground waits, Terminating namespaces, and the contents of removed CRDs and namespaces.
+/// foreground waits, and the contents of removed CRDs and namespaces (a Terminating namespace's
+/// contents are the namespace controller's, `write::namespace`).
 pub fn settle(store: &mut Store) {
     loop {
         let mut progressed = false;
@@ -268,7 +211,6 @@ pub fn settle(store: &mut Store) {
                 store.pending_owners.remove(&key);
             }
         }
-        progressed |= terminate_namespaces(store);
         if !progressed {
             break;
         }

@@ -4,9 +4,11 @@
 //! force), `patch` (merge, JSON and strategic merge patches), `apply` (server-side apply with
 //! `managedFields`, conflicts and field removal), `crd` (a stored CRD registers its kinds), `gc`
 //! (finalizers, `deletionTimestamp`, Background/Foreground/Orphan propagation, owner-reference
-//! garbage collection), `defaults` (kube-apiserver's defaulting of the built-in kinds, one module
-//! per kind), `admission` (type checks, strict field validation of built-in kinds, CRD schemas),
-//! `ops` (create, update, patch, apply, delete, with optimistic concurrency and
+//! garbage collection), `namespace` (a deleted Namespace `Terminating`: the lifecycle admission
+//! that refuses new content, the namespace controller that deletes its content kind by kind with
+//! its conditions, and `/finalize`), `defaults` (kube-apiserver's defaulting of the built-in
+//! kinds, one module per kind), `admission` (type checks, strict field validation of built-in
+//! kinds, CRD schemas), `ops` (create, update, patch, apply, delete, with optimistic concurrency and
 //! `DeleteOptions.preconditions`).
 
 pub mod opts;
@@ -14,6 +16,7 @@ pub mod patch;
 pub mod apply;
 pub mod crd;
 pub mod gc;
+pub mod namespace;
 pub mod defaults;
 pub mod admission;
 pub mod ops;

@@ -8,7 +8,7 @@ use crate::wire::apierror::{ApiError, ApiResult};
 use crate::wire::object;
 use crate::write::apply::{self, Scope};
 use crate::write::opts::WriteOpts;
-use crate::write::{admission, crd, defaults, gc, patch};
+use crate::write::{admission, crd, defaults, gc, namespace, patch};
 
 /// What a write produced.
 #[derive(Debug)]
@@ -112,15 +112,17 @@ fn create_inner(
     if rt.namespaced && !namespace_exists(store, ns) {
         return Err(ApiError::not_found("", "namespaces", ns));
     }
-    if rt.namespaced && namespace_terminating(store, ns) {
-        return Err(ApiError::new(
-            403,
-            "Forbidden",
-            format!(
-                "{} \"{name}\" is forbidden: unable to create new content in namespace {ns} because it is being terminated",
-                rt.plural
-            ),
-        ));
+    if rt.namespaced && namespace::is_terminating(store, ns) {
+        // The name kube-apiserver's lifecycle admission names: the generateName prefix when the
+        // name is still to be generated.
+        let asked = match object::name(&body) {
+            "" => body
+                .pointer("/metadata/generateName")
+                .and_then(Value::as_str)
+                .unwrap_or(""),
+            given => given,
+        };
+        return Err(namespace::refuse_create(&rt.group, &rt.plural, asked, ns));
     }
     let key = ObjKey {
         res: rt.key(),
@@ -188,27 +190,9 @@ fn create_inner(
     })
 }
 
-fn namespace_key(ns: &str) -> ObjKey {
-    ObjKey {
-        res: crate::kinds::resources::ResKey {
-            group: String::new(),
-            plural: "namespaces".into(),
-        },
-        ns: String::new(),
-        name: ns.to_string(),
-    }
-}
-
 /// Whether a namespace object exists.
 pub fn namespace_exists(store: &Store, ns: &str) -> bool {
-    store.get(&namespace_key(ns)).is_some()
-}
-
-/// Whether a namespace is being deleted (new content is refused).
-fn namespace_terminating(store: &Store, ns: &str) -> bool {
-    store
-        .get(&namespace_key(ns))
-        .is_some_and(|n| object::is_deleting(&n))
+    store.contains(&namespace::key(ns))
 }
 
 /// Replace an object (PUT), on the main endpoint or `/status`.

@@ -44,11 +44,6 @@ const KNOWN: &[(&str, &str)] = &[
         "only the self-reviews of `kubectl auth can-i` are answered, not reviews of another user",
     ),
     (
-        "v1 namespaces/finalize: not served",
-        "the emulator's own namespace deletion drops the `kubernetes` finalizer; no client \
-         writes spec.finalizers through /finalize",
-    ),
-    (
         "v1 pods/attach: not served",
         "no container runs, so there is nothing to attach to",
     ),
@@ -67,10 +62,6 @@ const KNOWN: &[(&str, &str)] = &[
     (
         "v1 pods/exec: not served",
         "no container runs, so there is nothing to exec in",
-    ),
-    (
-        "v1 pods/log: not served",
-        "served by the kubelet path, added by the pods/log work",
     ),
     (
         "v1 pods/portforward: not served",

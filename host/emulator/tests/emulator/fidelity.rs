@@ -158,63 +158,6 @@ async fn custom_resources_refuse_field_selectors_other_than_name_and_namespace()
         status.message
     );
 }
-
-#[tokio::test]
-async fn a_deleted_namespace_terminates_until_its_contents_are_gone() {
-    use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-    use kube::api::{DeleteParams, Patch, PatchParams};
-
-    let em = emulator().await;
-    let namespaces: Api<Namespace> = Api::all(em.client());
-    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap();
-    let created = namespaces
-        .create(&PostParams::default(), &ns)
-        .await
-        .unwrap();
-    let spec = created.spec.unwrap();
-    assert_eq!(spec.finalizers, Some(vec!["kubernetes".to_string()]));
-    let configmaps: Api<ConfigMap> = Api::namespaced(em.client(), "team");
-    crate::configmap("held")
-        .finalizer("weir.dev/hold")
-        .create(&configmaps)
-        .await;
-    crate::configmap("free").create(&configmaps).await;
-
-    namespaces
-        .delete("team", &DeleteParams::default())
-        .await
-        .unwrap();
-    let terminating = namespaces.get("team").await.unwrap();
-    assert_eq!(
-        terminating.status.unwrap().phase.as_deref(),
-        Some("Terminating")
-    );
-    assert!(terminating.metadata.deletion_timestamp.is_some());
-    assert!(configmaps.get_opt("free").await.unwrap().is_none());
-    assert!(
-        configmaps
-            .get("held")
-            .await
-            .unwrap()
-            .metadata
-            .deletion_timestamp
-            .is_some()
-    );
-    let refused = configmaps
-        .create(&PostParams::default(), &crate::configmap("late").build())
-        .await
-        .unwrap_err();
-    assert_eq!(api_error(refused).code, 403);
-
-    // The last finalizer goes: the namespace follows.
-    let release = json!({"metadata": {"finalizers": null}});
-    configmaps
-        .patch("held", &PatchParams::default(), &Patch::Merge(&release))
-        .await
-        .unwrap();
-    assert!(namespaces.get_opt("team").await.unwrap().is_none());
-}
-
 each_kubectl!(
     an_event_written_through_either_api_is_read_through_both,
     kubectl_prints_service_and_deployment_columns_as_a_cluster_does,

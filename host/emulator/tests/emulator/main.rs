@@ -33,6 +33,8 @@ mod kubectl;
 mod kubectl_bin;
 mod kubectl_prune;
 mod kubectl_versions;
+mod logs;
+mod namespaces;
 mod protobuf;
 mod request_log;
 mod restart;

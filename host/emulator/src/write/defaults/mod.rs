@@ -33,7 +33,7 @@ pub fn apply(rt: &ResourceType, obj: &mut Value, store: &Store, old: Option<&Val
         ("", "Endpoints") | ("discovery.k8s.io", "EndpointSlice") => port_protocols(obj),
         ("", "Secret") => secret::secret(obj),
         ("", "Service") => service::service(obj, store, old),
-        ("", "Namespace") => namespace(obj),
+        ("", "Namespace") => namespace(obj, old),
         ("scheduling.k8s.io", "PriorityClass") => priority_class(obj),
         _ => {}
     }
@@ -41,8 +41,9 @@ pub fn apply(rt: &ResourceType, obj: &mut Value, store: &Store, old: Option<&Val
 
 /// `SetDefaults_Namespace` (`pkg/apis/core/v1/defaults.go`): the `kubernetes.io/metadata.name`
 /// label; `SetDefaults_NamespaceStatus`: phase `Active`; the namespace REST strategy's
-/// `PrepareForCreate` adds the `kubernetes` finalizer that namespace deletion waits on.
-fn namespace(obj: &mut Value) {
+/// `PrepareForCreate` adds the `kubernetes` finalizer that namespace deletion waits on, and its
+/// `PrepareForUpdate` keeps `spec.finalizers` as stored (only `/finalize` changes them).
+fn namespace(obj: &mut Value, old: Option<&Value>) {
     let name = crate::wire::object::name(obj).to_string();
     if let Some(meta) = crate::wire::object::metadata_mut(obj) {
         let labels = meta.entry("labels").or_insert_with(|| json!({}));
@@ -52,8 +53,17 @@ fn namespace(obj: &mut Value) {
     }
     if let Some(m) = obj.as_object_mut() {
         let spec = object_at(m, "spec");
-        if !spec.contains_key("finalizers") {
-            spec.insert("finalizers".into(), json!(["kubernetes"]));
+        match old.map(|o| o.pointer("/spec/finalizers")) {
+            None if !spec.contains_key("finalizers") => {
+                spec.insert("finalizers".into(), json!(["kubernetes"]));
+            }
+            None => {}
+            Some(Some(kept)) => {
+                spec.insert("finalizers".into(), kept.clone());
+            }
+            Some(None) => {
+                spec.remove("finalizers");
+            }
         }
         let status = object_at(m, "status");
         set_if_empty(status, "phase", json!("Active"));
