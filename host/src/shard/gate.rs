@@ -51,6 +51,9 @@ impl Gate for Labels {
     }
 }
 
+/// What [`Ranges`] does beyond its ranges: as sharded by labels.
+static LABELS: Labels = Labels;
+
 /// The gate of a replica sharded server-side: the parents whose UID hashes into its share.
 #[derive(Clone, Debug)]
 pub struct Ranges(pub Share);
@@ -63,7 +66,7 @@ impl Pass for Held<'_> {
         if !parent.uid().is_some_and(|uid| Share::covers(&self.0, uid)) {
             return Admission::NotMine;
         }
-        Labels.admits(parent)
+        LABELS.admits(parent)
     }
 }
 
@@ -78,10 +81,78 @@ impl Gate for Ranges {
         kind: &'a ResourceKind,
         parent: &'a CachedObject,
     ) -> BoxFuture<'a, Result<(), kube::Error>> {
-        Box::pin(acknowledge_drain(client, kind, parent))
+        LABELS.let_go(client, kind, parent)
     }
 
     fn stamp(&self, children: &mut [DesiredChild], parent: &CachedObject) {
-        follow_parent(children, parent);
+        LABELS.stamp(children, parent);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::api::{ApiResource, DynamicObject};
+
+    use super::*;
+    use crate::shard::{DRAIN_LABEL, OWNER_LABEL};
+
+    fn parent(drained: bool) -> CachedObject {
+        let kind = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let mut obj = DynamicObject::new("b", &kind).within("default");
+        obj.metadata.uid = Some("5c1d0a3e-uid".into());
+        if drained {
+            obj.metadata.labels = Some([(DRAIN_LABEL.to_owned(), "true".to_owned())].into());
+        }
+        CachedObject::from_object(&obj).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[tokio::test]
+    async fn a_label_gate_lets_a_draining_parent_go_and_admits_the_others() {
+        assert_eq!(Labels.enter().await.admits(&parent(false)), Admission::Mine);
+        assert_eq!(Labels.enter().await.admits(&parent(true)), Admission::LetGo);
+    }
+
+    #[tokio::test]
+    async fn a_server_side_gate_admits_only_the_parents_its_served_ranges_cover() {
+        let share = Share::new();
+        let gate = Ranges(share.clone());
+        let admitted = |drained| {
+            let gate = gate.clone();
+            async move { gate.enter().await.admits(&parent(drained)) }
+        };
+        assert_eq!(
+            admitted(false).await,
+            Admission::NotMine,
+            "serving nothing yet"
+        );
+        share.serve(vec![(0, 1u128 << 64)]).await;
+        assert_eq!(admitted(false).await, Admission::Mine, "every hash served");
+        assert_eq!(
+            admitted(true).await,
+            Admission::LetGo,
+            "still labelled to drain"
+        );
+    }
+
+    #[test]
+    fn both_gates_stamp_the_parents_owner_on_its_children() {
+        let kind = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let mut owned = DynamicObject::new("b", &kind).within("default");
+        owned.metadata.labels = Some([(OWNER_LABEL.to_owned(), "weir-1".to_owned())].into());
+        let owned = CachedObject::from_object(&owned).unwrap_or_else(|e| panic!("{e}"));
+        let gates: [&dyn Gate; 2] = [&Labels, &Ranges(Share::new())];
+        for gate in gates {
+            let mut children = vec![DesiredChild {
+                kind: crate::plugin::test_info::namespaced("", "ConfigMap", "configmaps"),
+                key: crate::runtime::ObjectKey::new("default", "b-page"),
+                manifest: serde_json::json!({"metadata": {"name": "b-page"}}),
+                live: None,
+            }];
+            gate.stamp(&mut children, &owned);
+            assert_eq!(
+                children[0].manifest["metadata"]["labels"][OWNER_LABEL], "weir-1",
+                "{gate:?}"
+            );
+        }
     }
 }
