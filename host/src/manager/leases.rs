@@ -70,8 +70,10 @@ impl Leases {
     /// their writes go through the shard Lease's fence when sharded, else the leader's.
     pub(super) fn controllers(
         &self,
-        (client, informers): (&Client, &Arc<Informers>),
-        (config, metrics): (&ManagerConfig, &Arc<Metrics>),
+        client: &Client,
+        informers: &Arc<Informers>,
+        config: &ManagerConfig,
+        metrics: &Arc<Metrics>,
         store: &PhaseStore,
     ) -> Controllers {
         let controller = ControllerConfig {
@@ -106,16 +108,21 @@ impl Leases {
     /// Sharded, starts the task that moves this replica's share (see [`Sharding::start`]).
     pub(super) fn start_sharding(
         &self,
-        (client, leader_client): (&Client, &Client),
-        (config, view): (&ManagerConfig, &ControllersView),
+        client: &Client,
+        leader_client: &Client,
+        config: &ManagerConfig,
+        view: &ControllersView,
         stop: &CancellationToken,
     ) {
         if let Some(s) = &self.sharding {
-            let scope = (config.controller.namespace.clone(), view.clone());
+            let namespace = config.controller.namespace.clone();
+            let leading = self.gate.clone();
             s.start(
-                (client, leader_client),
-                scope,
-                self.gate.clone(),
+                client,
+                leader_client,
+                namespace,
+                view.clone(),
+                leading,
                 stop.clone(),
             );
         }

@@ -191,10 +191,10 @@ impl Manager {
         let informers = leases.informers(&client, &config, &metrics);
         let phases = rollout_namespace(&config);
         let store = PhaseStore::new(leader_client.clone(), &phases, &config.controller.instance);
-        let controllers = leases.controllers((&client, &informers), (&config, &metrics), &store);
+        let controllers = leases.controllers(&client, &informers, &config, &metrics, &store);
         let view = controllers.view();
         let stop = CancellationToken::new();
-        leases.start_sharding((&client, &leader_client), (&config, &view), &stop);
+        leases.start_sharding(&client, &leader_client, &config, &view, &stop);
         let catalogued = (catalog.clone(), view.clone());
         let candidates = Candidates::new(
             catalogued,

@@ -64,7 +64,7 @@ impl Sharding {
 
     /// The controllers' gate (`crate::shard::gate`).
     pub(super) fn gate(&self) -> Arc<dyn Gate> {
-        crate::shard::gate(Some(&self.config), self.share.as_ref())
+        crate::shard::gate(self.share.as_ref())
     }
 
     /// How the informers narrow parents and children to this replica's share.
@@ -90,8 +90,10 @@ impl Sharding {
     /// with `leader_client` (built by the same fence).
     pub(super) fn start(
         &self,
-        (client, leader_client): (&Client, &Client),
-        (namespace, view): (Option<String>, ControllersView),
+        client: &Client,
+        leader_client: &Client,
+        namespace: Option<String>,
+        view: ControllersView,
         leading: Fence,
         stop: CancellationToken,
     ) {

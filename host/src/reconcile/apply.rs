@@ -158,16 +158,19 @@ impl Applier {
     pub async fn apply(&self, children: &[DesiredChild]) -> Result<Vec<Change>, ApplyError> {
         let mut changes = Vec::new();
         for child in children {
-            let kind = child.kind.kind.clone();
-            // A reconcile the cache has not caught up with: compare with what was last written.
             let cached = child.live.as_deref();
+            if cached.is_some_and(|live| live_holds(live, &child.manifest)) {
+                continue;
+            }
+            let kind = child.kind.kind.clone();
+            // A reconcile the cache has not caught up with: compare with what was last written
+            // (asked only of a child that differs: a converged one costs no lookup).
             if let Some(written) = self.echoes.unseen(&kind, &child.key, version(cached))
                 && live_holds(&written, &child.manifest)
             {
                 continue;
             }
             let change = match cached {
-                Some(live) if live_holds(live, &child.manifest) => continue,
                 // Validated against the cache: controlled by this parent.
                 Some(_) => self
                     .apply_owned(child)

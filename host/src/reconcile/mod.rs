@@ -245,16 +245,19 @@ impl Controller {
     async fn outcome(&self, route: &Route, key: &ObjectKey, pass: &dyn Pass) -> Outcome {
         let b = &route.applied;
         // ③ Read the parent from the cache, never the API. Deleted (or another host's) means done.
-        let cached = b.cache.parents.get(key);
-        let admission = cached.as_deref().map(|c| pass.admits(c));
-        let Some(cached) = cached.filter(|_| admission != Some(Admission::NotMine)) else {
-            b.related.forget(key);
-            return Outcome::Gone;
+        let admitted = b.cache.parents.get(key).map(|c| {
+            let admission = pass.admits(&c);
+            (c, admission)
+        });
+        let cached = match admitted {
+            Some((cached, Admission::Mine)) => cached,
+            // Being handed to another host, which gets it once this one lets go.
+            Some((cached, Admission::LetGo)) => return self.let_go(b, key, &cached).await,
+            Some((_, Admission::NotMine)) | None => {
+                b.related.forget(key);
+                return Outcome::Gone;
+            }
         };
-        // Being handed to another host, which gets it once this one lets go.
-        if admission == Some(Admission::LetGo) {
-            return self.let_go(b, key, &cached).await;
-        }
         // Its status and finalizers are read and written: the parent is parsed.
         let parent = match cached.decode() {
             Ok(parent) => Arc::new(parent),

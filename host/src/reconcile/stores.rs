@@ -113,17 +113,7 @@ mod tests {
     use kube::runtime::watcher;
 
     use super::*;
-    use crate::plugin::ResourceKind;
-
-    fn kind(group: &str, kind: &str, plural: &str) -> ResourceKind {
-        ResourceKind {
-            group: group.into(),
-            version: "v1".into(),
-            kind: kind.into(),
-            plural: plural.into(),
-            namespaced: true,
-        }
-    }
+    use crate::plugin::test_info::namespaced as kind;
 
     #[test]
     fn the_stores_are_a_lookup_of_live_objects_by_kind_and_key() {

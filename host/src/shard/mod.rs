@@ -166,16 +166,11 @@ pub fn unowned() -> String {
     format!("!{OWNER_LABEL}")
 }
 
-/// The controllers' gate: every parent when not sharded (`config` is `None`), else by labels or
-/// (with `share`) by the served ranges.
-pub fn gate(
-    config: Option<&ShardConfig>,
-    share: Option<&share::Share>,
-) -> std::sync::Arc<dyn crate::reconcile::gate::Gate> {
-    match (config, share) {
-        (None, _) => std::sync::Arc::new(crate::reconcile::gate::Whole),
-        (Some(_), None) => std::sync::Arc::new(gate::Labels),
-        (Some(_), Some(share)) => std::sync::Arc::new(gate::Ranges(share.clone())),
+/// A sharded replica's gate: by labels, or (with `share`, sharded server-side) by the served ranges.
+pub fn gate(share: Option<&share::Share>) -> std::sync::Arc<dyn crate::reconcile::gate::Gate> {
+    match share {
+        None => std::sync::Arc::new(gate::Labels),
+        Some(share) => std::sync::Arc::new(gate::Ranges(share.clone())),
     }
 }
 
