@@ -8,9 +8,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use kube::Client;
-use kube::config::{Config, KubeConfigOptions, Kubeconfig};
-
 use crate::client::ClientLimits;
 use crate::leader::LeaderConfig;
 use crate::manager::{Manager, ManagerConfig, PluginSource};
@@ -22,24 +19,9 @@ use crate::shard::ShardConfig;
 /// Why the host could not start or stopped early.
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    /// No cluster is configured (no `--kubeconfig`, `KUBECONFIG`, `~/.kube/config` or in-cluster config).
-    /// (One line on purpose: the inference details are logged at debug level.)
-    #[error(
-        "no Kubernetes cluster configured (use --kubeconfig PATH, or `weir dev` for the embedded emulator)"
-    )]
-    NoCluster,
-    /// The kubeconfig file could not be read or used.
-    #[error("cannot use kubeconfig {path}")]
-    Kubeconfig {
-        /// The file.
-        path: PathBuf,
-        /// What went wrong.
-        #[source]
-        source: kube::config::KubeconfigError,
-    },
-    /// The client could not be built from the configuration.
-    #[error("cannot build a Kubernetes client")]
-    Client(#[source] kube::Error),
+    /// No client for the cluster.
+    #[error(transparent)]
+    Connect(#[from] crate::client::ConnectError),
     /// The WebAssembly engine could not start.
     #[error("cannot start the plugin engine for {path}")]
     Load {
@@ -67,43 +49,6 @@ pub enum RunError {
         #[source]
         source: std::io::Error,
     },
-}
-
-/// A client for `--kubeconfig PATH`, or the usual inference (KUBECONFIG, ~/.kube/config, in-cluster),
-/// rate-limited by `limits`, fairly between plugins, and honouring the server's pushback
-/// ([`crate::client`]).
-pub async fn client(kubeconfig: Option<&Path>, limits: ClientLimits) -> Result<Client, RunError> {
-    client_as(kubeconfig, limits, None).await
-}
-
-/// [`client`] whose requests carry `user_agent` (when given) instead of [`crate::client::USER_AGENT`].
-pub async fn client_as(
-    kubeconfig: Option<&Path>,
-    limits: ClientLimits,
-    user_agent: Option<&str>,
-) -> Result<Client, RunError> {
-    let mut config = match kubeconfig {
-        Some(path) => {
-            let kc = Kubeconfig::read_from(path).map_err(|source| RunError::Kubeconfig {
-                path: path.to_owned(),
-                source,
-            })?;
-            Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-                .await
-                .map_err(|source| RunError::Kubeconfig {
-                    path: path.to_owned(),
-                    source,
-                })?
-        }
-        None => Config::infer().await.map_err(|e| {
-            tracing::debug!(error = %e, "no cluster found");
-            RunError::NoCluster
-        })?,
-    };
-    if let Some(agent) = user_agent.and_then(|a| http::HeaderValue::from_str(a).ok()) {
-        config.headers.push((http::header::USER_AGENT, agent));
-    }
-    crate::client::build(config, limits).map_err(RunError::Client)
 }
 
 /// Arguments of `weir run`: where the plugins come from, how to reach the cluster, and how the
@@ -358,7 +303,7 @@ pub async fn run(
         .leader
         .as_ref()
         .map(|l| format!("{} ({})", crate::client::USER_AGENT, l.identity));
-    let client = client_as(kubeconfig, limits, agent.as_deref()).await?;
+    let client = crate::client::connect(kubeconfig, limits, agent.as_deref()).await?;
     tracing::info!(%limits, "API client limit (shared fairly between plugins)");
     let (Origin::Directory(dir) | Origin::Cluster(dir)) = origin;
     let engine = Engine::new(engine).map_err(|source| RunError::Load {

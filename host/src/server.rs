@@ -64,38 +64,56 @@ pub async fn serve(
     ready: Readiness,
     stop: CancellationToken,
 ) -> Result<SocketAddr, ServerError> {
-    serve_with(addr, metrics, ready, stop, Router::new()).await
+    let bound = Bound::bind(addr, metrics, ready, Router::new()).await?;
+    let at = bound.addr;
+    tokio::spawn(bound.serve(stop));
+    Ok(at)
 }
 
-/// [`serve`] plus the routes of `extra` (hot-loading adds `/plugins`).
-pub async fn serve_with(
-    addr: SocketAddr,
-    metrics: Arc<Metrics>,
-    ready: Readiness,
-    stop: CancellationToken,
-    extra: Router,
-) -> Result<SocketAddr, ServerError> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|source| ServerError::Bind { addr, source })?;
-    let bound = listener
-        .local_addr()
-        .map_err(|source| ServerError::Bind { addr, source })?;
-    let app = Router::new()
-        .route("/metrics", get(metrics_handler))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .with_state(Ops { metrics, ready })
-        .merge(extra);
-    tokio::spawn(async move {
-        let served = axum::serve(listener, app)
+/// The operations server, its address bound, not serving yet.
+pub struct Bound {
+    listener: tokio::net::TcpListener,
+    app: Router,
+    /// The bound address (port 0 picks one).
+    pub addr: SocketAddr,
+}
+
+impl Bound {
+    /// Binds `addr` for `/metrics`, `/healthz`, `/readyz` and the routes of `extra`.
+    pub async fn bind(
+        addr: SocketAddr,
+        metrics: Arc<Metrics>,
+        ready: Readiness,
+        extra: Router,
+    ) -> Result<Self, ServerError> {
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        let bound = listener
+            .local_addr()
+            .map_err(|source| ServerError::Bind { addr, source })?;
+        let app = Router::new()
+            .route("/metrics", get(metrics_handler))
+            .route("/healthz", get(healthz))
+            .route("/readyz", get(readyz))
+            .with_state(Ops { metrics, ready })
+            .merge(extra);
+        Ok(Self {
+            listener,
+            app,
+            addr: bound,
+        })
+    }
+
+    /// Serves until `stop`; requests in flight then are answered.
+    pub async fn serve(self, stop: CancellationToken) {
+        let served = axum::serve(self.listener, self.app)
             .with_graceful_shutdown(stop.cancelled_owned())
             .await;
         if let Err(e) = served {
             tracing::warn!(error = %e, "operations server stopped");
         }
-    });
-    Ok(bound)
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::json;
-use weir::shard::{OWNER_LABEL, coordinator::FIELD_MANAGER};
+use weir::shard::{FIELD_MANAGER, OWNER_LABEL};
 use weir_e2e::weir_run::{WeirRun, ops_get, sample};
 use weir_e2e::{TestEnv, condition, eventually, kinds, plugin};
 use weir_emulator::RequestRecord;

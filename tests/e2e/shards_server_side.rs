@@ -19,7 +19,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::watcher;
-use weir::shard::coordinator::FIELD_MANAGER;
+use weir::shard::FIELD_MANAGER;
 use weir::shard::ring::{Ring, VNODES};
 use weir::shard::server_side::fnv1a;
 use weir::shard::share::VIEW_ANNOTATION;

@@ -141,9 +141,10 @@ impl TestEnv {
             .try_init();
         let (client, emulator) = match std::env::var_os("KUBECONFIG") {
             Some(path) => (
-                weir::run::client(
+                weir::client::connect(
                     Some(Path::new(&path)),
                     weir::client::ClientLimits::default(),
+                    None,
                 )
                 .await?,
                 None,
@@ -185,7 +186,7 @@ impl TestEnv {
     pub async fn client_as(&self, agent: &str, limits: ClientLimits) -> Result<Client> {
         let Some(emulator) = &self.emulator else {
             let kubeconfig = std::env::var_os("KUBECONFIG").map(PathBuf::from);
-            return Ok(weir::run::client_as(kubeconfig.as_deref(), limits, Some(agent)).await?);
+            return Ok(weir::client::connect(kubeconfig.as_deref(), limits, Some(agent)).await?);
         };
         let mut config = kube::Config::new(emulator.url().parse()?);
         config

@@ -87,7 +87,9 @@ impl WeirDev {
                 return None;
             }
             let limits = weir::client::ClientLimits::default();
-            let client = weir::run::client(Some(&kubeconfig), limits).await.ok()?;
+            let client = weir::client::connect(Some(&kubeconfig), limits, None)
+                .await
+                .ok()?;
             client.apiserver_version().await.ok()?;
             Some(client)
         })

@@ -30,6 +30,7 @@
 //! paced by the server rather than by this bucket. `--kube-api-qps 0` lifts the limit (kube-rs
 //! has none); the pushback still holds.
 
+mod connect;
 mod derive;
 mod fair;
 
@@ -45,6 +46,7 @@ use tokio::time::Instant;
 use tower::buffer::Buffer;
 use tower::{BoxError, Layer, Service, ServiceExt};
 
+pub use self::connect::{ConnectError, connect};
 pub use self::derive::{Next, Sent, Wrap, WrapLayer, Wrapped, derive};
 use self::fair::FairQueue;
 pub use self::fair::Flow;

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::controllers::ControllersView;
+use super::runnables::{Runnables, Stage};
 use crate::chain::Chain;
 use crate::fence::Fence;
 use crate::hotload::{Catalog, KindKey, PluginEvent};
@@ -39,14 +40,18 @@ pub(super) struct Candidates {
 }
 
 impl Candidates {
+    /// Candidates of what `catalog` lists and `view`'s controllers serve, their phases kept in
+    /// `store` while `gate` (leadership) is open.
     pub(super) fn new(
-        (catalog, view): (Catalog, ControllersView),
+        catalog: &Catalog,
+        view: &ControllersView,
         config: RolloutConfig,
-        (store, gate): (PhaseStore, Fence),
+        store: PhaseStore,
+        gate: Fence,
     ) -> Self {
         Self {
-            catalog,
-            view,
+            catalog: catalog.clone(),
+            view: view.clone(),
             store,
             config,
             gate,
@@ -148,16 +153,22 @@ impl Candidates {
         Ok(())
     }
 
-    /// Starts carrying out operators' requests and, with a source of candidates, proposing its
-    /// candidates, until `stop`.
+    /// Adds the runnables that carry out operators' requests and, with a source of candidates,
+    /// propose its candidates.
     pub(super) fn start(
         &self,
+        runnables: &mut Runnables,
         source: Option<crate::hotload::CandidateEvents<Plugin>>,
-        stop: &CancellationToken,
     ) {
-        tokio::spawn(self.clone().follow_requests(stop.clone()));
+        let requests = self.clone();
+        runnables.always(Stage::Beside, "rollout requests", move |stop| {
+            requests.follow_requests(stop)
+        });
         if let Some(source) = source {
-            tokio::spawn(self.clone().follow(source, stop.clone()));
+            let candidates = self.clone();
+            runnables.always(Stage::Beside, "candidates", move |stop| {
+                candidates.follow(source, stop)
+            });
         }
     }
 
@@ -218,7 +229,11 @@ impl Candidates {
                             .unwrap_or_else(PoisonError::into_inner)
                             .insert(serving_of(&file), CandidateRefusal::Load(message).to_string());
                     }
-                    None => return,
+                    // The source stops only when the host does.
+                    None => {
+                        stop.cancelled().await;
+                        return;
+                    }
                 },
             }
             let mut done = Vec::new();

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use kube::Client;
 use tokio::sync::Semaphore;
-use tokio_util::sync::CancellationToken;
 
+use super::config::{ManagerConfig, ManagerError};
 use super::controllers::{Controllers, ControllersView};
+use super::runnables::Runnables;
 use super::shards::Sharding;
-use super::{ManagerConfig, ManagerError};
 use crate::fence::Fence;
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
@@ -105,25 +105,25 @@ impl Leases {
         )
     }
 
-    /// Sharded, starts the task that moves this replica's share (see [`Sharding::start`]).
-    pub(super) fn start_sharding(
+    /// Sharded, adds the runnable that moves this replica's share (see [`Sharding::placement`]).
+    pub(super) fn placement(
         &self,
+        runnables: &mut Runnables,
         client: &Client,
         leader_client: &Client,
         config: &ManagerConfig,
         view: &ControllersView,
-        stop: &CancellationToken,
     ) {
         if let Some(s) = &self.sharding {
             let namespace = config.controller.namespace.clone();
             let leading = self.gate.clone();
-            s.start(
+            s.placement(
+                runnables,
                 client,
                 leader_client,
                 namespace,
                 view.clone(),
                 leading,
-                stop.clone(),
             );
         }
     }

@@ -14,10 +14,12 @@
 
 mod admission;
 mod candidates;
+mod config;
 mod controllers;
 mod leases;
 mod ops;
 mod requests;
+mod runnables;
 mod shards;
 mod sources;
 
@@ -30,122 +32,19 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::admission::{Admission, AdmissionError, AdmittingLoader};
 use self::candidates::Candidates;
+use self::config::rollout_namespace;
+pub use self::config::{DEFAULT_RECONCILES_PER_CPU, ManagerConfig, ManagerError, PluginSource};
 use self::controllers::{Controllers, ControllersView};
 use self::leases::Leases;
+use self::ops::Listing;
+use self::runnables::{Runnables, Running, Stage};
 use crate::hotload::{self, Catalog, HotloadMetrics, PluginEvent, Source, install_crd};
-use crate::leader::{LeaderConfig, LeaderError};
 use crate::metrics::Metrics;
-use crate::plugin::{Engine, Limits, Plugin};
-use crate::policy::Policy;
-use crate::reconcile::ControllerConfig;
+use crate::plugin::Plugin;
 pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
-use crate::rollout::{CandidateRefusal, PhaseStore, RolloutConfig, RolloutStatus};
+use crate::rollout::{CandidateRefusal, PhaseStore, RolloutStatus};
 use crate::runtime::Informers;
-use crate::server::ServerError;
-use crate::shard::ShardConfig;
 use crate::shard::metrics::ShardMetrics;
-
-/// Why the host could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum ManagerError {
-    /// The plugins directory could not be watched.
-    #[error(transparent)]
-    Hotload(#[from] hotload::Error),
-    /// The operations server could not bind its address.
-    #[error(transparent)]
-    Server(#[from] ServerError),
-    /// Leader election could not start, or this replica's shard Lease could not be held.
-    #[error(transparent)]
-    Leader(#[from] LeaderError),
-    /// The identity cannot name a shard member.
-    #[error(transparent)]
-    Shard(#[from] crate::shard::IdentityError),
-    /// A plugin of the fixed list was not admitted.
-    #[error("plugin {plugin} is not admitted")]
-    Admission {
-        /// `name@version`.
-        plugin: String,
-        /// Why (boxed: a refusal is large, and rare).
-        #[source]
-        source: Box<AdmissionError>,
-    },
-}
-
-/// Where the host's plugins come from.
-pub enum PluginSource {
-    /// These components, loaded already, for the host's whole life.
-    Fixed(Vec<Plugin>),
-    /// Every `*.wasm` component of a directory, followed as files come, change and go.
-    Directory {
-        /// The directory and how it is watched.
-        config: hotload::Config,
-        /// The engine that compiles the files (its compile cache makes reloads cheap).
-        engine: Engine,
-    },
-    /// Every `Plugin` object of the cluster, its component pulled by digest, stored on local
-    /// disk and followed as Plugins come, change and go (`weir run --plugins-from-cluster`).
-    Cluster {
-        /// Where components are stored, and how failures are retried.
-        config: hotload::ClusterConfig,
-        /// The engine that compiles the components.
-        engine: Engine,
-    },
-}
-
-/// Reconciles in flight per CPU, by default. A reconcile spends most of its time waiting for
-/// the API server, so more of them than CPUs keep the CPUs busy; but each holds its inputs, its
-/// answer and its writes meanwhile, and with a bound per plugin only (`--workers`) fifty plugins
-/// held 400 at once: 0.5 MiB of the host's memory per plugin (`tests/BENCHMARKS.md`). Eight per
-/// CPU still outrun the API client's default limit: at five requests a reconcile taking 20 ms
-/// each, 16 in flight ask 800 a second, where the client allows 500.
-pub const DEFAULT_RECONCILES_PER_CPU: usize = 8;
-
-/// Everything the host runs with.
-#[derive(Clone, Debug)]
-pub struct ManagerConfig {
-    /// Per-controller tuning (workers, resync, backoff, hot-loop guard, namespace).
-    pub controller: ControllerConfig,
-    /// Plugin calls in flight at once, across all plugins; one plugin may hold half of them.
-    pub max_concurrent_calls: usize,
-    /// Reconciles in flight at once, across all plugins (each plugin also at most its
-    /// `controller.workers`); a plugin waiting for one holds none, and they are handed out in
-    /// the order asked for.
-    pub max_concurrent_reconciles: usize,
-    /// Limits of every plugin call (for plugins the directory source loads).
-    pub limits: Limits,
-    /// Lease-based leader election; `None` runs as the only replica.
-    pub leader: Option<LeaderConfig>,
-    /// Spread the parents across the replicas (`crate::shard`), the leader assigning them;
-    /// `None`: the leader (or the only replica) reconciles every parent.
-    pub shard: Option<ShardConfig>,
-    /// Where to serve `/metrics`, `/healthz`, `/readyz`, `/plugins`; `None` serves nothing.
-    pub listen: Option<SocketAddr>,
-    /// Install each plugin's CRD before starting its controller (`weir dev`; in a cluster
-    /// CRDs are deployed, and the host has no right to write them).
-    pub install_crds: bool,
-    /// What plugins may declare (parents, children, Secret types).
-    pub policy: Arc<Policy>,
-    /// How candidate versions are shadowed, canaried, promoted or rolled back.
-    pub rollout: RolloutConfig,
-}
-
-impl Default for ManagerConfig {
-    fn default() -> Self {
-        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
-        Self {
-            controller: ControllerConfig::default(),
-            max_concurrent_calls: cpus * 2,
-            max_concurrent_reconciles: DEFAULT_RECONCILES_PER_CPU * cpus,
-            limits: Limits::default(),
-            leader: None,
-            shard: None,
-            listen: None,
-            install_crds: false,
-            policy: Arc::new(Policy::default()),
-            rollout: RolloutConfig::default(),
-        }
-    }
-}
 
 /// A running host.
 pub struct Manager {
@@ -155,8 +54,12 @@ pub struct Manager {
     hotload_metrics: HotloadMetrics,
     informers: Arc<Informers>,
     view: ControllersView,
+    /// Stops the host gracefully (the runnables' stages in reverse, then the Leases).
     stop: CancellationToken,
+    /// Runs until stopped, then stops the runnables and lets go of the Leases.
     main: tokio::task::JoinHandle<()>,
+    /// Every runnable, for a hard stop.
+    aborts: Vec<tokio::task::AbortHandle>,
     addr: Option<SocketAddr>,
     candidates: Candidates,
     /// Keeps the plugin source running (dropping it stops it).
@@ -175,55 +78,60 @@ impl Manager {
         config: ManagerConfig,
     ) -> Result<Manager, ManagerError> {
         let meters = Meters::new(&config, &source);
-        let metrics = meters.host.clone();
-        let leases = Leases::join(&client, &config, meters.shard).await?;
-        let leader_client = leases.gate.client(&client);
+        let leases = Leases::join(&client, &config, meters.shard.clone()).await?;
+        let writes = leases.gate.client(&client);
         let namespace = config.controller.namespace.clone();
         let admission = Admission::new(client.clone(), config.policy.clone(), namespace);
-        let writers = (&leader_client, &leases.gate);
-        let source = sources::start(source, admission, config.limits, writers, &meters.hotload);
+        let hotload = &meters.hotload;
+        let gate = &leases.gate;
+        let source = sources::start(source, admission, config.limits, &writes, gate, hotload);
         let Source {
             events,
             catalog,
             candidates: proposals,
-            running,
+            running: source,
         } = source.await?;
-        let informers = leases.informers(&client, &config, &metrics);
+        let informers = leases.informers(&client, &config, &meters.host);
         let phases = rollout_namespace(&config);
-        let store = PhaseStore::new(leader_client.clone(), &phases, &config.controller.instance);
-        let controllers = leases.controllers(&client, &informers, &config, &metrics, &store);
+        let store = PhaseStore::new(writes.clone(), &phases, &config.controller.instance);
+        let controllers = leases.controllers(&client, &informers, &config, &meters.host, &store);
         let view = controllers.view();
-        let stop = CancellationToken::new();
-        leases.start_sharding(&client, &leader_client, &config, &view, &stop);
-        let catalogued = (catalog.clone(), view.clone());
-        let candidates = Candidates::new(
-            catalogued,
-            config.rollout.clone(),
-            (store, leases.gate.clone()),
-        );
-        candidates.start(proposals, &stop);
-        let served = (view.clone(), candidates.refused.clone());
-        let shown = (metrics.clone(), leases.listed(), config.policy.clone());
+        let rollout = config.rollout.clone();
+        let candidates = Candidates::new(&catalog, &view, rollout, store, leases.gate.clone());
+        let mut runnables = Runnables::default();
+        let listing = Listing::new(&catalog, &view, &candidates, &meters.host, &leases, &config);
         let addr = match config.listen {
-            Some(at) => Some(ops::serve(at, catalog.clone(), served, shown, stop.clone()).await?),
+            Some(at) => Some(ops::serve(at, listing, &mut runnables).await?),
             None => None,
         };
-        let installer = config.install_crds.then_some(leader_client);
         let activity = config.controller.activity.clone();
-        let feed = (events, activity.clone());
-        let main = tokio::spawn(drive(controllers, feed, leases, installer, stop.clone()));
+        let feed = Feed::new(
+            events,
+            &activity,
+            config.install_crds.then(|| writes.clone()),
+        );
+        runnables.always(Stage::Controllers, "controllers", |stop| {
+            drive(controllers, feed, stop)
+        });
+        leases.placement(&mut runnables, &client, &writes, &config, &view);
+        candidates.start(&mut runnables, proposals);
+        let running = runnables.start();
+        let aborts = running.aborts();
+        let stop = CancellationToken::new();
+        let main = tokio::spawn(supervise(running, leases, stop.clone()));
         Ok(Manager {
             catalog,
             activity,
-            metrics,
+            metrics: meters.host,
             hotload_metrics: meters.hotload,
             informers,
             view,
             stop,
             main,
+            aborts,
             addr,
             candidates,
-            _source: running,
+            _source: source,
         })
     }
 
@@ -306,6 +214,9 @@ impl Manager {
     /// Hard stop, as if the process were killed: nothing finishes, the lease is not released.
     pub fn kill(self) {
         self.main.abort();
+        for task in &self.aborts {
+            task.abort();
+        }
         self.stop.cancel();
         self.view.abort_all();
     }
@@ -346,36 +257,48 @@ impl Meters {
     }
 }
 
-/// Where rollout phases are kept: the configured namespace, else the leader lease's, else the
-/// watched one, else `default`.
-fn rollout_namespace(config: &ManagerConfig) -> String {
-    config
-        .rollout
-        .namespace
-        .clone()
-        .or_else(|| config.leader.as_ref().map(|l| l.namespace.clone()))
-        .or_else(|| config.controller.namespace.clone())
-        .unwrap_or_else(|| "default".into())
+/// Runs the runnables until `stop` (or until one ends on its own), stops them stage by stage in
+/// reverse, then lets go of the Leases: the shard Lease first, then the leader's.
+async fn supervise(running: Running, leases: Leases, stop: CancellationToken) {
+    running.run_until(stop).await;
+    leases.release().await;
 }
 
-/// Applies plugin events to the controllers until stopped. A lost lease does not stop the host:
-/// the controllers step down and stand again (see `controllers`).
-async fn drive(
-    mut controllers: Controllers,
-    (mut events, activity): (mpsc::UnboundedReceiver<PluginEvent<Plugin>>, ActivityFeed),
-    leases: Leases,
+/// What the controllers follow: the source's plugin events, told to the activity feed, each
+/// plugin's CRD installed first when `installer` is given (`weir dev`).
+struct Feed {
+    events: mpsc::UnboundedReceiver<PluginEvent<Plugin>>,
+    activity: ActivityFeed,
     installer: Option<Client>,
-    stop: CancellationToken,
-) {
+}
+
+impl Feed {
+    fn new(
+        events: mpsc::UnboundedReceiver<PluginEvent<Plugin>>,
+        activity: &ActivityFeed,
+        installer: Option<Client>,
+    ) -> Self {
+        Self {
+            events,
+            activity: activity.clone(),
+            installer,
+        }
+    }
+}
+
+/// Applies plugin events to the controllers until stopped, then lets in-flight reconciles
+/// finish. A lost lease does not stop the host: the controllers step down and stand again (see
+/// `controllers`).
+async fn drive(mut controllers: Controllers, mut feed: Feed, stop: CancellationToken) {
     loop {
         tokio::select! {
             () = stop.cancelled() => break,
-            event = events.recv() => match event {
+            event = feed.events.recv() => match event {
                 Some(event) => {
-                    if let Some(client) = &installer {
+                    if let Some(client) = &feed.installer {
                         install(client, &event).await;
                     }
-                    activity.plugin_event(&event);
+                    feed.activity.plugin_event(&event);
                     controllers.apply(event).await;
                 }
                 // The fixed source has sent everything: keep serving.
@@ -388,8 +311,6 @@ async fn drive(
     }
     tracing::info!("shutting down: finishing in-flight reconciles");
     controllers.shutdown().await;
-    drop(controllers);
-    leases.release().await;
 }
 
 /// `weir dev`: installs the CRD of a plugin about to be served.

@@ -9,16 +9,19 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::get;
-use tokio_util::sync::CancellationToken;
 
+use super::candidates::Candidates;
+use super::config::ManagerConfig;
 use super::controllers::ControllersView;
+use super::leases::Leases;
+use super::runnables::{Runnables, Stage};
 use crate::hotload::{Catalog, CatalogRow};
 use crate::listing::Listed;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::reconcile::error::ResultLabel;
 use crate::rollout::{Phase, RolloutStatus};
-use crate::server::{self, ServerError};
+use crate::server::{self, Bound, ServerError};
 use crate::shard::metrics::ShardMetrics;
 
 /// This replica's member name and the coordinator's view, when sharded.
@@ -30,36 +33,10 @@ pub(super) fn ready(catalog: &Catalog, view: &ControllersView) -> bool {
     catalog.scanned() && view.len() == catalog.len() && view.synced()
 }
 
-/// Serves `/metrics`, `/healthz`, `/readyz` and `/plugins` on `listen` until `stop`.
-pub(super) async fn serve(
-    listen: SocketAddr,
-    catalog: Catalog,
-    (view, refused): (ControllersView, Refused),
-    (metrics, shard, policy): (Arc<Metrics>, Sharding, Arc<Policy>),
-    stop: CancellationToken,
-) -> Result<SocketAddr, ServerError> {
-    let readiness: server::Readiness = {
-        let (catalog, view) = (catalog.clone(), view.clone());
-        Arc::new(move || ready(&catalog, &view))
-    };
-    let extra = Router::new()
-        .route("/plugins", get(plugins))
-        .with_state(Listing {
-            catalog,
-            view,
-            refused,
-            metrics: metrics.clone(),
-            shard,
-            policy,
-        });
-    server::serve_with(listen, metrics, readiness, stop, extra).await
-}
-
-/// Why the candidate of a serving file was refused, by serving file.
-type Refused = Arc<std::sync::RwLock<BTreeMap<std::path::PathBuf, String>>>;
-
+/// What `/plugins` lists: the catalog, the controllers, the refused candidates, the metrics,
+/// this replica's shard and the admission policy.
 #[derive(Clone)]
-struct Listing {
+pub(super) struct Listing {
     catalog: Catalog,
     view: ControllersView,
     refused: Refused,
@@ -68,6 +45,53 @@ struct Listing {
     /// The admission policy: what its entry for a plugin widens is listed with the plugin.
     policy: Arc<Policy>,
 }
+
+impl Listing {
+    /// What `/plugins` lists of this host.
+    pub(super) fn new(
+        catalog: &Catalog,
+        view: &ControllersView,
+        candidates: &Candidates,
+        metrics: &Arc<Metrics>,
+        leases: &Leases,
+        config: &ManagerConfig,
+    ) -> Self {
+        Self {
+            catalog: catalog.clone(),
+            view: view.clone(),
+            refused: candidates.refused.clone(),
+            metrics: metrics.clone(),
+            shard: leases.listed(),
+            policy: config.policy.clone(),
+        }
+    }
+}
+
+/// Binds `listen` and adds the runnable serving `/metrics`, `/healthz`, `/readyz` and
+/// `/plugins` on it; returns the bound address.
+pub(super) async fn serve(
+    listen: SocketAddr,
+    listing: Listing,
+    runnables: &mut Runnables,
+) -> Result<SocketAddr, ServerError> {
+    let readiness: server::Readiness = {
+        let (catalog, view) = (listing.catalog.clone(), listing.view.clone());
+        Arc::new(move || ready(&catalog, &view))
+    };
+    let metrics = listing.metrics.clone();
+    let extra = Router::new()
+        .route("/plugins", get(plugins))
+        .with_state(listing);
+    let bound = Bound::bind(listen, metrics, readiness, extra).await?;
+    let addr = bound.addr;
+    runnables.always(Stage::Serving, "operations server", |stop| {
+        bound.serve(stop)
+    });
+    Ok(addr)
+}
+
+/// Why the candidate of a serving file was refused, by serving file.
+pub(super) type Refused = Arc<std::sync::RwLock<BTreeMap<std::path::PathBuf, String>>>;
 
 async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
     let states = listing.view.states();

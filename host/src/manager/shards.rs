@@ -6,17 +6,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
-use tokio_util::sync::CancellationToken;
 
-use super::ManagerError;
+use super::config::ManagerError;
 use super::controllers::ControllersView;
+use super::runnables::{Runnables, Stage};
 use crate::fence::Fence;
 use crate::leader::{LeaderConfig, Leadership};
+use crate::plugin::ResourceKind;
 use crate::reconcile::gate::Gate;
 use crate::runtime::Narrowing;
 use crate::shard::coordinator::Coordinator;
 use crate::shard::metrics::ShardMetrics;
-use crate::shard::share::Share;
+use crate::shard::placement;
+use crate::shard::share::{Follower, Share};
 use crate::shard::{Mode, ShardConfig, check_identity, members};
 
 /// A sharded replica: its own shard Lease (which makes it a member and fences its reconciles'
@@ -84,37 +86,50 @@ impl Sharding {
         (self.config.identity.clone(), self.metrics.clone())
     }
 
-    /// Starts the task that moves this replica's share until `stop`: server-side, its own
-    /// (reading and annotating the shard Leases with `client`); by labels, the coordinator,
-    /// which places the parents of the kinds `view` serves while `leading` is open, writing
-    /// with `leader_client` (built by the same fence).
-    pub(super) fn start(
+    /// Adds the runnable that moves this replica's share ([`crate::shard::placement`]):
+    /// server-side, its own, from the host's start to its stop (reading and annotating the shard
+    /// Leases with `client`); by labels, the coordinator, which needs leadership (`leading`) and
+    /// places the parents of the kinds `view` serves, writing with `leader_client` (built by the
+    /// same fence).
+    pub(super) fn placement(
         &self,
+        runnables: &mut Runnables,
         client: &Client,
         leader_client: &Client,
         namespace: Option<String>,
         view: ControllersView,
         leading: Fence,
-        stop: CancellationToken,
     ) {
+        let every = self.config.assign_every;
         if let Some(share) = &self.share {
-            tokio::spawn(crate::shard::share::run(
+            let follower = Follower::new(
                 client.clone(),
-                self.config.clone(),
+                &self.config,
                 share.clone(),
                 self.metrics.clone(),
-                stop,
-            ));
+            );
+            runnables.always(Stage::Beside, "shard share", move |stop| {
+                placement::run(follower, every, stop)
+            });
             return;
         }
-        let coordinator = Coordinator {
-            client: leader_client.clone(),
-            config: self.config.clone(),
-            kinds: Arc::new(move || view.parent_kinds()),
-            namespace,
-            metrics: self.metrics.clone(),
-        };
-        tokio::spawn(coordinator.run(leading, stop));
+        let (client, config, metrics) = (
+            leader_client.clone(),
+            self.config.clone(),
+            self.metrics.clone(),
+        );
+        let kinds: Arc<dyn Fn() -> Vec<ResourceKind> + Send + Sync> =
+            Arc::new(move || view.parent_kinds());
+        runnables.leading(Stage::Beside, "shard coordinator", leading, move |stop| {
+            let coordinator = Coordinator::new(
+                client.clone(),
+                config.clone(),
+                kinds.clone(),
+                namespace.clone(),
+                metrics.clone(),
+            );
+            placement::run(coordinator, every, stop)
+        });
     }
 
     /// Lets go of the shard Lease (its parents move on to the other members).

@@ -4,7 +4,7 @@
 use kube::Client;
 
 use super::admission::{Admission, AdmittingLoader};
-use super::{ManagerError, PluginSource};
+use super::config::{ManagerError, PluginSource};
 use crate::fence::Fence;
 use crate::hotload::{EngineLoader, HotloadMetrics, Source};
 use crate::plugin::{Limits, Plugin};
@@ -16,7 +16,8 @@ pub(super) async fn start(
     source: PluginSource,
     admission: Admission,
     limits: Limits,
-    (client, gate): (&Client, &Fence),
+    client: &Client,
+    gate: &Fence,
     metrics: &HotloadMetrics,
 ) -> Result<Source<Plugin>, ManagerError> {
     let loader = |engine| AdmittingLoader {

@@ -17,7 +17,10 @@ use super::store::{Kept, PhaseStore, REFUSED, Request, StoreError, StoredPhase, 
 pub enum SteerError {
     /// No cluster client.
     #[error(transparent)]
-    Client(#[from] Box<crate::run::RunError>),
+    Client(#[from] crate::client::ConnectError),
+    /// The command's async runtime could not start.
+    #[error("cannot start the async runtime")]
+    Runtime(#[source] std::io::Error),
     /// Reading or writing the ConfigMap failed.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -106,14 +109,11 @@ pub struct RolloutArgs {
 impl RolloutArgs {
     /// Runs the command (blocking: it owns its async runtime); returns what to print.
     pub fn execute(&self) -> Result<String, SteerError> {
-        let runtime = tokio::runtime::Runtime::new()
-            .map_err(|e| SteerError::Client(Box::new(crate::run::RunError::Runtime(e))))?;
+        let runtime = tokio::runtime::Runtime::new().map_err(SteerError::Runtime)?;
         runtime.block_on(async {
             // A handful of requests: the host's default limit is no constraint.
             let limits = crate::client::ClientLimits::default();
-            let client = crate::run::client(self.kubeconfig.as_deref(), limits)
-                .await
-                .map_err(Box::new)?;
+            let client = crate::client::connect(self.kubeconfig.as_deref(), limits, None).await?;
             let store = PhaseStore::new(client, &self.namespace, "weir-cli");
             let request = match self.action {
                 Action::Status => return status(&store, &self.plugin).await,

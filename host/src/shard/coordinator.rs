@@ -17,32 +17,24 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{Api, DynamicObject, ListParams, ObjectMeta, Patch, PatchParams};
-use kube::{Client, Resource};
-use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
+use kube::Client;
+use kube::api::{Api, ListParams, ObjectMeta};
+use serde_json::json;
 
 use super::metrics::ShardMetrics;
+use super::parents::{self, PAGE};
+use super::placement::Placer;
 use super::ring::{LABELLED_VNODES, Ring};
 use super::{DRAIN_LABEL, OWNER_LABEL, ShardConfig, members, unowned};
 use crate::chain::Chain;
-use crate::fence::Fence;
 use crate::plugin::ResourceKind;
 
-/// The field manager of the coordinator's label writes.
-pub const FIELD_MANAGER: &str = "weir-shard";
-
-/// Parents listed per request. A page is read whole before it is decoded: at 500 a whole pass
-/// held about 1.5 MiB more at once (heaptrack, 3,000 Blogs), and at 100 a whole pass over
-/// 30,000 parents is 300 requests every [`WHOLE_EVERY`]. Each page also comes on a connection
-/// of its own ([`Coordinator::list_page`]).
-const PAGE: u32 = 100;
 /// Label writes of one page in flight at once.
-const PLACING: usize = 32;
+pub(super) const PLACING: usize = 32;
 /// A whole pass runs at least this often, so an owner label edited by hand is put right.
 pub const WHOLE_EVERY: Duration = Duration::from_secs(30);
 
@@ -61,56 +53,6 @@ pub enum CoordinatorError {
         #[source]
         source: kube::Error,
     },
-}
-
-/// A page of parents as the coordinator lists them. Each parent's metadata is read down to its
-/// name, namespace, UID, `resourceVersion` and labels: its `managedFields`, often most of a
-/// listed parent, are skipped unparsed rather than decoded into JSON trees and dropped (a page
-/// of 500 decoded in full grew each worker thread's heap by about 10 MiB).
-#[derive(Debug, Default, serde::Deserialize)]
-struct ListedPage {
-    #[serde(default)]
-    metadata: ListedPageMeta,
-    #[serde(default)]
-    items: Vec<Listed>,
-}
-
-/// The list's own metadata: where the next page starts.
-#[derive(Debug, Default, serde::Deserialize)]
-struct ListedPageMeta {
-    #[serde(rename = "continue")]
-    continue_: Option<String>,
-}
-
-/// One listed parent.
-#[derive(Debug, Default, serde::Deserialize)]
-struct Listed {
-    #[serde(default)]
-    metadata: ListedMeta,
-}
-
-/// The fields of a parent's metadata a placement reads.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ListedMeta {
-    name: Option<String>,
-    namespace: Option<String>,
-    uid: Option<String>,
-    resource_version: Option<String>,
-    labels: Option<BTreeMap<String, String>>,
-}
-
-impl ListedMeta {
-    fn into_object_meta(self) -> ObjectMeta {
-        ObjectMeta {
-            name: self.name,
-            namespace: self.namespace,
-            uid: self.uid,
-            resource_version: self.resource_version,
-            labels: self.labels,
-            ..ObjectMeta::default()
-        }
-    }
 }
 
 /// What a parent's labels should become.
@@ -170,7 +112,7 @@ pub struct Pass {
     /// The same by parent kind (`Kind.group`).
     pub owned_by_kind: BTreeMap<String, BTreeMap<String, i64>>,
     /// When the first member's Lease runs out unless renewed: the next pass runs then.
-    pub first_expiry: Option<std::time::SystemTime>,
+    pub first_expiry: Option<SystemTime>,
 }
 
 /// What the last whole pass saw, kept until the next one.
@@ -194,49 +136,28 @@ impl Whole {
     }
 }
 
-/// The leader's assignment loop.
+/// The leader's placement: the parents labelled where the ring wants them, a pass at a time
+/// ([`super::placement`] runs it while this replica leads).
 pub struct Coordinator {
     /// The leader's client (fenced by the leader Lease).
-    pub client: Client,
-    /// The shard Leases' namespace and the pass period.
-    pub config: ShardConfig,
+    client: Client,
+    /// The shard Leases' namespace.
+    config: ShardConfig,
     /// The parent kinds served now.
-    pub kinds: Arc<dyn Fn() -> Vec<ResourceKind> + Send + Sync>,
+    kinds: Arc<dyn Fn() -> Vec<ResourceKind> + Send + Sync>,
     /// The namespace the host watches (`None`: all).
-    pub namespace: Option<String>,
+    namespace: Option<String>,
     /// Where members, owned parents and moves are shown.
-    pub metrics: ShardMetrics,
+    metrics: ShardMetrics,
+    /// What the last whole pass saw, while it holds.
+    last: Option<Whole>,
 }
 
-impl Coordinator {
-    /// Runs a pass every period while this replica leads (while `leading` is open), until `stop`.
-    pub async fn run(self, leading: Fence, stop: CancellationToken) {
-        let mut tick = tokio::time::interval(self.config.assign_every);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut expiry = None;
-        let mut leads = false;
-        let mut whole = None;
-        loop {
-            tokio::select! {
-                () = stop.cancelled() => return,
-                _ = tick.tick() => {}
-                // A member that stops renewing is gone at this moment: place its parents then.
-                () = tokio::time::sleep(expiry.map_or(Duration::ZERO, members::until_past)),
-                    if expiry.is_some() => {}
-                // Just elected (a killed leader's successor): place at once.
-                () = leading.opened(), if !leads => {}
-            }
-            expiry = None;
-            leads = leading.allows();
-            if !leads {
-                self.metrics.stopped_coordinating();
-                whole = None;
-                continue;
-            }
-            let passed = self.pass(&mut whole).await;
-            expiry = passed.as_ref().ok().and_then(|p| p.first_expiry);
-            match passed {
-                Ok(pass) if pass.assigned + pass.drained + pass.failed > 0 => {
+impl Placer for Coordinator {
+    async fn pass(&mut self) -> Option<SystemTime> {
+        match self.place_parents().await {
+            Ok(pass) => {
+                if pass.assigned + pass.drained + pass.failed > 0 {
                     tracing::info!(
                         whole = pass.whole,
                         parents = pass.parents,
@@ -246,15 +167,44 @@ impl Coordinator {
                         "shard assignment pass"
                     );
                 }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %Chain(&e), "shard assignment pass failed"),
+                pass.first_expiry
+            }
+            Err(e) => {
+                tracing::warn!(error = %Chain(&e), "shard assignment pass failed");
+                None
             }
         }
     }
 
+    /// This replica no longer leads: it shows no pass, and its next term starts whole.
+    fn stopped(&mut self) {
+        self.metrics.stopped_coordinating();
+        self.last = None;
+    }
+}
+
+impl Coordinator {
+    /// A coordinator that has not placed anything yet (its first pass is whole).
+    pub fn new(
+        client: Client,
+        config: ShardConfig,
+        kinds: Arc<dyn Fn() -> Vec<ResourceKind> + Send + Sync>,
+        namespace: Option<String>,
+        metrics: ShardMetrics,
+    ) -> Self {
+        Self {
+            client,
+            config,
+            kinds,
+            namespace,
+            metrics,
+            last: None,
+        }
+    }
+
     /// One pass over every served parent kind: whole, or over the parents without an owner
-    /// when `last` (the last whole pass, updated here) still holds.
-    pub async fn pass(&self, last: &mut Option<Whole>) -> Result<Pass, CoordinatorError> {
+    /// when the last whole pass (updated here) still holds.
+    pub async fn place_parents(&mut self) -> Result<Pass, CoordinatorError> {
         let leases: Api<Lease> = Api::namespaced(self.client.clone(), &self.config.namespace);
         let (members, first_expiry) = members::members_until(&leases)
             .await
@@ -264,12 +214,12 @@ impl Coordinator {
             ..Pass::default()
         };
         if members.is_empty() {
-            *last = None;
+            self.last = None;
             return Ok(pass);
         }
         // A pass over the unowned goes on from the last whole pass: its ring, its time and
         // its counts, taken over rather than copied.
-        let (ring, whole_at) = match last.take().filter(|w| w.still_holds(&members)) {
+        let (ring, whole_at) = match self.last.take().filter(|w| w.still_holds(&members)) {
             Some(w) => {
                 pass.owned = w.owned;
                 pass.owned_by_kind = w.owned_by_kind;
@@ -295,15 +245,15 @@ impl Coordinator {
             };
             // A whole pass starts with no counts, so every kind from zero.
             let mut of_kind = pass.owned_by_kind.remove(&shown).unwrap_or_else(zero);
-            let list = collection(&kind, self.namespace.as_deref());
+            let list = parents::collection(&kind, self.namespace.as_deref());
             let mut params = params.clone();
             loop {
-                let page = self.list_page(&list, &params).await.map_err(|source| {
-                    CoordinatorError::Parents {
+                let page = parents::page(&self.client, &list, &params)
+                    .await
+                    .map_err(|source| CoordinatorError::Parents {
                         kind: kind.kind.clone(),
                         source,
-                    }
-                })?;
+                    })?;
                 let parents: Vec<ObjectMeta> = page
                     .items
                     .into_iter()
@@ -347,7 +297,7 @@ impl Coordinator {
         }
         self.metrics
             .passed(ring.members(), &pass.owned, pass.owned_by_kind.clone());
-        *last = Some(Whole {
+        self.last = Some(Whole {
             at: whole_at.unwrap_or_else(Instant::now),
             failed: pass.failed > 0,
             owned: pass.owned.clone(),
@@ -355,25 +305,6 @@ impl Coordinator {
             ring,
         });
         Ok(pass)
-    }
-
-    /// One page of a parent kind's metadata, each parent read down to what a placement needs,
-    /// on a connection closed once it is read.
-    ///
-    /// A connection's read buffer grows to the largest answer it carried (a page: up to about
-    /// 300 KiB) and keeps that size for as long as the connection lives, and kube's connection
-    /// pool keeps an idle connection open until the server closes it. The label writes keep up
-    /// to [`PLACING`] connections open, so one page after another landed on another of them:
-    /// at 3,000 Blogs the coordinator held 1.8 MiB more of such buffers than a replica of the
-    /// same share (heaptrack), and its peak RSS was 2–2.5 MiB higher; with each page's
-    /// connection closed the two are level. The cost is a connection per page (a TLS handshake
-    /// on a cluster): one a pass, plus one per [`PAGE`] parents on a whole pass.
-    async fn list_page(
-        &self,
-        list: &kube::core::Request,
-        params: &ListParams,
-    ) -> Result<ListedPage, kube::Error> {
-        self.client.request(page_request(list, params)?).await
     }
 
     /// Writes the labels the ring asks for on one parent, if they differ; returns its owner
@@ -398,7 +329,7 @@ impl Coordinator {
             Placement::Drain => json!({DRAIN_LABEL: "true"}),
             Placement::Undrain => json!({DRAIN_LABEL: null}),
         };
-        if let Err(e) = relabel(&self.client, kind, meta, change).await {
+        if let Err(e) = parents::relabel(&self.client, kind, meta, change).await {
             // A 409: the parent changed since it was listed (an acknowledgement); a whole
             // pass next.
             let name = meta.name.as_deref().unwrap_or_default();
@@ -419,135 +350,9 @@ impl Coordinator {
     }
 }
 
-/// Requests on `kind`'s collection in `namespace` (all namespaces when `None`, or when the kind
-/// is cluster-scoped).
-fn collection(kind: &ResourceKind, namespace: Option<&str>) -> kube::core::Request {
-    let namespace = namespace.filter(|_| kind.namespaced);
-    kube::core::Request::new(DynamicObject::url_path(&kind.api_resource(), namespace))
-}
-
-/// The request for one page of `list` (see [`Coordinator::list_page`]): metadata only, and
-/// `Connection: close`.
-fn page_request(
-    list: &kube::core::Request,
-    params: &ListParams,
-) -> Result<http::Request<Vec<u8>>, kube::Error> {
-    let mut request = list
-        .list_metadata(params)
-        .map_err(kube::Error::BuildRequest)?;
-    request.extensions_mut().insert("list_metadata");
-    request.headers_mut().insert(
-        http::header::CONNECTION,
-        http::HeaderValue::from_static("close"),
-    );
-    Ok(request)
-}
-
-/// A merge patch of `labels` on the parent `meta` describes, only if it is still at `meta`'s
-/// `resourceVersion`; API errors (a 409 among them) as kube's client reports them.
-pub(super) async fn relabel(
-    client: &Client,
-    kind: &ResourceKind,
-    meta: &ObjectMeta,
-    labels: Value,
-) -> Result<(), kube::Error> {
-    let patch = json!({"metadata": {
-        "resourceVersion": meta.resource_version,
-        "labels": labels,
-    }});
-    let params = PatchParams {
-        field_manager: Some(FIELD_MANAGER.into()),
-        ..PatchParams::default()
-    };
-    let name = meta.name.clone().unwrap_or_default();
-    let mut request = collection(kind, meta.namespace.as_deref())
-        .patch(&name, &params, &Patch::Merge(&patch))
-        .map_err(kube::Error::BuildRequest)?;
-    request.extensions_mut().insert("patch");
-    // The parent written comes back whole; nothing here reads it, so it is not decoded (at the
-    // first pass over 30,000 new parents, decoding each answer was most of the coordinator's
-    // own memory).
-    client.request_text(request).await?;
-    tracing::debug!(kind = %kind.kind, parent = %name, labels = %patch["metadata"]["labels"], "relabelled");
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_page_is_asked_for_as_metadata_on_a_connection_closed_after_it() {
-        let kind = ResourceKind::of_v1("example.dev", "Blog", "blogs", true);
-        let params = ListParams::default()
-            .limit(PAGE)
-            .labels(&unowned())
-            .continue_token("next");
-        let request = page_request(&collection(&kind, Some("ns")), &params)
-            .unwrap_or_else(|e| panic!("a page request: {e}"));
-        let header = |name| {
-            request
-                .headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default()
-        };
-        assert_eq!(header(http::header::CONNECTION), "close");
-        assert!(
-            header(http::header::ACCEPT).contains("as=PartialObjectMetadataList"),
-            "{:?}",
-            request.headers()
-        );
-        let query = request.uri().query().unwrap_or_default();
-        assert!(
-            request.uri().path().ends_with("/namespaces/ns/blogs"),
-            "{}",
-            request.uri()
-        );
-        for part in ["limit=100", "continue=next", "labelSelector="] {
-            assert!(query.contains(part), "{part} in {query}");
-        }
-    }
-
-    #[test]
-    fn a_listed_page_keeps_what_a_placement_reads_and_where_the_next_page_starts() {
-        let served = json!({
-            "apiVersion": "meta.k8s.io/v1",
-            "kind": "PartialObjectMetadataList",
-            "metadata": {"resourceVersion": "9", "continue": "next"},
-            "items": [{
-                "apiVersion": "meta.k8s.io/v1",
-                "kind": "PartialObjectMetadata",
-                "metadata": {
-                    "name": "b1", "namespace": "ns", "uid": "u1", "resourceVersion": "7",
-                    "generation": 2, "finalizers": ["weir.dev/cleanup"],
-                    "labels": {OWNER_LABEL: "a", DRAIN_LABEL: "true"},
-                    "managedFields": [{"manager": "weir", "operation": "Apply",
-                        "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:title": {}}}}]
-                }
-            }]
-        });
-        let page: ListedPage =
-            serde_json::from_value(served).unwrap_or_else(|e| panic!("a served page: {e}"));
-        assert_eq!(page.metadata.continue_.as_deref(), Some("next"));
-        let metas: Vec<ObjectMeta> = page
-            .items
-            .into_iter()
-            .map(|p| p.metadata.into_object_meta())
-            .collect();
-        let want = ObjectMeta {
-            name: Some("b1".into()),
-            namespace: Some("ns".into()),
-            uid: Some("u1".into()),
-            resource_version: Some("7".into()),
-            labels: Some(BTreeMap::from([
-                (OWNER_LABEL.into(), "a".into()),
-                (DRAIN_LABEL.into(), "true".into()),
-            ])),
-            ..ObjectMeta::default()
-        };
-        assert_eq!(metas, [want]);
-    }
 
     fn ring() -> Ring {
         Ring::new(["a", "b", "c"], LABELLED_VNODES)

@@ -31,6 +31,11 @@
 //!    [`crate::fence::Fence`] on its *own* shard Lease, which closes before that Lease can
 //!    expire, so it writes nothing once another replica may own the parent.
 //!
+//! Both modes move shares in one placement loop ([`placement`]): a pass every
+//! [`ShardConfig::assign_every`], and one at the moment a member's Lease runs out. By labels the
+//! pass is the coordinator's, run only while this replica leads; server-side it is each replica's
+//! own ([`share::Follower`]).
+//!
 //! Server-side sharding (KEP-5866's `shardSelector`, alpha in Kubernetes 1.36) lets a replica
 //! watch its share without the label: when [`server_side`] finds the API server offering it, no
 //! coordinator runs and nothing is labelled; each replica computes the ring itself and watches
@@ -49,6 +54,8 @@ pub mod coordinator;
 pub mod gate;
 pub mod members;
 pub mod metrics;
+mod parents;
+pub mod placement;
 pub mod ring;
 pub mod server_side;
 pub mod share;
@@ -67,6 +74,8 @@ use crate::runtime::cache::CachedObject;
 pub const OWNER_LABEL: &str = "shard.weir.dev/owner";
 /// The label asking the owner of a parent to let go of it.
 pub const DRAIN_LABEL: &str = "shard.weir.dev/drain";
+/// The field manager of sharding's own writes: the coordinator's labels, a member's view.
+pub const FIELD_MANAGER: &str = "weir-shard";
 
 /// How a sharded replica selects its share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,7 +238,7 @@ pub async fn acknowledge_drain(
         ..Default::default()
     };
     let labels = json!({OWNER_LABEL: null, DRAIN_LABEL: null});
-    coordinator::relabel(client, kind, &meta, labels).await?;
+    parents::relabel(client, kind, &meta, labels).await?;
     Ok(())
 }
 

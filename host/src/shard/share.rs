@@ -25,7 +25,7 @@
 //! have taken them (its reconciles' writes are fenced while the Lease has lapsed, not after).
 
 use std::sync::{Arc, PoisonError};
-use std::time::Duration;
+use std::time::SystemTime;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, ListParams, Patch, PatchParams};
@@ -33,10 +33,10 @@ use kube::client::Body;
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use tokio::sync::{RwLock, RwLockReadGuard, watch};
-use tokio_util::sync::CancellationToken;
 use tower::BoxError;
 
 use super::metrics::ShardMetrics;
+use super::placement::Placer;
 use super::ring::{Ring, VNODES};
 use super::server_side::{PARAM, fnv1a, selector_of};
 use super::{ShardConfig, members};
@@ -227,50 +227,9 @@ fn parse_view(text: &str) -> Vec<String> {
         .collect()
 }
 
-/// Moves this replica's share as the members change, every [`ShardConfig::assign_every`] and
-/// when a member's Lease runs out, until `stop` (see the module's protocol). `client` reads the
-/// shard Leases and writes its own Lease's view.
-pub async fn run(
-    client: Client,
-    config: ShardConfig,
-    share: Share,
-    metrics: ShardMetrics,
-    stop: CancellationToken,
-) {
-    let mut follower = Follower {
-        api: Api::namespaced(client, &config.namespace),
-        me: config.identity.clone(),
-        published: None,
-        share,
-        metrics,
-    };
-    let mut tick = tokio::time::interval(config.assign_every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut expiry = None;
-    loop {
-        tokio::select! {
-            () = stop.cancelled() => return,
-            _ = tick.tick() => {}
-            // A member that stops renewing is gone at this moment: take over then.
-            () = tokio::time::sleep(expiry.map_or(Duration::ZERO, members::until_past)),
-                if expiry.is_some() => {}
-        }
-        // Having published a view, it reads the others again before it widens.
-        expiry = loop {
-            match follower.pass().await {
-                Ok(Step::Published) => {}
-                Ok(Step::Served(expiry)) => break expiry,
-                Err(e) => {
-                    tracing::warn!(error = %Chain(&e), "following the shard members failed");
-                    break None;
-                }
-            }
-        };
-    }
-}
-
-/// One member's side of the protocol.
-struct Follower {
+/// One member's side of the protocol: moves this replica's share as the members change
+/// ([`super::placement`] runs it from the host's start to its stop).
+pub struct Follower {
     api: Api<Lease>,
     me: String,
     /// The view its Lease shows, once it published one since it last was a member.
@@ -279,18 +238,47 @@ struct Follower {
     metrics: ShardMetrics,
 }
 
+impl Placer for Follower {
+    /// Having published a view, it reads the others again before it widens.
+    async fn pass(&mut self) -> Option<SystemTime> {
+        loop {
+            match self.follow().await {
+                Ok(Step::Published) => {}
+                Ok(Step::Served(expiry)) => return expiry,
+                Err(e) => {
+                    tracing::warn!(error = %Chain(&e), "following the shard members failed");
+                    return None;
+                }
+            }
+        }
+    }
+}
+
 /// How a pass ended.
 enum Step {
     /// It narrowed and published a new view: the others must be read again.
     Published,
     /// It serves what it may; the first member Lease runs out then.
-    Served(Option<std::time::SystemTime>),
+    Served(Option<SystemTime>),
 }
 
 impl Follower {
-    async fn pass(&mut self) -> Result<Step, kube::Error> {
+    /// The follower of `config`'s member, moving `share`; `client` reads the shard Leases and
+    /// writes its own Lease's view.
+    pub fn new(client: Client, config: &ShardConfig, share: Share, metrics: ShardMetrics) -> Self {
+        Self {
+            api: Api::namespaced(client, &config.namespace),
+            me: config.identity.clone(),
+            published: None,
+            share,
+            metrics,
+        }
+    }
+
+    /// One step of the protocol: narrow and publish a new view, or serve what it may.
+    async fn follow(&mut self) -> Result<Step, kube::Error> {
         let leases = self.api.list(&ListParams::default()).await?;
-        let now = std::time::SystemTime::now();
+        let now = SystemTime::now();
         let expiry = members::first_expiry(&leases.items, now);
         let live: Vec<(String, Option<Vec<String>>)> = leases
             .iter()
@@ -324,7 +312,7 @@ impl Follower {
             self.share.serve(kept).await;
             let patch = json!({"metadata": {"annotations": {VIEW_ANNOTATION: target.join(",")}}});
             let params = PatchParams {
-                field_manager: Some(super::coordinator::FIELD_MANAGER.into()),
+                field_manager: Some(super::FIELD_MANAGER.into()),
                 ..PatchParams::default()
             };
             let lease = members::lease_name(&self.me);
