@@ -34,7 +34,6 @@ pub mod invoke;
 pub mod related;
 mod settle;
 pub mod status;
-mod stores;
 pub mod upgrade;
 mod workers;
 #[cfg(test)]
