@@ -97,7 +97,10 @@
 //!   its template changes, with no ControllerRevisions), Pods whose `restartPolicy` is `Never`
 //!   or `OnFailure` succeed (containers exit 0; none ever fails), and Services get Endpoints and
 //!   one EndpointSlice; CronJobs, PersistentVolumeClaims, Ingresses and PodDisruptionBudgets
-//!   are stored and served but nothing acts on them. No token controller: a secure emulator
+//!   are stored and served but nothing acts on them. A Pod turns Ready after `ready_after`, or
+//!   up to 50 ms later together with the Pods due just before it: their owners, Services,
+//!   Endpoints and EndpointSlices are then written once for all of them (a cluster's kubelets
+//!   report on their own, and its controllers' resyncs batch what they find). No token controller: a secure emulator
 //!   issues ServiceAccount tokens through the TokenRequest API only.
 //! - Namespace deletion follows kube-apiserver and kube-controller-manager's namespace
 //!   controller (`write::namespace`): a deleted Namespace is `Terminating`; a create in it gets

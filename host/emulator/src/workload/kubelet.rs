@@ -43,11 +43,12 @@ pub(super) fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
     let due = match sim.starts.get(key) {
         Some((u, due)) if *u == uid => *due,
         _ => {
-            let due = now + sim.delay;
+            let due = if sim.delay.is_zero() {
+                now
+            } else {
+                sim.wake_at(key.clone(), now + sim.delay)
+            };
             sim.starts.insert(key.clone(), (uid, due));
-            if !sim.delay.is_zero() {
-                sim.wake_after(key.clone(), sim.delay);
-            }
             due
         }
     };

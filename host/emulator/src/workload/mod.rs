@@ -10,7 +10,9 @@
 //! status), `replicaset` (ReplicaSet → Pods), `job` (Job → Pods, Complete), `statefulset`
 //! (ordered Pods), `daemonset` (one Pod per node), `kubelet` (Pods scheduled onto one fake
 //! node, Running and Ready — or Succeeded, for a Pod whose `restartPolicy` is `Never` or
-//! `OnFailure` — after [`WorkloadSimulation::ready_after`], with IPs) and
+//! `OnFailure` — after [`WorkloadSimulation::ready_after`], with IPs; Pods due within
+//! [`TOGETHER`] of each other turn Ready in one round, before the changes they make are heard,
+//! so what they touch is written once) and
 //! `endpoints` (Service → Endpoints and EndpointSlice from the Pods its selector matches).
 //! Every write goes through [`crate::write::ops`], as a controller's request would, so watches,
 //! `managedFields` and owner-reference garbage collection apply; a write happens only when
@@ -27,13 +29,13 @@ pub mod namespaces;
 mod replicaset;
 mod statefulset;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::TryRecvError;
-use tokio::sync::mpsc;
+use tokio::time::Instant;
 
 use crate::kinds::resources::ResKey;
 use crate::state::config::WorkloadSimulation;
@@ -56,23 +58,45 @@ fn res(group: &str, plural: &str) -> ResKey {
     }
 }
 
+/// How late a Pod may turn Ready so that it turns Ready together with the Pods due just before
+/// it: their statuses then change in one moment, and their owners, Services and Endpoints are
+/// written once for all of them, not once per Pod.
+const TOGETHER: Duration = Duration::from_millis(50);
+
 /// What the simulation keeps between reconciles: when each Pending Pod starts, the next Pod IP,
-/// and the channel timers wake the loop through.
+/// and the keys due again, by the moment they are due.
 pub(crate) struct Sim {
     delay: Duration,
-    starts: HashMap<ObjKey, (String, tokio::time::Instant)>,
+    starts: HashMap<ObjKey, (String, Instant)>,
     next_ip: u32,
-    wake: mpsc::UnboundedSender<ObjKey>,
+    due: BTreeMap<Instant, BTreeSet<ObjKey>>,
 }
 
 impl Sim {
-    /// Ask for `key` to be reconciled again after `after`.
-    fn wake_after(&self, key: ObjKey, after: Duration) {
-        let tx = self.wake.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(after).await;
-            let _ = tx.send(key);
-        });
+    /// Has `key` reconciled again at `at` or up to [`TOGETHER`] after it, with the keys already
+    /// due then; returns the moment it will be.
+    fn wake_at(&mut self, key: ObjKey, at: Instant) -> Instant {
+        let moment = match self.due.range(at..=at + TOGETHER).next() {
+            Some((moment, _)) => *moment,
+            None => at + TOGETHER,
+        };
+        self.due.entry(moment).or_default().insert(key);
+        moment
+    }
+
+    /// The first moment keys are due, if any.
+    fn next_due(&self) -> Option<Instant> {
+        self.due.keys().next().copied()
+    }
+
+    /// Moves every key due by `now` into `queue`.
+    fn take_due(&mut self, now: Instant, queue: &mut BTreeSet<ObjKey>) {
+        while let Some(entry) = self.due.first_entry() {
+            if *entry.key() > now {
+                break;
+            }
+            queue.extend(entry.remove());
+        }
     }
 
     /// The next Pod IP from 10.244.0.0/16 (the usual pod CIDR).
@@ -396,12 +420,11 @@ fn lagged(shared: &Shared, missed: u64, queue: &mut BTreeSet<ObjKey>) {
 
 /// Run the simulation until the emulator stops.
 pub async fn run(shared: Arc<Shared>, config: WorkloadSimulation) {
-    let (wake, mut woken) = mpsc::unbounded_channel();
     let mut sim = Sim {
         delay: config.ready_after,
         starts: HashMap::new(),
         next_ip: 0,
-        wake,
+        due: BTreeMap::new(),
     };
     let (mut rx, mut queue) = {
         let store = shared.lock();
@@ -418,6 +441,7 @@ pub async fn run(shared: Arc<Shared>, config: WorkloadSimulation) {
                 return;
             }
         }
+        let next_due = sim.next_due();
         tokio::select! {
             ev = rx.recv() => match ev {
                 Ok(ev) => touched(&shared.lock(), &ev, &mut queue),
@@ -426,8 +450,11 @@ pub async fn run(shared: Arc<Shared>, config: WorkloadSimulation) {
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             },
-            Some(key) = woken.recv() => { queue.insert(key); }
+            () = tokio::time::sleep_until(next_due.unwrap_or_else(Instant::now)), if next_due.is_some() => {}
         }
+        // Everything due now goes in one round: Pods that turn Ready together are reconciled
+        // before the changes they make are heard, so their owners are written once for all.
+        sim.take_due(Instant::now(), &mut queue);
         if !drain(&shared, &mut rx, &mut queue) {
             return;
         }

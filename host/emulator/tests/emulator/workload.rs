@@ -1,10 +1,12 @@
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::Deployment;
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Event;
+use k8s_openapi::api::core::v1::{Endpoints, Event, Service};
 use kube::Api;
-use kube::api::{Patch, PatchParams, PostParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams, WatchEvent};
 use serde_json::json;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
@@ -147,4 +149,101 @@ async fn leases_and_both_event_apis_are_served_from_one_event_store() {
     new.create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "e2"}, "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "weir", "reportingInstance": "x", "action": "Reconcile", "reason": "Hi", "type": "Normal"})).unwrap()).await.unwrap();
     assert_eq!(core.list(&Default::default()).await.unwrap().items.len(), 2);
     assert_eq!(new.list(&Default::default()).await.unwrap().items.len(), 2);
+}
+
+/// Every value `read` gives of the objects a watch of `api` shows from `version` on, until the
+/// task is aborted.
+fn seen<K, T>(
+    api: Api<K>,
+    version: String,
+    read: fn(&K) -> T,
+) -> (tokio::task::JoinHandle<()>, Arc<Mutex<Vec<T>>>)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    T: Send + 'static,
+{
+    let values = Arc::new(Mutex::new(Vec::new()));
+    let into = values.clone();
+    let task = tokio::spawn(async move {
+        let params = kube::api::WatchParams::default().disable_bookmarks();
+        let Ok(stream) = api.watch(&params, &version).await else {
+            return;
+        };
+        let mut stream = stream.boxed();
+        while let Ok(Some(event)) = stream.try_next().await {
+            if let WatchEvent::Added(o) | WatchEvent::Modified(o) = event {
+                into.lock().unwrap().push(read(&o));
+            }
+        }
+    });
+    (task, values)
+}
+
+#[tokio::test]
+async fn pods_turning_ready_together_make_one_round_of_status_writes() {
+    let config = EmulatorConfig {
+        workloads: Some(WorkloadSimulation {
+            ready_after: Duration::from_millis(300),
+        }),
+        ..EmulatorConfig::default()
+    };
+    let em = Emulator::start(config).await.unwrap();
+    let deployments: Api<Deployment> = Api::default_namespaced(em.client());
+    let replica_sets: Api<ReplicaSet> = Api::default_namespaced(em.client());
+    let endpoints: Api<Endpoints> = Api::default_namespaced(em.client());
+    let services: Api<Service> = Api::default_namespaced(em.client());
+    let service: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}
+    }))
+    .unwrap();
+    services
+        .create(&PostParams::default(), &service)
+        .await
+        .unwrap();
+    let version = replica_sets
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let (rs_task, ready_counts) = seen(replica_sets, version.clone(), |rs: &ReplicaSet| {
+        rs.status
+            .as_ref()
+            .and_then(|s| s.ready_replicas)
+            .unwrap_or(0)
+    });
+    let (ep_task, addresses) = seen(endpoints, version, |ep: &Endpoints| {
+        ep.subsets
+            .iter()
+            .flatten()
+            .map(|s| s.addresses.as_ref().map_or(0, Vec::len))
+            .sum::<usize>()
+    });
+    deployments
+        .create(&PostParams::default(), &deployment("web", 3))
+        .await
+        .unwrap();
+    eventually("Available", || async {
+        let d = deployments.get("web").await.unwrap();
+        (condition(&d, "Available").as_deref() == Some("True")).then_some(())
+    })
+    .await;
+    eventually("the Endpoints of three Pods", || async {
+        addresses.lock().unwrap().contains(&3).then_some(())
+    })
+    .await;
+    rs_task.abort();
+    ep_task.abort();
+    let ready_counts = ready_counts.lock().unwrap().clone();
+    let addresses = addresses.lock().unwrap().clone();
+    assert!(
+        ready_counts.iter().all(|n| *n == 0 || *n == 3) && ready_counts.contains(&3),
+        "the ReplicaSet's readyReplicas went from 0 to 3 at once: {ready_counts:?}"
+    );
+    assert!(
+        addresses.iter().all(|n| *n == 0 || *n == 3),
+        "the Endpoints went from no address to three at once: {addresses:?}"
+    );
 }
