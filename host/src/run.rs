@@ -316,7 +316,7 @@ pub async fn run(
     }
     tokio::select! {
         () = shutdown_signal() => {}
-        () = host.wait() => return Ok(()),
+        stopped = host.wait() => return Ok(stopped?),
     }
     host.shutdown().await;
     Ok(())

@@ -29,6 +29,12 @@ pub enum ManagerError {
     /// The identity cannot name a shard member.
     #[error(transparent)]
     Shard(#[from] crate::shard::IdentityError),
+    /// One of the host's tasks ended before the host was asked to stop.
+    #[error("{runnable} ended before the host was asked to stop")]
+    Ended {
+        /// Which task.
+        runnable: &'static str,
+    },
     /// A plugin of the fixed list was not admitted.
     #[error("plugin {plugin} is not admitted")]
     Admission {

@@ -57,7 +57,7 @@ pub struct Manager {
     /// Stops the host gracefully (the runnables' stages in reverse, then the Leases).
     stop: CancellationToken,
     /// Runs until stopped, then stops the runnables and lets go of the Leases.
-    main: tokio::task::JoinHandle<()>,
+    main: tokio::task::JoinHandle<Option<&'static str>>,
     /// Every runnable, for a hard stop.
     aborts: Vec<tokio::task::AbortHandle>,
     addr: Option<SocketAddr>,
@@ -221,10 +221,21 @@ impl Manager {
         self.view.abort_all();
     }
 
-    /// Waits until the host's main task ends (after [`Manager::shutdown`] began, or a panic); a
-    /// lost lease does not end it.
-    pub async fn wait(&mut self) {
-        let _ = (&mut self.main).await;
+    /// Waits until the host has stopped: after [`Manager::shutdown`] began (`Ok`), or once one
+    /// of its runnables ended on its own (failed or panicked) and the others were stopped (an
+    /// error naming it); a lost lease does not end it.
+    pub async fn wait(&mut self) -> Result<(), ManagerError> {
+        match (&mut self.main).await {
+            Ok(None) => Ok(()),
+            Ok(Some(runnable)) => Err(ManagerError::Ended { runnable }),
+            Err(e) => Err(ManagerError::Ended {
+                runnable: if e.is_panic() {
+                    "the host (panicked)"
+                } else {
+                    "the host"
+                },
+            }),
+        }
     }
 }
 
@@ -259,9 +270,14 @@ impl Meters {
 
 /// Runs the runnables until `stop` (or until one ends on its own), stops them stage by stage in
 /// reverse, then lets go of the Leases: the shard Lease first, then the leader's.
-async fn supervise(running: Running, leases: Leases, stop: CancellationToken) {
-    running.run_until(stop).await;
+async fn supervise(
+    running: Running,
+    leases: Leases,
+    stop: CancellationToken,
+) -> Option<&'static str> {
+    let ended = running.run_until(stop).await;
     leases.release().await;
+    ended
 }
 
 /// What the controllers follow: the source's plugin events, told to the activity feed, each

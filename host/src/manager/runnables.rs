@@ -166,14 +166,16 @@ impl Running {
     }
 
     /// Runs until `stop`, or until a runnable ends on its own; then stops the stages in the
-    /// reverse order, each awaited before the one before it.
-    pub(super) async fn run_until(mut self, stop: CancellationToken) {
-        tokio::select! {
-            () = stop.cancelled() => {}
+    /// reverse order, each awaited before the one before it. Returns the runnable that ended on
+    /// its own, if one did.
+    pub(super) async fn run_until(mut self, stop: CancellationToken) -> Option<&'static str> {
+        let ended = tokio::select! {
+            () = stop.cancelled() => None,
             Some(name) = self.ended.recv() => {
                 tracing::error!(runnable = name, "ended before the host stopped: stopping the host");
+                Some(name)
             }
-        }
+        };
         for stage in self.stages.into_iter().rev() {
             tracing::debug!(stage = ?stage.stage, "stopping");
             stage.stop.cancel();
@@ -185,6 +187,7 @@ impl Running {
                 }
             }
         }
+        ended
     }
 }
 

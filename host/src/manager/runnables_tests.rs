@@ -67,7 +67,7 @@ async fn stages_stop_in_reverse_each_awaited_before_the_one_before_it() {
     }
     let stop = CancellationToken::new();
     stop.cancel();
-    running.run_until(stop).await;
+    assert_eq!(running.run_until(stop).await, None, "stopped, not ended");
     let stopped: Vec<String> = log
         .lines()
         .into_iter()
