@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds every plugin component into target/plugins/<name>.wasm.
-#   plugins/build.sh            Rust plugins (the Blog plugin and the test plugins)
+# Builds plugin components into target/plugins/<name>.wasm.
+#   plugins/build.sh blog       the Blog plugin alone (what the README's main command runs)
+#   plugins/build.sh            Rust plugins (the Blog plugin, the test plugins and their variants)
 #   plugins/build.sh all        also the Python, JavaScript and C plugins (the Blog ports, the Metacontroller examples)
 #   plugins/build.sh ten        also the Blog under ten kinds Blog0..Blog9, for the benchmark's
 #                               ten-plugin row: target/plugins/copies/blog{0..9}.wasm
@@ -11,8 +12,19 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out="$root/target/plugins"
 mkdir -p "$out"
 
-build_rust() {
+wasm_target() {
   rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
+}
+
+# The Blog alone: one crate for the wasm target, no test plugin and no variant.
+build_blog() {
+  wasm_target
+  cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin -p weir-plugin-blog
+  cp "$root/target/wasm32-wasip2/plugin/weir_plugin_blog.wasm" "$out/blog.wasm"
+}
+
+build_rust() {
+  wasm_target
   # crate name -> component file name
   local -A crates=(
     [weir-plugin-blog]=blog
@@ -110,12 +122,12 @@ build_copies() {
   ls -l "$out/copies"
 }
 
-build_rust
 case "${1:-rust}" in
-  rust) ;;
-  all) build_guests ;;
-  ten) build_copies 10 ;;
-  fifty) build_copies 50 ;;
-  *) echo "usage: plugins/build.sh [rust|all|ten|fifty]" >&2; exit 2 ;;
+  blog) build_blog ;;
+  rust) build_rust ;;
+  all) build_rust; build_guests ;;
+  ten) build_rust; build_copies 10 ;;
+  fifty) build_rust; build_copies 50 ;;
+  *) echo "usage: plugins/build.sh [blog|rust|all|ten|fifty]" >&2; exit 2 ;;
 esac
 ls -l "$out"

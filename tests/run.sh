@@ -29,6 +29,20 @@ if grep -Eq '^(serde_yaml|serde_yml|unsafe-libyaml) ' <<<"$tree"; then
   exit 1
 fi
 
+step "one feature resolution: the README's main command compiles no crate the test build does not"
+# `cargo run -p weir` resolves features for the host alone, `cargo test --workspace` for every
+# member with its dev-dependencies; a crate resolved apart (kube, wasmparser...) is compiled twice,
+# with everything above it (wasmtime). The host turns on what the tests turn on (host/Cargo.toml).
+main_tree=$(cargo tree -p weir -e normal,build -f '{p} [{f}]' --prefix none | sed 's/ (\*)$//' | sort -u)
+test_tree=$(cargo tree --workspace -e normal,build,dev -f '{p} [{f}]' --prefix none | sed 's/ (\*)$//' | sort -u)
+apart=$(comm -23 <(echo "$main_tree") <(echo "$test_tree"))
+if [[ -n "$apart" ]]; then
+  echo "\`cargo run -p weir\` builds these crates with features the test build does not give them:" >&2
+  echo "$apart" >&2
+  echo "turn the test build's features on in host/Cargo.toml too (see its note on semver, wasmparser...)" >&2
+  exit 1
+fi
+
 step "kubectl (the end-to-end and emulator tests drive the real one)"
 if ! command -v kubectl >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq kubernetes-client
@@ -38,8 +52,8 @@ step "build every plugin (Rust, Python, JavaScript, C)"
 plugins/build.sh all
 
 step "build the workspace's tests once (and with them target/debug/weir)"
-# One feature resolution for everything: a bare `cargo build -p weir` resolves kube's and
-# wasmparser's features differently from the workspace's tests and would compile wasmtime twice.
+# The same tree as the README's `cargo run -p weir` (checked above), so a newcomer who ran the main
+# command first compiles only the tests here.
 cargo test --workspace --no-run
 
 step "the benchmark's Blog copies: the Blog's CRD text under each copy's names"

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use kube::api::DeleteParams;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use serde_json::json;
 use weir_e2e::convergence::{self, Expected};
 use weir_e2e::weir_run::WeirRun;

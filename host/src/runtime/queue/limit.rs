@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use rand::Rng;
+use rand::RngExt;
 use tokio::time::Instant;
 
 use crate::runtime::ObjectKey;

@@ -12,7 +12,7 @@ pub mod tls;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use rand::Rng;
+use rand::RngExt;
 use serde_json::{Value, json};
 
 use crate::kinds::resources::ResKey;

@@ -10,7 +10,7 @@
 use anyhow::{Context, Result};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use serde_json::json;
 use weir_e2e::convergence::Expected;
 use weir_e2e::kinds;

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use weir_e2e::api_faults;
 use weir_emulator::Rule;
 
