@@ -3,7 +3,8 @@
 //! refusal of a moved tag with and without the old content stored, a store that heals when
 //! removed, and a registry behind basic auth read with a pull Secret.
 //! Each test starts a real registry on loopback (`tests/setup-registry.sh` installs it).
-//! [`through_the_host`]: the same, end to end, with the host following Plugin objects.
+//! [`through_the_host`]: the same, end to end, with the host following Plugin objects;
+//! `registry_outage`: a host restarted or swapped while the registry is down.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,6 +22,7 @@ use weir::plugin::Limits;
 use weir_e2e::{TestEnv, built, engine};
 use weir_test_support::registry::{LocalRegistry, docker_config};
 
+mod registry_outage;
 pub(crate) mod through_the_host;
 
 /// `weir push` of the shipped binary (built by `cargo build -p weir --bin weir`, as tests/run.sh does).

@@ -19,6 +19,12 @@
 //! Plugin's status; transient ones (registry, pull Secret, ConfigMap, disk) are retried with
 //! backoff. Deleting a Plugin unloads it ([`PluginEvent::Removed`]: its children stay).
 //!
+//! A registry outage is not a refusal of a Plugin pinned by tag and digest whose digest is in
+//! the local store: that version serves (on a restart as on a swap), the status's `TagChecked`
+//! condition says the tag could not be checked and since when, and the tag is asked about again
+//! on the retry backoff; when the registry answers that the tag moved, that version is refused
+//! and withdrawn as if the registry had answered at once (see `unchecked`).
+//!
 //! The Plugins wait their turn on the host's own work queue (`crate::runtime::queue`), one
 //! key per Plugin: a change of spec is an outside change, the echo of a status write is not,
 //! and a transient refusal is a failed attempt retried on the queue's per-key backoff.
@@ -34,6 +40,7 @@
 
 mod attempt;
 mod candidate;
+mod unchecked;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -50,6 +57,7 @@ use super::arbiter::{Arbiter, KindKey};
 use super::dir::{Loaded, PluginEvent};
 use super::{Catalog, Error, Events, HotloadMetrics, Loader, Result};
 use crate::chain::Chain;
+use crate::cluster::fetch::TagCheck;
 use crate::cluster::status::Attempt;
 use crate::cluster::{Blobs, CandidateSource, PluginResource, PluginSpec};
 use crate::fence::Fence;
@@ -153,6 +161,11 @@ struct Entry<P> {
     attempted: Option<PluginSpec>,
     /// The version serving, and the digest it came from.
     serving: Option<(P, String)>,
+    /// What the fetch of the version serving learned of its tag.
+    tag: TagCheck,
+    /// The version that served before one served with its tag unchecked: it serves again if
+    /// the registry answers that the tag does not name the unchecked one (`unchecked`).
+    fallback: Option<unchecked::Fallback<P>>,
     /// What the last attempt came to.
     attempt: Attempt,
     /// The last attempt failed for a reason that may pass: it is tried again on the queue's
@@ -270,6 +283,8 @@ impl<L: Loader + Sync> Run<L> {
                         object,
                         attempted: None,
                         serving: None,
+                        tag: TagCheck::NotAsked,
+                        fallback: None,
                         attempt: Attempt::Pending,
                         retrying: false,
                         candidate_attempted: None,
