@@ -147,8 +147,8 @@ pub fn parse_reference(reference: &str) -> Result<Reference> {
 /// Pushes and pulls components, with one set of credentials (the registry client keeps the
 /// first credentials it is given for a registry, so other credentials need another `Registry`).
 pub struct Registry {
-    client: Client,
-    auth: RegistryAuth,
+    pub(super) client: Client,
+    pub(super) auth: RegistryAuth,
 }
 
 impl std::fmt::Debug for Registry {
@@ -302,7 +302,7 @@ fn wasm_layer(manifest: &OciImageManifest) -> std::result::Result<&OciDescriptor
     }
 }
 
-fn sha256_digest(bytes: &[u8]) -> String {
+pub(super) fn sha256_digest(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 

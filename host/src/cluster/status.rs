@@ -9,7 +9,11 @@
 //! - `TagChecked`, for a version fetched by tag: `True` when the registry said the tag names
 //!   what serves, `False` (reason `RegistryUnreachable`) while the registry could not be
 //!   reached and the pinned digest serves from the local store; its `lastTransitionTime` says
-//!   since when. Absent for a version named by digest or read from a ConfigMap.
+//!   since when. Absent for a version named by digest or read from a ConfigMap;
+//! - `Verified`, with a verification policy: `True` naming the keys that signed what serves,
+//!   `False` (`Unsigned`, `SignatureUntrusted`, `SignatureUnavailable`) when it serves under
+//!   the `audit` level without verifying. Under `enforce` nothing unverified serves: `Loaded`
+//!   is `False` with that reason and why.
 
 use kube::Api;
 use kube::api::{Patch, PatchParams};
@@ -47,16 +51,42 @@ pub enum Attempt {
     },
 }
 
-/// The status a Plugin should have; `tag` is what the fetch of the version serving learned of
-/// its tag. Transition times are carried over from `previous` where a condition's status did
-/// not change.
+/// What the signatures of the version serving came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Signature {
+    /// The verification policy holds; these keys verified it.
+    Verified {
+        /// The policy's names of the keys.
+        keys: Vec<String>,
+    },
+    /// It does not verify, and serves because the level is `audit`.
+    Audited {
+        /// CamelCase reason (`Unsigned`, `SignatureUntrusted`, `SignatureUnavailable`).
+        reason: &'static str,
+        /// Why.
+        message: String,
+    },
+}
+
+/// What the host checked of the version serving beyond its digest.
+#[derive(Clone, Copy, Debug)]
+pub struct Checks<'a> {
+    /// What its fetch learned of its tag.
+    pub tag: &'a TagCheck,
+    /// Its signatures (`None` without a verification policy).
+    pub signature: Option<&'a Signature>,
+}
+
+/// The status a Plugin should have. Transition times are carried over from `previous` where a
+/// condition's status did not change.
 pub fn desired(
     generation: Option<i64>,
     serving: Option<&Serving>,
     attempt: &Attempt,
-    tag: &TagCheck,
+    checks: Checks<'_>,
     previous: Option<&PluginStatus>,
 ) -> PluginStatus {
+    let tag = checks.tag;
     let loaded = match attempt {
         Attempt::Pending => (
             "Unknown",
@@ -131,8 +161,22 @@ pub fn desired(
         )),
         (None, _) | (_, TagCheck::NotAsked) => None,
     };
+    let verified = match (serving, checks.signature) {
+        (Some(s), Some(Signature::Verified { keys })) => Some((
+            "True",
+            "Verified",
+            format!("{} is signed by {}", s.digest, keys.join(", ")),
+        )),
+        (Some(_), Some(Signature::Audited { reason, message })) => Some((
+            "False",
+            *reason,
+            format!("serving under the audit level although: {message}"),
+        )),
+        _ => None,
+    };
     let mut conditions = vec![condition("Loaded", loaded), condition("Ready", ready)];
     conditions.extend(tag_checked.map(|c| condition("TagChecked", c)));
+    conditions.extend(verified.map(|c| condition("Verified", c)));
     PluginStatus {
         observed_generation: generation,
         digest: serving.map(|s| s.digest.clone()),
@@ -200,6 +244,13 @@ mod tests {
         }
     }
 
+    fn tag(tag: &TagCheck) -> Checks<'_> {
+        Checks {
+            tag,
+            signature: None,
+        }
+    }
+
     fn condition<'a>(status: &'a PluginStatus, type_: &str) -> &'a Condition {
         status.conditions.iter().find(|c| c.type_ == type_).unwrap()
     }
@@ -214,7 +265,7 @@ mod tests {
             Some(3),
             Some(&serving()),
             &refused,
-            &TagCheck::NotAsked,
+            tag(&TagCheck::NotAsked),
             None,
         );
         assert_eq!(condition(&status, "Loaded").status, "False");
@@ -225,7 +276,7 @@ mod tests {
             status.last_error.as_deref(),
             Some("r has digest a, not the pinned b")
         );
-        let none = desired(Some(3), None, &refused, &TagCheck::NotAsked, None);
+        let none = desired(Some(3), None, &refused, tag(&TagCheck::NotAsked), None);
         assert_eq!(condition(&none, "Ready").status, "False");
         assert_eq!(none.digest, None);
     }
@@ -236,14 +287,14 @@ mod tests {
             Some(1),
             Some(&serving()),
             &Attempt::Loaded,
-            &TagCheck::NotAsked,
+            tag(&TagCheck::NotAsked),
             None,
         );
         let again = desired(
             Some(1),
             Some(&serving()),
             &Attempt::Loaded,
-            &TagCheck::NotAsked,
+            tag(&TagCheck::NotAsked),
             Some(&first),
         );
         assert_eq!(first, again);
@@ -255,7 +306,7 @@ mod tests {
             Some(2),
             Some(&serving()),
             &refused,
-            &TagCheck::NotAsked,
+            tag(&TagCheck::NotAsked),
             Some(&first),
         );
         assert_eq!(
@@ -271,24 +322,28 @@ mod tests {
             Some(1),
             Some(&serving()),
             &Attempt::Loaded,
-            &unreachable("connection refused"),
+            tag(&unreachable("connection refused")),
             None,
         );
         let since = Some("2026-01-01T00:00:00Z".to_owned());
         for c in &mut first.conditions {
             c.last_transition_time.clone_from(&since);
         }
-        let tag = condition(&first, "TagChecked");
+        let turned = condition(&first, "TagChecked");
         assert_eq!(
-            (tag.status.as_str(), tag.reason.as_str()),
+            (turned.status.as_str(), turned.reason.as_str()),
             ("False", "RegistryUnreachable")
         );
         assert!(
-            tag.message.contains("connection refused"),
+            turned.message.contains("connection refused"),
             "{}",
-            tag.message
+            turned.message
         );
-        assert!(tag.message.contains(&serving().digest), "{}", tag.message);
+        assert!(
+            turned.message.contains(&serving().digest),
+            "{}",
+            turned.message
+        );
         assert_eq!(condition(&first, "Loaded").status, "True");
         assert_eq!(condition(&first, "Ready").status, "True");
 
@@ -297,7 +352,7 @@ mod tests {
             Some(1),
             Some(&serving()),
             &Attempt::Loaded,
-            &unreachable("timed out"),
+            tag(&unreachable("timed out")),
             Some(&first),
         );
         let still = condition(&later, "TagChecked");
@@ -308,7 +363,7 @@ mod tests {
             Some(1),
             Some(&serving()),
             &Attempt::Loaded,
-            &TagCheck::Checked,
+            tag(&TagCheck::Checked),
             Some(&later),
         );
         assert_eq!(condition(&checked, "TagChecked").status, "True");
@@ -321,11 +376,17 @@ mod tests {
             Some(1),
             Some(&serving()),
             &Attempt::Loaded,
-            &TagCheck::NotAsked,
+            tag(&TagCheck::NotAsked),
             None,
         );
         assert!(by_digest.conditions.iter().all(|c| c.type_ != "TagChecked"));
-        let nothing_serves = desired(Some(1), None, &Attempt::Pending, &unreachable("x"), None);
+        let nothing_serves = desired(
+            Some(1),
+            None,
+            &Attempt::Pending,
+            tag(&unreachable("x")),
+            None,
+        );
         assert!(
             nothing_serves
                 .conditions

@@ -127,6 +127,9 @@ pub struct ManagerConfig {
     pub policy: Arc<Policy>,
     /// How candidate versions are shadowed, canaried, promoted or rolled back.
     pub rollout: RolloutConfig,
+    /// The signatures the cluster source's components must carry (`crate::trust`); `None`
+    /// checks none.
+    pub verification: Option<Arc<crate::trust::Policy>>,
 }
 
 impl Default for ManagerConfig {
@@ -143,6 +146,7 @@ impl Default for ManagerConfig {
             install_crds: false,
             policy: Arc::new(Policy::default()),
             rollout: RolloutConfig::default(),
+            verification: None,
         }
     }
 }
@@ -181,6 +185,14 @@ impl Manager {
         let namespace = config.controller.namespace.clone();
         let admission = Admission::new(client.clone(), config.policy.clone(), namespace);
         let writers = (&leader_client, &leases.gate);
+        let mut source = source;
+        if let PluginSource::Cluster {
+            config: cluster, ..
+        } = &mut source
+            && cluster.verification.is_none()
+        {
+            cluster.verification.clone_from(&config.verification);
+        }
         let source = sources::start(source, admission, config.limits, writers, &meters.hotload);
         let Source {
             events,

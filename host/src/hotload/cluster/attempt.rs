@@ -10,8 +10,8 @@ use crate::cluster::fetch::{
     FetchError, Fetched, TagCheck, fetch, fetch_config_map, pull_credentials,
 };
 use crate::cluster::oci::parse_reference;
-use crate::cluster::status::{self, Attempt, Serving};
-use crate::cluster::{Credentials, PluginResource};
+use crate::cluster::status::{self, Attempt, Checks, Serving, Signature};
+use crate::cluster::{Credentials, PluginResource, PluginSpec};
 use crate::hotload::arbiter::KindKey;
 use crate::hotload::dir::{FileRefusal, Loaded, PluginEvent};
 use crate::hotload::{Loader, Result};
@@ -59,6 +59,12 @@ impl<L: Loader + Sync> Run<L> {
             Self::tag_learned(entry, fetched.tag);
             return;
         }
+        let signature = match self.check_signatures(name, &object, &fetched).await {
+            Ok(signature) => signature,
+            Err(refusal) => {
+                return self.refuse(name, refusal.reason, refusal.message, refusal.transient);
+            }
+        };
         let (loader, path, sha256) = (
             self.loader.clone(),
             fetched.component.path.clone(),
@@ -74,7 +80,7 @@ impl<L: Loader + Sync> Run<L> {
             Ok(Ok(plugin)) => {
                 info!(plugin = name, digest = %fetched.digest, took_ms = started.elapsed().as_millis(),
                     "component loaded");
-                self.serve(name, plugin, fetched.digest, fetched.tag);
+                self.serve(name, plugin, fetched.digest, fetched.tag, signature);
             }
             Ok(Err(e)) => {
                 let reason = L::reason(&e);
@@ -113,10 +119,7 @@ impl<L: Loader + Sync> Run<L> {
                     }
                     _ => reference.clone(),
                 };
-                let credentials = match &spec.pull_secret {
-                    Some(secret) => pull_credentials(&self.client, secret, &reference).await?,
-                    None => Credentials::Anonymous,
-                };
+                let credentials = self.credentials(spec, &reference).await?;
                 fetch(
                     &self.blobs,
                     &reference,
@@ -132,7 +135,27 @@ impl<L: Loader + Sync> Run<L> {
         }
     }
 
-    pub(super) fn serve(&mut self, name: &str, plugin: L::Plugin, digest: String, tag: TagCheck) {
+    /// The credentials of the Plugin's pull Secret for `reference`'s registry (anonymous
+    /// without one).
+    pub(super) async fn credentials(
+        &self,
+        spec: &PluginSpec,
+        reference: &str,
+    ) -> Result<Credentials, FetchError> {
+        match &spec.pull_secret {
+            Some(secret) => pull_credentials(&self.client, secret, reference).await,
+            None => Ok(Credentials::Anonymous),
+        }
+    }
+
+    pub(super) fn serve(
+        &mut self,
+        name: &str,
+        plugin: L::Plugin,
+        digest: String,
+        tag: TagCheck,
+        signature: Option<Signature>,
+    ) {
         let kind = KindKey::of(plugin.info());
         if let Err(owner) = self.arbiter.claim(&kind, name) {
             let message = format!(
@@ -182,6 +205,7 @@ impl<L: Loader + Sync> Run<L> {
         if let Some(entry) = self.entries.get_mut(name) {
             entry.serving = Some((plugin, digest));
             entry.tag = tag;
+            entry.signature = signature;
             entry.attempt = Attempt::Loaded;
         }
         self.emit(event);
@@ -259,7 +283,10 @@ impl<L: Loader + Sync> Run<L> {
             entry.object.metadata.generation,
             serving.as_ref(),
             &entry.attempt,
-            &entry.tag,
+            Checks {
+                tag: &entry.tag,
+                signature: entry.signature.as_ref(),
+            },
             entry.object.status.as_ref(),
         );
         match status::write(&self.api, &entry.object, &desired).await {

@@ -54,6 +54,10 @@ impl<L: Loader + Sync> Run<L> {
         if proposed.is_some_and(|(_, digest)| *digest == fetched.digest) {
             return;
         }
+        // Never shadowed, canaried or promoted unless it verifies (or the level is audit).
+        if let Err(refusal) = self.check_signatures(name, &object, &fetched).await {
+            return self.refuse_candidate(name, refusal.message);
+        }
         let (loader, path, sha256) = (
             self.loader.clone(),
             fetched.component.path.clone(),

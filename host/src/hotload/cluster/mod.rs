@@ -9,9 +9,13 @@
 //!    disk. Without a pin, the tag is resolved once per spec: the digest the status records for
 //!    this generation is what every replica fetches (by digest, no HEAD). A ConfigMap is read
 //!    and hashed on every fetch.
-//! 2. **load** with the host's loader (compile, or map the precompiled artifact; then admission),
+//! 2. **verify** (with a verification policy, `signed`): the verdict kept beside the store for
+//!    this digest and policy, else the signatures of the artifact's `sha256-<hex>.sig` tag; under
+//!    `enforce` a component that does not verify is refused before it is loaded, under `audit`
+//!    it loads and its status says why it would not have.
+//! 3. **load** with the host's loader (compile, or map the precompiled artifact; then admission),
 //!    on a blocking thread.
-//! 3. **serve**: [`PluginEvent::Added`], or [`PluginEvent::Replaced`] for a new digest (a hot
+//! 4. **serve**: [`PluginEvent::Added`], or [`PluginEvent::Replaced`] for a new digest (a hot
 //!    swap). A second Plugin for a kind another Plugin serves is refused until that kind is free.
 //!
 //! A refusal (unreachable registry, wrong digest, not a component, wrong contract, `describe`
@@ -40,6 +44,7 @@
 
 mod attempt;
 mod candidate;
+mod signed;
 mod unchecked;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -58,10 +63,11 @@ use super::dir::{Loaded, PluginEvent};
 use super::{Catalog, Error, Events, HotloadMetrics, Loader, Result};
 use crate::chain::Chain;
 use crate::cluster::fetch::TagCheck;
-use crate::cluster::status::Attempt;
+use crate::cluster::status::{Attempt, Signature};
 use crate::cluster::{Blobs, CandidateSource, PluginResource, PluginSpec};
 use crate::fence::Fence;
 use crate::runtime::{Cause, Finish, ObjectKey, Queue, QueueConfig};
+use crate::trust::{Policy, VerdictCache};
 
 /// How the cluster source stores and retries.
 #[derive(Clone, Debug)]
@@ -72,6 +78,9 @@ pub struct ClusterConfig {
     pub retry: Duration,
     /// Longest delay between retries.
     pub max_retry: Duration,
+    /// The verification policy every component and candidate is held to before it loads
+    /// (`weir run --verification-policy`); `None` checks no signature.
+    pub verification: Option<Arc<Policy>>,
 }
 
 impl ClusterConfig {
@@ -81,6 +90,7 @@ impl ClusterConfig {
             store: store.into(),
             retry: Duration::from_secs(1),
             max_retry: Duration::from_secs(120),
+            verification: None,
         }
     }
 }
@@ -121,6 +131,8 @@ impl ClusterLoader {
             ..QueueConfig::default()
         });
         let run = Run {
+            verdicts: VerdictCache::new(&config.store),
+            verification: config.verification.clone(),
             queue: Arc::new(queue),
             api: Api::all(client.clone()),
             client,
@@ -163,6 +175,8 @@ struct Entry<P> {
     serving: Option<(P, String)>,
     /// What the fetch of the version serving learned of its tag.
     tag: TagCheck,
+    /// What its signatures came to (`None` without a verification policy).
+    signature: Option<Signature>,
     /// The version that served before one served with its tag unchecked: it serves again if
     /// the registry answers that the tag does not name the unchecked one (`unchecked`).
     fallback: Option<unchecked::Fallback<P>>,
@@ -178,6 +192,10 @@ struct Entry<P> {
 }
 
 struct Run<L: Loader> {
+    /// The verification policy, if any.
+    verification: Option<Arc<Policy>>,
+    /// Verdicts kept beside the component store.
+    verdicts: VerdictCache,
     /// One key per Plugin (cluster-scoped: no namespace), handed out one at a time.
     queue: Arc<Queue>,
     client: Client,
@@ -284,6 +302,7 @@ impl<L: Loader + Sync> Run<L> {
                         attempted: None,
                         serving: None,
                         tag: TagCheck::NotAsked,
+                        signature: None,
                         fallback: None,
                         attempt: Attempt::Pending,
                         retrying: false,

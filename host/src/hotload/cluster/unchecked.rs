@@ -12,6 +12,7 @@ use tracing::warn;
 
 use super::{Entry, Run, file_of};
 use crate::cluster::fetch::TagCheck;
+use crate::cluster::status::Signature;
 use crate::hotload::Loader;
 use crate::hotload::arbiter::KindKey;
 use crate::hotload::dir::{Loaded, PluginEvent};
@@ -21,6 +22,7 @@ pub(super) struct Fallback<P> {
     plugin: P,
     digest: String,
     tag: TagCheck,
+    signature: Option<Signature>,
 }
 
 impl<L: Loader + Sync> Run<L> {
@@ -55,6 +57,7 @@ impl<L: Loader + Sync> Run<L> {
                 plugin: plugin.clone(),
                 digest: digest.clone(),
                 tag: entry.tag.clone(),
+                signature: entry.signature.clone(),
             });
     }
 
@@ -80,6 +83,7 @@ impl<L: Loader + Sync> Run<L> {
                     "the registry answered: the version served on an unchecked tag is withdrawn, \
                      and the version before it serves again");
                 entry.tag = fallback.tag;
+                entry.signature = fallback.signature;
                 entry.serving = Some((fallback.plugin.clone(), fallback.digest));
                 self.emit(PluginEvent::Replaced {
                     file,
@@ -91,6 +95,7 @@ impl<L: Loader + Sync> Run<L> {
                 warn!(plugin = name, %digest,
                     "the registry answered: the version served on an unchecked tag is withdrawn");
                 entry.tag = TagCheck::NotAsked;
+                entry.signature = None;
                 self.release(&KindKey::of(plugin.info()));
                 self.emit(PluginEvent::Removed { file, plugin });
             }
