@@ -67,6 +67,9 @@ pub enum Command {
     Rollout(weir::rollout::RolloutArgs),
     /// Push a plugin component to an OCI registry (WebAssembly layout); prints its digest.
     Push(weir::cluster::PushArgs),
+    /// The signatures of a component in an OCI registry, and whether the keys (or the
+    /// verification policy) given verify it; exits 1 when they do not.
+    Verify(weir::cluster::VerifyArgs),
     /// Serve only the embedded Kubernetes API emulator, for kubectl and kube-rs, until Ctrl-C.
     #[cfg(feature = "dev")]
     Emulator(EmulatorArgs),
@@ -129,6 +132,15 @@ impl Cli {
             Command::Push(args) => {
                 println!("{}", args.execute()?);
                 Ok(ExitCode::SUCCESS)
+            }
+            Command::Verify(args) => {
+                let report = args.execute()?;
+                print!("{report}");
+                Ok(if report.verdict.verified() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                })
             }
             Command::Rollout(args) => {
                 println!("{}", args.execute()?);

@@ -28,7 +28,8 @@
 //! [`rollout`]: an answerer), then [`manager`], the one host every entry point starts (leader
 //! election with [`fence`] as its write-time gate, the operations server, the plugin source).
 //! Around them: [`hotload`] follows a plugins directory or the cluster's `Plugin` objects,
-//! [`cluster`] pulls components from OCI registries, [`client`] builds the API client (rate
+//! [`cluster`] pulls components from OCI registries, [`trust`] checks their signatures
+//! offline against the verification policy, [`client`] builds the API client (rate
 //! limit, pushback), [`run`] is `weir run`, [`dev`] is `weir dev` on the embedded emulator
 //! (crate `weir-emulator`), [`offline`] is `weir test`, [`scaffold`] is `weir new`.
 
@@ -56,6 +57,7 @@ pub mod runtime;
 pub mod scaffold;
 pub mod server;
 pub mod shard;
+pub mod trust;
 pub mod yaml;
 
 // Property tests of answer validation, status merge and the fixture parser.

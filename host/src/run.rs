@@ -34,6 +34,9 @@ pub enum RunError {
     /// The host could not start.
     #[error(transparent)]
     Manager(#[from] crate::manager::ManagerError),
+    /// The `--verification-policy` file could not be read.
+    #[error(transparent)]
+    Verification(#[from] crate::trust::PolicyError),
     /// The `--policy` file could not be read.
     #[error(transparent)]
     Policy(#[from] crate::policy::PolicyError),
@@ -149,6 +152,11 @@ pub struct HostArgs {
     /// What plugins may declare (YAML; see `weir::policy`); default: the safe built-in policy.
     #[arg(long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
+    /// The signatures `Plugin` components must carry (YAML; see `weir::trust::policy`): public
+    /// keys in Kubewarden's `allOf` / `anyOf` shape, checked offline before anything loads;
+    /// `level: {cluster: enforce | audit}`. Without it no signature is checked.
+    #[arg(long, value_name = "FILE")]
+    pub verification_policy: Option<PathBuf>,
     /// Write every failed or refused reconcile into DIR as a `weir test` fixture that fails the same way.
     #[arg(long, value_name = "DIR")]
     pub dump_failures: Option<PathBuf>,
@@ -161,6 +169,10 @@ impl HostArgs {
     /// The host configuration these arguments describe (reads the `--policy` file).
     pub fn manager_config(&self) -> Result<ManagerConfig, RunError> {
         let policy = Policy::load_or_default(self.policy.as_deref())?;
+        let verification = match &self.verification_policy {
+            Some(path) => Some(Arc::new(crate::trust::Policy::load(path)?)),
+            None => None,
+        };
         let identity = self.identity.clone().unwrap_or_else(default_identity);
         // Sharded replicas elect a leader too: it is the one that assigns parents.
         let leader = (self.leader_elect || self.shard).then(|| LeaderConfig {
@@ -202,6 +214,7 @@ impl HostArgs {
             listen: Some(self.listen),
             policy: Arc::new(policy),
             rollout: self.rollout.config(),
+            verification,
             ..defaults
         })
     }

@@ -1,5 +1,5 @@
 //! One Plugin's component onto local disk, with the same answer on every replica whatever its
-//! local store holds: the store saves downloads, never a question to the registry.
+//! local store holds: the store saves downloads, never a question the registry answers.
 //!
 //! The rules, in order:
 //! 1. The digest the reference names **now**: its own `@sha256:…` (content-addressed: no
@@ -8,9 +8,15 @@
 //!    seen by a host that stored the old content exactly as by a fresh one.
 //! 2. A pin (`spec.digest`, or `@sha256:` in the reference; both must agree) that differs from
 //!    that digest is refused: the tag moved, or the pin is wrong.
-//! 3. That digest in the local store: served from disk (a restart, a second replica sharing
+//! 3. A registry that gives no answer to that question (refused connection, timeout, a proxy's
+//!    502/503/504) is no refusal when the pinned digest is in the local store: that content is
+//!    served, marked [`TagCheck::Unchecked`], so that the caller says so and asks again later.
+//!    Any answer the registry does give (another digest, no such tag, unauthorized) decides as
+//!    in rule 2; without a pin, or without the pinned content stored, no answer is a failure
+//!    (there is nothing the host may serve).
+//! 4. That digest in the local store: served from disk (a restart, a second replica sharing
 //!    the volume).
-//! 4. Otherwise pulled (manifest checked against the digest, the layer against the manifest),
+//! 5. Otherwise pulled (manifest checked against the digest, the layer against the manifest),
 //!    stored, and served.
 //!
 //! A ConfigMap is read the same way on every fetch (its `binaryData` is both the question and
@@ -91,6 +97,12 @@ impl FetchError {
         }
     }
 
+    /// Whether the registry gave no answer at all (see [`OciError::is_unreachable`]): what it
+    /// refused is an answer, and so is every other failure here.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, FetchError::Oci(e) if e.is_unreachable())
+    }
+
     /// Whether trying again later may succeed with the same spec (an unreachable registry, a
     /// pull Secret or ConfigMap not created yet, a full disk); the others wait for a new spec.
     pub fn is_transient(&self) -> bool {
@@ -113,6 +125,20 @@ pub struct Fetched {
     pub component: StoredComponent,
     /// Whether it was downloaded now (`false`: it was on disk already).
     pub pulled: bool,
+    /// Whether the registry was asked what the reference's tag names, and what came of it.
+    pub tag: TagCheck,
+}
+
+/// What a fetch learned of the reference's tag.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TagCheck {
+    /// Nothing to ask: the reference names a digest, or the source is a ConfigMap.
+    NotAsked,
+    /// The registry answered, and its answer is the digest fetched.
+    Checked,
+    /// The registry could not be reached: the pinned digest was served from the local store
+    /// without knowing whether the tag still names it. The text says what failed.
+    Unchecked(String),
 }
 
 /// Fetches the component `reference` (pinned to `pinned`, if given) names; see the module docs.
@@ -133,7 +159,16 @@ pub async fn fetch(
         (spec, in_ref) => spec.or(in_ref).map(str::to_owned),
     };
     let registry = Registry::new(&parsed, credentials);
-    let digest = registry.resolve(&parsed).await?;
+    let tag = if parsed.digest().is_some() {
+        TagCheck::NotAsked
+    } else {
+        TagCheck::Checked
+    };
+    let digest = match registry.resolve(&parsed).await {
+        Ok(digest) => digest,
+        Err(e) if e.is_unreachable() => return stored_while_unreachable(blobs, pinned, e),
+        Err(e) => return Err(e.into()),
+    };
     if let Some(pin) = &pinned
         && *pin != digest
     {
@@ -149,6 +184,7 @@ pub async fn fetch(
             digest,
             component,
             pulled: false,
+            tag,
         });
     }
     let pulled = registry.pull(&parsed, &digest).await?;
@@ -162,6 +198,27 @@ pub async fn fetch(
         digest,
         component,
         pulled: true,
+        tag,
+    })
+}
+
+/// The pinned component from the local store when the registry gives no answer to what the
+/// tag names (rule 3 of the module docs); without a pin, or without it stored, the failure.
+fn stored_while_unreachable(
+    blobs: &Blobs,
+    pinned: Option<String>,
+    unreachable: OciError,
+) -> Result<Fetched, FetchError> {
+    let Some((digest, component)) =
+        pinned.and_then(|pin| blobs.get(&pin).map(|component| (pin, component)))
+    else {
+        return Err(unreachable.into());
+    };
+    Ok(Fetched {
+        digest,
+        component,
+        pulled: false,
+        tag: TagCheck::Unchecked(crate::chain::Chain(&unreachable).to_string()),
     })
 }
 
@@ -204,6 +261,7 @@ pub async fn fetch_config_map(
             digest,
             component,
             pulled: false,
+            tag: TagCheck::NotAsked,
         });
     }
     let component = blobs
@@ -216,6 +274,7 @@ pub async fn fetch_config_map(
         digest,
         component,
         pulled: true,
+        tag: TagCheck::NotAsked,
     })
 }
 

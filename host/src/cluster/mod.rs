@@ -4,7 +4,9 @@
 //! - [`oci`]: push and pull components in the WebAssembly OCI layout, verified by digest.
 //! - [`blobs`]: pulled components on local disk by digest, so a restart need not pull.
 //! - [`fetch`]: one Plugin's component onto local disk (pin checks, pull Secrets).
-//! - [`push`]: `weir push PLUGIN.wasm REF`.
+//! - [`push`]: `weir push PLUGIN.wasm REF [--sign KEY]`.
+//! - [`signatures`]: cosign signatures beside an artifact, read and written.
+//! - [`verify`]: `weir verify REF`.
 //! - [`status`]: what a Plugin's status says, written only when it changed.
 //!
 //! The host follows Plugin objects with `crate::hotload::ClusterLoader` (`weir run
@@ -15,7 +17,9 @@ pub mod fetch;
 pub mod oci;
 pub mod push;
 pub mod resource;
+pub mod signatures;
 pub mod status;
+pub mod verify;
 
 pub use blobs::{Blobs, StoredComponent};
 pub use oci::{Credentials, OciError, Pulled, Registry};
@@ -24,3 +28,4 @@ pub use resource::{
     CandidateSource, ComponentSource, Condition, ConfigMapKey, ObjectReference, PluginResource,
     PluginSpec, PluginStatus, short_digest,
 };
+pub use verify::{VerifyArgs, VerifyError};

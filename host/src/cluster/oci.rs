@@ -70,6 +70,24 @@ pub enum OciError {
 /// Result of this module.
 pub type Result<T, E = OciError> = std::result::Result<T, E>;
 
+impl OciError {
+    /// Whether the registry gave no answer: it could not be connected to, did not answer in
+    /// time, or a proxy in front of it said it is down (502, 503, 504). Anything else it says
+    /// (unauthorized, no such tag, another digest) is an answer.
+    pub fn is_unreachable(&self) -> bool {
+        let OciError::Registry { source, .. } = self else {
+            return false;
+        };
+        match source {
+            OciDistributionError::RequestError(e) => {
+                e.is_connect() || e.is_timeout() || e.is_request()
+            }
+            OciDistributionError::ServerError { code, .. } => matches!(code, 502..=504),
+            _ => false,
+        }
+    }
+}
+
 /// A component pulled from a registry.
 #[derive(Debug)]
 pub struct Pulled {
@@ -129,8 +147,8 @@ pub fn parse_reference(reference: &str) -> Result<Reference> {
 /// Pushes and pulls components, with one set of credentials (the registry client keeps the
 /// first credentials it is given for a registry, so other credentials need another `Registry`).
 pub struct Registry {
-    client: Client,
-    auth: RegistryAuth,
+    pub(super) client: Client,
+    pub(super) auth: RegistryAuth,
 }
 
 impl std::fmt::Debug for Registry {
@@ -284,7 +302,7 @@ fn wasm_layer(manifest: &OciImageManifest) -> std::result::Result<&OciDescriptor
     }
 }
 
-fn sha256_digest(bytes: &[u8]) -> String {
+pub(super) fn sha256_digest(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 

@@ -1,8 +1,12 @@
-//! `weir push PLUGIN.wasm REF`: put a component in a registry, in the WebAssembly OCI layout.
+//! `weir push PLUGIN.wasm REF [--sign KEY]`: put a component in a registry, in the WebAssembly
+//! OCI layout, and sign it as `cosign sign --key` does (`crate::cluster::signatures`).
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::oci::{Credentials, OciError, Registry, parse_reference};
+use crate::trust::PrivateKey;
+use crate::trust::simple_signing::Payload;
 
 /// Why a push failed.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +32,18 @@ pub enum PushError {
     /// The async runtime could not start.
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
+    /// The signing key could not be read.
+    #[error("cannot read the signing key {}", path.display())]
+    Key {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// An annotation is not `KEY=VALUE`.
+    #[error("annotation {0:?} is not KEY=VALUE")]
+    Annotation(String),
 }
 
 /// Arguments of `weir push`.
@@ -43,6 +59,18 @@ pub struct PushArgs {
     /// Password for the registry.
     #[arg(long, env = "WEIR_REGISTRY_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
+    /// Sign the pushed digest with this ECDSA P-256 private key (unencrypted PEM): a cosign
+    /// signature in the `sha256-<hex>.sig` tag, which `cosign verify --key` reads too.
+    #[arg(long, value_name = "KEY.pem")]
+    pub sign: Option<PathBuf>,
+    /// An annotation of the signature's payload (`cosign sign -a`), with --sign. Repeatable.
+    #[arg(
+        short = 'a',
+        long = "annotation",
+        value_name = "KEY=VALUE",
+        requires = "sign"
+    )]
+    pub annotations: Vec<String>,
 }
 
 impl PushArgs {
@@ -57,6 +85,7 @@ impl PushArgs {
                 path: self.plugin.clone(),
             });
         }
+        let signer = self.signer()?;
         let reference = parse_reference(&self.reference)?;
         let credentials = match (&self.username, &self.password) {
             (Some(username), password) => Credentials::Basic {
@@ -70,7 +99,40 @@ impl PushArgs {
             .build()
             .map_err(PushError::Runtime)?;
         let registry = Registry::new(&reference, &credentials);
-        let digest = runtime.block_on(registry.push(&component, &reference))?;
+        let digest = runtime.block_on(async {
+            let digest = registry.push(&component, &reference).await?;
+            if let Some((key, annotations)) = &signer {
+                let repository = format!("{}/{}", reference.registry(), reference.repository());
+                let payload = Payload::new(&repository, &digest, annotations).to_bytes();
+                let signature = key.sign(&payload);
+                let tag = registry
+                    .push_signature(&reference, &digest, &payload, &signature)
+                    .await?;
+                eprintln!("signed: {tag}");
+            }
+            Ok::<_, OciError>(digest)
+        })?;
         Ok(digest)
+    }
+
+    /// The signing key and the payload's annotations, when `--sign` is given.
+    fn signer(&self) -> Result<Option<(PrivateKey, BTreeMap<String, String>)>, PushError> {
+        let Some(path) = &self.sign else {
+            return Ok(None);
+        };
+        let key_err = |source: Box<dyn std::error::Error + Send + Sync>| PushError::Key {
+            path: path.clone(),
+            source,
+        };
+        let pem = std::fs::read_to_string(path).map_err(|e| key_err(Box::new(e)))?;
+        let key = PrivateKey::from_pem(&pem).map_err(|e| key_err(Box::new(e)))?;
+        let mut annotations = BTreeMap::new();
+        for a in &self.annotations {
+            let (k, v) = a
+                .split_once('=')
+                .ok_or_else(|| PushError::Annotation(a.clone()))?;
+            annotations.insert(k.to_owned(), v.to_owned());
+        }
+        Ok(Some((key, annotations)))
     }
 }

@@ -1,16 +1,25 @@
 //! What a `Plugin`'s status says: computed from what the host serves and what its last attempt
 //! made of the spec, and written only when it changed.
 //!
-//! Two conditions, as `metav1.Condition`:
+//! Conditions, as `metav1.Condition`:
 //! - `Loaded`: the current spec's component was fetched, verified, compiled and admitted
 //!   (`False` with the reason it was refused; `Unknown` while it is being fetched);
 //! - `Ready`: some version of this Plugin serves its kind. A refused update leaves `Ready`
-//!   `True`: the previous version keeps serving, and `status.digest` still names it.
+//!   `True`: the previous version keeps serving, and `status.digest` still names it;
+//! - `TagChecked`, for a version fetched by tag: `True` when the registry said the tag names
+//!   what serves, `False` (reason `RegistryUnreachable`) while the registry could not be
+//!   reached and the pinned digest serves from the local store; its `lastTransitionTime` says
+//!   since when. Absent for a version named by digest or read from a ConfigMap;
+//! - `Verified`, with a verification policy: `True` naming the keys that signed what serves,
+//!   `False` (`Unsigned`, `SignatureUntrusted`, `SignatureUnavailable`) when it serves under
+//!   the `audit` level without verifying. Under `enforce` nothing unverified serves: `Loaded`
+//!   is `False` with that reason and why.
 
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
+use super::fetch::TagCheck;
 use super::resource::{Condition, PluginResource, PluginStatus, short_digest};
 
 /// The component that serves a Plugin's kind, as its status shows it.
@@ -42,14 +51,42 @@ pub enum Attempt {
     },
 }
 
-/// The status a Plugin should have; transition times are carried over from `previous` where
-/// a condition's status did not change.
+/// What the signatures of the version serving came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Signature {
+    /// The verification policy holds; these keys verified it.
+    Verified {
+        /// The policy's names of the keys.
+        keys: Vec<String>,
+    },
+    /// It does not verify, and serves because the level is `audit`.
+    Audited {
+        /// CamelCase reason (`Unsigned`, `SignatureUntrusted`, `SignatureUnavailable`).
+        reason: &'static str,
+        /// Why.
+        message: String,
+    },
+}
+
+/// What the host checked of the version serving beyond its digest.
+#[derive(Clone, Copy, Debug)]
+pub struct Checks<'a> {
+    /// What its fetch learned of its tag.
+    pub tag: &'a TagCheck,
+    /// Its signatures (`None` without a verification policy).
+    pub signature: Option<&'a Signature>,
+}
+
+/// The status a Plugin should have. Transition times are carried over from `previous` where a
+/// condition's status did not change.
 pub fn desired(
     generation: Option<i64>,
     serving: Option<&Serving>,
     attempt: &Attempt,
+    checks: Checks<'_>,
     previous: Option<&PluginStatus>,
 ) -> PluginStatus {
+    let tag = checks.tag;
     let loaded = match attempt {
         Attempt::Pending => (
             "Unknown",
@@ -106,6 +143,40 @@ pub fn desired(
             observed_generation: generation,
         }
     };
+    let tag_checked = match (serving, tag) {
+        (Some(s), TagCheck::Checked) => Some((
+            "True",
+            "Checked",
+            format!("the registry says the tag names {}", s.digest),
+        )),
+        (Some(s), TagCheck::Unchecked(why)) => Some((
+            "False",
+            "RegistryUnreachable",
+            format!(
+                "the registry could not be reached to check what the tag names ({why}); the \
+                 pinned {} serves from the local store, and the tag is checked again until \
+                 the registry answers",
+                s.digest
+            ),
+        )),
+        (None, _) | (_, TagCheck::NotAsked) => None,
+    };
+    let verified = match (serving, checks.signature) {
+        (Some(s), Some(Signature::Verified { keys })) => Some((
+            "True",
+            "Verified",
+            format!("{} is signed by {}", s.digest, keys.join(", ")),
+        )),
+        (Some(_), Some(Signature::Audited { reason, message })) => Some((
+            "False",
+            *reason,
+            format!("serving under the audit level although: {message}"),
+        )),
+        _ => None,
+    };
+    let mut conditions = vec![condition("Loaded", loaded), condition("Ready", ready)];
+    conditions.extend(tag_checked.map(|c| condition("TagChecked", c)));
+    conditions.extend(verified.map(|c| condition("Verified", c)));
     PluginStatus {
         observed_generation: generation,
         digest: serving.map(|s| s.digest.clone()),
@@ -113,7 +184,7 @@ pub fn desired(
         plugin: serving.map(|s| s.name.clone()),
         version: serving.map(|s| s.version.clone()),
         kind: serving.map(|s| s.kind.clone()),
-        conditions: vec![condition("Loaded", loaded), condition("Ready", ready)],
+        conditions,
         last_error: match attempt {
             Attempt::Refused { message, .. } => Some(message.clone()),
             _ => None,
@@ -173,6 +244,13 @@ mod tests {
         }
     }
 
+    fn tag(tag: &TagCheck) -> Checks<'_> {
+        Checks {
+            tag,
+            signature: None,
+        }
+    }
+
     fn condition<'a>(status: &'a PluginStatus, type_: &str) -> &'a Condition {
         status.conditions.iter().find(|c| c.type_ == type_).unwrap()
     }
@@ -183,7 +261,13 @@ mod tests {
             reason: "DigestMismatch",
             message: "r has digest a, not the pinned b".into(),
         };
-        let status = desired(Some(3), Some(&serving()), &refused, None);
+        let status = desired(
+            Some(3),
+            Some(&serving()),
+            &refused,
+            tag(&TagCheck::NotAsked),
+            None,
+        );
         assert_eq!(condition(&status, "Loaded").status, "False");
         assert_eq!(condition(&status, "Loaded").reason, "DigestMismatch");
         assert_eq!(condition(&status, "Ready").status, "True");
@@ -192,24 +276,122 @@ mod tests {
             status.last_error.as_deref(),
             Some("r has digest a, not the pinned b")
         );
-        let none = desired(Some(3), None, &refused, None);
+        let none = desired(Some(3), None, &refused, tag(&TagCheck::NotAsked), None);
         assert_eq!(condition(&none, "Ready").status, "False");
         assert_eq!(none.digest, None);
     }
 
     #[test]
     fn an_unchanged_condition_keeps_its_transition_time_so_a_resync_writes_nothing() {
-        let first = desired(Some(1), Some(&serving()), &Attempt::Loaded, None);
-        let again = desired(Some(1), Some(&serving()), &Attempt::Loaded, Some(&first));
+        let first = desired(
+            Some(1),
+            Some(&serving()),
+            &Attempt::Loaded,
+            tag(&TagCheck::NotAsked),
+            None,
+        );
+        let again = desired(
+            Some(1),
+            Some(&serving()),
+            &Attempt::Loaded,
+            tag(&TagCheck::NotAsked),
+            Some(&first),
+        );
         assert_eq!(first, again);
         let refused = Attempt::Refused {
             reason: "PullFailed",
             message: "unreachable".into(),
         };
-        let later = desired(Some(2), Some(&serving()), &refused, Some(&first));
+        let later = desired(
+            Some(2),
+            Some(&serving()),
+            &refused,
+            tag(&TagCheck::NotAsked),
+            Some(&first),
+        );
         assert_eq!(
             condition(&later, "Ready").last_transition_time,
             condition(&first, "Ready").last_transition_time
+        );
+    }
+
+    #[test]
+    fn a_tag_the_registry_could_not_check_says_so_since_the_first_failure() {
+        let unreachable = |why: &str| TagCheck::Unchecked(why.into());
+        let mut first = desired(
+            Some(1),
+            Some(&serving()),
+            &Attempt::Loaded,
+            tag(&unreachable("connection refused")),
+            None,
+        );
+        let since = Some("2026-01-01T00:00:00Z".to_owned());
+        for c in &mut first.conditions {
+            c.last_transition_time.clone_from(&since);
+        }
+        let turned = condition(&first, "TagChecked");
+        assert_eq!(
+            (turned.status.as_str(), turned.reason.as_str()),
+            ("False", "RegistryUnreachable")
+        );
+        assert!(
+            turned.message.contains("connection refused"),
+            "{}",
+            turned.message
+        );
+        assert!(
+            turned.message.contains(&serving().digest),
+            "{}",
+            turned.message
+        );
+        assert_eq!(condition(&first, "Loaded").status, "True");
+        assert_eq!(condition(&first, "Ready").status, "True");
+
+        // Still unreachable, failing otherwise: the condition keeps the time it turned False.
+        let later = desired(
+            Some(1),
+            Some(&serving()),
+            &Attempt::Loaded,
+            tag(&unreachable("timed out")),
+            Some(&first),
+        );
+        let still = condition(&later, "TagChecked");
+        assert_eq!(still.last_transition_time, since);
+        assert!(still.message.contains("timed out"), "{}", still.message);
+
+        let checked = desired(
+            Some(1),
+            Some(&serving()),
+            &Attempt::Loaded,
+            tag(&TagCheck::Checked),
+            Some(&later),
+        );
+        assert_eq!(condition(&checked, "TagChecked").status, "True");
+        assert_ne!(
+            condition(&checked, "TagChecked").last_transition_time,
+            since
+        );
+        assert_eq!(condition(&checked, "Ready").last_transition_time, since);
+        let by_digest = desired(
+            Some(1),
+            Some(&serving()),
+            &Attempt::Loaded,
+            tag(&TagCheck::NotAsked),
+            None,
+        );
+        assert!(by_digest.conditions.iter().all(|c| c.type_ != "TagChecked"));
+        let nothing_serves = desired(
+            Some(1),
+            None,
+            &Attempt::Pending,
+            tag(&unreachable("x")),
+            None,
+        );
+        assert!(
+            nothing_serves
+                .conditions
+                .iter()
+                .all(|c| c.type_ != "TagChecked")
         );
     }
 }

@@ -102,6 +102,9 @@ pub struct ManagerConfig {
     pub policy: Arc<Policy>,
     /// How candidate versions are shadowed, canaried, promoted or rolled back.
     pub rollout: RolloutConfig,
+    /// The signatures the cluster source's components must carry (`crate::trust`); `None`
+    /// checks none.
+    pub verification: Option<Arc<crate::trust::Policy>>,
 }
 
 impl Default for ManagerConfig {
@@ -118,6 +121,7 @@ impl Default for ManagerConfig {
             install_crds: false,
             policy: Arc::new(Policy::default()),
             rollout: RolloutConfig::default(),
+            verification: None,
         }
     }
 }

@@ -84,7 +84,7 @@ impl Manager {
         let admission = Admission::new(client.clone(), config.policy.clone(), namespace);
         let hotload = &meters.hotload;
         let gate = &leases.gate;
-        let source = sources::start(source, admission, config.limits, &writes, gate, hotload);
+        let source = sources::start(source, admission, &config, &writes, gate, hotload);
         let Source {
             events,
             catalog,

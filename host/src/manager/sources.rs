@@ -4,10 +4,10 @@
 use kube::Client;
 
 use super::admission::{Admission, AdmittingLoader};
-use super::config::{ManagerError, PluginSource};
+use super::config::{ManagerConfig, ManagerError, PluginSource};
 use crate::fence::Fence;
 use crate::hotload::{EngineLoader, HotloadMetrics, Source};
-use crate::plugin::{Limits, Plugin};
+use crate::plugin::Plugin;
 
 /// Starts `source`. A fixed list is admitted here, and a refusal stops the host's start; the
 /// loaders admit each component as they load it, with `limits` on its calls. The cluster source
@@ -15,13 +15,16 @@ use crate::plugin::{Limits, Plugin};
 pub(super) async fn start(
     source: PluginSource,
     admission: Admission,
-    limits: Limits,
+    config: &ManagerConfig,
     client: &Client,
     gate: &Fence,
     metrics: &HotloadMetrics,
 ) -> Result<Source<Plugin>, ManagerError> {
     let loader = |engine| AdmittingLoader {
-        inner: EngineLoader { engine, limits },
+        inner: EngineLoader {
+            engine,
+            limits: config.limits,
+        },
         admission: admission.clone(),
         runtime: tokio::runtime::Handle::current(),
     };
@@ -38,15 +41,25 @@ pub(super) async fn start(
             }
             Source::fixed(plugins)
         }
-        PluginSource::Directory { config, engine } => {
-            Source::directory(config, loader(engine), metrics.clone())?
+        PluginSource::Directory {
+            config: dir,
+            engine,
+        } => Source::directory(dir, loader(engine), metrics.clone())?,
+        PluginSource::Cluster {
+            config: mut cluster,
+            engine,
+        } => {
+            // The host's verification policy, unless the source was given its own.
+            if cluster.verification.is_none() {
+                cluster.verification.clone_from(&config.verification);
+            }
+            Source::cluster(
+                client.clone(),
+                cluster,
+                gate.clone(),
+                loader(engine),
+                metrics.clone(),
+            )?
         }
-        PluginSource::Cluster { config, engine } => Source::cluster(
-            client.clone(),
-            config,
-            gate.clone(),
-            loader(engine),
-            metrics.clone(),
-        )?,
     })
 }

@@ -3,7 +3,9 @@
 //! refusal of a moved tag with and without the old content stored, a store that heals when
 //! removed, and a registry behind basic auth read with a pull Secret.
 //! Each test starts a real registry on loopback (`tests/setup-registry.sh` installs it).
-//! [`through_the_host`]: the same, end to end, with the host following Plugin objects.
+//! [`through_the_host`]: the same, end to end, with the host following Plugin objects;
+//! `registry_outage`: a host restarted or swapped while the registry is down; `signed`: Plugins
+//! held to a verification policy.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -21,13 +23,21 @@ use weir::plugin::Limits;
 use weir_e2e::{TestEnv, built, engine};
 use weir_test_support::registry::{LocalRegistry, docker_config};
 
+mod registry_outage;
+mod signed;
 pub(crate) mod through_the_host;
 
 /// `weir push` of the shipped binary (built by `cargo build -p weir --bin weir`, as tests/run.sh does).
 pub(crate) fn weir_push(component: &str, reference: &str) -> String {
+    weir_push_with(component, reference, &[])
+}
+
+/// `weir push` with more flags (`--sign KEY`, `-a K=V`).
+pub(crate) fn weir_push_with(component: &str, reference: &str, flags: &[&str]) -> String {
     let weir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/weir");
     let out = Command::new(&weir)
         .args(["push", built(component).to_str().unwrap(), reference])
+        .args(flags)
         .output()
         .unwrap_or_else(|e| panic!("running {}: {e}", weir.display()));
     assert!(

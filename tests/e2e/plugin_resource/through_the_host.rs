@@ -45,7 +45,7 @@ pub(crate) async fn install_plugin_crd(env: &TestEnv) -> Result<Api<PluginResour
 }
 
 /// The host `weir run --plugins-from-cluster` starts, storing components in `store`.
-async fn host_from_cluster(env: &TestEnv, store: &Path) -> Result<Manager> {
+pub(crate) async fn host_from_cluster(env: &TestEnv, store: &Path) -> Result<Manager> {
     env.in_process(RunSource::Cluster(store.into()))
         .engine(own_engine()?)
         .start()
@@ -53,7 +53,7 @@ async fn host_from_cluster(env: &TestEnv, store: &Path) -> Result<Manager> {
 }
 
 /// `kubectl apply` of a Plugin.
-async fn apply(plugins: &Api<PluginResource>, name: &str, spec: Value) -> Result<()> {
+pub(crate) async fn apply(plugins: &Api<PluginResource>, name: &str, spec: Value) -> Result<()> {
     let object = json!({
         "apiVersion": "weir.dev/v1alpha1", "kind": "Plugin",
         "metadata": {"name": name}, "spec": spec,
@@ -70,7 +70,7 @@ async fn apply(plugins: &Api<PluginResource>, name: &str, spec: Value) -> Result
 }
 
 /// `(status, reason)` of a Plugin's condition.
-fn condition(status: &PluginStatus, type_: &str) -> (String, String) {
+pub(crate) fn condition(status: &PluginStatus, type_: &str) -> (String, String) {
     status
         .conditions
         .iter()
@@ -80,7 +80,7 @@ fn condition(status: &PluginStatus, type_: &str) -> (String, String) {
 }
 
 /// Waits until the Plugin's status satisfies `ok`, and returns it.
-async fn status_until(
+pub(crate) async fn status_until(
     plugins: &Api<PluginResource>,
     name: &str,
     what: &str,
@@ -94,7 +94,7 @@ async fn status_until(
 }
 
 /// The `weir.dev/hot-swapped` label of Blog `blog`'s page ConfigMap.
-async fn page_label(env: &TestEnv, blog: &str) -> Option<String> {
+pub(crate) async fn page_label(env: &TestEnv, blog: &str) -> Option<String> {
     let page = env
         .api(&kinds::config_map())
         .get(&format!("{blog}-page"))
@@ -103,7 +103,7 @@ async fn page_label(env: &TestEnv, blog: &str) -> Option<String> {
     page.labels().get("weir.dev/hot-swapped").cloned()
 }
 
-fn loaded_digest(digest: &str) -> impl Fn(&PluginStatus) -> bool + '_ {
+pub(crate) fn loaded_digest(digest: &str) -> impl Fn(&PluginStatus) -> bool + '_ {
     move |s| condition(s, "Loaded").0 == "True" && s.digest.as_deref() == Some(digest)
 }
 

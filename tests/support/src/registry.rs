@@ -1,7 +1,7 @@
 //! A real OCI registry on loopback for the tests: Debian's `docker-registry` (CNCF Distribution).
 //!
 //! Each [`LocalRegistry`] is its own process on a free port, storing in a temporary directory,
-//! killed when dropped. `tests/setup.sh` installs the package when it is missing.
+//! killed when dropped; a test may stop it and start it again on the same port and storage. `tests/setup.sh` installs the package when it is missing.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -21,7 +21,9 @@ const SETTLE: &str = "weir-e2e-settle-";
 
 /// A registry process on `127.0.0.1:PORT`.
 pub struct LocalRegistry {
-    child: Child,
+    /// `None` while stopped ([`LocalRegistry::stop`]).
+    child: Option<Child>,
+    config: std::path::PathBuf,
     /// `127.0.0.1:PORT`, the registry part of a reference.
     pub addr: String,
     requests: Arc<AtomicUsize>,
@@ -70,9 +72,36 @@ impl LocalRegistry {
                 dir.path().join("data").display()
             ),
         )?;
+        let mut registry = LocalRegistry {
+            child: None,
+            config,
+            addr,
+            requests: Arc::new(AtomicUsize::new(0)),
+            downloads: Arc::new(AtomicUsize::new(0)),
+            settled: Arc::new(AtomicUsize::new(0)),
+            _dir: dir,
+        };
+        registry.resume()?;
+        Ok(registry)
+    }
+
+    /// Stops the registry process (a registry outage): its port refuses connections and its
+    /// storage stays, for [`LocalRegistry::resume`].
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the registry process again on the same port and storage (a no-op while running).
+    pub fn resume(&mut self) -> Result<()> {
+        if self.child.is_some() {
+            return Ok(());
+        }
         let mut child = Command::new(BINARY)
             .arg("serve")
-            .arg(&config)
+            .arg(&self.config)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -80,12 +109,12 @@ impl LocalRegistry {
             .with_context(|| format!("starting {BINARY}"))?;
         // Counts the access log's lines (Distribution writes them to stdout, in the combined log
         // format): one per HTTP request the registry served.
-        let requests = Arc::new(AtomicUsize::new(0));
-        let downloads = Arc::new(AtomicUsize::new(0));
-        let settled = Arc::new(AtomicUsize::new(0));
         if let Some(stdout) = child.stdout.take() {
-            let (requests, downloads, settled) =
-                (requests.clone(), downloads.clone(), settled.clone());
+            let (requests, downloads, settled) = (
+                self.requests.clone(),
+                self.downloads.clone(),
+                self.settled.clone(),
+            );
             std::thread::spawn(move || {
                 for line in BufReader::new(stdout).lines().map_while(Result::ok) {
                     if let Some(n) = line
@@ -106,16 +135,8 @@ impl LocalRegistry {
                 }
             });
         }
-        let registry = LocalRegistry {
-            child,
-            addr,
-            requests,
-            downloads,
-            settled,
-            _dir: dir,
-        };
-        registry.wait_until_serving()?;
-        Ok(registry)
+        self.child = Some(child);
+        self.wait_until_serving()
     }
 
     /// GET and HEAD requests under `/v2/` the registry served so far (pulls, not pushes).
@@ -167,8 +188,7 @@ impl LocalRegistry {
 
 impl Drop for LocalRegistry {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.stop();
     }
 }
 

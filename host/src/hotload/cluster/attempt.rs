@@ -6,10 +6,12 @@ use tracing::{info, warn};
 
 use super::{CONFLICT, Run, file_of};
 use crate::chain::Chain;
-use crate::cluster::fetch::{FetchError, Fetched, fetch, fetch_config_map, pull_credentials};
+use crate::cluster::fetch::{
+    FetchError, Fetched, TagCheck, fetch, fetch_config_map, pull_credentials,
+};
 use crate::cluster::oci::parse_reference;
-use crate::cluster::status::{self, Attempt, Serving};
-use crate::cluster::{Credentials, PluginResource};
+use crate::cluster::status::{self, Attempt, Checks, Serving, Signature};
+use crate::cluster::{Credentials, PluginResource, PluginSpec};
 use crate::hotload::arbiter::KindKey;
 use crate::hotload::dir::{FileRefusal, Loaded, PluginEvent};
 use crate::hotload::{Loader, Result};
@@ -27,6 +29,10 @@ impl<L: Loader + Sync> Run<L> {
         let fetched = match self.fetch(&object).await {
             Ok(fetched) => fetched,
             Err(e) => {
+                if !e.is_unreachable() {
+                    // An answer: a version served on an unchecked tag has it now.
+                    self.withdraw_unchecked(name);
+                }
                 let message = format!("Plugin {name}: {}", Chain(&e));
                 return self.refuse(name, e.reason(), message, e.is_transient());
             }
@@ -34,17 +40,31 @@ impl<L: Loader + Sync> Run<L> {
         if fetched.pulled {
             info!(plugin = name, digest = %fetched.digest, "component pulled and stored");
         }
+        if let TagCheck::Unchecked(why) = &fetched.tag {
+            warn!(plugin = name, digest = %fetched.digest,
+                "the registry could not be reached to check the tag ({why}); the pinned digest \
+                 serves from the local store, and the tag is asked about again on the backoff");
+        }
         let Some(entry) = self.entries.get_mut(name) else {
             return;
         };
+        // Asked again on the queue's backoff until the registry answers.
+        entry.retrying = matches!(fetched.tag, TagCheck::Unchecked(_));
         if entry
             .serving
             .as_ref()
             .is_some_and(|(_, digest)| *digest == fetched.digest)
         {
             entry.attempt = Attempt::Loaded;
+            Self::tag_learned(entry, fetched.tag);
             return;
         }
+        let signature = match self.check_signatures(name, &object, &fetched).await {
+            Ok(signature) => signature,
+            Err(refusal) => {
+                return self.refuse(name, refusal.reason, refusal.message, refusal.transient);
+            }
+        };
         let (loader, path, sha256) = (
             self.loader.clone(),
             fetched.component.path.clone(),
@@ -60,7 +80,7 @@ impl<L: Loader + Sync> Run<L> {
             Ok(Ok(plugin)) => {
                 info!(plugin = name, digest = %fetched.digest, took_ms = started.elapsed().as_millis(),
                     "component loaded");
-                self.serve(name, plugin, fetched.digest);
+                self.serve(name, plugin, fetched.digest, fetched.tag, signature);
             }
             Ok(Err(e)) => {
                 let reason = L::reason(&e);
@@ -99,10 +119,7 @@ impl<L: Loader + Sync> Run<L> {
                     }
                     _ => reference.clone(),
                 };
-                let credentials = match &spec.pull_secret {
-                    Some(secret) => pull_credentials(&self.client, secret, &reference).await?,
-                    None => Credentials::Anonymous,
-                };
+                let credentials = self.credentials(spec, &reference).await?;
                 fetch(
                     &self.blobs,
                     &reference,
@@ -118,7 +135,27 @@ impl<L: Loader + Sync> Run<L> {
         }
     }
 
-    pub(super) fn serve(&mut self, name: &str, plugin: L::Plugin, digest: String) {
+    /// The credentials of the Plugin's pull Secret for `reference`'s registry (anonymous
+    /// without one).
+    pub(super) async fn credentials(
+        &self,
+        spec: &PluginSpec,
+        reference: &str,
+    ) -> Result<Credentials, FetchError> {
+        match &spec.pull_secret {
+            Some(secret) => pull_credentials(&self.client, secret, reference).await,
+            None => Ok(Credentials::Anonymous),
+        }
+    }
+
+    pub(super) fn serve(
+        &mut self,
+        name: &str,
+        plugin: L::Plugin,
+        digest: String,
+        tag: TagCheck,
+        signature: Option<Signature>,
+    ) {
         let kind = KindKey::of(plugin.info());
         if let Err(owner) = self.arbiter.claim(&kind, name) {
             let message = format!(
@@ -138,10 +175,11 @@ impl<L: Loader + Sync> Run<L> {
             return;
         }
         let file = file_of(name);
-        let previous = self
-            .entries
-            .get_mut(name)
-            .and_then(|entry| entry.serving.take());
+        let previous = self.entries.get_mut(name).and_then(|entry| {
+            let previous = entry.serving.take();
+            Self::keep_fallback(entry, previous.as_ref(), &kind, &tag);
+            previous
+        });
         let event = match previous {
             Some((old, _)) if KindKey::of(old.info()) == kind => PluginEvent::Replaced {
                 file,
@@ -166,6 +204,8 @@ impl<L: Loader + Sync> Run<L> {
         };
         if let Some(entry) = self.entries.get_mut(name) {
             entry.serving = Some((plugin, digest));
+            entry.tag = tag;
+            entry.signature = signature;
             entry.attempt = Attempt::Loaded;
         }
         self.emit(event);
@@ -243,6 +283,10 @@ impl<L: Loader + Sync> Run<L> {
             entry.object.metadata.generation,
             serving.as_ref(),
             &entry.attempt,
+            Checks {
+                tag: &entry.tag,
+                signature: entry.signature.as_ref(),
+            },
             entry.object.status.as_ref(),
         );
         match status::write(&self.api, &entry.object, &desired).await {

@@ -1,9 +1,10 @@
-//! A Plugin's `spec.candidate`: fetched and loaded as the spec is, proposed on the candidates' channel, or refused until its spec changes.
+//! A Plugin's `spec.candidate`: fetched and loaded as the spec is, proposed on the candidates' channel, or refused until its spec changes (or, when the registry could not check its tag, until it does).
 
 use tracing::{info, warn};
 
 use super::{Run, candidate_file_of};
 use crate::chain::Chain;
+use crate::cluster::fetch::TagCheck;
 use crate::hotload::Loader;
 use crate::hotload::dir::{FileRefusal, Loaded, PluginEvent};
 
@@ -37,9 +38,25 @@ impl<L: Loader + Sync> Run<L> {
                 return self.refuse_candidate(name, format!("Plugin {name}: {}", Chain(&e)));
             }
         };
+        if let TagCheck::Unchecked(why) = &fetched.tag {
+            // Tried again on the backoff, as the serving version's unchecked tag is.
+            if let Some(entry) = self.entries.get_mut(name) {
+                entry.candidate_attempted = None;
+                entry.retrying = true;
+            }
+            let why = format!(
+                "Plugin {name}: the registry could not be reached to check the candidate's tag \
+                 ({why}); a candidate rolls out only on a tag the registry confirmed"
+            );
+            return self.refuse_candidate(name, why);
+        }
         let proposed = self.entries.get(name).and_then(|e| e.candidate.as_ref());
         if proposed.is_some_and(|(_, digest)| *digest == fetched.digest) {
             return;
+        }
+        // Never shadowed, canaried or promoted unless it verifies (or the level is audit).
+        if let Err(refusal) = self.check_signatures(name, &object, &fetched).await {
+            return self.refuse_candidate(name, refusal.message);
         }
         let (loader, path, sha256) = (
             self.loader.clone(),

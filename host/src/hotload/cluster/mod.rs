@@ -9,15 +9,25 @@
 //!    disk. Without a pin, the tag is resolved once per spec: the digest the status records for
 //!    this generation is what every replica fetches (by digest, no HEAD). A ConfigMap is read
 //!    and hashed on every fetch.
-//! 2. **load** with the host's loader (compile, or map the precompiled artifact; then admission),
+//! 2. **verify** (with a verification policy, `signed`): the verdict kept beside the store for
+//!    this digest and policy, else the signatures of the artifact's `sha256-<hex>.sig` tag; under
+//!    `enforce` a component that does not verify is refused before it is loaded, under `audit`
+//!    it loads and its status says why it would not have.
+//! 3. **load** with the host's loader (compile, or map the precompiled artifact; then admission),
 //!    on a blocking thread.
-//! 3. **serve**: [`PluginEvent::Added`], or [`PluginEvent::Replaced`] for a new digest (a hot
+//! 4. **serve**: [`PluginEvent::Added`], or [`PluginEvent::Replaced`] for a new digest (a hot
 //!    swap). A second Plugin for a kind another Plugin serves is refused until that kind is free.
 //!
 //! A refusal (unreachable registry, wrong digest, not a component, wrong contract, `describe`
 //! traps, a kind already served) leaves the previous version serving and says why on the
 //! Plugin's status; transient ones (registry, pull Secret, ConfigMap, disk) are retried with
 //! backoff. Deleting a Plugin unloads it ([`PluginEvent::Removed`]: its children stay).
+//!
+//! A registry outage is not a refusal of a Plugin pinned by tag and digest whose digest is in
+//! the local store: that version serves (on a restart as on a swap), the status's `TagChecked`
+//! condition says the tag could not be checked and since when, and the tag is asked about again
+//! on the retry backoff; when the registry answers that the tag moved, that version is refused
+//! and withdrawn as if the registry had answered at once (see `unchecked`).
 //!
 //! The Plugins wait their turn on the host's own work queue (`crate::runtime::queue`), one
 //! key per Plugin: a change of spec is an outside change, the echo of a status write is not,
@@ -34,6 +44,8 @@
 
 mod attempt;
 mod candidate;
+mod signed;
+mod unchecked;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -50,10 +62,12 @@ use super::arbiter::{Arbiter, KindKey};
 use super::dir::{Loaded, PluginEvent};
 use super::{Catalog, Error, Events, HotloadMetrics, Loader, Result};
 use crate::chain::Chain;
-use crate::cluster::status::Attempt;
+use crate::cluster::fetch::TagCheck;
+use crate::cluster::status::{Attempt, Signature};
 use crate::cluster::{Blobs, CandidateSource, PluginResource, PluginSpec};
 use crate::fence::Fence;
 use crate::runtime::{Cause, Finish, ObjectKey, Queue, QueueConfig};
+use crate::trust::{Policy, VerdictCache};
 
 /// How the cluster source stores and retries.
 #[derive(Clone, Debug)]
@@ -64,6 +78,9 @@ pub struct ClusterConfig {
     pub retry: Duration,
     /// Longest delay between retries.
     pub max_retry: Duration,
+    /// The verification policy every component and candidate is held to before it loads
+    /// (`weir run --verification-policy`); `None` checks no signature.
+    pub verification: Option<Arc<Policy>>,
 }
 
 impl ClusterConfig {
@@ -73,6 +90,7 @@ impl ClusterConfig {
             store: store.into(),
             retry: Duration::from_secs(1),
             max_retry: Duration::from_secs(120),
+            verification: None,
         }
     }
 }
@@ -113,6 +131,8 @@ impl ClusterLoader {
             ..QueueConfig::default()
         });
         let run = Run {
+            verdicts: VerdictCache::new(&config.store),
+            verification: config.verification.clone(),
             queue: Arc::new(queue),
             api: Api::all(client.clone()),
             client,
@@ -153,6 +173,13 @@ struct Entry<P> {
     attempted: Option<PluginSpec>,
     /// The version serving, and the digest it came from.
     serving: Option<(P, String)>,
+    /// What the fetch of the version serving learned of its tag.
+    tag: TagCheck,
+    /// What its signatures came to (`None` without a verification policy).
+    signature: Option<Signature>,
+    /// The version that served before one served with its tag unchecked: it serves again if
+    /// the registry answers that the tag does not name the unchecked one (`unchecked`).
+    fallback: Option<unchecked::Fallback<P>>,
     /// What the last attempt came to.
     attempt: Attempt,
     /// The last attempt failed for a reason that may pass: it is tried again on the queue's
@@ -165,6 +192,10 @@ struct Entry<P> {
 }
 
 struct Run<L: Loader> {
+    /// The verification policy, if any.
+    verification: Option<Arc<Policy>>,
+    /// Verdicts kept beside the component store.
+    verdicts: VerdictCache,
     /// One key per Plugin (cluster-scoped: no namespace), handed out one at a time.
     queue: Arc<Queue>,
     client: Client,
@@ -270,6 +301,9 @@ impl<L: Loader + Sync> Run<L> {
                         object,
                         attempted: None,
                         serving: None,
+                        tag: TagCheck::NotAsked,
+                        signature: None,
+                        fallback: None,
                         attempt: Attempt::Pending,
                         retrying: false,
                         candidate_attempted: None,

@@ -1,0 +1,136 @@
+//! A component's signatures held against the verification policy: which keys vouch for its
+//! digest, and, when the policy is not met, why each signature found does not count.
+//!
+//! A signature counts for a policy entry when all of these hold: its payload is a cosign
+//! simple-signing document, it names **this** manifest digest (a signature copied from another
+//! artifact names that one), the entry's key verifies the signature over the payload's exact
+//! bytes (a changed payload, another key), and the payload carries the entry's annotations.
+//! The policy holds when every `allOf` entry has a signature that counts and at least
+//! `minimumMatches` `anyOf` entries do.
+
+use super::policy::{Policy, Requirement};
+use super::simple_signing::Payload;
+
+/// One signature found for an artifact.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    /// Where it was found, for people (`TAG layer N`, a file name).
+    pub source: String,
+    /// The signed payload, as stored.
+    pub payload: Vec<u8>,
+    /// The signature (base64).
+    pub signature: String,
+}
+
+/// What the policy made of an artifact's signatures.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The policy holds; these keys' signatures counted.
+    Verified {
+        /// The names of the keys that verified it, in policy order.
+        keys: Vec<String>,
+    },
+    /// The policy does not hold.
+    Refused {
+        /// `Unsigned` (no signature found) or `SignatureUntrusted`.
+        reason: &'static str,
+        /// Why: each signature's fault and each unmet part of the policy.
+        message: String,
+    },
+}
+
+impl Verdict {
+    /// Whether it verified.
+    pub fn verified(&self) -> bool {
+        matches!(self, Verdict::Verified { .. })
+    }
+}
+
+/// Holds `found`, the signatures of the artifact whose manifest digest is `digest`, against
+/// `policy`.
+pub fn verify(policy: &Policy, digest: &str, found: &[Found]) -> Verdict {
+    if found.is_empty() {
+        return Verdict::Refused {
+            reason: "Unsigned",
+            message: format!("{digest} has no signature"),
+        };
+    }
+    let parsed: Vec<Result<Payload, String>> = found
+        .iter()
+        .map(|f| {
+            let payload = Payload::parse(&f.payload)?;
+            if payload.digest() != digest {
+                return Err(format!(
+                    "it vouches for {}, not {digest} (a signature of another artifact)",
+                    payload.digest()
+                ));
+            }
+            Ok(payload)
+        })
+        .collect();
+    let counts = |entry: &Requirement| {
+        found.iter().zip(&parsed).any(|(f, p)| {
+            p.as_ref().is_ok_and(|payload| {
+                entry.key.verifies(&f.payload, &f.signature)
+                    && payload.has_annotations(&entry.annotations)
+            })
+        })
+    };
+    let all_missing: Vec<&Requirement> = policy.all_of.iter().filter(|e| !counts(e)).collect();
+    let any_matched: Vec<&Requirement> = policy.any_of.iter().filter(|e| counts(e)).collect();
+    if all_missing.is_empty() && any_matched.len() >= policy.minimum_matches {
+        let keys = policy
+            .all_of
+            .iter()
+            .chain(any_matched)
+            .map(|e| e.key.name.clone())
+            .collect();
+        return Verdict::Verified { keys };
+    }
+    let mut why: Vec<String> = Vec::new();
+    for e in &all_missing {
+        why.push(format!("allOf key {} {}", e.key.name, unmet(e)));
+    }
+    if any_matched.len() < policy.minimum_matches {
+        why.push(format!(
+            "anyOf: {} of its keys matched, {} required",
+            any_matched.len(),
+            policy.minimum_matches
+        ));
+    }
+    for (f, p) in found.iter().zip(&parsed) {
+        let fault = match p {
+            Err(e) => e.clone(),
+            Ok(_) => {
+                let keys = policy.all_of.iter().chain(&policy.any_of);
+                let mut verified_by = keys.filter(|e| e.key.verifies(&f.payload, &f.signature));
+                match verified_by.next() {
+                    Some(e) if !counts(e) => format!(
+                        "key {} signed it without the annotations {:?}",
+                        e.key.name, e.annotations
+                    ),
+                    Some(e) => format!("key {} signed it", e.key.name),
+                    None => "no key of the policy verifies it (another key, or a changed payload)"
+                        .to_owned(),
+                }
+            }
+        };
+        why.push(format!("signature {}: {fault}", f.source));
+    }
+    Verdict::Refused {
+        reason: "SignatureUntrusted",
+        message: format!("{digest} does not meet the policy: {}", why.join("; ")),
+    }
+}
+
+fn unmet(entry: &Requirement) -> &'static str {
+    if entry.annotations.is_empty() {
+        "signed no signature of it"
+    } else {
+        "signed no signature of it with the required annotations"
+    }
+}
+
+#[cfg(test)]
+#[path = "verify_tests.rs"]
+mod tests;
