@@ -56,6 +56,7 @@ fn decoded_config_map(ns: &str, name: &str, labels: &[(&str, &str)]) -> DynamicO
 fn by_name(name: &str) -> Pick {
     Pick {
         namespace: Some("ns".into()),
+        cluster: None,
         selector: Selector::Name(name.into()),
     }
 }
