@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds every plugin component into target/plugins/<name>.wasm.
-#   plugins/build.sh            Rust plugins (the Blog plugin and the test plugins)
+#   plugins/build.sh            Rust plugins (the Blog and Spread plugins and the test plugins)
 #   plugins/build.sh all        also the Python, JavaScript and C plugins (the Blog ports, the Metacontroller examples)
 #   plugins/build.sh ten        also the Blog under ten kinds Blog0..Blog9, for the benchmark's
 #                               ten-plugin row: target/plugins/copies/blog{0..9}.wasm
@@ -16,6 +16,7 @@ build_rust() {
   # crate name -> component file name
   local -A crates=(
     [weir-plugin-blog]=blog
+    [weir-plugin-spread]=spread
     [weir-plugin-chaos]=chaos
     [weir-plugin-scenario]=scenario
     [weir-plugin-hostile]=hostile
