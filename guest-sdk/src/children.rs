@@ -100,16 +100,6 @@ fn entries(texts: Vec<(String, String)>) -> Result<Vec<Entry>, serde_json::Error
 }
 
 impl Children {
-    /// Reads children from the JSON texts the contract carries, all in the parent's cluster.
-    pub(crate) fn from_json(texts: Vec<String>) -> Result<Self, serde_json::Error> {
-        Self::placed(
-            texts
-                .into_iter()
-                .map(|json| (String::new(), json))
-                .collect(),
-        )
-    }
-
     /// Reads children from `(cluster, JSON text)` pairs (an empty cluster: the parent's).
     pub(crate) fn placed(texts: Vec<(String, String)>) -> Result<Self, serde_json::Error> {
         Ok(Children {

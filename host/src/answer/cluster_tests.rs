@@ -110,3 +110,28 @@ fn a_cluster_the_live_objects_span_is_accepted_and_any_other_refused() {
         Err(Refusal::UnknownCluster { cluster, .. }) if cluster == "member-z"
     ));
 }
+
+#[test]
+fn the_same_name_in_two_clusters_is_two_children_and_twice_in_one_is_a_duplicate() {
+    let fleet = Fleet(&["hub", "member-a", "member-b"]);
+    let twice = |clusters: [Option<&str>; 2]| {
+        let info = info();
+        let inputs = Inputs {
+            info: &info,
+            parent: &parent(&info),
+            live: &fleet,
+            policy: &ValidationPolicy::default(),
+            now: "T",
+        };
+        let mut answer = answer(&clusters);
+        answer.children = vec![cm("same"), cm("same")];
+        judge(inputs, answer)
+            .map(|j| j.children.len())
+            .map_err(|r| r.refusal)
+    };
+    assert_eq!(twice([Some("member-a"), Some("member-b")]), Ok(2));
+    assert!(matches!(
+        twice([Some("member-a"), Some("member-a")]),
+        Err(Refusal::Duplicate { .. })
+    ));
+}

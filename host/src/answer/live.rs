@@ -19,6 +19,12 @@ pub trait LiveObjects {
     fn engaged(&self, cluster: &str) -> bool {
         cluster == LOCAL_CLUSTER
     }
+
+    /// The cluster the parent lives in, where a child naming none belongs: the host's own by
+    /// default; a fixture names its own.
+    fn parent_cluster(&self) -> &str {
+        LOCAL_CLUSTER
+    }
 }
 
 impl<T: LiveObjects + ?Sized> LiveObjects for Arc<T> {
@@ -28,5 +34,9 @@ impl<T: LiveObjects + ?Sized> LiveObjects for Arc<T> {
 
     fn engaged(&self, cluster: &str) -> bool {
         (**self).engaged(cluster)
+    }
+
+    fn parent_cluster(&self) -> &str {
+        (**self).parent_cluster()
     }
 }

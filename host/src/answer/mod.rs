@@ -99,6 +99,7 @@ pub fn judge(inputs: Inputs<'_>, answer: ReconcileResponse) -> Verdict {
         inputs.info,
         parent,
         (&answer.children, answer.status.as_ref()),
+        &answer.clusters,
         inputs.live,
         inputs.policy,
     ) {

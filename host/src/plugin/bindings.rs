@@ -328,11 +328,11 @@ fn observed(
     clusters: &Clusters,
     objects: Vec<String>,
     cluster_of: impl Fn(&Clusters, usize) -> &str,
-) -> Vec<v4::Observed> {
+) -> Vec<v4::weir::reconciler::types::Observed> {
     objects
         .into_iter()
         .enumerate()
-        .map(|(i, object)| v4::Observed {
+        .map(|(i, object)| v4::weir::reconciler::types::Observed {
             cluster: cluster_of(clusters, i).to_owned(),
             object,
         })
@@ -340,7 +340,9 @@ fn observed(
 }
 
 /// The children and the cluster each names, apart (0.4.0).
-fn desired(children: Vec<v4::Desired>) -> (Vec<String>, Vec<Option<String>>) {
+fn desired(
+    children: Vec<v4::weir::reconciler::types::Desired>,
+) -> (Vec<String>, Vec<Option<String>>) {
     children.into_iter().map(|d| (d.object, d.cluster)).unzip()
 }
 

@@ -142,7 +142,7 @@ pub struct Engine {
 struct Inner {
     engine: wasmtime::Engine,
     /// One linker per contract version: each links its own `log` import and `types` instance.
-    linkers: [(Contract, Linker<State>); 3],
+    linkers: [(Contract, Linker<State>); Contract::ALL.len()],
     /// Compiled artifacts on disk, when a cache directory is configured.
     precompiled: Option<Precompiled>,
     /// The component compiled last and its sha256: a check of a new build (`weir dev --watch`)
