@@ -56,7 +56,6 @@ fn decoded_config_map(ns: &str, name: &str, labels: &[(&str, &str)]) -> DynamicO
 fn by_name(name: &str) -> Pick {
     Pick {
         namespace: Some("ns".into()),
-        cluster: None,
         selector: Selector::Name(name.into()),
     }
 }
@@ -79,6 +78,7 @@ fn selection(kind: &str, namespace: Option<&str>, selector: Selector) -> Selecti
         api_version: "v1".into(),
         kind: kind.into(),
         namespace: namespace.map(str::to_owned),
+        cluster: None,
         selector,
     }
 }
