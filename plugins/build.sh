@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds plugin components into target/plugins/<name>.wasm.
 #   plugins/build.sh blog       the Blog plugin alone (what the README's main command runs)
-#   plugins/build.sh            Rust plugins (the Blog plugin, the test plugins and their variants)
+#   plugins/build.sh            Rust plugins (the Blog and Spread plugins and the test plugins)
 #   plugins/build.sh all        also the Python, JavaScript and C plugins (the Blog ports, the Metacontroller examples)
 #   plugins/build.sh ten        also the Blog under ten kinds Blog0..Blog9, for the benchmark's
 #                               ten-plugin row: target/plugins/copies/blog{0..9}.wasm
@@ -28,6 +28,7 @@ build_rust() {
   # crate name -> component file name
   local -A crates=(
     [weir-plugin-blog]=blog
+    [weir-plugin-spread]=spread
     [weir-plugin-chaos]=chaos
     [weir-plugin-scenario]=scenario
     [weir-plugin-hostile]=hostile

@@ -68,6 +68,9 @@ for p in blog blog-py blog-js blog-c; do
   target/debug/weir test "target/plugins/$p.wasm" plugins/blog/fixtures
 done
 
+step "the Spread's fixtures: one parent's workload placed in several clusters (contract 0.4.0)"
+target/debug/weir test target/plugins/spread.wasm plugins/spread/fixtures
+
 step "the Metacontroller-style examples' fixtures (Python hooks, async JavaScript hooks)"
 target/debug/weir test target/plugins/metacontroller-example.wasm plugins/metacontroller-example/fixtures
 # The same fixtures through async JavaScript hooks (each hook's Promise awaited in the component).

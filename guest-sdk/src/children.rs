@@ -1,4 +1,4 @@
-//! The children a parent owns, looked up by Rust type and name.
+//! The children a parent owns, looked up by Rust type, name and cluster.
 
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -15,13 +15,34 @@ use crate::Error;
 ///
 /// In `reconcile` and `finalize` the set also carries the related objects the
 /// plugin selected ([`Children::related`]).
+///
+/// Every object lives in a cluster (contract 0.4.0): [`Children::cluster`] is the
+/// parent's, and the lookups on the set itself read there; [`Children::in_cluster`]
+/// reads another.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Children(Vec<Entry>, Vec<Entry>);
+pub struct Children {
+    children: Vec<Entry>,
+    related: Vec<Entry>,
+    cluster: String,
+}
 
 /// The related objects a plugin selected (`Reconciler::select`) that exist,
-/// looked up by Rust type and name like children. Secrets come without their data.
+/// looked up by Rust type and name like children, in the parent's cluster unless
+/// [`Related::in_cluster`] says another. Secrets come without their data.
 #[derive(Debug, Clone, Copy)]
-pub struct Related<'a>(&'a [Entry]);
+pub struct Related<'a> {
+    entries: &'a [Entry],
+    cluster: &'a str,
+    parent_cluster: &'a str,
+}
+
+/// The children in one cluster ([`Children::in_cluster`]), looked up by Rust type and name.
+#[derive(Debug, Clone, Copy)]
+pub struct InCluster<'a> {
+    entries: &'a [Entry],
+    cluster: &'a str,
+    parent_cluster: &'a str,
+}
 
 /// One child: what lookups match on, and the text a typed lookup decodes.
 ///
@@ -31,6 +52,20 @@ pub struct Related<'a>(&'a [Entry]);
 pub(crate) struct Entry {
     head: Head,
     json: String,
+    /// The cluster the object lives in; empty: the parent's.
+    cluster: String,
+}
+
+impl Entry {
+    /// Whether the object lives in `cluster`, the parent's being `parent_cluster`.
+    fn in_cluster(&self, cluster: &str, parent_cluster: &str) -> bool {
+        let own = if self.cluster.is_empty() {
+            parent_cluster
+        } else {
+            &self.cluster
+        };
+        own == cluster
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
@@ -50,40 +85,98 @@ struct HeadMeta {
     name: String,
 }
 
-impl Children {
-    /// Reads children from the JSON texts the contract carries.
-    pub(crate) fn from_json(texts: Vec<String>) -> Result<Self, serde_json::Error> {
-        texts
-            .into_iter()
-            .map(|json| {
-                Ok(Entry {
-                    head: serde_json::from_str(&json)?,
-                    json,
-                })
+/// Objects from the JSON texts the contract carries, each with its cluster (empty: the parent's).
+fn entries(texts: Vec<(String, String)>) -> Result<Vec<Entry>, serde_json::Error> {
+    texts
+        .into_iter()
+        .map(|(cluster, json)| {
+            Ok(Entry {
+                head: serde_json::from_str(&json)?,
+                json,
+                cluster,
             })
-            .collect::<Result<_, _>>()
-            .map(|entries| Children(entries, Vec::new()))
+        })
+        .collect()
+}
+
+impl Children {
+    /// Reads children from `(cluster, JSON text)` pairs (an empty cluster: the parent's).
+    pub(crate) fn placed(texts: Vec<(String, String)>) -> Result<Self, serde_json::Error> {
+        Ok(Children {
+            children: entries(texts)?,
+            ..Children::default()
+        })
     }
 
-    /// The same children, with the related objects from their JSON texts.
-    pub(crate) fn with_related(mut self, texts: Vec<String>) -> Result<Self, serde_json::Error> {
-        self.1 = Self::from_json(texts)?.0;
+    /// The same children, with the related objects from `(cluster, JSON text)` pairs.
+    pub(crate) fn with_related(
+        mut self,
+        texts: Vec<(String, String)>,
+    ) -> Result<Self, serde_json::Error> {
+        self.related = entries(texts)?;
         Ok(self)
     }
 
-    /// The related objects the plugin selected that exist (empty for a plugin without related kinds).
-    pub fn related(&self) -> Related<'_> {
-        Related(&self.1)
+    /// The same children, their parent in `cluster`.
+    pub(crate) fn in_parent_cluster(mut self, cluster: String) -> Self {
+        self.cluster = cluster;
+        self
     }
 
-    /// The child of type `K` called `name`, if there is one.
+    /// The name of the parent's cluster (contract 0.4.0; empty in a test that names none).
+    pub fn cluster(&self) -> &str {
+        &self.cluster
+    }
+
+    /// The related objects the plugin selected that exist (empty for a plugin without related
+    /// kinds), in the parent's cluster.
+    pub fn related(&self) -> Related<'_> {
+        Related {
+            entries: &self.related,
+            cluster: &self.cluster,
+            parent_cluster: &self.cluster,
+        }
+    }
+
+    /// The children in `cluster`.
+    pub fn in_cluster<'a>(&'a self, cluster: &'a str) -> InCluster<'a> {
+        InCluster {
+            entries: &self.children,
+            cluster,
+            parent_cluster: &self.cluster,
+        }
+    }
+
+    /// The names of the clusters the children live in, sorted, each once.
+    pub fn clusters(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .children
+            .iter()
+            .map(|e| {
+                if e.cluster.is_empty() {
+                    self.cluster.as_str()
+                } else {
+                    e.cluster.as_str()
+                }
+            })
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    fn here(&self) -> InCluster<'_> {
+        self.in_cluster(&self.cluster)
+    }
+
+    /// The child of type `K` called `name` in the parent's cluster, if there is one.
     ///
     /// Fails (permanently) only when the object does not decode as a `K`.
     pub fn get<K>(&self, name: &str) -> Result<Option<K>, Error>
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        get::<K, K>(&self.0, name)
+        self.here().get::<K>(name)
     }
 
     /// The child of type `K` called `name`, decoded as `T`: a struct of only the fields the
@@ -97,39 +190,82 @@ impl Children {
         K: k8s_openapi::Resource,
         T: DeserializeOwned,
     {
-        get::<K, T>(&self.0, name)
+        self.here().get_as::<K, T>(name)
     }
 
-    /// Every child of type `K`.
+    /// Every child of type `K` in the parent's cluster.
     pub fn list<K>(&self) -> Result<Vec<K>, Error>
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        list(&self.0)
+        self.here().list::<K>()
     }
 
-    /// Every child as JSON, in the order given (each parsed on the way out).
+    /// Every child as JSON, in every cluster, in the order given (each parsed on the way out).
     pub fn iter(&self) -> impl Iterator<Item = Value> + '_ {
-        self.0.iter().map(|entry| parse(&entry.json))
+        self.children.iter().map(|entry| parse(&entry.json))
     }
 
-    /// How many children there are.
+    /// How many children there are, in every cluster.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.children.len()
     }
 
-    /// Whether there are no children.
+    /// Whether there are no children in any cluster.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.children.is_empty()
     }
 
-    /// The JSON texts, as the contract carries them.
-    pub(crate) fn into_json(self) -> Vec<String> {
-        self.0.into_iter().map(|entry| entry.json).collect()
+    /// The `(cluster, JSON text)` pairs, as the contract carries them (an empty cluster: the
+    /// parent's).
+    pub(crate) fn into_placed(self) -> Vec<(String, String)> {
+        self.children
+            .into_iter()
+            .map(|entry| (entry.cluster, entry.json))
+            .collect()
     }
 }
 
-impl Related<'_> {
+impl<'a> InCluster<'a> {
+    /// The child of type `K` called `name` in this cluster, if there is one.
+    pub fn get<K>(&self, name: &str) -> Result<Option<K>, Error>
+    where
+        K: k8s_openapi::Resource + DeserializeOwned,
+    {
+        get::<K, K>(self.of_kind::<K>(), name)
+    }
+
+    /// The child of type `K` called `name` in this cluster, decoded as `T` ([`Children::get_as`]).
+    pub fn get_as<K, T>(&self, name: &str) -> Result<Option<T>, Error>
+    where
+        K: k8s_openapi::Resource,
+        T: DeserializeOwned,
+    {
+        get::<K, T>(self.of_kind::<K>(), name)
+    }
+
+    /// Every child of type `K` in this cluster.
+    pub fn list<K>(&self) -> Result<Vec<K>, Error>
+    where
+        K: k8s_openapi::Resource + DeserializeOwned,
+    {
+        self.of_kind::<K>()
+            .map(|entry| decode(entry, K::KIND))
+            .collect()
+    }
+
+    fn of_kind<K: k8s_openapi::Resource>(&self) -> impl Iterator<Item = &'a Entry> + use<'a, K> {
+        let (cluster, parent) = (self.cluster, self.parent_cluster);
+        of_kind::<K>(self.entries).filter(move |e| e.in_cluster(cluster, parent))
+    }
+}
+
+impl<'a> Related<'a> {
+    /// The selected objects in `cluster` (a selection that named it, contract 0.4.0).
+    pub fn in_cluster(self, cluster: &'a str) -> Related<'a> {
+        Related { cluster, ..self }
+    }
+
     /// The selected object of type `K` called `name`, if it exists.
     ///
     /// Fails (permanently) only when the object does not decode as a `K`.
@@ -137,7 +273,7 @@ impl Related<'_> {
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        get::<K, K>(self.0, name)
+        get::<K, K>(self.of_kind::<K>(), name)
     }
 
     /// Every selected object of type `K`, sorted by name.
@@ -145,7 +281,7 @@ impl Related<'_> {
     where
         K: k8s_openapi::Resource + DeserializeOwned,
     {
-        let mut entries: Vec<&Entry> = of_kind::<K>(self.0).collect();
+        let mut entries: Vec<&Entry> = self.of_kind::<K>().collect();
         entries.sort_by(|a, b| a.head.metadata.name.cmp(&b.head.metadata.name));
         entries
             .into_iter()
@@ -153,14 +289,26 @@ impl Related<'_> {
             .collect()
     }
 
-    /// How many selected objects exist.
+    /// How many selected objects exist in this cluster.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.here().count()
     }
 
-    /// Whether no selected object exists.
+    /// Whether no selected object exists in this cluster.
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.here().next().is_none()
+    }
+
+    fn here(&self) -> impl Iterator<Item = &'a Entry> + use<'a> {
+        let (cluster, parent) = (self.cluster, self.parent_cluster);
+        self.entries
+            .iter()
+            .filter(move |e| e.in_cluster(cluster, parent))
+    }
+
+    fn of_kind<K: k8s_openapi::Resource>(&self) -> impl Iterator<Item = &'a Entry> + use<'a, K> {
+        let (cluster, parent) = (self.cluster, self.parent_cluster);
+        of_kind::<K>(self.entries).filter(move |e| e.in_cluster(cluster, parent))
     }
 }
 
@@ -170,25 +318,19 @@ fn of_kind<K: k8s_openapi::Resource>(entries: &[Entry]) -> impl Iterator<Item = 
         .filter(|entry| entry.head.api_version == K::API_VERSION && entry.head.kind == K::KIND)
 }
 
-/// The entry of kind `K` called `name`, decoded as `T` (`K` itself, or a part of it).
-fn get<K, T>(entries: &[Entry], name: &str) -> Result<Option<T>, Error>
+/// The entry of `entries` called `name`, decoded as `T` (`K` itself, or a part of it).
+fn get<'a, K, T>(
+    mut entries: impl Iterator<Item = &'a Entry>,
+    name: &str,
+) -> Result<Option<T>, Error>
 where
     K: k8s_openapi::Resource,
     T: DeserializeOwned,
 {
-    of_kind::<K>(entries)
+    entries
         .find(|entry| entry.head.metadata.name == name)
         .map(|entry| decode(entry, K::KIND))
         .transpose()
-}
-
-fn list<K>(entries: &[Entry]) -> Result<Vec<K>, Error>
-where
-    K: k8s_openapi::Resource + DeserializeOwned,
-{
-    of_kind::<K>(entries)
-        .map(|entry| decode(entry, K::KIND))
-        .collect()
 }
 
 fn decode<T: DeserializeOwned>(entry: &Entry, kind: &str) -> Result<T, Error> {
@@ -213,16 +355,17 @@ impl From<Vec<Value>> for Children {
 
 impl FromIterator<Value> for Children {
     fn from_iter<I: IntoIterator<Item = Value>>(objects: I) -> Self {
-        Children(
-            objects
+        Children {
+            children: objects
                 .into_iter()
                 .map(|object| Entry {
                     head: Head::deserialize(&object).unwrap_or_default(),
                     json: object.to_string(),
+                    cluster: String::new(),
                 })
                 .collect(),
-            Vec::new(),
-        )
+            ..Children::default()
+        }
     }
 }
 
@@ -231,7 +374,7 @@ impl IntoIterator for Children {
     type IntoIter = std::vec::IntoIter<Value>;
 
     fn into_iter(self) -> Self::IntoIter {
-        self.0
+        self.children
             .iter()
             .map(|entry| parse(&entry.json))
             .collect::<Vec<_>>()

@@ -1,15 +1,16 @@
 //! Binds the typed API to the contract's WIT world inside the component (wasm32 only).
 //!
-//! The SDK builds `weir:reconciler@0.3.0` components (`wit/0.3.0`); a plugin
-//! that declares no related kinds selects nothing, and one whose cleanup step
-//! only completes or waits applies nothing while it is deleted, as before.
+//! The SDK builds `weir:reconciler@0.4.0` components (`wit/0.4.0`); a plugin
+//! that declares no related kinds selects nothing, one whose cleanup step only
+//! completes or waits applies nothing while it is deleted, and one that names
+//! no cluster keeps its children in the parent's, as before.
 
 use std::marker::PhantomData;
 
 use crate::{Finalize, Kind, Reconciler, Requeue, log::Level, wire};
 
 wit_bindgen::generate!({
-    path: "../wit/0.3.0",
+    path: "../wit/0.4.0",
     world: "reconciler",
     export_macro_name: "__export_reconciler",
     pub_export_macro: true,
@@ -41,18 +42,28 @@ impl<R: Reconciler> Guest for Adapter<R> {
     }
 
     fn reconcile(request: ReconcileRequest) -> Result<ReconcileResponse, ReconcileError> {
-        let response = wire::reconcile::<R>(&request.parent, request.children, request.related)
-            .map_err(error)?;
+        let request = wire::Request {
+            parent: &request.parent,
+            cluster: request.cluster,
+            children: placed(request.children),
+            related: placed(request.related),
+        };
+        let response = wire::reconcile::<R>(request).map_err(error)?;
         Ok(ReconcileResponse {
-            children: response.children,
+            children: desired(response.children, response.clusters),
             status: response.status,
             requeue: requeue(response.requeue),
         })
     }
 
     fn finalize(request: FinalizeRequest) -> Result<FinalizeResponse, ReconcileError> {
-        let step = wire::finalize::<R>(&request.parent, request.children, request.related)
-            .map_err(error)?;
+        let request = wire::Request {
+            parent: &request.parent,
+            cluster: request.cluster,
+            children: placed(request.children),
+            related: placed(request.related),
+        };
+        let step = wire::finalize::<R>(request).map_err(error)?;
         let nothing = |finalized, requeue| FinalizeResponse {
             children: None,
             status: None,
@@ -65,7 +76,7 @@ impl<R: Reconciler> Guest for Adapter<R> {
             Finalize::Apply { outcome, finalized } => {
                 let response = wire::encode(outcome).map_err(error)?;
                 FinalizeResponse {
-                    children: Some(response.children),
+                    children: Some(desired(response.children, response.clusters)),
                     status: response.status,
                     finalized,
                     requeue: requeue(response.requeue),
@@ -73,6 +84,21 @@ impl<R: Reconciler> Guest for Adapter<R> {
             }
         })
     }
+}
+
+/// Observed objects as `(cluster, JSON)` pairs.
+fn placed(objects: Vec<wit::Observed>) -> Vec<(String, String)> {
+    objects.into_iter().map(|o| (o.cluster, o.object)).collect()
+}
+
+/// Desired children with the cluster each names (`clusters` in the same order).
+fn desired(children: Vec<String>, clusters: Vec<Option<String>>) -> Vec<wit::Desired> {
+    let clusters = clusters.into_iter().chain(std::iter::repeat(None));
+    children
+        .into_iter()
+        .zip(clusters)
+        .map(|(object, cluster)| wit::Desired { cluster, object })
+        .collect()
 }
 
 fn requeue(requeue: Requeue) -> wit::Requeue {
@@ -139,6 +165,7 @@ fn selection(s: crate::Selection) -> Result<wit::Selection, ReconcileError> {
         api_version: s.api_version,
         kind: s.kind,
         namespace: s.namespace,
+        cluster: s.cluster,
         selector,
     })
 }

@@ -57,6 +57,11 @@
 //! says per parent what it reads in [`Reconciler::select`], and finds what
 //! exists in `observed.related()` ([`Children::related`]).
 //!
+//! Clusters (contract `weir:reconciler@0.4.0`): the parent's cluster is
+//! [`Children::cluster`]; a child goes elsewhere with [`Child::in_cluster`], is
+//! observed there through [`Children::in_cluster`], and a selection reads another
+//! cluster with [`Selection::in_cluster`].
+//!
 //! Build the component with `cargo build --target wasm32-wasip2 --profile plugin`
 //! (or `plugins/build.sh`), then check it offline with `weir test`.
 
@@ -75,7 +80,7 @@ mod wire;
 #[path = "export.rs"]
 pub mod __private;
 
-pub use children::{Children, Related};
+pub use children::{Children, InCluster, Related};
 pub use condition::Condition;
 pub use error::{Error, Result};
 pub use outcome::{Child, Finalize, Outcome, Requeue};

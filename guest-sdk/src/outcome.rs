@@ -5,25 +5,48 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-/// One desired child, already turned into the JSON text the host applies.
+/// One desired child, already turned into the JSON text the host applies, and
+/// the cluster it belongs in.
 ///
 /// Build it with `.into()` from any k8s-openapi object (or any other
-/// `k8s_openapi::Resource`); its `apiVersion` and `kind` come from the type.
+/// `k8s_openapi::Resource`); its `apiVersion` and `kind` come from the type. It
+/// belongs in the parent's cluster unless [`Child::in_cluster`] names another.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Child(pub(crate) Result<String, String>);
+pub struct Child {
+    pub(crate) json: Result<String, String>,
+    pub(crate) cluster: Option<String>,
+}
 
 impl<K: k8s_openapi::Resource + Serialize> From<K> for Child {
     fn from(object: K) -> Self {
         // Serialising a k8s-openapi object cannot fail in practice; should it,
         // the reconcile fails with the reason instead of panicking in the guest.
-        Child(serde_json::to_string(&object).map_err(|e| format!("{} {e}", K::KIND)))
+        let json = serde_json::to_string(&object).map_err(|e| format!("{} {e}", K::KIND));
+        Child {
+            json,
+            cluster: None,
+        }
     }
 }
 
 impl Child {
     /// A child given as raw JSON, for kinds without a Rust type.
     pub fn json(manifest: Value) -> Self {
-        Child(Ok(manifest.to_string()))
+        Child::text(manifest.to_string(), None)
+    }
+
+    /// The child belongs in `cluster` (contract 0.4.0), not the parent's. The host
+    /// refuses a cluster it has not engaged.
+    pub fn in_cluster(mut self, cluster: impl Into<String>) -> Self {
+        self.cluster = Some(cluster.into());
+        self
+    }
+
+    pub(crate) fn text(json: String, cluster: Option<String>) -> Self {
+        Child {
+            json: Ok(json),
+            cluster,
+        }
     }
 }
 

@@ -17,6 +17,8 @@ pub struct Selection {
     pub kind: String,
     /// `None`: the parent's namespace (or none, for a cluster-scoped kind).
     pub namespace: Option<String>,
+    /// `None`: the parent's cluster (contract 0.4.0).
+    pub cluster: Option<String>,
     /// One object by name, or a set by labels.
     pub selector: Selector,
 }
@@ -63,11 +65,19 @@ impl Selection {
         self
     }
 
+    /// Reads in `cluster` (contract 0.4.0), not the parent's; the objects found are
+    /// in `observed.related().in_cluster(cluster)`.
+    pub fn in_cluster(mut self, cluster: impl Into<String>) -> Self {
+        self.cluster = Some(cluster.into());
+        self
+    }
+
     fn of<K: k8s_openapi::Resource>(selector: Selector) -> Self {
         Self {
             api_version: K::API_VERSION.to_owned(),
             kind: K::KIND.to_owned(),
             namespace: None,
+            cluster: None,
             selector,
         }
     }

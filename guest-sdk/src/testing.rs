@@ -28,7 +28,8 @@ use crate::{Child, Children, Error, Finalize, Reconciler, Requeue, Selection, wi
 /// A reconcile answer decoded back from JSON, for assertions.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reconciled {
-    /// The desired children, exactly as the component would return them.
+    /// The desired children, exactly as the component would return them (look one up in
+    /// another cluster with [`Children::in_cluster`]).
     pub children: Children,
     /// The desired status, if the plugin set one.
     pub status: Option<Value>,
@@ -42,9 +43,9 @@ impl Reconciled {
     pub fn as_observed(&self) -> Vec<Child> {
         self.children
             .clone()
-            .into_json()
+            .into_placed()
             .into_iter()
-            .map(|json| Child(Ok(json)))
+            .map(|(cluster, json)| Child::text(json, (!cluster.is_empty()).then_some(cluster)))
             .collect()
     }
 }
@@ -76,11 +77,37 @@ pub fn reconcile_with_related<R: Reconciler>(
     observed: Vec<Child>,
     related: Vec<Child>,
 ) -> Result<Reconciled, Error> {
+    reconcile_in_cluster::<R>(parent, "", observed, related)
+}
+
+/// Like [`reconcile_with_related`], the parent in `cluster` (contract 0.4.0): an observed child
+/// or related object built with [`Child::in_cluster`] is in that cluster, any other in the
+/// parent's. The desired children come back with theirs ([`Children::in_cluster`]).
+pub fn reconcile_in_cluster<R: Reconciler>(
+    parent: &impl Serialize,
+    cluster: &str,
+    observed: Vec<Child>,
+    related: Vec<Child>,
+) -> Result<Reconciled, Error> {
     let (parent, children) = to_wire(parent, observed)?;
     let (_, related) = to_wire(&(), related)?;
-    let response = wire::reconcile::<R>(&parent, children, related)?;
-    let children = Children::from_json(response.children)
-        .map_err(|e| Error::permanent(format!("a desired child is not a JSON object: {e}")))?;
+    let request = wire::Request {
+        parent: &parent,
+        cluster: cluster.to_owned(),
+        children,
+        related,
+    };
+    let response = wire::reconcile::<R>(request)?;
+    let placed = response
+        .clusters
+        .into_iter()
+        .chain(std::iter::repeat(None))
+        .map(Option::unwrap_or_default)
+        .zip(response.children)
+        .collect();
+    let children = Children::placed(placed)
+        .map_err(|e| Error::permanent(format!("a desired child is not a JSON object: {e}")))?
+        .in_parent_cluster(cluster.to_owned());
     let status = response.status.as_deref().map(from_wire).transpose()?;
     Ok(Reconciled {
         children,
@@ -95,15 +122,28 @@ pub fn finalize<R: Reconciler>(
     observed: Vec<Child>,
 ) -> Result<Finalize, Error> {
     let (parent, children) = to_wire(parent, observed)?;
-    wire::finalize::<R>(&parent, children, Vec::new())
+    let request = wire::Request {
+        parent: &parent,
+        cluster: String::new(),
+        children,
+        related: Vec::new(),
+    };
+    wire::finalize::<R>(request)
 }
 
-fn to_wire(parent: &impl Serialize, observed: Vec<Child>) -> Result<(String, Vec<String>), Error> {
+/// The parent's JSON and each object's `(cluster, JSON)` (an empty cluster: the parent's).
+type Wire = (String, Vec<(String, String)>);
+
+fn to_wire(parent: &impl Serialize, observed: Vec<Child>) -> Result<Wire, Error> {
     let parent =
         serde_json::to_string(parent).map_err(|e| Error::permanent(format!("test parent: {e}")))?;
     let children = observed
         .into_iter()
-        .map(|child| child.0)
+        .map(|child| {
+            child
+                .json
+                .map(|json| (child.cluster.unwrap_or_default(), json))
+        })
         .collect::<Result<_, _>>()
         .map_err(|e| Error::permanent(format!("test child: {e}")))?;
     Ok((parent, children))

@@ -27,6 +27,8 @@ pub struct Info {
 /// A reconcile answer as the contract carries it: JSON text.
 pub(crate) struct Response {
     pub children: Vec<String>,
+    /// The cluster each child names, in `children`'s order (`None`: the parent's).
+    pub clusters: Vec<Option<String>>,
     pub status: Option<String>,
     pub requeue: Requeue,
 }
@@ -48,24 +50,25 @@ pub(crate) fn select<R: Reconciler>(parent: &str) -> Result<Vec<Selection>, Erro
     R::select(&parent)
 }
 
-pub(crate) fn reconcile<R: Reconciler>(
-    parent: &str,
-    children: Vec<String>,
-    related: Vec<String>,
-) -> Result<Response, Error> {
-    let parent = decode_parent::<R::Parent>(parent)?;
-    let observed = decode_children(children, related)?;
+/// One call's input as the contract carries it: the parent, its cluster, and each observed
+/// object with its cluster (an empty name: the parent's).
+pub(crate) struct Request<'a> {
+    pub parent: &'a str,
+    pub cluster: String,
+    pub children: Vec<(String, String)>,
+    pub related: Vec<(String, String)>,
+}
+
+pub(crate) fn reconcile<R: Reconciler>(request: Request<'_>) -> Result<Response, Error> {
+    let parent = decode_parent::<R::Parent>(request.parent)?;
+    let observed = decode_children(request)?;
     let outcome = R::reconcile(&parent, &observed)?;
     encode(outcome)
 }
 
-pub(crate) fn finalize<R: Reconciler>(
-    parent: &str,
-    children: Vec<String>,
-    related: Vec<String>,
-) -> Result<Finalize, Error> {
-    let parent = decode_parent::<R::Parent>(parent)?;
-    let observed = decode_children(children, related)?;
+pub(crate) fn finalize<R: Reconciler>(request: Request<'_>) -> Result<Finalize, Error> {
+    let parent = decode_parent::<R::Parent>(request.parent)?;
+    let observed = decode_children(request)?;
     R::finalize(&parent, &observed)
 }
 
@@ -86,26 +89,30 @@ fn decode_parent<P: kube::Resource<DynamicType = ()> + DeserializeOwned>(
         .map_err(|e| Error::permanent(format!("{kind} {key} is invalid: {e}")))
 }
 
-fn decode_children(children: Vec<String>, related: Vec<String>) -> Result<Children, Error> {
-    Children::from_json(children)
+fn decode_children(request: Request<'_>) -> Result<Children, Error> {
+    Ok(Children::placed(request.children)
         .map_err(|e| Error::permanent(format!("an observed child is not a JSON object: {e}")))?
-        .with_related(related)
-        .map_err(|e| Error::permanent(format!("a related object is not a JSON object: {e}")))
+        .with_related(request.related)
+        .map_err(|e| Error::permanent(format!("a related object is not a JSON object: {e}")))?
+        .in_parent_cluster(request.cluster))
 }
 
 pub(crate) fn encode(outcome: Outcome) -> Result<Response, Error> {
-    let children = outcome
+    let (children, clusters): (Vec<_>, Vec<_>) = outcome
         .children
         .into_iter()
-        .map(|child| child.0)
+        .map(|child| child.json.map(|json| (json, child.cluster)))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| Error::permanent(format!("a desired child does not serialize: {e}")))?;
+        .map_err(|e| Error::permanent(format!("a desired child does not serialize: {e}")))?
+        .into_iter()
+        .unzip();
     let status = outcome
         .status
         .transpose()
         .map_err(|e| Error::permanent(format!("the status does not serialize: {e}")))?;
     Ok(Response {
         children,
+        clusters,
         status,
         requeue: outcome.requeue,
     })

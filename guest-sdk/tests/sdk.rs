@@ -292,3 +292,108 @@ fn fed_back_children_reproduce_the_same_answer() {
     let again = testing::reconcile::<Notes>(&note("hi"), first.as_observed()).unwrap();
     assert_eq!(again.children, first.children);
 }
+
+/// Contract 0.4.0: places the note's page in every cluster `spec.text` names (comma-separated),
+/// reads what each holds, and the settings selected there.
+struct Spread;
+
+impl Reconciler for Spread {
+    type Parent = Note;
+    const NAME: &'static str = "spread";
+    const VERSION: &'static str = "0.4.0";
+
+    fn children() -> Vec<Kind> {
+        vec![Kind::of::<ConfigMap>()]
+    }
+
+    fn related() -> Vec<Kind> {
+        vec![Kind::of::<ConfigMap>()]
+    }
+
+    fn select(note: &Note) -> Result<Vec<weir_guest_sdk::Selection>, Error> {
+        Ok(note
+            .spec
+            .text
+            .split(',')
+            .map(|c| weir_guest_sdk::Selection::name::<ConfigMap>("settings").in_cluster(c))
+            .collect())
+    }
+
+    fn reconcile(note: &Note, observed: &Children) -> Result<Outcome, Error> {
+        let mut children = Vec::new();
+        let mut seen = serde_json::Map::new();
+        for cluster in note.spec.text.split(',') {
+            children.push(Child::from(config_map("page", cluster)).in_cluster(cluster));
+            let there = observed.in_cluster(cluster).get::<ConfigMap>("page")?;
+            let settings = observed
+                .related()
+                .in_cluster(cluster)
+                .get::<ConfigMap>("settings")?;
+            let text = |cm: Option<ConfigMap>| cm.and_then(|c| c.data).map(|d| d["text"].clone());
+            seen.insert(
+                cluster.to_owned(),
+                json!({"page": text(there), "settings": text(settings)}),
+            );
+        }
+        let here = observed.get::<ConfigMap>("page")?.is_some();
+        Ok(Outcome::apply(children).status(json!({
+            "cluster": observed.cluster(),
+            "clusters": observed.clusters(),
+            "here": here,
+            "seen": seen,
+        })))
+    }
+}
+
+#[test]
+fn each_child_names_its_cluster_and_each_observed_object_is_found_in_its_own() {
+    let observed = vec![
+        Child::from(config_map("page", "old")).in_cluster("member-b"),
+        Child::from(config_map("page", "hub's own")),
+    ];
+    let related = vec![Child::from(config_map("settings", "gold")).in_cluster("member-a")];
+    let parent = note("member-a,member-b");
+    let out = testing::reconcile_in_cluster::<Spread>(&parent, "hub", observed, related).unwrap();
+    for cluster in ["member-a", "member-b"] {
+        let page = out.children.in_cluster(cluster).get::<ConfigMap>("page");
+        assert_eq!(page.unwrap().unwrap().data.unwrap()["text"], cluster);
+    }
+    assert!(
+        out.children.get::<ConfigMap>("page").unwrap().is_none(),
+        "no page in the hub: a lookup without a cluster reads the parent's"
+    );
+    assert_eq!(out.children.clusters(), ["member-a", "member-b"]);
+    let status = out.status.unwrap();
+    assert_eq!(status["cluster"], "hub");
+    assert_eq!(status["clusters"], json!(["hub", "member-b"]));
+    assert_eq!(status["here"], true);
+    assert_eq!(
+        status["seen"]["member-a"],
+        json!({"page": null, "settings": "gold"})
+    );
+    assert_eq!(
+        status["seen"]["member-b"],
+        json!({"page": "old", "settings": null})
+    );
+}
+
+#[test]
+fn a_selection_names_the_cluster_it_reads_in() {
+    let selections = testing::select::<Spread>(&note("member-a,hub")).unwrap();
+    let clusters: Vec<_> = selections.iter().map(|s| s.cluster.as_deref()).collect();
+    assert_eq!(clusters, [Some("member-a"), Some("hub")]);
+}
+
+#[test]
+fn an_answer_observed_again_keeps_the_cluster_of_each_child() {
+    let parent = note("member-a,member-b");
+    let first = testing::reconcile_in_cluster::<Spread>(&parent, "hub", vec![], vec![]).unwrap();
+    let again =
+        testing::reconcile_in_cluster::<Spread>(&parent, "hub", first.as_observed(), vec![])
+            .unwrap();
+    assert_eq!(again.children, first.children);
+    assert_eq!(
+        again.status.unwrap()["seen"]["member-b"]["page"],
+        "member-b"
+    );
+}

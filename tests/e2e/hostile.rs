@@ -64,6 +64,7 @@ async fn every_attack_of_a_hostile_plugin_is_contained_and_the_blog_still_conver
             parent: parent.to_string(),
             children: vec![],
             related: vec![],
+            ..Default::default()
         });
         (t.elapsed(), outcome.is_err())
     })

@@ -55,7 +55,7 @@ async fn a_plugin_reads_a_config_map_it_does_not_own_and_hears_only_its_changes(
     let (related, scenario) = (plugin("related")?, plugin("scenario")?);
     assert_eq!(
         related.contract(),
-        Contract::V0_3,
+        Contract::V0_4,
         "the SDK's contract, keeping 0.2.0's related objects"
     );
     assert_eq!(scenario.contract(), Contract::V0_1, "the 0.1.0 component");

@@ -192,7 +192,7 @@ async fn candidates_that_cannot_load_or_serve_the_files_kind_are_refused_and_the
     let contract = crate::guests::contract();
     let another_contract = contract.replace(
         "package weir:reconciler@0.1.0;",
-        "package weir:reconciler@0.4.0;",
+        "package weir:reconciler@0.5.0;",
     );
     let cases: [(&str, Vec<u8>, &str); 6] = [
         (
@@ -223,7 +223,7 @@ async fn candidates_that_cannot_load_or_serve_the_files_kind_are_refused_and_the
         (
             "another contract version",
             crate::guests::dummy_component(&another_contract, "reconciler"),
-            "does not implement weir:reconciler@0.1.0 or 0.2.0 or 0.3.0: built against weir:reconciler@0.4.0",
+            "does not implement weir:reconciler@0.1.0 or 0.2.0 or 0.3.0 or 0.4.0: built against weir:reconciler@0.5.0",
         ),
     ];
     let addr = host.addr().map(|a| a.to_string()).unwrap_or_default();

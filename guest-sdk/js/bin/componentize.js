@@ -41,7 +41,7 @@ export const spliceStats = splicer === undefined
 
 const sdkDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 /** The contract version this SDK builds components for (its own version follows it). */
-export const CONTRACT = '0.3.0';
+export const CONTRACT = '0.4.0';
 // The contract: inside the package (`npm pack` copies it in), or the checkout's wit/ beside the SDK.
 // Version 0.1.0 is wit/reconciler.wit; later versions have a directory of their own.
 export const defaultWit = join(existsSync(join(sdkDir, 'wit')) ? join(sdkDir, 'wit') : resolve(sdkDir, '..', '..', 'wit'), CONTRACT);

@@ -1,5 +1,5 @@
 // The component glue: adapts a `Reconciler` to the shapes componentize-js exchanges with the host
-// (contract 0.3.0).
+// (contract 0.4.0).
 //
 // componentize-js maps WIT records to objects with camelCase fields, variants
 // to `{ tag, val }`, `u64` to BigInt, enums to strings, and a `result` to
@@ -7,6 +7,7 @@
 
 import { awaited } from './awaited.js';
 import * as logging from './log.js';
+import { clusterOf } from './objects.js';
 import { ReconcileError } from './outcome.js';
 
 /**
@@ -32,7 +33,7 @@ function selection(s) {
             matchExpressions: (s.labels?.matchExpressions ?? []).map((r) => ({ key: r.key, operator: OPERATOR_CASES[r.operator], values: [...r.values] })),
           },
         };
-  return { apiVersion: s.apiVersion, kind: s.kind, namespace: s.namespace, selector };
+  return { apiVersion: s.apiVersion, kind: s.kind, namespace: s.namespace, cluster: s.cluster, selector };
 }
 
 /**
@@ -96,23 +97,23 @@ export function exportReconciler(reconciler, hostLog, options = {}) {
       return settled(() => reconciler.handleSelect(parent), (found) => ({ tag: 'ok', val: found.map(selection) }));
     },
 
-    /** @param {{parent: string, children: string[], related: string[]}} request */
+    /** @param {{parent: string, cluster: string, children: Observed[], related: Observed[]}} request */
     reconcile(request) {
       return settled(
-        () => reconciler.handleReconcile(request.parent, request.children, request.related),
+        () => reconciler.handleReconcile(request.parent, request.children, request.related, request.cluster),
         (outcome) => {
-          const children = outcome.children.map((c) => JSON.stringify(c));
+          const children = outcome.children.map(desired);
           return { tag: 'ok', val: { children, status: statusText(outcome.desiredStatus), requeue: requeue(outcome.requeue) } };
         },
       );
     },
 
-    /** @param {{parent: string, children: string[], related: string[], finalizer: string}} request */
+    /** @param {{parent: string, cluster: string, children: Observed[], related: Observed[], finalizer: string}} request */
     finalize(request) {
       return settled(
-        () => reconciler.handleFinalize(request.parent, request.children, request.finalizer, request.related),
+        () => reconciler.handleFinalize(request.parent, request.children, request.finalizer, request.related, request.cluster),
         (cleanup) => {
-          const children = cleanup.children?.map((c) => JSON.stringify(c));
+          const children = cleanup.children?.map(desired);
           const val = { children, status: statusText(cleanup.desiredStatus), finalized: cleanup.isComplete, requeue: requeue(cleanup.requeue) };
           return { tag: 'ok', val };
         },
@@ -120,6 +121,14 @@ export function exportReconciler(reconciler, hostLog, options = {}) {
     },
   };
 }
+
+/** @typedef {{cluster: string, object: string}} Observed the WIT `observed`: an object and its cluster */
+
+/**
+ * The WIT `desired`: a child's JSON and the cluster it names (`undefined`: the parent's).
+ * @param {object} child
+ */
+const desired = (child) => ({ cluster: clusterOf(child), object: JSON.stringify(child) });
 
 /** @param {object | undefined} status the WIT `option<string>` of a desired status */
 const statusText = (status) => (status === undefined ? undefined : JSON.stringify(status));

@@ -17,7 +17,25 @@
 //
 // `weir-js build` (bin/componentize.js) turns it into a component; see README.md.
 
-export { CONFIG_MAP, Children, DEPLOYMENT, Kind, KubeObject, NAMESPACE, Objects, SECRET, SERVICE, condition, configMap, container, deployment, service } from './objects.js';
+export {
+  CLUSTER,
+  CONFIG_MAP,
+  Children,
+  DEPLOYMENT,
+  Kind,
+  KubeObject,
+  NAMESPACE,
+  Objects,
+  SECRET,
+  SERVICE,
+  clusterOf,
+  condition,
+  configMap,
+  container,
+  deployment,
+  inCluster,
+  service,
+} from './objects.js';
 export { LabelSelector, Selection } from './selection.js';
 export { Cleanup, Outcome, PermanentError, ReconcileError, TransientError } from './outcome.js';
 export { Reconciler } from './reconciler.js';

@@ -123,12 +123,80 @@ export class KubeObject {
  * @typedef {KubeObject & {[field: string]: any}} Resource
  */
 
-/** A set of objects looked up by kind and name (the observed children, or the related objects). */
+/**
+ * Where an object lives (contract 0.4.0): the key of a cluster name kept beside an object's
+ * fields, not among them (JSON.stringify leaves it out). Read it with `clusterOf`.
+ */
+export const CLUSTER = Symbol('weir.cluster');
+
+/**
+ * The name of the cluster `obj` lives in (an observed object) or belongs in (a desired child
+ * built with `inCluster`); `undefined`: the parent's.
+ * @param {object | undefined} obj
+ * @returns {string | undefined}
+ */
+export function clusterOf(obj) {
+  return /** @type {any} */ (obj)?.[CLUSTER];
+}
+
+/**
+ * `manifest` (copied) as a desired child that belongs in `cluster` (contract 0.4.0), not the
+ * parent's. The host refuses a cluster it has not engaged.
+ * @template {object} T
+ * @param {string | undefined} cluster
+ * @param {T} manifest
+ * @returns {T}
+ */
+export function inCluster(cluster, manifest) {
+  return placedAt(cluster, { ...manifest });
+}
+
+/**
+ * `obj` itself, marked as living in `cluster` (unless it is `undefined`).
+ * @template {object} T
+ * @param {string | undefined} cluster
+ * @param {T} obj
+ * @returns {T}
+ */
+function placedAt(cluster, obj) {
+  if (cluster !== undefined) Object.defineProperty(obj, CLUSTER, { value: cluster, enumerable: false });
+  return obj;
+}
+
+/**
+ * A set of objects looked up by kind and name (the observed children, or the related objects).
+ * Each lives in a cluster (`clusterOf`, contract 0.4.0): `ofKind` and `get` read the parent's
+ * (`cluster`), and `inCluster(name)` reads another.
+ */
 export class Objects {
-  /** @param {Iterable<Record<string, any>>} [objects] */
-  constructor(objects = []) {
+  /**
+   * @param {Iterable<Record<string, any>>} [objects]
+   * @param {string} [cluster] the name of the parent's cluster
+   */
+  constructor(objects = [], cluster = undefined) {
     /** @type {Resource[]} */
-    this.objects = [...objects].map((o) => (o instanceof KubeObject ? o : new KubeObject(o)));
+    this.objects = [...objects].map((o) => (o instanceof KubeObject ? o : placedAt(clusterOf(o), new KubeObject(o))));
+    /** The name of the parent's cluster (`undefined` in a test that names none). */
+    this.cluster = cluster;
+    /** @type {string | undefined} the cluster `ofKind` and `get` read */
+    this.reading = cluster;
+  }
+
+  /**
+   * The same objects, `ofKind` and `get` reading those in `cluster`.
+   * @param {string} cluster
+   * @returns {Objects}
+   */
+  inCluster(cluster) {
+    const view = Object.create(Objects.prototype);
+    Object.assign(view, this, { reading: cluster });
+    return view;
+  }
+
+  /** The names of the clusters the objects live in, sorted, each once. */
+  clusters() {
+    const names = new Set(this.objects.map((o) => clusterOf(o) ?? this.cluster).filter((c) => c !== undefined));
+    return [...names].sort();
   }
 
   [Symbol.iterator]() {
@@ -144,7 +212,7 @@ export class Objects {
    * @param {Kind} kind
    */
   ofKind(kind) {
-    return this.objects.filter((o) => kind.matches(o));
+    return this.objects.filter((o) => kind.matches(o) && (clusterOf(o) ?? this.cluster) === this.reading);
   }
 
   /**
@@ -169,10 +237,11 @@ export class Children extends Objects {
   /**
    * @param {Iterable<Record<string, any>>} [objects]
    * @param {Iterable<Record<string, any>>} [related]
+   * @param {string} [cluster] the name of the parent's cluster (contract 0.4.0)
    */
-  constructor(objects = [], related = []) {
-    super(objects);
-    this.related = new Objects(related);
+  constructor(objects = [], related = [], cluster = undefined) {
+    super(objects, cluster);
+    this.related = new Objects(related, cluster);
   }
 }
 

@@ -6,7 +6,7 @@
 // checked as a plain answer would be.
 
 import { awaited, isThenable } from './awaited.js';
-import { Children, Kind, KubeObject } from './objects.js';
+import { Children, Kind, KubeObject, inCluster } from './objects.js';
 import { Cleanup, Outcome, PermanentError } from './outcome.js';
 import { Selection } from './selection.js';
 
@@ -92,12 +92,13 @@ export class Reconciler {
    * Decode the request as the host sends it, run `reconcile`, check its result
    * (a Promise of it when `reconcile` is async).
    * @param {string} parentJson
-   * @param {string[]} childrenJson
-   * @param {string[]} [relatedJson] the selected related objects
+   * @param {Placed[]} childrenJson
+   * @param {Placed[]} [relatedJson] the selected related objects
+   * @param {string} [cluster] the name of the parent's cluster (contract 0.4.0)
    * @returns {Outcome | Promise<Outcome>}
    */
-  handleReconcile(parentJson, childrenJson, relatedJson = []) {
-    const { parent, children } = decode(parentJson, childrenJson, relatedJson);
+  handleReconcile(parentJson, childrenJson, relatedJson = [], cluster = undefined) {
+    const { parent, children } = decode(parentJson, childrenJson, relatedJson, cluster);
     const answer = this.reconcile(parent, children);
     return awaited(answer, (outcome) => {
       if (!(outcome instanceof Outcome)) throw wrong('reconcile', 'an Outcome', answer, outcome);
@@ -109,13 +110,14 @@ export class Reconciler {
    * Decode the request as the host sends it, run `finalize`, check its result
    * (a Promise of it when `finalize` is async).
    * @param {string} parentJson
-   * @param {string[]} childrenJson
+   * @param {Placed[]} childrenJson
    * @param {string} finalizer
-   * @param {string[]} [relatedJson] the selected related objects
+   * @param {Placed[]} [relatedJson] the selected related objects
+   * @param {string} [cluster] the name of the parent's cluster (contract 0.4.0)
    * @returns {Cleanup | Promise<Cleanup>}
    */
-  handleFinalize(parentJson, childrenJson, finalizer, relatedJson = []) {
-    const { parent, children } = decode(parentJson, childrenJson, relatedJson);
+  handleFinalize(parentJson, childrenJson, finalizer, relatedJson = [], cluster = undefined) {
+    const { parent, children } = decode(parentJson, childrenJson, relatedJson, cluster);
     const answer = this.finalize(parent, children, finalizer);
     return awaited(answer, (cleanup) => {
       if (!(cleanup instanceof Cleanup)) throw wrong('finalize', 'a Cleanup', answer, cleanup);
@@ -140,17 +142,28 @@ function describeValue(value) {
 }
 
 /**
+ * An observed object as a request carries it: its JSON text, or (contract 0.4.0) the text and
+ * the cluster it lives in.
+ * @typedef {string | {cluster: string, object: string}} Placed
+ */
+
+/**
  * Parse the request; undecodable input cannot get better by retrying, so it is permanent.
  * @param {string} parentJson
- * @param {string[]} childrenJson
- * @param {string[]} relatedJson
+ * @param {Placed[]} childrenJson
+ * @param {Placed[]} relatedJson
+ * @param {string | undefined} cluster
  */
-function decode(parentJson, childrenJson, relatedJson) {
+function decode(parentJson, childrenJson, relatedJson, cluster) {
+  /** @param {Placed} p @param {string} what */
+  const placed = (p, what) =>
+    typeof p === 'string' ? object(JSON.parse(p), what) : inCluster(p.cluster, object(JSON.parse(p.object), what));
   try {
     const parent = new KubeObject(object(JSON.parse(parentJson), 'parent'));
     const children = new Children(
-      childrenJson.map((c, i) => object(JSON.parse(c), `child ${i}`)),
-      relatedJson.map((r, i) => object(JSON.parse(r), `related object ${i}`)),
+      childrenJson.map((c, i) => placed(c, `child ${i}`)),
+      relatedJson.map((r, i) => placed(r, `related object ${i}`)),
+      cluster,
     );
     return { parent, children };
   } catch (e) {

@@ -82,21 +82,32 @@ export class LabelSelector {
  * `labels`. Build it with `Selection.byName`, `Selection.byLabels` or
  * `Selection.matching`. `namespace` `undefined` means the parent's (a
  * namespaced kind is read there only; a cluster-scoped kind cluster-wide).
+ * `cluster` `undefined` means the parent's cluster (contract 0.4.0; `inCluster` names another).
  */
 export class Selection {
   /**
    * @param {string} apiVersion
    * @param {string} kind
-   * @param {{name?: string, labels?: LabelSelector, namespace?: string}} which
+   * @param {{name?: string, labels?: LabelSelector, namespace?: string, cluster?: string}} which
    */
-  constructor(apiVersion, kind, { name, labels, namespace } = {}) {
+  constructor(apiVersion, kind, { name, labels, namespace, cluster } = {}) {
     if ((name === undefined) === (labels === undefined)) throw new TypeError('a Selection reads either one object by name or a set by labels');
     this.apiVersion = apiVersion;
     this.kind = kind;
     this.name = name;
     this.labels = labels;
     this.namespace = namespace;
+    this.cluster = cluster;
     Object.freeze(this);
+  }
+
+  /**
+   * The same selection, read in `cluster`: what it finds is in `children.related.inCluster(cluster)`.
+   * @param {string} cluster
+   */
+  inCluster(cluster) {
+    const { name, labels, namespace } = this;
+    return new Selection(this.apiVersion, this.kind, { name, labels, namespace, cluster });
   }
 
   /**

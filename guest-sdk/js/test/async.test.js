@@ -38,7 +38,7 @@ class Later extends Reconciler {
   }
 }
 
-const request = (/** @type {Record<string, any>} */ spec) => ({ parent: JSON.stringify(thing(spec)), children: [], related: [], finalizer: 'example.dev/cleanup' });
+const request = (/** @type {Record<string, any>} */ spec) => ({ parent: JSON.stringify(thing(spec)), cluster: 'hub', children: [], related: [], finalizer: 'example.dev/cleanup' });
 
 test('an async reconcile is awaited and its Outcome checked', async () => {
   const outcome = await new Later().handleReconcile(JSON.stringify(thing()), []);
@@ -75,9 +75,9 @@ test('the component glue answers an async hook with the children it resolved to'
   const glue = exportReconciler(new Later(), () => {});
   const answer = await glue.reconcile(request({}));
   assert.equal(answer.tag, 'ok');
-  assert.deepEqual(answer.val.children.map((c) => JSON.parse(c)), [configMap('t', { text: 'later' })]);
+  assert.deepEqual(answer.val.children.map((c) => JSON.parse(c.object)), [configMap('t', { text: 'later' })]);
   assert.equal(answer.val.status, '{"ready":true}');
-  assert.deepEqual(await glue.selectRelated(request({}).parent), { tag: 'ok', val: [{ apiVersion: 'v1', kind: 'ConfigMap', namespace: undefined, selector: { tag: 'name', val: 'theme' } }] });
+  assert.deepEqual(await glue.selectRelated(request({}).parent), { tag: 'ok', val: [{ apiVersion: 'v1', kind: 'ConfigMap', namespace: undefined, cluster: undefined, selector: { tag: 'name', val: 'theme' } }] });
   assert.deepEqual(await glue.finalize(request({ answer: 'wait' })), { tag: 'ok', val: { children: undefined, status: undefined, finalized: false, requeue: { tag: 'after', val: 3000n } } });
 });
 

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { exportReconciler } from '../src/guest.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CONFIG_MAP, Cleanup, Kind, NAMESPACE, Outcome, PermanentError, Reconciler, Selection, TransientError, configMap, log } from '../src/index.js';
+import { CONFIG_MAP, Cleanup, Kind, NAMESPACE, Outcome, PermanentError, Reconciler, Selection, TransientError, configMap, inCluster, log } from '../src/index.js';
 import { setSink } from '../src/log.js';
 import { CONTRACT, defaultWit, entrySource } from '../bin/componentize.js';
 
@@ -100,17 +100,18 @@ test('select returns names and label selectors in WIT shape', () => {
   assert.deepEqual(glue.selectRelated(JSON.stringify({ metadata: { name: 't', namespace: 'ns' }, spec: {} })), {
     tag: 'ok',
     val: [
-      { apiVersion: 'v1', kind: 'ConfigMap', namespace: undefined, selector: { tag: 'name', val: 'theme' } },
+      { apiVersion: 'v1', kind: 'ConfigMap', namespace: undefined, cluster: undefined, selector: { tag: 'name', val: 'theme' } },
       {
         apiVersion: 'v1',
         kind: 'ConfigMap',
         namespace: undefined,
+        cluster: undefined,
         selector: {
           tag: 'labels',
           val: { matchLabels: [['a', '1'], ['b', '2']], matchExpressions: [{ key: 'tier', operator: 'not-in', values: ['x'] }] },
         },
       },
-      { apiVersion: 'v1', kind: 'Namespace', namespace: undefined, selector: { tag: 'name', val: 'default' } },
+      { apiVersion: 'v1', kind: 'Namespace', namespace: undefined, cluster: undefined, selector: { tag: 'name', val: 'default' } },
     ],
   });
 });
@@ -127,15 +128,16 @@ test('reconcile finds the related objects in children.related', () => {
   const { glue } = setup();
   const parent = JSON.stringify({ metadata: { name: 't' }, spec: { mode: 'related' } });
   const theme = JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'theme' }, data: { 'style.css': 'h1{}' } });
-  const result = glue.reconcile({ parent, children: [], related: [theme] });
-  assert.deepEqual(JSON.parse(/** @type {string} */ (result.val?.children?.[0])).data, { css: 'h1{}', n: '1' });
+  const result = glue.reconcile({ parent, cluster: 'hub', children: [], related: [{ cluster: 'hub', object: theme }] });
+  assert.deepEqual(JSON.parse(/** @type {string} */ (result.val?.children?.[0]?.object)).data, { css: 'h1{}', n: '1' });
 });
 
 test('reconcile returns children as JSON and requeue as a variant with a BigInt', () => {
   const { glue, request } = setup();
   const plain = glue.reconcile(request('plain'));
   assert.equal(plain.tag, 'ok');
-  assert.deepEqual(plain.val?.children?.map((c) => JSON.parse(c)), [configMap('c', { k: 'ü' })]);
+  assert.deepEqual(plain.val?.children?.map((c) => JSON.parse(c.object)), [configMap('c', { k: 'ü' })]);
+  assert.deepEqual(plain.val?.children?.map((c) => c.cluster), [undefined], 'a child names no cluster unless placed');
   assert.equal(plain.val?.status, undefined);
   assert.deepEqual(plain.val?.requeue, { tag: 'done' });
   const withStatus = glue.reconcile(request('status'));
@@ -174,8 +176,8 @@ test('finalize maps a cleanup that only waits or completes to an answer that app
   const { glue } = setup();
   const parent = (/** @type {string} */ mode) => JSON.stringify({ metadata: { name: 't' }, spec: { mode } });
   const nothing = { children: undefined, status: undefined };
-  assert.deepEqual(glue.finalize({ parent: parent('wait'), children: [], related: [], finalizer: 'f' }), { tag: 'ok', val: { ...nothing, finalized: false, requeue: { tag: 'after', val: 2000n } } });
-  assert.deepEqual(glue.finalize({ parent: parent('done'), children: [], related: [], finalizer: 'f' }), { tag: 'ok', val: { ...nothing, finalized: true, requeue: { tag: 'done' } } });
+  assert.deepEqual(glue.finalize({ parent: parent('wait'), cluster: 'hub', children: [], related: [], finalizer: 'f' }), { tag: 'ok', val: { ...nothing, finalized: false, requeue: { tag: 'after', val: 2000n } } });
+  assert.deepEqual(glue.finalize({ parent: parent('done'), cluster: 'hub', children: [], related: [], finalizer: 'f' }), { tag: 'ok', val: { ...nothing, finalized: true, requeue: { tag: 'done' } } });
 });
 
 test('finalize maps a cleanup that acts to its children, status and whether it is done', () => {
@@ -196,13 +198,24 @@ test('finalize maps a cleanup that acts to its children, status and whether it i
     }
   }
   const glue = exportReconciler(new Draining(), () => {});
-  const request = (/** @type {string[]} */ children) => ({ parent: JSON.stringify({ metadata: { name: 't' } }), children, related: [], finalizer: 'f' });
-  const first = glue.finalize(request([JSON.stringify(configMap('t', { replicas: '3' }))]));
+  const request = (/** @type {object[]} */ children) => ({
+    parent: JSON.stringify({ metadata: { name: 't' } }),
+    cluster: 'hub',
+    children: children.map((c) => ({ cluster: 'hub', object: JSON.stringify(c) })),
+    related: [],
+    finalizer: 'f',
+  });
+  const first = glue.finalize(request([configMap('t', { replicas: '3' })]));
   assert.deepEqual(first, {
     tag: 'ok',
-    val: { children: [JSON.stringify(configMap('t', { replicas: '0' }))], status: '{"phase":"Draining"}', finalized: false, requeue: { tag: 'done' } },
+    val: {
+      children: [{ cluster: undefined, object: JSON.stringify(configMap('t', { replicas: '0' })) }],
+      status: '{"phase":"Draining"}',
+      finalized: false,
+      requeue: { tag: 'done' },
+    },
   });
-  const done = glue.finalize(request([JSON.stringify(configMap('t', { replicas: '0' }))]));
+  const done = glue.finalize(request([configMap('t', { replicas: '0' })]));
   assert.equal(done.val.finalized, true);
   assert.equal(done.val.children?.length, 1);
 });
@@ -230,4 +243,50 @@ test('the generated entry embeds the CRD text as a string literal', () => {
   const literal = /\{ crd: (.*) \}\);$/m.exec(source)?.[1];
   assert.equal(JSON.parse(/** @type {string} */ (literal)), crd);
   assert.doesNotMatch(entrySource('/plugins/x/src/x.js'), /crd/);
+});
+
+test('contract 0.4.0: objects are found in their own cluster, and children and selections name theirs', () => {
+  class Spread extends Reconciler {
+    name = 'spread';
+    version = '0.1.0';
+    parent = new Kind('example.weir.dev', 'v1', 'Thing', 'things');
+    children = [CONFIG_MAP];
+    related = [CONFIG_MAP];
+    /** @param {import('../src/objects.js').KubeObject & {spec: any}} parent */
+    select(parent) {
+      return parent.spec.clusters.map((/** @type {string} */ c) => Selection.byName(CONFIG_MAP, 'settings').inCluster(c));
+    }
+    /** @param {import('../src/objects.js').KubeObject & {spec: any}} parent @param {import('../src/objects.js').Children} observed */
+    reconcile(parent, observed) {
+      const clusters = /** @type {string[]} */ (parent.spec.clusters);
+      const seen = Object.fromEntries(clusters.map((c) => [c, observed.inCluster(c).get(CONFIG_MAP, 'c')?.data?.n ?? null]));
+      const settings = Object.fromEntries(clusters.map((c) => [c, observed.related.inCluster(c).get(CONFIG_MAP, 'settings')?.data ?? {}]));
+      const placed = clusters.map((c, i) => inCluster(c, configMap('c', { n: String(i) })));
+      const status = { here: observed.cluster, seen, settings, local: observed.get(CONFIG_MAP, 'c') !== undefined, clusters: observed.clusters() };
+      return Outcome.apply(placed).status(status);
+    }
+  }
+  const glue = exportReconciler(new Spread(), () => {});
+  const parent = JSON.stringify({ metadata: { name: 't', namespace: 'ns' }, spec: { clusters: ['member-a', 'member-b'] } });
+  assert.deepEqual(
+    glue.selectRelated(parent).val?.map((/** @type {any} */ s) => s.cluster),
+    ['member-a', 'member-b'],
+  );
+  const cm = (/** @type {Record<string, string>} */ data) => JSON.stringify(configMap('c', data));
+  const result = glue.reconcile({
+    parent,
+    cluster: 'hub',
+    children: [{ cluster: 'member-b', object: cm({ n: '1' }) }, { cluster: 'hub', object: cm({ n: "hub's own" }) }],
+    related: [{ cluster: 'member-a', object: JSON.stringify(configMap('settings', { tier: 'gold' })) }],
+  });
+  assert.equal(result.tag, 'ok');
+  assert.deepEqual(result.val.children.map((/** @type {any} */ c) => c.cluster), ['member-a', 'member-b']);
+  assert.deepEqual(result.val.children.map((/** @type {any} */ c) => JSON.parse(c.object).data), [{ n: '0' }, { n: '1' }]);
+  assert.deepEqual(JSON.parse(result.val.status), {
+    here: 'hub',
+    seen: { 'member-a': null, 'member-b': '1' },
+    settings: { 'member-a': { tier: 'gold' }, 'member-b': {} },
+    local: true,
+    clusters: ['hub', 'member-b'],
+  });
 });

@@ -26,6 +26,7 @@ from weir_reconciler import (
     Selection,
     TransientError,
     config_map,
+    in_cluster,
     log,
 )
 from weir_reconciler import log as log_module
@@ -102,6 +103,77 @@ class Plugin(Reconciler):
         return Cleanup.again_after(2) if parent.spec.get("mode") == "wait" else Cleanup.complete()
 
 
+class Spread(Reconciler):
+    """Places a ConfigMap in each cluster its parent names, and reports what each cluster holds."""
+
+    name = "spread-test"
+    parent = Kind("example.dev", "v1", "Thing", "things")
+    children = [CONFIG_MAP]
+    related = [CONFIG_MAP]
+
+    def select(self, parent):
+        return [Selection.by_name(CONFIG_MAP, "settings").in_cluster(c) for c in parent.spec["clusters"]]
+
+    def reconcile(self, parent, children):
+        seen = {c: (children.get(CONFIG_MAP, "c", cluster=c) or {}).get("data", {}).get("n") for c in parent.spec["clusters"]}
+        settings = {c: (children.related.get(CONFIG_MAP, "settings", cluster=c) or {}).get("data", {}) for c in parent.spec["clusters"]}
+        placed = [in_cluster(c, config_map("c", {"n": str(i)})) for i, c in enumerate(parent.spec["clusters"])]
+        status = {"here": children.cluster, "seen": seen, "settings": settings, "local": children.get(CONFIG_MAP, "c") is not None}
+        return Outcome.apply(placed).status(status)
+
+
+class ClustersTest(unittest.TestCase):
+    """Contract 0.4.0: objects arrive with their clusters, children and selections name theirs."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.world, cls.types, cls.err = load_bindings()
+
+    def setUp(self):
+        self.world.log = lambda level, message: None
+        self.addCleanup(log_module.set_sink, None)
+        self.guest = export(Spread(), world=self.world, types=self.types, err=self.err)()
+        self.parent = json.dumps({"metadata": {"name": "t", "namespace": "ns"}, "spec": {"clusters": ["member-a", "member-b"]}})
+
+    def test_a_selection_names_the_cluster_it_reads_in(self):
+        t = self.types
+        self.assertEqual(
+            self.guest.select_related(self.parent),
+            [t.Selection("v1", "ConfigMap", None, c, t.Selector_Name("settings")) for c in ["member-a", "member-b"]],
+        )
+
+    def test_each_object_is_found_in_its_own_cluster_and_each_child_names_its_cluster(self):
+        t = self.types
+        cm = lambda data: json.dumps(config_map("c", data))  # noqa: E731
+        settings = json.dumps(config_map("settings", {"tier": "gold"}))
+        request = t.ReconcileRequest(
+            self.parent,
+            "hub",
+            [t.Observed("member-b", cm({"n": "1"})), t.Observed("hub", cm({"n": "hub's own"}))],
+            [t.Observed("member-a", settings)],
+        )
+        response = self.guest.reconcile(request)
+        self.assertEqual([c.cluster for c in response.children], ["member-a", "member-b"])
+        self.assertEqual([json.loads(c.object)["data"] for c in response.children], [{"n": "0"}, {"n": "1"}])
+        status = json.loads(response.status)
+        self.assertEqual(status["here"], "hub")
+        self.assertEqual(status["seen"], {"member-a": None, "member-b": "1"})
+        self.assertEqual(status["settings"], {"member-a": {"tier": "gold"}, "member-b": {}})
+        self.assertTrue(status["local"], "a lookup without a cluster reads the parent's")
+
+    def test_a_cleanup_that_acts_places_its_children_too(self):
+        class Drain(Spread):
+            finalizer = "example.dev/drain"
+
+            def finalize(self, parent, children, finalizer):
+                return Cleanup.apply([in_cluster("member-a", config_map("c", {"n": "0"}))])
+
+        t = self.types
+        guest = export(Drain(), world=self.world, types=self.types, err=self.err)()
+        answer = guest.finalize(t.FinalizeRequest(self.parent, "hub", [], [], "example.dev/drain"))
+        self.assertEqual([c.cluster for c in answer.children], ["member-a"])
+
+
 class GlueTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -115,7 +187,7 @@ class GlueTest(unittest.TestCase):
 
     def request(self, mode):
         parent = json.dumps({"apiVersion": "example.dev/v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"mode": mode}})
-        return self.types.ReconcileRequest(parent, [], [])
+        return self.types.ReconcileRequest(parent, "hub", [], [])
 
     def test_the_class_is_what_componentize_py_looks_for(self):
         cls = export(Plugin(), world=self.world, types=self.types, err=self.err)
@@ -151,16 +223,17 @@ class GlueTest(unittest.TestCase):
         self.assertEqual(
             self.guest.select_related(parent),
             [
-                t.Selection("v1", "ConfigMap", None, t.Selector_Name("theme")),
+                t.Selection("v1", "ConfigMap", None, None, t.Selector_Name("theme")),
                 t.Selection(
                     "v1",
                     "ConfigMap",
+                    None,
                     None,
                     t.Selector_Labels(
                         t.LabelSelector([("a", "1"), ("b", "2")], [t.LabelRequirement("tier", t.SelectorOperator.NOT_IN, ["x"])])
                     ),
                 ),
-                t.Selection("v1", "Namespace", None, t.Selector_Name("default")),
+                t.Selection("v1", "Namespace", None, None, t.Selector_Name("default")),
             ],
         )
 
@@ -175,8 +248,8 @@ class GlueTest(unittest.TestCase):
         t = self.types
         parent = json.dumps({"metadata": {"name": "t"}, "spec": {"mode": "related"}})
         theme = json.dumps({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "theme"}, "data": {"style.css": "h1{}"}})
-        response = self.guest.reconcile(t.ReconcileRequest(parent, [], [theme]))
-        self.assertEqual(json.loads(response.children[0])["data"], {"css": "h1{}", "n": "1"})
+        response = self.guest.reconcile(t.ReconcileRequest(parent, "hub", [], [t.Observed("hub", theme)]))
+        self.assertEqual(json.loads(response.children[0].object)["data"], {"css": "h1{}", "n": "1"})
 
     def test_an_embedded_crd_is_what_describe_reports(self):
         guest = export(Plugin(), world=self.world, types=self.types, err=self.err, crd="kind: CustomResourceDefinition\n")()
@@ -185,7 +258,8 @@ class GlueTest(unittest.TestCase):
     def test_reconcile_returns_children_as_json_and_requeue_as_a_variant(self):
         t = self.types
         response = self.guest.reconcile(self.request("plain"))
-        self.assertEqual([json.loads(c) for c in response.children], [config_map("c", {"k": "ü"})])
+        self.assertEqual([json.loads(c.object) for c in response.children], [config_map("c", {"k": "ü"})])
+        self.assertEqual([c.cluster for c in response.children], [None], "a child names no cluster unless placed")
         self.assertIsNone(response.status)
         self.assertEqual(response.requeue, t.Requeue_Done())
         response = self.guest.reconcile(self.request("status"))
@@ -221,20 +295,20 @@ class GlueTest(unittest.TestCase):
     def test_finalize_maps_a_cleanup_that_only_waits_or_completes_to_an_answer_that_applies_nothing(self):
         t = self.types
         parent = json.dumps({"metadata": {"name": "t"}, "spec": {"mode": "wait"}})
-        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, [], [], "f")), t.FinalizeResponse(None, None, False, t.Requeue_After(2000)))
+        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, "hub", [], [], "f")), t.FinalizeResponse(None, None, False, t.Requeue_After(2000)))
         parent = json.dumps({"metadata": {"name": "t"}, "spec": {}})
-        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, [], [], "f")), t.FinalizeResponse(None, None, True, t.Requeue_Done()))
+        self.assertEqual(self.guest.finalize(t.FinalizeRequest(parent, "hub", [], [], "f")), t.FinalizeResponse(None, None, True, t.Requeue_Done()))
 
     def test_finalize_maps_a_cleanup_that_acts_to_its_children_status_and_whether_it_is_done(self):
         t = self.types
         parent = json.dumps({"metadata": {"name": "t"}, "spec": {"mode": "drain"}})
         running = json.dumps(config_map("c", {"replicas": "3"}))
-        answer = self.guest.finalize(t.FinalizeRequest(parent, [running], [], "f"))
-        self.assertEqual([json.loads(c) for c in answer.children], [config_map("c", {"replicas": "0"})])
+        answer = self.guest.finalize(t.FinalizeRequest(parent, "hub", [t.Observed("hub", running)], [], "f"))
+        self.assertEqual([json.loads(c.object) for c in answer.children], [config_map("c", {"replicas": "0"})])
         self.assertEqual(json.loads(answer.status), {"phase": "Draining"})
         self.assertFalse(answer.finalized)
         drained = json.dumps(config_map("c", {"replicas": "0"}))
-        self.assertTrue(self.guest.finalize(t.FinalizeRequest(parent, [drained], [], "f")).finalized)
+        self.assertTrue(self.guest.finalize(t.FinalizeRequest(parent, "hub", [t.Observed("hub", drained)], [], "f")).finalized)
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ from .objects import (
     config_map,
     container,
     deployment,
+    in_cluster,
     service,
 )
 from .outcome import Cleanup, Outcome, PermanentError, ReconcileError, TransientError
@@ -64,6 +65,7 @@ __all__ = [
     "config_map",
     "container",
     "deployment",
+    "in_cluster",
     "log",
     "service",
 ]

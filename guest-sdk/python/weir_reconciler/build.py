@@ -40,7 +40,7 @@ from . import dev
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 # The contract version this SDK builds components for (its own version follows it).
-CONTRACT = "0.3.0"
+CONTRACT = "0.4.0"
 # The contract: inside the installed package, or the checkout's wit/ when run from the source tree.
 # Version 0.1.0 is wit/reconciler.wit; later versions have a directory of their own.
 PACKAGED_WIT = PACKAGE_DIR / "wit"

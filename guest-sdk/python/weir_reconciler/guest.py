@@ -1,4 +1,4 @@
-"""The component glue: adapts a `Reconciler` to componentize-py's generated `wit_world` (contract 0.3.0).
+"""The component glue: adapts a `Reconciler` to componentize-py's generated `wit_world` (contract 0.4.0).
 
 Only this module knows the generated binding names; everything else in the
 SDK is plain Python. The generated modules are passed in by tests and
@@ -49,6 +49,8 @@ def export(
     # Contract 0.1.0 (`--wit` pointing at it) has no related objects: a plugin built
     # against it declares none and is never asked to select.
     related_objects = hasattr(types, "Selection")
+    # Contract 0.4.0 names the cluster of every object; an older `--wit` names none.
+    clusters = hasattr(types, "Desired")
     operator_cases = {"In": "IN", "NotIn": "NOT_IN", "Exists": "EXISTS", "DoesNotExist": "DOES_NOT_EXIST"}
 
     def selection(s: Selection) -> Any:
@@ -60,7 +62,23 @@ def export(
                 for r in s.labels.match_expressions
             ]
             selector = types.Selector_Labels(types.LabelSelector(list(s.labels.match_labels), requirements))
+        if clusters:
+            return types.Selection(s.api_version, s.kind, s.namespace, s.cluster, selector)
         return types.Selection(s.api_version, s.kind, s.namespace, selector)
+
+    def observed(request: Any) -> tuple[list, list, Optional[str]]:
+        """The request's children and related objects (with their clusters from 0.4.0) and the parent's cluster."""
+        related = getattr(request, "related", ())
+        if not clusters:
+            return list(request.children), list(related), None
+        placed = lambda objects: [(o.cluster, o.object) for o in objects]  # noqa: E731
+        return placed(request.children), placed(related), request.cluster
+
+    def desired(children: Any) -> list:
+        """Desired children in the contract's shape: JSON texts, or (0.4.0) each with the cluster it names."""
+        if not clusters:
+            return [encode(c) for c in children]
+        return [types.Desired(getattr(c, "cluster", None), encode(c)) for c in children]
 
     def failure(e: Exception) -> BaseException:
         if isinstance(e, ReconcileError):
@@ -91,8 +109,9 @@ def export(
 
         def reconcile(self, request: Any) -> Any:
             try:
-                outcome = reconciler.handle_reconcile(request.parent, request.children, getattr(request, "related", ()))
-                children = [encode(c) for c in outcome.children]
+                children_in, related_in, cluster = observed(request)
+                outcome = reconciler.handle_reconcile(request.parent, children_in, related_in, cluster)
+                children = desired(outcome.children)
                 status = None if outcome.desired_status is None else encode(outcome.desired_status)
             except MemoryError:
                 raise  # the sandbox's limit, not a plugin answer: let the host see it as such
@@ -102,13 +121,14 @@ def export(
 
         def finalize(self, request: Any) -> Any:
             try:
-                cleanup = reconciler.handle_finalize(request.parent, request.children, request.finalizer, getattr(request, "related", ()))
+                children_in, related_in, cluster = observed(request)
+                cleanup = reconciler.handle_finalize(request.parent, children_in, request.finalizer, related_in, cluster)
             except MemoryError:
                 raise  # as in reconcile
             except Exception as e:
                 raise failure(e) from None
             try:
-                children = None if cleanup.children is None else [encode(c) for c in cleanup.children]
+                children = None if cleanup.children is None else desired(cleanup.children)
                 status = None if cleanup.desired_status is None else encode(cleanup.desired_status)
             except MemoryError:
                 raise  # as in reconcile

@@ -46,7 +46,13 @@ class Object(dict):
 
     Accessors never raise on a missing field: they return `None` or an empty
     dict, because a cached object may legitimately lack `status` or labels.
+
+    `cluster` (contract 0.4.0) is the name of the cluster the object lives in,
+    or, for a desired child, the cluster it belongs in (`in_cluster`); `None`:
+    the parent's.
     """
+
+    cluster: Optional[str] = None
 
     @property
     def api_version(self) -> Optional[str]:
@@ -107,11 +113,27 @@ class Object(dict):
         return node
 
 
-class Objects:
-    """A set of objects looked up by kind and name (the observed children, or the related objects)."""
+def in_cluster(cluster: str, manifest: Mapping[str, Any]) -> Object:
+    """`manifest` as a desired child that belongs in `cluster` (contract 0.4.0), not the parent's.
 
-    def __init__(self, objects: Iterable[Mapping[str, Any]] = ()):
+    The host refuses a cluster it has not engaged.
+    """
+    placed = Object(manifest)
+    placed.cluster = cluster
+    return placed
+
+
+class Objects:
+    """A set of objects looked up by kind and name (the observed children, or the related objects).
+
+    Each object lives in a cluster (`Object.cluster`, contract 0.4.0); `get` and
+    `of_kind` read the parent's (`cluster`) unless given another.
+    """
+
+    def __init__(self, objects: Iterable[Mapping[str, Any]] = (), cluster: Optional[str] = None):
         self._objects = [o if isinstance(o, Object) else Object(o) for o in objects]
+        #: The name of the parent's cluster (`None` in a test that names none).
+        self.cluster = cluster
 
     def __iter__(self) -> Iterator[Object]:
         return iter(self._objects)
@@ -119,16 +141,24 @@ class Objects:
     def __len__(self) -> int:
         return len(self._objects)
 
-    def of_kind(self, kind: Kind) -> list[Object]:
-        """Every object of `kind`."""
-        return [o for o in self._objects if kind.matches(o)]
+    def _in(self, o: Object, cluster: Optional[str]) -> bool:
+        want = self.cluster if cluster is None else cluster
+        return (o.cluster or self.cluster) == want
 
-    def get(self, kind: Kind, name: str, namespace: Optional[str] = None) -> Optional[Object]:
-        """The object of `kind` named `name` (in `namespace`, if given), if the cache holds one."""
-        for o in self.of_kind(kind):
+    def of_kind(self, kind: Kind, cluster: Optional[str] = None) -> list[Object]:
+        """Every object of `kind` in `cluster` (default: the parent's)."""
+        return [o for o in self._objects if kind.matches(o) and self._in(o, cluster)]
+
+    def get(self, kind: Kind, name: str, namespace: Optional[str] = None, cluster: Optional[str] = None) -> Optional[Object]:
+        """The object of `kind` named `name` (in `namespace`, if given) in `cluster` (default: the parent's), if the cache holds one."""
+        for o in self.of_kind(kind, cluster):
             if o.name == name and (namespace is None or o.namespace == namespace):
                 return o
         return None
+
+    def clusters(self) -> list[str]:
+        """The names of the clusters the objects live in, sorted, each once."""
+        return sorted({c for c in (o.cluster or self.cluster for o in self._objects) if c is not None})
 
 
 class Children(Objects):
@@ -136,12 +166,18 @@ class Children(Objects):
 
     `related` holds the related objects the plugin selected that exist
     (`Reconciler.select`; empty for a plugin without related kinds), looked
-    up the same way. Secrets come without their data.
+    up the same way. Secrets come without their data. `cluster` is the name
+    of the parent's cluster (contract 0.4.0).
     """
 
-    def __init__(self, objects: Iterable[Mapping[str, Any]] = (), related: Iterable[Mapping[str, Any]] = ()):
-        super().__init__(objects)
-        self.related = Objects(related)
+    def __init__(
+        self,
+        objects: Iterable[Mapping[str, Any]] = (),
+        related: Iterable[Mapping[str, Any]] = (),
+        cluster: Optional[str] = None,
+    ):
+        super().__init__(objects, cluster)
+        self.related = Objects(related, cluster)
 
 
 def _metadata(name: str, labels: Optional[Mapping[str, str]], annotations: Optional[Mapping[str, str]]) -> dict:

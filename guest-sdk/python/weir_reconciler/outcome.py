@@ -6,8 +6,16 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Iterable, Mapping, Optional, Union
 
+from .objects import in_cluster
+
 #: Seconds (int or float) or a `timedelta`; the host counts in milliseconds.
 Delay = Union[int, float, timedelta]
+
+
+def _child(manifest: Mapping[str, Any]) -> dict:
+    """A copy of a desired child, keeping the cluster it belongs in (`in_cluster`)."""
+    cluster = getattr(manifest, "cluster", None)
+    return dict(manifest) if cluster is None else in_cluster(cluster, manifest)
 
 
 def to_millis(delay: Delay) -> int:
@@ -36,7 +44,7 @@ class Outcome:
     @classmethod
     def apply(cls, children: Iterable[Mapping[str, Any]]) -> "Outcome":
         """Hold exactly these children; any other child the parent controls is deleted."""
-        return cls(children=[dict(c) for c in children])
+        return cls(children=[_child(c) for c in children])
 
     def status(self, status: Mapping[str, Any]) -> "Outcome":
         """Set the desired `status` of the parent."""
@@ -88,7 +96,7 @@ class Cleanup:
     def apply(cls, children: Iterable[Mapping[str, Any]]) -> "Cleanup":
         """Not done yet; hold exactly these children meanwhile (any other child the parent
         controls is deleted). `finalize` runs again at the next change of the parent or a child."""
-        return cls(children=[dict(c) for c in children])
+        return cls(children=[_child(c) for c in children])
 
     def status(self, status: Mapping[str, Any]) -> "Cleanup":
         """Set the desired `status` of the parent while it is cleaned up."""

@@ -12,7 +12,7 @@ check that answer as they check a plain one.
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar, Optional, Sequence
+from typing import Any, ClassVar, Optional, Sequence, Tuple, Union
 
 from .awaited import is_awaitable, resolved
 from .objects import Children, Kind, Object
@@ -72,9 +72,19 @@ class Reconciler:
                 raise _wrong("select()", "Selections", answer, s)
         return selections
 
-    def handle_reconcile(self, parent_json: str, children_json: Sequence[str], related_json: Sequence[str] = ()) -> Outcome:
-        """Decode the request, run `reconcile`, and check that it returned an `Outcome`."""
-        parent, children = _decode(parent_json, children_json, related_json)
+    def handle_reconcile(
+        self,
+        parent_json: str,
+        children_json: Sequence[Placed],
+        related_json: Sequence[Placed] = (),
+        cluster: Optional[str] = None,
+    ) -> Outcome:
+        """Decode the request, run `reconcile`, and check that it returned an `Outcome`.
+
+        Each child and related object is its JSON text or, from contract 0.4.0, a
+        `(cluster, JSON text)` pair; `cluster` is the parent's.
+        """
+        parent, children = _decode(parent_json, children_json, related_json, cluster)
         answer = self.reconcile(parent, children)
         outcome = resolved(answer, "reconcile()")
         if not isinstance(outcome, Outcome):
@@ -82,10 +92,15 @@ class Reconciler:
         return outcome
 
     def handle_finalize(
-        self, parent_json: str, children_json: Sequence[str], finalizer: str, related_json: Sequence[str] = ()
+        self,
+        parent_json: str,
+        children_json: Sequence[Placed],
+        finalizer: str,
+        related_json: Sequence[Placed] = (),
+        cluster: Optional[str] = None,
     ) -> Cleanup:
-        """Decode the request, run `finalize`, and check that it returned a `Cleanup`."""
-        parent, children = _decode(parent_json, children_json, related_json)
+        """Decode the request, run `finalize`, and check that it returned a `Cleanup` (objects as in `handle_reconcile`)."""
+        parent, children = _decode(parent_json, children_json, related_json, cluster)
         answer = self.finalize(parent, children, finalizer)
         cleanup = resolved(answer, "finalize()")
         if not isinstance(cleanup, Cleanup):
@@ -99,23 +114,34 @@ def _wrong(hook: str, expected: str, answer: Any, value: Any) -> TypeError:
     return TypeError(f"{must} {expected}, not {type(value).__name__}")
 
 
-def _decode(parent_json: str, children_json: Sequence[str], related_json: Sequence[str]) -> tuple[Object, Children]:
+#: An observed object as a request carries it: its JSON text, or (contract 0.4.0) `(cluster, JSON text)`.
+Placed = Union[str, Tuple[str, str]]
+
+
+def _decode(
+    parent_json: str, children_json: Sequence[Placed], related_json: Sequence[Placed], cluster: Optional[str] = None
+) -> tuple[Object, Children]:
     """Parse the request; undecodable input cannot get better by retrying, so it is permanent."""
     try:
-        parent = _object(json.loads(parent_json), "parent")
+        parent = _object(parent_json, "parent")
         children = Children(
-            (_object(json.loads(c), f"child {i}") for i, c in enumerate(children_json)),
-            (_object(json.loads(r), f"related object {i}") for i, r in enumerate(related_json)),
+            (_object(c, f"child {i}") for i, c in enumerate(children_json)),
+            (_object(r, f"related object {i}") for i, r in enumerate(related_json)),
+            cluster,
         )
     except ValueError as e:
         raise PermanentError(f"undecodable request: {e}") from e
     return parent, children
 
 
-def _object(value: Any, what: str) -> Object:
+def _object(placed: Placed, what: str) -> Object:
+    where, text = (None, placed) if isinstance(placed, str) else placed
+    value = json.loads(text)
     if not isinstance(value, dict):
         raise ValueError(f"{what} is not a JSON object")
-    return Object(value)
+    obj = Object(value)
+    obj.cluster = where
+    return obj
 
 
 def encode(obj: Any) -> str:

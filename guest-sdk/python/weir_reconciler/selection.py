@@ -10,7 +10,7 @@ selector the user wrote in a spec passes through unchanged.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional
 
 from .objects import Kind
@@ -88,7 +88,8 @@ class Selection:
 
     Build it with `Selection.by_name`, `Selection.by_labels` or
     `Selection.matching`. `namespace` `None` means the parent's (a namespaced
-    kind is read there only; a cluster-scoped kind cluster-wide).
+    kind is read there only; a cluster-scoped kind cluster-wide). `cluster`
+    `None` means the parent's cluster (contract 0.4.0; `in_cluster` names another).
     """
 
     api_version: str
@@ -96,10 +97,15 @@ class Selection:
     name: Optional[str] = None
     labels: Optional[LabelSelector] = None
     namespace: Optional[str] = field(default=None)
+    cluster: Optional[str] = field(default=None)
 
     def __post_init__(self) -> None:
         if (self.name is None) == (self.labels is None):
             raise ValueError("a Selection reads either one object by name or a set by labels")
+
+    def in_cluster(self, cluster: str) -> "Selection":
+        """The same selection, read in `cluster`; what it finds is in `children.related` with that cluster."""
+        return replace(self, cluster=cluster)
 
     @classmethod
     def by_name(cls, kind: Kind, name: str, *, namespace: Optional[str] = None) -> "Selection":

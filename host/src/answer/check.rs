@@ -116,6 +116,7 @@ pub(super) fn check(
     info: &PluginInfo,
     parent: &DynamicObject,
     (desired, status): (&[Value], Option<&Value>),
+    clusters: &[Option<String>],
     live: &dyn LiveObjects,
     policy: &ValidationPolicy,
 ) -> Result<Accepted, Refusal> {
@@ -216,7 +217,12 @@ pub(super) fn check(
                 name,
             });
         }
-        if !seen.insert((kind_name.clone(), wanted_ns.clone(), name.clone())) {
+        // The same kind and name in two clusters are two children (contract 0.4.0).
+        let cluster = clusters
+            .get(index)
+            .and_then(Option::as_deref)
+            .unwrap_or(live.parent_cluster());
+        if !seen.insert((cluster, kind_name.clone(), wanted_ns.clone(), name.clone())) {
             return Err(Refusal::Duplicate {
                 kind: kind_name,
                 name,

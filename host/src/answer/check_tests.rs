@@ -282,6 +282,7 @@ fn a_refused_answer_is_only_borrowed_by_the_checks() {
         &info(),
         &parent(),
         (&answer, None),
+        &[],
         &none(),
         &ValidationPolicy::default(),
     );

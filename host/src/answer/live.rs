@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use kube::api::DynamicObject;
 
+use crate::plugin::LOCAL_CLUSTER;
 use crate::runtime::ObjectKey;
 
 /// The live objects the checks look a desired child's name up in (ownership of a name): the
@@ -11,10 +12,31 @@ use crate::runtime::ObjectKey;
 pub trait LiveObjects {
     /// The object of this kind under this key, if one exists.
     fn get(&self, api_version: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>>;
+
+    /// Whether the host has engaged `cluster`, so that a child may be placed there (contract
+    /// 0.4.0). The default is the host's own cluster alone: the controller's cache until the
+    /// host engages others; a fixture names its own.
+    fn engaged(&self, cluster: &str) -> bool {
+        cluster == LOCAL_CLUSTER
+    }
+
+    /// The cluster the parent lives in, where a child naming none belongs: the host's own by
+    /// default; a fixture names its own.
+    fn parent_cluster(&self) -> &str {
+        LOCAL_CLUSTER
+    }
 }
 
 impl<T: LiveObjects + ?Sized> LiveObjects for Arc<T> {
     fn get(&self, api_version: &str, kind: &str, key: &ObjectKey) -> Option<Arc<DynamicObject>> {
         (**self).get(api_version, kind, key)
+    }
+
+    fn engaged(&self, cluster: &str) -> bool {
+        (**self).engaged(cluster)
+    }
+
+    fn parent_cluster(&self) -> &str {
+        (**self).parent_cluster()
     }
 }

@@ -15,6 +15,7 @@
 //! a live object already holds a desired manifest ([`holds`], [`live_holds`]).
 
 mod check;
+mod cluster;
 mod drift;
 mod failure;
 mod live;
@@ -85,10 +86,20 @@ pub fn judge(inputs: Inputs<'_>, answer: ReconcileResponse) -> Verdict {
     #[cfg(test)]
     tests::count(&inputs.info.name);
     let parent = inputs.parent;
+    if let Err(refusal) = cluster::check(
+        inputs.info,
+        parent,
+        &answer.children,
+        &answer.clusters,
+        inputs.live,
+    ) {
+        return Err(Box::new(Refused { refusal, answer }));
+    }
     let accepted = match check::check(
         inputs.info,
         parent,
         (&answer.children, answer.status.as_ref()),
+        &answer.clusters,
         inputs.live,
         inputs.policy,
     ) {
@@ -140,6 +151,7 @@ pub(crate) mod tests {
         };
         let answer = ReconcileResponse {
             children,
+            clusters: Vec::new(),
             status: status.cloned(),
             requeue: Requeue::Done,
         };

@@ -164,6 +164,34 @@ pub enum Refusal {
         /// The namespace the plugin asked for.
         wanted: String,
     },
+    /// A child names a cluster the host has not engaged (contract 0.4.0).
+    #[error(
+        "child {kind} {key} of {plugin} names cluster {cluster:?}, which this host has not engaged (its own cluster is {local:?})",
+        local = crate::plugin::LOCAL_CLUSTER
+    )]
+    UnknownCluster {
+        /// `name@version` of the plugin.
+        plugin: String,
+        /// Kind of the child.
+        kind: String,
+        /// The child's key, `namespace/name`.
+        key: String,
+        /// The cluster it names.
+        cluster: String,
+    },
+    /// A selection reads in a cluster the host has not engaged (contract 0.4.0).
+    #[error(
+        "selection #{index} of {kind} reads in cluster {cluster:?}, which this host has not engaged (its own cluster is {local:?})",
+        local = crate::plugin::LOCAL_CLUSTER
+    )]
+    RelatedCluster {
+        /// Position in the plugin's selection.
+        index: usize,
+        /// The kind.
+        kind: String,
+        /// The cluster it names.
+        cluster: String,
+    },
     /// A selection is malformed (an invalid name, a selector Kubernetes would reject, a
     /// namespace for a cluster-scoped kind).
     #[error("selection #{index} of {kind} is invalid: {reason}")]

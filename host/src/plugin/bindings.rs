@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use super::placement::Clusters;
 use super::selection::{LabelRequirement, LabelSelector, Selection, Selector, SelectorOperator};
 use super::types;
 
@@ -39,9 +40,20 @@ pub(super) mod v3 {
     });
 }
 
+/// `weir:reconciler@0.4.0` (`wit/0.4.0/reconciler.wit`).
+pub(super) mod v4 {
+    wasmtime::component::bindgen!({
+        path: "../wit/0.4.0",
+        world: "reconciler",
+        exports: { default: async },
+    });
+}
+
 /// A reconcile answer of any version, as the guest returned it.
 pub(super) struct RawAnswer {
     pub children: Vec<String>,
+    /// The cluster each child names (0.4.0); empty for an older answer.
+    pub clusters: Vec<Option<String>>,
     pub status: Option<String>,
     pub requeue: types::Requeue,
 }
@@ -50,6 +62,8 @@ pub(super) struct RawAnswer {
 /// carries no children and no status.
 pub(super) struct RawFinalize {
     pub children: Option<Vec<String>>,
+    /// The cluster each child names (0.4.0); empty for an older answer.
+    pub clusters: Vec<Option<String>>,
     pub status: Option<String>,
     pub finalized: bool,
     pub requeue: types::Requeue,
@@ -99,16 +113,6 @@ macro_rules! shared_conversions {
             }
         }
 
-        impl From<$v::ReconcileResponse> for RawAnswer {
-            fn from(r: $v::ReconcileResponse) -> Self {
-                Self {
-                    children: r.children,
-                    status: r.status,
-                    requeue: r.requeue.into(),
-                }
-            }
-        }
-
         impl From<$v::LogLevel> for super::log::Level {
             fn from(level: $v::LogLevel) -> Self {
                 match level {
@@ -126,6 +130,27 @@ macro_rules! shared_conversions {
 shared_conversions!(v1);
 shared_conversions!(v2);
 shared_conversions!(v3);
+shared_conversions!(v4);
+
+/// The 0.1.0 to 0.3.0 reconcile answer: its children stay in the parent's cluster.
+macro_rules! local_answer {
+    ($v:ident) => {
+        impl From<$v::ReconcileResponse> for RawAnswer {
+            fn from(r: $v::ReconcileResponse) -> Self {
+                Self {
+                    children: r.children,
+                    clusters: Vec::new(),
+                    status: r.status,
+                    requeue: r.requeue.into(),
+                }
+            }
+        }
+    };
+}
+
+local_answer!(v1);
+local_answer!(v2);
+local_answer!(v3);
 
 /// The 0.1.0 and 0.2.0 cleanup outcome: done, or ask again later; nothing to apply.
 macro_rules! outcome_only_finalize {
@@ -140,6 +165,7 @@ macro_rules! outcome_only_finalize {
                 };
                 Self {
                     children: None,
+                    clusters: Vec::new(),
                     status: None,
                     finalized,
                     requeue,
@@ -156,6 +182,7 @@ impl From<v3::FinalizeResponse> for RawFinalize {
     fn from(r: v3::FinalizeResponse) -> Self {
         Self {
             children: r.children,
+            clusters: Vec::new(),
             status: r.status,
             finalized: r.finalized,
             requeue: r.requeue.into(),
@@ -164,11 +191,12 @@ impl From<v3::FinalizeResponse> for RawFinalize {
 }
 
 impl From<types::ReconcileRequest> for v1::ReconcileRequest {
-    /// A 0.1.0 plugin declares no related kinds, so it is never given any.
+    /// A 0.1.0 plugin declares no related kinds, so it is never given any; and, as every plugin
+    /// older than 0.4.0, only the children in its parent's cluster.
     fn from(r: types::ReconcileRequest) -> Self {
         Self {
+            children: r.clusters.in_parent_cluster(r.children, Clusters::child),
             parent: r.parent,
-            children: r.children,
         }
     }
 }
@@ -176,8 +204,8 @@ impl From<types::ReconcileRequest> for v1::ReconcileRequest {
 impl From<types::FinalizeRequest> for v1::FinalizeRequest {
     fn from(r: types::FinalizeRequest) -> Self {
         Self {
+            children: r.clusters.in_parent_cluster(r.children, Clusters::child),
             parent: r.parent,
-            children: r.children,
             finalizer: r.finalizer,
         }
     }
@@ -197,15 +225,15 @@ impl From<v1::PluginInfo> for types::PluginInfo {
     }
 }
 
-/// Requests with related objects, related kinds and selections, alike in 0.2.0 and 0.3.0.
-macro_rules! related_conversions {
+/// Requests with related objects, in the parent's cluster only, alike in 0.2.0 and 0.3.0.
+macro_rules! local_requests {
     ($v:ident) => {
         impl From<types::ReconcileRequest> for $v::ReconcileRequest {
             fn from(r: types::ReconcileRequest) -> Self {
                 Self {
+                    children: r.clusters.in_parent_cluster(r.children, Clusters::child),
+                    related: r.clusters.in_parent_cluster(r.related, Clusters::related),
                     parent: r.parent,
-                    children: r.children,
-                    related: r.related,
                 }
             }
         }
@@ -213,14 +241,23 @@ macro_rules! related_conversions {
         impl From<types::FinalizeRequest> for $v::FinalizeRequest {
             fn from(r: types::FinalizeRequest) -> Self {
                 Self {
+                    children: r.clusters.in_parent_cluster(r.children, Clusters::child),
+                    related: r.clusters.in_parent_cluster(r.related, Clusters::related),
                     parent: r.parent,
-                    children: r.children,
-                    related: r.related,
                     finalizer: r.finalizer,
                 }
             }
         }
+    };
+}
 
+local_requests!(v2);
+local_requests!(v3);
+
+/// Related kinds and selections, alike in 0.2.0, 0.3.0 and 0.4.0 (0.4.0's selection also names
+/// a cluster: `selection_cluster!`).
+macro_rules! related_conversions {
+    ($v:ident) => {
         impl From<$v::PluginInfo> for types::PluginInfo {
             fn from(i: $v::PluginInfo) -> Self {
                 Self {
@@ -261,6 +298,7 @@ macro_rules! related_conversions {
                     }),
                 };
                 Self {
+                    cluster: selection_cluster!($v, s),
                     api_version: s.api_version,
                     kind: s.kind,
                     namespace: s.namespace,
@@ -271,5 +309,90 @@ macro_rules! related_conversions {
     };
 }
 
+/// The cluster a selection names: 0.4.0's field, none before.
+macro_rules! selection_cluster {
+    (v4, $s:ident) => {
+        $s.cluster
+    };
+    ($v:ident, $s:ident) => {
+        None
+    };
+}
+
 related_conversions!(v2);
 related_conversions!(v3);
+related_conversions!(v4);
+
+/// Each object with its cluster (0.4.0): `cluster_of` names the cluster of object `i`.
+fn observed(
+    clusters: &Clusters,
+    objects: Vec<String>,
+    cluster_of: impl Fn(&Clusters, usize) -> &str,
+) -> Vec<v4::weir::reconciler::types::Observed> {
+    objects
+        .into_iter()
+        .enumerate()
+        .map(|(i, object)| v4::weir::reconciler::types::Observed {
+            cluster: cluster_of(clusters, i).to_owned(),
+            object,
+        })
+        .collect()
+}
+
+/// The children and the cluster each names, apart (0.4.0).
+fn desired(
+    children: Vec<v4::weir::reconciler::types::Desired>,
+) -> (Vec<String>, Vec<Option<String>>) {
+    children.into_iter().map(|d| (d.object, d.cluster)).unzip()
+}
+
+impl From<types::ReconcileRequest> for v4::ReconcileRequest {
+    fn from(r: types::ReconcileRequest) -> Self {
+        Self {
+            cluster: r.clusters.parent().to_owned(),
+            children: observed(&r.clusters, r.children, Clusters::child),
+            related: observed(&r.clusters, r.related, Clusters::related),
+            parent: r.parent,
+        }
+    }
+}
+
+impl From<types::FinalizeRequest> for v4::FinalizeRequest {
+    fn from(r: types::FinalizeRequest) -> Self {
+        Self {
+            cluster: r.clusters.parent().to_owned(),
+            children: observed(&r.clusters, r.children, Clusters::child),
+            related: observed(&r.clusters, r.related, Clusters::related),
+            parent: r.parent,
+            finalizer: r.finalizer,
+        }
+    }
+}
+
+impl From<v4::ReconcileResponse> for RawAnswer {
+    fn from(r: v4::ReconcileResponse) -> Self {
+        let (children, clusters) = desired(r.children);
+        Self {
+            children,
+            clusters,
+            status: r.status,
+            requeue: r.requeue.into(),
+        }
+    }
+}
+
+impl From<v4::FinalizeResponse> for RawFinalize {
+    fn from(r: v4::FinalizeResponse) -> Self {
+        let (children, clusters) = match r.children.map(desired) {
+            Some((children, clusters)) => (Some(children), clusters),
+            None => (None, Vec::new()),
+        };
+        Self {
+            children,
+            clusters,
+            status: r.status,
+            finalized: r.finalized,
+            requeue: r.requeue.into(),
+        }
+    }
+}

@@ -12,20 +12,20 @@ use std::time::Duration;
 use wasmtime::component::{Component, Linker};
 
 use super::apart::Apart;
-use super::bindings::{v1, v2, v3};
+use super::bindings::{v1, v2, v3, v4};
 use super::ledger::Ledger;
 use super::precompiled::Precompiled;
 use super::store::State;
 use super::types::Contract;
 
-/// The newest contract version this host speaks (`wit/0.3.0/reconciler.wit`); it loads every
+/// The newest contract version this host speaks (`wit/0.4.0/reconciler.wit`); it loads every
 /// version of [`Contract::ALL`].
-pub const CONTRACT_VERSION: (u64, u64, u64) = (0, 3, 0);
+pub const CONTRACT_VERSION: (u64, u64, u64) = (0, 4, 0);
 
 /// `weir --version`: this host's version and every contract it loads ([`Contract::ALL`]).
 pub const VERSION_LINE: &str = concat!(
     env!("CARGO_PKG_VERSION"),
-    " (weir:reconciler@0.1.0, weir:reconciler@0.2.0, weir:reconciler@0.3.0)"
+    " (weir:reconciler@0.1.0, weir:reconciler@0.2.0, weir:reconciler@0.3.0, weir:reconciler@0.4.0)"
 );
 
 /// Bytes of each pooled memory and table kept mapped between instances.
@@ -142,7 +142,7 @@ pub struct Engine {
 struct Inner {
     engine: wasmtime::Engine,
     /// One linker per contract version: each links its own `log` import and `types` instance.
-    linkers: [(Contract, Linker<State>); 3],
+    linkers: [(Contract, Linker<State>); Contract::ALL.len()],
     /// Compiled artifacts on disk, when a cache directory is configured.
     precompiled: Option<Precompiled>,
     /// The component compiled last and its sha256: a check of a new build (`weir dev --watch`)
@@ -249,6 +249,10 @@ impl Engine {
                         _,
                         wasmtime::component::HasSelf<_>,
                     >(&mut linker, |s| s),
+                    Contract::V0_4 => v4::Reconciler::add_to_linker::<
+                        _,
+                        wasmtime::component::HasSelf<_>,
+                    >(&mut linker, |s| s),
                 };
             linked
                 .map_err(|e| engine_err(format!("linking the log import of {contract}: {e:#}")))?;
@@ -258,6 +262,7 @@ impl Engine {
             (Contract::V0_1, linker(Contract::V0_1)?),
             (Contract::V0_2, linker(Contract::V0_2)?),
             (Contract::V0_3, linker(Contract::V0_3)?),
+            (Contract::V0_4, linker(Contract::V0_4)?),
         ];
 
         let timers = timer_runtime().map_err(engine_err)?;

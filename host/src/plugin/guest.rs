@@ -2,13 +2,14 @@
 //!
 //! The sandbox calls a [`Guest`] without caring which `weir:reconciler` version it was built
 //! against: requests are converted to that version's types, answers back to the host's, a
-//! 0.1.0 guest, which has no `select-related`, selects nothing, and a finalize answer older
-//! than 0.3.0 carries no children and no status.
+//! 0.1.0 guest, which has no `select-related`, selects nothing, a finalize answer older
+//! than 0.3.0 carries no children and no status, and a guest older than 0.4.0 is given only
+//! what is in its parent's cluster.
 
 use wasmtime::Store;
 use wasmtime::component::InstancePre;
 
-use super::bindings::{RawAnswer, RawError, RawFinalize, v1, v2, v3};
+use super::bindings::{RawAnswer, RawError, RawFinalize, v1, v2, v3, v4};
 use super::selection::Selection;
 use super::store::State;
 use super::types::{Contract, FinalizeRequest, PluginInfo, ReconcileRequest};
@@ -21,6 +22,8 @@ pub(super) enum Pre {
     V2(v2::ReconcilerPre<State>),
     /// Built against 0.3.0.
     V3(v3::ReconcilerPre<State>),
+    /// Built against 0.4.0.
+    V4(v4::ReconcilerPre<State>),
 }
 
 /// One live instance.
@@ -31,6 +34,8 @@ pub(super) enum Guest {
     V2(v2::Reconciler),
     /// Built against 0.3.0.
     V3(v3::Reconciler),
+    /// Built against 0.4.0.
+    V4(v4::Reconciler),
 }
 
 impl Pre {
@@ -40,6 +45,7 @@ impl Pre {
             Contract::V0_1 => Pre::V1(v1::ReconcilerPre::new(pre)?),
             Contract::V0_2 => Pre::V2(v2::ReconcilerPre::new(pre)?),
             Contract::V0_3 => Pre::V3(v3::ReconcilerPre::new(pre)?),
+            Contract::V0_4 => Pre::V4(v4::ReconcilerPre::new(pre)?),
         })
     }
 
@@ -49,6 +55,7 @@ impl Pre {
             Pre::V1(_) => Contract::V0_1,
             Pre::V2(_) => Contract::V0_2,
             Pre::V3(_) => Contract::V0_3,
+            Pre::V4(_) => Contract::V0_4,
         }
     }
 
@@ -58,6 +65,7 @@ impl Pre {
             Pre::V1(pre) => Guest::V1(pre.instantiate_async(store).await?),
             Pre::V2(pre) => Guest::V2(pre.instantiate_async(store).await?),
             Pre::V3(pre) => Guest::V3(pre.instantiate_async(store).await?),
+            Pre::V4(pre) => Guest::V4(pre.instantiate_async(store).await?),
         })
     }
 }
@@ -69,6 +77,7 @@ impl Guest {
             Guest::V1(g) => g.call_describe(store).await?.into(),
             Guest::V2(g) => g.call_describe(store).await?.into(),
             Guest::V3(g) => g.call_describe(store).await?.into(),
+            Guest::V4(g) => g.call_describe(store).await?.into(),
         })
     }
 
@@ -86,6 +95,11 @@ impl Guest {
                 .map(|list| list.into_iter().map(Into::into).collect())
                 .map_err(Into::into),
             Guest::V3(g) => g
+                .call_select_related(store, parent)
+                .await?
+                .map(|list| list.into_iter().map(Into::into).collect())
+                .map_err(Into::into),
+            Guest::V4(g) => g
                 .call_select_related(store, parent)
                 .await?
                 .map(|list| list.into_iter().map(Into::into).collect())
@@ -121,6 +135,13 @@ impl Guest {
                     .map(Into::into)
                     .map_err(Into::into)
             }
+            Guest::V4(g) => {
+                let req = v4::ReconcileRequest::from(req.clone());
+                g.call_reconcile(store, &req)
+                    .await?
+                    .map(Into::into)
+                    .map_err(Into::into)
+            }
         })
     }
 
@@ -147,6 +168,13 @@ impl Guest {
             }
             Guest::V3(g) => {
                 let req = v3::FinalizeRequest::from(req.clone());
+                g.call_finalize(store, &req)
+                    .await?
+                    .map(Into::into)
+                    .map_err(Into::into)
+            }
+            Guest::V4(g) => {
+                let req = v4::FinalizeRequest::from(req.clone());
                 g.call_finalize(store, &req)
                     .await?
                     .map(Into::into)

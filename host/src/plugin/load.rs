@@ -110,7 +110,8 @@ fn check_component_header(bytes: &[u8]) -> Result<(), &'static str> {
 /// Which contract version a component was built against: the version of the
 /// `weir:reconciler` interfaces it imports (every guest that logs or uses the
 /// shared types imports `types`), or, importing none, the exports it has (0.1.0 has no
-/// `select-related`; 0.3.0's `finalize` answers a record where 0.2.0's answers a variant).
+/// `select-related`; 0.3.0's `finalize` answers a record where 0.2.0's answers a variant;
+/// 0.4.0's `reconcile` is asked with the parent's `cluster`).
 /// A version this host does not speak is refused with a message that says which, instead
 /// of a missing-import error.
 fn contract_of(engine: &wasmtime::Engine, component: &Component) -> Result<Contract, String> {
@@ -131,6 +132,7 @@ fn contract_of(engine: &wasmtime::Engine, component: &Component) -> Result<Contr
             (0, 1) => Contract::V0_1,
             (0, 2) => Contract::V0_2,
             (0, 3) => Contract::V0_3,
+            (0, 4) => Contract::V0_4,
             _ => return Err(format!("built against weir:reconciler@{version}")),
         };
         if found.is_some_and(|f| f != contract) {
@@ -141,6 +143,8 @@ fn contract_of(engine: &wasmtime::Engine, component: &Component) -> Result<Contr
     let contract = found.unwrap_or_else(|| {
         if ty.get_export(engine, "select-related").is_none() {
             Contract::V0_1
+        } else if reconcile_is_told_the_cluster(engine, &ty) {
+            Contract::V0_4
         } else if finalize_answers_a_record(engine, &ty) {
             Contract::V0_3
         } else {
@@ -149,7 +153,9 @@ fn contract_of(engine: &wasmtime::Engine, component: &Component) -> Result<Contr
     });
     let exports: &[&str] = match contract {
         Contract::V0_1 => &["describe", "reconcile", "finalize"],
-        Contract::V0_2 | Contract::V0_3 => &["describe", "select-related", "reconcile", "finalize"],
+        Contract::V0_2 | Contract::V0_3 | Contract::V0_4 => {
+            &["describe", "select-related", "reconcile", "finalize"]
+        }
     };
     for export in exports {
         if ty.get_export(engine, export).is_none() {
@@ -157,6 +163,22 @@ fn contract_of(engine: &wasmtime::Engine, component: &Component) -> Result<Contr
         }
     }
     Ok(contract)
+}
+
+/// Whether the component's `reconcile` takes a record with a `cluster` field (0.4.0's
+/// `reconcile-request`).
+fn reconcile_is_told_the_cluster(
+    engine: &wasmtime::Engine,
+    ty: &wasmtime::component::types::Component,
+) -> bool {
+    use wasmtime::component::types::{ComponentItem, Type};
+    let Some(ComponentItem::ComponentFunc(func)) =
+        ty.get_export(engine, "reconcile").map(|export| export.ty)
+    else {
+        return false;
+    };
+    let param = func.params().next().map(|(_, ty)| ty);
+    matches!(param, Some(Type::Record(r)) if r.fields().any(|f| f.name == "cluster"))
 }
 
 /// Whether the component's `finalize` answers `result<record, _>` (0.3.0's `finalize-response`).

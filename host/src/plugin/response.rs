@@ -20,7 +20,13 @@ pub(super) fn check(
     max_bytes: usize,
 ) -> Result<ReconcileResponse, ContractBreach> {
     let size = raw.children.iter().map(String::len).sum::<usize>()
-        + raw.status.as_ref().map_or(0, String::len);
+        + raw.status.as_ref().map_or(0, String::len)
+        + raw
+            .clusters
+            .iter()
+            .flatten()
+            .map(String::len)
+            .sum::<usize>();
     if size > max_bytes {
         return Err(ContractBreach::TooLarge(size));
     }
@@ -44,6 +50,7 @@ pub(super) fn check(
     };
     Ok(ReconcileResponse {
         children,
+        clusters: raw.clusters,
         status,
         requeue: raw.requeue,
     })
@@ -58,6 +65,7 @@ pub(super) fn check_finalize(
 ) -> Result<FinalizeResponse, ContractBreach> {
     let RawFinalize {
         children,
+        clusters,
         status,
         finalized,
         requeue,
@@ -65,12 +73,14 @@ pub(super) fn check_finalize(
     let given = children.is_some();
     let as_answer = RawAnswer {
         children: children.unwrap_or_default(),
+        clusters,
         status,
         requeue,
     };
     let checked = check(as_answer, info, max_bytes)?;
     Ok(FinalizeResponse {
         children: given.then_some(checked.children),
+        clusters: checked.clusters,
         status: checked.status,
         finalized,
         requeue: checked.requeue,

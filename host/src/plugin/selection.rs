@@ -15,6 +15,9 @@ pub struct Selection {
     /// Absent, or the parent's namespace (anything else is refused).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
+    /// The cluster to read in (contract 0.4.0); absent: the parent's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
     /// One object by name, or a set by labels.
     pub selector: Selector,
 }

@@ -7,7 +7,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 
-use super::bindings::{v1, v2, v3};
+use super::bindings::{v1, v2, v3, v4};
 use super::limits::Limits;
 use super::log::{CallLog, Level, LogRate};
 
@@ -103,6 +103,7 @@ impl WasiView for State {
 impl v1::weir::reconciler::types::Host for State {}
 impl v2::weir::reconciler::types::Host for State {}
 impl v3::weir::reconciler::types::Host for State {}
+impl v4::weir::reconciler::types::Host for State {}
 
 /// The guest runs on the caller's thread, so the caller's span (the reconcile span) is current
 /// in the `log` import and the event lands inside it.
@@ -120,6 +121,12 @@ impl v2::ReconcilerImports for State {
 
 impl v3::ReconcilerImports for State {
     fn log(&mut self, level: v3::LogLevel, message: String) {
+        self.log.line(level.into(), "log", &message);
+    }
+}
+
+impl v4::ReconcilerImports for State {
+    fn log(&mut self, level: v4::LogLevel, message: String) {
         self.log.line(level.into(), "log", &message);
     }
 }

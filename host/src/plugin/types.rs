@@ -8,6 +8,8 @@ use std::time::Duration;
 use kube::discovery::ApiResource;
 use serde::{Deserialize, Serialize};
 
+use super::placement::Clusters;
+
 /// A Kubernetes resource type as a plugin declares it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ResourceKind {
@@ -93,6 +95,8 @@ pub struct ReconcileRequest {
     pub children: Vec<String>,
     /// The selected related objects that exist (each a JSON object; Secrets redacted).
     pub related: Vec<String>,
+    /// The cluster of the parent and of each object (contract 0.4.0; default: all local).
+    pub clusters: Clusters,
 }
 
 /// When to reconcile again, apart from watch events.
@@ -111,6 +115,9 @@ pub enum Requeue {
 pub struct ReconcileResponse {
     /// Desired children (JSON objects with apiVersion, kind, metadata.name).
     pub children: Vec<serde_json::Value>,
+    /// The cluster each child names, in `children`'s order (contract 0.4.0); `None` or left
+    /// out: the parent's cluster. Older plugins name none.
+    pub clusters: Vec<Option<String>>,
     /// Desired status of the parent (a JSON object), if any.
     pub status: Option<serde_json::Value>,
     /// When to look again.
@@ -128,6 +135,8 @@ pub struct FinalizeRequest {
     pub related: Vec<String>,
     /// The finalizer the host holds for this plugin.
     pub finalizer: String,
+    /// The cluster of the parent and of each object (contract 0.4.0; default: all local).
+    pub clusters: Clusters,
 }
 
 /// One cleanup step's answer, already parsed and size-checked by the sandbox.
@@ -140,6 +149,8 @@ pub struct FinalizeResponse {
     /// The children the parent should have during cleanup (JSON objects, as in
     /// [`ReconcileResponse::children`]); `None` leaves them as they are.
     pub children: Option<Vec<serde_json::Value>>,
+    /// The cluster each child names, as in [`ReconcileResponse::clusters`].
+    pub clusters: Vec<Option<String>>,
     /// Desired status of the parent (a JSON object), if any.
     pub status: Option<serde_json::Value>,
     /// Cleanup done: the finalizer is removed once the rest is applied.
@@ -153,6 +164,7 @@ impl FinalizeResponse {
     pub const fn complete() -> Self {
         Self {
             children: None,
+            clusters: Vec::new(),
             status: None,
             finalized: true,
             requeue: Requeue::Done,
@@ -163,6 +175,7 @@ impl FinalizeResponse {
     pub const fn again_after(delay: Duration) -> Self {
         Self {
             children: None,
+            clusters: Vec::new(),
             status: None,
             finalized: false,
             requeue: Requeue::After(delay),
@@ -197,11 +210,19 @@ pub enum Contract {
     /// `weir:reconciler@0.3.0`: a `finalize` answer carries children and status.
     #[serde(rename = "0.3.0")]
     V0_3,
+    /// `weir:reconciler@0.4.0`: every object crosses with the name of its cluster.
+    #[serde(rename = "0.4.0")]
+    V0_4,
 }
 
 impl Contract {
     /// Every version this host loads, oldest first.
-    pub const ALL: [Contract; 3] = [Contract::V0_1, Contract::V0_2, Contract::V0_3];
+    pub const ALL: [Contract; 4] = [
+        Contract::V0_1,
+        Contract::V0_2,
+        Contract::V0_3,
+        Contract::V0_4,
+    ];
 
     /// `major.minor.patch`.
     pub fn version(self) -> &'static str {
@@ -209,6 +230,7 @@ impl Contract {
             Contract::V0_1 => "0.1.0",
             Contract::V0_2 => "0.2.0",
             Contract::V0_3 => "0.3.0",
+            Contract::V0_4 => "0.4.0",
         }
     }
 }

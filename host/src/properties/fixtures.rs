@@ -143,6 +143,7 @@ fn case() -> impl Strategy<Value = Case> {
                 api_version: "v1".into(),
                 kind,
                 namespace: None,
+                cluster: None,
                 selector: Selector::Name(name),
             }
         });

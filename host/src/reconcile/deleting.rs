@@ -65,6 +65,7 @@ impl Controller {
         // ⑤ Judged as a reconcile answer is, then written by the same apply and prune.
         let FinalizeResponse {
             children: wanted,
+            clusters,
             status,
             finalized,
             requeue,
@@ -72,6 +73,7 @@ impl Controller {
         let prunes = wanted.is_some();
         let as_reconcile = ReconcileResponse {
             children: wanted.unwrap_or_default(),
+            clusters,
             status,
             requeue,
         };

@@ -67,6 +67,7 @@ impl Reconciler for ScaleDown {
     fn reconcile(&self, req: &ReconcileRequest) -> Result<ReconcileResponse, PluginError> {
         Ok(ReconcileResponse {
             children: vec![self.pods(&req.parent, "3")?],
+            clusters: Vec::new(),
             status: None,
             requeue: Requeue::Done,
         })
@@ -79,6 +80,7 @@ impl Reconciler for ScaleDown {
         self.saw_zero.fetch_or(zero, Ordering::SeqCst);
         Ok(FinalizeResponse {
             children: Some(vec![self.pods(&req.parent, "0")?]),
+            clusters: Vec::new(),
             status: Some(json!({"phase": "ScalingDown"})),
             finalized: zero,
             requeue: Requeue::Done,

@@ -98,6 +98,7 @@ impl Reconciler for Recording {
             .push(req.clone());
         Ok(ReconcileResponse {
             children: vec![],
+            clusters: Vec::new(),
             status: None,
             requeue: Requeue::Done,
         })

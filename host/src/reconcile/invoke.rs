@@ -211,6 +211,8 @@ impl Invoker {
             parent: parent.json(),
             children: texts(children),
             related: texts(related),
+            // Every object here is in the host's own cluster.
+            ..Default::default()
         };
         self.call(move |p| p.reconcile(&req)).await
     }
@@ -228,6 +230,7 @@ impl Invoker {
             children: texts(children),
             related: texts(related),
             finalizer: finalizer.to_owned(),
+            ..Default::default()
         };
         self.call(move |p| p.finalize(&req)).await
     }
@@ -290,6 +293,7 @@ mod tests {
             self.running.fetch_sub(1, Ordering::SeqCst);
             Ok(ReconcileResponse {
                 children: vec![],
+                clusters: Vec::new(),
                 status: None,
                 requeue: Requeue::Done,
             })

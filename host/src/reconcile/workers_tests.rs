@@ -55,6 +55,7 @@ impl Reconciler for FirstCallWaits {
                 "metadata": {"name": format!("{name}-page")},
                 "data": {"from": name},
             })],
+            clusters: Vec::new(),
             status: None,
             requeue: Requeue::Done,
         })
@@ -122,6 +123,7 @@ impl Reconciler for Slow {
         self.at_once.calls.fetch_add(1, Ordering::SeqCst);
         Ok(ReconcileResponse {
             children: vec![],
+            clusters: Vec::new(),
             status: None,
             requeue: Requeue::Done,
         })

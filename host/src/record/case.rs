@@ -105,11 +105,14 @@ impl Case {
             parent: self.parent.to_string(),
             children: self.observed.iter().map(Value::to_string).collect(),
             related,
+            ..Default::default()
         };
         match plugin.reconcile(&req) {
             Ok(answer) => match crate::offline::host_refusal(
                 plugin.info(),
                 &self.parent,
+                // A recorded parent is in the host's own cluster, and so is all it observed.
+                &crate::offline::Fleet::default(),
                 &self.observed,
                 &answer,
                 policy,
@@ -181,7 +184,10 @@ pub fn fixture_text(
             }),
             Expectation::Success,
         ) => {
-            json!({"children": answer.children, "status": answer.status, "requeue": requeue(answer.requeue)})
+            // A child naming a cluster carries it as a fixture writes it (`offline::Fleet`).
+            let children =
+                crate::offline::Fleet::default().answered(&answer.children, &answer.clusters);
+            json!({"children": children, "status": answer.status, "requeue": requeue(answer.requeue)})
         }
         (Outcome::Failed(Failed::Refused { message, .. }), Expectation::AsRecorded) => {
             json!({"error": {"refused": true, "message_contains": message}})
@@ -262,6 +268,7 @@ mod tests {
             children: vec![
                 json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}),
             ],
+            clusters: Vec::new(),
             status: Some(json!({"ready": true})),
             requeue: Requeue::After(Duration::from_secs(30)),
         };
@@ -310,6 +317,7 @@ mod tests {
         let refused = Outcome::Failed(Failed::Refused {
             answer: Some(ReconcileResponse {
                 children: vec![],
+                clusters: Vec::new(),
                 status: None,
                 requeue: Requeue::Done,
             }),

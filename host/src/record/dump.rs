@@ -87,6 +87,7 @@ mod tests {
         let answer = ReconcileResponse {
             children: vec![json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "a-page", "namespace": "elsewhere"}})],
+            clusters: Vec::new(),
             status: None,
             requeue: Requeue::Done,
         };

@@ -62,6 +62,7 @@ impl Reconciler for Counting {
                 "metadata": {"name": format!("{name}-page"),
                     "labels": {"version": self.info.version}},
             })],
+            clusters: Vec::new(),
             status: Some(json!({"page": format!("{name}-page")})),
             requeue: Requeue::Done,
         })

@@ -303,6 +303,7 @@ mod tests {
                 "metadata": {"name": "a-page", "labels": labels},
                 "data": {"k": "v"},
             })],
+            clusters: Vec::new(),
             status: Some(json!({"ready": true})),
             requeue,
         })

@@ -321,11 +321,13 @@ impl Project {
 }
 
 impl Lang {
-    /// The contract the language's SDK implements: all four speak the newest (the host still
-    /// loads components built for 0.1.0).
+    /// The contract the language's SDK implements: Rust, Python and JavaScript speak the
+    /// newest; C stays on 0.3.0 (its plugins run on the host's own cluster). The host still
+    /// loads components built for 0.1.0.
     pub fn contract(self) -> Contract {
         match self {
-            Lang::Rust | Lang::Python | Lang::Js | Lang::C => Contract::V0_3,
+            Lang::Rust | Lang::Python | Lang::Js => Contract::V0_4,
+            Lang::C => Contract::V0_3,
         }
     }
 

@@ -54,7 +54,7 @@ fn a_component_without_the_exports_is_the_wrong_contract() {
 fn a_component_built_against_another_contract_version_is_refused_by_name() {
     let wit = guests::contract().replace(
         "package weir:reconciler@0.1.0;",
-        "package weir:reconciler@0.4.0;",
+        "package weir:reconciler@0.5.0;",
     );
     let err = engine()
         .load_bytes(
@@ -66,7 +66,7 @@ fn a_component_built_against_another_contract_version_is_refused_by_name() {
     assert!(matches!(err, LoadError::WrongContract { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
-        "plugin future.wasm does not implement weir:reconciler@0.1.0 or 0.2.0 or 0.3.0: built against weir:reconciler@0.4.0"
+        "plugin future.wasm does not implement weir:reconciler@0.1.0 or 0.2.0 or 0.3.0 or 0.4.0: built against weir:reconciler@0.5.0"
     );
 }
 
@@ -83,6 +83,7 @@ fn a_component_of_any_contract_version_is_linked_and_reaches_describe() {
         ("0.1.0", guests::contract()),
         ("0.2.0", wit("0.2.0")),
         ("0.3.0", wit("0.3.0")),
+        ("0.4.0", wit("0.4.0")),
     ] {
         let err = engine()
             .load_bytes(

@@ -86,6 +86,7 @@ pub fn request(name: &str) -> ReconcileRequest {
         parent: parent.to_string(),
         children: vec![],
         related: vec![],
+        ..Default::default()
     }
 }
 

@@ -29,7 +29,7 @@ use kube::runtime::watcher;
 
 use super::invoke::cached_for_plugin;
 use crate::answer::{Grant, Refusal, is_valid_name};
-use crate::plugin::{PluginInfo, ResourceKind, Selection, Selector};
+use crate::plugin::{LOCAL_CLUSTER, PluginInfo, ResourceKind, Selection, Selector};
 use crate::runtime::ObjectKey;
 use crate::runtime::cache::{CachedObject, Store};
 pub use crate::runtime::related::{KindIndex, Pick};
@@ -179,6 +179,14 @@ fn check_one(
     s: &Selection,
     widened: Option<&dyn Namespaces>,
 ) -> Result<Vec<Checked>, Refusal> {
+    // The host reads its own cluster only until it engages others (contract 0.4.0).
+    if let Some(cluster) = s.cluster.as_deref().filter(|c| *c != LOCAL_CLUSTER) {
+        return Err(Refusal::RelatedCluster {
+            index,
+            kind: s.kind.clone(),
+            cluster: cluster.to_owned(),
+        });
+    }
     let Some(kind) = info
         .related
         .iter()

@@ -32,6 +32,7 @@ fn by_name(kind: &str, namespace: Option<&str>, name: &str) -> Selection {
         api_version: "v1".into(),
         kind: kind.into(),
         namespace: namespace.map(str::to_owned),
+        cluster: None,
         selector: Selector::Name(name.into()),
     }
 }

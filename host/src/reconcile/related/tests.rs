@@ -78,6 +78,7 @@ fn selection(kind: &str, namespace: Option<&str>, selector: Selector) -> Selecti
         api_version: "v1".into(),
         kind: kind.into(),
         namespace: namespace.map(str::to_owned),
+        cluster: None,
         selector,
     }
 }

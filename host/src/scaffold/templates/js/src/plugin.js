@@ -17,6 +17,8 @@ export default class {{Kind}} extends Reconciler {
     const spec = parent.spec ?? {};
     if (!('message' in spec)) throw new PermanentError(`${where}: spec: missing field \`message\``);
     if (typeof spec.message !== 'string') throw new PermanentError(`${where}: spec.message: expected a string`);
+    // Children land in the parent's cluster; inCluster('name', manifest) would place one in
+    // another cluster the host has engaged (contract 0.4.0).
     return Outcome.apply([configMap(parent.name, { message: spec.message })]).status({
       observedGeneration: parent.generation,
       conditions: [condition('Ready', true, 'ConfigMapApplied', `ConfigMap ${parent.name} holds the message`)],

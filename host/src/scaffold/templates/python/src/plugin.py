@@ -20,4 +20,6 @@ class {{Kind}}(Reconciler):
             "observedGeneration": parent.generation,
             "conditions": [condition("Ready", True, "ConfigMapApplied", f"ConfigMap {parent.name} holds the message")],
         }
+        # Children land in the parent's cluster; in_cluster("name", manifest) would place one in
+        # another cluster the host has engaged (contract 0.4.0).
         return Outcome.apply([config_map(parent.name, {"message": message})]).status(status)

@@ -47,6 +47,8 @@ impl Reconciler for Plugin {
 
     fn reconcile(parent: &{{Kind}}, _observed: &Children) -> Result<Outcome, Error> {
         let name = parent.name_any();
+        // Children land in the parent's cluster; `Child::from(config).in_cluster("name")` would
+        // place one in another cluster the host has engaged (contract 0.4.0).
         let mut config = ConfigMap::default();
         config.metadata.name = Some(name.clone());
         config.data = Some([("message".to_owned(), parent.spec.message.clone())].into());
