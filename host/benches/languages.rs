@@ -79,6 +79,7 @@ fn request(fixture: &Path) -> anyhow::Result<ReconcileRequest> {
     let case: serde_json::Value = weir::yaml::from_str(&text)?;
     let children = case["observed"].as_array().cloned().unwrap_or_default();
     Ok(ReconcileRequest {
+        clusters: Default::default(),
         parent: serde_json::to_string(&case["parent"])?,
         children: children
             .iter()

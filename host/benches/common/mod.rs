@@ -57,6 +57,7 @@ impl Input {
 
     fn request(&self) -> ReconcileRequest {
         ReconcileRequest {
+            clusters: Default::default(),
             parent: self.parent.to_string(),
             children: self.observed.iter().map(Value::to_string).collect(),
             related: Vec::new(),

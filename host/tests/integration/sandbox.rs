@@ -35,6 +35,7 @@ fn request(name: &str, spec: serde_json::Value) -> ReconcileRequest {
         "spec": spec,
     });
     ReconcileRequest {
+        clusters: Default::default(),
         parent: parent.to_string(),
         children: vec![],
         related: vec![],
@@ -226,6 +227,7 @@ fn a_0_1_0_finalize_answers_complete_or_again_after_and_carries_nothing_to_apply
     let finalize = |spec| {
         let req = request("going", spec);
         chaos().finalize(&FinalizeRequest {
+            clusters: Default::default(),
             parent: req.parent,
             children: vec![],
             related: vec![],
@@ -258,6 +260,7 @@ fn a_0_2_0_finalize_answers_as_it_did_and_carries_nothing_to_apply() {
             "metadata": {"name": "page", "namespace": "default"}});
         plugin
             .finalize(&FinalizeRequest {
+                clusters: Default::default(),
                 parent: parent.to_string(),
                 children: vec![page.to_string()],
                 related: vec![],

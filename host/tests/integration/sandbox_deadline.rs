@@ -109,6 +109,7 @@ fn a_huge_plugin_error_message_is_cut_at_the_sandbox_boundary() {
         "metadata": {"name": "loud", "namespace": "default"}, "spec": spec});
     let err = chaos
         .reconcile(&weir::plugin::ReconcileRequest {
+            clusters: Default::default(),
             parent: parent.to_string(),
             children: vec![],
             related: vec![],

@@ -144,6 +144,7 @@ fn compiled_code_is_cached_and_reused_by_an_engine_with_the_same_config() {
     );
     assert_eq!(first.sha256(), second.sha256());
     let req = ReconcileRequest {
+        clusters: Default::default(),
         parent: json!({"metadata": {"name": "c"}, "spec": {}}).to_string(),
         children: vec![],
         related: vec![],
@@ -186,6 +187,7 @@ fn guest_logs_and_output_become_events_in_the_callers_span() {
         let parent = json!({"metadata": {"name": "loud"}, "spec": {"mode": "log"}});
         plugin
             .reconcile(&ReconcileRequest {
+                clusters: Default::default(),
                 parent: parent.to_string(),
                 children: vec![],
                 related: vec![],
@@ -231,6 +233,7 @@ fn a_call_from_spawn_blocking_in_a_tokio_runtime_can_use_wasi() {
     let call = runtime.spawn_blocking(move || {
         let parent = json!({"metadata": {"name": "loud"}, "spec": {"mode": "log"}});
         plugin.reconcile(&ReconcileRequest {
+            clusters: Default::default(),
             parent: parent.to_string(),
             children: vec![],
             related: vec![],

@@ -67,6 +67,7 @@ fn log_call(plugin: &Plugin, name: &str) -> (Vec<Seen>, String) {
         let parent = json!({"metadata": {"name": name}, "spec": {"mode": "log"}});
         plugin
             .reconcile(&ReconcileRequest {
+                clusters: Default::default(),
                 parent: parent.to_string(),
                 children: vec![],
                 related: vec![],
