@@ -190,7 +190,7 @@ export function compositeController(declaration) {
         keep = keep.filter((o) => !ofRule(o) || allowed.has(o.namespace));
       }
     }
-    return new Objects(keep);
+    return new Objects(keep, objects.cluster);
   }
 
   /**

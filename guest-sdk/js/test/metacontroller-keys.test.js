@@ -106,3 +106,24 @@ test('the rule for each scope and version', () => {
   ];
   for (const [o, parentNamespace, version, key] of cases) assert.equal(objectKey(o, parentNamespace, version), key, `${o.namespace} under ${parentNamespace} (${version})`);
 });
+
+test("objects placed in the parent's cluster (contract 0.4.0) reach the hooks under the same keys", () => {
+  const seen = {};
+  const Plugin = compositeController({
+    name: 'placed',
+    parent: NAMESPACED,
+    children: [CONFIG_MAP],
+    related: [CONFIG_MAP, NAMESPACE],
+    sync: (r) => ((seen.sync = structuredClone(r)), { children: [] }),
+    customize: () => ({ relatedResources: [] }),
+  });
+  const placed = (/** @type {object} */ o) => ({ cluster: 'local', object: JSON.stringify(o) });
+  new Plugin().handleReconcile(
+    JSON.stringify(parentOf(NAMESPACED, 'team')),
+    [placed(cm('team', 'copy'))],
+    [placed(cm('team', 'local'))],
+    'local',
+  );
+  assert.deepEqual(seen.sync.children, { 'ConfigMap.v1': { copy: cm('team', 'copy') } });
+  assert.deepEqual(seen.sync.related, { 'ConfigMap.v1': { local: cm('team', 'local') }, 'Namespace.v1': {} });
+});

@@ -67,6 +67,15 @@ class SyncTest(unittest.TestCase):
             [{"apiVersion": "v1", "resource": "configmaps"}, {"apiVersion": "apps/v1", "resource": "deployments"}],
         )
 
+    def test_objects_placed_in_the_parents_cluster_reach_the_hooks_under_the_same_keys(self):
+        # Contract 0.4.0 hands every object with its cluster; the hooks' maps read the parent's.
+        hooks = Recorder()
+        page, theme = cm("t-page", text="x"), cm("theme", css="y")
+        plugin(hooks).handle_reconcile(json.dumps(thing(a=1)), [("local", json.dumps(page))], [("local", json.dumps(theme))], "local")
+        (_, request) = [r for r in hooks.requests if r[0] == "sync"][0]
+        self.assertEqual(request["children"], {"ConfigMap.v1": {"t-page": page}, "Deployment.apps/v1": {}})
+        self.assertEqual(request["related"], {"ConfigMap.v1": {"theme": theme}, "Namespace.v1": {}})
+
     def test_the_response_becomes_children_status_and_requeue(self):
         hooks = Recorder({"children": [cm("t-page", text="x")], "status": {"pages": 1}, "resyncAfterSeconds": 1.5})
         outcome = plugin(hooks).handle_reconcile(json.dumps(thing()), [])

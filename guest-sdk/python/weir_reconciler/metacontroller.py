@@ -237,7 +237,7 @@ def composite_controller(
                 selector = LabelSelector.parse(rule["namespaceSelector"])
                 allowed = {n.name for n in namespaces if selector.matches(n.labels)}
                 keep = [o for o in keep if not of_rule(o) or o.namespace in allowed]
-        return Objects(keep)
+        return Objects(keep, objects.cluster)
 
     plurals = {(k.api_version, k.kind): k.plural for k in declared_related}
 
