@@ -46,7 +46,7 @@ fn a_component_without_the_exports_is_the_wrong_contract() {
     assert!(matches!(err, LoadError::WrongContract { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
-        "plugin empty.wasm does not implement weir:reconciler@0.1.0 or 0.2.0 or 0.3.0: it does not export `describe`"
+        "plugin empty.wasm does not implement weir:reconciler@0.1.0 or 0.2.0 or 0.3.0 or 0.4.0: it does not export `describe`"
     );
 }
 
