@@ -49,10 +49,8 @@ pub(super) async fn start(
             config: mut cluster,
             engine,
         } => {
-            // The host's verification policy, unless the source was given its own.
-            if cluster.verification.is_none() {
-                cluster.verification.clone_from(&config.verification);
-            }
+            // The host's verification policy is the one the cluster source checks.
+            cluster.verification.clone_from(&config.verification);
             Source::cluster(
                 client.clone(),
                 cluster,

@@ -78,8 +78,9 @@ pub struct ClusterConfig {
     pub retry: Duration,
     /// Longest delay between retries.
     pub max_retry: Duration,
-    /// The verification policy every component and candidate is held to before it loads
-    /// (`weir run --verification-policy`); `None` checks no signature.
+    /// The verification policy every component and candidate is held to before it loads; the
+    /// manager sets it from [`crate::manager::ManagerConfig::verification`] (`weir run
+    /// --verification-policy`); `None` checks no signature.
     pub verification: Option<Arc<Policy>>,
 }
 
