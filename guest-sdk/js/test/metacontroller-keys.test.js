@@ -16,10 +16,11 @@ const cm = (namespace, name) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata
 const ns = (name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
 
 /**
- * The sync and finalize requests a plugin of `hookVersion` hands its hooks for `parent`.
- * @param {Kind} parentKind @param {string} hookVersion @param {object} parent @param {object[]} children @param {object[]} related
+ * The sync and finalize requests a plugin of `hookVersion` hands its hooks for `parent`. With
+ * `cluster`, every object arrives placed in that cluster, as contract 0.4.0 hands it.
+ * @param {Kind} parentKind @param {string | undefined} hookVersion @param {object} parent @param {object[]} children @param {object[]} related @param {string} [cluster]
  */
-function requests(parentKind, hookVersion, parent, children, related) {
+function requests(parentKind, hookVersion, parent, children, related, cluster) {
   /** @type {Record<string, any>} */
   const seen = {};
   const Plugin = compositeController({
@@ -33,9 +34,10 @@ function requests(parentKind, hookVersion, parent, children, related) {
     hookVersion,
   });
   const plugin = new Plugin();
-  const json = (/** @type {object[]} */ list) => list.map((o) => JSON.stringify(o));
-  plugin.handleReconcile(JSON.stringify(parent), json(children), json(related));
-  plugin.handleFinalize(JSON.stringify(parent), json(children), 'metacontroller.weir.dev/keys', json(related));
+  const json = (/** @type {object[]} */ list) =>
+    list.map((o) => (cluster === undefined ? JSON.stringify(o) : { cluster, object: JSON.stringify(o) }));
+  plugin.handleReconcile(JSON.stringify(parent), json(children), json(related), cluster);
+  plugin.handleFinalize(JSON.stringify(parent), json(children), 'metacontroller.weir.dev/keys', json(related), cluster);
   return [seen.sync, seen.finalize];
 }
 
@@ -108,22 +110,9 @@ test('the rule for each scope and version', () => {
 });
 
 test("objects placed in the parent's cluster (contract 0.4.0) reach the hooks under the same keys", () => {
-  const seen = {};
-  const Plugin = compositeController({
-    name: 'placed',
-    parent: NAMESPACED,
-    children: [CONFIG_MAP],
-    related: [CONFIG_MAP, NAMESPACE],
-    sync: (r) => ((seen.sync = structuredClone(r)), { children: [] }),
-    customize: () => ({ relatedResources: [] }),
-  });
-  const placed = (/** @type {object} */ o) => ({ cluster: 'local', object: JSON.stringify(o) });
-  new Plugin().handleReconcile(
-    JSON.stringify(parentOf(NAMESPACED, 'team')),
-    [placed(cm('team', 'copy'))],
-    [placed(cm('team', 'local'))],
-    'local',
-  );
-  assert.deepEqual(seen.sync.children, { 'ConfigMap.v1': { copy: cm('team', 'copy') } });
-  assert.deepEqual(seen.sync.related, { 'ConfigMap.v1': { local: cm('team', 'local') }, 'Namespace.v1': {} });
+  const related = [cm('team', 'local')];
+  for (const request of requests(NAMESPACED, undefined, parentOf(NAMESPACED, 'team'), [cm('team', 'copy')], related, 'local')) {
+    assert.deepEqual(request.children, { 'ConfigMap.v1': { copy: cm('team', 'copy') } });
+    assert.deepEqual(request.related, { 'ConfigMap.v1': { local: cm('team', 'local') }, 'Namespace.v1': {} });
+  }
 });
