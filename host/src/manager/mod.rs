@@ -10,7 +10,9 @@
 //! versions (`crate::rollout`) come from the source (`DIR/candidates/`, a `Plugin`'s
 //! `spec.candidate`) or [`Manager::propose_candidate`]; operators steer them with `weir
 //! rollout` (`requests`). Sharded, each replica also holds a Lease of its own and the leader
-//! assigns the parents (`shards`, `crate::shard`).
+//! assigns the parents (`shards`, `crate::shard`). With the cluster source, each tenant
+//! namespace of the policy has its TenantPlugins' source and controllers of its own (`tenants`,
+//! `crate::tenant`).
 
 mod admission;
 mod candidates;
@@ -22,6 +24,7 @@ mod requests;
 mod runnables;
 mod shards;
 mod sources;
+mod tenants;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -64,6 +67,8 @@ pub struct Manager {
     candidates: Candidates,
     /// Keeps the plugin source running (dropping it stops it).
     _source: hotload::Running,
+    /// Keeps the tenant namespaces' sources running.
+    _tenants: Vec<hotload::Running>,
 }
 
 impl Manager {
@@ -84,6 +89,7 @@ impl Manager {
         let admission = Admission::new(client.clone(), config.policy.clone(), namespace);
         let hotload = &meters.hotload;
         let gate = &leases.gate;
+        let tenants = sources::tenants(&source, &admission, &config, &writes, gate, hotload)?;
         let source = sources::start(source, admission, &config, &writes, gate, hotload);
         let Source {
             events,
@@ -94,6 +100,7 @@ impl Manager {
         let informers = leases.informers(&client, &config, &meters.host);
         let phases = rollout_namespace(&config);
         let store = PhaseStore::new(writes.clone(), &phases, &config.controller.instance);
+        let store_of_phases = store.clone();
         let controllers = leases.controllers(&client, &informers, &config, &meters.host, &store);
         let view = controllers.view();
         let rollout = config.rollout.clone();
@@ -113,6 +120,13 @@ impl Manager {
         runnables.always(Stage::Controllers, "controllers", |stop| {
             drive(controllers, feed, stop)
         });
+        let tenants = tenants::serve(
+            tenants,
+            &mut runnables,
+            (&client, &leases, &store_of_phases),
+            &config,
+            &meters.host,
+        );
         leases.placement(&mut runnables, &client, &writes, &config, &view);
         candidates.start(&mut runnables, proposals);
         let running = runnables.start();
@@ -132,6 +146,7 @@ impl Manager {
             addr,
             candidates,
             _source: source,
+            _tenants: tenants,
         })
     }
 

@@ -1,0 +1,22 @@
+//! Tenant plugins: a team's own plugin (a namespaced `TenantPlugin`), served by the same host
+//! but held by the host to the team's namespace.
+//!
+//! What confines a tenant plugin is the host, never the plugin's claims:
+//! 1. admission (`crate::policy::admit_tenant`): the namespace is a tenant's, the parent kind
+//!    is granted to it and installed, nothing it declares is cluster-scoped, no widened grant;
+//! 2. the source (`crate::hotload::ClusterLoader::start_tenant`): one per tenant namespace,
+//!    watching TenantPlugins there only, fetching nothing from another namespace (a pull Secret
+//!    or a ConfigMap named elsewhere is refused);
+//! 3. its controllers (`crate::manager`): their own informer registry, every watch in the
+//!    namespace only, and the [`Confined`] gate, which admits no parent elsewhere; their answers
+//!    are judged with no grant but the namespace's Secret data (`crate::policy::Tenant::validation`),
+//!    so children and related objects stay in the parent's namespace.
+//!
+//! Each tenant namespace has its own controllers, so two teams may serve the same kind, each in
+//! its own namespace, with different plugins. The host's own controllers leave a kind granted to
+//! a tenant namespace to that tenant there ([`Ceded`]): a cluster `Plugin` of the same kind
+//! reconciles it everywhere else.
+
+mod gate;
+
+pub use gate::{Ceded, Confined};
