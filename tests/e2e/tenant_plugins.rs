@@ -1,0 +1,475 @@
+//! Tenant plugins (`TenantPlugin`): a team's own plugin, served by the host that follows
+//! Plugins, in the team's namespace only. On an emulator enforcing RBAC, a team's
+//! ServiceAccount bound to `weir-tenant-plugin-editor` (`deploy/rbac/tenant-plugins.yaml`) in
+//! its namespace creates a TenantPlugin there and is forbidden elsewhere; two teams serve the
+//! Blog kind with different versions, each in its own namespace, and a Blog elsewhere is left
+//! alone. Then the hostile cases: a kind not granted, a cluster-scoped child, a widened grant
+//! and a pull Secret of another namespace are refused in the TenantPlugin's status; the
+//! hostile plugin served as a tenant's writes nothing into another namespace.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client, CustomResourceExt, ResourceExt};
+use serde_json::{Value, json};
+use weir::cluster::{PluginStatus, TenantPluginResource};
+use weir::manager::Manager;
+use weir::policy::{Grant, GroupKind, Policy, Tenant};
+use weir_e2e::host::RunSource;
+use weir_e2e::{CONVERGE, TestEnv, built, eventually, kinds, own_engine, plugin, wait_ready};
+use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+
+use crate::plugin_resource::through_the_host::{condition, install_plugin_crd};
+
+/// How long a component may take to compile and be admitted: on a fresh machine the
+/// precompiled cache is empty, and the other tests compile beside it.
+const LOAD_BUDGET: Duration = Duration::from_secs(120);
+
+/// A namespace.
+async fn namespace(client: &Client, name: &str) -> Result<()> {
+    let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .with_context(|| format!("creating namespace {name}"))?;
+    Ok(())
+}
+
+/// Installs the TenantPlugin CRD (as `deploy/crd/tenantplugin.yaml` does) and waits until it is served.
+async fn install_tenant_plugin_crd(client: &Client) -> Result<()> {
+    let crd = TenantPluginResource::crd();
+    Api::<CustomResourceDefinition>::all(client.clone())
+        .patch(
+            &crd.name_any(),
+            &PatchParams::apply("weir-e2e").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .context("installing the TenantPlugin CRD")?;
+    let all = Api::<TenantPluginResource>::all(client.clone());
+    eventually("TenantPlugins are served", CONVERGE, || async {
+        all.list(&ListParams::default()).await.ok()
+    })
+    .await?;
+    Ok(())
+}
+
+/// The component `file` (from `target/plugins`) in ConfigMap `name` of `ns`, under key `file`.
+async fn component(client: &Client, ns: &str, name: &str, file: &str) -> Result<()> {
+    let cm = ConfigMap {
+        metadata: kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        binary_data: Some([(file.into(), ByteString(std::fs::read(built(file))?))].into()),
+        ..ConfigMap::default()
+    };
+    Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &cm)
+        .await
+        .with_context(|| format!("creating the component ConfigMap {ns}/{name}"))?;
+    Ok(())
+}
+
+/// `kubectl apply -n ns` of a TenantPlugin serving `file` from ConfigMap `cm` of `ns`, as
+/// `client`; `extra` is merged into its spec.
+async fn apply(
+    client: &Client,
+    ns: &str,
+    name: &str,
+    (cm, file): (&str, &str),
+    extra: Value,
+) -> Result<()> {
+    let mut spec = json!({"source": {"configMap": {"namespace": ns, "name": cm, "key": file}}});
+    if let (Some(spec), Value::Object(extra)) = (spec.as_object_mut(), extra) {
+        spec.extend(extra);
+    }
+    let object = json!({
+        "apiVersion": "weir.dev/v1alpha1", "kind": "TenantPlugin",
+        "metadata": {"name": name, "namespace": ns}, "spec": spec,
+    });
+    Api::<TenantPluginResource>::namespaced(client.clone(), ns)
+        .patch(
+            name,
+            &PatchParams::apply("team").force(),
+            &Patch::Apply(&object),
+        )
+        .await
+        .with_context(|| format!("applying TenantPlugin {ns}/{name}"))?;
+    Ok(())
+}
+
+/// Waits until TenantPlugin `ns/name`'s status satisfies `ok` (for up to [`LOAD_BUDGET`]), and
+/// returns it.
+async fn status_until(
+    client: &Client,
+    (ns, name): (&str, &str),
+    what: &str,
+    ok: impl Fn(&PluginStatus) -> bool,
+) -> Result<PluginStatus> {
+    let api = Api::<TenantPluginResource>::namespaced(client.clone(), ns);
+    let found = eventually(what, LOAD_BUDGET, || async {
+        let status = api.get(name).await.ok()?.status?;
+        ok(&status).then_some(status)
+    })
+    .await;
+    if found.is_err() {
+        let last = api.get(name).await.map(|p| p.status);
+        return found.with_context(|| format!("TenantPlugin {ns}/{name} has {last:?}"));
+    }
+    found
+}
+
+/// Waits until TenantPlugin `ns/name` is refused with `reason`, its message containing `needle`.
+async fn refused(
+    client: &Client,
+    (ns, name): (&str, &str),
+    reason: &str,
+    needle: &str,
+) -> Result<()> {
+    let what = format!("TenantPlugin {ns}/{name} is refused with {reason}");
+    let status = status_until(client, (ns, name), &what, |s| {
+        condition(s, "Loaded").1 == reason
+    })
+    .await?;
+    let message = status.last_error.unwrap_or_default();
+    if !message.contains(needle) {
+        bail!(
+            "TenantPlugin {ns}/{name}: {reason}, but the message says {message:?}, not {needle:?}"
+        );
+    }
+    println!("{ns}/{name}: Loaded=False {reason}: {message}");
+    Ok(())
+}
+
+fn blogs_in(client: &Client, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(client.clone(), ns, &kinds::blog().api_resource())
+}
+
+async fn create_blog(client: &Client, ns: &str, name: &str) -> Result<()> {
+    let blog: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "weir.dev/v1alpha1", "kind": "Blog",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"title": name, "replicas": 1},
+    }))?;
+    blogs_in(client, ns)
+        .create(&PostParams::default(), &blog)
+        .await
+        .with_context(|| format!("creating Blog {ns}/{name}"))?;
+    Ok(())
+}
+
+/// The host following Plugins and TenantPlugins under `policy`, storing components in `store`;
+/// watching every namespace, or only the test's (as the scenarios' hosts do) when `one`.
+async fn host(env: &TestEnv, store: &Path, policy: Policy, one: bool) -> Result<Manager> {
+    env.in_process(RunSource::Cluster(store.into()))
+        .engine(own_engine()?)
+        .config(move |c| {
+            c.policy = Arc::new(policy);
+            if !one {
+                c.controller.namespace = None;
+            }
+        })
+        .start()
+        .await
+}
+
+/// `tenants:` giving each of `namespaces` the kinds `kinds` (`(group, kind)`).
+fn tenants(policy: &mut Policy, namespaces: &[&str], kinds: &[(&str, &str)]) {
+    for ns in namespaces {
+        let tenant = Tenant {
+            kinds: kinds.iter().map(|(g, k)| GroupKind::new(g, k)).collect(),
+            secret_data: false,
+        };
+        policy.tenants.insert((*ns).to_owned(), tenant);
+    }
+}
+
+/// A client of `emulator` with the token of ServiceAccount `ns/name`.
+async fn client_of(emulator: &Emulator, ns: &str, name: &str) -> Result<Client> {
+    let token = emulator
+        .service_account_token(ns, name)
+        .context("no token for the ServiceAccount")?;
+    let mut kubeconfig = serde_json::to_value(emulator.kubeconfig())?;
+    kubeconfig["users"][0]["user"]["token"] = json!(token);
+    let kubeconfig = serde_json::from_value(kubeconfig)?;
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    Ok(Client::try_from(config)?)
+}
+
+/// The ClusterRole `name` as `deploy/rbac/tenant-plugins.yaml` ships it.
+fn shipped_cluster_role(name: &str) -> Result<ClusterRole> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy/rbac/tenant-plugins.yaml");
+    let text = std::fs::read_to_string(&path)?;
+    for document in text.split("\n---\n") {
+        let object: Value = weir::yaml::from_str(document)?;
+        if object["kind"] == "ClusterRole" && object["metadata"]["name"] == name {
+            return Ok(serde_json::from_value(object)?);
+        }
+    }
+    bail!("{} has no ClusterRole {name}", path.display())
+}
+
+/// The team's ServiceAccount `deployer` in `ns`, bound there (and only there) to the shipped
+/// `weir-tenant-plugin-editor`.
+async fn team(client: &Client, ns: &str) -> Result<()> {
+    let sa: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": "deployer"}}))?;
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &sa)
+        .await?;
+    let binding: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "deployer-plugins"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "weir-tenant-plugin-editor"},
+        "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": ns}],
+    }))?;
+    Api::<RoleBinding>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &binding)
+        .await?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_team_serves_its_own_plugin_in_its_namespace_only_and_two_teams_serve_one_kind()
+-> Result<()> {
+    let emulator = Emulator::start(EmulatorConfig {
+        secure: true,
+        workloads: Some(WorkloadSimulation {
+            ready_after: Duration::from_millis(100),
+        }),
+        ..EmulatorConfig::default()
+    })
+    .await?;
+    let admin = emulator.client();
+    let (a, b, elsewhere) = ("team-a", "team-b", "elsewhere");
+    for ns in [a, b, elsewhere] {
+        namespace(&admin, ns).await?;
+    }
+    let env = TestEnv {
+        client: admin.clone(),
+        emulator: Some(emulator),
+        namespace: a.to_owned(),
+    };
+    env.install_crd(&plugin("blog")?).await?;
+    install_plugin_crd(&env).await?;
+    install_tenant_plugin_crd(&admin).await?;
+    let editor = shipped_cluster_role("weir-tenant-plugin-editor")?;
+    Api::<ClusterRole>::all(admin.clone())
+        .create(&PostParams::default(), &editor)
+        .await?;
+    team(&admin, a).await?;
+    let emulator = env.emulator.as_ref().context("the test's own emulator")?;
+    let deployer = client_of(emulator, a, "deployer").await?;
+
+    // RBAC decides who may: team A's ServiceAccount in its namespace, and nowhere else.
+    component(&admin, a, "blog-component", "blog.wasm").await?;
+    component(&admin, b, "blog-component", "blog-v2.wasm").await?;
+    apply(
+        &deployer,
+        a,
+        "blog",
+        ("blog-component", "blog.wasm"),
+        json!({}),
+    )
+    .await?;
+    let forbidden = apply(
+        &deployer,
+        b,
+        "blog",
+        ("blog-component", "blog-v2.wasm"),
+        json!({}),
+    )
+    .await;
+    let denied = forbidden
+        .as_ref()
+        .err()
+        .and_then(|e| e.downcast_ref::<kube::Error>())
+        .is_some_and(|e| matches!(e, kube::Error::Api(s) if s.code == 403));
+    assert!(
+        denied,
+        "team A created a TenantPlugin in team B's namespace: {forbidden:?}"
+    );
+    apply(
+        &admin,
+        b,
+        "blog",
+        ("blog-component", "blog-v2.wasm"),
+        json!({}),
+    )
+    .await?;
+
+    let mut policy = Policy::default();
+    tenants(&mut policy, &[a, b], &[("weir.dev", "Blog")]);
+    let store = tempfile::tempdir()?;
+    let host = host(&env, store.path(), policy, false).await?;
+    for ns in [a, b] {
+        status_until(
+            &admin,
+            (ns, "blog"),
+            "the tenant's Blog plugin is loaded",
+            |s| condition(s, "Loaded").0 == "True",
+        )
+        .await?;
+    }
+
+    // Each namespace's Blog is reconciled by its own team's version; a Blog of a namespace that
+    // is no tenant's is left alone (no cluster Plugin serves the kind).
+    for ns in [a, b, elsewhere] {
+        create_blog(&admin, ns, "home").await?;
+    }
+    wait_ready(&blogs_in(&admin, a), "home").await?;
+    wait_ready(&blogs_in(&admin, b), "home").await?;
+    let label = |ns: &'static str| {
+        let admin = admin.clone();
+        async move {
+            let page = Api::<ConfigMap>::namespaced(admin, ns)
+                .get("home-page")
+                .await?;
+            anyhow::Ok(page.labels().get("weir.dev/hot-swapped").cloned())
+        }
+    };
+    assert_eq!(label(a).await?, None, "team A serves v1");
+    assert_eq!(label(b).await?.as_deref(), Some("v2"), "team B serves v2");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let untouched = blogs_in(&admin, elsewhere).get("home").await?;
+    assert!(
+        untouched.data.get("status").is_none_or(Value::is_null),
+        "a Blog of no tenant's namespace was reconciled: {:?}",
+        untouched.data.get("status")
+    );
+    let there = Api::<ConfigMap>::namespaced(admin.clone(), elsewhere)
+        .list(&ListParams::default())
+        .await?;
+    assert!(
+        there.items.iter().all(|c| c.name_any() != "home-page"),
+        "a child was written in {elsewhere}"
+    );
+    host.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test]
+async fn a_tenant_plugin_reaching_beyond_its_namespace_is_refused_or_contained() -> Result<()> {
+    let env = TestEnv::start().await?;
+    let ns = env.namespace.clone();
+    let client = env.client.clone();
+    env.install_crd(&plugin("hostile")?).await?;
+    env.install_crd(&plugin("hostile-claims")?).await?;
+    env.install_crd(&plugin("blog")?).await?;
+    install_plugin_crd(&env).await?;
+    install_tenant_plugin_crd(&client).await?;
+    let other = format!("{ns}-other");
+    namespace(&client, &other).await?;
+    let files = [
+        "hostile.wasm",
+        "hostile-claims.wasm",
+        "hostile-unserved.wasm",
+        "blog.wasm",
+    ];
+    for file in files {
+        component(&client, &ns, file.trim_end_matches(".wasm"), file).await?;
+    }
+
+    // Attack and Claim are granted (and installed); Ghost is not granted. The policy widens a
+    // cluster Plugin named `blog`.
+    let mut policy = Policy::default();
+    tenants(
+        &mut policy,
+        &[&ns],
+        &[
+            ("test.weir.dev", "Attack"),
+            ("test.weir.dev", "Claim"),
+            ("weir.dev", "Blog"),
+        ],
+    );
+    let widened = Grant {
+        namespaces: vec![other.clone()],
+        secret_data: true,
+        ..Grant::default()
+    };
+    policy.plugins.insert("blog".into(), widened);
+    let store = tempfile::tempdir()?;
+    let host = host(&env, store.path(), policy, true).await?;
+
+    let source = |file: &'static str| (file.trim_end_matches(".wasm"), file);
+    apply(
+        &client,
+        &ns,
+        "ghost",
+        source("hostile-unserved.wasm"),
+        json!({}),
+    )
+    .await?;
+    apply(
+        &client,
+        &ns,
+        "claims",
+        source("hostile-claims.wasm"),
+        json!({}),
+    )
+    .await?;
+    apply(&client, &ns, "blog", source("blog.wasm"), json!({})).await?;
+    let pull_secret = json!({"pullSecret": {"namespace": "weir", "name": "weir-registry"}});
+    apply(&client, &ns, "borrowed", source("blog.wasm"), pull_secret).await?;
+    apply(&client, &ns, "hostile", source("hostile.wasm"), json!({})).await?;
+
+    let namespaced = |name: &'static str| (ns.as_str(), name);
+    refused(
+        &client,
+        namespaced("ghost"),
+        "NotAdmitted",
+        "not granted to namespace",
+    )
+    .await?;
+    refused(&client, namespaced("claims"), "NotAdmitted", "Namespace").await?;
+    refused(
+        &client,
+        namespaced("blog"),
+        "NotAdmitted",
+        "no widened grant",
+    )
+    .await?;
+    refused(
+        &client,
+        namespaced("borrowed"),
+        "OutsideNamespace",
+        "pullSecret weir",
+    )
+    .await?;
+    status_until(
+        &client,
+        namespaced("hostile"),
+        "the hostile plugin is loaded",
+        |s| condition(s, "Loaded").0 == "True",
+    )
+    .await?;
+
+    // Served as a tenant's, the hostile plugin's child in another namespace is refused and
+    // nothing is written there.
+    let attack = json!({"attack": "elsewhere", "target": other});
+    env.create(&weir_e2e::hostile::attack_kind(), "elsewhere", attack)
+        .await?;
+    let parent = env.api(&weir_e2e::hostile::attack_kind());
+    let message = eventually("the attack's answer is refused", CONVERGE, || async {
+        let p = parent.get("elsewhere").await.ok()?;
+        let c = weir_e2e::condition(&p, "Reconciled")?;
+        (c["status"] == "False").then(|| c["message"].as_str().unwrap_or_default().to_owned())
+    })
+    .await?;
+    assert!(message.contains(&other), "{message}");
+    let there = Api::<ConfigMap>::namespaced(client.clone(), &other)
+        .list(&ListParams::default())
+        .await?;
+    assert!(
+        there.items.iter().all(|c| c.name_any() != "elsewhere"),
+        "the hostile tenant wrote into {other}"
+    );
+    host.shutdown().await;
+    Ok(())
+}
