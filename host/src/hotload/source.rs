@@ -147,7 +147,7 @@ impl<P: Loaded> Source<P> {
     }
 
     /// A started cluster loader as a source.
-    fn following((loader, events, candidates): (ClusterLoader, Events<P>, Events<P>)) -> Self {
+    fn following((loader, events, candidates): super::cluster::Started<P>) -> Self {
         Self {
             catalog: loader.catalog(),
             events,

@@ -98,6 +98,9 @@ impl ClusterConfig {
     }
 }
 
+/// A started cluster source, the events of the versions it serves, and its candidates'.
+pub type Started<P> = (ClusterLoader, Events<P>, Events<P>);
+
 /// A running cluster source; dropping it stops the watch.
 pub struct ClusterLoader {
     task: tokio::task::JoinHandle<()>,
@@ -120,7 +123,7 @@ impl ClusterLoader {
         leading: Fence,
         loader: L,
         metrics: HotloadMetrics,
-    ) -> Result<(Self, Events<L::Plugin>, Events<L::Plugin>)> {
+    ) -> Result<Started<L::Plugin>> {
         let objects = Objects::Cluster(Api::all(client.clone()));
         Self::start_with(client, objects, config, leading, loader, metrics)
     }
@@ -136,7 +139,7 @@ impl ClusterLoader {
         leading: Fence,
         loader: L,
         metrics: HotloadMetrics,
-    ) -> Result<(Self, Events<L::Plugin>, Events<L::Plugin>)> {
+    ) -> Result<Started<L::Plugin>> {
         let objects = Objects::Tenant {
             namespace: namespace.to_owned(),
             api: Api::namespaced(client.clone(), namespace),
@@ -151,7 +154,7 @@ impl ClusterLoader {
         leading: Fence,
         loader: L,
         metrics: HotloadMetrics,
-    ) -> Result<(Self, Events<L::Plugin>, Events<L::Plugin>)> {
+    ) -> Result<Started<L::Plugin>> {
         let blobs = Blobs::open(&config.store).map_err(|source| Error::Store {
             dir: config.store.clone(),
             source,
