@@ -3,7 +3,7 @@
 //! ServiceAccount bound to `weir-tenant-plugin-editor` (`deploy/rbac/tenant-plugins.yaml`) in
 //! its namespace creates a TenantPlugin there and is forbidden elsewhere; two teams serve the
 //! Blog kind with different versions, each in its own namespace, and a Blog elsewhere is left
-//! alone. Then the hostile cases: a kind not granted, a cluster-scoped child, a widened grant
+//! alone, and each team's share is on /metrics. Then the hostile cases: a kind not granted, a cluster-scoped child, a widened grant
 //! and a pull Secret of another namespace are refused in the TenantPlugin's status; the
 //! hostile plugin served as a tenant's writes nothing into another namespace.
 
@@ -186,7 +186,7 @@ fn tenants(policy: &mut Policy, namespaces: &[&str], kinds: &[(&str, &str)]) {
     for ns in namespaces {
         let tenant = Tenant {
             kinds: kinds.iter().map(|(g, k)| GroupKind::new(g, k)).collect(),
-            secret_data: false,
+            ..Tenant::default()
         };
         policy.tenants.insert((*ns).to_owned(), tenant);
     }
@@ -350,6 +350,33 @@ async fn a_team_serves_its_own_plugin_in_its_namespace_only_and_two_teams_serve_
         there.items.iter().all(|c| c.name_any() != "home-page"),
         "a child was written in {elsewhere}"
     );
+
+    // Each tenant's share is on /metrics: its slots, its cache, its requests.
+    let text = host.metrics().encode();
+    let value = |name: &str, ns: &str| -> Option<f64> {
+        let prefix = format!("{name}{{tenant=\"{ns}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|v| v.trim().parse().ok())
+    };
+    for ns in [a, b] {
+        assert_eq!(
+            value("weir_tenant_reconcile_slots", ns),
+            Some(4.0),
+            "{text}"
+        );
+        let cached = value("weir_tenant_cached_objects", ns).unwrap_or_default();
+        assert!(
+            cached >= 4.0,
+            "{ns}: {cached} cached (a Blog, its ConfigMap, Deployment, Service)"
+        );
+        let requests = value("weir_tenant_api_requests_total", ns).unwrap_or_default();
+        assert!(
+            requests >= 4.0,
+            "{ns}: {requests} requests (watches, applies, status)"
+        );
+    }
+    assert_eq!(value("weir_tenant_reconcile_slots", elsewhere), None);
     host.shutdown().await;
     Ok(())
 }

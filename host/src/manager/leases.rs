@@ -84,7 +84,15 @@ impl Leases {
             let host = controller.gate.clone();
             controller.gate = Arc::new(Ceded::new(&config.policy.tenants, host));
         }
-        self.controllers_with(client, informers, config, controller, metrics, store)
+        let calls = config.max_concurrent_calls;
+        self.controllers_with(
+            client,
+            informers,
+            config,
+            (controller, calls),
+            metrics,
+            store,
+        )
     }
 
     /// The informer registry of tenant namespace `namespace`: every watch in that namespace
@@ -102,13 +110,14 @@ impl Leases {
 
     /// The controllers of tenant namespace `namespace`, none running yet: as the host's, but
     /// reconciling that namespace only (`crate::tenant::Confined` around the host's gate), their
-    /// answers judged with no grant but the namespace's Secret data, and with reconcile and
-    /// call slots of their own, so a tenant cannot take the host's.
+    /// answers judged with no grant but the namespace's Secret data, and with reconcile `slots`
+    /// of their own (as many plugin-call slots, within the host's number), so a tenant's storm
+    /// waits for its own slots, not the host's.
     pub(super) fn tenant_controllers(
         &self,
         (client, informers): (&Client, &Arc<Informers>),
         (namespace, tenant): (&str, &Tenant),
-        config: &ManagerConfig,
+        (config, slots): (&ManagerConfig, &Arc<Semaphore>),
         metrics: &Arc<Metrics>,
         store: &PhaseStore,
     ) -> Controllers {
@@ -117,9 +126,18 @@ impl Leases {
             namespace: Some(namespace.to_owned()),
             validation: tenant.validation(&config.policy),
             gate: Arc::new(Confined::new(namespace, host.gate.clone())),
+            reconcile_slots: slots.clone(),
             ..host
         };
-        self.controllers_with(client, informers, config, controller, metrics, store)
+        let calls = tenant.reconciles().min(config.max_concurrent_calls);
+        self.controllers_with(
+            client,
+            informers,
+            config,
+            (controller, calls),
+            metrics,
+            store,
+        )
     }
 
     /// The host's controller tuning: its policy, its bound on reconciles in flight and the gate
@@ -145,7 +163,7 @@ impl Leases {
         client: &Client,
         informers: &Arc<Informers>,
         config: &ManagerConfig,
-        controller: ControllerConfig,
+        (controller, calls): (ControllerConfig, usize),
         metrics: &Arc<Metrics>,
         store: &PhaseStore,
     ) -> Controllers {
@@ -157,7 +175,7 @@ impl Leases {
         Controllers::new(
             client.clone(),
             informers.clone(),
-            config.max_concurrent_calls,
+            calls,
             metrics.clone(),
             controller,
             writer,

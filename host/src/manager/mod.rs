@@ -125,7 +125,7 @@ impl Manager {
             &mut runnables,
             (&client, &leases, &store_of_phases),
             &config,
-            &meters.host,
+            (&meters.host, &meters.tenants),
         );
         leases.placement(&mut runnables, &client, &writes, &config, &view);
         candidates.start(&mut runnables, proposals);
@@ -259,6 +259,8 @@ struct Meters {
     host: Arc<Metrics>,
     hotload: HotloadMetrics,
     shard: ShardMetrics,
+    /// What each tenant namespace uses (filled as the tenants start).
+    tenants: crate::tenant::TenantUsage,
 }
 
 impl Meters {
@@ -275,10 +277,15 @@ impl Meters {
         {
             metrics.collect(Box::new(crate::plugin::MemoryGauges::new(engine)));
         }
+        let tenants = crate::tenant::TenantUsage::default();
+        if !config.policy.tenants.is_empty() {
+            metrics.collect(Box::new(tenants.clone()));
+        }
         Self {
             host: Arc::new(metrics),
             hotload,
             shard,
+            tenants,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The tenant namespaces' own plugins: for each namespace of the policy's `tenants:`, its
 //! TenantPlugins' source (started by `sources::tenants`) drives controllers of its own, with an
-//! informer registry watching that namespace only and the tenant gate (`crate::tenant`).
+//! informer registry watching that namespace only and the tenant gate (`crate::tenant`), its
+//! own reconcile slots and one flow of the host's request rate, each metered ([`TenantUsage`]).
 //!
 //! Each namespace's controllers are keyed by kind as the host's are, so two tenants may serve
 //! the same kind, each in its own namespace, with different plugins.
@@ -8,6 +9,8 @@
 use std::sync::Arc;
 
 use kube::Client;
+use prometheus_client::metrics::counter::Counter;
+use tokio::sync::Semaphore;
 
 use super::leases::Leases;
 use super::runnables::{Runnables, Stage};
@@ -16,6 +19,7 @@ use crate::hotload::{self, Source};
 use crate::metrics::Metrics;
 use crate::plugin::Plugin;
 use crate::rollout::PhaseStore;
+use crate::tenant::TenantUsage;
 
 /// Adds, for each started tenant source, the runnable that follows it with that namespace's
 /// controllers; returns what keeps the sources running. A TenantPlugin's `spec.candidate` is
@@ -25,18 +29,27 @@ pub(super) fn serve(
     runnables: &mut Runnables,
     (client, leases, store): (&Client, &Leases, &PhaseStore),
     config: &ManagerConfig,
-    metrics: &Arc<Metrics>,
+    (metrics, usage): (&Arc<Metrics>, &TenantUsage),
 ) -> Vec<hotload::Running> {
     let mut running = Vec::new();
     for (namespace, source) in tenants {
         let Some(tenant) = config.policy.tenants.get(&namespace) else {
             continue;
         };
-        let informers = leases.tenant_informers(client, &namespace, metrics);
+        let requests = Counter::default();
+        let client = TenantUsage::client(client, &namespace, &requests);
+        let slots = Arc::new(Semaphore::new(tenant.reconciles()));
+        let informers = leases.tenant_informers(&client, &namespace, metrics);
+        usage.track(
+            &namespace,
+            (&slots, tenant.reconciles()),
+            &informers,
+            &requests,
+        );
         let controllers = leases.tenant_controllers(
-            (client, &informers),
+            (&client, &informers),
             (&namespace, tenant),
-            config,
+            (config, &slots),
             metrics,
             store,
         );

@@ -53,7 +53,9 @@ use serde::{Deserialize, Serialize};
 pub use self::admit::{Admitted, admit, check_crd};
 pub use self::kinds::{Discovered, Resolve, Resolved, Scope, WellKnown};
 pub use self::refusal::PolicyRefusal;
-pub use self::tenant::{Tenant, TenantAdmitted, TenantRefusal, admit_tenant};
+pub use self::tenant::{
+    DEFAULT_TENANT_RECONCILES, Tenant, TenantAdmitted, TenantRefusal, admit_tenant,
+};
 pub use crate::answer::{DEFAULT_SECRET_TYPES, Grant};
 use crate::plugin::ResourceKind;
 

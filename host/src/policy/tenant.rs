@@ -34,6 +34,7 @@ use crate::plugin::PluginInfo;
 ///   team-a:
 ///     kinds: [{group: example.com, kind: Blog}]
 ///     secretData: false
+///     maxConcurrentReconciles: 4
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -43,9 +44,23 @@ pub struct Tenant {
     pub kinds: Vec<GroupKind>,
     /// Related Secrets of the namespace reach its plugins with their data (by default without).
     pub secret_data: bool,
+    /// Reconciles of the namespace's plugins in flight at once (and plugin calls), its own
+    /// slots beside the host's: a tenant's storm waits for its own. **Default:
+    /// [`DEFAULT_TENANT_RECONCILES`].**
+    pub max_concurrent_reconciles: Option<usize>,
 }
 
+/// A tenant namespace's reconciles in flight at once, unless its entry says otherwise.
+pub const DEFAULT_TENANT_RECONCILES: usize = 4;
+
 impl Tenant {
+    /// The namespace's reconciles in flight at once (at least one).
+    pub fn reconciles(&self) -> usize {
+        self.max_concurrent_reconciles
+            .unwrap_or(DEFAULT_TENANT_RECONCILES)
+            .max(1)
+    }
+
     /// What the judge of a tenant plugin's answers allows: the policy's Secret types, no grant
     /// from the `plugins:` map whatever the plugin is called, and only this entry's Secret data.
     pub fn validation(&self, policy: &Policy) -> ValidationPolicy {

@@ -44,6 +44,7 @@ fn policy() -> Policy {
         Tenant {
             kinds: vec![GroupKind::new("example.com", "Blog")],
             secret_data: false,
+            ..Tenant::default()
         },
     );
     policy

@@ -202,6 +202,7 @@ mod tests {
         let tenant = crate::policy::Tenant {
             kinds: vec![crate::policy::GroupKind::new("example.com", "Blog")],
             secret_data: false,
+            ..crate::policy::Tenant::default()
         };
         let tenants = [("team-a".to_owned(), tenant)];
         let gate = Ceded::new(tenants.iter().map(|(n, t)| (n, t)), Arc::new(Whole));

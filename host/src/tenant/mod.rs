@@ -16,7 +16,14 @@
 //! its own namespace, with different plugins. The host's own controllers leave a kind granted to
 //! a tenant namespace to that tenant there ([`Ceded`]): a cluster `Plugin` of the same kind
 //! reconciles it everywhere else.
+//!
+//! Each tenant has fair shares of the host: reconcile and call slots of its own (its entry's
+//! `maxConcurrentReconciles`), one flow of the host's API request rate whatever the number of
+//! its plugins (`crate::client::for_tenant`), and its informers' cache apart; [`TenantUsage`]
+//! puts each on `/metrics`.
 
 mod gate;
+mod usage;
 
 pub use gate::{Ceded, Confined};
+pub use usage::TenantUsage;
