@@ -3,13 +3,14 @@
 //! ServiceAccount bound to `weir-tenant-plugin-editor` (`deploy/rbac/tenant-plugins.yaml`) in
 //! its namespace creates a TenantPlugin there and is forbidden elsewhere; two teams serve the
 //! Blog kind with different versions, each in its own namespace, and a Blog elsewhere is left
-//! alone, and each team's share is on /metrics. Then the hostile cases: a kind not granted, a cluster-scoped child, a widened grant
+//! alone, and each team's share is on /metrics; while team B's plugin floods (requeues at once,
+//! churns its children), team A's next Blog converges within the hostile suite's budget. Then the hostile cases: a kind not granted, a cluster-scoped child, a widened grant
 //! and a pull Secret of another namespace are refused in the TenantPlugin's status; the
 //! hostile plugin served as a tenant's writes nothing into another namespace.
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::ByteString;
@@ -31,6 +32,10 @@ use crate::plugin_resource::through_the_host::{condition, install_plugin_crd};
 /// How long a component may take to compile and be admitted: on a fresh machine the
 /// precompiled cache is empty, and the other tests compile beside it.
 const LOAD_BUDGET: Duration = Duration::from_secs(120);
+
+/// How long another tenant's Blog may take to converge while a tenant floods (the hostile
+/// suite's budget for the Blog beside the attacks).
+const FLOOD_BUDGET: Duration = Duration::from_secs(10);
 
 /// A namespace.
 async fn namespace(client: &Client, name: &str) -> Result<()> {
@@ -306,6 +311,9 @@ async fn a_team_serves_its_own_plugin_in_its_namespace_only_and_two_teams_serve_
 
     let mut policy = Policy::default();
     tenants(&mut policy, &[a, b], &[("weir.dev", "Blog")]);
+    if let Some(team_b) = policy.tenants.get_mut(b) {
+        team_b.kinds.push(GroupKind::new("test.weir.dev", "Attack"));
+    }
     let store = tempfile::tempdir()?;
     let host = host(&env, store.path(), policy, false).await?;
     for ns in [a, b] {
@@ -377,6 +385,66 @@ async fn a_team_serves_its_own_plugin_in_its_namespace_only_and_two_teams_serve_
         );
     }
     assert_eq!(value("weir_tenant_reconcile_slots", elsewhere), None);
+
+    // Team B floods: the hostile plugin as its own, requeueing at once and churning children.
+    // Team A's next Blog converges within the budget the hostile suite gives the Blog.
+    env.install_crd(&plugin("hostile")?).await?;
+    component(&admin, b, "hostile-component", "hostile.wasm").await?;
+    apply(
+        &admin,
+        b,
+        "hostile",
+        ("hostile-component", "hostile.wasm"),
+        json!({}),
+    )
+    .await?;
+    status_until(
+        &admin,
+        (b, "hostile"),
+        "team B's hostile plugin is loaded",
+        |s| condition(s, "Loaded").0 == "True",
+    )
+    .await?;
+    let attack_kind = weir_e2e::hostile::attack_kind();
+    let attacks =
+        Api::<DynamicObject>::namespaced_with(admin.clone(), b, &attack_kind.api_resource());
+    for attack in ["requeue-now", "requeue-zero", "churn", "log-flood"] {
+        let parent: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": attack_kind.api_version(), "kind": attack_kind.kind,
+            "metadata": {"name": attack}, "spec": {"attack": attack, "target": ""},
+        }))?;
+        attacks.create(&PostParams::default(), &parent).await?;
+    }
+    let calls = || {
+        ["success", "error", "refused", "gone"]
+            .iter()
+            .map(|r| host.metrics().reconciles_of("hostile", r))
+            .sum::<u64>()
+    };
+    eventually("team B's flood is under way", LOAD_BUDGET, || async {
+        (calls() >= 20).then_some(())
+    })
+    .await?;
+    let started = Instant::now();
+    create_blog(&admin, a, "during").await?;
+    wait_ready(&blogs_in(&admin, a), "during").await?;
+    let took = started.elapsed();
+    println!(
+        "team A's Blog converged in {took:.2?} while team B flooded ({} hostile calls)",
+        calls()
+    );
+    assert!(
+        took < FLOOD_BUDGET,
+        "team A's Blog took {took:?} during team B's flood"
+    );
+    let text = host.metrics().encode();
+    let in_flight = |ns: &str| {
+        let prefix = format!("weir_tenant_reconciles_in_flight{{tenant=\"{ns}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix.as_str()))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+    };
+    assert!(in_flight(b).is_some_and(|n| n <= 4.0), "{text}");
     host.shutdown().await;
     Ok(())
 }
