@@ -100,7 +100,6 @@ impl Manager {
         let informers = leases.informers(&client, &config, &meters.host);
         let phases = rollout_namespace(&config);
         let store = PhaseStore::new(writes.clone(), &phases, &config.controller.instance);
-        let store_of_phases = store.clone();
         let controllers = leases.controllers(&client, &informers, &config, &meters.host, &store);
         let view = controllers.view();
         let rollout = config.rollout.clone();
@@ -123,7 +122,7 @@ impl Manager {
         let tenants = tenants::serve(
             tenants,
             &mut runnables,
-            (&client, &leases, &store_of_phases),
+            (&client, &writes, &leases),
             &config,
             (&meters.host, &meters.tenants),
         );

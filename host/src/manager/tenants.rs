@@ -27,7 +27,7 @@ use crate::tenant::TenantUsage;
 pub(super) fn serve(
     tenants: Vec<(String, Source<Plugin>)>,
     runnables: &mut Runnables,
-    (client, leases, store): (&Client, &Leases, &PhaseStore),
+    (client, writes, leases): (&Client, &Client, &Leases),
     config: &ManagerConfig,
     (metrics, usage): (&Arc<Metrics>, &TenantUsage),
 ) -> Vec<hotload::Running> {
@@ -46,12 +46,15 @@ pub(super) fn serve(
             &informers,
             &requests,
         );
+        // Rollout phases by plugin name, kept in the tenant's own namespace: a tenant's plugin
+        // named like another's never reads or writes that one's phase.
+        let phases = PhaseStore::new(writes.clone(), &namespace, &config.controller.instance);
         let controllers = leases.tenant_controllers(
             (&client, &informers),
             (&namespace, tenant),
             (config, &slots),
             metrics,
-            store,
+            &phases,
         );
         let feed = Feed::new(source.events, &config.controller.activity, None);
         tracing::info!(%namespace, kinds = ?tenant.kinds, "serving the namespace's TenantPlugins");
