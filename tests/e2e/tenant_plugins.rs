@@ -3,7 +3,7 @@
 //! ServiceAccount bound to `weir-tenant-plugin-editor` (`deploy/rbac/tenant-plugins.yaml`) in
 //! its namespace creates a TenantPlugin there and is forbidden elsewhere; two teams serve the
 //! Blog kind with different versions, each in its own namespace, and a Blog elsewhere is left
-//! alone, and each team's share is on /metrics; while team B's plugin floods (requeues at once,
+//! alone (its TenantPlugin refused as no tenant's), and each team's share is on /metrics; while team B's plugin floods (requeues at once,
 //! churns its children), team A's next Blog converges within the hostile suite's budget. Then the hostile cases: a kind not granted, a cluster-scoped child, a widened grant
 //! and a pull Secret of another namespace are refused in the TenantPlugin's status; the
 //! hostile plugin served as a tenant's writes nothing into another namespace.
@@ -308,6 +308,9 @@ async fn a_team_serves_its_own_plugin_in_its_namespace_only_and_two_teams_serve_
         json!({}),
     )
     .await?;
+    component(&admin, elsewhere, "blog-component", "blog.wasm").await?;
+    let from = ("blog-component", "blog.wasm");
+    apply(&admin, elsewhere, "blog", from, json!({})).await?;
 
     let mut policy = Policy::default();
     tenants(&mut policy, &[a, b], &[("weir.dev", "Blog")]);
@@ -325,6 +328,8 @@ async fn a_team_serves_its_own_plugin_in_its_namespace_only_and_two_teams_serve_
         )
         .await?;
     }
+    // A namespace the policy gives no tenant: its TenantPlugin is only refused, and says why.
+    refused(&admin, (elsewhere, "blog"), "NotATenant", "not a tenant's").await?;
 
     // Each namespace's Blog is reconciled by its own team's version; a Blog of a namespace that
     // is no tenant's is left alone (no cluster Plugin serves the kind).

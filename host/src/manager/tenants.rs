@@ -6,6 +6,7 @@
 //! Each namespace's controllers are keyed by kind as the host's are, so two tenants may serve
 //! the same kind, each in its own namespace, with different plugins.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use kube::Client;
@@ -19,7 +20,7 @@ use crate::hotload::{self, Source};
 use crate::metrics::Metrics;
 use crate::plugin::Plugin;
 use crate::rollout::PhaseStore;
-use crate::tenant::TenantUsage;
+use crate::tenant::{TenantUsage, refuse_strays};
 
 /// Adds, for each started tenant source, the runnable that follows it with that namespace's
 /// controllers; returns what keeps the sources running. A TenantPlugin's `spec.candidate` is
@@ -32,6 +33,15 @@ pub(super) fn serve(
     (metrics, usage): (&Arc<Metrics>, &TenantUsage),
 ) -> Vec<hotload::Running> {
     let mut running = Vec::new();
+    let served: BTreeSet<String> = tenants.iter().map(|(ns, _)| ns.clone()).collect();
+    // A host watching every namespace refuses the TenantPlugins of the others in their status.
+    if !served.is_empty() && config.controller.namespace.is_none() {
+        let clients = (client.clone(), writes.clone());
+        let leading = leases.gate.clone();
+        runnables.always(Stage::Beside, "TenantPlugins of no tenant", |stop| {
+            refuse_strays(clients, served, leading, stop)
+        });
+    }
     for (namespace, source) in tenants {
         let Some(tenant) = config.policy.tenants.get(&namespace) else {
             continue;

@@ -6,7 +6,8 @@
 //!    is granted to it and installed, nothing it declares is cluster-scoped, no widened grant;
 //! 2. the source (`crate::hotload::ClusterLoader::start_tenant`): one per tenant namespace,
 //!    watching TenantPlugins there only, fetching nothing from another namespace (a pull Secret
-//!    or a ConfigMap named elsewhere is refused);
+//!    or a ConfigMap named elsewhere is refused); a TenantPlugin of any other namespace is only
+//!    refused in its status ([`refuse_strays`]);
 //! 3. its controllers (`crate::manager`): their own informer registry, every watch in the
 //!    namespace only, and the [`Confined`] gate, which admits no parent elsewhere; their answers
 //!    are judged with no grant but the namespace's Secret data (`crate::policy::Tenant::validation`),
@@ -23,7 +24,9 @@
 //! puts each on `/metrics`.
 
 mod gate;
+mod strays;
 mod usage;
 
 pub use gate::{Ceded, Confined};
+pub use strays::{NOT_A_TENANT, refuse_strays};
 pub use usage::TenantUsage;
