@@ -6,7 +6,8 @@
 //! alone (its TenantPlugin refused as no tenant's), and each team's share is on /metrics; while team B's plugin floods (requeues at once,
 //! churns its children), team A's next Blog converges within the hostile suite's budget. Then the hostile cases: a kind not granted, a cluster-scoped child, a widened grant
 //! and a pull Secret of another namespace are refused in the TenantPlugin's status; the
-//! hostile plugin served as a tenant's writes nothing into another namespace.
+//! hostile plugin served as a tenant's writes nothing into another namespace, and a tenant's
+//! plugin reading another namespace's ConfigMap is refused.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -462,6 +463,7 @@ async fn a_tenant_plugin_reaching_beyond_its_namespace_is_refused_or_contained()
     env.install_crd(&plugin("hostile")?).await?;
     env.install_crd(&plugin("hostile-claims")?).await?;
     env.install_crd(&plugin("blog")?).await?;
+    env.install_crd(&plugin("related")?).await?;
     install_plugin_crd(&env).await?;
     install_tenant_plugin_crd(&client).await?;
     let other = format!("{ns}-other");
@@ -471,6 +473,7 @@ async fn a_tenant_plugin_reaching_beyond_its_namespace_is_refused_or_contained()
         "hostile-claims.wasm",
         "hostile-unserved.wasm",
         "blog.wasm",
+        "related.wasm",
     ];
     for file in files {
         component(&client, &ns, file.trim_end_matches(".wasm"), file).await?;
@@ -485,6 +488,7 @@ async fn a_tenant_plugin_reaching_beyond_its_namespace_is_refused_or_contained()
         &[
             ("test.weir.dev", "Attack"),
             ("test.weir.dev", "Claim"),
+            ("test.weir.dev", "Mirror"),
             ("weir.dev", "Blog"),
         ],
     );
@@ -518,6 +522,7 @@ async fn a_tenant_plugin_reaching_beyond_its_namespace_is_refused_or_contained()
     let pull_secret = json!({"pullSecret": {"namespace": "weir", "name": "weir-registry"}});
     apply(&client, &ns, "borrowed", source("blog.wasm"), pull_secret).await?;
     apply(&client, &ns, "hostile", source("hostile.wasm"), json!({})).await?;
+    apply(&client, &ns, "related", source("related.wasm"), json!({})).await?;
 
     let namespaced = |name: &'static str| (ns.as_str(), name);
     refused(
@@ -569,6 +574,46 @@ async fn a_tenant_plugin_reaching_beyond_its_namespace_is_refused_or_contained()
     assert!(
         there.items.iter().all(|c| c.name_any() != "elsewhere"),
         "the hostile tenant wrote into {other}"
+    );
+
+    // Nor does a tenant's plugin read another namespace's objects: a Mirror naming a
+    // ConfigMap of the other namespace is refused, and nothing is copied.
+    status_until(
+        &client,
+        namespaced("related"),
+        "the related plugin is loaded",
+        |s| condition(s, "Loaded").0 == "True",
+    )
+    .await?;
+    let secret: ConfigMap = serde_json::from_value(
+        json!({"metadata": {"name": "theirs"}, "data": {"css": "their secret"}}),
+    )?;
+    Api::<ConfigMap>::namespaced(client.clone(), &other)
+        .create(&PostParams::default(), &secret)
+        .await?;
+    let spec = json!({"source": "theirs", "key": "css", "sourceNamespace": other});
+    env.create(&kinds::mirror(), "peek", spec).await?;
+    let mirrors = env.api(&kinds::mirror());
+    let message = eventually(
+        "the read of the other namespace is refused",
+        CONVERGE,
+        || async {
+            let m = mirrors.get("peek").await.ok()?;
+            let c = weir_e2e::condition(&m, "Reconciled")?;
+            (c["reason"] == "Refused").then(|| c["message"].as_str().unwrap_or_default().to_owned())
+        },
+    )
+    .await?;
+    assert!(
+        message.contains(&format!("namespace {other:?}")),
+        "{message}"
+    );
+    let copied = Api::<ConfigMap>::namespaced(client.clone(), &ns)
+        .get_opt("peek-copy")
+        .await?;
+    assert!(
+        copied.is_none(),
+        "a copy of another namespace's ConfigMap: {copied:?}"
     );
     host.shutdown().await;
     Ok(())
