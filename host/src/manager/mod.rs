@@ -67,8 +67,8 @@ pub struct Manager {
     candidates: Candidates,
     /// Keeps the plugin source running (dropping it stops it).
     _source: hotload::Running,
-    /// Keeps the tenant namespaces' sources running.
-    _tenants: Vec<hotload::Running>,
+    /// The tenant namespaces served (dropping them stops their sources).
+    tenants: tenants::Tenants,
 }
 
 impl Manager {
@@ -105,7 +105,15 @@ impl Manager {
         let rollout = config.rollout.clone();
         let candidates = Candidates::new(&catalog, &view, rollout, store, leases.gate.clone());
         let mut runnables = Runnables::default();
-        let listing = Listing::new(&catalog, &view, &candidates, &meters.host, &leases, &config);
+        let tenants = tenants::serve(
+            tenants,
+            &mut runnables,
+            (&client, &writes, &leases),
+            &config,
+            (&meters.host, &meters.tenants),
+        );
+        let listing = Listing::new(&catalog, &view, &candidates, &meters.host, &leases, &config)
+            .with_tenants(tenants.served());
         let addr = match config.listen {
             Some(at) => Some(ops::serve(at, listing, &mut runnables).await?),
             None => None,
@@ -119,13 +127,6 @@ impl Manager {
         runnables.always(Stage::Controllers, "controllers", |stop| {
             drive(controllers, feed, stop)
         });
-        let tenants = tenants::serve(
-            tenants,
-            &mut runnables,
-            (&client, &writes, &leases),
-            &config,
-            (&meters.host, &meters.tenants),
-        );
         leases.placement(&mut runnables, &client, &writes, &config, &view);
         candidates.start(&mut runnables, proposals);
         let running = runnables.start();
@@ -145,7 +146,7 @@ impl Manager {
             addr,
             candidates,
             _source: source,
-            _tenants: tenants,
+            tenants,
         })
     }
 
@@ -214,7 +215,7 @@ impl Manager {
 
     /// Whether the source was read once and every served kind's caches hold their first list.
     pub fn is_ready(&self) -> bool {
-        ops::ready(&self.catalog, &self.view)
+        ops::ready(&self.catalog, &self.view) && tenants::ready(&self.tenants.served())
     }
 
     /// Graceful stop (SIGTERM): no new reconciles, in-flight ones finish, the lease is released.

@@ -44,6 +44,8 @@ pub(super) struct Listing {
     shard: Sharding,
     /// The admission policy: what its entry for a plugin widens is listed with the plugin.
     policy: Arc<Policy>,
+    /// The tenant namespaces' catalogs and controllers: ready only once theirs are too.
+    tenants: super::tenants::Served,
 }
 
 impl Listing {
@@ -63,7 +65,13 @@ impl Listing {
             metrics: metrics.clone(),
             shard: leases.listed(),
             policy: config.policy.clone(),
+            tenants: Vec::new(),
         }
+    }
+
+    /// Readiness waits for these tenant namespaces too.
+    pub(super) fn with_tenants(self, tenants: super::tenants::Served) -> Self {
+        Self { tenants, ..self }
     }
 }
 
@@ -76,7 +84,8 @@ pub(super) async fn serve(
 ) -> Result<SocketAddr, ServerError> {
     let readiness: server::Readiness = {
         let (catalog, view) = (listing.catalog.clone(), listing.view.clone());
-        Arc::new(move || ready(&catalog, &view))
+        let tenants = listing.tenants.clone();
+        Arc::new(move || ready(&catalog, &view) && super::tenants::ready(&tenants))
     };
     let metrics = listing.metrics.clone();
     let extra = Router::new()

@@ -13,26 +13,53 @@ use kube::Client;
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::Semaphore;
 
+use super::controllers::ControllersView;
 use super::leases::Leases;
+use super::ops;
 use super::runnables::{Runnables, Stage};
 use super::{Feed, ManagerConfig, drive};
-use crate::hotload::{self, Source};
+use crate::hotload::{self, Catalog, Source};
 use crate::metrics::Metrics;
 use crate::plugin::Plugin;
 use crate::rollout::PhaseStore;
 use crate::tenant::{TenantUsage, refuse_strays};
 
+/// The tenant namespaces served: what keeps their sources running, and their catalogs and
+/// controllers, which the host's readiness reads too.
+#[derive(Default)]
+pub(super) struct Tenants {
+    running: Vec<hotload::Running>,
+    served: Served,
+}
+
+/// Each tenant namespace's catalog and controllers.
+pub(super) type Served = Vec<(Catalog, ControllersView)>;
+
+impl Tenants {
+    /// Each tenant namespace's catalog and controllers, for readiness.
+    pub(super) fn served(&self) -> Served {
+        self.served.clone()
+    }
+}
+
+/// Whether every tenant namespace is ready as the host's own plugins are (`ops::ready`).
+pub(super) fn ready(served: &Served) -> bool {
+    served
+        .iter()
+        .all(|(catalog, view)| ops::ready(catalog, view))
+}
+
 /// Adds, for each started tenant source, the runnable that follows it with that namespace's
-/// controllers; returns what keeps the sources running. A TenantPlugin's `spec.candidate` is
-/// not rolled out yet: its candidate events are dropped.
+/// controllers. A TenantPlugin's `spec.candidate` is not rolled out yet: its candidate events
+/// are dropped.
 pub(super) fn serve(
     tenants: Vec<(String, Source<Plugin>)>,
     runnables: &mut Runnables,
     (client, writes, leases): (&Client, &Client, &Leases),
     config: &ManagerConfig,
     (metrics, usage): (&Arc<Metrics>, &TenantUsage),
-) -> Vec<hotload::Running> {
-    let mut running = Vec::new();
+) -> Tenants {
+    let mut started = Tenants::default();
     let served: BTreeSet<String> = tenants.iter().map(|(ns, _)| ns.clone()).collect();
     // A host watching every namespace refuses the TenantPlugins of the others in their status.
     if !served.is_empty() && config.controller.namespace.is_none() {
@@ -66,12 +93,13 @@ pub(super) fn serve(
             metrics,
             &phases,
         );
+        started.served.push((source.catalog, controllers.view()));
         let feed = Feed::new(source.events, &config.controller.activity, None);
         tracing::info!(%namespace, kinds = ?tenant.kinds, "serving the namespace's TenantPlugins");
         runnables.always(Stage::Controllers, "a tenant's controllers", |stop| {
             drive(controllers, feed, stop)
         });
-        running.push(source.running);
+        started.running.push(source.running);
     }
-    running
+    started
 }
