@@ -32,8 +32,8 @@ pub(super) struct Tenants {
     served: Served,
 }
 
-/// Each tenant namespace's catalog and controllers.
-pub(super) type Served = Vec<(Catalog, ControllersView)>;
+/// Each tenant namespace, its catalog and its controllers.
+pub(super) type Served = Vec<(String, Catalog, ControllersView)>;
 
 impl Tenants {
     /// Each tenant namespace's catalog and controllers, for readiness.
@@ -46,7 +46,7 @@ impl Tenants {
 pub(super) fn ready(served: &Served) -> bool {
     served
         .iter()
-        .all(|(catalog, view)| ops::ready(catalog, view))
+        .all(|(_, catalog, view)| ops::ready(catalog, view))
 }
 
 /// Adds, for each started tenant source, the runnable that follows it with that namespace's
@@ -93,7 +93,10 @@ pub(super) fn serve(
             metrics,
             &phases,
         );
-        started.served.push((source.catalog, controllers.view()));
+        let view = controllers.view();
+        started
+            .served
+            .push((namespace.clone(), source.catalog, view));
         let feed = Feed::new(source.events, &config.controller.activity, None);
         tracing::info!(%namespace, kinds = ?tenant.kinds, "serving the namespace's TenantPlugins");
         runnables.always(Stage::Controllers, "a tenant's controllers", |stop| {

@@ -171,6 +171,24 @@ async fn a_team_serves_its_own_plugin_in_its_namespace_only_and_two_teams_serve_
         "a child was written in {elsewhere}"
     );
 
+    // `/plugins` lists each tenant's plugin by its TenantPlugin, the host ready with them.
+    let addr = host.addr().map(|a| a.to_string()).unwrap_or_default();
+    let listed = weir::listing::fetch(&addr).await?;
+    let files: Vec<String> = listed
+        .iter()
+        .map(|l| l.file.display().to_string())
+        .collect();
+    assert_eq!(
+        files,
+        ["TenantPlugin/team-a/blog", "TenantPlugin/team-b/blog"],
+        "{listed:?}"
+    );
+    assert!(
+        listed.iter().all(|l| l.synced && l.widened.is_empty()),
+        "{listed:?}"
+    );
+    assert!(host.is_ready());
+
     // Each tenant's share is on /metrics: its slots, its cache, its requests.
     let text = host.metrics().encode();
     let value = |name: &str, ns: &str| -> Option<f64> {
