@@ -37,6 +37,11 @@
 //! Every replica loads every Plugin, so a standby that takes over has its components compiled
 //! already; only the leader writes Plugin status (`crate::cluster::status`).
 //!
+//! The same loader follows one namespace's `TenantPlugin`s ([`ClusterLoader::start_tenant`],
+//! `objects`): the same steps and status, events named `TenantPlugin/NAMESPACE/NAME`, and
+//! nothing read from another namespace (a pull Secret or ConfigMap there is refused,
+//! `OutsideNamespace`); what it admits is the tenant's admission (`crate::policy::admit_tenant`).
+//!
 //! A Plugin's `spec.candidate` is fetched and loaded the same way and sent on a second channel,
 //! named `Plugin/NAME/candidate`: the manager rolls it out beside what `Plugin/NAME` serves
 //! (`crate::rollout`). Removing it sends [`PluginEvent::Removed`] (withdrawn); one that cannot
