@@ -134,6 +134,7 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
         .collect();
     for (namespace, catalog, view) in &listing.tenants {
         let states = view.states();
+        let mut rollouts = view.rollout_statuses();
         let widened = listing
             .policy
             .tenants
@@ -144,7 +145,11 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
             .unwrap_or_default();
         for row in catalog.rows() {
             let state = states.get(&row.kind).cloned().unwrap_or_default();
-            listed.push(listed_row(&listing, row, state, widened.clone()));
+            let rollout = rollouts.remove(&row.kind);
+            let row = serving(row, rollout.as_ref());
+            let mut tenant = listed_row(&listing, row, state, widened.clone());
+            tenant.rollout = rollout;
+            listed.push(tenant);
         }
     }
     axum::Json(listed)

@@ -13,6 +13,7 @@ use kube::Client;
 use prometheus_client::metrics::counter::Counter;
 use tokio::sync::Semaphore;
 
+use super::candidates::Candidates;
 use super::controllers::ControllersView;
 use super::leases::Leases;
 use super::ops;
@@ -49,9 +50,8 @@ pub(super) fn ready(served: &Served) -> bool {
         .all(|(_, catalog, view)| ops::ready(catalog, view))
 }
 
-/// Adds, for each started tenant source, the runnable that follows it with that namespace's
-/// controllers. A TenantPlugin's `spec.candidate` is not rolled out yet: its candidate events
-/// are dropped.
+/// Adds, for each started tenant source, the runnables that follow it with that namespace's
+/// controllers and candidates.
 pub(super) fn serve(
     tenants: Vec<(String, Source<Plugin>)>,
     runnables: &mut Runnables,
@@ -94,6 +94,12 @@ pub(super) fn serve(
             &phases,
         );
         let view = controllers.view();
+        // Its TenantPlugins' `spec.candidate`s, rolled out as the host's Plugins' are, their
+        // phases and `weir rollout -n NAMESPACE` requests in its namespace.
+        let gate = leases.gate.clone();
+        let rollout = config.rollout.clone();
+        let candidates = Candidates::new(&source.catalog, &view, rollout, phases, gate);
+        candidates.start(runnables, source.candidates);
         started
             .served
             .push((namespace.clone(), source.catalog, view));

@@ -1,6 +1,7 @@
 //! A team's ServiceAccount creates a TenantPlugin in its namespace only; two teams serve the Blog
 //! kind, each its own version; a namespace of no tenant is left alone; the shares on /metrics;
-//! a flood in one namespace leaves the other's Blog converging.
+//! a team's candidate rolled out in its namespace only; a flood in one namespace leaves the
+//! other's Blog converging.
 
 use super::*;
 
@@ -188,6 +189,28 @@ async fn a_team_serves_its_own_plugin_in_its_namespace_only_and_two_teams_serve_
         "{listed:?}"
     );
     assert!(host.is_ready());
+
+    // Team A rolls a candidate out (Blog v2, from a ConfigMap of team-a): it is shadowed beside
+    // v1 in team-a's controllers, and team B's plugin has no rollout.
+    component(&admin, a, "blog-v2-component", "blog-v2.wasm").await?;
+    let candidate = json!({"candidate": {"configMap": {
+        "namespace": a, "name": "blog-v2-component", "key": "blog-v2.wasm",
+    }}});
+    let from = ("blog-component", "blog.wasm");
+    apply(&deployer, a, "blog", from, candidate).await?;
+    let v2 = plugin("blog-v2")?.sha256().to_owned();
+    let rollout = eventually("team A's candidate is rolled out", LOAD_BUDGET, || async {
+        let listed = weir::listing::fetch(&addr).await.ok()?;
+        let row = listed.iter().find(|l| l.file.ends_with("team-a/blog"))?;
+        let rollout = row.rollout.clone().filter(|r| r.sha256 == v2)?;
+        let other = listed.iter().find(|l| l.file.ends_with("team-b/blog"))?;
+        other.rollout.is_none().then_some(rollout)
+    })
+    .await?;
+    println!(
+        "team A's candidate: {} since {}",
+        rollout.phase, rollout.phase_since
+    );
 
     // Each tenant's share is on /metrics: its slots, its cache, its requests.
     let text = host.metrics().encode();
