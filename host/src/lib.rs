@@ -25,7 +25,8 @@
 //! per cluster connection, nothing above it imported), [`plugin`] and [`answer`] (the sandbox
 //! and the pure judge), [`reconcile`] (the thin controller and its two seams, the gate and the
 //! answerer), beside it the capabilities that plug into those seams ([`shard`]: a gate;
-//! [`rollout`]: an answerer), then [`manager`], the one host every entry point starts (leader
+//! [`rollout`]: an answerer; [`tenant`]: a gate for a team's plugins, held to its namespace),
+//! then [`manager`], the one host every entry point starts (leader
 //! election with [`fence`] as its write-time gate, the operations server, the plugin source).
 //! Around them: [`hotload`] follows a plugins directory or the cluster's `Plugin` objects,
 //! [`cluster`] pulls components from OCI registries, [`trust`] checks their signatures
@@ -57,6 +58,7 @@ pub mod runtime;
 pub mod scaffold;
 pub mod server;
 pub mod shard;
+pub mod tenant;
 pub mod trust;
 pub mod yaml;
 

@@ -44,6 +44,7 @@ mod shards;
 mod shards_handover;
 mod shards_server_side;
 mod standby_writes_nothing;
+mod tenant_plugins;
 mod unwanted_children_are_pruned;
 mod watch_recovers;
 mod weir_run_binary;

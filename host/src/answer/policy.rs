@@ -33,6 +33,10 @@ pub struct ValidationPolicy {
     /// What the policy widens for each plugin, by plugin name (its `plugins:` entries); a
     /// plugin without an entry gets nothing beyond the fixed rules.
     pub grants: Arc<BTreeMap<String, Grant>>,
+    /// What is widened for every plugin judged, whatever its name, when it has no entry in
+    /// `grants`: a tenant namespace's Secret data (`crate::policy::Tenant`); `None` for the
+    /// cluster's own plugins.
+    pub every_plugin: Option<Grant>,
 }
 
 /// What the cluster admin's policy widens for one plugin (an entry of its `plugins:` map, keyed
@@ -148,6 +152,7 @@ impl Default for ValidationPolicy {
                 .map(|t| (*t).to_owned())
                 .collect(),
             grants: Arc::default(),
+            every_plugin: None,
         }
     }
 }
@@ -160,6 +165,9 @@ impl ValidationPolicy {
 
     /// What the policy widens for the plugin named `plugin`, if anything.
     pub fn grant(&self, plugin: &str) -> Option<&Grant> {
-        self.grants.get(plugin).filter(|g| g.widens())
+        self.grants
+            .get(plugin)
+            .or(self.every_plugin.as_ref())
+            .filter(|g| g.widens())
     }
 }

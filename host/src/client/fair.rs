@@ -1,7 +1,8 @@
 //! Shares the host's request rate between plugins: a fair queue in front of one token bucket.
 //!
 //! Every request belongs to a [`Flow`]: one per plugin (its applies, prunes, status patches,
-//! finalizers and Events) and the host's own (watches and lists, the leader Lease, `Plugin`
+//! finalizers and Events), one per tenant namespace (all its plugins' requests and its
+//! watches) and the host's own (watches and lists, the leader Lease, `Plugin`
 //! objects). While the bucket holds tokens a request goes at once. When it is empty, requests
 //! wait in a queue per flow and the flows take turns, one request per token (round robin, the
 //! way API Priority and Fairness shares an API server's seats between flows), so a plugin's
@@ -26,6 +27,11 @@ impl Flow {
     /// The requests of the plugin named `name`.
     pub fn plugin(name: &str) -> Self {
         Self(Arc::from(format!("plugin/{name}")))
+    }
+
+    /// The requests of tenant namespace `namespace`, whichever of its plugins sends them.
+    pub fn tenant(namespace: &str) -> Self {
+        Self(Arc::from(format!("tenant/{namespace}")))
     }
 
     /// The host's own requests (informers, leader election, Plugin objects).

@@ -116,6 +116,16 @@ pub fn for_plugin(client: &Client, plugin: &str) -> Client {
         .build()
 }
 
+/// A client sending through `client` whose requests are tenant namespace `namespace`'s flow,
+/// whichever of its plugins sends them: a plugin's client made from it with [`for_plugin`] keeps
+/// the tenant's flow (its layer runs after the plugin's), so a tenant takes one turn however
+/// many plugins it serves, and another tenant's plugin of the same name takes its own.
+pub fn for_tenant(client: &Client, namespace: &str) -> Client {
+    derive(client)
+        .with_layer(&Flow::tenant(namespace).layer())
+        .build()
+}
+
 /// The tower layer of [`for_plugin`]: marks each request with a flow.
 pub type FlowLayer = WrapLayer<Flow>;
 
@@ -364,6 +374,44 @@ mod tests {
         assert!(
             waited_for <= 2,
             "the quiet plugin's request waited for {waited_for} of the busy plugin's 40"
+        );
+        backlog.abort_all();
+    }
+
+    /// Two tenants' plugins of one name: without the tenants' flows they would be one flow.
+    #[tokio::test]
+    async fn a_tenants_backlog_does_not_hold_back_another_tenants_plugin_of_the_same_name() {
+        let arrivals = Arrivals::default();
+        let host = client(
+            &arrivals,
+            ClientLimits {
+                qps: 20.0,
+                burst: 1,
+            },
+        );
+        let busy = for_plugin(&for_tenant(&host, "team-a"), "blog");
+        let quiet = for_plugin(&for_tenant(&host, "team-b"), "blog");
+        let busy_arrived = || {
+            arrivals
+                .paths()
+                .iter()
+                .filter(|p| *p == "/apis/team-a")
+                .count()
+        };
+        let mut backlog = tokio::task::JoinSet::new();
+        for _ in 0..40 {
+            let busy = busy.clone();
+            backlog.spawn(async move { send(&busy, "/apis/team-a").await });
+        }
+        while busy_arrived() == 0 {
+            tokio::task::yield_now().await;
+        }
+        let before = busy_arrived();
+        send(&quiet, "/apis/team-b").await;
+        let waited_for = busy_arrived() - before;
+        assert!(
+            waited_for <= 2,
+            "team B's blog waited for {waited_for} of team A's blog's 40 requests"
         );
         backlog.abort_all();
     }

@@ -60,6 +60,17 @@ pub enum FetchError {
     /// The spec names neither or both of `source.oci` and `source.configMap`.
     #[error("spec.source must name exactly one of oci and configMap")]
     Source,
+    /// A TenantPlugin names an object in another namespace than its own, which the host will
+    /// not read for it (a pull Secret, a ConfigMap).
+    #[error(
+        "a TenantPlugin of namespace {namespace} names only objects of its namespace, not {beyond}"
+    )]
+    OutsideNamespace {
+        /// The TenantPlugin's namespace.
+        namespace: String,
+        /// What it names elsewhere (`pullSecret weir`, `; `-separated).
+        beyond: String,
+    },
     /// The ConfigMap could not be read or has no such `binaryData` key.
     #[error("ConfigMap {namespace}/{name}: {reason}")]
     ConfigMap {
@@ -86,6 +97,7 @@ impl FetchError {
     pub fn reason(&self) -> &'static str {
         match self {
             FetchError::Oci(OciError::Reference { .. }) | FetchError::Source => "InvalidSource",
+            FetchError::OutsideNamespace { .. } => "OutsideNamespace",
             FetchError::Oci(OciError::Registry { .. }) => "PullFailed",
             FetchError::Oci(OciError::NotWasm { .. }) => "NotAComponent",
             FetchError::Oci(OciError::DigestMismatch { .. }) | FetchError::PinsDisagree { .. } => {

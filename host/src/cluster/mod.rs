@@ -8,6 +8,8 @@
 //! - [`signatures`]: cosign signatures beside an artifact, read and written.
 //! - [`verify`]: `weir verify REF`.
 //! - [`status`]: what a Plugin's status says, written only when it changed.
+//! - [`tenant_plugin`]: the namespaced `TenantPlugin` resource, a team's own plugin
+//!   (`deploy/crd/tenantplugin.yaml` is generated from it).
 //!
 //! The host follows Plugin objects with `crate::hotload::ClusterLoader` (`weir run
 //! --plugins-from-cluster`), the third plugin source beside the fixed list and the directory.
@@ -19,6 +21,7 @@ pub mod push;
 pub mod resource;
 pub mod signatures;
 pub mod status;
+pub mod tenant_plugin;
 pub mod verify;
 
 pub use blobs::{Blobs, StoredComponent};
@@ -28,4 +31,5 @@ pub use resource::{
     CandidateSource, ComponentSource, Condition, ConfigMapKey, ObjectReference, PluginResource,
     PluginSpec, PluginStatus, short_digest,
 };
+pub use tenant_plugin::{TenantPluginResource, TenantPluginSpec};
 pub use verify::{VerifyArgs, VerifyError};

@@ -192,14 +192,18 @@ pub fn desired(
     }
 }
 
-/// Writes `status` to the Plugin `object` unless it already has it; returns whether it wrote.
+/// Writes `status` to the Plugin `object` (or the TenantPlugin it was read from: `api` is
+/// where it lives) unless it already has it; returns whether it wrote.
 /// A merge patch of the status subresource: absent fields are sent as `null`, so a cleared
 /// error is cleared on the server too.
-pub async fn write(
-    api: &Api<PluginResource>,
+pub async fn write<K>(
+    api: &Api<K>,
     object: &PluginResource,
     status: &PluginStatus,
-) -> Result<bool, kube::Error> {
+) -> Result<bool, kube::Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     if object.status.as_ref() == Some(status) {
         return Ok(false);
     }

@@ -1,5 +1,6 @@
 //! A plugin source as the host sees it, whichever it is: a fixed list of components, a
-//! directory (and its `candidates/` folder), the cluster's `Plugin` objects.
+//! directory (and its `candidates/` folder), the cluster's `Plugin` objects, one tenant
+//! namespace's `TenantPlugin` objects.
 //!
 //! Each gives the events of the plugins it serves as they come, change and go, their catalog,
 //! and where its candidate versions come from, each named by a file whose serving file the
@@ -123,9 +124,31 @@ impl<P: Loaded> Source<P> {
     where
         L: Loader<Plugin = P> + Sync,
     {
-        let (loader, events, candidates) =
-            ClusterLoader::start(client, config, leading, loader, metrics)?;
-        Ok(Self {
+        let started = ClusterLoader::start(client, config, leading, loader, metrics)?;
+        Ok(Self::following(started))
+    }
+
+    /// The `TenantPlugin` objects of `namespace` (see [`ClusterLoader::start_tenant`]), each
+    /// one's `spec.candidate` as its candidate; `loader` admits them as that namespace's.
+    pub fn tenant<L>(
+        client: kube::Client,
+        namespace: &str,
+        config: ClusterConfig,
+        leading: Fence,
+        loader: L,
+        metrics: HotloadMetrics,
+    ) -> Result<Self>
+    where
+        L: Loader<Plugin = P> + Sync,
+    {
+        let started =
+            ClusterLoader::start_tenant(client, namespace, config, leading, loader, metrics)?;
+        Ok(Self::following(started))
+    }
+
+    /// A started cluster loader as a source.
+    fn following((loader, events, candidates): super::cluster::Started<P>) -> Self {
+        Self {
             catalog: loader.catalog(),
             events,
             candidates: Some(CandidateEvents {
@@ -133,6 +156,6 @@ impl<P: Loaded> Source<P> {
                 serving_of: Box::new(ClusterLoader::serving_of),
             }),
             running: Running(Loaders::Cluster(loader)),
-        })
+        }
     }
 }

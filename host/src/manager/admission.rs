@@ -37,6 +37,9 @@ pub enum AdmissionError {
         /// The widenings that reach beyond it (`; `-separated, as `weir plugins` says them).
         widened: String,
     },
+    /// The host's policy refuses a tenant's plugin for its namespace.
+    #[error(transparent)]
+    Tenant(#[from] crate::policy::TenantRefusal),
     /// The cluster's discovery could not be asked (not a refusal: the next change retries).
     #[error("cannot ask the API server about the kinds of plugin {plugin}")]
     Discovery {
@@ -49,12 +52,13 @@ pub enum AdmissionError {
 }
 
 /// The policy and the cluster a plugin is admitted against, and the namespace the host
-/// watches if it is restricted to one.
+/// watches if it is restricted to one; for a tenant's plugins, the tenant's namespace.
 #[derive(Clone)]
 pub struct Admission {
     client: Client,
     policy: Arc<Policy>,
     watched: Option<String>,
+    tenant: Option<String>,
 }
 
 impl Admission {
@@ -65,6 +69,17 @@ impl Admission {
             client,
             policy,
             watched,
+            tenant: None,
+        }
+    }
+
+    /// The same admission for the plugins of tenant namespace `namespace`
+    /// ([`crate::policy::admit_tenant`]: its `tenants:` entry, nothing cluster-scoped, no
+    /// widened grant).
+    pub fn tenant(&self, namespace: &str) -> Self {
+        Self {
+            tenant: Some(namespace.to_owned()),
+            ..self.clone()
         }
     }
 
@@ -76,6 +91,12 @@ impl Admission {
                 plugin: info.label(),
                 source,
             })?;
+        if let Some(namespace) = &self.tenant {
+            policy::admit_tenant(&self.policy, namespace, info, &found)?;
+            tracing::info!(plugin = %info.name, version = %info.version, %namespace,
+                "admitted as a tenant's plugin, confined to its namespace");
+            return Ok(());
+        }
         let admitted = policy::admit(&self.policy, info, &found)?;
         within_watched(info, admitted.grant(), self.watched.as_deref())?;
         if let Some(grant) = admitted.grant() {
@@ -143,9 +164,9 @@ impl Loader for AdmittingLoader {
     fn reason(error: &AdmissionError) -> &'static str {
         match error {
             AdmissionError::Load(e) => crate::hotload::load_reason(e),
-            AdmissionError::Refused(_) | AdmissionError::BeyondWatchedNamespace { .. } => {
-                "NotAdmitted"
-            }
+            AdmissionError::Refused(_)
+            | AdmissionError::Tenant(_)
+            | AdmissionError::BeyondWatchedNamespace { .. } => "NotAdmitted",
             AdmissionError::Discovery { .. } => "DiscoveryFailed",
         }
     }

@@ -14,11 +14,13 @@ use super::shards::Sharding;
 use crate::fence::Fence;
 use crate::leader::Leadership;
 use crate::metrics::Metrics;
+use crate::policy::Tenant;
 use crate::reconcile::ControllerConfig;
 use crate::reconcile::gate::{Gate, Whole};
 use crate::rollout::{PhaseStore, Resume};
 use crate::runtime::Informers;
 use crate::shard::metrics::ShardMetrics;
+use crate::tenant::{Ceded, Confined};
 
 /// Leadership and shard membership, held from the host's start to its stop.
 pub(super) struct Leases {
@@ -66,8 +68,9 @@ impl Leases {
     }
 
     /// The controllers, none running yet: their tuning is the host's, with its policy, its bound
-    /// on reconciles in flight and the gate of its sharding (every parent when not sharded);
-    /// their writes go through the shard Lease's fence when sharded, else the leader's.
+    /// on reconciles in flight and the gate of its sharding (every parent when not sharded),
+    /// leaving each tenant namespace's granted kinds to it (`crate::tenant::Ceded`); their
+    /// writes go through the shard Lease's fence when sharded, else the leader's.
     pub(super) fn controllers(
         &self,
         client: &Client,
@@ -76,7 +79,71 @@ impl Leases {
         metrics: &Arc<Metrics>,
         store: &PhaseStore,
     ) -> Controllers {
+        let mut controller = self.controller_config(config);
+        if !config.policy.tenants.is_empty() {
+            let host = controller.gate.clone();
+            controller.gate = Arc::new(Ceded::new(&config.policy.tenants, host));
+        }
+        let calls = config.max_concurrent_calls;
+        self.controllers_with(
+            client,
+            informers,
+            config,
+            (controller, calls),
+            metrics,
+            store,
+        )
+    }
+
+    /// The informer registry of tenant namespace `namespace`: every watch in that namespace
+    /// only (narrowed to this replica's share when sharded, as the host's).
+    pub(super) fn tenant_informers(
+        &self,
+        client: &Client,
+        namespace: &str,
+        metrics: &Arc<Metrics>,
+    ) -> Arc<Informers> {
+        let narrowing = self.sharding.as_ref().map(|s| s.narrowing(client));
+        let namespace = Some(namespace.to_owned());
+        Informers::narrowed(client.clone(), namespace, metrics.clone(), narrowing)
+    }
+
+    /// The controllers of tenant namespace `namespace`, none running yet: as the host's, but
+    /// reconciling that namespace only (`crate::tenant::Confined` around the host's gate), their
+    /// answers judged with no grant but the namespace's Secret data, and with reconcile `slots`
+    /// of their own (as many plugin-call slots, within the host's number), so a tenant's storm
+    /// waits for its own slots, not the host's.
+    pub(super) fn tenant_controllers(
+        &self,
+        (client, informers): (&Client, &Arc<Informers>),
+        (namespace, tenant): (&str, &Tenant),
+        (config, slots): (&ManagerConfig, &Arc<Semaphore>),
+        metrics: &Arc<Metrics>,
+        store: &PhaseStore,
+    ) -> Controllers {
+        let host = self.controller_config(config);
         let controller = ControllerConfig {
+            namespace: Some(namespace.to_owned()),
+            validation: tenant.validation(&config.policy),
+            gate: Arc::new(Confined::new(namespace, host.gate.clone())),
+            reconcile_slots: slots.clone(),
+            ..host
+        };
+        let calls = tenant.reconciles().min(config.max_concurrent_calls);
+        self.controllers_with(
+            client,
+            informers,
+            config,
+            (controller, calls),
+            metrics,
+            store,
+        )
+    }
+
+    /// The host's controller tuning: its policy, its bound on reconciles in flight and the gate
+    /// of its sharding (every parent when not sharded).
+    fn controller_config(&self, config: &ManagerConfig) -> ControllerConfig {
+        ControllerConfig {
             validation: config.policy.validation(),
             reconcile_slots: Arc::new(Semaphore::new(
                 config
@@ -88,7 +155,18 @@ impl Leases {
                 .as_ref()
                 .map_or_else(|| Arc::new(Whole) as Arc<dyn Gate>, Sharding::gate),
             ..config.controller.clone()
-        };
+        }
+    }
+
+    fn controllers_with(
+        &self,
+        client: &Client,
+        informers: &Arc<Informers>,
+        config: &ManagerConfig,
+        (controller, calls): (ControllerConfig, usize),
+        metrics: &Arc<Metrics>,
+        store: &PhaseStore,
+    ) -> Controllers {
         let writer = match (&self.sharding, &config.leader) {
             (Some(s), _) => s.writer(),
             (None, Some(lc)) => (self.gate.clone(), lc.abandon_after()),
@@ -97,7 +175,7 @@ impl Leases {
         Controllers::new(
             client.clone(),
             informers.clone(),
-            config.max_concurrent_calls,
+            calls,
             metrics.clone(),
             controller,
             writer,

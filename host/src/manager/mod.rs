@@ -10,7 +10,9 @@
 //! versions (`crate::rollout`) come from the source (`DIR/candidates/`, a `Plugin`'s
 //! `spec.candidate`) or [`Manager::propose_candidate`]; operators steer them with `weir
 //! rollout` (`requests`). Sharded, each replica also holds a Lease of its own and the leader
-//! assigns the parents (`shards`, `crate::shard`).
+//! assigns the parents (`shards`, `crate::shard`). With the cluster source, each tenant
+//! namespace of the policy has its TenantPlugins' source and controllers of its own (`tenants`,
+//! `crate::tenant`).
 
 mod admission;
 mod candidates;
@@ -22,6 +24,7 @@ mod requests;
 mod runnables;
 mod shards;
 mod sources;
+mod tenants;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -64,6 +67,8 @@ pub struct Manager {
     candidates: Candidates,
     /// Keeps the plugin source running (dropping it stops it).
     _source: hotload::Running,
+    /// The tenant namespaces served (dropping them stops their sources).
+    tenants: tenants::Tenants,
 }
 
 impl Manager {
@@ -84,6 +89,7 @@ impl Manager {
         let admission = Admission::new(client.clone(), config.policy.clone(), namespace);
         let hotload = &meters.hotload;
         let gate = &leases.gate;
+        let tenants = sources::tenants(&source, &admission, &config, &writes, gate, hotload)?;
         let source = sources::start(source, admission, &config, &writes, gate, hotload);
         let Source {
             events,
@@ -99,7 +105,15 @@ impl Manager {
         let rollout = config.rollout.clone();
         let candidates = Candidates::new(&catalog, &view, rollout, store, leases.gate.clone());
         let mut runnables = Runnables::default();
-        let listing = Listing::new(&catalog, &view, &candidates, &meters.host, &leases, &config);
+        let tenants = tenants::serve(
+            tenants,
+            &mut runnables,
+            (&client, &writes, &leases),
+            &config,
+            (&meters.host, &meters.tenants),
+        );
+        let listing = Listing::new(&catalog, &view, &candidates, &meters.host, &leases, &config)
+            .with_tenants(tenants.served());
         let addr = match config.listen {
             Some(at) => Some(ops::serve(at, listing, &mut runnables).await?),
             None => None,
@@ -132,6 +146,7 @@ impl Manager {
             addr,
             candidates,
             _source: source,
+            tenants,
         })
     }
 
@@ -200,7 +215,7 @@ impl Manager {
 
     /// Whether the source was read once and every served kind's caches hold their first list.
     pub fn is_ready(&self) -> bool {
-        ops::ready(&self.catalog, &self.view)
+        ops::ready(&self.catalog, &self.view) && tenants::ready(&self.tenants.served())
     }
 
     /// Graceful stop (SIGTERM): no new reconciles, in-flight ones finish, the lease is released.
@@ -244,6 +259,8 @@ struct Meters {
     host: Arc<Metrics>,
     hotload: HotloadMetrics,
     shard: ShardMetrics,
+    /// What each tenant namespace uses (filled as the tenants start).
+    tenants: crate::tenant::TenantUsage,
 }
 
 impl Meters {
@@ -260,10 +277,15 @@ impl Meters {
         {
             metrics.collect(Box::new(crate::plugin::MemoryGauges::new(engine)));
         }
+        let tenants = crate::tenant::TenantUsage::default();
+        if !config.policy.tenants.is_empty() {
+            metrics.collect(Box::new(tenants.clone()));
+        }
         Self {
             host: Arc::new(metrics),
             hotload,
             shard,
+            tenants,
         }
     }
 }

@@ -44,6 +44,8 @@ pub(super) struct Listing {
     shard: Sharding,
     /// The admission policy: what its entry for a plugin widens is listed with the plugin.
     policy: Arc<Policy>,
+    /// The tenant namespaces' catalogs and controllers: ready only once theirs are too.
+    tenants: super::tenants::Served,
 }
 
 impl Listing {
@@ -63,7 +65,13 @@ impl Listing {
             metrics: metrics.clone(),
             shard: leases.listed(),
             policy: config.policy.clone(),
+            tenants: Vec::new(),
         }
+    }
+
+    /// Readiness waits for these tenant namespaces too.
+    pub(super) fn with_tenants(self, tenants: super::tenants::Served) -> Self {
+        Self { tenants, ..self }
     }
 }
 
@@ -76,7 +84,8 @@ pub(super) async fn serve(
 ) -> Result<SocketAddr, ServerError> {
     let readiness: server::Readiness = {
         let (catalog, view) = (listing.catalog.clone(), listing.view.clone());
-        Arc::new(move || ready(&catalog, &view))
+        let tenants = listing.tenants.clone();
+        Arc::new(move || ready(&catalog, &view) && super::tenants::ready(&tenants))
     };
     let metrics = listing.metrics.clone();
     let extra = Router::new()
@@ -93,6 +102,8 @@ pub(super) async fn serve(
 /// Why the candidate of a serving file was refused, by serving file.
 pub(super) type Refused = Arc<std::sync::RwLock<BTreeMap<std::path::PathBuf, String>>>;
 
+/// The host's own plugins, then each tenant namespace's (their `file` says
+/// `TenantPlugin/NAMESPACE/NAME`; what they have widened is their namespace's Secret data, if any).
 async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
     let states = listing.view.states();
     let mut rollouts = listing.view.rollout_statuses();
@@ -101,51 +112,82 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
         .read()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .clone();
-    let rows = listing.catalog.rows();
-    axum::Json(
-        rows.into_iter()
-            .map(|row| {
-                let reconciles = ResultLabel::ALL
-                    .into_iter()
-                    .map(|r| {
-                        (
-                            r.as_str().to_owned(),
-                            listing.metrics.reconciles_of(&row.name, r.as_str()),
-                        )
-                    })
-                    .collect();
-                let (synced, unserved) = states.get(&row.kind).cloned().unwrap_or_default();
-                let rollout = rollouts.remove(&row.kind);
-                let shard = listing
-                    .shard
-                    .as_ref()
-                    .map(|(member, m)| m.status(member, &row.kind));
-                let widened = listing
-                    .policy
-                    .plugins
-                    .get(&row.name)
-                    .map(crate::policy::Grant::lines)
-                    .unwrap_or_default();
-                let candidate_refused = refused.get(&row.file).cloned();
-                let row = serving(row, rollout.as_ref());
-                Listed {
-                    name: row.name,
-                    version: row.version,
-                    kind: row.kind,
-                    file: row.file,
-                    sha256: row.sha256,
-                    loaded_at: row.loaded_at,
-                    synced,
-                    unserved,
-                    reconciles,
-                    rollout,
-                    candidate_refused,
-                    shard,
-                    widened,
-                }
-            })
-            .collect(),
-    )
+    let mut listed: Vec<Listed> = listing
+        .catalog
+        .rows()
+        .into_iter()
+        .map(|row| {
+            let state = states.get(&row.kind).cloned().unwrap_or_default();
+            let rollout = rollouts.remove(&row.kind);
+            let widened = listing
+                .policy
+                .plugins
+                .get(&row.name)
+                .map(crate::policy::Grant::lines)
+                .unwrap_or_default();
+            let candidate_refused = refused.get(&row.file).cloned();
+            let row = serving(row, rollout.as_ref());
+            let mut listed = listed_row(&listing, row, state, widened);
+            (listed.rollout, listed.candidate_refused) = (rollout, candidate_refused);
+            listed
+        })
+        .collect();
+    for (namespace, catalog, view) in &listing.tenants {
+        let states = view.states();
+        let mut rollouts = view.rollout_statuses();
+        let widened = listing
+            .policy
+            .tenants
+            .get(namespace)
+            .map(|t| t.validation(&listing.policy))
+            .and_then(|v| v.every_plugin)
+            .map(|g| g.lines())
+            .unwrap_or_default();
+        for row in catalog.rows() {
+            let state = states.get(&row.kind).cloned().unwrap_or_default();
+            let rollout = rollouts.remove(&row.kind);
+            let row = serving(row, rollout.as_ref());
+            let mut tenant = listed_row(&listing, row, state, widened.clone());
+            tenant.rollout = rollout;
+            listed.push(tenant);
+        }
+    }
+    axum::Json(listed)
+}
+
+/// One served plugin as `/plugins` lists it, with no rollout.
+fn listed_row(
+    listing: &Listing,
+    row: CatalogRow,
+    (synced, unserved): (bool, Vec<String>),
+    widened: Vec<String>,
+) -> Listed {
+    let reconciles = ResultLabel::ALL
+        .into_iter()
+        .map(|r| {
+            let count = listing.metrics.reconciles_of(&row.name, r.as_str());
+            (r.as_str().to_owned(), count)
+        })
+        .collect();
+    let shard = listing
+        .shard
+        .as_ref()
+        .map(|(member, m)| m.status(member, &row.kind));
+    Listed {
+        name: row.name,
+        version: row.version,
+        kind: row.kind,
+        file: row.file,
+        sha256: row.sha256,
+        loaded_at: row.loaded_at,
+        synced,
+        unserved,
+        reconciles,
+        rollout: None,
+        candidate_refused: None,
+        shard,
+        widened,
+    }
 }
 
 /// The row of what serves the kind: the source's file, or once its candidate is promoted, the

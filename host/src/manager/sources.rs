@@ -1,5 +1,6 @@
 //! The host's [`PluginSource`] started as a [`Source`]: a fixed list admitted here, the
-//! directory's and the cluster's components admitted by their loader as they load.
+//! directory's and the cluster's components admitted by their loader as they load; beside the
+//! cluster's, one source per tenant namespace of the policy ([`tenants`]).
 
 use kube::Client;
 
@@ -7,7 +8,7 @@ use super::admission::{Admission, AdmittingLoader};
 use super::config::{ManagerConfig, ManagerError, PluginSource};
 use crate::fence::Fence;
 use crate::hotload::{EngineLoader, HotloadMetrics, Source};
-use crate::plugin::Plugin;
+use crate::plugin::{Engine, Plugin};
 
 /// Starts `source`. A fixed list is admitted here, and a refusal stops the host's start; the
 /// loaders admit each component as they load it, with `limits` on its calls. The cluster source
@@ -20,14 +21,7 @@ pub(super) async fn start(
     gate: &Fence,
     metrics: &HotloadMetrics,
 ) -> Result<Source<Plugin>, ManagerError> {
-    let loader = |engine| AdmittingLoader {
-        inner: EngineLoader {
-            engine,
-            limits: config.limits,
-        },
-        admission: admission.clone(),
-        runtime: tokio::runtime::Handle::current(),
-    };
+    let loader = |engine| admitting(engine, admission.clone(), config);
     Ok(match source {
         PluginSource::Fixed(plugins) => {
             for plugin in &plugins {
@@ -60,4 +54,58 @@ pub(super) async fn start(
             )?
         }
     })
+}
+
+/// Loads with `engine` under the host's limits, then admits with `admission`.
+fn admitting(engine: Engine, admission: Admission, config: &ManagerConfig) -> AdmittingLoader {
+    AdmittingLoader {
+        inner: EngineLoader {
+            engine,
+            limits: config.limits,
+        },
+        admission,
+        runtime: tokio::runtime::Handle::current(),
+    }
+}
+
+/// With the cluster source, one source per namespace of the policy's `tenants:` map: that
+/// namespace's TenantPlugins, admitted as its own (`crate::policy::admit_tenant`), stored and
+/// verified as the Plugins are. A tenant namespace a host restricted to another one cannot
+/// watch is left out, with a warning. Other sources serve no tenant.
+pub(super) fn tenants(
+    source: &PluginSource,
+    admission: &Admission,
+    config: &ManagerConfig,
+    client: &Client,
+    gate: &Fence,
+    metrics: &HotloadMetrics,
+) -> Result<Vec<(String, Source<Plugin>)>, ManagerError> {
+    let PluginSource::Cluster {
+        config: cluster,
+        engine,
+    } = source
+    else {
+        return Ok(Vec::new());
+    };
+    let mut started = Vec::new();
+    for namespace in config.policy.tenants.keys() {
+        let watched = config.controller.namespace.as_deref();
+        if watched.is_some_and(|w| w != namespace.as_str()) {
+            tracing::warn!(%namespace, ?watched, "a host watching one namespace serves no other tenant's TenantPlugins");
+            continue;
+        }
+        let mut cluster = cluster.clone();
+        cluster.verification.clone_from(&config.verification);
+        let loader = admitting(engine.clone(), admission.tenant(namespace), config);
+        let source = Source::tenant(
+            client.clone(),
+            namespace,
+            cluster,
+            gate.clone(),
+            loader,
+            metrics.clone(),
+        )?;
+        started.push((namespace.clone(), source));
+    }
+    Ok(started)
 }

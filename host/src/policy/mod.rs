@@ -26,6 +26,11 @@
 //!   their data. [`Admitted::grant`] is what `weir plugins`, `weir rbac` and the admission log
 //!   show; a plugin without an entry is refused exactly as before.
 //!
+//! - **Tenants**: a team's own plugin (a namespaced `TenantPlugin`) is admitted by
+//!   [`admit_tenant`] for its namespace only, under that namespace's entry in the policy's
+//!   `tenants:` map ([`Tenant`]): a parent kind the entry lists, nothing cluster-scoped, no
+//!   widened grant.
+//!
 //! Kubewarden users will recognise the stance (deny by default, settings per deployment);
 //! Metacontroller users, who grant a controller whatever RBAC they write by hand, get the same
 //! power through `--policy FILE`, with the dangerous kinds fenced off for good.
@@ -36,6 +41,7 @@ mod crd;
 mod grant_tests;
 pub mod kinds;
 mod refusal;
+mod tenant;
 #[cfg(test)]
 mod tests;
 
@@ -47,6 +53,9 @@ use serde::{Deserialize, Serialize};
 pub use self::admit::{Admitted, admit, check_crd};
 pub use self::kinds::{Discovered, Resolve, Resolved, Scope, WellKnown};
 pub use self::refusal::PolicyRefusal;
+pub use self::tenant::{
+    DEFAULT_TENANT_RECONCILES, Tenant, TenantAdmitted, TenantRefusal, admit_tenant,
+};
 pub use crate::answer::{DEFAULT_SECRET_TYPES, Grant};
 use crate::plugin::ResourceKind;
 
@@ -122,6 +131,10 @@ pub struct Policy {
     /// What is widened for each plugin, by the plugin's name ([`Grant`]). **Default: none**,
     /// and a plugin without an entry is served exactly as under the default policy.
     pub plugins: std::collections::BTreeMap<String, Grant>,
+    /// The namespaces whose teams may serve their own plugins (`TenantPlugin` objects), by
+    /// namespace name, and what each may serve there ([`Tenant`], [`admit_tenant`]).
+    /// **Default: none**: no TenantPlugin is served.
+    pub tenants: std::collections::BTreeMap<String, Tenant>,
 }
 
 /// The default child kinds, each with why (`group`, `kind`):
@@ -171,6 +184,7 @@ impl Default for Policy {
                 .map(|(g, k)| GroupKind::new(g, k))
                 .collect(),
             plugins: std::collections::BTreeMap::new(),
+            tenants: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -215,6 +229,16 @@ pub enum PolicyError {
         /// What is wrong.
         reason: String,
     },
+    /// A namespace's `tenants:` entry is not valid (a bad name, a built-in kind).
+    #[error("the policy {}: the tenant entry of namespace {namespace} is invalid: {reason}", path.display())]
+    Tenant {
+        /// The file.
+        path: PathBuf,
+        /// The namespace the entry is for.
+        namespace: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 impl Policy {
@@ -254,6 +278,15 @@ impl Policy {
                 });
             }
         }
+        for (namespace, tenant) in &policy.tenants {
+            if let Some(reason) = tenant.problem(namespace) {
+                return Err(PolicyError::Tenant {
+                    path: path.to_owned(),
+                    namespace: namespace.clone(),
+                    reason,
+                });
+            }
+        }
         Ok(policy)
     }
 
@@ -268,6 +301,7 @@ impl Policy {
         crate::answer::ValidationPolicy {
             secret_types: self.secret_types.clone(),
             grants: std::sync::Arc::new(self.plugins.clone()),
+            every_plugin: None,
         }
     }
 }

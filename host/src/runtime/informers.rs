@@ -284,6 +284,14 @@ impl Informers {
         }
     }
 
+    /// The objects the registry's stores hold right now, all kinds together.
+    pub fn cached(&self) -> usize {
+        self.lock()
+            .values()
+            .map(|shared| shared.informer.store.len())
+            .sum()
+    }
+
     /// The kinds watched right now, with their number of subscribers.
     pub fn watched(&self) -> Vec<(ResourceKind, usize)> {
         self.lock()

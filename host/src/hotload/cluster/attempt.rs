@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use tracing::{info, warn};
 
-use super::{CONFLICT, Run, file_of};
+use super::{CONFLICT, Run};
 use crate::chain::Chain;
 use crate::cluster::fetch::{
     FetchError, Fetched, TagCheck, fetch, fetch_config_map, pull_credentials,
@@ -97,6 +97,7 @@ impl<L: Loader + Sync> Run<L> {
     /// The Plugin's component on local disk; see the module docs for when the registry is asked.
     pub(super) async fn fetch(&self, object: &PluginResource) -> Result<Fetched, FetchError> {
         let spec = &object.spec;
+        self.objects.confine(spec)?;
         // The digest this very spec's tag resolved to (by this replica or another), when no
         // digest is pinned: the tag is resolved once, and every replica serves that content.
         let resolved = object
@@ -163,18 +164,18 @@ impl<L: Loader + Sync> Run<L> {
                 plugin.info().name,
                 plugin.info().version
             );
-            let serving = file_of(&owner);
+            let serving = self.file_of(&owner);
             self.refuse(name, CONFLICT, message, false);
             self.metrics.refused("conflict");
             // The log line names both; the event tells the host nothing changed.
             warn!(plugin = name, %kind, serving = %serving.display(), "refused: kind already served");
             let _ = self.events.send(PluginEvent::Refused {
-                file: file_of(name),
+                file: self.file_of(name),
                 reason: FileRefusal::Conflict { kind, serving },
             });
             return;
         }
-        let file = file_of(name);
+        let file = self.file_of(name);
         let previous = self.entries.get_mut(name).and_then(|entry| {
             let previous = entry.serving.take();
             Self::keep_fallback(entry, previous.as_ref(), &kind, &tag);
@@ -234,7 +235,7 @@ impl<L: Loader + Sync> Run<L> {
             self.metrics.refused("invalid");
             // Nothing changes for the host; the activity feed hears of it.
             let _ = self.events.send(PluginEvent::Refused {
-                file: file_of(name),
+                file: self.file_of(name),
                 reason: FileRefusal::Invalid(message),
             });
         }
@@ -289,7 +290,7 @@ impl<L: Loader + Sync> Run<L> {
             },
             entry.object.status.as_ref(),
         );
-        match status::write(&self.api, &entry.object, &desired).await {
+        match self.objects.write_status(&entry.object, &desired).await {
             Ok(true) => entry.object.status = Some(desired),
             Ok(false) => {}
             // The next event or retry writes it again.

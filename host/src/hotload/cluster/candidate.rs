@@ -2,7 +2,7 @@
 
 use tracing::{info, warn};
 
-use super::{Run, candidate_file_of};
+use super::Run;
 use crate::chain::Chain;
 use crate::cluster::fetch::TagCheck;
 use crate::hotload::Loader;
@@ -12,12 +12,12 @@ impl<L: Loader + Sync> Run<L> {
     /// Fetches and loads the Plugin's `spec.candidate` and proposes it (or withdraws the one
     /// proposed before, when the spec no longer names one).
     pub(super) async fn attempt_candidate(&mut self, name: &str) {
+        let file = self.candidate_file_of(name);
         let Some(entry) = self.entries.get_mut(name) else {
             return;
         };
         let wanted = entry.object.spec.candidate.clone();
         entry.candidate_attempted.clone_from(&wanted);
-        let file = candidate_file_of(name);
         let Some(wanted) = wanted else {
             if let Some((plugin, _)) = entry.candidate.take() {
                 info!(plugin = name, "candidate withdrawn");
@@ -97,7 +97,7 @@ impl<L: Loader + Sync> Run<L> {
             "candidate refused: {message}; the rollout in place (if any) goes on"
         );
         let _ = self.candidates.send(PluginEvent::Refused {
-            file: candidate_file_of(name),
+            file: self.candidate_file_of(name),
             reason: FileRefusal::Invalid(message),
         });
     }

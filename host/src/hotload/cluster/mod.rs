@@ -37,6 +37,11 @@
 //! Every replica loads every Plugin, so a standby that takes over has its components compiled
 //! already; only the leader writes Plugin status (`crate::cluster::status`).
 //!
+//! The same loader follows one namespace's `TenantPlugin`s ([`ClusterLoader::start_tenant`],
+//! `objects`): the same steps and status, events named `TenantPlugin/NAMESPACE/NAME`, and
+//! nothing read from another namespace (a pull Secret or ConfigMap there is refused,
+//! `OutsideNamespace`); what it admits is the tenant's admission (`crate::policy::admit_tenant`).
+//!
 //! A Plugin's `spec.candidate` is fetched and loaded the same way and sent on a second channel,
 //! named `Plugin/NAME/candidate`: the manager rolls it out beside what `Plugin/NAME` serves
 //! (`crate::rollout`). Removing it sends [`PluginEvent::Removed`] (withdrawn); one that cannot
@@ -44,6 +49,7 @@
 
 mod attempt;
 mod candidate;
+mod objects;
 mod signed;
 mod unchecked;
 
@@ -53,11 +59,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 use tracing::warn;
 
+use self::objects::Objects;
 use super::arbiter::{Arbiter, KindKey};
 use super::dir::{Loaded, PluginEvent};
 use super::{Catalog, Error, Events, HotloadMetrics, Loader, Result};
@@ -96,6 +103,9 @@ impl ClusterConfig {
     }
 }
 
+/// A started cluster source, the events of the versions it serves, and its candidates'.
+pub type Started<P> = (ClusterLoader, Events<P>, Events<P>);
+
 /// A running cluster source; dropping it stops the watch.
 pub struct ClusterLoader {
     task: tokio::task::JoinHandle<()>,
@@ -118,7 +128,38 @@ impl ClusterLoader {
         leading: Fence,
         loader: L,
         metrics: HotloadMetrics,
-    ) -> Result<(Self, Events<L::Plugin>, Events<L::Plugin>)> {
+    ) -> Result<Started<L::Plugin>> {
+        let objects = Objects::Cluster(Api::all(client.clone()));
+        Self::start_with(client, objects, config, leading, loader, metrics)
+    }
+
+    /// Starts following the `TenantPlugin` objects of `namespace` only, as [`ClusterLoader::start`]
+    /// follows Plugins; a TenantPlugin naming a pull Secret or a ConfigMap of another namespace
+    /// is refused (`OutsideNamespace`). What `loader` admits is its call (a tenant's admission).
+    /// Events name each one `TenantPlugin/NAMESPACE/NAME`.
+    pub fn start_tenant<L: Loader + Sync>(
+        client: Client,
+        namespace: &str,
+        config: ClusterConfig,
+        leading: Fence,
+        loader: L,
+        metrics: HotloadMetrics,
+    ) -> Result<Started<L::Plugin>> {
+        let objects = Objects::Tenant {
+            namespace: namespace.to_owned(),
+            api: Api::namespaced(client.clone(), namespace),
+        };
+        Self::start_with(client, objects, config, leading, loader, metrics)
+    }
+
+    fn start_with<L: Loader + Sync>(
+        client: Client,
+        objects: Objects,
+        config: ClusterConfig,
+        leading: Fence,
+        loader: L,
+        metrics: HotloadMetrics,
+    ) -> Result<Started<L::Plugin>> {
         let blobs = Blobs::open(&config.store).map_err(|source| Error::Store {
             dir: config.store.clone(),
             source,
@@ -135,7 +176,7 @@ impl ClusterLoader {
             verdicts: VerdictCache::new(&config.store),
             verification: config.verification.clone(),
             queue: Arc::new(queue),
-            api: Api::all(client.clone()),
+            objects,
             client,
             blobs,
             loader: Arc::new(loader),
@@ -200,7 +241,8 @@ struct Run<L: Loader> {
     /// One key per Plugin (cluster-scoped: no namespace), handed out one at a time.
     queue: Arc<Queue>,
     client: Client,
-    api: Api<PluginResource>,
+    /// The Plugins (or one namespace's TenantPlugins) followed.
+    objects: Objects,
     blobs: Blobs,
     loader: Arc<L>,
     events: UnboundedSender<PluginEvent<L::Plugin>>,
@@ -218,9 +260,7 @@ struct Run<L: Loader> {
 
 impl<L: Loader + Sync> Run<L> {
     async fn run(mut self) {
-        let mut stream = watcher(self.api.clone(), watcher::Config::default())
-            .default_backoff()
-            .boxed();
+        let mut stream = self.objects.watch();
         let (leading, queue) = (self.leading.clone(), self.queue.clone());
         let mut relisted: Option<BTreeSet<String>> = None;
         loop {
@@ -323,14 +363,14 @@ impl<L: Loader + Sync> Run<L> {
             return;
         };
         if let Some((plugin, _)) = entry.candidate {
-            let file = candidate_file_of(name);
+            let file = self.candidate_file_of(name);
             let _ = self.candidates.send(PluginEvent::Removed { file, plugin });
         }
         if let Some((plugin, _)) = entry.serving {
             let kind = KindKey::of(plugin.info());
             self.release(&kind);
             self.emit(PluginEvent::Removed {
-                file: file_of(name),
+                file: self.file_of(name),
                 plugin,
             });
         }
@@ -374,15 +414,18 @@ impl<L: Loader + Sync> Run<L> {
 /// The reason a Plugin is refused for a kind another Plugin serves.
 const CONFLICT: &str = "KindConflict";
 
-/// How events and the catalog name a Plugin's source: `Plugin/NAME`.
-fn file_of(name: &str) -> PathBuf {
-    Path::new("Plugin").join(name)
-}
+impl<L: Loader> Run<L> {
+    /// How events and the catalog name a Plugin's source: `Plugin/NAME` (a TenantPlugin's:
+    /// `TenantPlugin/NAMESPACE/NAME`).
+    fn file_of(&self, name: &str) -> PathBuf {
+        self.objects.file_of(name)
+    }
 
-/// How candidate events name a Plugin's candidate: `Plugin/NAME/candidate` (its parent
-/// directory is the serving version's name).
-fn candidate_file_of(name: &str) -> PathBuf {
-    file_of(name).join("candidate")
+    /// How candidate events name a Plugin's candidate: `Plugin/NAME/candidate` (its parent
+    /// directory is the serving version's name).
+    fn candidate_file_of(&self, name: &str) -> PathBuf {
+        self.file_of(name).join("candidate")
+    }
 }
 
 /// A Plugin's key on the queue.

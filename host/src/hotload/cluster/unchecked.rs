@@ -10,7 +10,7 @@
 
 use tracing::warn;
 
-use super::{Entry, Run, file_of};
+use super::{Entry, Run};
 use crate::cluster::fetch::TagCheck;
 use crate::cluster::status::Signature;
 use crate::hotload::Loader;
@@ -64,6 +64,7 @@ impl<L: Loader + Sync> Run<L> {
     /// The registry answered about the current spec and did not confirm its pin: a version of
     /// that pin serving on an unchecked tag is withdrawn (its fallback serves again, if any).
     pub(super) fn withdraw_unchecked(&mut self, name: &str) {
+        let file = self.file_of(name);
         let Some(entry) = self.entries.get_mut(name) else {
             return;
         };
@@ -76,7 +77,6 @@ impl<L: Loader + Sync> Run<L> {
         let Some((plugin, digest)) = entry.serving.take() else {
             return;
         };
-        let file = file_of(name);
         match entry.fallback.take() {
             Some(fallback) => {
                 warn!(plugin = name, %digest, back_to = %fallback.digest,
