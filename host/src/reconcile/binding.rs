@@ -16,7 +16,8 @@ use super::invoke::{Invoker, Reconciler};
 use super::related::{KindIndex, Reach, Related, RelatedKind};
 use super::status::ParentWriter;
 use crate::answer::LiveObjects;
-use crate::plugin::{PluginInfo, ResourceKind};
+use crate::clusters::Engaged;
+use crate::plugin::{LOCAL_CLUSTER, PluginInfo, ResourceKind};
 use crate::runtime::ObjectKey;
 use crate::runtime::cache::{CachedObject, Store};
 use crate::runtime::{Route, Scope, Subscription, Target};
@@ -34,6 +35,8 @@ pub struct Binding {
     pub(super) related: Related,
     /// The host's Namespaces, when the policy's entry for the plugin selects namespaces by label.
     namespaces: Option<Arc<Store>>,
+    /// The member clusters engaged beside the host's own.
+    clusters: Engaged,
     /// Held for the subscriptions' sake: dropping the binding unsubscribes its kinds.
     _subscriptions: Vec<Subscription>,
 }
@@ -55,6 +58,7 @@ impl Binding {
         Live {
             cache: &self.cache,
             namespaces: self.namespaces.as_deref(),
+            clusters: &self.clusters,
         }
     }
 }
@@ -63,6 +67,7 @@ impl Binding {
 pub(super) struct Live<'a> {
     cache: &'a Cache,
     namespaces: Option<&'a Store>,
+    clusters: &'a Engaged,
 }
 
 impl LiveObjects for Live<'_> {
@@ -73,6 +78,17 @@ impl LiveObjects for Live<'_> {
             }
             _ => LiveObjects::get(self.cache, api_version, kind, key),
         }
+    }
+
+    /// The host's own cluster, and the member clusters engaged now.
+    fn engaged(&self, cluster: &str) -> bool {
+        cluster == LOCAL_CLUSTER || self.clusters.is_engaged(cluster)
+    }
+
+    /// The host's own cluster only: writes to member clusters are not built yet, so a child
+    /// placed in one is refused (never written here instead).
+    fn writes_to(&self, cluster: &str) -> bool {
+        cluster == LOCAL_CLUSTER
     }
 }
 
@@ -195,6 +211,7 @@ impl Parts {
             cache,
             related,
             namespaces: namespace_store,
+            clusters: self.config.clusters.clone(),
             _subscriptions: subscriptions,
         }
     }
