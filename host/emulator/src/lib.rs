@@ -69,8 +69,8 @@
 //! 8. `kubeconfig` — the kubeconfig an emulator writes (its CA and admin token when secure).
 //! 9. `emulator` — [`Emulator`] starts, restarts and stops the server; [`Error`] says why it
 //!    could not start. This file is the facade: the crate's documentation and what is public.
-//! 10. `fleet` — [`Fleet`]: several emulators in one process, one per named cluster, each with
-//!    its own store, discovery, RBAC and kubeconfig (a hub and its member clusters).
+//! 10. `fleet` — [`Fleet`]: several emulators in one process, one per named cluster, each
+//!     with its own store, discovery, RBAC and kubeconfig (a hub and its member clusters).
 //!
 //! Tests only: `properties`, property tests of the rules that take arbitrary input (strategic
 //! merge, server-side apply, label selectors) against simple models.

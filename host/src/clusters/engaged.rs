@@ -24,6 +24,9 @@ use crate::runtime::{Finish, Informers, Queue, QueueConfig, Route, Scope, Subscr
 /// parent, which lives in another cluster (an owner reference cannot cross clusters).
 pub const PARENT_UID_LABEL: &str = "weir.dev/parent-uid";
 
+/// An object cached from an engaged member cluster, with the cluster's name.
+pub type MemberObject = (String, Arc<CachedObject>);
+
 /// One engaged cluster as listed (`weir dev`, `/metrics`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClusterRow {
@@ -211,7 +214,7 @@ impl Engaged {
         uid: &str,
         namespace: Option<&str>,
         kinds: &[ResourceKind],
-    ) -> Vec<(String, Arc<CachedObject>)> {
+    ) -> Vec<MemberObject> {
         let selector = LabelSelector {
             match_labels: BTreeMap::from([(PARENT_UID_LABEL.to_owned(), uid.to_owned())]),
             match_expressions: Vec::new(),

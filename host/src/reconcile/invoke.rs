@@ -14,6 +14,7 @@ use tracing::Instrument;
 
 use crate::answer::redacted;
 pub use crate::answer::{FailureCause, PluginError};
+use crate::clusters::MemberObject;
 use crate::metrics::Metrics;
 use crate::plugin::{
     ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
@@ -217,7 +218,7 @@ impl Invoker {
     pub async fn reconcile_placed(
         &self,
         parent: &CachedObject,
-        (children, elsewhere): (&[Arc<CachedObject>], &[(String, Arc<CachedObject>)]),
+        (children, elsewhere): (&[Arc<CachedObject>], &[MemberObject]),
         related: &[Arc<CachedObject>],
     ) -> Result<ReconcileResponse, PluginError> {
         let mut texts_of_children = texts(children);
