@@ -16,7 +16,7 @@ use super::invoke::{Invoker, Reconciler};
 use super::related::{KindIndex, Reach, Related, RelatedKind};
 use super::status::ParentWriter;
 use crate::answer::LiveObjects;
-use crate::clusters::Engaged;
+use crate::clusters::{Engaged, MemberObject};
 use crate::plugin::{LOCAL_CLUSTER, PluginInfo, ResourceKind};
 use crate::runtime::ObjectKey;
 use crate::runtime::cache::{CachedObject, Store};
@@ -50,6 +50,13 @@ impl Binding {
     /// The UID of the cached parent `key`, if it is cached.
     pub fn parent_uid(&self, key: &ObjectKey) -> Option<String> {
         self.cache.parents.get(key)?.uid().map(str::to_owned)
+    }
+
+    /// The children of `parent` in the engaged member clusters, found by their marks, each
+    /// with its cluster's name.
+    pub(super) fn elsewhere(&self, parent: &CachedObject) -> Vec<MemberObject> {
+        let uid = parent.uid().unwrap_or_default();
+        (self.clusters).children_of(uid, parent.namespace(), &self.info().children)
     }
 
     /// What the judge looks names up in: the children's caches, and the Namespaces (their

@@ -399,10 +399,7 @@ impl Controller {
         now: &str,
     ) -> Result<Verdict, PluginError> {
         let b = &route.applied;
-        // The parent's children in the engaged member clusters, found by their marks.
-        let uid = cached.uid().unwrap_or_default();
-        let elsewhere =
-            (self.parts.config.clusters).children_of(uid, cached.namespace(), &b.info().children);
+        let elsewhere = b.elsewhere(cached);
         let observed = (observed, elsewhere.as_slice());
         let Some(beside) = &route.beside else {
             let answer = b
