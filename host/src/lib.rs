@@ -29,7 +29,8 @@
 //! then [`manager`], the one host every entry point starts (leader
 //! election with [`fence`] as its write-time gate, the operations server, the plugin source).
 //! Around them: [`hotload`] follows a plugins directory or the cluster's `Plugin` objects,
-//! [`cluster`] pulls components from OCI registries, [`trust`] checks their signatures
+//! [`cluster`] pulls components from OCI registries, [`clusters`] engages member clusters
+//! (a runtime instance each) from a directory of kubeconfigs, [`trust`] checks their signatures
 //! offline against the verification policy, [`client`] builds the API client (rate
 //! limit, pushback), [`run`] is `weir run`, [`dev`] is `weir dev` on the embedded emulator
 //! (crate `weir-emulator`), [`offline`] is `weir test`, [`scaffold`] is `weir new`.
@@ -38,6 +39,7 @@ pub mod answer;
 mod chain;
 pub mod client;
 pub mod cluster;
+pub mod clusters;
 #[cfg(feature = "dev")]
 pub mod dev;
 pub mod fence;

@@ -160,6 +160,13 @@ pub struct HostArgs {
     /// Write every failed or refused reconcile into DIR as a `weir test` fixture that fails the same way.
     #[arg(long, value_name = "DIR")]
     pub dump_failures: Option<PathBuf>,
+    /// A directory of member clusters' kubeconfigs, one file per cluster named by its stem
+    /// (`member-a.yaml` is `member-a`), followed as files come, change and go: each cluster is
+    /// engaged with a client and watches of its own, and released (watches stopped, cache
+    /// freed) when its file goes. Inline credentials only: a file using `exec`,
+    /// `auth-provider` or a local file path is refused, naming the file.
+    #[arg(long, value_name = "DIR")]
+    pub clusters: Option<PathBuf>,
     /// How candidate versions are rolled out.
     #[command(flatten)]
     pub rollout: crate::rollout::RolloutFlags,
@@ -215,6 +222,7 @@ impl HostArgs {
             policy: Arc::new(policy),
             rollout: self.rollout.config(),
             verification,
+            clusters: self.clusters.clone().map(crate::clusters::Config::new),
             ..defaults
         })
     }

@@ -27,6 +27,11 @@ pub fn mirror() -> ResourceKind {
     kind("test.weir.dev", "v1", "Mirror", "mirrors")
 }
 
+/// The Spread example's parent kind (contract 0.4.0: one Deployment per named cluster).
+pub fn spread() -> ResourceKind {
+    kind("weir.dev", "v1alpha1", "Spread", "spreads")
+}
+
 /// ConfigMap.
 pub fn config_map() -> ResourceKind {
     kind("", "v1", "ConfigMap", "configmaps")

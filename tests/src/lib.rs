@@ -23,6 +23,7 @@ use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
 pub mod api_faults;
 pub mod convergence;
+pub mod fleet;
 pub mod host;
 pub mod hostile;
 pub mod kinds;

@@ -3,11 +3,12 @@
 //!
 //! `weir dev` always brings its own emulator, so a scenario run through it stays on that
 //! emulator even when `KUBECONFIG` names a real cluster (nothing of it touches that cluster).
-//! The process's stderr (the host's log) goes to `DIR/weir-dev.log`, quoted in failures.
+//! The process's stderr (the host's log) goes to `DIR/weir-dev.log`, quoted in failures; its
+//! stdout (the plain view's lines) to `DIR/weir-dev.out`.
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
@@ -32,6 +33,16 @@ impl WeirDev {
     /// Copies `target/plugins/COMPONENT` into `dir/plugins` and serves it with `weir dev`,
     /// under `policy` (YAML, written to `dir/policy.yaml`) or the default policy.
     pub fn start(dir: &Path, component: &str, policy: Option<&str>) -> Result<WeirDev> {
+        Self::start_with(dir, component, policy, &[])
+    }
+
+    /// [`WeirDev::start`] with `extra` arguments of `weir dev` (`--clusters 2`).
+    pub fn start_with(
+        dir: &Path,
+        component: &str,
+        policy: Option<&str>,
+        extra: &[&str],
+    ) -> Result<WeirDev> {
         let plugins = dir.join("plugins");
         std::fs::create_dir_all(&plugins)
             .with_context(|| format!("creating {}", plugins.display()))?;
@@ -53,9 +64,12 @@ impl WeirDev {
             std::fs::write(&file, policy).with_context(|| format!("writing {}", file.display()))?;
             command.arg("--policy").arg(file);
         }
+        command.args(extra);
+        let out = std::fs::File::create(dir.join("weir-dev.out"))
+            .with_context(|| format!("creating {}", dir.join("weir-dev.out").display()))?;
         let child = command
             .env("NO_COLOR", "1")
-            .stdout(Stdio::null())
+            .stdout(out)
             .stderr(log)
             .spawn()
             .context("starting weir dev")?;
@@ -113,6 +127,17 @@ impl WeirDev {
         let log = self.dir.join("weir-dev.log");
         self.until(&format!("it logs {text:?}"), || async {
             let lines = std::fs::read_to_string(&log).ok()?;
+            lines.lines().find(|l| l.contains(text)).map(str::to_owned)
+        })
+        .await
+    }
+
+    /// The first line `weir dev` printed (its plain view, `DIR/weir-dev.out`) that holds
+    /// `text`, once there is one.
+    pub async fn printed(&mut self, text: &str) -> Result<String> {
+        let out = self.dir.join("weir-dev.out");
+        self.until(&format!("it prints {text:?}"), || async {
+            let lines = std::fs::read_to_string(&out).ok()?;
             lines.lines().find(|l| l.contains(text)).map(str::to_owned)
         })
         .await

@@ -69,11 +69,18 @@
 //! 8. `kubeconfig` — the kubeconfig an emulator writes (its CA and admin token when secure).
 //! 9. `emulator` — [`Emulator`] starts, restarts and stops the server; [`Error`] says why it
 //!    could not start. This file is the facade: the crate's documentation and what is public.
+//! 10. `fleet` — [`Fleet`]: several emulators in one process, one per named cluster, each
+//!     with its own store, discovery, RBAC and kubeconfig (a hub and its member clusters).
 //!
 //! Tests only: `properties`, property tests of the rules that take arbitrary input (strategic
 //! merge, server-side apply, label selectors) against simple models.
 //!
 //! # Deliberate simplifications
+//! - A [`Fleet`] is several independent emulators on their own loopback ports, not one server
+//!   hosting several clusters: they share the process and its async runtime (and so its CPU),
+//!   where real clusters fail, slow down and restart independently of each other. Each member's
+//!   faults and restarts are its own ([`Emulator::faults`], [`Emulator::restart`]); nothing makes
+//!   members differ in version, latency or served kinds unless a test sets it up.
 //! - By default no authentication, authorization or RBAC: plain HTTP, every request is allowed,
 //!   the self-reviews answer allowed and `SelfSubjectReview` answers `system:admin`, so
 //!   `kubectl auth can-i` and `auth whoami` work (`serve::reviews`). [`EmulatorConfig::secure`]
@@ -244,11 +251,13 @@ mod workload;
 mod serve;
 mod kubeconfig;
 mod emulator;
+mod fleet;
 
 #[cfg(test)]
 mod properties;
 
 pub use emulator::{Emulator, Error};
+pub use fleet::Fleet;
 pub use kinds::discovery::KUBE_VERSION;
 pub use state::config::{EmulatorConfig, RequestRecord, WorkloadSimulation};
 pub use state::faults::{Fault, Faults, FaultsError, Rule, Verb};

@@ -2,8 +2,10 @@
 //!
 //! A child naming no cluster belongs in its parent's. A child naming another is accepted only
 //! when the live objects the answer is judged among span that cluster
-//! ([`LiveObjects::engaged`]): the controller's cache is the host's own cluster alone until the
-//! host engages others, so today such an answer is refused, whole, for that reconcile.
+//! ([`LiveObjects::engaged`]) and a child can be written there ([`LiveObjects::writes_to`]).
+//! The controller engages the member clusters of `weir run --clusters` but writes to its own
+//! cluster only, so an answer placing a child in a member is refused, whole, for that
+//! reconcile, saying so; one naming a cluster not engaged at all is refused saying that.
 
 use kube::api::DynamicObject;
 use serde_json::Value;
@@ -21,13 +23,17 @@ pub(super) fn check(
     clusters: &[Option<String>],
     live: &dyn LiveObjects,
 ) -> Result<(), Refusal> {
-    let unknown = clusters.iter().enumerate().find_map(|(i, cluster)| {
-        cluster
-            .as_deref()
-            .filter(|c| !live.engaged(c))
-            .map(|c| (i, c))
+    let refused = clusters.iter().enumerate().find_map(|(i, cluster)| {
+        let cluster = cluster.as_deref()?;
+        if !live.engaged(cluster) {
+            Some((i, cluster, false))
+        } else if !live.writes_to(cluster) {
+            Some((i, cluster, true))
+        } else {
+            None
+        }
     });
-    let Some((index, cluster)) = unknown else {
+    let Some((index, cluster, engaged)) = refused else {
         return Ok(());
     };
     let child = desired.get(index).unwrap_or(&Value::Null);
@@ -36,11 +42,24 @@ pub(super) fn check(
         .or_else(|| parent.metadata.namespace.clone())
         .unwrap_or_default();
     let name = text(&child["metadata"]["name"]).unwrap_or_default();
-    Err(Refusal::UnknownCluster {
-        plugin: info.label(),
-        kind: text(&child["kind"]).unwrap_or_else(|| format!("#{index}")),
-        key: format!("{namespace}/{name}"),
-        cluster: cluster.to_owned(),
+    let plugin = info.label();
+    let kind = text(&child["kind"]).unwrap_or_else(|| format!("#{index}"));
+    let key = format!("{namespace}/{name}");
+    let cluster = cluster.to_owned();
+    Err(if engaged {
+        Refusal::UnwrittenCluster {
+            plugin,
+            kind,
+            key,
+            cluster,
+        }
+    } else {
+        Refusal::UnknownCluster {
+            plugin,
+            kind,
+            key,
+            cluster,
+        }
     })
 }
 

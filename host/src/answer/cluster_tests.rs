@@ -135,3 +135,45 @@ fn the_same_name_in_two_clusters_is_two_children_and_twice_in_one_is_a_duplicate
         Err(Refusal::Duplicate { .. })
     ));
 }
+
+/// The live host with member clusters engaged: it writes to its own cluster only.
+struct Engaged(&'static [&'static str]);
+
+impl LiveObjects for Engaged {
+    fn get(&self, _: &str, _: &str, _: &ObjectKey) -> Option<Arc<DynamicObject>> {
+        None
+    }
+
+    fn engaged(&self, cluster: &str) -> bool {
+        cluster == LOCAL_CLUSTER || self.0.contains(&cluster)
+    }
+
+    fn writes_to(&self, cluster: &str) -> bool {
+        cluster == LOCAL_CLUSTER
+    }
+}
+
+#[test]
+fn a_child_placed_in_an_engaged_member_the_host_does_not_write_to_is_refused_saying_so() {
+    let live = Engaged(&["member-a"]);
+    assert_eq!(judged(&live, &[None, Some(LOCAL_CLUSTER)]), Ok(2));
+    let refusal = judged(&live, &[None, Some("member-a")]).unwrap_err();
+    assert_eq!(
+        refusal,
+        Refusal::UnwrittenCluster {
+            plugin: "spread@0.1.0".into(),
+            kind: "ConfigMap".into(),
+            key: "shop/c1".into(),
+            cluster: "member-a".into(),
+        }
+    );
+    let text = refusal.to_string();
+    assert!(text.contains("engaged but does not write to yet"), "{text}");
+    assert!(
+        matches!(
+            judged(&live, &[Some("member-z")]),
+            Err(Refusal::UnknownCluster { .. })
+        ),
+        "a cluster not engaged at all is still unknown"
+    );
+}

@@ -25,6 +25,13 @@ pub trait LiveObjects {
     fn parent_cluster(&self) -> &str {
         LOCAL_CLUSTER
     }
+
+    /// Whether a child placed in the engaged cluster `cluster` can be written there: by default
+    /// every engaged cluster (a fixture's placements are all judged as written). The
+    /// controller writes to the host's own cluster only, until writes to member clusters exist.
+    fn writes_to(&self, cluster: &str) -> bool {
+        self.engaged(cluster)
+    }
 }
 
 impl<T: LiveObjects + ?Sized> LiveObjects for Arc<T> {
@@ -38,5 +45,9 @@ impl<T: LiveObjects + ?Sized> LiveObjects for Arc<T> {
 
     fn parent_cluster(&self) -> &str {
         (**self).parent_cluster()
+    }
+
+    fn writes_to(&self, cluster: &str) -> bool {
+        (**self).writes_to(cluster)
     }
 }

@@ -7,7 +7,9 @@
 //! a live view on a terminal (plugins with their counters, parents, and a feed
 //! of what the host did), plain lines otherwise. Rebuilding a plugin into DIR
 //! is picked up live; `--watch PROJECT` rebuilds a plugin project on each save,
-//! runs its fixtures and swaps the new component in only if they pass.
+//! runs its fixtures and swaps the new component in only if they pass. `--clusters N` runs N
+//! member clusters beside it (a `weir_emulator::Fleet`), engaged by the host as
+//! `weir run --clusters DIR` engages them, and the live view lists them.
 
 mod examples;
 mod model;
@@ -21,7 +23,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
-use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+use weir_emulator::{Emulator, EmulatorConfig, Fleet, WorkloadSimulation};
 
 use crate::hotload;
 use crate::manager::{Manager, ManagerConfig, ManagerError, PluginSource};
@@ -126,6 +128,11 @@ pub struct DevArgs {
     /// Write every failed or refused reconcile into DIR as a `weir test` fixture that fails the same way.
     #[arg(long, value_name = "DIR")]
     pub dump_failures: Option<PathBuf>,
+    /// Also emulate N member clusters (`member-1` ... `member-N`, each its own API server in
+    /// this process), their kubeconfigs written to `clusters/` beside `--kubeconfig`, engaged
+    /// by the host as `weir run --clusters` engages them and shown in the live view.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub clusters: usize,
 }
 
 impl DevArgs {
@@ -140,7 +147,7 @@ impl DevArgs {
             ready_after: Duration::from_millis(self.ready_after_ms),
         });
         let emulator = Emulator::start(EmulatorConfig {
-            workloads,
+            workloads: workloads.clone(),
             port: self.port,
             // Nothing in `weir dev` reads the request log: keep none rather than grow it.
             request_log: 0,
@@ -161,6 +168,7 @@ impl DevArgs {
         let kubectl = format!("kubectl --kubeconfig {}", self.kubeconfig.display());
         println!("weir dev: Kubernetes API emulator at {}", emulator.url());
         println!("weir dev: use it with   {kubectl}");
+        let fleet = self.fleet(workloads).await?;
 
         // A watched project's builds compile with the baseline compiler, seconds faster per save
         // for a Python or JavaScript component; `weir test` and `weir run` use the optimizing one.
@@ -201,6 +209,9 @@ impl DevArgs {
             listen: Some(self.listen),
             install_crds: true,
             policy: policy.clone(),
+            clusters: fleet
+                .as_ref()
+                .map(|(_, dir)| crate::clusters::Config::new(dir)),
             ..ManagerConfig::default()
         };
         let source = PluginSource::Directory {
@@ -232,6 +243,10 @@ impl DevArgs {
             activity: host.activity(),
             notes: notes_rx,
             kubectl,
+            clusters: fleet.is_some().then(|| {
+                let own = format!("cluster local (the host's own) at {}", emulator.url());
+                (host.clusters(), own)
+            }),
         };
         let stop_view = tokio_util::sync::CancellationToken::new();
         let view = tokio::spawn(view::show(inputs, live, stop_view.clone()));
@@ -267,8 +282,57 @@ impl DevArgs {
         let _ = view.await;
         println!("weir dev: stopping");
         host.shutdown().await;
+        if let Some((fleet, _)) = fleet {
+            fleet.shutdown().await;
+        }
         emulator.shutdown().await;
         outcome
+    }
+
+    /// With `--clusters N`: the member clusters, started, and the directory their kubeconfigs
+    /// are written to (`clusters/` beside `--kubeconfig`; a previous run's `member-*.yaml` there
+    /// are replaced or removed, so no stale member is engaged).
+    async fn fleet(
+        &self,
+        workloads: Option<WorkloadSimulation>,
+    ) -> Result<Option<(Fleet, PathBuf)>, DevError> {
+        if self.clusters == 0 {
+            return Ok(None);
+        }
+        let names: Vec<String> = (1..=self.clusters).map(|i| format!("member-{i}")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let config = EmulatorConfig {
+            workloads,
+            request_log: 0,
+            ..EmulatorConfig::default()
+        };
+        let fleet = Fleet::start(&names, &config).await?;
+        let dir = self
+            .kubeconfig
+            .parent()
+            .unwrap_or(std::path::Path::new("."))
+            .join("clusters");
+        let unusable = |source| DevError::KubeconfigDir {
+            path: dir.clone(),
+            source,
+        };
+        std::fs::create_dir_all(&dir).map_err(unusable)?;
+        for entry in std::fs::read_dir(&dir).map_err(unusable)? {
+            let path = entry.map_err(unusable)?.path();
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name.starts_with("member-") && name.ends_with(".yaml") {
+                std::fs::remove_file(&path).map_err(unusable)?;
+            }
+        }
+        fleet.write_kubeconfigs(&dir)?;
+        for (name, member) in fleet.members() {
+            println!(
+                "weir dev: member cluster {name} at {} (kubectl --kubeconfig {})",
+                member.url(),
+                Fleet::kubeconfig_path(&dir, name).display()
+            );
+        }
+        Ok(Some((fleet, dir)))
     }
 }
 

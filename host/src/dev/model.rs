@@ -52,6 +52,9 @@ pub(crate) struct Model {
     pub loading: Option<String>,
     /// Parent kind → plugin.
     pub plugins: BTreeMap<String, PluginRow>,
+    /// Cluster name → its line: the host's own and the member clusters engaged
+    /// (`weir dev --clusters N`); empty without members.
+    pub clusters: BTreeMap<String, String>,
     /// `Kind ns/name` → parent.
     pub parents: BTreeMap<String, ParentRow>,
     /// `Kind ns/name` → when it was last reconciled (`HH:MM:SS`) and how that ended.
@@ -220,6 +223,14 @@ fn parent_row(parent: &DynamicObject, children: BTreeSet<String>) -> ParentRow {
         reconciled,
         children,
     }
+}
+
+/// The plain line of an engaged member cluster.
+pub(crate) fn cluster_line(c: &crate::clusters::ClusterRow) -> String {
+    format!(
+        "cluster {} engaged at {}: {} kinds watched, {} objects cached",
+        c.name, c.server, c.kinds, c.objects
+    )
 }
 
 /// The plain line of a plugin (no rates: it is printed when it changes).

@@ -1,4 +1,4 @@
-//! The terminal screen of `weir dev` (ratatui): plugins, parents and the host's activity feed.
+//! The terminal screen of `weir dev` (ratatui): clusters, plugins, parents and the host's activity feed.
 //!
 //! The screen uses the terminal's alternate screen and leaves it when dropped. It does not take
 //! the keyboard (no raw mode), so Ctrl-C still reaches `weir dev` as SIGINT. Log lines written to
@@ -66,8 +66,14 @@ impl Drop for Screen {
 /// Draws the whole view into `frame`.
 pub(crate) fn render(frame: &mut Frame, model: &Model, kubectl: &str) {
     let parents_shown = model.parents.len().min(MAX_PARENTS);
-    let [title, plugins, parents, feed] = Layout::vertical([
+    let clusters_height = if model.clusters.is_empty() {
+        0
+    } else {
+        model.clusters.len() as u16 + 2
+    };
+    let [title, clusters, plugins, parents, feed] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(clusters_height),
         Constraint::Length(model.plugins.len().max(1) as u16 + 3),
         Constraint::Length(parents_shown.max(1) as u16 + 3),
         Constraint::Min(4),
@@ -81,6 +87,18 @@ pub(crate) fn render(frame: &mut Frame, model: &Model, kubectl: &str) {
         ])),
         title,
     );
+
+    if !model.clusters.is_empty() {
+        let lines: Vec<Line> = model
+            .clusters
+            .values()
+            .map(|l| Line::raw(l.clone()))
+            .collect();
+        frame.render_widget(
+            Paragraph::new(lines).block(Block::bordered().title(" clusters ")),
+            clusters,
+        );
+    }
 
     let mut plugin_block = Block::bordered().title(" plugins ");
     if let Some(file) = &model.loading {

@@ -4,7 +4,7 @@
 //! children from the API server and reads the host's counters ([`Metrics`]); in between it takes
 //! the host's [`Activity`] (writes, drift put back, failures, refusals, swaps) and `weir dev`'s
 //! own notes (examples applied, `--watch` builds and fixtures). On a terminal the model is drawn
-//! as a screen (`screen.rs`); otherwise each plugin and parent line is printed when it changed,
+//! as a screen (`screen.rs`); otherwise each cluster, plugin and parent line is printed when it changed,
 //! and each feed line as it comes, so a log file reads as a history.
 
 use std::collections::BTreeMap;
@@ -16,7 +16,7 @@ use kube::Client;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use super::model::{Model, parent_line, plugin_line};
+use super::model::{Model, cluster_line, parent_line, plugin_line};
 use super::screen::Screen;
 use crate::hotload::Catalog;
 use crate::manager::Activity;
@@ -41,6 +41,8 @@ pub(crate) struct Inputs {
     pub notes: mpsc::UnboundedReceiver<String>,
     /// The `kubectl --kubeconfig ...` prefix to show.
     pub kubectl: String,
+    /// The member clusters engaged (`--clusters N`), and the line naming the host's own.
+    pub clusters: Option<(crate::clusters::Engaged, String)>,
 }
 
 /// Runs until `stop`: draws a screen on a terminal (`live`), prints changes otherwise.
@@ -67,6 +69,11 @@ pub(crate) async fn show(mut inputs: Inputs, live: bool, stop: CancellationToken
             () = stop.cancelled() => break,
             _ = refresh.tick() => {
                 model.refresh(&inputs.client, &inputs.catalog, &inputs.metrics).await;
+                if let Some((engaged, own)) = &inputs.clusters {
+                    model.clusters = std::iter::once((crate::plugin::LOCAL_CLUSTER.to_owned(), own.clone()))
+                        .chain(engaged.rows().iter().map(|c| (c.name.clone(), cluster_line(c))))
+                        .collect();
+                }
                 dirty = true;
             }
             got = inputs.activity.recv() => match got {
@@ -101,6 +108,7 @@ pub(crate) async fn show(mut inputs: Inputs, live: bool, stop: CancellationToken
 #[derive(Debug, Default)]
 pub(crate) struct Printed {
     loading: Option<String>,
+    clusters: BTreeMap<String, String>,
     plugins: BTreeMap<String, String>,
     parents: BTreeMap<String, String>,
     /// Feed lines printed, counted as [`Model::added`] counts them.
@@ -124,6 +132,19 @@ impl Printed {
             writeln!(text, "compiling {file} ...")?;
         }
         self.loading = model.loading.clone();
+        for (name, line) in &model.clusters {
+            if self.clusters.get(name) != Some(line) {
+                writeln!(text, "{line}")?;
+            }
+        }
+        for name in self
+            .clusters
+            .keys()
+            .filter(|n| !model.clusters.contains_key(*n))
+        {
+            writeln!(text, "cluster {name} released")?;
+        }
+        self.clusters.clone_from(&model.clusters);
         let plugins: BTreeMap<String, String> = model
             .plugins
             .iter()

@@ -156,3 +156,33 @@ fn the_screen_shows_plugins_with_their_counters_parents_and_the_feed() {
         "the feed shows the newest lines that fit:\n{screen}"
     );
 }
+
+#[test]
+fn plain_output_prints_each_cluster_when_it_is_engaged_and_when_it_is_released() {
+    let member = crate::clusters::ClusterRow {
+        name: "member-1".into(),
+        server: "http://127.0.0.1:4001/".into(),
+        kinds: 1,
+        objects: 2,
+        bytes: 900,
+    };
+    let mut model = Model::default();
+    model
+        .clusters
+        .insert("member-1".into(), cluster_line(&member));
+    let mut p = Printed::default();
+    let first = printed(&mut p, &model);
+    assert!(
+        first.contains(
+            "cluster member-1 engaged at http://127.0.0.1:4001/: 1 kinds watched, 2 objects cached"
+        ),
+        "{first}"
+    );
+    assert_eq!(
+        printed(&mut p, &model),
+        "",
+        "an unchanged cluster is not printed again"
+    );
+    model.clusters.clear();
+    assert_eq!(printed(&mut p, &model), "cluster member-1 released\n");
+}

@@ -35,6 +35,9 @@ pub enum ManagerError {
         /// Which task.
         runnable: &'static str,
     },
+    /// The directory of member clusters cannot be followed.
+    #[error(transparent)]
+    Clusters(#[from] crate::clusters::SourceError),
     /// A plugin of the fixed list was not admitted.
     #[error("plugin {plugin} is not admitted")]
     Admission {
@@ -105,6 +108,9 @@ pub struct ManagerConfig {
     /// The signatures the cluster source's components must carry (`crate::trust`); `None`
     /// checks none.
     pub verification: Option<Arc<crate::trust::Policy>>,
+    /// Member clusters engaged from a directory of kubeconfigs (`crate::clusters`); `None`:
+    /// the host's own cluster alone.
+    pub clusters: Option<crate::clusters::Config>,
 }
 
 impl Default for ManagerConfig {
@@ -122,6 +128,7 @@ impl Default for ManagerConfig {
             policy: Arc::new(Policy::default()),
             rollout: RolloutConfig::default(),
             verification: None,
+            clusters: None,
         }
     }
 }

@@ -12,7 +12,9 @@
 //! rollout` (`requests`). Sharded, each replica also holds a Lease of its own and the leader
 //! assigns the parents (`shards`, `crate::shard`). With the cluster source, each tenant
 //! namespace of the policy has its TenantPlugins' source and controllers of its own (`tenants`,
-//! `crate::tenant`).
+//! `crate::tenant`). Given a directory of member clusters
+//! ([`ManagerConfig::clusters`]), one more runnable engages and releases them
+//! (`crate::clusters`), each a runtime instance of its own.
 
 mod admission;
 mod candidates;
@@ -65,6 +67,8 @@ pub struct Manager {
     aborts: Vec<tokio::task::AbortHandle>,
     addr: Option<SocketAddr>,
     candidates: Candidates,
+    /// The member clusters engaged beside the host's own.
+    clusters: crate::clusters::Engaged,
     /// Keeps the plugin source running (dropping it stops it).
     _source: hotload::Running,
     /// The tenant namespaces served (dropping them stops their sources).
@@ -82,6 +86,13 @@ impl Manager {
         source: PluginSource,
         config: ManagerConfig,
     ) -> Result<Manager, ManagerError> {
+        // The member clusters (none without a directory): one handle, shared by the
+        // controllers (`config.controller.clusters`), `/metrics` and `Manager::clusters`.
+        let engaged = config.controller.clusters.clone();
+        let members = match config.clusters.clone() {
+            Some(dir) => Some(crate::clusters::Watched::start(dir)?),
+            None => None,
+        };
         let meters = Meters::new(&config, &source);
         let leases = Leases::join(&client, &config, meters.shard.clone()).await?;
         let writes = leases.gate.client(&client);
@@ -127,6 +138,13 @@ impl Manager {
         runnables.always(Stage::Controllers, "controllers", |stop| {
             drive(controllers, feed, stop)
         });
+        if let Some(members) = members {
+            let (catalog, engaged) = (catalog.clone(), engaged.clone());
+            let namespace = config.controller.namespace.clone();
+            runnables.always(Stage::Beside, "member clusters", move |stop| {
+                members.run(engaged, move || placed_kinds(&catalog), namespace, stop)
+            });
+        }
         leases.placement(&mut runnables, &client, &writes, &config, &view);
         candidates.start(&mut runnables, proposals);
         let running = runnables.start();
@@ -145,9 +163,16 @@ impl Manager {
             aborts,
             addr,
             candidates,
+            clusters: engaged,
             _source: source,
             tenants,
         })
+    }
+
+    /// The member clusters engaged now (none unless [`ManagerConfig::clusters`] names a
+    /// directory).
+    pub fn clusters(&self) -> crate::clusters::Engaged {
+        self.clusters.clone()
     }
 
     /// The plugins served right now.
@@ -281,6 +306,10 @@ impl Meters {
         if !config.policy.tenants.is_empty() {
             metrics.collect(Box::new(tenants.clone()));
         }
+        if config.clusters.is_some() {
+            let gauges = crate::clusters::ClusterGauges::new(&config.controller.clusters);
+            metrics.collect(Box::new(gauges));
+        }
         Self {
             host: Arc::new(metrics),
             hotload,
@@ -288,6 +317,19 @@ impl Meters {
             tenants,
         }
     }
+}
+
+/// The kinds the served plugins may place in a member cluster: their child kinds, each once.
+fn placed_kinds(catalog: &Catalog) -> Vec<crate::plugin::ResourceKind> {
+    let mut kinds: Vec<crate::plugin::ResourceKind> = Vec::new();
+    for row in catalog.rows() {
+        for kind in row.info.children {
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+    }
+    kinds
 }
 
 /// Runs the runnables until `stop` (or until one ends on its own), stops them stage by stage in

@@ -16,7 +16,8 @@ use super::invoke::{Invoker, Reconciler};
 use super::related::{KindIndex, Reach, Related, RelatedKind};
 use super::status::ParentWriter;
 use crate::answer::LiveObjects;
-use crate::plugin::{PluginInfo, ResourceKind};
+use crate::clusters::{Engaged, MemberObject};
+use crate::plugin::{LOCAL_CLUSTER, PluginInfo, ResourceKind};
 use crate::runtime::ObjectKey;
 use crate::runtime::cache::{CachedObject, Store};
 use crate::runtime::{Route, Scope, Subscription, Target};
@@ -34,6 +35,8 @@ pub struct Binding {
     pub(super) related: Related,
     /// The host's Namespaces, when the policy's entry for the plugin selects namespaces by label.
     namespaces: Option<Arc<Store>>,
+    /// The member clusters engaged beside the host's own.
+    clusters: Engaged,
     /// Held for the subscriptions' sake: dropping the binding unsubscribes its kinds.
     _subscriptions: Vec<Subscription>,
 }
@@ -49,12 +52,20 @@ impl Binding {
         self.cache.parents.get(key)?.uid().map(str::to_owned)
     }
 
+    /// The children of `parent` in the engaged member clusters, found by their marks, each
+    /// with its cluster's name.
+    pub(super) fn elsewhere(&self, parent: &CachedObject) -> Vec<MemberObject> {
+        let uid = parent.uid().unwrap_or_default();
+        (self.clusters).children_of(uid, parent.namespace(), &self.info().children)
+    }
+
     /// What the judge looks names up in: the children's caches, and the Namespaces (their
     /// labels) for the policy's entry.
     pub(super) fn live(&self) -> Live<'_> {
         Live {
             cache: &self.cache,
             namespaces: self.namespaces.as_deref(),
+            clusters: &self.clusters,
         }
     }
 }
@@ -63,6 +74,7 @@ impl Binding {
 pub(super) struct Live<'a> {
     cache: &'a Cache,
     namespaces: Option<&'a Store>,
+    clusters: &'a Engaged,
 }
 
 impl LiveObjects for Live<'_> {
@@ -73,6 +85,17 @@ impl LiveObjects for Live<'_> {
             }
             _ => LiveObjects::get(self.cache, api_version, kind, key),
         }
+    }
+
+    /// The host's own cluster, and the member clusters engaged now.
+    fn engaged(&self, cluster: &str) -> bool {
+        cluster == LOCAL_CLUSTER || self.clusters.is_engaged(cluster)
+    }
+
+    /// The host's own cluster only: writes to member clusters are not built yet, so a child
+    /// placed in one is refused (never written here instead).
+    fn writes_to(&self, cluster: &str) -> bool {
+        cluster == LOCAL_CLUSTER
     }
 }
 
@@ -195,6 +218,7 @@ impl Parts {
             cache,
             related,
             namespaces: namespace_store,
+            clusters: self.config.clusters.clone(),
             _subscriptions: subscriptions,
         }
     }

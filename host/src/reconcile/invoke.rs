@@ -14,6 +14,7 @@ use tracing::Instrument;
 
 use crate::answer::redacted;
 pub use crate::answer::{FailureCause, PluginError};
+use crate::clusters::MemberObject;
 use crate::metrics::Metrics;
 use crate::plugin::{
     ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
@@ -207,12 +208,36 @@ impl Invoker {
         children: &[Arc<CachedObject>],
         related: &[Arc<CachedObject>],
     ) -> Result<ReconcileResponse, PluginError> {
+        self.reconcile_placed(parent, (children, &[]), related)
+            .await
+    }
+
+    /// [`Invoker::reconcile`] with the parent's children in the engaged member clusters too
+    /// (`elsewhere`, each with its cluster's name), after those in its own cluster. A plugin
+    /// older than contract 0.4.0 is given the ones in its parent's cluster only.
+    pub async fn reconcile_placed(
+        &self,
+        parent: &CachedObject,
+        (children, elsewhere): (&[Arc<CachedObject>], &[MemberObject]),
+        related: &[Arc<CachedObject>],
+    ) -> Result<ReconcileResponse, PluginError> {
+        let mut texts_of_children = texts(children);
+        // Their own cluster's children name none: the parent's, the host's own.
+        let mut clusters = vec![String::new(); children.len()];
+        for (cluster, child) in elsewhere {
+            if let Some(child) = cached_for_plugin(child) {
+                texts_of_children.push(child.json());
+                clusters.push(cluster.clone());
+            }
+        }
         let req = ReconcileRequest {
             parent: parent.json(),
-            children: texts(children),
+            children: texts_of_children,
             related: texts(related),
-            // Every object here is in the host's own cluster.
-            ..Default::default()
+            clusters: crate::plugin::Clusters {
+                children: clusters,
+                ..Default::default()
+            },
         };
         self.call(move |p| p.reconcile(&req)).await
     }
@@ -239,7 +264,7 @@ impl Invoker {
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::{Condvar, Mutex};
+    use std::sync::{Condvar, Mutex, PoisonError};
     use std::time::Duration;
 
     use serde_json::json;
@@ -380,5 +405,68 @@ mod tests {
             "never more than its quota at once"
         );
         assert_eq!(permits.available_permits(), 4);
+    }
+
+    /// Keeps the last request it was given.
+    struct Recording {
+        info: PluginInfo,
+        last: Mutex<Option<ReconcileRequest>>,
+    }
+
+    impl Reconciler for Recording {
+        fn info(&self) -> &PluginInfo {
+            &self.info
+        }
+        fn reconcile(&self, req: &ReconcileRequest) -> Result<ReconcileResponse, PluginError> {
+            *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Some(req.clone());
+            Ok(ReconcileResponse {
+                children: vec![],
+                clusters: Vec::new(),
+                status: None,
+                requeue: Requeue::Done,
+            })
+        }
+        fn finalize(&self, _: &FinalizeRequest) -> Result<FinalizeResponse, PluginError> {
+            Ok(FinalizeResponse::complete())
+        }
+    }
+
+    #[tokio::test]
+    async fn children_in_member_clusters_reach_the_plugin_after_the_local_ones_with_their_cluster()
+    {
+        let recording = Arc::new(Recording {
+            info: info("spread"),
+            last: Mutex::new(None),
+        });
+        let invoker = Invoker::new(
+            recording.clone(),
+            Arc::new(Semaphore::new(2)),
+            Arc::new(Metrics::new()),
+        );
+        let child = |name: &str| {
+            let obj = serde_json::from_value::<kube::api::DynamicObject>(json!({
+                "apiVersion": "test.weir.dev/v1", "kind": "Child",
+                "metadata": {"name": name, "namespace": "default"},
+            }));
+            let cached = obj.and_then(|o| CachedObject::from_object(&o));
+            Arc::new(cached.unwrap_or_else(|e| panic!("{e}")))
+        };
+        let local = [child("here")];
+        let elsewhere = [("member-a".to_owned(), child("there"))];
+        let answer = invoker
+            .reconcile_placed(&parent(), (&local, &elsewhere), &[])
+            .await;
+        assert!(answer.is_ok(), "{answer:?}");
+        let req = recording
+            .last
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        let req = req.unwrap_or_else(|| panic!("the plugin was not called"));
+        assert_eq!(req.children.len(), 2);
+        assert!(req.children[0].contains("\"here\""), "{}", req.children[0]);
+        assert!(req.children[1].contains("\"there\""), "{}", req.children[1]);
+        assert_eq!(req.clusters.child(0), crate::plugin::LOCAL_CLUSTER);
+        assert_eq!(req.clusters.child(1), "member-a");
     }
 }

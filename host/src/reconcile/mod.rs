@@ -88,6 +88,10 @@ pub struct ControllerConfig {
     /// Which parents this host reconciles, and what their children carry ([`gate::Whole`]:
     /// every parent, nothing).
     pub gate: Arc<dyn Gate>,
+    /// The member clusters the host has engaged beside its own (`crate::clusters`; none by
+    /// default): the judge accepts a child's cluster among them, and a parent's children there
+    /// reach a 0.4.0 plugin with their cluster.
+    pub clusters: crate::clusters::Engaged,
 }
 
 impl Default for ControllerConfig {
@@ -103,6 +107,7 @@ impl Default for ControllerConfig {
             activity: activity::ActivityFeed::default(),
             failures: None,
             gate: Arc::new(gate::Whole),
+            clusters: crate::clusters::Engaged::default(),
         }
     }
 }
@@ -394,14 +399,19 @@ impl Controller {
         now: &str,
     ) -> Result<Verdict, PluginError> {
         let b = &route.applied;
+        let elsewhere = b.elsewhere(cached);
+        let observed = (observed, elsewhere.as_slice());
         let Some(beside) = &route.beside else {
-            let answer = b.invoker.reconcile(cached, observed, related).await?;
+            let answer = b
+                .invoker
+                .reconcile_placed(cached, observed, related)
+                .await?;
             return Ok(self.judge(b, parent, answer, now));
         };
         let other = beside.binding();
         let (applied, asked) = tokio::join!(
-            b.invoker.reconcile(cached, observed, related),
-            other.invoker.reconcile(cached, observed, related),
+            b.invoker.reconcile_placed(cached, observed, related),
+            other.invoker.reconcile_placed(cached, observed, related),
         );
         let applied = applied.map(|answer| self.judge(b, parent, answer, now));
         let asked = asked.map(|answer| self.judge(other, parent, answer, now));

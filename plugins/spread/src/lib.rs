@@ -56,6 +56,7 @@ impl Reconciler for SpreadReconciler {
         let status = SpreadStatus {
             clusters: placed,
             ready: format!("{ready}/{}", clusters.len()),
+            ..SpreadStatus::default()
         };
         Ok(Outcome::apply(children).status(status))
     }

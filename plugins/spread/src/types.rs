@@ -35,13 +35,25 @@ fn one() -> i32 {
 }
 
 /// What the Spread shows: each cluster's ready replicas, and how many clusters are ready.
+///
+/// No field is required: the host writes its conditions alone when an answer is refused or a
+/// call fails, before the plugin's own status was ever written. The schema declares the
+/// host's fields (`observedGeneration`, `conditions`), so the API server keeps them.
 #[derive(Deserialize, Serialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SpreadStatus {
     /// One entry per cluster named, sorted by name.
+    #[serde(default)]
     pub clusters: Vec<Placed>,
     /// `<clusters with every replica ready>/<clusters named>`.
+    #[serde(default)]
     pub ready: String,
+    /// The `metadata.generation` the host last reconciled (the host sets it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The host's `Ready` and `Reconciled` conditions (the host sets them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<weir_guest_sdk::Condition>,
 }
 
 /// One cluster's share of the workload.

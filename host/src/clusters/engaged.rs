@@ -1,0 +1,236 @@
+//! The engaged member clusters: per cluster its own client and its own runtime instance.
+//!
+//! Engaging a cluster gives it a [`crate::runtime::Informers`] registry of its own over its own
+//! client (a second runtime instance, as the runtime's floor is one instance per cluster
+//! connection), subscribed to the kinds the served plugins may place there, on the same packed
+//! cache stores as the host's own. Releasing it drops the registry's subscriptions: its watches
+//! stop and its stores are freed. [`Engaged`] is the handle every reader shares: the judge
+//! ([`Engaged::is_engaged`]), the controllers (a parent's children in each member, found by
+//! the marks the host puts on them), `/metrics` and `weir dev`'s view.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+
+use kube::Client;
+
+use crate::metrics::Metrics;
+use crate::plugin::{LabelSelector, ResourceKind};
+use crate::runtime::cache::CachedObject;
+use crate::runtime::echoes::Echoes;
+use crate::runtime::{Finish, Informers, Queue, QueueConfig, Route, Scope, Subscription, Target};
+
+/// The label the host marks a child it placed in a member cluster with: the UID of its
+/// parent, which lives in another cluster (an owner reference cannot cross clusters).
+pub const PARENT_UID_LABEL: &str = "weir.dev/parent-uid";
+
+/// An object cached from an engaged member cluster, with the cluster's name.
+pub type MemberObject = (String, Arc<CachedObject>);
+
+/// One engaged cluster as listed (`weir dev`, `/metrics`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClusterRow {
+    /// The cluster's name (its file's stem).
+    pub name: String,
+    /// Its API server's URL.
+    pub server: String,
+    /// The kinds watched there.
+    pub kinds: usize,
+    /// Objects cached from it, all kinds.
+    pub objects: usize,
+    /// Bytes those objects take in the cache.
+    pub bytes: usize,
+}
+
+/// One engaged cluster: its client and its runtime instance.
+struct Member {
+    server: String,
+    informers: Arc<Informers>,
+    /// The watched kinds; dropping one stops its watch and frees its store.
+    subscriptions: HashMap<ResourceKind, Subscription>,
+    /// Where the member's events go until a controller reads them (see [`Member::drain`]).
+    queue: Arc<Queue>,
+    echoes: Arc<Echoes>,
+    drain: tokio::task::JoinHandle<()>,
+}
+
+impl Member {
+    /// The member's events are heard and let go: a parent reads its children in a member when
+    /// it is reconciled (its own events, the resync), not on each member change.
+    async fn drain(queue: Arc<Queue>) {
+        while let Some(key) = queue.next().await {
+            let flight = queue.in_flight(key);
+            queue.finish(flight.key(), Finish::Done);
+            flight.settled();
+        }
+    }
+
+    fn watch(&mut self, kind: &ResourceKind) {
+        if self.subscriptions.contains_key(kind) {
+            return;
+        }
+        let target = Target {
+            route: Route::Parent,
+            queue: self.queue.clone(),
+            echoes: self.echoes.clone(),
+        };
+        let subscription = self.informers.subscribe(kind, Scope::All, target);
+        // A parent's children are found by their mark: answer that from an index.
+        subscription.store().index_labels();
+        self.subscriptions.insert(kind.clone(), subscription);
+    }
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        self.queue.shutdown();
+        self.drain.abort();
+    }
+}
+
+/// The engaged clusters by name; clones share one table.
+#[derive(Clone, Default)]
+pub struct Engaged {
+    members: Arc<RwLock<BTreeMap<String, Member>>>,
+    /// Kubeconfig files refused so far.
+    refused: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for Engaged {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.names()).finish()
+    }
+}
+
+impl Engaged {
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Member>> {
+        self.members.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Member>> {
+        self.members.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Kubeconfig files refused so far.
+    pub fn refusals(&self) -> usize {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    /// Counts a refused kubeconfig file.
+    pub(super) fn refuse(&self) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether `cluster` is engaged now.
+    pub fn is_engaged(&self, cluster: &str) -> bool {
+        self.read().contains_key(cluster)
+    }
+
+    /// The engaged clusters' names, sorted.
+    pub fn names(&self) -> Vec<String> {
+        self.read().keys().cloned().collect()
+    }
+
+    /// Each engaged cluster with what its cache holds.
+    pub fn rows(&self) -> Vec<ClusterRow> {
+        self.read()
+            .iter()
+            .map(|(name, m)| {
+                let stores = m.subscriptions.values().map(Subscription::store);
+                let (objects, bytes) =
+                    stores.fold((0, 0), |(o, b), s| (o + s.len(), b + s.bytes()));
+                ClusterRow {
+                    name: name.clone(),
+                    server: m.server.clone(),
+                    kinds: m.subscriptions.len(),
+                    objects,
+                    bytes,
+                }
+            })
+            .collect()
+    }
+
+    /// Whether every engaged cluster's watched kinds hold their first list.
+    pub fn is_synced(&self) -> bool {
+        self.read().values().all(|m| {
+            m.subscriptions
+                .values()
+                .all(|s| s.store().is_synced() || s.store().is_unserved())
+        })
+    }
+
+    /// Engages `name` through `client` (replacing an engagement of the same name: its watches
+    /// stop first), watching `kinds` in `namespace` (all namespaces: `None`). Must be called
+    /// inside the Tokio runtime.
+    pub fn engage(
+        &self,
+        name: &str,
+        (server, client): (String, Client),
+        kinds: &[ResourceKind],
+        namespace: Option<String>,
+    ) {
+        let released = self.write().remove(name);
+        drop(released);
+        // The member's stores count in a registry of their own: the host's `/metrics` shows
+        // them per cluster (`super::gauges`), not merged into its own cluster's kinds.
+        let informers = Informers::new(client, namespace, Arc::new(Metrics::new()));
+        let queue = Arc::new(Queue::new(QueueConfig::default()));
+        let mut member = Member {
+            server,
+            informers,
+            subscriptions: HashMap::new(),
+            queue: queue.clone(),
+            echoes: Arc::new(Echoes::default()),
+            drain: tokio::spawn(Member::drain(queue)),
+        };
+        for kind in kinds {
+            member.watch(kind);
+        }
+        self.write().insert(name.to_owned(), member);
+    }
+
+    /// Releases `name`: its watches stop and its stores are freed. Whether it was engaged.
+    pub fn release(&self, name: &str) -> bool {
+        let released = self.write().remove(name);
+        released.is_some()
+    }
+
+    /// Watches exactly `kinds` in every engaged cluster: the kinds a served plugin no longer
+    /// declares stop, new ones start.
+    pub fn watch_only(&self, kinds: &[ResourceKind]) {
+        let mut members = self.write();
+        for member in members.values_mut() {
+            member.subscriptions.retain(|k, _| kinds.contains(k));
+            for kind in kinds {
+                member.watch(kind);
+            }
+        }
+    }
+
+    /// The objects of `kinds` in every engaged cluster marked as children of the parent with
+    /// `uid`, in `namespace`, with their cluster's name; by cluster, then as each store sorts.
+    pub fn children_of(
+        &self,
+        uid: &str,
+        namespace: Option<&str>,
+        kinds: &[ResourceKind],
+    ) -> Vec<MemberObject> {
+        let selector = LabelSelector {
+            match_labels: BTreeMap::from([(PARENT_UID_LABEL.to_owned(), uid.to_owned())]),
+            match_expressions: Vec::new(),
+        };
+        let members = self.read();
+        let mut found = Vec::new();
+        for (name, member) in members.iter() {
+            for kind in kinds {
+                let Some(subscription) = member.subscriptions.get(kind) else {
+                    continue;
+                };
+                for obj in subscription.store().select(namespace, &selector) {
+                    found.push((name.clone(), obj));
+                }
+            }
+        }
+        found
+    }
+}

@@ -1,0 +1,30 @@
+//! Member clusters engaged beside the host's own: a live source of kubeconfigs, a runtime per cluster.
+//!
+//! The host's own cluster is `local` ([`crate::plugin::LOCAL_CLUSTER`]): its parents live there.
+//! `weir run --clusters DIR` adds member clusters, one kubeconfig file each, named by the file's
+//! stem ([`dir`]). A cluster is engaged when its file appears and released when it goes
+//! ([`source`]): engaged, it has its own client (its own rate limit) and its own runtime
+//! instance ([`engaged`]: an informer registry over that client, watching only the kinds the
+//! served plugins may place there, on the same packed cache); released, its watches stop and
+//! its cache is freed. [`gauges`] shows them on `/metrics`.
+//!
+//! What crosses into the controller is one handle, [`Engaged`]: the judge asks it whether a
+//! child's cluster is engaged, and a parent's reconcile reads its children in each member from
+//! it (found by [`PARENT_UID_LABEL`]) and hands them to a 0.4.0 plugin with their cluster.
+//!
+//! What a member's kubeconfig may say: [`kubeconfig`] (inline credentials only; no `exec`, no
+//! `auth-provider`, no file paths).
+//!
+//! Not built yet: writes to members. A child an answer places in an engaged member is refused,
+//! whole, with a reason saying so (`crate::answer`), never written to the host's own cluster.
+//! A changed kubeconfig re-engages its cluster (its caches are listed again).
+
+pub mod dir;
+pub mod engaged;
+pub mod gauges;
+pub mod kubeconfig;
+pub mod source;
+
+pub use self::engaged::{ClusterRow, Engaged, MemberObject, PARENT_UID_LABEL};
+pub use self::gauges::ClusterGauges;
+pub use self::source::{Config, SourceError, Watched};

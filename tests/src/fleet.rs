@@ -1,0 +1,75 @@
+//! Member clusters for the multi-cluster scenarios: a [`weir_emulator::Fleet`] beside a test's
+//! hub, each member with the test's namespace, their kubeconfigs in a directory of their own.
+//!
+//! The hub is the test's own API server ([`crate::TestEnv`]); the members are emulators only
+//! (a real fleet has no loopback kubeconfigs to hand over).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
+use kube::api::{Api, PostParams};
+use serde_json::json;
+use weir_emulator::{Emulator, EmulatorConfig, Fleet, WorkloadSimulation};
+
+/// Member clusters started for one test, and the directory of their kubeconfigs (what
+/// `weir run --clusters DIR` follows).
+pub struct Members {
+    fleet: Fleet,
+    dir: tempfile::TempDir,
+}
+
+impl Members {
+    /// Starts one emulated member per name (Deployments turn ready after 100 ms), creates
+    /// `namespace` in each and writes their kubeconfigs, `DIR/NAME.yaml`.
+    pub async fn start(names: &[&str], namespace: &str) -> Result<Members> {
+        let config = EmulatorConfig {
+            workloads: Some(WorkloadSimulation {
+                ready_after: Duration::from_millis(100),
+            }),
+            ..EmulatorConfig::default()
+        };
+        let fleet = Fleet::start(names, &config)
+            .await
+            .context("starting the member clusters")?;
+        let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": namespace}}))?;
+        for (name, member) in fleet.members() {
+            Api::<Namespace>::all(member.client())
+                .create(&PostParams::default(), &ns)
+                .await
+                .with_context(|| format!("creating namespace {namespace} in {name}"))?;
+        }
+        let dir = tempfile::tempdir()?;
+        fleet.write_kubeconfigs(dir.path())?;
+        Ok(Members { fleet, dir })
+    }
+
+    /// The directory of kubeconfigs, one per member.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The kubeconfig file of member `name`.
+    pub fn kubeconfig(&self, name: &str) -> PathBuf {
+        Fleet::kubeconfig_path(self.dir.path(), name)
+    }
+
+    /// Member `name`.
+    pub fn member(&self, name: &str) -> Result<&Emulator> {
+        self.fleet
+            .member(name)
+            .with_context(|| format!("no member cluster {name}"))
+    }
+
+    /// A client of member `name`.
+    pub fn client(&self, name: &str) -> Result<Client> {
+        Ok(self.member(name)?.client())
+    }
+
+    /// Stops every member.
+    pub async fn shutdown(self) {
+        self.fleet.shutdown().await;
+    }
+}
