@@ -21,7 +21,9 @@
 //! exactly that cached version, so the writer compares with what it wrote instead
 //! of writing the same thing again (or creating a child it created a moment ago).
 //!
-//! Memory stays bounded: at most a few entries and one last write per object, writes forgotten
+//! Memory stays bounded: at most a few entries and one last write per object, kept packed as
+//! the cache packs an object (a parsed copy of every child and status a converging host writes
+//! would cost several times the cache itself), writes forgotten
 //! after [`WRITE_TTL`], unmatched events after [`EVENT_TTL`], and everything about an object once
 //! its deletion is seen.
 
@@ -67,8 +69,9 @@ struct Seen {
 struct Last {
     /// The resourceVersion the writer read before writing (`None`: the object was created).
     against: Option<String>,
-    /// The object as written, without its managedFields (nothing compares them).
-    written: Arc<DynamicObject>,
+    /// The object as written, without its managedFields (nothing compares them), packed:
+    /// it is parsed again only in the rare reconcile that reads a cache behind its write.
+    written: CachedObject,
     at: Instant,
     /// When the first event after the write came (its echo, or a later change): from then on
     /// only a reconcile that read the cache before it can still use the write.
@@ -153,13 +156,22 @@ impl Echoes {
         // Kept past its echo too: a reconcile may still hold the cached object from before it.
         let mut written = obj.clone();
         written.metadata.managed_fields = None;
+        let written = match CachedObject::from_object(&written) {
+            Ok(written) => Some(written),
+            Err(error) => {
+                // Not kept: a reconcile behind the cache writes the same thing once more.
+                tracing::debug!(%kind, object = %key, %error, "the host's last write could not be kept");
+                None
+            }
+        };
         let mut st = self.lock();
-        st.objects.entry((kind.to_owned(), key)).or_default().last = Some(Last {
-            against: against.map(str::to_owned),
-            written: Arc::new(written),
-            at: now,
-            echoed: None,
-        });
+        st.objects.entry((kind.to_owned(), key)).or_default().last =
+            written.map(|written| Last {
+                against: against.map(str::to_owned),
+                written,
+                at: now,
+                echoed: None,
+            });
     }
 
     /// Weir's last write to the object of `kind` with `key` when the cache still shows the
@@ -171,14 +183,19 @@ impl Echoes {
         kind: &str,
         key: &ObjectKey,
         cached: Option<&str>,
-    ) -> Option<Arc<DynamicObject>> {
-        let st = self.lock();
-        let last = st
-            .objects
-            .get(&(kind.to_owned(), key.clone()))?
-            .last
-            .as_ref()?;
-        (last.against.as_deref() == cached).then(|| last.written.clone())
+    ) -> Option<DynamicObject> {
+        let packed = {
+            let st = self.lock();
+            let last = st
+                .objects
+                .get(&(kind.to_owned(), key.clone()))?
+                .last
+                .as_ref()?;
+            (last.against.as_deref() == cached).then(|| last.written.json())?
+        };
+        // Packed from an object that serialised: parsing it back only fails on a host bug, and
+        // then the writer just writes again.
+        serde_json::from_str(&packed).ok()
     }
 
     /// Weir deleted (or is deleting) the object of `kind` with `key`.
@@ -283,6 +300,17 @@ impl Echoes {
         // Under the lock: a write returning now retracts after this add, never before it.
         queue.add(parent, cause);
         cause
+    }
+
+    /// Heap bytes of the last writes kept.
+    #[cfg(test)]
+    fn kept_bytes(&self) -> usize {
+        self.lock()
+            .objects
+            .values()
+            .filter_map(|t| t.last.as_ref())
+            .map(|l| l.written.footprint())
+            .sum()
     }
 
     #[cfg(test)]

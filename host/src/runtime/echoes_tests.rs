@@ -55,7 +55,7 @@ fn key() -> ObjectKey {
 fn the_last_write_is_handed_back_only_for_the_version_it_was_made_against() {
     let (echoes, queue) = (Echoes::default(), busy_queue());
     echoes.wrote_over("ConfigMap", Some("6"), &config_map("7"));
-    let rv = |o: Option<Arc<DynamicObject>>| o.and_then(|o| o.metadata.resource_version.clone());
+    let rv = |o: Option<DynamicObject>| o.and_then(|o| o.metadata.resource_version);
     assert_eq!(
         rv(echoes.unseen("ConfigMap", &key(), Some("6"))).as_deref(),
         Some("7")
@@ -78,6 +78,26 @@ fn the_last_write_is_handed_back_only_for_the_version_it_was_made_against() {
         Some("7"),
         "a reconcile may still hold the copy from before the echo"
     );
+}
+
+#[test]
+fn the_last_write_is_kept_packed_and_handed_back_whole() {
+    let echoes = Echoes::default();
+    let mut written = config_map("7");
+    let data: serde_json::Map<String, serde_json::Value> = (0..200)
+        .map(|i| (format!("page-{i}"), format!("<h1>Blog post {i}</h1>").into()))
+        .collect();
+    written.data = serde_json::json!({ "data": data });
+    let json = serde_json::to_string(&written).unwrap_or_else(|e| panic!("{e}"));
+    echoes.wrote_over("ConfigMap", Some("6"), &written);
+    let kept = echoes.kept_bytes();
+    assert!(
+        kept > 0 && kept < json.len() / 2,
+        "{kept} bytes kept for {} bytes of JSON",
+        json.len()
+    );
+    let back = echoes.unseen("ConfigMap", &key(), Some("6"));
+    assert_eq!(back.map(|o| o.data), Some(written.data));
 }
 
 #[test]
