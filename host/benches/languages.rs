@@ -1,4 +1,4 @@
-//! Load and call costs of the Blog plugin in Rust, Python and JavaScript, printed as one table.
+//! Load and call costs of the Blog plugin in Rust, Python, JavaScript and C, and where a call's time goes.
 //!
 //! Python and JavaScript components carry their interpreter (12–20 MB), so
 //! what matters for them is whether the precompiled cache makes a restart
@@ -12,21 +12,23 @@
 //!
 //! Every row runs the same request (the parent and observed children of
 //! `plugins/blog/fixtures/07-deployment-ready.yaml`) in one process, so the
-//! ratios to the Rust row compare like with like.
+//! ratios to the Rust row compare like with like. A second table splits a fresh-instance call
+//! into its stages (`Plugin::reconcile_timed`): median µs of each stage over the same calls.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use weir::plugin::{
-    Engine, EngineConfig, Limits, Plugin, PluginInfo, ReconcileRequest, ReusedInstance,
+    Engine, EngineConfig, Limits, Phases, Plugin, PluginInfo, ReconcileRequest, ReusedInstance,
 };
 
 /// (row label, component file under target/plugins).
-const PLUGINS: [(&str, &str); 3] = [
+const PLUGINS: [(&str, &str); 4] = [
     ("Rust", "blog.wasm"),
     ("Python", "blog-py.wasm"),
     ("JavaScript", "blog-js.wasm"),
+    ("C", "blog-c.wasm"),
 ];
 /// Restarts measured against a warm cache, per language.
 const CACHED_LOADS: usize = 5;
@@ -43,6 +45,10 @@ struct Row {
     fresh_pooled: Duration,
     fresh_on_demand: Duration,
     reused: Duration,
+    /// Medians of each stage of a fresh-instance call (pooling allocator).
+    phases: Phases,
+    /// A fresh instance + call with the whole memory limit kept resident between instances.
+    fresh_resident: Duration,
 }
 
 fn main() -> anyhow::Result<()> {
@@ -69,6 +75,7 @@ fn main() -> anyhow::Result<()> {
         rows.push(row);
     }
     print_table(&rows);
+    print_phases(&rows);
     Ok(())
 }
 
@@ -126,6 +133,11 @@ fn measure(
             ..EngineConfig::default()
         })
     };
+    let resident = Engine::new(EngineConfig {
+        cache_dir: Some(cache.path().to_owned()),
+        keep_resident: Limits::default().memory,
+        ..EngineConfig::default()
+    })?;
     let pooling = EngineConfig::default().pooling;
 
     // Cold: an empty cache, so this is the compile (plus writing the artifact).
@@ -163,6 +175,9 @@ fn measure(
     let fresh_on_demand = median_call(|| on_demand.reconcile(request).map(drop))?;
     let mut kept = ReusedInstance::new(plugin.clone());
     let reused = median_call(|| kept.reconcile(request).map(drop))?;
+    let phases = median_phases(pooled, request)?;
+    let resident = resident.load_file(path, Limits::default())?;
+    let fresh_resident = median_call(|| resident.reconcile(request).map(drop))?;
     check_answer(&plugin, request)?;
     let row = Row {
         label,
@@ -173,6 +188,8 @@ fn measure(
         fresh_pooled,
         fresh_on_demand,
         reused,
+        phases,
+        fresh_resident,
     };
     Ok((row, plugin.info().clone()))
 }
@@ -203,6 +220,27 @@ fn median_call<E: std::error::Error + Send + Sync + 'static>(
         times.push(start.elapsed());
     }
     Ok(median(times))
+}
+
+/// Each stage's median over `CALLS` timed fresh-instance calls, after warm-up.
+fn median_phases(plugin: &Plugin, request: &ReconcileRequest) -> anyhow::Result<Phases> {
+    for _ in 0..WARMUP {
+        plugin.reconcile_timed(request)?;
+    }
+    let mut all = Vec::with_capacity(CALLS);
+    for _ in 0..CALLS {
+        all.push(plugin.reconcile_timed(request)?.1);
+    }
+    let stage = |of: fn(&Phases) -> Duration| median(all.iter().map(of).collect());
+    Ok(Phases {
+        store: stage(|p| p.store),
+        instantiate: stage(|p| p.instantiate),
+        lower: stage(|p| p.lower),
+        guest: stage(|p| p.guest),
+        lift: stage(|p| p.lift),
+        drop: stage(|p| p.drop),
+        check: stage(|p| p.check),
+    })
 }
 
 fn median(mut times: Vec<Duration>) -> Duration {
@@ -242,5 +280,42 @@ fn print_table(rows: &[Row]) {
         "medians: cached load over {CACHED_LOADS} restarts (new engine, warm precompiled cache; \
          with the digest known the component is neither read nor hashed), calls over {CALLS}; \
          (n×) = ratio to the Rust row; request = fixture 07 (parent + 3 observed children)"
+    );
+}
+
+fn print_phases(rows: &[Row]) {
+    let us = |d: Duration| format!("{:.1}", d.as_secs_f64() * 1e6);
+    println!();
+    println!(
+        "| language | store | instantiate | lower | guest | lift | drop | check | sum of stages | fresh instance + call \
+         | the same, {} MiB kept resident | reused instance call |",
+        Limits::default().memory >> 20
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        let p = &r.phases;
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.label,
+            us(p.store),
+            us(p.instantiate),
+            us(p.lower),
+            us(p.guest),
+            us(p.lift),
+            us(p.drop),
+            us(p.check),
+            us(p.total()),
+            us(r.fresh_pooled),
+            us(r.fresh_resident),
+            us(r.reused),
+        );
+    }
+    println!();
+    println!(
+        "µs per reconcile, medians of each stage over {CALLS} timed fresh-instance calls \
+         (`Plugin::reconcile_timed`, pooling allocator); the last two columns are the untimed \
+         calls of the first table (the second with `EngineConfig::keep_resident` at the \
+         memory limit instead of {} MiB)",
+        weir::plugin::POOL_KEEP_RESIDENT >> 20
     );
 }

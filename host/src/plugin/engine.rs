@@ -28,8 +28,8 @@ pub const VERSION_LINE: &str = concat!(
     " (weir:reconciler@0.1.0, weir:reconciler@0.2.0, weir:reconciler@0.3.0, weir:reconciler@0.4.0)"
 );
 
-/// Bytes of each pooled memory and table kept mapped between instances.
-const POOL_KEEP_RESIDENT: usize = 4 << 20;
+/// Bytes of each pooled memory and table kept mapped between instances, by default.
+pub const POOL_KEEP_RESIDENT: usize = 4 << 20;
 
 /// Elements of each pooled table: room for interpreter guests (Python, JS).
 const POOL_TABLE_ELEMENTS: usize = 200_000;
@@ -51,6 +51,14 @@ pub struct EngineConfig {
     /// virtual address space (terabytes, not resident memory) and caps
     /// concurrent instances at 1000 per engine.
     pub pooling: bool,
+    /// With `pooling`: bytes at the start of each instance slot's memory and table that stay
+    /// resident when the instance ends (default [`POOL_KEEP_RESIDENT`], 4 MiB). The pages the
+    /// guest wrote there are put back (copied from the component's memory image, or zeroed)
+    /// instead of given back to the kernel, so the next instance in the slot takes no page
+    /// faults on them; past it, or past the first 32 runs of written pages, memory is given
+    /// back. A freed slot keeps at most this much resident per memory; the instance itself is
+    /// new either way.
+    pub keep_resident: usize,
     /// Compile with wasmtime's baseline compiler (Winch) instead of its optimizing one
     /// (Cranelift): a Python or JavaScript component compiles in a fraction of the time,
     /// into slower code. Nothing else changes: the same limits, epoch deadlines, linker and
@@ -69,6 +77,7 @@ impl Default for EngineConfig {
             cache_dir: None,
             epoch_tick: Duration::from_millis(10),
             pooling: true,
+            keep_resident: POOL_KEEP_RESIDENT,
             baseline_compiler: false,
             compiler: None,
         }
@@ -197,8 +206,8 @@ impl Engine {
             // Reset memory by memset instead of unmapping it, so the next
             // instance in the slot takes no page faults (wasmtime's advice
             // for many short-lived instances).
-            pool.linear_memory_keep_resident(POOL_KEEP_RESIDENT)
-                .table_keep_resident(POOL_KEEP_RESIDENT)
+            pool.linear_memory_keep_resident(config.keep_resident)
+                .table_keep_resident(config.keep_resident)
                 .pagemap_scan(wasmtime::Enabled::Auto)
                 // CPython's function table alone exceeds the default 20 000.
                 .table_elements(POOL_TABLE_ELEMENTS)
@@ -426,12 +435,24 @@ impl Engine {
         future: F,
     ) -> Result<F::Output, tokio::time::error::Elapsed> {
         let _timers = self.inner.timers.enter();
-        // Built inside the runtime context: the timeout's timer needs it.
-        let mut future = pin!(async { tokio::time::timeout(timeout, future).await });
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut future = pin!(future);
+        // Most calls never wait in the host: their first poll runs the guest to its answer (wasm
+        // code is stopped by the epoch deadline), so the timer is set only for a call that is
+        // still pending after it, at the same deadline.
+        if let Poll::Ready(out) = future
+            .as_mut()
+            .poll(&mut Context::from_waker(Waker::noop()))
+        {
+            return Ok(out);
+        }
+        // Built inside the runtime context: the timeout's timer needs it. Its first poll polls
+        // the call again, with a waker that wakes this thread.
+        let mut timed = pin!(tokio::time::timeout_at(deadline, future));
         let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
         let mut cx = Context::from_waker(&waker);
         loop {
-            if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            if let Poll::Ready(out) = timed.as_mut().poll(&mut cx) {
                 return out;
             }
             std::thread::park();

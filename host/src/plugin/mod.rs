@@ -15,6 +15,7 @@
 
 mod apart;
 mod bindings;
+mod call_error;
 mod engine;
 mod guest;
 mod ledger;
@@ -22,6 +23,7 @@ mod limits;
 mod load;
 mod log;
 mod memory;
+mod phases;
 mod placement;
 mod precompiled;
 mod response;
@@ -34,12 +36,16 @@ pub(crate) mod test_info;
 mod text;
 mod types;
 
-pub use engine::{CONTRACT_VERSION, Engine, EngineConfig, LoadError, VERSION_LINE};
+pub use call_error::CallError;
+pub use engine::{
+    CONTRACT_VERSION, Engine, EngineConfig, LoadError, POOL_KEEP_RESIDENT, VERSION_LINE,
+};
 pub use limits::Limits;
 pub use memory::MemoryGauges;
+pub use phases::Phases;
 pub use placement::{Clusters, LOCAL_CLUSTER};
 pub use reused::ReusedInstance;
-pub use sandbox::{CallError, Plugin};
+pub use sandbox::Plugin;
 pub use selection::{LabelRequirement, LabelSelector, Selection, Selector, SelectorOperator};
 pub use text::truncate;
 pub use types::{

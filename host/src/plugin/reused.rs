@@ -8,8 +8,9 @@
 
 use wasmtime::Store;
 
+use super::call_error::CallError;
 use super::guest::Guest;
-use super::sandbox::{CallError, Plugin};
+use super::sandbox::Plugin;
 use super::store::State;
 use super::types::{ReconcileRequest, ReconcileResponse};
 
