@@ -12,7 +12,6 @@
 //! dropping it (wasmtime's epochs alone cover wasm code only).
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use wasmtime::{Store, Trap};
 
@@ -27,8 +26,7 @@ use super::selection::Selection;
 use super::store::State;
 use super::text::truncate_owned;
 use super::types::{
-    Contract, ErrorKind, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest,
-    ReconcileResponse,
+    Contract, FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse,
 };
 
 /// A loaded plugin: cheap to clone, callable from any thread.

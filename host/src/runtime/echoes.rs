@@ -165,13 +165,12 @@ impl Echoes {
             }
         };
         let mut st = self.lock();
-        st.objects.entry((kind.to_owned(), key)).or_default().last =
-            written.map(|written| Last {
-                against: against.map(str::to_owned),
-                written,
-                at: now,
-                echoed: None,
-            });
+        st.objects.entry((kind.to_owned(), key)).or_default().last = written.map(|written| Last {
+            against: against.map(str::to_owned),
+            written,
+            at: now,
+            echoed: None,
+        });
     }
 
     /// Weir's last write to the object of `kind` with `key` when the cache still shows the

@@ -85,7 +85,12 @@ fn the_last_write_is_kept_packed_and_handed_back_whole() {
     let echoes = Echoes::default();
     let mut written = config_map("7");
     let data: serde_json::Map<String, serde_json::Value> = (0..200)
-        .map(|i| (format!("page-{i}"), format!("<h1>Blog post {i}</h1>").into()))
+        .map(|i| {
+            (
+                format!("page-{i}"),
+                format!("<h1>Blog post {i}</h1>").into(),
+            )
+        })
         .collect();
     written.data = serde_json::json!({ "data": data });
     let json = serde_json::to_string(&written).unwrap_or_else(|e| panic!("{e}"));
