@@ -135,10 +135,21 @@ impl ParentWriter {
                 name: Self::name(parent),
                 source,
             })?;
+        // Only its status is ever compared (`status_as_written`): the rest is not kept.
+        let mut kept = DynamicObject {
+            types: written.types,
+            metadata: written.metadata,
+            data: json!({}),
+        };
+        kept.metadata.labels = None;
+        kept.metadata.annotations = None;
+        if let Some(status) = written.data.get("status") {
+            kept.data["status"] = status.clone();
+        }
         self.echoes.wrote_over(
             &self.kind.kind,
             parent.metadata.resource_version.as_deref(),
-            &written,
+            &kept,
         );
         Ok(true)
     }

@@ -83,7 +83,8 @@ struct Last {
 struct Trail {
     wrote: VecDeque<(Change, Instant)>,
     seen: VecDeque<Seen>,
-    last: Option<Last>,
+    /// Boxed: most trails have none, and every slot of the map is as large as a trail.
+    last: Option<Box<Last>>,
 }
 
 impl Trail {
@@ -165,11 +166,13 @@ impl Echoes {
             }
         };
         let mut st = self.lock();
-        st.objects.entry((kind.to_owned(), key)).or_default().last = written.map(|written| Last {
-            against: against.map(str::to_owned),
-            written,
-            at: now,
-            echoed: None,
+        st.objects.entry((kind.to_owned(), key)).or_default().last = written.map(|written| {
+            Box::new(Last {
+                against: against.map(str::to_owned),
+                written,
+                at: now,
+                echoed: None,
+            })
         });
     }
 
