@@ -21,6 +21,7 @@ mod candidates;
 mod config;
 mod controllers;
 mod leases;
+mod members;
 mod ops;
 mod requests;
 mod runnables;
@@ -42,8 +43,8 @@ pub use self::config::{DEFAULT_RECONCILES_PER_CPU, ManagerConfig, ManagerError, 
 use self::controllers::{Controllers, ControllersView};
 use self::leases::Leases;
 use self::ops::Listing;
-use self::runnables::{Runnables, Running, Stage};
-use crate::hotload::{self, Catalog, HotloadMetrics, PluginEvent, Source, install_crd};
+use self::runnables::{Runnables, Stage};
+use crate::hotload::{self, Catalog, HotloadMetrics, PluginEvent, install_crd};
 use crate::metrics::Metrics;
 use crate::plugin::Plugin;
 pub use crate::reconcile::activity::{Activity, ActivityFeed, Write};
@@ -86,13 +87,7 @@ impl Manager {
         source: PluginSource,
         config: ManagerConfig,
     ) -> Result<Manager, ManagerError> {
-        // The member clusters (none without a directory): one handle, shared by the
-        // controllers (`config.controller.clusters`), `/metrics` and `Manager::clusters`.
-        let engaged = config.controller.clusters.clone();
-        let members = match config.clusters.clone() {
-            Some(dir) => Some(crate::clusters::Watched::start(dir)?),
-            None => None,
-        };
+        let members = members::watch(&config)?;
         let meters = Meters::new(&config, &source);
         let leases = Leases::join(&client, &config, meters.shard.clone()).await?;
         let writes = leases.gate.client(&client);
@@ -101,13 +96,8 @@ impl Manager {
         let hotload = &meters.hotload;
         let gate = &leases.gate;
         let tenants = sources::tenants(&source, &admission, &config, &writes, gate, hotload)?;
-        let source = sources::start(source, admission, &config, &writes, gate, hotload);
-        let Source {
-            events,
-            catalog,
-            candidates: proposals,
-            running: source,
-        } = source.await?;
+        let source = sources::start(source, admission, &config, &writes, gate, hotload).await?;
+        let catalog = source.catalog;
         let informers = leases.informers(&client, &config, &meters.host);
         let phases = rollout_namespace(&config);
         let store = PhaseStore::new(writes.clone(), &phases, &config.controller.instance);
@@ -125,32 +115,16 @@ impl Manager {
         );
         let listing = Listing::new(&catalog, &view, &candidates, &meters.host, &leases, &config)
             .with_tenants(tenants.served());
-        let addr = match config.listen {
-            Some(at) => Some(ops::serve(at, listing, &mut runnables).await?),
-            None => None,
-        };
-        let activity = config.controller.activity.clone();
-        let feed = Feed::new(
-            events,
-            &activity,
-            config.install_crds.then(|| writes.clone()),
-        );
+        let addr = ops::serve(config.listen, listing, &mut runnables).await?;
+        let feed = Feed::of_host(source.events, &config, &writes);
+        let activity = feed.activity.clone();
         runnables.always(Stage::Controllers, "controllers", |stop| {
             drive(controllers, feed, stop)
         });
-        if let Some(members) = members {
-            let (catalog, engaged) = (catalog.clone(), engaged.clone());
-            let namespace = config.controller.namespace.clone();
-            runnables.always(Stage::Beside, "member clusters", move |stop| {
-                members.run(engaged, move || placed_kinds(&catalog), namespace, stop)
-            });
-        }
+        members::serve(members, &mut runnables, &catalog, &config);
         leases.placement(&mut runnables, &client, &writes, &config, &view);
-        candidates.start(&mut runnables, proposals);
-        let running = runnables.start();
-        let aborts = running.aborts();
-        let stop = CancellationToken::new();
-        let main = tokio::spawn(supervise(running, leases, stop.clone()));
+        candidates.start(&mut runnables, source.candidates);
+        let (main, aborts, stop) = supervise(runnables, leases);
         Ok(Manager {
             catalog,
             activity,
@@ -163,8 +137,8 @@ impl Manager {
             aborts,
             addr,
             candidates,
-            clusters: engaged,
-            _source: source,
+            clusters: config.controller.clusters.clone(),
+            _source: source.running,
             tenants,
         })
     }
@@ -319,29 +293,28 @@ impl Meters {
     }
 }
 
-/// The kinds the served plugins may place in a member cluster: their child kinds, each once.
-fn placed_kinds(catalog: &Catalog) -> Vec<crate::plugin::ResourceKind> {
-    let mut kinds: Vec<crate::plugin::ResourceKind> = Vec::new();
-    for row in catalog.rows() {
-        for kind in row.info.children {
-            if !kinds.contains(&kind) {
-                kinds.push(kind);
-            }
-        }
-    }
-    kinds
-}
-
-/// Runs the runnables until `stop` (or until one ends on its own), stops them stage by stage in
-/// reverse, then lets go of the Leases: the shard Lease first, then the leader's.
-async fn supervise(
-    running: Running,
+/// Starts the runnables, and the task that runs them until its token is cancelled (or until one
+/// ends on its own, whose name it returns), stops them stage by stage in reverse, then lets go
+/// of the Leases: the shard Lease first, then the leader's. Returns that task, each runnable's
+/// handle for a hard stop, and the token.
+fn supervise(
+    runnables: Runnables,
     leases: Leases,
-    stop: CancellationToken,
-) -> Option<&'static str> {
-    let ended = running.run_until(stop).await;
-    leases.release().await;
-    ended
+) -> (
+    tokio::task::JoinHandle<Option<&'static str>>,
+    Vec<tokio::task::AbortHandle>,
+    CancellationToken,
+) {
+    let running = runnables.start();
+    let aborts = running.aborts();
+    let stop = CancellationToken::new();
+    let until = stop.clone();
+    let main = tokio::spawn(async move {
+        let ended = running.run_until(until).await;
+        leases.release().await;
+        ended
+    });
+    (main, aborts, stop)
 }
 
 /// What the controllers follow: the source's plugin events, told to the activity feed, each
@@ -363,6 +336,17 @@ impl Feed {
             activity: activity.clone(),
             installer,
         }
+    }
+
+    /// The host's source's `events`, told to the configured activity feed; with
+    /// `install_crds`, each plugin's CRD installed through `writes` first.
+    fn of_host(
+        events: mpsc::UnboundedReceiver<PluginEvent<Plugin>>,
+        config: &ManagerConfig,
+        writes: &Client,
+    ) -> Self {
+        let installer = config.install_crds.then(|| writes.clone());
+        Self::new(events, &config.controller.activity, installer)
     }
 }
 

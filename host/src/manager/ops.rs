@@ -76,12 +76,15 @@ impl Listing {
 }
 
 /// Binds `listen` and adds the runnable serving `/metrics`, `/healthz`, `/readyz` and
-/// `/plugins` on it; returns the bound address.
+/// `/plugins` on it; returns the bound address (none, and nothing served, without `listen`).
 pub(super) async fn serve(
-    listen: SocketAddr,
+    listen: Option<SocketAddr>,
     listing: Listing,
     runnables: &mut Runnables,
-) -> Result<SocketAddr, ServerError> {
+) -> Result<Option<SocketAddr>, ServerError> {
+    let Some(listen) = listen else {
+        return Ok(None);
+    };
     let readiness: server::Readiness = {
         let (catalog, view) = (listing.catalog.clone(), listing.view.clone());
         let tenants = listing.tenants.clone();
@@ -96,7 +99,7 @@ pub(super) async fn serve(
     runnables.always(Stage::Serving, "operations server", |stop| {
         bound.serve(stop)
     });
-    Ok(addr)
+    Ok(Some(addr))
 }
 
 /// Why the candidate of a serving file was refused, by serving file.
