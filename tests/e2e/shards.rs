@@ -402,7 +402,8 @@ pub(super) fn writer_runs(requests: &[RequestRecord]) -> BTreeMap<String, Vec<&'
         assert_eq!(
             distinct.len(),
             run.len(),
-            "{blog} was written by {run:?}: two writers overlapped"
+            "{blog} was written by {run:?}: two writers overlapped; its requests and the Lease writes:\n{}",
+            history(requests, blog)
         );
     }
     runs
