@@ -158,21 +158,8 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
         replicas.push(fleet.start(id, &[])?);
     }
 
-    // Every replica is a member before the first Blog, so no Blog moves during the run: a
-    // member as the coordinator sees it. Three held Leases are not enough, since a pass places
-    // parents by the members it listed as it began, maybe before the last Lease was taken: the
-    // wait is for the coordinator to show a pass over all three (its `/metrics`); every later
-    // pass lists them again.
-    eventually("a pass over 3 members", Duration::from_secs(60), || async {
-        for r in &replicas {
-            let metrics = ops_get(r.ops, "/metrics").await.ok()?;
-            if sample(&metrics, "weir_shard_members") == Some(REPLICAS.len() as f64) {
-                return Some(());
-            }
-        }
-        None
-    })
-    .await?;
+    // Every replica is a member before the first Blog, so no Blog moves during the run.
+    coordinator_sees(&replicas.iter().collect::<Vec<_>>()).await?;
 
     // Every tenth Blog reads a theme, a ConfigMap no parent owns, which every replica caches.
     let config_maps: Api<ConfigMap> = env.typed();
@@ -358,6 +345,25 @@ async fn three_sharded_replicas_each_reconcile_and_cache_only_their_share_of_300
     }
     assert_eq!(coordinators, 1, "one leader placed the Blogs");
     Ok(())
+}
+
+/// Waits until every one of `replicas` is a member as the coordinator sees it. Held Leases are
+/// not enough, since a pass places parents by the members it listed as it began, maybe before
+/// the last Lease was taken (a parent placed then moves once the next pass sees the late
+/// member): the wait is for the coordinator, whichever replica it is, to show a pass over all of
+/// them (`weir_shard_members` on its `/metrics`); every later pass lists them again.
+pub(super) async fn coordinator_sees(replicas: &[&Replica]) -> anyhow::Result<()> {
+    let what = format!("a pass over {} members", replicas.len());
+    eventually(&what, Duration::from_secs(60), || async {
+        for r in replicas {
+            let metrics = ops_get(r.ops, "/metrics").await.ok()?;
+            if sample(&metrics, "weir_shard_members") == Some(replicas.len() as f64) {
+                return Some(());
+            }
+        }
+        None
+    })
+    .await
 }
 
 /// Every request to `blog` or a child named after it, and every Lease write, in the order of the

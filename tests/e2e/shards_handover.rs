@@ -6,16 +6,15 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::coordination::v1::Lease;
 use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::json;
-use weir::shard::{DRAIN_LABEL, OWNER_LABEL, members};
+use weir::shard::{DRAIN_LABEL, OWNER_LABEL};
 use weir_e2e::{TestEnv, eventually, kinds, plugin};
 
 use super::shards::{
-    CONVERGE, FOURTH, Fleet, LEASE_SECS, MOVED, REPLICAS, create_blogs, observed, ready,
-    writer_runs,
+    CONVERGE, FOURTH, Fleet, LEASE_SECS, MOVED, REPLICAS, coordinator_sees, create_blogs, observed,
+    ready, writer_runs,
 };
 
 /// The leader Lease of the handover scenario by label, in seconds: when the killed replica is
@@ -79,7 +78,6 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
             .iter()
             .map(|k| env.api(k))
             .collect();
-    let leases: Api<Lease> = env.typed();
     let [a, b, c] = REPLICAS;
     let d = FOURTH;
     let (abc, abcd, bcd) = ([a, b, c], [a, b, c, d], [b, c, d]);
@@ -94,10 +92,9 @@ async fn parents_keep_one_writer_as_replicas_scale_from_3_to_4_to_2_with_one_kil
     let mut replica_a = fleet.start(a, &short)?;
     let mut replica_b = fleet.start(b, &short)?;
     let mut replica_c = fleet.start(c, &short)?;
-    eventually("three members", Duration::from_secs(60), || async {
-        (members::members(&leases).await.ok()?.len() == 3).then_some(())
-    })
-    .await?;
+    // Placed from the start by a coordinator that sees all three, so a Blog moves only when the
+    // test moves it.
+    coordinator_sees(&[&replica_a, &replica_b, &replica_c]).await?;
     create_blogs(&env).await?;
     eventually("a, b and c serve every Blog", CONVERGE, || {
         settled(&blogs, &children, &abc)
