@@ -4,7 +4,7 @@ use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::gauge::ConstGauge;
 
-use super::engaged::Engaged;
+use super::engaged::{ClusterRow, Engaged};
 
 /// Labels naming one engaged cluster.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -32,6 +32,23 @@ fn gauge(n: usize) -> ConstGauge<i64> {
     ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX))
 }
 
+/// One gauge family (`name`, `help`) with a series per engaged cluster in `rows`.
+fn per_cluster(
+    encoder: &mut DescriptorEncoder,
+    (name, help): (&str, &str),
+    rows: &[ClusterRow],
+    value: impl Fn(&ClusterRow) -> usize,
+) -> Result<(), std::fmt::Error> {
+    let mut family = encoder.encode_descriptor(name, help, None, gauge(0).metric_type())?;
+    for row in rows {
+        let labels = ClusterLabels {
+            cluster: row.name.clone(),
+        };
+        gauge(value(row)).encode(family.encode_family(&labels)?)?;
+    }
+    Ok(())
+}
+
 impl Collector for ClusterGauges {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
         let rows = self.engaged.rows();
@@ -49,30 +66,24 @@ impl Collector for ClusterGauges {
             None,
             refused.metric_type(),
         )?)?;
-        let mut objects = encoder.encode_descriptor(
-            "cluster_cached_objects",
-            "Objects cached from an engaged member cluster, all kinds",
-            None,
-            gauge(0).metric_type(),
+        per_cluster(
+            &mut encoder,
+            (
+                "cluster_cached_objects",
+                "Objects cached from an engaged member cluster, all kinds",
+            ),
+            &rows,
+            |row| row.objects,
         )?;
-        for row in &rows {
-            let labels = ClusterLabels {
-                cluster: row.name.clone(),
-            };
-            gauge(row.objects).encode(objects.encode_family(&labels)?)?;
-        }
-        let mut bytes = encoder.encode_descriptor(
-            "cluster_cached_bytes",
-            "Bytes the objects cached from an engaged member cluster take",
-            None,
-            gauge(0).metric_type(),
+        per_cluster(
+            &mut encoder,
+            (
+                "cluster_cached_bytes",
+                "Bytes the objects cached from an engaged member cluster take",
+            ),
+            &rows,
+            |row| row.bytes,
         )?;
-        for row in &rows {
-            let labels = ClusterLabels {
-                cluster: row.name.clone(),
-            };
-            gauge(row.bytes).encode(bytes.encode_family(&labels)?)?;
-        }
         Ok(())
     }
 }
