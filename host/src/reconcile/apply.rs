@@ -163,11 +163,10 @@ impl Applier {
                 continue;
             }
             let kind = child.kind.kind.clone();
-            // A reconcile the cache has not caught up with: this very manifest was applied last
+            // A reconcile the cache has not caught up with: compare with what was last written
             // (asked only of a child that differs: a converged one costs no lookup).
-            if self
-                .echoes
-                .applied_unseen(&kind, &child.key, version(cached), &child.manifest)
+            if let Some(written) = self.echoes.unseen(&kind, &child.key, version(cached))
+                && live_holds(&written, &child.manifest)
             {
                 continue;
             }
@@ -278,12 +277,8 @@ impl Applier {
                 key: child.key.clone(),
                 source,
             })?;
-        self.echoes.applied(
-            kind,
-            version(child.live.as_deref()),
-            &written,
-            &child.manifest,
-        );
+        self.echoes
+            .wrote_over(kind, version(child.live.as_deref()), &written);
         Ok(written)
     }
 
@@ -305,7 +300,7 @@ impl Applier {
             .wrote(&self.plugin, "create", &child.kind.plural);
         match api.create(&self.create, &object).await {
             Ok(written) => {
-                self.echoes.applied(&kind, None, &written, &child.manifest);
+                self.echoes.wrote_over(&kind, None, &written);
                 tracing::info!(%kind, child = %child.key, "created child");
                 return Ok(Some(Change::Created(kind, child.key.clone())));
             }

@@ -2,9 +2,9 @@
 //! and when a Blog is Ready.
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use futures::{StreamExt, TryStreamExt};
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -15,6 +15,8 @@ use tokio::task::JoinSet;
 use weir::plugin::ResourceKind;
 
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+
+use super::controllers::Children;
 
 /// Blogs of one kind in one namespace.
 pub(crate) struct Target {
@@ -169,6 +171,38 @@ impl Readiness {
     /// The Ready Blogs now.
     pub(crate) fn ready(&mut self) -> usize {
         *self.count.borrow_and_update()
+    }
+
+    /// Waits until `blogs` are Ready, failing if one of `children` exits or the Blogs take
+    /// longer than 30 ms each (at least 900 s) from `started`; from [`PROGRESS_FROM`] Blogs,
+    /// shows the progress every 30 s.
+    pub(crate) async fn until(
+        &mut self,
+        label: &str,
+        blogs: usize,
+        children: &mut Children,
+        started: Instant,
+    ) -> Result<()> {
+        let limit = Duration::from_secs(900).max(Duration::from_millis(30 * blogs as u64));
+        let mut shown = Instant::now();
+        loop {
+            let ready = self.ready();
+            if ready == blogs {
+                return Ok(());
+            }
+            children.check_running()?;
+            if started.elapsed() > limit {
+                bail!("{label}: only {ready} of {blogs} Blogs Ready after {limit:?}");
+            }
+            if blogs >= PROGRESS_FROM && shown.elapsed() >= Duration::from_secs(30) {
+                eprintln!(
+                    "{label}: {ready} of {blogs} Blogs Ready after {:.0} s",
+                    started.elapsed().as_secs_f64()
+                );
+                shown = Instant::now();
+            }
+            self.changed(Duration::from_secs(1)).await;
+        }
     }
 
     /// Waits until the count changes or `at_most` has passed.

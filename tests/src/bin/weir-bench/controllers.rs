@@ -5,8 +5,11 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+use std::time::{Duration, Instant};
+
 use anyhow::{Context, Result, bail};
 use weir_e2e::host::RunArgs;
+use weir_emulator::{Emulator, RequestCursor};
 
 use super::cluster::Target;
 use super::{RESYNC_SECS, WORKERS};
@@ -210,8 +213,44 @@ pub(crate) fn spawn(
     }
 }
 
+/// Starts the controller(s) of `setup` (as [`spawn`] does) and waits until each target's parent
+/// kind is watched, then a little longer, and clears the emulator's request log: watching means
+/// started, and what is logged from then on is the measured work.
+pub(crate) async fn start(
+    label: &str,
+    setup: &Setup,
+    targets: &[Target],
+    emulator: &Emulator,
+    dir: &Path,
+    kubeconfig: &Path,
+) -> Result<(Children, Vec<std::net::SocketAddr>)> {
+    let (mut children, ops) = spawn(setup, dir, kubeconfig)?;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let suffixes: Vec<String> = targets.iter().map(|t| watch_suffix(setup, t)).collect();
+    let mut cursor = RequestCursor::default();
+    let mut watching = vec![false; suffixes.len()];
+    loop {
+        for r in emulator.requests_since(&mut cursor) {
+            for (seen, s) in watching.iter_mut().zip(&suffixes) {
+                *seen |= r.is_watch() && r.path.ends_with(s.as_str());
+            }
+        }
+        if watching.iter().all(|seen| *seen) {
+            break;
+        }
+        children.check_running()?;
+        if Instant::now() > deadline {
+            bail!("{label} never watched its parents");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    emulator.clear_requests();
+    Ok((children, ops))
+}
+
 /// The path suffix of the parent watch each target needs before the clock starts.
-pub(crate) fn watch_suffix(setup: &Setup, target: &Target) -> String {
+fn watch_suffix(setup: &Setup, target: &Target) -> String {
     match setup {
         Setup::Twins { namespaces } if namespaces.iter().any(Option::is_some) => {
             format!("/namespaces/{}/{}", target.namespace, target.kind.plural)

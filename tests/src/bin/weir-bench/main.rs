@@ -11,6 +11,7 @@
 //! target/release/weir-bench soak --minutes 10   # churn, kills, swaps, faults; RSS slope, convergence (`soak`)
 //! target/release/weir-bench failover   # one of three sharded replicas killed, five times (`failover`)
 //! target/release/weir-bench rate   # p99 from an edit to its child, one and three replicas (`rate`)
+//! target/release/weir-bench edits   # requests and writes per parent edit at 50 a second (`edits`)
 //! ```
 //!
 //! The emulator runs in this process; its request log counts the children's requests (this
@@ -25,11 +26,12 @@ use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand, ValueEnum};
 use kube::api::{Api, DynamicObject};
 use weir::client::ClientLimits;
-use weir_emulator::{EmulatorConfig, RequestCursor};
+use weir_emulator::EmulatorConfig;
 
 mod cluster;
 mod controllers;
 mod delivery;
+mod edits;
 mod failover;
 mod fleet;
 mod hostile;
@@ -43,7 +45,7 @@ mod table;
 use self::cluster::{
     BENCH_AGENT, Readiness, Target, bench_client, blog_kind, create_blogs, emulator_for, is_ready,
 };
-use self::controllers::{Children, Setup, spawn, watch_suffix};
+use self::controllers::{Children, Setup, start};
 use self::table::{Row, print, print_ratios, print_writes, push};
 
 const RESYNC_SECS: u64 = 3;
@@ -114,6 +116,10 @@ enum Mode {
     /// Blogs edited at a steady rate on one `weir run`, then on three `--shard` replicas: the
     /// p50/p90/p99 time from an edit to its child changed.
     Rate(rate::RateArgs),
+    /// N Blogs Ready, then edited at a steady rate, each edit changing one child: requests,
+    /// reads, writes by verb and 409s per edit, from the emulator's request log, for `weir run`
+    /// and the native twin.
+    Edits(edits::EditsArgs),
     /// Minutes of churn, host kills, plugin swaps and API faults on one `weir run` serving
     /// 1,000 Blogs: its RSS per lifetime, the slope, and the convergence check at the end.
     Soak(soak::SoakArgs),
@@ -159,29 +165,8 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
     let dir = tempfile::Builder::new().prefix("weir-bench-").tempdir()?;
     let kubeconfig = dir.path().join("kubeconfig");
     emulator.write_kubeconfig(&kubeconfig)?;
-    let (mut children, ops) = spawn(setup, dir.path(), &kubeconfig)?;
-    // Watching means started: wait until every parent kind has a watch open.
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let suffixes: Vec<String> = targets.iter().map(|t| watch_suffix(setup, t)).collect();
-    let mut cursor = RequestCursor::default();
-    let mut watching = vec![false; suffixes.len()];
-    loop {
-        for r in emulator.requests_since(&mut cursor) {
-            for (seen, s) in watching.iter_mut().zip(&suffixes) {
-                *seen |= r.is_watch() && r.path.ends_with(s.as_str());
-            }
-        }
-        if watching.iter().all(|seen| *seen) {
-            break;
-        }
-        children.check_running()?;
-        if Instant::now() > deadline {
-            bail!("{label} never watched its parents");
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    emulator.clear_requests();
+    let (mut children, ops) =
+        start(label, setup, targets, &emulator, dir.path(), &kubeconfig).await?;
 
     let bench = bench_client(&emulator)?;
     let apis: Vec<Api<DynamicObject>> = targets
@@ -197,26 +182,9 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
         create_blogs(api, &t.kind, per_target, 2).await?;
     }
     let blogs = targets.len() * per_target;
-    let limit = Duration::from_secs(900).max(Duration::from_millis(30 * blogs as u64));
-    let mut shown = Instant::now();
-    loop {
-        let ready = readiness.ready();
-        if ready == blogs {
-            break;
-        }
-        children.check_running()?;
-        if started.elapsed() > limit {
-            bail!("{label}: only {ready} of {blogs} Blogs Ready after {limit:?}");
-        }
-        if blogs >= cluster::PROGRESS_FROM && shown.elapsed() >= Duration::from_secs(30) {
-            eprintln!(
-                "{label}: {ready} of {blogs} Blogs Ready after {:.0} s",
-                started.elapsed().as_secs_f64()
-            );
-            shown = Instant::now();
-        }
-        readiness.changed(Duration::from_secs(1)).await;
-    }
+    readiness
+        .until(label, blogs, &mut children, started)
+        .await?;
     let seconds = started.elapsed().as_secs_f64();
     drop(readiness);
     // The emulator's side of the run: its simulation and request handling share this process
@@ -522,6 +490,7 @@ async fn main() -> Result<()> {
         Some(Mode::Soak(args)) => soak::run(args).await,
         Some(Mode::Failover(args)) => failover::run(args).await,
         Some(Mode::Rate(args)) => rate::run(args).await,
+        Some(Mode::Edits(args)) => edits::run(args).await,
         Some(Mode::Serve {
             system: Served::Native,
             kubeconfig,

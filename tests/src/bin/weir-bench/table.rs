@@ -19,8 +19,18 @@ pub(crate) struct Row {
 /// Breaks the writes of `log` down by method, resource (and subresource) and response code,
 /// to show where a requests/Blog figure above the minimum comes from.
 pub(crate) fn print_writes(system: &str, log: &[RequestRecord]) {
+    for (what, n) in by_request(log.iter().filter(|r| r.is_write())) {
+        eprintln!("{system}: {n:>7} × {what}");
+    }
+}
+
+/// How many of `requests` share each method, resource (and subresource, without the object's
+/// name), response code and content type: `PATCH deployments 409 Some("application/...")`.
+pub(crate) fn by_request<'a>(
+    requests: impl Iterator<Item = &'a RequestRecord>,
+) -> std::collections::BTreeMap<String, usize> {
     let mut counts = std::collections::BTreeMap::<String, usize>::new();
-    for r in log.iter().filter(|r| r.is_write()) {
+    for r in requests {
         let segments: Vec<&str> = r.path.split('/').collect();
         let resource = segments
             .iter()
@@ -33,9 +43,7 @@ pub(crate) fn print_writes(system: &str, log: &[RequestRecord]) {
         let what = format!("{} {resource} {} {:?}", r.method, r.status, r.content_type);
         *counts.entry(what).or_default() += 1;
     }
-    for (what, n) in counts {
-        eprintln!("{system}: {n:>7} × {what}");
-    }
+    counts
 }
 
 pub(crate) fn print(rows: &[Row]) {
