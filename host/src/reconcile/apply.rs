@@ -163,10 +163,11 @@ impl Applier {
                 continue;
             }
             let kind = child.kind.kind.clone();
-            // A reconcile the cache has not caught up with: compare with what was last written
+            // A reconcile the cache has not caught up with: this very manifest was applied last
             // (asked only of a child that differs: a converged one costs no lookup).
-            if let Some(written) = self.echoes.unseen(&kind, &child.key, version(cached))
-                && live_holds(&written, &child.manifest)
+            if self
+                .echoes
+                .applied_unseen(&kind, &child.key, version(cached), &child.manifest)
             {
                 continue;
             }
@@ -277,8 +278,12 @@ impl Applier {
                 key: child.key.clone(),
                 source,
             })?;
-        self.echoes
-            .wrote_over(kind, version(child.live.as_deref()), &written);
+        self.echoes.applied(
+            kind,
+            version(child.live.as_deref()),
+            &written,
+            &child.manifest,
+        );
         Ok(written)
     }
 
@@ -300,7 +305,7 @@ impl Applier {
             .wrote(&self.plugin, "create", &child.kind.plural);
         match api.create(&self.create, &object).await {
             Ok(written) => {
-                self.echoes.wrote_over(&kind, None, &written);
+                self.echoes.applied(&kind, None, &written, &child.manifest);
                 tracing::info!(%kind, child = %child.key, "created child");
                 return Ok(Some(Change::Created(kind, child.key.clone())));
             }

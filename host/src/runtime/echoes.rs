@@ -17,21 +17,26 @@
 //!
 //! A reconcile can also run before the cache shows Weir's last write to an object (another
 //! object's event woke it): the cache then still holds the version that write was made against.
-//! [`Echoes::wrote_over`] keeps the written object, and [`Echoes::unseen`] hands it back for
-//! exactly that cached version, so the writer compares with what it wrote instead
-//! of writing the same thing again (or creating a child it created a moment ago).
+//! For exactly that cached version, the writer asks what it wrote instead of writing the same
+//! thing again (or creating a child it created a moment ago): a child's writer asks whether it
+//! applied this very manifest ([`Echoes::applied`], [`Echoes::applied_unseen`]: only the
+//! manifest's digest is kept), the status writer gets its last status back
+//! ([`Echoes::wrote_over`], [`Echoes::unseen`]: the status is the base of the next one).
 //!
-//! Memory stays bounded: at most a few entries and one last write per object, kept packed as
-//! the cache packs an object (a parsed copy of every child and status a converging host writes
-//! would cost several times the cache itself), writes forgotten
+//! Memory stays bounded: at most a few entries and one last write per object (a child's as a
+//! 32-byte digest, a status packed as the cache packs an object: a copy of every child a
+//! converging host writes would cost as much as the cache itself), writes forgotten
 //! after [`WRITE_TTL`], unmatched events after [`EVENT_TTL`], and everything about an object once
-//! its deletion is seen.
+//! its deletion is seen. What expired is swept on the next write, event or lookup (every
+//! reconcile looks one up), and the map shrinks once the host has converged.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use kube::api::DynamicObject;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
 use tokio::time::Instant;
 
 use super::ObjectKey;
@@ -69,13 +74,37 @@ struct Seen {
 struct Last {
     /// The resourceVersion the writer read before writing (`None`: the object was created).
     against: Option<String>,
-    /// The object as written, without its managedFields (nothing compares them), packed:
-    /// it is parsed again only in the rare reconcile that reads a cache behind its write.
-    written: CachedObject,
+    written: Kept,
     at: Instant,
     /// When the first event after the write came (its echo, or a later change): from then on
     /// only a reconcile that read the cache before it can still use the write.
     echoed: Option<Instant>,
+}
+
+/// What a [`Last`] keeps of the write.
+enum Kept {
+    /// The object as written, without its managedFields (nothing compares them), packed:
+    /// it is parsed again only in the rare reconcile that reads a cache behind its write.
+    Object(CachedObject),
+    /// The SHA-256 of the manifest applied: all a child's writer compares.
+    Manifest([u8; 32]),
+}
+
+/// The SHA-256 of `manifest` as serialised.
+fn digest(manifest: &Value) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    // Writing into a hasher cannot fail, and a Value always serialises.
+    let _ = serde_json::to_writer(&mut hasher, manifest);
+    hasher.finalize().into()
+}
+
+/// Pushes `entry` onto `deque`, the first one into room for one: most objects have a single
+/// write or event in flight (a deque's first push would make room for four).
+fn push<T>(deque: &mut VecDeque<T>, entry: T) {
+    if deque.capacity() == 0 {
+        deque.reserve_exact(1);
+    }
+    deque.push_back(entry);
 }
 
 /// What is remembered of one object.
@@ -100,6 +129,16 @@ struct State {
 }
 
 impl State {
+    /// The last write to the object of `kind` with `key` if it was made against `cached`.
+    fn last(&self, kind: &str, key: &ObjectKey, cached: Option<&str>) -> Option<&Last> {
+        let last = self
+            .objects
+            .get(&(kind.to_owned(), key.clone()))?
+            .last
+            .as_deref()?;
+        (last.against.as_deref() == cached).then_some(last)
+    }
+
     /// Drops expired entries, at most once per [`SWEEP_EVERY`].
     fn sweep(&mut self, now: Instant) {
         if !self.swept.due(now.into_std(), SWEEP_EVERY) {
@@ -121,6 +160,10 @@ impl State {
             }
             !trail.is_empty()
         });
+        // A converging host fills the map; a converged one needs a fraction of it.
+        if self.objects.capacity() > 4 * self.objects.len().max(64) {
+            self.objects.shrink_to_fit();
+        }
     }
 }
 
@@ -148,6 +191,34 @@ impl Echoes {
     /// until the object's deletion is seen): `against` is the resourceVersion the writer read
     /// (its cached copy), `None` for a create.
     pub fn wrote_over(&self, kind: &str, against: Option<&str>, obj: &DynamicObject) {
+        let mut written = obj.clone();
+        written.metadata.managed_fields = None;
+        let kept = match CachedObject::from_object(&written) {
+            Ok(written) => Some(Kept::Object(written)),
+            Err(error) => {
+                // Not kept: a reconcile behind the cache writes the same thing once more.
+                let key = key_of(obj);
+                tracing::debug!(%kind, object = %key, %error, "the host's last write could not be kept");
+                None
+            }
+        };
+        self.keep(kind, against, obj, kept);
+    }
+
+    /// [`Echoes::wrote`] for `obj`, which `manifest` was just applied as (or created from):
+    /// the manifest's digest is kept as Weir's last write, as [`Echoes::wrote_over`] keeps an
+    /// object, for [`Echoes::applied_unseen`].
+    pub fn applied(
+        &self,
+        kind: &str,
+        against: Option<&str>,
+        obj: &DynamicObject,
+        manifest: &Value,
+    ) {
+        self.keep(kind, against, obj, Some(Kept::Manifest(digest(manifest))));
+    }
+
+    fn keep(&self, kind: &str, against: Option<&str>, obj: &DynamicObject, kept: Option<Kept>) {
         let Some(rv) = obj.metadata.resource_version.clone() else {
             return;
         };
@@ -155,18 +226,8 @@ impl Echoes {
         let key = key_of(obj);
         self.record(kind, key.clone(), Change::Version(rv), now);
         // Kept past its echo too: a reconcile may still hold the cached object from before it.
-        let mut written = obj.clone();
-        written.metadata.managed_fields = None;
-        let written = match CachedObject::from_object(&written) {
-            Ok(written) => Some(written),
-            Err(error) => {
-                // Not kept: a reconcile behind the cache writes the same thing once more.
-                tracing::debug!(%kind, object = %key, %error, "the host's last write could not be kept");
-                None
-            }
-        };
         let mut st = self.lock();
-        st.objects.entry((kind.to_owned(), key)).or_default().last = written.map(|written| {
+        st.objects.entry((kind.to_owned(), key)).or_default().last = kept.map(|written| {
             Box::new(Last {
                 against: against.map(str::to_owned),
                 written,
@@ -186,18 +247,50 @@ impl Echoes {
         key: &ObjectKey,
         cached: Option<&str>,
     ) -> Option<DynamicObject> {
+        self.unseen_at(kind, key, cached, Instant::now())
+    }
+
+    fn unseen_at(
+        &self,
+        kind: &str,
+        key: &ObjectKey,
+        cached: Option<&str>,
+        now: Instant,
+    ) -> Option<DynamicObject> {
         let packed = {
-            let st = self.lock();
-            let last = st
-                .objects
-                .get(&(kind.to_owned(), key.clone()))?
-                .last
-                .as_ref()?;
-            (last.against.as_deref() == cached).then(|| last.written.json())?
+            let mut st = self.lock();
+            // Asked on every reconcile: a quiet host forgets here what expired.
+            st.sweep(now);
+            let last = st.last(kind, key, cached)?;
+            let Kept::Object(written) = &last.written else {
+                return None;
+            };
+            written.json()
         };
         // Packed from an object that serialised: parsing it back only fails on a host bug, and
         // then the writer just writes again.
         serde_json::from_str(&packed).ok()
+    }
+
+    /// Whether Weir's last write to the object of `kind` with `key` applied exactly `manifest`
+    /// while the cache still shows the version that write was made against (`cached`, as for
+    /// [`Echoes::unseen`]): the write need not be made again.
+    pub fn applied_unseen(
+        &self,
+        kind: &str,
+        key: &ObjectKey,
+        cached: Option<&str>,
+        manifest: &Value,
+    ) -> bool {
+        let kept = {
+            let mut st = self.lock();
+            st.sweep(Instant::now());
+            match st.last(kind, key, cached).map(|l| &l.written) {
+                Some(Kept::Manifest(kept)) => *kept,
+                _ => return false,
+            }
+        };
+        kept == digest(manifest)
     }
 
     /// Weir deleted (or is deleting) the object of `kind` with `key`.
@@ -238,7 +331,7 @@ impl Echoes {
         if change == Change::Deleted {
             trail.last = None;
         }
-        trail.wrote.push_back((change, now));
+        push(&mut trail.wrote, (change, now));
         if trail.wrote.len() > PER_OBJECT {
             trail.wrote.pop_front();
         }
@@ -277,12 +370,15 @@ impl Echoes {
             Cause::Echo
         } else {
             if let Some(change) = change {
-                trail.seen.push_back(Seen {
-                    change,
-                    at: now,
-                    queue: Arc::downgrade(queue),
-                    parent: parent.clone(),
-                });
+                push(
+                    &mut trail.seen,
+                    Seen {
+                        change,
+                        at: now,
+                        queue: Arc::downgrade(queue),
+                        parent: parent.clone(),
+                    },
+                );
                 if trail.seen.len() > PER_OBJECT {
                     trail.seen.pop_front();
                 }
@@ -311,8 +407,16 @@ impl Echoes {
             .objects
             .values()
             .filter_map(|t| t.last.as_ref())
-            .map(|l| l.written.footprint())
+            .map(|l| match &l.written {
+                Kept::Object(written) => written.footprint(),
+                Kept::Manifest(digest) => digest.len(),
+            })
             .sum()
+    }
+
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        self.lock().objects.capacity()
     }
 
     #[cfg(test)]

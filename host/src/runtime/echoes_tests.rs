@@ -106,6 +106,46 @@ fn the_last_write_is_kept_packed_and_handed_back_whole() {
 }
 
 #[test]
+fn an_applied_manifest_is_kept_as_its_digest_and_matches_only_itself() {
+    let (echoes, queue) = (Echoes::default(), busy_queue());
+    let manifest = |page: &str| serde_json::json!({ "data": { "index.html": page } });
+    echoes.applied(
+        "ConfigMap",
+        Some("6"),
+        &config_map("7"),
+        &manifest("<h1>one</h1>"),
+    );
+    assert_eq!(echoes.kept_bytes(), 32, "a digest, not the object");
+    assert!(echoes.applied_unseen("ConfigMap", &key(), Some("6"), &manifest("<h1>one</h1>")));
+    assert!(
+        !echoes.applied_unseen("ConfigMap", &key(), Some("6"), &manifest("<h1>two</h1>")),
+        "another manifest is written"
+    );
+    assert!(
+        !echoes.applied_unseen("ConfigMap", &key(), Some("7"), &manifest("<h1>one</h1>")),
+        "the cache shows the write: compared with the cache"
+    );
+    assert!(
+        echoes.unseen("ConfigMap", &key(), Some("6")).is_none(),
+        "no object is kept to hand back"
+    );
+    assert_eq!(event(&echoes, &queue, &config_map("7")), Cause::Echo);
+    assert!(
+        echoes.applied_unseen("ConfigMap", &key(), Some("6"), &manifest("<h1>one</h1>")),
+        "a reconcile may still hold the copy from before the echo"
+    );
+}
+
+#[test]
+fn a_created_manifest_matches_while_the_cache_holds_no_object() {
+    let echoes = Echoes::default();
+    let manifest = serde_json::json!({ "data": { "a": "b" } });
+    echoes.applied("ConfigMap", None, &config_map("3"), &manifest);
+    assert!(echoes.applied_unseen("ConfigMap", &key(), None, &manifest));
+    assert!(!echoes.applied_unseen("ConfigMap", &key(), Some("3"), &manifest));
+}
+
+#[test]
 fn a_create_is_handed_back_while_the_cache_holds_no_object() {
     let echoes = Echoes::default();
     echoes.wrote_over("ConfigMap", None, &config_map("3"));
@@ -252,4 +292,37 @@ fn the_memory_of_one_object_is_bounded() {
         event(&echoes, &queue, &config_map(&format!("e{rv}")));
     }
     assert_eq!(echoes.remembered(), 2 * PER_OBJECT);
+}
+
+#[test]
+fn the_map_shrinks_once_what_a_convergence_filled_has_expired() {
+    let echoes = Echoes::default();
+    let t0 = Instant::now();
+    for i in 0..2000 {
+        let key = ObjectKey::new("default", &format!("child-{i}"));
+        echoes.record("ConfigMap", key, Change::Version("1".into()), t0);
+    }
+    let filled = echoes.capacity();
+    assert!(filled >= 2000, "{filled}");
+    let key = ObjectKey::new("default", "late");
+    echoes.record("ConfigMap", key, Change::Deleted, t0 + WRITE_TTL);
+    assert_eq!(echoes.remembered(), 1);
+    assert!(
+        echoes.capacity() < filled / 4,
+        "{} of {filled}",
+        echoes.capacity()
+    );
+}
+
+#[test]
+fn a_lookup_sweeps_what_expired_on_a_quiet_host() {
+    let echoes = Echoes::default();
+    echoes.wrote_over("ConfigMap", Some("6"), &config_map("7"));
+    echoes.wrote("ConfigMap", &config_map("8"));
+    assert_eq!(echoes.remembered(), 2);
+    let later = Instant::now() + WRITE_TTL + SWEEP_EVERY;
+    // Any lookup, for any object, as every reconcile makes one.
+    assert!(echoes.unseen_at("Secret", &key(), None, later).is_none());
+    assert_eq!(echoes.remembered(), 0);
+    assert_eq!(echoes.kept_bytes(), 0);
 }
