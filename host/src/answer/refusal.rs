@@ -179,23 +179,6 @@ pub enum Refusal {
         /// The cluster it names.
         cluster: String,
     },
-    /// A child names an engaged member cluster, where this host does not write yet (contract
-    /// 0.4.0): writes to member clusters are not built, and the child is never written to the
-    /// host's own cluster instead.
-    #[error(
-        "child {kind} {key} of {plugin} names the member cluster {cluster:?}, which this host has engaged but does not write to yet (children are written to its own cluster {local:?} only)",
-        local = crate::plugin::LOCAL_CLUSTER
-    )]
-    UnwrittenCluster {
-        /// `name@version` of the plugin.
-        plugin: String,
-        /// Kind of the child.
-        kind: String,
-        /// The child's key, `namespace/name`.
-        key: String,
-        /// The cluster it names.
-        cluster: String,
-    },
     /// A selection reads in a cluster the host has not engaged (contract 0.4.0).
     #[error(
         "selection #{index} of {kind} reads in cluster {cluster:?}, which this host has not engaged (its own cluster is {local:?})",

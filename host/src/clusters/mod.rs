@@ -25,6 +25,6 @@ pub mod gauges;
 pub mod kubeconfig;
 pub mod source;
 
-pub use self::engaged::{ClusterRow, Engaged, MemberObject, PARENT_UID_LABEL};
+pub use self::engaged::{ClusterRow, Engaged, Listening, MemberObject, PARENT_UID_LABEL};
 pub use self::gauges::ClusterGauges;
 pub use self::source::{Config, SourceError, Watched};

@@ -64,6 +64,7 @@ fn deployment((hash, image): (&str, &str), (live_hash, live_image): (&str, &str)
         key: ObjectKey::new("default", "hello"),
         manifest: body(hash, image),
         live: Some(Arc::new(live(body(live_hash, live_image)))),
+        cluster: None,
     }
 }
 
