@@ -257,9 +257,10 @@ pub(super) fn check(
         if let Some(live) = &live {
             let controller = ownership.controller(live);
             if controller != Some(parent_uid.as_str()) {
-                let owner = controller.map_or("not owned by any controller".to_owned(), |u| {
-                    format!("controlled by {u}")
-                });
+                let mut owner = ownership.owner(controller);
+                if ownership == Ownership::Mark {
+                    owner.push_str(&format!(" in member cluster {cluster:?}"));
+                }
                 return Err(Refusal::Foreign {
                     kind: kind_name,
                     namespace: wanted_ns,

@@ -211,7 +211,7 @@ fn a_child_placed_in_an_engaged_member_is_marked_with_its_parent_not_owned() {
 fn a_member_object_not_marked_by_this_parent_is_refused_as_foreign() {
     let foreign = placed(&Engaged(member_object(json!({"app": "x"}))));
     assert!(
-        matches!(&foreign, Err(Refusal::Foreign { name, owner, .. }) if name == "c0" && owner.contains("not owned")),
+        matches!(&foreign, Err(Refusal::Foreign { name, owner, .. }) if name == "c0" && owner == "not marked by any parent in member cluster \"member-a\""),
         "{foreign:?}"
     );
     let other = placed(&Engaged(member_object(

@@ -141,6 +141,16 @@ impl Ownership {
         }
     }
 
+    /// Who controls an object whose controller is `controller`, as a refusal says it.
+    pub fn owner(self, controller: Option<&str>) -> String {
+        match (self, controller) {
+            (Ownership::Reference, None) => "not owned by any controller".to_owned(),
+            (Ownership::Reference, Some(uid)) => format!("controlled by {uid}"),
+            (Ownership::Mark, None) => "not marked by any parent".to_owned(),
+            (Ownership::Mark, Some(uid)) => format!("marked by the parent {uid}"),
+        }
+    }
+
     /// The UID of the parent a stamped manifest names as its controller.
     pub fn stamped(self, manifest: &Value) -> Option<&str> {
         let pointer = match self {

@@ -90,7 +90,8 @@ pub enum Refusal {
         namespace: String,
         /// Its name.
         name: String,
-        /// `not owned by any controller` or `controlled by <uid>`.
+        /// `not owned by any controller` or `controlled by <uid>`; in a member cluster, `not
+        /// marked by any parent` or `marked by the parent <uid>`, and the cluster.
         owner: String,
     },
     /// A child carries `metadata.finalizers`: it could outlive its parent's deletion forever.

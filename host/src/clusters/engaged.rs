@@ -21,10 +21,10 @@ use kube::Client;
 
 use crate::metrics::Metrics;
 use crate::plugin::{LabelSelector, ResourceKind};
-use crate::runtime::cache::CachedObject;
+use crate::runtime::cache::{CachedObject, Store};
 use crate::runtime::echoes::Echoes;
 use crate::runtime::{
-    Finish, Informers, ObjectKey, Queue, QueueConfig, Route, Scope, Subscription, Target,
+    Cause, Finish, Informers, ObjectKey, Queue, QueueConfig, Route, Scope, Subscription, Target,
 };
 
 /// The label a parent's children are found by in a member's cache (the one every child of the
@@ -61,7 +61,20 @@ struct Member {
     echoes: Arc<Echoes>,
     drain: tokio::task::JoinHandle<()>,
     /// Each listening controller's subscriptions here, by listener.
-    heard: HashMap<u64, Vec<Subscription>>,
+    heard: HashMap<u64, Heard>,
+}
+
+/// One listener's subscriptions in one member, and the task that enqueues its parents once
+/// they hold their first list.
+struct Heard {
+    _subscriptions: Vec<Subscription>,
+    listed: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Heard {
+    fn drop(&mut self) {
+        self.listed.abort();
+    }
 }
 
 /// A controller's interest in its child kinds in every member ([`Engaged::listen`]).
@@ -69,6 +82,8 @@ struct Listener {
     kinds: Vec<ResourceKind>,
     route: Route,
     queue: Arc<Queue>,
+    /// The controller's parents, each enqueued once a member's kinds are listed.
+    parents: Arc<Store>,
 }
 
 /// A controller's listening to the members; dropping it stops it in every member.
@@ -114,9 +129,10 @@ impl Member {
     }
 
     /// Routes the listener's kinds here to its queue, this member's echoes telling the host's
-    /// own writes apart.
+    /// own writes apart; once they hold their first list, every parent of the listener is
+    /// enqueued (one refused for naming this cluster before it was engaged is placed now).
     fn hear(&mut self, id: u64, listener: &Listener) {
-        let subscriptions = listener
+        let subscriptions: Vec<Subscription> = listener
             .kinds
             .iter()
             .map(|kind| {
@@ -130,7 +146,21 @@ impl Member {
                 subscription
             })
             .collect();
-        self.heard.insert(id, subscriptions);
+        let stores: Vec<Arc<Store>> = subscriptions.iter().map(|s| s.store().clone()).collect();
+        let (parents, queue) = (listener.parents.clone(), listener.queue.clone());
+        let listed = tokio::spawn(async move {
+            for store in stores {
+                store.wait_synced().await;
+            }
+            for key in parents.keys() {
+                queue.add(key, Cause::Outside);
+            }
+        });
+        let heard = Heard {
+            _subscriptions: subscriptions,
+            listed,
+        };
+        self.heard.insert(id, heard);
     }
 }
 
@@ -202,13 +232,20 @@ impl Engaged {
     }
 
     /// Routes a change of an object of `kinds` in every member, engaged now or later, to
-    /// `queue` by `route`, until the returned handle is dropped.
-    pub fn listen(&self, kinds: &[ResourceKind], route: Route, queue: Arc<Queue>) -> Listening {
+    /// `queue` by `route`, until the returned handle is dropped; each member's first list of
+    /// them enqueues every parent `parents` holds. Must be called inside the Tokio runtime.
+    pub fn listen(
+        &self,
+        kinds: &[ResourceKind],
+        (route, queue): (Route, Arc<Queue>),
+        parents: Arc<Store>,
+    ) -> Listening {
         let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
         let listener = Arc::new(Listener {
             kinds: kinds.to_vec(),
             route,
             queue,
+            parents,
         });
         let mut members = self.write();
         for member in members.values_mut() {
@@ -374,3 +411,7 @@ impl Engaged {
         found
     }
 }
+
+#[cfg(test)]
+#[path = "engaged_tests.rs"]
+mod tests;

@@ -369,9 +369,7 @@ impl Applier {
             kind,
             namespace: child.key.namespace.clone().unwrap_or_default(),
             name: child.key.name.clone(),
-            owner: controller.map_or("not owned by any controller".to_owned(), |u| {
-                format!("controlled by {u}")
-            }),
+            owner: self.ownership.owner(controller),
         }))
     }
 

@@ -221,6 +221,7 @@ impl Parts {
         let home = Home {
             client: client.clone(),
             queue: self.queue.clone(),
+            parents: cache.parents.clone(),
             echoes: self.echoes.clone(),
             metrics: self.metrics.clone(),
         };

@@ -37,7 +37,7 @@ use crate::answer::{DesiredChild, PARENT_UID_LABEL, ParentMark, Refusal};
 use crate::clusters::{Engaged, Listening, MemberObject};
 use crate::metrics::Metrics;
 use crate::plugin::{LOCAL_CLUSTER, PluginInfo, ResourceKind};
-use crate::runtime::cache::CachedObject;
+use crate::runtime::cache::{CachedObject, Store};
 use crate::runtime::echoes::Echoes;
 use crate::runtime::{Finish, MapToParent, ObjectKey, Queue, Route};
 
@@ -63,11 +63,12 @@ pub struct Members {
     _listening: Listening,
 }
 
-/// What the parent's cluster a [`Members`] writes the parent's finalizer through, and the
-/// controller's queue its members' changes enqueue parents in.
+/// What of the parent's cluster a [`Members`] uses: the client its finalizer is written
+/// through, the controller's queue its members' changes enqueue parents in, and its parents.
 pub(super) struct Home {
     pub client: Client,
     pub queue: Arc<Queue>,
+    pub parents: Arc<Store>,
     pub echoes: Arc<Echoes>,
     pub metrics: Arc<Metrics>,
 }
@@ -77,7 +78,7 @@ impl Members {
     /// `info`'s kinds marked with one of its parents, in any member, enqueues that parent.
     pub(super) fn new(info: &PluginInfo, engaged: Engaged, home: Home) -> Self {
         let route = Route::Mapped(parent_of(&info.parent));
-        let listening = engaged.listen(&info.children, route, home.queue);
+        let listening = engaged.listen(&info.children, (route, home.queue), home.parents);
         let finalizers = Finalizers::new(
             home.client,
             info.parent.clone(),
@@ -227,7 +228,7 @@ impl Members {
                 kind,
                 namespace,
                 name,
-                owner: format!("{owner}, in member cluster {cluster:?}"),
+                owner: format!("{owner} in member cluster {cluster:?}"),
             }),
             source => ApplyError::InCluster {
                 plugin: self.label.clone(),
