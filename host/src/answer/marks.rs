@@ -129,7 +129,7 @@ impl Ownership {
     }
 
     /// The UID of the parent controlling the live `obj`, if any.
-    pub fn controller<'a>(self, obj: &'a DynamicObject) -> Option<&'a str> {
+    pub fn controller(self, obj: &DynamicObject) -> Option<&str> {
         match self {
             Ownership::Reference => controller_uid(obj),
             Ownership::Mark => obj

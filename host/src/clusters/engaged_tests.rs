@@ -46,7 +46,11 @@ async fn a_listener_hears_members_engaged_before_and_after_it_until_it_is_droppe
     engaged.engage("member-a", unreachable(), &[], None);
     let queue = Arc::new(Queue::new(QueueConfig::default()));
     let parents = Arc::new(Store::new(namespaced("weir.dev", "Spread", "spreads")));
-    let listening = engaged.listen(&[deployments.clone()], (Route::Parent, queue), parents);
+    let listening = engaged.listen(
+        std::slice::from_ref(&deployments),
+        (Route::Parent, queue),
+        parents,
+    );
     engaged.engage("member-b", unreachable(), &[], None);
     let heard = |name: &str| {
         let members = engaged.read();

@@ -40,7 +40,10 @@ pub enum Route {
 
 /// The function of a [`Route::Mapped`]: the parent key an object names, if it names one.
 #[derive(Clone)]
-pub struct MapToParent(pub Arc<dyn Fn(&CachedObject) -> Option<ObjectKey> + Send + Sync>);
+pub struct MapToParent(pub Arc<MapFn>);
+
+/// What a [`MapToParent`] calls.
+pub type MapFn = dyn Fn(&CachedObject) -> Option<ObjectKey> + Send + Sync;
 
 impl std::fmt::Debug for MapToParent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
