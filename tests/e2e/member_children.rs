@@ -270,6 +270,10 @@ async fn a_host_killed_after_placing_children_and_restarted_after_the_parent_wen
     placed(&apis, "web", 1)
         .await
         .map_err(|e| e.context(host.log_tail(30)))?;
+    // Its workers waited for the first scan of the members: the Spread, created as the host
+    // started, was never refused for naming a member about to be engaged.
+    let log = host.log_tail(10_000);
+    assert!(!log.contains("has not engaged"), "{log}");
 
     // Killed with its children placed; the parent deleted while no host runs: the host's
     // finalizer holds it.

@@ -14,7 +14,7 @@
 //! in a member is put back as it is in the host's own cluster.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use kube::Client;
@@ -181,7 +181,7 @@ pub struct Engaged {
     listeners: Arc<RwLock<BTreeMap<u64, Arc<Listener>>>>,
     next_listener: Arc<AtomicU64>,
     /// A source will engage members and has not scanned yet ([`Engaged::expect_source`]).
-    pending: Arc<AtomicBool>,
+    pending: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl std::fmt::Debug for Engaged {
@@ -209,19 +209,33 @@ impl Engaged {
     /// Says a source will engage members: until it has scanned once ([`Engaged::scanned`]),
     /// no member counts as settled (a parent's children there may not be known yet).
     pub fn expect_source(&self) {
-        self.pending.store(true, Ordering::Release);
+        self.pending.send_replace(true);
     }
 
     /// The source has scanned once: the members engaged now are the ones it found.
     pub fn scanned(&self) {
-        self.pending.store(false, Ordering::Release);
+        self.pending.send_replace(false);
+    }
+
+    /// Returns once the members engaged are the ones the source found (at once without a
+    /// source): a controller starts its workers after this, so that a parent placing children
+    /// in members is not refused for naming a cluster the source was about to engage.
+    pub async fn wait_scanned(&self) {
+        let mut pending = self.pending.subscribe();
+        // The sender lives as long as `self`, which outlives this borrow of it.
+        let _ = pending.wait_for(|p| !*p).await;
+    }
+
+    /// Whether the members engaged are the ones the source found ([`Engaged::wait_scanned`]).
+    pub fn is_scanned(&self) -> bool {
+        !*self.pending.borrow()
     }
 
     /// Whether what the members hold of `kinds` is known: the source has scanned, and every
     /// engaged member watches each kind and holds its first list (or does not serve it). Until
     /// then, "no child there" cannot be told from "not listed yet".
     pub fn settled(&self, kinds: &[ResourceKind]) -> bool {
-        !self.pending.load(Ordering::Acquire)
+        self.is_scanned()
             && self.read().values().all(|m| {
                 kinds.iter().all(|k| {
                     m.subscriptions

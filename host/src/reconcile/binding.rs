@@ -52,6 +52,19 @@ impl Binding {
         self.invoker.info()
     }
 
+    /// Whether its stores hold their first full list and the member clusters engaged are the
+    /// ones their source found (`/readyz`).
+    pub fn is_synced(&self) -> bool {
+        self.cache.is_synced() && self.clusters.is_scanned()
+    }
+
+    /// Returns once [`Binding::is_synced`] holds: a child placed in a member is then judged
+    /// against the members the source found, not refused for naming one about to be engaged.
+    pub async fn wait_synced(&self) {
+        self.cache.wait_synced().await;
+        self.clusters.wait_scanned().await;
+    }
+
     /// The UID of the cached parent `key`, if it is cached.
     pub fn parent_uid(&self, key: &ObjectKey) -> Option<String> {
         self.cache.parents.get(key)?.uid().map(str::to_owned)

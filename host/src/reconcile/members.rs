@@ -210,7 +210,12 @@ impl Members {
             );
             return Ok(Finish::After(RELEASE_AGAIN));
         }
-        self.finalizers.remove(parent, MEMBERS_FINALIZER).await?;
+        match self.finalizers.remove(parent, MEMBERS_FINALIZER).await {
+            Ok(()) => {}
+            // Released by an earlier pass the cache had not shown yet: the parent is gone.
+            Err(e) if matches!(&e.source, kube::Error::Api(s) if s.code == 404) => {}
+            Err(e) => return Err(e.into()),
+        }
         tracing::info!("no child left in any member cluster: the host's finalizer is released");
         Ok(Finish::Done)
     }

@@ -205,7 +205,7 @@ impl Controller {
 
     /// Whether every store this controller reads holds its first full list (`/readyz`).
     pub fn is_synced(&self) -> bool {
-        self.binding().cache.is_synced()
+        self.binding().is_synced()
     }
 
     /// Returns once every store this controller reads holds its first full list (awaited, not
@@ -213,7 +213,7 @@ impl Controller {
     pub async fn wait_synced(&self) {
         loop {
             let binding = self.binding();
-            binding.cache.wait_synced().await;
+            binding.wait_synced().await;
             if Arc::ptr_eq(&binding, &self.binding()) {
                 return;
             }
