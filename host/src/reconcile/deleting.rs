@@ -47,7 +47,12 @@ impl Controller {
         };
         let answer = b
             .invoker
-            .finalize(cached, observed, related, &finalizer)
+            .finalize(
+                cached,
+                (observed, &b.elsewhere(cached)),
+                related,
+                &finalizer,
+            )
             .await
             .map_err(ReconcileError::Finalize)?;
         let finish = if answer.finalized {
