@@ -238,6 +238,9 @@ async fn a_hub_parent_owns_its_children_in_three_members_by_its_mark_until_it_is
 #[tokio::test]
 async fn a_host_killed_after_placing_children_and_restarted_after_the_parent_went_leaves_no_orphan()
 -> anyhow::Result<()> {
+    // A second process loading its plugin within the describe deadline: kept apart from the
+    // scenarios that saturate the CPU, as the other kills are.
+    let _exclusive = weir_e2e::exclusive().await;
     let env = TestEnv::start().await?;
     let Some(hub) = &env.emulator else {
         anyhow::bail!("this scenario runs on the emulator (its members are emulators)");

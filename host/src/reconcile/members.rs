@@ -29,6 +29,7 @@ use std::time::Duration;
 
 use kube::Client;
 use kube::api::DynamicObject;
+use tracing::Instrument;
 
 use super::apply::{Applier, ApplyError, Change};
 use super::error::ReconcileError;
@@ -161,9 +162,14 @@ impl Members {
                 .map(|(_, o)| o.clone())
                 .collect();
             let in_cluster = |e| self.in_cluster(cluster, e);
-            changes.extend(applier.apply(&here).await.map_err(in_cluster)?);
-            let pruned = applier.prune(&here, &seen, &self.kinds).await;
-            changes.extend(pruned.map_err(in_cluster)?);
+            // The applier's lines name the member they were written in.
+            let span = tracing::info_span!("member", %cluster);
+            let written = async {
+                let mut written = applier.apply(&here).await?;
+                written.extend(applier.prune(&here, &seen, &self.kinds).await?);
+                Ok(written)
+            };
+            changes.extend(written.instrument(span).await.map_err(in_cluster)?);
         }
         Ok(changes)
     }
