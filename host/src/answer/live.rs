@@ -27,8 +27,8 @@ pub trait LiveObjects {
     }
 
     /// The object of this kind under this key in the engaged `cluster`: by default [`get`]'s
-    /// in the parent's cluster and nothing elsewhere (a fixture's member children are judged
-    /// as new); the controller reads each member's cache.
+    /// in the parent's cluster and nothing elsewhere; the controller reads each member's
+    /// cache, `weir test` a fixture's objects in that cluster.
     ///
     /// [`get`]: LiveObjects::get
     fn get_in(
