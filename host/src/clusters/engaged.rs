@@ -399,7 +399,8 @@ impl Engaged {
     }
 
     /// The objects of `kinds` in every engaged cluster marked as children of the parent with
-    /// `uid`, in `namespace`, with their cluster's name; by cluster, then as each store sorts.
+    /// `uid`, in `namespace` (in any namespace when `None`: a cluster-scoped parent's children
+    /// live in namespaces), with their cluster's name; by cluster, then as each store sorts.
     pub fn children_of(
         &self,
         uid: &str,
@@ -417,9 +418,13 @@ impl Engaged {
                 let Some(subscription) = member.subscriptions.get(kind) else {
                     continue;
                 };
-                for obj in subscription.store().select(namespace, &selector) {
-                    found.push((name.clone(), obj));
-                }
+                let store = subscription.store();
+                // A cluster-scoped parent's children live in namespaces.
+                let objects = match namespace {
+                    Some(_) => store.select(namespace, &selector),
+                    None => store.select_anywhere(&selector),
+                };
+                found.extend(objects.into_iter().map(|obj| (name.clone(), obj)));
             }
         }
         found
