@@ -137,6 +137,8 @@ pub enum Change {
     Updated(String, ObjectKey),
     /// Deleted because the plugin no longer wants it.
     Deleted(String, ObjectKey),
+    /// One of the above, in the member cluster named (`super::members`).
+    InCluster(String, Box<Change>),
 }
 
 impl std::fmt::Display for Change {
@@ -145,6 +147,7 @@ impl std::fmt::Display for Change {
             Change::Created(kind, key) => write!(f, "created {kind} {key}"),
             Change::Updated(kind, key) => write!(f, "updated {kind} {key}"),
             Change::Deleted(kind, key) => write!(f, "deleted {kind} {key}"),
+            Change::InCluster(cluster, change) => write!(f, "{change} in {cluster}"),
         }
     }
 }

@@ -169,7 +169,9 @@ impl Members {
                 written.extend(applier.prune(&here, &seen, &self.kinds).await?);
                 Ok(written)
             };
-            changes.extend(written.instrument(span).await.map_err(in_cluster)?);
+            let written = written.instrument(span).await.map_err(in_cluster)?;
+            let there = |c| Change::InCluster(cluster.to_owned(), Box::new(c));
+            changes.extend(written.into_iter().map(there));
         }
         Ok(changes)
     }
