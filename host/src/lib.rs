@@ -17,7 +17,8 @@
 //! 5. [`answer::judge`] and [`reconcile::apply`]: the answer is judged, purely (declared kinds,
 //!    the parent's namespace, nobody else's objects; children stamped, status merged), applied
 //!    server-side only where it differs from the cache, and stale children pruned. `weir test`,
-//!    `weir record` and the rollout's comparison call the same judge.
+//!    `weir record` and the rollout's comparison call the same judge. A child placed in a
+//!    member cluster is written there by [`reconcile::members`], marked instead of owned.
 //! 6. [`reconcile::status`]: the merged status (`observedGeneration`, the `Ready` and
 //!    `Reconciled` conditions) patched where it differs, finalizers and Events.
 //!

@@ -21,6 +21,7 @@ mod kills;
 mod leader_election;
 mod leader_failover;
 mod leader_fence;
+mod member_children;
 mod member_clusters;
 mod metacontroller_example;
 mod metacontroller_finalize;

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::live::LiveObjects;
+use super::marks::{Ownership, ParentMark};
 use super::policy::ValidationPolicy;
 use super::refusal::Refusal;
 use crate::plugin::{PluginInfo, ResourceKind};
@@ -57,6 +58,9 @@ pub struct DesiredChild {
     pub manifest: Value,
     /// The live object, if the cache has one.
     pub live: Option<Arc<DynamicObject>>,
+    /// The member cluster it is placed in, marked with its parent ([`ParentMark`]) instead of
+    /// owned; `None`: the parent's own cluster.
+    pub cluster: Option<String>,
 }
 
 fn str_at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a str> {
@@ -81,9 +85,19 @@ pub fn is_valid_name(name: &str) -> bool {
 pub struct Accepted {
     uid: String,
     owner: Value,
-    /// Per child, in the answer's order: its declared kind, key and live copy.
-    children: Vec<(ResourceKind, ObjectKey, Option<Arc<DynamicObject>>)>,
+    /// What a child in a member cluster carries instead of `owner`.
+    mark: ParentMark,
+    /// Per child, in the answer's order: its declared kind, key, live copy and member cluster.
+    children: Vec<AcceptedChild>,
 }
+
+/// One accepted child: its declared kind, key, live copy, and the member cluster it is placed in.
+type AcceptedChild = (
+    ResourceKind,
+    ObjectKey,
+    Option<Arc<DynamicObject>>,
+    Option<String>,
+);
 
 impl Accepted {
     /// Stamps the host-owned fields on `desired`, the children [`check`] accepted (moved, not
@@ -93,14 +107,18 @@ impl Accepted {
         desired
             .into_iter()
             .zip(self.children)
-            .map(|(mut manifest, (kind, key, live))| {
+            .map(|(mut manifest, (kind, key, live, cluster))| {
                 let namespace = key.namespace.as_deref().unwrap_or_default();
                 stamp(&mut manifest, namespace, &self.owner, &self.uid);
+                if cluster.is_some() {
+                    self.mark.stamp(&mut manifest);
+                }
                 DesiredChild {
                     kind,
                     key,
                     manifest,
                     live,
+                    cluster,
                 }
             })
             .collect()
@@ -146,6 +164,9 @@ pub(super) fn check(
         "controller": true,
         "blockOwnerDeletion": true,
     });
+    let parent_cluster = live.parent_cluster();
+    let parent_kind = (info.parent.api_version(), info.parent.kind.as_str());
+    let mark = ParentMark::new(parent_cluster, (&parent_kind.0, parent_kind.1), parent);
     let grant = policy.grant(&info.name);
     let mut seen = HashSet::new();
     let mut children = Vec::with_capacity(desired.len());
@@ -221,7 +242,7 @@ pub(super) fn check(
         let cluster = clusters
             .get(index)
             .and_then(Option::as_deref)
-            .unwrap_or(live.parent_cluster());
+            .unwrap_or(parent_cluster);
         if !seen.insert((cluster, kind_name.clone(), wanted_ns.clone(), name.clone())) {
             return Err(Refusal::Duplicate {
                 kind: kind_name,
@@ -230,13 +251,16 @@ pub(super) fn check(
         }
         check_content(child, &kind_name, &name, policy)?;
         let key = ObjectKey::new(wanted_ns.clone(), name.clone());
-        let live = live.get(&api_version, &kind_name, &key);
+        // Who controls a live object depends on the cluster it is in (`super::marks`).
+        let ownership = Ownership::of_cluster(cluster, parent_cluster);
+        let live = live.get_in(cluster, &api_version, &kind_name, &key);
         if let Some(live) = &live {
-            let controller = controller_uid(live);
+            let controller = ownership.controller(live);
             if controller != Some(parent_uid.as_str()) {
-                let owner = controller.map_or("not owned by any controller".to_owned(), |u| {
-                    format!("controlled by {u}")
-                });
+                let mut owner = ownership.owner(controller);
+                if ownership == Ownership::Mark {
+                    owner.push_str(&format!(" in member cluster {cluster:?}"));
+                }
                 return Err(Refusal::Foreign {
                     kind: kind_name,
                     namespace: wanted_ns,
@@ -245,10 +269,13 @@ pub(super) fn check(
                 });
             }
         }
-        let growth = stamp_growth(&owner, &wanted_ns, &parent_uid);
+        let growth = stamp_growth(&owner, &wanted_ns, &parent_uid) + mark_growth(&mark);
         if json_len(child).saturating_add(growth) > MAX_CHILD_BYTES {
             let mut stamped = child.clone();
             stamp(&mut stamped, &wanted_ns, &owner, &parent_uid);
+            if ownership == Ownership::Mark {
+                mark.stamp(&mut stamped);
+            }
             let size = json_len(&stamped);
             if size > MAX_CHILD_BYTES {
                 return Err(Refusal::TooLarge {
@@ -257,11 +284,13 @@ pub(super) fn check(
                 });
             }
         }
-        children.push((kind.clone(), key, live));
+        let member = (ownership == Ownership::Mark).then(|| cluster.to_owned());
+        children.push((kind.clone(), key, live, member));
     }
     Ok(Accepted {
         uid: parent_uid,
         owner,
+        mark,
         children,
     })
 }
@@ -271,6 +300,13 @@ pub(super) fn check(
 /// the `labels` and `annotations` objects around them), whose keys and punctuation fit in 256.
 fn stamp_growth(owner: &Value, namespace: &str, uid: &str) -> usize {
     json_len(owner) + json_len(&json!(namespace)) + json_len(&json!(uid)) + 256
+}
+
+/// At most how many bytes a member cluster's mark adds beside [`stamp_growth`]: its four
+/// annotations' values, with their keys and punctuation in 256.
+fn mark_growth(mark: &ParentMark) -> usize {
+    let name = mark.key.namespace.as_deref().unwrap_or_default().len() + mark.key.name.len();
+    mark.cluster.len() + mark.api_version.len() + mark.kind.len() + name + 256
 }
 
 /// The answer-side rules on a child's content: no finalizers, no self-filling credentials.

@@ -2,10 +2,16 @@
 //!
 //! A child naming no cluster belongs in its parent's. A child naming another is accepted only
 //! when the live objects the answer is judged among span that cluster
-//! ([`LiveObjects::engaged`]) and a child can be written there ([`LiveObjects::writes_to`]).
-//! The controller engages the member clusters of `weir run --clusters` but writes to its own
-//! cluster only, so an answer placing a child in a member is refused, whole, for that
-//! reconcile, saying so; one naming a cluster not engaged at all is refused saying that.
+//! ([`LiveObjects::engaged`]): the controller spans its own cluster and the member clusters
+//! engaged now (`weir run --clusters`), a fixture the clusters it names. An answer naming a
+//! cluster not engaged is refused, whole, for that reconcile, saying so; nothing is written
+//! in any cluster, and never in the host's own instead.
+//!
+//! An accepted child placed in a member cluster is judged there as everywhere: by that
+//! member's live object of the same name, which it may only write if this parent's mark is on
+//! it (`super::marks`: the member's API server cannot hold an owner reference to a parent it
+//! does not know). The judge stamps the mark in place of the owner reference; the controller
+//! writes the child through the member's own client (`crate::reconcile::members`).
 
 use kube::api::DynamicObject;
 use serde_json::Value;
@@ -25,15 +31,9 @@ pub(super) fn check(
 ) -> Result<(), Refusal> {
     let refused = clusters.iter().enumerate().find_map(|(i, cluster)| {
         let cluster = cluster.as_deref()?;
-        if !live.engaged(cluster) {
-            Some((i, cluster, false))
-        } else if !live.writes_to(cluster) {
-            Some((i, cluster, true))
-        } else {
-            None
-        }
+        (!live.engaged(cluster)).then_some((i, cluster))
     });
-    let Some((index, cluster, engaged)) = refused else {
+    let Some((index, cluster)) = refused else {
         return Ok(());
     };
     let child = desired.get(index).unwrap_or(&Value::Null);
@@ -44,22 +44,11 @@ pub(super) fn check(
     let name = text(&child["metadata"]["name"]).unwrap_or_default();
     let plugin = info.label();
     let kind = text(&child["kind"]).unwrap_or_else(|| format!("#{index}"));
-    let key = format!("{namespace}/{name}");
-    let cluster = cluster.to_owned();
-    Err(if engaged {
-        Refusal::UnwrittenCluster {
-            plugin,
-            kind,
-            key,
-            cluster,
-        }
-    } else {
-        Refusal::UnknownCluster {
-            plugin,
-            kind,
-            key,
-            cluster,
-        }
+    Err(Refusal::UnknownCluster {
+        plugin,
+        kind,
+        key: format!("{namespace}/{name}"),
+        cluster: cluster.to_owned(),
     })
 }
 

@@ -136,8 +136,8 @@ fn the_same_name_in_two_clusters_is_two_children_and_twice_in_one_is_a_duplicate
     ));
 }
 
-/// The live host with member clusters engaged: it writes to its own cluster only.
-struct Engaged(&'static [&'static str]);
+/// The live host with member clusters engaged, holding `held` in member-a.
+struct Engaged(Option<Arc<DynamicObject>>);
 
 impl LiveObjects for Engaged {
     fn get(&self, _: &str, _: &str, _: &ObjectKey) -> Option<Arc<DynamicObject>> {
@@ -145,35 +145,96 @@ impl LiveObjects for Engaged {
     }
 
     fn engaged(&self, cluster: &str) -> bool {
-        cluster == LOCAL_CLUSTER || self.0.contains(&cluster)
+        cluster == LOCAL_CLUSTER || cluster == "member-a"
     }
 
-    fn writes_to(&self, cluster: &str) -> bool {
-        cluster == LOCAL_CLUSTER
+    fn get_in(&self, cluster: &str, _: &str, _: &str, _: &ObjectKey) -> Option<Arc<DynamicObject>> {
+        (cluster == "member-a").then(|| self.0.clone()).flatten()
     }
 }
 
+/// The children the judge accepts for one ConfigMap `c0` placed in member-a.
+fn placed(live: &Engaged) -> Result<Vec<crate::answer::DesiredChild>, Refusal> {
+    let info = info();
+    let parent = parent(&info);
+    let inputs = Inputs {
+        info: &info,
+        parent: &parent,
+        live,
+        policy: &ValidationPolicy::default(),
+        now: "T",
+    };
+    judge(inputs, answer(&[Some("member-a")]))
+        .map(|j| j.children)
+        .map_err(|r| r.refusal)
+}
+
+fn member_object(labels: Value) -> Option<Arc<DynamicObject>> {
+    let obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                     "metadata": {"name": "c0", "namespace": "shop", "labels": labels}});
+    Some(Arc::new(
+        serde_json::from_value(obj).unwrap_or_else(|e| panic!("{e}")),
+    ))
+}
+
 #[test]
-fn a_child_placed_in_an_engaged_member_the_host_does_not_write_to_is_refused_saying_so() {
-    let live = Engaged(&["member-a"]);
-    assert_eq!(judged(&live, &[None, Some(LOCAL_CLUSTER)]), Ok(2));
-    let refusal = judged(&live, &[None, Some("member-a")]).unwrap_err();
+fn a_child_placed_in_an_engaged_member_is_marked_with_its_parent_not_owned() {
+    let children = placed(&Engaged(None)).unwrap_or_else(|r| panic!("{r}"));
+    let [child] = children.as_slice() else {
+        panic!("one child: {children:?}")
+    };
+    assert_eq!(child.cluster.as_deref(), Some("member-a"));
+    let meta = &child.manifest["metadata"];
+    assert!(meta.get("ownerReferences").is_none(), "{meta}");
+    assert_eq!(meta["labels"][crate::answer::PARENT_UID_LABEL], "uid-web");
+    let annotations = &meta["annotations"];
     assert_eq!(
-        refusal,
-        Refusal::UnwrittenCluster {
-            plugin: "spread@0.1.0".into(),
-            kind: "ConfigMap".into(),
-            key: "shop/c1".into(),
-            cluster: "member-a".into(),
-        }
+        annotations[crate::answer::PARENT_CLUSTER_ANNOTATION],
+        LOCAL_CLUSTER
     );
-    let text = refusal.to_string();
-    assert!(text.contains("engaged but does not write to yet"), "{text}");
+    assert_eq!(
+        annotations[crate::answer::PARENT_NAME_ANNOTATION],
+        "shop/web"
+    );
+    assert_eq!(annotations[crate::answer::PARENT_KIND_ANNOTATION], "Spread");
     assert!(
-        matches!(
-            judged(&live, &[Some("member-z")]),
-            Err(Refusal::UnknownCluster { .. })
-        ),
-        "a cluster not engaged at all is still unknown"
+        annotations
+            .get(crate::answer::MANIFEST_HASH_ANNOTATION)
+            .is_some()
     );
+    // The same child in the parent's own cluster is owned, as ever.
+    let local = judged(&Engaged(None), &[Some(LOCAL_CLUSTER)]);
+    assert_eq!(local, Ok(1));
+}
+
+#[test]
+fn a_member_object_not_marked_by_this_parent_is_refused_as_foreign() {
+    let foreign = placed(&Engaged(member_object(json!({"app": "x"}))));
+    assert!(
+        matches!(&foreign, Err(Refusal::Foreign { name, owner, .. }) if name == "c0" && owner == "not marked by any parent in member cluster \"member-a\""),
+        "{foreign:?}"
+    );
+    let other = placed(&Engaged(member_object(
+        json!({(crate::answer::PARENT_UID_LABEL): "uid-other"}),
+    )));
+    assert!(
+        matches!(&other, Err(Refusal::Foreign { owner, .. }) if owner.contains("uid-other")),
+        "{other:?}"
+    );
+    let own = placed(&Engaged(member_object(
+        json!({(crate::answer::PARENT_UID_LABEL): "uid-web"}),
+    )));
+    let own = own.unwrap_or_else(|r| panic!("{r}"));
+    assert!(
+        own[0].live.is_some(),
+        "the member's live copy is handed to the writer"
+    );
+}
+
+#[test]
+fn a_cluster_nobody_engaged_is_still_refused_as_unknown() {
+    assert!(matches!(
+        judged(&Engaged(None), &[Some("member-z")]),
+        Err(Refusal::UnknownCluster { .. })
+    ));
 }

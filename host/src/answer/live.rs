@@ -26,11 +26,23 @@ pub trait LiveObjects {
         LOCAL_CLUSTER
     }
 
-    /// Whether a child placed in the engaged cluster `cluster` can be written there: by default
-    /// every engaged cluster (a fixture's placements are all judged as written). The
-    /// controller writes to the host's own cluster only, until writes to member clusters exist.
-    fn writes_to(&self, cluster: &str) -> bool {
-        self.engaged(cluster)
+    /// The object of this kind under this key in the engaged `cluster`: by default [`get`]'s
+    /// in the parent's cluster and nothing elsewhere; the controller reads each member's
+    /// cache, `weir test` a fixture's objects in that cluster.
+    ///
+    /// [`get`]: LiveObjects::get
+    fn get_in(
+        &self,
+        cluster: &str,
+        api_version: &str,
+        kind: &str,
+        key: &ObjectKey,
+    ) -> Option<Arc<DynamicObject>> {
+        if cluster == self.parent_cluster() {
+            self.get(api_version, kind, key)
+        } else {
+            None
+        }
     }
 }
 
@@ -47,7 +59,13 @@ impl<T: LiveObjects + ?Sized> LiveObjects for Arc<T> {
         (**self).parent_cluster()
     }
 
-    fn writes_to(&self, cluster: &str) -> bool {
-        (**self).writes_to(cluster)
+    fn get_in(
+        &self,
+        cluster: &str,
+        api_version: &str,
+        kind: &str,
+        key: &ObjectKey,
+    ) -> Option<Arc<DynamicObject>> {
+        (**self).get_in(cluster, api_version, kind, key)
     }
 }

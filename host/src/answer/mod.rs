@@ -10,6 +10,10 @@
 //! talks to the cluster; the live objects are the caller's (the controller's cache, a fixture's
 //! observed objects).
 //!
+//! A child placed in a member cluster carries marks naming its parent instead of an owner
+//! reference ([`ParentMark`]); who controls a live object is read by the rule of its cluster
+//! ([`Ownership`]).
+//!
 //! Beside the judge, the other rules of what crosses the sandbox's edge: what of an observed
 //! object the plugin may see ([`redacted`]), how a call can fail ([`PluginError`]), and whether
 //! a live object already holds a desired manifest ([`holds`], [`live_holds`]).
@@ -19,6 +23,7 @@ mod cluster;
 mod drift;
 mod failure;
 mod live;
+mod marks;
 mod policy;
 mod redact;
 mod refusal;
@@ -34,6 +39,10 @@ pub use self::check::{
 pub use self::drift::{holds, live_holds};
 pub use self::failure::{FailureCause, PluginError};
 pub use self::live::LiveObjects;
+pub use self::marks::{
+    Ownership, PARENT_API_VERSION_ANNOTATION, PARENT_CLUSTER_ANNOTATION, PARENT_KIND_ANNOTATION,
+    PARENT_NAME_ANNOTATION, ParentMark,
+};
 pub use self::policy::{DEFAULT_SECRET_TYPES, Grant, ValidationPolicy};
 pub use self::redact::{DATA_HASH, data_hash, for_plugin, redacted};
 pub use self::refusal::{Refusal, refusal_message};

@@ -90,7 +90,8 @@ pub enum Refusal {
         namespace: String,
         /// Its name.
         name: String,
-        /// `not owned by any controller` or `controlled by <uid>`.
+        /// `not owned by any controller` or `controlled by <uid>`; in a member cluster, `not
+        /// marked by any parent` or `marked by the parent <uid>`, and the cluster.
         owner: String,
     },
     /// A child carries `metadata.finalizers`: it could outlive its parent's deletion forever.
@@ -170,23 +171,6 @@ pub enum Refusal {
         local = crate::plugin::LOCAL_CLUSTER
     )]
     UnknownCluster {
-        /// `name@version` of the plugin.
-        plugin: String,
-        /// Kind of the child.
-        kind: String,
-        /// The child's key, `namespace/name`.
-        key: String,
-        /// The cluster it names.
-        cluster: String,
-    },
-    /// A child names an engaged member cluster, where this host does not write yet (contract
-    /// 0.4.0): writes to member clusters are not built, and the child is never written to the
-    /// host's own cluster instead.
-    #[error(
-        "child {kind} {key} of {plugin} names the member cluster {cluster:?}, which this host has engaged but does not write to yet (children are written to its own cluster {local:?} only)",
-        local = crate::plugin::LOCAL_CLUSTER
-    )]
-    UnwrittenCluster {
         /// `name@version` of the plugin.
         plugin: String,
         /// Kind of the child.

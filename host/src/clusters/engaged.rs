@@ -5,24 +5,31 @@
 //! connection), subscribed to the kinds the served plugins may place there, on the same packed
 //! cache stores as the host's own. Releasing it drops the registry's subscriptions: its watches
 //! stop and its stores are freed. [`Engaged`] is the handle every reader shares: the judge
-//! ([`Engaged::is_engaged`]), the controllers (a parent's children in each member, found by
-//! the marks the host puts on them), `/metrics` and `weir dev`'s view.
+//! ([`Engaged::is_engaged`], [`Engaged::get`]), the controllers (a parent's children in each
+//! member, found by the marks the host puts on them; each member's client and echoes, to write
+//! them), `/metrics` and `weir dev`'s view.
+//!
+//! A controller listens to its child kinds in every member ([`Engaged::listen`]): each member,
+//! engaged now or later, routes a change of a marked child to the controller's queue, so drift
+//! in a member is put back as it is in the host's own cluster.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use kube::Client;
 
 use crate::metrics::Metrics;
 use crate::plugin::{LabelSelector, ResourceKind};
-use crate::runtime::cache::CachedObject;
+use crate::runtime::cache::{CachedObject, Store};
 use crate::runtime::echoes::Echoes;
-use crate::runtime::{Finish, Informers, Queue, QueueConfig, Route, Scope, Subscription, Target};
+use crate::runtime::{
+    Cause, Finish, Informers, ObjectKey, Queue, QueueConfig, Route, Scope, Subscription, Target,
+};
 
-/// The label the host marks a child it placed in a member cluster with: the UID of its
-/// parent, which lives in another cluster (an owner reference cannot cross clusters).
-pub const PARENT_UID_LABEL: &str = "weir.dev/parent-uid";
+/// The label a parent's children are found by in a member's cache (the one every child of the
+/// host carries; in a member, part of the parent's mark, `crate::answer::ParentMark`).
+pub use crate::answer::PARENT_UID_LABEL;
 
 /// An object cached from an engaged member cluster, with the cluster's name.
 pub type MemberObject = (String, Arc<CachedObject>);
@@ -45,6 +52,7 @@ pub struct ClusterRow {
 /// One engaged cluster: its client and its runtime instance.
 struct Member {
     server: String,
+    client: Client,
     informers: Arc<Informers>,
     /// The watched kinds; dropping one stops its watch and frees its store.
     subscriptions: HashMap<ResourceKind, Subscription>,
@@ -52,6 +60,46 @@ struct Member {
     queue: Arc<Queue>,
     echoes: Arc<Echoes>,
     drain: tokio::task::JoinHandle<()>,
+    /// Each listening controller's subscriptions here, by listener.
+    heard: HashMap<u64, Heard>,
+}
+
+/// One listener's subscriptions in one member, and the task that enqueues its parents once
+/// they hold their first list.
+struct Heard {
+    _subscriptions: Vec<Subscription>,
+    listed: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Heard {
+    fn drop(&mut self) {
+        self.listed.abort();
+    }
+}
+
+/// A controller's interest in its child kinds in every member ([`Engaged::listen`]).
+struct Listener {
+    kinds: Vec<ResourceKind>,
+    route: Route,
+    queue: Arc<Queue>,
+    /// The controller's parents, each enqueued once a member's kinds are listed.
+    parents: Arc<Store>,
+}
+
+/// A controller's listening to the members; dropping it stops it in every member.
+pub struct Listening {
+    engaged: Engaged,
+    id: u64,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let mut members = self.engaged.write();
+        for member in members.values_mut() {
+            member.heard.remove(&self.id);
+        }
+        self.engaged.listeners().remove(&self.id);
+    }
 }
 
 impl Member {
@@ -79,6 +127,41 @@ impl Member {
         subscription.store().index_labels();
         self.subscriptions.insert(kind.clone(), subscription);
     }
+
+    /// Routes the listener's kinds here to its queue, this member's echoes telling the host's
+    /// own writes apart; once they hold their first list, every parent of the listener is
+    /// enqueued (one refused for naming this cluster before it was engaged is placed now).
+    fn hear(&mut self, id: u64, listener: &Listener) {
+        let subscriptions: Vec<Subscription> = listener
+            .kinds
+            .iter()
+            .map(|kind| {
+                let target = Target {
+                    route: listener.route.clone(),
+                    queue: listener.queue.clone(),
+                    echoes: self.echoes.clone(),
+                };
+                let subscription = self.informers.subscribe(kind, Scope::All, target);
+                subscription.store().index_labels();
+                subscription
+            })
+            .collect();
+        let stores: Vec<Arc<Store>> = subscriptions.iter().map(|s| s.store().clone()).collect();
+        let (parents, queue) = (listener.parents.clone(), listener.queue.clone());
+        let listed = tokio::spawn(async move {
+            for store in stores {
+                store.wait_synced().await;
+            }
+            for key in parents.keys() {
+                queue.add(key, Cause::Outside);
+            }
+        });
+        let heard = Heard {
+            _subscriptions: subscriptions,
+            listed,
+        };
+        self.heard.insert(id, heard);
+    }
 }
 
 impl Drop for Member {
@@ -94,6 +177,11 @@ pub struct Engaged {
     members: Arc<RwLock<BTreeMap<String, Member>>>,
     /// Kubeconfig files refused so far.
     refused: Arc<AtomicUsize>,
+    /// The controllers listening to their child kinds in every member, by id.
+    listeners: Arc<RwLock<BTreeMap<u64, Arc<Listener>>>>,
+    next_listener: Arc<AtomicU64>,
+    /// A source will engage members and has not scanned yet ([`Engaged::expect_source`]).
+    pending: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl std::fmt::Debug for Engaged {
@@ -109,6 +197,103 @@ impl Engaged {
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Member>> {
         self.members.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Always taken after the members' lock, never before it.
+    fn listeners(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<u64, Arc<Listener>>> {
+        self.listeners
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Says a source will engage members: until it has scanned once ([`Engaged::scanned`]),
+    /// no member counts as settled (a parent's children there may not be known yet).
+    pub fn expect_source(&self) {
+        self.pending.send_replace(true);
+    }
+
+    /// The source has scanned once: the members engaged now are the ones it found.
+    pub fn scanned(&self) {
+        self.pending.send_replace(false);
+    }
+
+    /// Returns once the members engaged are the ones the source found (at once without a
+    /// source): a controller starts its workers after this, so that a parent placing children
+    /// in members is not refused for naming a cluster the source was about to engage.
+    pub async fn wait_scanned(&self) {
+        let mut pending = self.pending.subscribe();
+        // The sender lives as long as `self`, which outlives this borrow of it.
+        let _ = pending.wait_for(|p| !*p).await;
+    }
+
+    /// Whether the members engaged are the ones the source found ([`Engaged::wait_scanned`]).
+    pub fn is_scanned(&self) -> bool {
+        !*self.pending.borrow()
+    }
+
+    /// Whether what the members hold of `kinds` is known: the source has scanned, and every
+    /// engaged member watches each kind and holds its first list (or does not serve it). Until
+    /// then, "no child there" cannot be told from "not listed yet".
+    pub fn settled(&self, kinds: &[ResourceKind]) -> bool {
+        self.is_scanned()
+            && self.read().values().all(|m| {
+                kinds.iter().all(|k| {
+                    m.subscriptions
+                        .get(k)
+                        .is_some_and(|s| s.store().is_synced() || s.store().is_unserved())
+                })
+            })
+    }
+
+    /// Routes a change of an object of `kinds` in every member, engaged now or later, to
+    /// `queue` by `route`, until the returned handle is dropped; each member's first list of
+    /// them enqueues every parent `parents` holds. Must be called inside the Tokio runtime.
+    pub fn listen(
+        &self,
+        kinds: &[ResourceKind],
+        (route, queue): (Route, Arc<Queue>),
+        parents: Arc<Store>,
+    ) -> Listening {
+        let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
+        let listener = Arc::new(Listener {
+            kinds: kinds.to_vec(),
+            route,
+            queue,
+            parents,
+        });
+        let mut members = self.write();
+        for member in members.values_mut() {
+            member.hear(id, &listener);
+        }
+        self.listeners().insert(id, listener);
+        Listening {
+            engaged: self.clone(),
+            id,
+        }
+    }
+
+    /// The cached object of this kind under `key` in the engaged member `cluster`.
+    pub fn get(
+        &self,
+        cluster: &str,
+        (api_version, kind): (&str, &str),
+        key: &ObjectKey,
+    ) -> Option<Arc<CachedObject>> {
+        let members = self.read();
+        let member = members.get(cluster)?;
+        let (_, subscription) = member
+            .subscriptions
+            .iter()
+            .find(|(k, _)| k.kind == kind && k.api_version() == api_version)?;
+        subscription.store().get(key)
+    }
+
+    /// What writes to the engaged member `cluster` go through: its own client, and the echoes
+    /// its watches tell the host's own writes apart by.
+    pub fn writer(&self, cluster: &str) -> Option<(Client, Arc<Echoes>)> {
+        let members = self.read();
+        let member = members.get(cluster)?;
+        Some((member.client.clone(), member.echoes.clone()))
     }
 
     /// Kubeconfig files refused so far.
@@ -173,20 +358,26 @@ impl Engaged {
         drop(released);
         // The member's stores count in a registry of their own: the host's `/metrics` shows
         // them per cluster (`super::gauges`), not merged into its own cluster's kinds.
-        let informers = Informers::new(client, namespace, Arc::new(Metrics::new()));
+        let informers = Informers::new(client.clone(), namespace, Arc::new(Metrics::new()));
         let queue = Arc::new(Queue::new(QueueConfig::default()));
         let mut member = Member {
             server,
+            client,
             informers,
             subscriptions: HashMap::new(),
             queue: queue.clone(),
             echoes: Arc::new(Echoes::default()),
             drain: tokio::spawn(Member::drain(queue)),
+            heard: HashMap::new(),
         };
         for kind in kinds {
             member.watch(kind);
         }
-        self.write().insert(name.to_owned(), member);
+        let mut members = self.write();
+        for (id, listener) in self.listeners().iter() {
+            member.hear(*id, listener);
+        }
+        members.insert(name.to_owned(), member);
     }
 
     /// Releases `name`: its watches stop and its stores are freed. Whether it was engaged.
@@ -208,7 +399,8 @@ impl Engaged {
     }
 
     /// The objects of `kinds` in every engaged cluster marked as children of the parent with
-    /// `uid`, in `namespace`, with their cluster's name; by cluster, then as each store sorts.
+    /// `uid`, in `namespace` (in any namespace when `None`: a cluster-scoped parent's children
+    /// live in namespaces), with their cluster's name; by cluster, then as each store sorts.
     pub fn children_of(
         &self,
         uid: &str,
@@ -226,11 +418,19 @@ impl Engaged {
                 let Some(subscription) = member.subscriptions.get(kind) else {
                     continue;
                 };
-                for obj in subscription.store().select(namespace, &selector) {
-                    found.push((name.clone(), obj));
-                }
+                let store = subscription.store();
+                // A cluster-scoped parent's children live in namespaces.
+                let objects = match namespace {
+                    Some(_) => store.select(namespace, &selector),
+                    None => store.select_anywhere(&selector),
+                };
+                found.extend(objects.into_iter().map(|obj| (name.clone(), obj)));
             }
         }
         found
     }
 }
+
+#[cfg(test)]
+#[path = "engaged_tests.rs"]
+mod tests;

@@ -9,15 +9,16 @@
 //! its cache is freed. [`gauges`] shows them on `/metrics`.
 //!
 //! What crosses into the controller is one handle, [`Engaged`]: the judge asks it whether a
-//! child's cluster is engaged, and a parent's reconcile reads its children in each member from
-//! it (found by [`PARENT_UID_LABEL`]) and hands them to a 0.4.0 plugin with their cluster.
+//! child's cluster is engaged and reads a member's live object of a child's name; a parent's
+//! reconcile reads its children in each member from it (found by [`PARENT_UID_LABEL`]), hands
+//! them to a 0.4.0 plugin with their cluster and writes them through the member's client
+//! (`crate::reconcile::members`); a controller listens to its child kinds in every member, so
+//! that a change of a marked child there enqueues its parent ([`Engaged::listen`]).
 //!
 //! What a member's kubeconfig may say: [`kubeconfig`] (inline credentials only; no `exec`, no
 //! `auth-provider`, no file paths).
 //!
-//! Not built yet: writes to members. A child an answer places in an engaged member is refused,
-//! whole, with a reason saying so (`crate::answer`), never written to the host's own cluster.
-//! A changed kubeconfig re-engages its cluster (its caches are listed again).
+//! Not built yet: a changed kubeconfig re-engages its cluster (its caches are listed again).
 
 pub mod dir;
 pub mod engaged;
@@ -25,6 +26,6 @@ pub mod gauges;
 pub mod kubeconfig;
 pub mod source;
 
-pub use self::engaged::{ClusterRow, Engaged, MemberObject, PARENT_UID_LABEL};
+pub use self::engaged::{ClusterRow, Engaged, Listening, MemberObject, PARENT_UID_LABEL};
 pub use self::gauges::ClusterGauges;
 pub use self::source::{Config, SourceError, Watched};

@@ -120,6 +120,7 @@ impl Watched {
             let limits = self.config.limits;
             apply(&mut state, &engaged, limits, (&wanted, &namespace)).await;
             engaged.watch_only(&wanted);
+            engaged.scanned();
         }
         for name in engaged.names() {
             engaged.release(&name);

@@ -12,9 +12,15 @@ use crate::hotload::Catalog;
 use crate::plugin::ResourceKind;
 
 /// The directory of member kubeconfigs, watched from now on (`None` without `--clusters`).
+/// Until its first scan, no member counts as settled: a parent being deleted keeps its
+/// children in members until they are known (`Engaged::settled`).
 pub(super) fn watch(config: &ManagerConfig) -> Result<Option<Watched>, ManagerError> {
     match config.clusters.clone() {
-        Some(dir) => Ok(Some(Watched::start(dir)?)),
+        Some(dir) => {
+            let watched = Watched::start(dir)?;
+            config.controller.clusters.expect_source();
+            Ok(Some(watched))
+        }
         None => Ok(None),
     }
 }

@@ -93,6 +93,16 @@ impl Fleet {
         self.in_cluster(objects, &self.parent)
     }
 
+    /// The objects of `objects` outside the parent's cluster, each with its cluster, without
+    /// the field.
+    pub fn elsewhere(&self, objects: &[Value]) -> Vec<(String, Value)> {
+        objects
+            .iter()
+            .filter(|o| self.of_object(o) != self.parent)
+            .map(|o| (self.of_object(o).to_owned(), without(o)))
+            .collect()
+    }
+
     /// The objects of `objects` in `cluster`, without the field.
     pub fn in_cluster(&self, objects: &[Value], cluster: &str) -> Vec<Value> {
         objects

@@ -178,7 +178,8 @@ impl fmt::Display for Activity {
 #[derive(Clone, Debug)]
 pub struct ActivityFeed {
     tx: broadcast::Sender<Activity>,
-    /// Per child (`Kind`, key): the hash of the manifest the host last applied or found in place.
+    /// Per child (`Kind`, key; `Kind@cluster` in a member): the hash of the manifest the host
+    /// last applied or found in place.
     applied: Arc<Mutex<HashMap<(String, ObjectKey), String>>>,
 }
 
@@ -230,17 +231,24 @@ impl ActivityFeed {
         }
         let mut applied = self.applied.lock().unwrap_or_else(PoisonError::into_inner);
         for change in writes {
+            let (cluster, change) = match change {
+                Change::InCluster(cluster, change) => (Some(cluster.as_str()), &**change),
+                change => (None, change),
+            };
             let (write, field) = match change {
+                Change::InCluster(..) => continue,
                 Change::Created(..) => (Write::Created, None),
                 Change::Deleted(kind, child) => {
-                    applied.remove(&(kind.clone(), child.clone()));
+                    applied.remove(&(placed(kind, cluster), child.clone()));
                     (Write::Pruned, None)
                 }
                 Change::Updated(kind, child) => desired
                     .iter()
-                    .find(|d| d.kind.kind == *kind && d.key == *child)
+                    .find(|d| {
+                        d.kind.kind == *kind && d.key == *child && d.cluster.as_deref() == cluster
+                    })
                     .map_or((Write::Updated, None), |d| {
-                        let last = applied.get(&(kind.clone(), child.clone()));
+                        let last = applied.get(&(placed(kind, cluster), child.clone()));
                         let field = d
                             .live
                             .as_deref()
@@ -250,11 +258,15 @@ impl ActivityFeed {
             };
             let (Change::Created(kind, child)
             | Change::Updated(kind, child)
-            | Change::Deleted(kind, child)) = change;
+            | Change::Deleted(kind, child)) = change
+            else {
+                continue;
+            };
+            let at = cluster.map(|c| format!(" in {c}")).unwrap_or_default();
             self.send(|| Activity::Wrote {
                 plugin: info.label(),
                 parent: parent_of(info, key),
-                child: format!("{kind} {child}"),
+                child: format!("{kind} {child}{at}"),
                 write,
                 field,
             });
@@ -265,7 +277,8 @@ impl ActivityFeed {
         // Written now or found in place: what the host applies to each child from here on.
         for d in desired {
             if let Some(hash) = hash_of(&d.manifest) {
-                applied.insert((d.kind.kind.clone(), d.key.clone()), hash.to_owned());
+                let kind = placed(&d.kind.kind, d.cluster.as_deref());
+                applied.insert((kind, d.key.clone()), hash.to_owned());
             }
         }
     }
@@ -325,6 +338,15 @@ impl ActivityFeed {
 /// The manifest-hash annotation the host stamped on a desired manifest.
 fn hash_of(manifest: &Value) -> Option<&str> {
     manifest["metadata"]["annotations"][MANIFEST_HASH_ANNOTATION].as_str()
+}
+
+/// The kind a child's remembered manifest is filed under: `Kind`, or `Kind@cluster` in a member
+/// (the same name in two clusters is two children).
+fn placed(kind: &str, cluster: Option<&str>) -> String {
+    match cluster {
+        Some(cluster) => format!("{kind}@{cluster}"),
+        None => kind.to_owned(),
+    }
 }
 
 /// Put back when the host last applied this very manifest (its hash is `last`): the plugin

@@ -64,6 +64,7 @@ fn deployment((hash, image): (&str, &str), (live_hash, live_image): (&str, &str)
         key: ObjectKey::new("default", "hello"),
         manifest: body(hash, image),
         live: Some(Arc::new(live(body(live_hash, live_image)))),
+        cluster: None,
     }
 }
 
@@ -94,6 +95,32 @@ fn a_change_back_to_the_manifest_last_applied_is_put_back_whatever_the_live_anno
             format!("updated Deployment default/hello {field}"),
             format!("put back Deployment default/hello {field}"),
         ]
+    );
+}
+
+#[test]
+fn a_change_in_a_member_names_the_cluster_and_is_remembered_apart_from_the_same_name_at_home() {
+    let feed = ActivityFeed::default();
+    let mut rx = feed.subscribe();
+    let key = ObjectKey::new("default", "hello");
+    let at_home = deployment(("v1", "nginx:1"), ("v1", "nginx:1"));
+    let mut there = deployment(("v1", "nginx:1"), ("v1", "nginx:1"));
+    there.cluster = Some("member-a".into());
+    feed.wrote(&blog(), &key, &[], &[at_home, there]);
+    // member-a's child is edited by hand and put back; the one at home is not touched.
+    let mut edited = deployment(("v1", "nginx:1"), ("v1", "nginx:2"));
+    edited.cluster = Some("member-a".into());
+    let change = Change::Updated("Deployment".into(), edited.key.clone());
+    let change = Change::InCluster("member-a".into(), Box::new(change));
+    assert_eq!(
+        change.to_string(),
+        "updated Deployment default/hello in member-a"
+    );
+    feed.wrote(&blog(), &key, &[change], std::slice::from_ref(&edited));
+    let got = rx.try_recv().unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        got.to_string(),
+        "put back Deployment default/hello in member-a (spec.template.spec.containers[0].image) of Blog default/hello"
     );
 }
 

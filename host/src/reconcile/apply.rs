@@ -6,6 +6,10 @@
 //! host's last write to the child yet, that write ([`Echoes::unseen`]): a reconcile woken by
 //! another object's event does not write (or create) the same child twice.
 //!
+//! The same writes go to a member cluster through that member's own client
+//! ([`Applier::marking`], used by [`super::members`]): there a child is controlled by its
+//! parent's mark instead of an owner reference ([`Ownership`]), and nothing else changes.
+//!
 //! Ownership is never taken by force. The validation checked ownership against the cache, and
 //! the cache can lag: an object someone else creates after the cache was read is not in it. So a
 //! child the cache does not hold is *created* (`POST`): if the name is taken, the `409
@@ -29,7 +33,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions};
 
 use super::upgrade;
-use crate::answer::{DesiredChild, Refusal, controller_uid, live_holds};
+use crate::answer::{DesiredChild, Ownership, Refusal, live_holds};
 use crate::metrics::Metrics;
 use crate::runtime::ObjectKey;
 use crate::runtime::cache::CachedObject;
@@ -68,6 +72,31 @@ pub enum ApplyError {
         #[source]
         source: kube::Error,
     },
+    /// A write in a member cluster failed: `plugin@version`'s child there.
+    #[error("{plugin}: writing in member cluster {cluster:?}")]
+    InCluster {
+        /// `name@version` of the plugin.
+        plugin: String,
+        /// The member cluster.
+        cluster: String,
+        /// What failed there.
+        #[source]
+        source: Box<ApplyError>,
+    },
+    /// A child is placed in a member cluster released since its answer was judged.
+    #[error(
+        "{plugin}: {kind} {key} is placed in member cluster {cluster:?}, which is no longer engaged"
+    )]
+    Released {
+        /// `name@version` of the plugin.
+        plugin: String,
+        /// Kind of the child.
+        kind: String,
+        /// Its key.
+        key: ObjectKey,
+        /// The cluster it names.
+        cluster: String,
+    },
     /// Deleting a child no longer wanted failed.
     #[error("pruning {kind} {key}")]
     Prune {
@@ -84,6 +113,11 @@ pub enum ApplyError {
 impl ApplyError {
     /// A conflict or an invalid object will not go away by retrying the same answer.
     pub fn is_permanent(&self) -> bool {
+        match self {
+            ApplyError::InCluster { source, .. } => return source.is_permanent(),
+            ApplyError::Released { .. } => return false,
+            _ => {}
+        }
         let (ApplyError::Apply { source, .. }
         | ApplyError::Create { source, .. }
         | ApplyError::Prune { source, .. }) = self
@@ -103,6 +137,8 @@ pub enum Change {
     Updated(String, ObjectKey),
     /// Deleted because the plugin no longer wants it.
     Deleted(String, ObjectKey),
+    /// One of the above, in the member cluster named (`super::members`).
+    InCluster(String, Box<Change>),
 }
 
 impl std::fmt::Display for Change {
@@ -111,6 +147,7 @@ impl std::fmt::Display for Change {
             Change::Created(kind, key) => write!(f, "created {kind} {key}"),
             Change::Updated(kind, key) => write!(f, "updated {kind} {key}"),
             Change::Deleted(kind, key) => write!(f, "deleted {kind} {key}"),
+            Change::InCluster(cluster, change) => write!(f, "{change} in {cluster}"),
         }
     }
 }
@@ -129,6 +166,8 @@ pub struct Applier {
     create: PostParams,
     metrics: Arc<Metrics>,
     echoes: Arc<Echoes>,
+    /// Who controls an object where this applier writes.
+    ownership: Ownership,
 }
 
 impl Applier {
@@ -150,14 +189,22 @@ impl Applier {
             },
             metrics,
             echoes,
+            ownership: Ownership::Reference,
         }
+    }
+
+    /// The same applier for a member cluster, where a child is controlled by its parent's mark
+    /// ([`Ownership::Mark`]), not an owner reference.
+    pub fn marking(mut self) -> Self {
+        self.ownership = Ownership::Mark;
+        self
     }
 
     /// Writes every child whose live copy does not already hold the desired fields: creates the
     /// ones the cache does not hold, applies the ones this parent controls.
-    pub async fn apply(&self, children: &[DesiredChild]) -> Result<Vec<Change>, ApplyError> {
+    pub async fn apply(&self, children: &[&DesiredChild]) -> Result<Vec<Change>, ApplyError> {
         let mut changes = Vec::new();
-        for child in children {
+        for &child in children {
             let cached = child.live.as_deref();
             if cached.is_some_and(|live| live_holds(live, &child.manifest)) {
                 continue;
@@ -313,11 +360,8 @@ impl Applier {
             Err(source) => return Err(create_error(source)),
         }
         let live = api.get(&child.key.name).await.map_err(create_error)?;
-        let parent = child
-            .manifest
-            .pointer("/metadata/ownerReferences/0/uid")
-            .and_then(serde_json::Value::as_str);
-        let controller = controller_uid(&live);
+        let parent = self.ownership.stamped(&child.manifest);
+        let controller = self.ownership.controller(&live);
         if controller.is_some() && controller == parent {
             // Created by an earlier reconcile whose echo the cache has not shown yet: when it
             // already holds the manifest there is nothing to write (and nothing changed).
@@ -333,9 +377,7 @@ impl Applier {
             kind,
             namespace: child.key.namespace.clone().unwrap_or_default(),
             name: child.key.name.clone(),
-            owner: controller.map_or("not owned by any controller".to_owned(), |u| {
-                format!("controlled by {u}")
-            }),
+            owner: self.ownership.owner(controller),
         }))
     }
 
@@ -343,7 +385,7 @@ impl Applier {
     /// controls are ever observed (owner index), and the delete is conditional on their UID.
     pub async fn prune(
         &self,
-        desired: &[DesiredChild],
+        desired: &[&DesiredChild],
         observed: &[Arc<CachedObject>],
         declared: &[crate::plugin::ResourceKind],
     ) -> Result<Vec<Change>, ApplyError> {

@@ -2,6 +2,8 @@
 //!
 //! Its stores ([`Cache`]) are taken from the runtime's shared informers: its parents, its
 //! children per kind (Owns, found through the owner index) and its related kinds (Watches).
+//! Its children in member clusters are read from, and written to, each member's own runtime
+//! instance ([`Members`]).
 //!
 //! A hot swap replaces the whole binding at once; a reconcile takes the binding once at its
 //! start and finishes on it, so it never mixes two versions.
@@ -13,6 +15,7 @@ use kube::api::DynamicObject;
 use super::Parts;
 use super::apply::Applier;
 use super::invoke::{Invoker, Reconciler};
+use super::members::{Home, Members};
 use super::related::{KindIndex, Reach, Related, RelatedKind};
 use super::status::ParentWriter;
 use crate::answer::LiveObjects;
@@ -30,6 +33,8 @@ pub struct Binding {
     pub(super) invoker: Invoker,
     pub(super) cache: Cache,
     pub(super) applier: Applier,
+    /// Its writes to member clusters.
+    pub(super) members: Members,
     pub(super) parents: ParentWriter,
     /// The related kinds the plugin reads, their stores and indexes.
     pub(super) related: Related,
@@ -47,6 +52,19 @@ impl Binding {
         self.invoker.info()
     }
 
+    /// Whether its stores hold their first full list and the member clusters engaged are the
+    /// ones their source found (`/readyz`).
+    pub fn is_synced(&self) -> bool {
+        self.cache.is_synced() && self.clusters.is_scanned()
+    }
+
+    /// Returns once [`Binding::is_synced`] holds: a child placed in a member is then judged
+    /// against the members the source found, not refused for naming one about to be engaged.
+    pub async fn wait_synced(&self) {
+        self.cache.wait_synced().await;
+        self.clusters.wait_scanned().await;
+    }
+
     /// The UID of the cached parent `key`, if it is cached.
     pub fn parent_uid(&self, key: &ObjectKey) -> Option<String> {
         self.cache.parents.get(key)?.uid().map(str::to_owned)
@@ -55,8 +73,7 @@ impl Binding {
     /// The children of `parent` in the engaged member clusters, found by their marks, each
     /// with its cluster's name.
     pub(super) fn elsewhere(&self, parent: &CachedObject) -> Vec<MemberObject> {
-        let uid = parent.uid().unwrap_or_default();
-        (self.clusters).children_of(uid, parent.namespace(), &self.info().children)
+        self.members.observed(parent)
     }
 
     /// What the judge looks names up in: the children's caches, and the Namespaces (their
@@ -92,10 +109,25 @@ impl LiveObjects for Live<'_> {
         cluster == LOCAL_CLUSTER || self.clusters.is_engaged(cluster)
     }
 
-    /// The host's own cluster only: writes to member clusters are not built yet, so a child
-    /// placed in one is refused (never written here instead).
-    fn writes_to(&self, cluster: &str) -> bool {
-        cluster == LOCAL_CLUSTER
+    /// The host's own cache, or the engaged member `cluster`'s.
+    fn get_in(
+        &self,
+        cluster: &str,
+        api_version: &str,
+        kind: &str,
+        key: &ObjectKey,
+    ) -> Option<Arc<DynamicObject>> {
+        if cluster == LOCAL_CLUSTER {
+            return self.get(api_version, kind, key);
+        }
+        let cached = self.clusters.get(cluster, (api_version, kind), key)?;
+        match cached.decode() {
+            Ok(live) => Some(Arc::new(live)),
+            Err(e) => {
+                tracing::warn!(%cluster, child = %key, error = %e, "a member's cached child does not decode");
+                None
+            }
+        }
     }
 }
 
@@ -199,7 +231,15 @@ impl Parts {
         // The plugin's writes are its own flow of the host's client: they take turns with the
         // other plugins' when the host's rate limit binds.
         let client = crate::client::for_plugin(&self.client, &info.name);
+        let home = Home {
+            client: client.clone(),
+            queue: self.queue.clone(),
+            parents: cache.parents.clone(),
+            echoes: self.echoes.clone(),
+            metrics: self.metrics.clone(),
+        };
         Binding {
+            members: Members::new(&info, self.config.clusters.clone(), home),
             applier: Applier::new(
                 client.clone(),
                 &info.name,

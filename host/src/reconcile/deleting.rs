@@ -38,16 +38,21 @@ impl Controller {
         (children, observed, related): Read<'_>,
     ) -> Result<Ran, ReconcileError> {
         let info = b.info();
-        let Some(finalizer) = info.finalizer.clone() else {
-            return Ok(Ran::Finalized(Finish::Done));
-        };
         let held = parent.metadata.finalizers.as_deref().unwrap_or_default();
-        if !held.contains(&finalizer) {
-            return Ok(Ran::Finalized(Finish::Done));
-        }
+        let Some(finalizer) = info.finalizer.clone().filter(|f| held.contains(f)) else {
+            // The plugin's cleanup is done (or it has none): its children in member clusters
+            // go, then the host's finalizer ([`super::members`]).
+            let finish = b.members.release(&parent, cached).await?;
+            return Ok(Ran::Finalized(finish));
+        };
         let answer = b
             .invoker
-            .finalize(cached, observed, related, &finalizer)
+            .finalize(
+                cached,
+                (observed, &b.elsewhere(cached)),
+                related,
+                &finalizer,
+            )
             .await
             .map_err(ReconcileError::Finalize)?;
         let finish = if answer.finalized {
@@ -87,7 +92,7 @@ impl Controller {
             .map_err(|refused| ReconcileError::refused_answer(info, *refused))?;
         // `children: none` with a status: the status is shown, the children are left alone.
         let writes = if prunes {
-            self.write_children(b, cached, &mut desired, children)
+            self.write_children(b, (&parent, cached), &mut desired, children)
                 .await?
         } else {
             Vec::new()

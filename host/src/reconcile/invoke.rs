@@ -221,44 +221,57 @@ impl Invoker {
         (children, elsewhere): (&[Arc<CachedObject>], &[MemberObject]),
         related: &[Arc<CachedObject>],
     ) -> Result<ReconcileResponse, PluginError> {
-        let mut texts_of_children = texts(children);
-        // Their own cluster's children name none: the parent's, the host's own.
-        let mut clusters = vec![String::new(); children.len()];
-        for (cluster, child) in elsewhere {
-            if let Some(child) = cached_for_plugin(child) {
-                texts_of_children.push(child.json());
-                clusters.push(cluster.clone());
-            }
-        }
+        let (children, clusters) = placed(children, elsewhere);
         let req = ReconcileRequest {
             parent: parent.json(),
-            children: texts_of_children,
+            children,
             related: texts(related),
-            clusters: crate::plugin::Clusters {
-                children: clusters,
-                ..Default::default()
-            },
+            clusters,
         };
         self.call(move |p| p.reconcile(&req)).await
     }
 
-    /// One cleanup step for `parent`, which is being deleted.
+    /// One cleanup step for `parent`, which is being deleted, given its children as
+    /// [`Invoker::reconcile_placed`] gives them.
     pub async fn finalize(
         &self,
         parent: &CachedObject,
-        children: &[Arc<CachedObject>],
+        (children, elsewhere): (&[Arc<CachedObject>], &[MemberObject]),
         related: &[Arc<CachedObject>],
         finalizer: &str,
     ) -> Result<FinalizeResponse, PluginError> {
+        let (children, clusters) = placed(children, elsewhere);
         let req = FinalizeRequest {
             parent: parent.json(),
-            children: texts(children),
+            children,
             related: texts(related),
             finalizer: finalizer.to_owned(),
-            ..Default::default()
+            clusters,
         };
         self.call(move |p| p.finalize(&req)).await
     }
+}
+
+/// The texts of a parent's `children` in its own cluster, then of those `elsewhere` (as the
+/// plugin sees them: Secrets redacted), and the cluster of each.
+fn placed(
+    children: &[Arc<CachedObject>],
+    elsewhere: &[MemberObject],
+) -> (Vec<String>, crate::plugin::Clusters) {
+    let mut texts_of_children = texts(children);
+    // Their own cluster's children name none: the parent's, the host's own.
+    let mut clusters = vec![String::new(); children.len()];
+    for (cluster, child) in elsewhere {
+        if let Some(child) = cached_for_plugin(child) {
+            texts_of_children.push(child.json());
+            clusters.push(cluster.clone());
+        }
+    }
+    let clusters = crate::plugin::Clusters {
+        children: clusters,
+        ..Default::default()
+    };
+    (texts_of_children, clusters)
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ pub mod gate;
 #[cfg(test)]
 mod given_tests;
 pub mod invoke;
+pub mod members;
 pub mod related;
 mod settle;
 pub mod status;
@@ -38,6 +39,7 @@ pub mod upgrade;
 mod workers;
 #[cfg(test)]
 mod workers_tests;
+mod write;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -203,7 +205,7 @@ impl Controller {
 
     /// Whether every store this controller reads holds its first full list (`/readyz`).
     pub fn is_synced(&self) -> bool {
-        self.binding().cache.is_synced()
+        self.binding().is_synced()
     }
 
     /// Returns once every store this controller reads holds its first full list (awaited, not
@@ -211,7 +213,7 @@ impl Controller {
     pub async fn wait_synced(&self) {
         loop {
             let binding = self.binding();
-            binding.cache.wait_synced().await;
+            binding.wait_synced().await;
             if Arc::ptr_eq(&binding, &self.binding()) {
                 return;
             }
@@ -355,7 +357,7 @@ impl Controller {
             .map_err(|refused| ReconcileError::refused_answer(info, *refused))?;
         // ⑤ Apply what differs and prune what is gone.
         let writes = self
-            .write_children(b, &cached, &mut desired, &children)
+            .write_children(b, (&parent, &cached), &mut desired, &children)
             .await?;
         Ok(Ran::Applied(Applied {
             parent,
@@ -366,26 +368,6 @@ impl Controller {
             now,
             release: None,
         }))
-    }
-
-    /// ⑤ Applies the judged children that differ from the cache and prunes the `observed` ones
-    /// no longer wanted (the same writes for a reconcile's answer and a finalize's).
-    async fn write_children(
-        &self,
-        b: &Binding,
-        cached: &CachedObject,
-        desired: &mut [answer::DesiredChild],
-        observed: &[Arc<CachedObject>],
-    ) -> Result<Vec<apply::Change>, ReconcileError> {
-        let info = b.info();
-        self.parts.config.gate.stamp(desired, cached);
-        // A name taken between the cache read and the create is refused like one the cache showed.
-        let mut writes = b.applier.apply(desired).await.map_err(|e| match e {
-            apply::ApplyError::Foreign(refusal) => ReconcileError::refused(info, refusal, None),
-            e => ReconcileError::Apply(e),
-        })?;
-        writes.extend(b.applier.prune(desired, observed, &info.children).await?);
-        Ok(writes)
     }
 
     /// The applied version's answer for `parent`, judged; with a version beside it, that one is

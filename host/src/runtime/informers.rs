@@ -32,6 +32,23 @@ pub enum Route {
     /// The object may be related to parents: enqueue those that selected it (by name, or by
     /// labels it has before or after the change), as the kind's index says.
     Related(Arc<KindIndex>),
+    /// The object names its parent some other way: enqueue the key the subscriber's function
+    /// maps it to (controller-runtime's `EnqueueRequestsFromMapFunc`; a child in a member
+    /// cluster names its parent by a mark).
+    Mapped(MapToParent),
+}
+
+/// The function of a [`Route::Mapped`]: the parent key an object names, if it names one.
+#[derive(Clone)]
+pub struct MapToParent(pub Arc<MapFn>);
+
+/// What a [`MapToParent`] calls.
+pub type MapFn = dyn Fn(&CachedObject) -> Option<ObjectKey> + Send + Sync;
+
+impl std::fmt::Debug for MapToParent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MapToParent")
+    }
 }
 
 impl Route {
@@ -41,6 +58,7 @@ impl Route {
             Route::Parent => vec![obj.key()],
             Route::Owner(parent) => Self::owner(parent, obj).into_iter().collect(),
             Route::Related(index) => index.parents_of(old, obj),
+            Route::Mapped(map) => (map.0)(obj).into_iter().collect(),
         }
     }
 

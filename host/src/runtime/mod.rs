@@ -19,6 +19,6 @@ pub mod queue;
 pub mod related;
 pub(crate) mod sweeps;
 
-pub use self::informers::{Informers, Narrowing, Route, Scope, Subscription, Target};
+pub use self::informers::{Informers, MapToParent, Narrowing, Route, Scope, Subscription, Target};
 pub use self::key::ObjectKey;
 pub use self::queue::{Cause, Finish, Queue, QueueConfig, TokenBucket};

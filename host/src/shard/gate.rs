@@ -147,6 +147,7 @@ mod tests {
                 key: crate::runtime::ObjectKey::new("default", "b-page"),
                 manifest: serde_json::json!({"metadata": {"name": "b-page"}}),
                 live: None,
+                cluster: None,
             }];
             gate.stamp(&mut children, &owned);
             assert_eq!(

@@ -280,6 +280,7 @@ mod tests {
             },
             manifest,
             live: None,
+            cluster: None,
         }
     }
 

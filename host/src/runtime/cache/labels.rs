@@ -122,6 +122,20 @@ impl LabelIndex {
         found
     }
 
+    /// The objects in every namespace (and none) that `selector` selects, by namespace, then
+    /// by name.
+    pub(super) fn select_anywhere(&self, selector: &LabelSelector) -> Vec<Arc<CachedObject>> {
+        let mut found: Vec<Arc<CachedObject>> = self
+            .namespaces
+            .values()
+            .flat_map(|ns| ns.candidates(selector))
+            .filter(|obj| selector.matches_with(|k| obj.label(k)))
+            .collect();
+        found.sort_by(|a, b| (a.namespace(), a.name()).cmp(&(b.namespace(), b.name())));
+        found.dedup_by(|a, b| KeyRef::of(a) == KeyRef::of(b));
+        found
+    }
+
     /// Entries in the index's sets.
     pub(super) fn entries(&self) -> usize {
         self.entries

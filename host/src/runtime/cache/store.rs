@@ -318,6 +318,23 @@ impl Store {
         found
     }
 
+    /// The objects in any namespace that `selector` selects (the children of a cluster-scoped
+    /// parent, which live in namespaces), by namespace, then by name.
+    pub fn select_anywhere(&self, selector: &LabelSelector) -> Vec<Arc<CachedObject>> {
+        let inner = self.read();
+        if let Some(labels) = &inner.labels {
+            return labels.select_anywhere(selector);
+        }
+        let mut found: Vec<Arc<CachedObject>> = inner
+            .objects
+            .iter()
+            .filter(|e| selector.matches_with(|k| e.0.label(k)))
+            .map(|e| e.0.clone())
+            .collect();
+        found.sort_by(|a, b| (a.namespace(), a.name()).cmp(&(b.namespace(), b.name())));
+        found
+    }
+
     /// Records whether the API server serves this kind (its list answered 404, or a list came).
     pub fn set_unserved(&self, unserved: bool) {
         self.unserved.store(unserved, Ordering::Release);

@@ -232,6 +232,40 @@ fn a_label_selection_from_the_index_is_what_a_pass_over_the_kind_finds() {
 }
 
 #[test]
+fn a_selection_anywhere_finds_the_labelled_objects_of_every_namespace() {
+    let (indexed, scanned) = (Store::new(cm_kind()), Store::new(cm_kind()));
+    indexed.index_labels();
+    for store in [&indexed, &scanned] {
+        store.apply(watcher::Event::Apply(labelled(
+            "b",
+            "p1",
+            &[("blog", "b1")],
+        )));
+        store.apply(watcher::Event::Apply(labelled(
+            "a",
+            "p2",
+            &[("blog", "b1")],
+        )));
+        store.apply(watcher::Event::Apply(labelled(
+            "a",
+            "p3",
+            &[("blog", "b2")],
+        )));
+        let found: Vec<String> = store
+            .select_anywhere(&selector(&[("blog", "b1")], &[]))
+            .iter()
+            .map(|o| o.key().to_string())
+            .collect();
+        assert_eq!(found, ["a/p2", "b/p1"]);
+        assert!(
+            store
+                .select(None, &selector(&[("blog", "b1")], &[]))
+                .is_empty()
+        );
+    }
+}
+
+#[test]
 fn the_bytes_come_back_to_nothing_when_the_objects_go() {
     let store = Store::new(cm_kind());
     store.apply(watcher::Event::Apply(child("a", Some("uid-a"))));

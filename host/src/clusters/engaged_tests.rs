@@ -1,0 +1,66 @@
+//! When the members' caches can say that a parent has no child left in them.
+
+use super::*;
+use crate::plugin::test_info::namespaced;
+
+/// A client whose watches fail and retry for ever: its stores never hold a first list.
+fn unreachable() -> (String, Client) {
+    let url = "http://127.0.0.1:9";
+    let config = kube::Config::new(url.parse().unwrap_or_else(|e| panic!("{e}")));
+    let client = Client::try_from(config).unwrap_or_else(|e| panic!("{e}"));
+    (url.to_owned(), client)
+}
+
+#[test]
+fn without_a_source_there_is_nothing_to_wait_for() {
+    let engaged = Engaged::default();
+    assert!(engaged.settled(&[namespaced("apps", "Deployment", "deployments")]));
+}
+
+#[tokio::test]
+async fn nothing_is_settled_before_the_first_scan_nor_while_a_member_is_not_listed() {
+    let deployments = namespaced("apps", "Deployment", "deployments");
+    let kinds = [deployments.clone()];
+    let engaged = Engaged::default();
+    engaged.expect_source();
+    assert!(!engaged.settled(&kinds), "the source has not scanned yet");
+    engaged.engage("member-a", unreachable(), &kinds, None);
+    engaged.scanned();
+    assert!(
+        !engaged.settled(&kinds),
+        "member-a's Deployments are not listed"
+    );
+    assert!(
+        !engaged.settled(&[namespaced("", "ConfigMap", "configmaps")]),
+        "a kind member-a does not watch is not known either"
+    );
+    assert!(engaged.settled(&[]));
+    assert!(engaged.release("member-a"));
+    assert!(engaged.settled(&kinds), "no member left to wait for");
+}
+
+#[tokio::test]
+async fn a_listener_hears_members_engaged_before_and_after_it_until_it_is_dropped() {
+    let deployments = namespaced("apps", "Deployment", "deployments");
+    let engaged = Engaged::default();
+    engaged.engage("member-a", unreachable(), &[], None);
+    let queue = Arc::new(Queue::new(QueueConfig::default()));
+    let parents = Arc::new(Store::new(namespaced("weir.dev", "Spread", "spreads")));
+    let listening = engaged.listen(
+        std::slice::from_ref(&deployments),
+        (Route::Parent, queue),
+        parents,
+    );
+    engaged.engage("member-b", unreachable(), &[], None);
+    let heard = |name: &str| {
+        let members = engaged.read();
+        let member = members
+            .get(name)
+            .unwrap_or_else(|| panic!("{name} engaged"));
+        let watched = member.informers.watched();
+        watched.iter().any(|(k, n)| *k == deployments && *n == 1)
+    };
+    assert!(heard("member-a") && heard("member-b"));
+    drop(listening);
+    assert!(!heard("member-a") && !heard("member-b"));
+}

@@ -1,0 +1,326 @@
+//! ⑤c Children in member clusters: written through each member's own client, marked instead of owned, pruned by the mark, deleted before the parent goes.
+//!
+//! A 0.4.0 plugin may place a child in a member cluster the host has engaged
+//! (`crate::clusters`). The judge has stamped it with its parent's mark instead of an owner
+//! reference (`crate::answer::ParentMark`); here it is written by the same [`Applier`] as a
+//! child in the parent's cluster, made for that member ([`Applier::marking`]): through the
+//! member's own client (its limits; the plugin's flow of it), create-then-apply, an object of
+//! the same name there that this parent's mark is not on refused as foreign and left alone.
+//! The member's observed children are the ones its cache holds with the parent's UID label
+//! (`Engaged::children_of`, from a label index); the ones the answer no longer wants are
+//! pruned, as in the parent's cluster.
+//!
+//! The API server of a member cannot garbage-collect a child whose parent lives elsewhere, so
+//! the host holds its own finalizer, [`MEMBERS_FINALIZER`], on a parent with children in
+//! members: added before the first of them is written, removed once the parent is being
+//! deleted, the plugin's own cleanup is done, and no marked child of it is left in any member
+//! ([`Members::release`]). "None left" is only believed once every member's cache of the
+//! child kinds holds its first list and the source of members has scanned
+//! (`Engaged::settled`): a host restarted between a child's create and its parent's deletion
+//! finds the child again by its mark before it lets the parent go.
+//!
+//! A change of a marked child in a member (a hand edit, a deletion) enqueues its parent
+//! ([`Members::new`] listens to the child kinds in every member, routed by the mark), so
+//! drift there is put back as it is at home.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use kube::api::DynamicObject;
+use tracing::Instrument;
+
+use super::apply::{Applier, ApplyError, Change};
+use super::error::ReconcileError;
+use super::finalizer::Finalizers;
+use crate::answer::{DesiredChild, PARENT_UID_LABEL, ParentMark, Refusal};
+use crate::clusters::{Engaged, Listening, MemberObject};
+use crate::metrics::Metrics;
+use crate::plugin::{LOCAL_CLUSTER, PluginInfo, ResourceKind};
+use crate::runtime::cache::{CachedObject, Store};
+use crate::runtime::echoes::Echoes;
+use crate::runtime::{Finish, MapToParent, ObjectKey, Queue, Route};
+
+/// The host's finalizer on a parent with children in member clusters.
+pub const MEMBERS_FINALIZER: &str = "weir.dev/member-children";
+
+/// How soon a parent being deleted is looked at again while its children in members go.
+const RELEASE_AGAIN: Duration = Duration::from_secs(1);
+
+/// One plugin version's writes to member clusters.
+pub struct Members {
+    engaged: Engaged,
+    /// The plugin's name (its flow of each member's client, its write metrics).
+    plugin: String,
+    /// `name@version`, in errors.
+    label: String,
+    /// The child kinds it declared.
+    kinds: Vec<ResourceKind>,
+    metrics: Arc<Metrics>,
+    /// [`MEMBERS_FINALIZER`] on the parents.
+    finalizers: Finalizers,
+    /// Held for its sake: a marked child's change in any member enqueues its parent.
+    _listening: Listening,
+}
+
+/// What of the parent's cluster a [`Members`] uses: the client its finalizer is written
+/// through, the controller's queue its members' changes enqueue parents in, and its parents.
+pub(super) struct Home {
+    pub client: Client,
+    pub queue: Arc<Queue>,
+    pub parents: Arc<Store>,
+    pub echoes: Arc<Echoes>,
+    pub metrics: Arc<Metrics>,
+}
+
+impl Members {
+    /// `info`'s writes to the members `engaged` holds; from now on a change of a child of
+    /// `info`'s kinds marked with one of its parents, in any member, enqueues that parent.
+    pub(super) fn new(info: &PluginInfo, engaged: Engaged, home: Home) -> Self {
+        let route = Route::Mapped(parent_of(&info.parent));
+        let listening = engaged.listen(&info.children, (route, home.queue), home.parents);
+        let finalizers = Finalizers::new(
+            home.client,
+            info.parent.clone(),
+            &info.name,
+            home.metrics.clone(),
+            home.echoes,
+        );
+        Self {
+            engaged,
+            plugin: info.name.clone(),
+            label: info.label(),
+            kinds: info.children.clone(),
+            metrics: home.metrics,
+            finalizers,
+            _listening: listening,
+        }
+    }
+
+    /// The children of `parent` in the engaged members, found by their mark, each with its
+    /// cluster's name.
+    pub(super) fn observed(&self, parent: &CachedObject) -> Vec<MemberObject> {
+        let uid = parent.uid().unwrap_or_default();
+        (self.engaged).children_of(uid, parent.namespace(), &self.kinds)
+    }
+
+    /// The applier of `cluster`, if it is engaged.
+    fn applier(&self, cluster: &str) -> Option<Applier> {
+        let (client, echoes) = self.engaged.writer(cluster)?;
+        let client = crate::client::for_plugin(&client, &self.plugin);
+        Some(Applier::new(client, &self.plugin, self.metrics.clone(), echoes).marking())
+    }
+
+    /// Writes the `desired` children placed in members and prunes the `observed` ones no
+    /// longer wanted, cluster by cluster; the parent holds [`MEMBERS_FINALIZER`] first.
+    pub(super) async fn write(
+        &self,
+        parent: &DynamicObject,
+        desired: &[DesiredChild],
+        observed: &[MemberObject],
+    ) -> Result<Vec<Change>, ReconcileError> {
+        let placed: Vec<&DesiredChild> = desired.iter().filter(|c| c.cluster.is_some()).collect();
+        if placed.is_empty() && observed.is_empty() {
+            return Ok(Vec::new());
+        }
+        if !self.hold(parent).await? {
+            // A parent being deleted cannot take a new finalizer: nothing new is placed where
+            // its deletion could not follow.
+            tracing::warn!(
+                "the parent is being deleted without the host's finalizer: no child is written in member clusters"
+            );
+            return Ok(Vec::new());
+        }
+        let clusters: BTreeSet<&str> = placed
+            .iter()
+            .filter_map(|c| c.cluster.as_deref())
+            .chain(observed.iter().map(|(c, _)| c.as_str()))
+            .collect();
+        let mut changes = Vec::new();
+        for cluster in clusters {
+            let here: Vec<&DesiredChild> = placed
+                .iter()
+                .copied()
+                .filter(|c| c.cluster.as_deref() == Some(cluster))
+                .collect();
+            let Some(applier) = self.applier(cluster) else {
+                if let Some(child) = here.first() {
+                    return Err(ApplyError::Released {
+                        plugin: self.label.clone(),
+                        kind: child.kind.kind.clone(),
+                        key: child.key.clone(),
+                        cluster: cluster.to_owned(),
+                    }
+                    .into());
+                }
+                continue;
+            };
+            let seen: Vec<Arc<CachedObject>> = observed
+                .iter()
+                .filter(|(c, _)| c == cluster)
+                .map(|(_, o)| o.clone())
+                .collect();
+            let in_cluster = |e| self.in_cluster(cluster, e);
+            // The applier's lines name the member they were written in.
+            let span = tracing::info_span!("member", %cluster);
+            let written = async {
+                let mut written = applier.apply(&here).await?;
+                written.extend(applier.prune(&here, &seen, &self.kinds).await?);
+                Ok(written)
+            };
+            let written = written.instrument(span).await.map_err(in_cluster)?;
+            let there = |c| Change::InCluster(cluster.to_owned(), Box::new(c));
+            changes.extend(written.into_iter().map(there));
+        }
+        Ok(changes)
+    }
+
+    /// Makes sure `parent` holds [`MEMBERS_FINALIZER`]; `false` when it cannot (it is being
+    /// deleted without it).
+    async fn hold(&self, parent: &DynamicObject) -> Result<bool, ReconcileError> {
+        let uid = parent.metadata.uid.as_deref().unwrap_or_default();
+        if holds(parent) {
+            self.finalizers.seen(uid);
+            return Ok(true);
+        }
+        if parent.metadata.deletion_timestamp.is_some() {
+            return Ok(false);
+        }
+        self.finalizers.add(parent, MEMBERS_FINALIZER).await?;
+        Ok(true)
+    }
+
+    /// One pass of a parent being deleted whose plugin's cleanup is done: its children in the
+    /// members are deleted, and once none is left (and the members' caches can tell),
+    /// [`MEMBERS_FINALIZER`] is released.
+    pub(super) async fn release(
+        &self,
+        parent: &DynamicObject,
+        cached: &CachedObject,
+    ) -> Result<Finish, ReconcileError> {
+        if !holds(parent) {
+            return Ok(Finish::Done);
+        }
+        let observed = self.observed(cached);
+        let left = observed.iter().filter(|(_, o)| !o.is_deleting()).count();
+        if !observed.is_empty() {
+            self.write(parent, &[], &observed).await?;
+            tracing::info!(
+                left,
+                "deleting the parent's children in member clusters before releasing it"
+            );
+            return Ok(Finish::After(RELEASE_AGAIN));
+        }
+        if !self.engaged.settled(&self.kinds) {
+            tracing::info!(
+                "the member clusters' caches are not listed yet: the parent is released once they are"
+            );
+            return Ok(Finish::After(RELEASE_AGAIN));
+        }
+        match self.finalizers.remove(parent, MEMBERS_FINALIZER).await {
+            Ok(()) => {}
+            // Released by an earlier pass the cache had not shown yet: the parent is gone.
+            Err(e) if matches!(&e.source, kube::Error::Api(s) if s.code == 404) => {}
+            Err(e) => return Err(e.into()),
+        }
+        tracing::info!("no child left in any member cluster: the host's finalizer is released");
+        Ok(Finish::Done)
+    }
+
+    /// An error of a write in `cluster`, saying where and whose: a foreign object there stays
+    /// a refusal (naming the cluster), anything else is wrapped.
+    fn in_cluster(&self, cluster: &str, error: ApplyError) -> ApplyError {
+        match error {
+            ApplyError::Foreign(Refusal::Foreign {
+                kind,
+                namespace,
+                name,
+                owner,
+            }) => ApplyError::Foreign(Refusal::Foreign {
+                kind,
+                namespace,
+                name,
+                owner: format!("{owner} in member cluster {cluster:?}"),
+            }),
+            source => ApplyError::InCluster {
+                plugin: self.label.clone(),
+                cluster: cluster.to_owned(),
+                source: Box::new(source),
+            },
+        }
+    }
+}
+
+/// Whether `parent` holds [`MEMBERS_FINALIZER`].
+fn holds(parent: &DynamicObject) -> bool {
+    let finalizers = parent.metadata.finalizers.as_deref().unwrap_or_default();
+    finalizers.iter().any(|f| f == MEMBERS_FINALIZER)
+}
+
+/// The route of a member's child to its parent of `kind` in the host's own cluster, by its
+/// mark: only a marked object is decoded.
+fn parent_of(kind: &ResourceKind) -> MapToParent {
+    let (api_version, kind) = (kind.api_version(), kind.kind.clone());
+    MapToParent(Arc::new(move |obj: &CachedObject| -> Option<ObjectKey> {
+        obj.label(PARENT_UID_LABEL)?;
+        let mark = ParentMark::of(&obj.decode().ok()?)?;
+        let ours = mark.cluster == LOCAL_CLUSTER && mark.api_version == api_version;
+        (ours && mark.kind == kind).then_some(mark.key)
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::plugin::test_info::namespaced;
+
+    fn cached(manifest: serde_json::Value) -> CachedObject {
+        let obj: DynamicObject = serde_json::from_value(manifest).unwrap_or_else(|e| panic!("{e}"));
+        CachedObject::from_object(&obj).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn marked_by(cluster: &str, kind: &str) -> CachedObject {
+        let parent = json!({"apiVersion": "weir.dev/v1alpha1", "kind": kind,
+                            "metadata": {"name": "web", "namespace": "shop", "uid": "u-1"}});
+        let parent: DynamicObject =
+            serde_json::from_value(parent).unwrap_or_else(|e| panic!("{e}"));
+        let mark = ParentMark::new(cluster, (&spreads().api_version(), kind), &parent);
+        let mut child = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                               "metadata": {"name": "web", "namespace": "shop"}});
+        mark.stamp(&mut child);
+        cached(child)
+    }
+
+    fn spreads() -> ResourceKind {
+        namespaced("weir.dev", "Spread", "spreads")
+    }
+
+    #[test]
+    fn a_marked_child_in_a_member_enqueues_its_parent_of_this_kind_only() {
+        let MapToParent(map) = parent_of(&spreads());
+        assert_eq!(
+            map(&marked_by(LOCAL_CLUSTER, "Spread")),
+            Some(ObjectKey::new("shop", "web"))
+        );
+        assert_eq!(
+            map(&marked_by(LOCAL_CLUSTER, "Other")),
+            None,
+            "another kind's"
+        );
+        assert_eq!(map(&marked_by("hub-2", "Spread")), None, "another hub's");
+        let unmarked = cached(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                                     "metadata": {"name": "web", "namespace": "shop"}}));
+        assert_eq!(map(&unmarked), None);
+    }
+
+    #[test]
+    fn only_a_parent_holding_the_hosts_finalizer_is_held() {
+        let mut parent = DynamicObject::new("web", &spreads().api_resource());
+        assert!(!holds(&parent));
+        parent.metadata.finalizers = Some(vec!["other".into(), MEMBERS_FINALIZER.into()]);
+        assert!(holds(&parent));
+    }
+}
