@@ -17,14 +17,12 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::live::LiveObjects;
-use super::marks::{Ownership, ParentMark};
+use super::marks::{Ownership, PARENT_UID_LABEL, ParentMark};
 use super::policy::ValidationPolicy;
 use super::refusal::Refusal;
 use crate::plugin::{PluginInfo, ResourceKind};
 use crate::runtime::ObjectKey;
 
-/// Label on every child naming the UID of the parent that controls it.
-pub const PARENT_UID_LABEL: &str = "weir.dev/parent-uid";
 /// Annotation holding a hash of the plugin's manifest, so a field the plugin stops
 /// setting is noticed (and removed by server-side apply) even though the live object still has it.
 pub const MANIFEST_HASH_ANNOTATION: &str = "weir.dev/manifest-hash";
@@ -36,16 +34,6 @@ pub const MAX_CHILD_BYTES: usize = 1 << 20;
 pub const MAX_STATUS_BYTES: usize = 1 << 20;
 /// The Secret type the API server fills with a token of the ServiceAccount the Secret names.
 pub const SERVICE_ACCOUNT_TOKEN_TYPE: &str = "kubernetes.io/service-account-token";
-
-/// The UID of `obj`'s controller (the owner reference with `controller: true`), if any.
-pub fn controller_uid(obj: &DynamicObject) -> Option<&str> {
-    obj.metadata
-        .owner_references
-        .as_deref()?
-        .iter()
-        .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.as_str())
-}
 
 /// One child that passed validation, ready to apply.
 #[derive(Debug, Clone)]

@@ -16,8 +16,20 @@
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
-use super::check::{PARENT_UID_LABEL, controller_uid};
 use crate::runtime::ObjectKey;
+
+/// Label on every child naming the UID of the parent that controls it.
+pub const PARENT_UID_LABEL: &str = "weir.dev/parent-uid";
+
+/// The UID of `obj`'s controller (the owner reference with `controller: true`), if any.
+pub fn controller_uid(obj: &DynamicObject) -> Option<&str> {
+    obj.metadata
+        .owner_references
+        .as_deref()?
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.as_str())
+}
 
 /// Annotation on a child in a member cluster naming the cluster its parent lives in.
 pub const PARENT_CLUSTER_ANNOTATION: &str = "weir.dev/parent-cluster";

@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::fence::Fence;
-use crate::hotload::{KindKey, PluginEvent};
+use crate::hotload::{Catalog, KindKey, PluginEvent};
 use crate::metrics::Metrics;
 use crate::plugin::Plugin;
 use crate::reconcile::invoke::{CallSlots, Reconciler};
@@ -87,6 +87,12 @@ impl Default for ControllersView {
 }
 
 impl ControllersView {
+    /// Ready to serve `catalog`: its source was read once, every kind it serves has a
+    /// controller, and their caches hold their first full list.
+    pub(super) fn ready(&self, catalog: &Catalog) -> bool {
+        catalog.scanned() && self.len() == catalog.len() && self.synced()
+    }
+
     /// Hears of each controller started or stopped from now on.
     pub(super) fn changes(&self) -> watch::Receiver<()> {
         self.changes.subscribe()

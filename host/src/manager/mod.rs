@@ -214,7 +214,7 @@ impl Manager {
 
     /// Whether the source was read once and every served kind's caches hold their first list.
     pub fn is_ready(&self) -> bool {
-        ops::ready(&self.catalog, &self.view) && tenants::ready(&self.tenants.served())
+        self.view.ready(&self.catalog) && tenants::ready(&self.tenants.served())
     }
 
     /// Graceful stop (SIGTERM): no new reconciles, in-flight ones finish, the lease is released.

@@ -27,12 +27,6 @@ use crate::shard::metrics::ShardMetrics;
 /// This replica's member name and the coordinator's view, when sharded.
 pub(super) type Sharding = Option<(String, ShardMetrics)>;
 
-/// Ready: the source was read once, every served kind has a controller, and their caches
-/// hold their first full list.
-pub(super) fn ready(catalog: &Catalog, view: &ControllersView) -> bool {
-    catalog.scanned() && view.len() == catalog.len() && view.synced()
-}
-
 /// What `/plugins` lists: the catalog, the controllers, the refused candidates, the metrics,
 /// this replica's shard and the admission policy.
 #[derive(Clone)]
@@ -88,7 +82,7 @@ pub(super) async fn serve(
     let readiness: server::Readiness = {
         let (catalog, view) = (listing.catalog.clone(), listing.view.clone());
         let tenants = listing.tenants.clone();
-        Arc::new(move || ready(&catalog, &view) && super::tenants::ready(&tenants))
+        Arc::new(move || view.ready(&catalog) && super::tenants::ready(&tenants))
     };
     let metrics = listing.metrics.clone();
     let extra = Router::new()

@@ -16,7 +16,6 @@ use tokio::sync::Semaphore;
 use super::candidates::Candidates;
 use super::controllers::ControllersView;
 use super::leases::Leases;
-use super::ops;
 use super::runnables::{Runnables, Stage};
 use super::{Feed, ManagerConfig, drive};
 use crate::hotload::{self, Catalog, Source};
@@ -43,11 +42,10 @@ impl Tenants {
     }
 }
 
-/// Whether every tenant namespace is ready as the host's own plugins are (`ops::ready`).
+/// Whether every tenant namespace is ready as the host's own plugins are
+/// ([`ControllersView::ready`]).
 pub(super) fn ready(served: &Served) -> bool {
-    served
-        .iter()
-        .all(|(_, catalog, view)| ops::ready(catalog, view))
+    served.iter().all(|(_, catalog, view)| view.ready(catalog))
 }
 
 /// Adds, for each started tenant source, the runnables that follow it with that namespace's
