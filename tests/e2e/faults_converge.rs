@@ -5,9 +5,10 @@
 //! every deleted Blog is gone (its finalizer removed).
 //!
 //! Scaled to the CI budget: 108 Blogs over nine phases of 12, each fault at 30% (50% for cut
-//! watches) on the paths it touches, injected only into the host's own requests; in the last
-//! phase the emulator restarts twice, down 1 s each time (connections refused, watches gone,
-//! resuming them answers 410).
+//! watches) on the paths it touches, injected only into the host's own requests, each phase
+//! lasting until its fault has fired; in the last phase the emulator restarts twice, down 1 s
+//! each time (connections refused, watches gone; resuming from a resourceVersion older than the
+//! server's answers 410).
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
@@ -85,6 +86,7 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> Result<()> {
     // Where the request log stood at each restart.
     let mut restarts = Vec::new();
     for (phase, (name, disruption)) in phases().into_iter().enumerate() {
+        let before = emulator.faults().injected();
         match &disruption {
             Phase::Faults(rule) if rule.probability < 1.0 => {
                 emulator.faults().set(vec![rule.clone().client(HOST)]);
@@ -125,6 +127,20 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> Result<()> {
             }
         }
         tokio::time::sleep(Duration::from_millis(700)).await;
+        // A phase lasts until its fault has met the host at least once: the watch faults meet
+        // only the watches the host opens again, and kube's watcher may be backing off from the
+        // phase before for a few seconds.
+        if let Phase::Faults(rule) = &disruption {
+            let fault = rule.fault.name();
+            eventually(
+                &format!("the {name} phase injects a {fault} fault"),
+                CONVERGE,
+                || async {
+                    (emulator.faults().injected().get(fault) > before.get(fault)).then_some(())
+                },
+            )
+            .await?;
+        }
         tracing::info!(phase = name, "fault phase done");
     }
     emulator.faults().clear();
@@ -196,30 +212,29 @@ async fn blogs_converge_after_every_kind_of_api_fault() -> Result<()> {
         started.elapsed()
     );
     assert_eq!(restarts.len(), 2, "the restart phase restarts twice");
-    // The host's watches could not resume on the restarted server (410): it listed again.
-    let relisted = emulator.requests()[restarts[0]..].iter().any(|r| {
-        r.method == "GET"
+    // The restarts ended every watch; the host came back for its Blogs on the restarted server.
+    // Whether it re-listed depends on the resourceVersion it held: one older than the server's
+    // at the restart answers 410 and the host lists again, but one that a bookmark had brought
+    // up to the server's last write resumes, as on a real kube-apiserver (its watch cache starts
+    // at the current revision). Either way nothing was missed: every Blog converged above.
+    let (mut lists, mut watches) = (0, 0);
+    for r in &emulator.requests()[restarts[0]..] {
+        let host_reads_blogs = r.method == "GET"
             && r.path.ends_with("/blogs")
-            && !r.is_watch()
-            && r.user_agent.as_deref().is_some_and(|a| a.contains(HOST))
-    });
-    assert!(relisted, "the host listed Blogs again after the restarts");
-    for (name, phase) in phases() {
-        if matches!(phase, Phase::Restarts) {
-            continue;
+            && r.user_agent.as_deref().is_some_and(|a| a.contains(HOST));
+        match (host_reads_blogs, r.is_watch()) {
+            (true, true) => watches += 1,
+            (true, false) => lists += 1,
+            (false, _) => {}
         }
-        let key = match name {
-            "500" | "503" | "409" => "status",
-            "429" => "too-many-requests",
-            "cut watch" => "close-watch",
-            "410" => "expired",
-            other => other,
-        };
-        assert!(
-            injected.get(key).is_some_and(|c| *c > 0),
-            "no {name} fault was injected: {injected:?}"
-        );
     }
+    println!(
+        "after the restarts the host listed Blogs {lists} times and watched them {watches} times"
+    );
+    assert!(
+        watches > 0,
+        "the host watched Blogs again after the restarts ({lists} lists)"
+    );
     host.shutdown().await;
     Ok(())
 }
