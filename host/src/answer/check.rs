@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 use super::live::LiveObjects;
-use super::marks::{Ownership, PARENT_UID_LABEL, ParentMark};
+use super::marks::{PARENT_UID_LABEL, ParentMark};
 use super::policy::ValidationPolicy;
 use super::refusal::Refusal;
 use crate::plugin::{PluginInfo, ResourceKind};
@@ -73,8 +73,9 @@ pub fn is_valid_name(name: &str) -> bool {
 pub struct Accepted {
     uid: String,
     owner: Value,
-    /// What a child in a member cluster carries instead of `owner`.
-    mark: ParentMark,
+    /// What a child in a member cluster carries instead of `owner` (only made for an answer
+    /// that places a child in one).
+    mark: Option<ParentMark>,
     /// Per child, in the answer's order: its declared kind, key, live copy and member cluster.
     children: Vec<AcceptedChild>,
 }
@@ -98,8 +99,8 @@ impl Accepted {
             .map(|(mut manifest, (kind, key, live, cluster))| {
                 let namespace = key.namespace.as_deref().unwrap_or_default();
                 stamp(&mut manifest, namespace, &self.owner, &self.uid);
-                if cluster.is_some() {
-                    self.mark.stamp(&mut manifest);
+                if let (Some(_), Some(mark)) = (&cluster, &self.mark) {
+                    mark.stamp(&mut manifest);
                 }
                 DesiredChild {
                     kind,
@@ -153,8 +154,13 @@ pub(super) fn check(
         "blockOwnerDeletion": true,
     });
     let parent_cluster = live.parent_cluster();
-    let parent_kind = (info.parent.api_version(), info.parent.kind.as_str());
-    let mark = ParentMark::new(parent_cluster, (&parent_kind.0, parent_kind.1), parent);
+    let mark = clusters
+        .iter()
+        .any(|c| c.as_deref().is_some_and(|c| c != parent_cluster))
+        .then(|| {
+            let kind = (&*info.parent.api_version(), info.parent.kind.as_str());
+            ParentMark::new(parent_cluster, kind, parent)
+        });
     let grant = policy.grant(&info.name);
     let mut seen = HashSet::new();
     let mut children = Vec::with_capacity(desired.len());
@@ -257,11 +263,12 @@ pub(super) fn check(
                 });
             }
         }
-        let growth = stamp_growth(&owner, &wanted_ns, &parent_uid) + mark_growth(&mark);
+        let marked = mark.as_ref().filter(|_| ownership == Ownership::Mark);
+        let growth = stamp_growth(&owner, &wanted_ns, &parent_uid) + marked.map_or(0, mark_growth);
         if json_len(child).saturating_add(growth) > MAX_CHILD_BYTES {
             let mut stamped = child.clone();
             stamp(&mut stamped, &wanted_ns, &owner, &parent_uid);
-            if ownership == Ownership::Mark {
+            if let Some(mark) = marked {
                 mark.stamp(&mut stamped);
             }
             let size = json_len(&stamped);
@@ -281,6 +288,68 @@ pub(super) fn check(
         mark,
         children,
     })
+}
+
+/// The UID of `obj`'s controller (the owner reference with `controller: true`), if any.
+pub fn controller_uid(obj: &DynamicObject) -> Option<&str> {
+    obj.metadata
+        .owner_references
+        .as_deref()?
+        .iter()
+        .find(|r| r.controller == Some(true))
+        .map(|r| r.uid.as_str())
+}
+
+/// How the cluster an object is in says who controls it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ownership {
+    /// The parent's own cluster: the controller's owner reference.
+    Reference,
+    /// A member cluster: the parent's UID in the mark ([`PARENT_UID_LABEL`]).
+    Mark,
+}
+
+impl Ownership {
+    /// The rule of a child placed in `cluster` when its parent lives in `parent_cluster`.
+    pub fn of_cluster(cluster: &str, parent_cluster: &str) -> Self {
+        if cluster == parent_cluster {
+            Ownership::Reference
+        } else {
+            Ownership::Mark
+        }
+    }
+
+    /// The UID of the parent controlling the live `obj`, if any.
+    pub fn controller(self, obj: &DynamicObject) -> Option<&str> {
+        match self {
+            Ownership::Reference => controller_uid(obj),
+            Ownership::Mark => obj
+                .metadata
+                .labels
+                .as_ref()?
+                .get(PARENT_UID_LABEL)
+                .map(String::as_str),
+        }
+    }
+
+    /// Who controls an object whose controller is `controller`, as a refusal says it.
+    pub fn owner(self, controller: Option<&str>) -> String {
+        match (self, controller) {
+            (Ownership::Reference, None) => "not owned by any controller".to_owned(),
+            (Ownership::Reference, Some(uid)) => format!("controlled by {uid}"),
+            (Ownership::Mark, None) => "not marked by any parent".to_owned(),
+            (Ownership::Mark, Some(uid)) => format!("marked by the parent {uid}"),
+        }
+    }
+
+    /// The UID of the parent a stamped manifest names as its controller.
+    pub fn stamped(self, manifest: &Value) -> Option<&str> {
+        let pointer = match self {
+            Ownership::Reference => "/metadata/ownerReferences/0/uid",
+            Ownership::Mark => "/metadata/labels/weir.dev~1parent-uid",
+        };
+        manifest.pointer(pointer).and_then(Value::as_str)
+    }
 }
 
 /// At most how many bytes [`stamp`] adds to a child's compact JSON: it only removes fields,

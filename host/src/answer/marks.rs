@@ -9,9 +9,8 @@
 //! [`PARENT_KIND_ANNOTATION`]) and its `namespace/name` ([`PARENT_NAME_ANNOTATION`]). A change
 //! of a marked child is routed back to its parent by them ([`ParentMark::of`]).
 //!
-//! Who controls an object depends on where it is ([`Ownership`]): in the parent's cluster, the
-//! controller's owner reference; in a member, the mark's UID. The judge and the writers ask the
-//! same rule, so an object there that the host did not create is never taken over.
+//! Who controls an object depends on where it is (`super::Ownership`, the judge's rule): in
+//! the parent's cluster, the controller's owner reference; in a member, the mark's UID.
 
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
@@ -20,16 +19,6 @@ use crate::runtime::ObjectKey;
 
 /// Label on every child naming the UID of the parent that controls it.
 pub const PARENT_UID_LABEL: &str = "weir.dev/parent-uid";
-
-/// The UID of `obj`'s controller (the owner reference with `controller: true`), if any.
-pub fn controller_uid(obj: &DynamicObject) -> Option<&str> {
-    obj.metadata
-        .owner_references
-        .as_deref()?
-        .iter()
-        .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.as_str())
-}
 
 /// Annotation on a child in a member cluster naming the cluster its parent lives in.
 pub const PARENT_CLUSTER_ANNOTATION: &str = "weir.dev/parent-cluster";
@@ -121,61 +110,10 @@ impl ParentMark {
     }
 }
 
-/// How the cluster an object is in says who controls it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ownership {
-    /// The parent's own cluster: the controller's owner reference.
-    Reference,
-    /// A member cluster: the parent's UID in the mark ([`PARENT_UID_LABEL`]).
-    Mark,
-}
-
-impl Ownership {
-    /// The rule of a child placed in `cluster` when its parent lives in `parent_cluster`.
-    pub fn of_cluster(cluster: &str, parent_cluster: &str) -> Self {
-        if cluster == parent_cluster {
-            Ownership::Reference
-        } else {
-            Ownership::Mark
-        }
-    }
-
-    /// The UID of the parent controlling the live `obj`, if any.
-    pub fn controller(self, obj: &DynamicObject) -> Option<&str> {
-        match self {
-            Ownership::Reference => controller_uid(obj),
-            Ownership::Mark => obj
-                .metadata
-                .labels
-                .as_ref()?
-                .get(PARENT_UID_LABEL)
-                .map(String::as_str),
-        }
-    }
-
-    /// Who controls an object whose controller is `controller`, as a refusal says it.
-    pub fn owner(self, controller: Option<&str>) -> String {
-        match (self, controller) {
-            (Ownership::Reference, None) => "not owned by any controller".to_owned(),
-            (Ownership::Reference, Some(uid)) => format!("controlled by {uid}"),
-            (Ownership::Mark, None) => "not marked by any parent".to_owned(),
-            (Ownership::Mark, Some(uid)) => format!("marked by the parent {uid}"),
-        }
-    }
-
-    /// The UID of the parent a stamped manifest names as its controller.
-    pub fn stamped(self, manifest: &Value) -> Option<&str> {
-        let pointer = match self {
-            Ownership::Reference => "/metadata/ownerReferences/0/uid",
-            Ownership::Mark => "/metadata/labels/weir.dev~1parent-uid",
-        };
-        manifest.pointer(pointer).and_then(Value::as_str)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::answer::Ownership;
 
     fn parent() -> DynamicObject {
         serde_json::from_value(json!({

@@ -34,14 +34,14 @@ use serde_json::Value;
 
 pub use self::check::{
     DesiredChild, MANIFEST_HASH_ANNOTATION, MAX_CHILD_BYTES, MAX_CHILDREN, MAX_STATUS_BYTES,
-    SERVICE_ACCOUNT_TOKEN_TYPE, is_valid_name,
+    Ownership, SERVICE_ACCOUNT_TOKEN_TYPE, controller_uid, is_valid_name,
 };
 pub use self::drift::{holds, live_holds};
 pub use self::failure::{FailureCause, PluginError};
 pub use self::live::LiveObjects;
 pub use self::marks::{
-    Ownership, PARENT_API_VERSION_ANNOTATION, PARENT_CLUSTER_ANNOTATION, PARENT_KIND_ANNOTATION,
-    PARENT_NAME_ANNOTATION, PARENT_UID_LABEL, ParentMark, controller_uid,
+    PARENT_API_VERSION_ANNOTATION, PARENT_CLUSTER_ANNOTATION, PARENT_KIND_ANNOTATION,
+    PARENT_NAME_ANNOTATION, PARENT_UID_LABEL, ParentMark,
 };
 pub use self::policy::{DEFAULT_SECRET_TYPES, Grant, ValidationPolicy};
 pub use self::redact::{DATA_HASH, data_hash, for_plugin, redacted};

@@ -14,7 +14,7 @@
 //! in a member is put back as it is in the host's own cluster.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use kube::Client;
@@ -182,6 +182,8 @@ pub struct Engaged {
     next_listener: Arc<AtomicU64>,
     /// A source will engage members and has not scanned yet ([`Engaged::expect_source`]).
     pending: Arc<tokio::sync::watch::Sender<bool>>,
+    /// A source engages members ([`Engaged::has_source`]).
+    sourced: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Engaged {
@@ -209,7 +211,14 @@ impl Engaged {
     /// Says a source will engage members: until it has scanned once ([`Engaged::scanned`]),
     /// no member counts as settled (a parent's children there may not be known yet).
     pub fn expect_source(&self) {
+        self.sourced.store(true, Ordering::Release);
         self.pending.send_replace(true);
+    }
+
+    /// Whether a source engages members at all (`--clusters`): without one no member is ever
+    /// engaged, and a controller never enters the member writers.
+    pub fn has_source(&self) -> bool {
+        self.sourced.load(Ordering::Acquire)
     }
 
     /// The source has scanned once: the members engaged now are the ones it found.

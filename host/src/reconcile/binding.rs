@@ -13,17 +13,18 @@ use std::sync::Arc;
 use kube::api::DynamicObject;
 
 use super::Parts;
-use super::apply::Applier;
+use super::apply::{Applier, ApplyError, Change};
+use super::error::ReconcileError;
 use super::invoke::{Invoker, Reconciler};
-use super::members::{Home, Members};
+use super::members::{self, Home, Members};
 use super::related::{KindIndex, Reach, Related, RelatedKind};
 use super::status::ParentWriter;
-use crate::answer::LiveObjects;
+use crate::answer::{DesiredChild, LiveObjects};
 use crate::clusters::{Engaged, MemberObject};
 use crate::plugin::{LOCAL_CLUSTER, PluginInfo, ResourceKind};
 use crate::runtime::ObjectKey;
 use crate::runtime::cache::{CachedObject, Store};
-use crate::runtime::{Route, Scope, Subscription, Target};
+use crate::runtime::{Finish, Route, Scope, Subscription, Target};
 
 /// One plugin version bound to the stores of the kinds it declared.
 ///
@@ -33,8 +34,9 @@ pub struct Binding {
     pub(super) invoker: Invoker,
     pub(super) cache: Cache,
     pub(super) applier: Applier,
-    /// Its writes to member clusters.
-    pub(super) members: Members,
+    /// Its writes to member clusters; `None` on a host that engages none (no `--clusters`),
+    /// whose reconciles never enter them.
+    members: Option<Members>,
     pub(super) parents: ParentWriter,
     /// The related kinds the plugin reads, their stores and indexes.
     pub(super) related: Related,
@@ -73,7 +75,53 @@ impl Binding {
     /// The children of `parent` in the engaged member clusters, found by their marks, each
     /// with its cluster's name.
     pub(super) fn elsewhere(&self, parent: &CachedObject) -> Vec<MemberObject> {
-        self.members.observed(parent)
+        self.members
+            .as_ref()
+            .map_or_else(Vec::new, |m| m.observed(parent))
+    }
+
+    /// ⑤ Writes the judged children that differ from the caches and prunes the observed ones
+    /// no longer wanted (`observed`: in the parent's cluster; in the members, the marked ones
+    /// their caches hold): the same writes for a reconcile's answer and a finalize's.
+    pub(super) async fn write_children(
+        &self,
+        (parent, cached): (&DynamicObject, &CachedObject),
+        desired: &[DesiredChild],
+        observed: &[Arc<CachedObject>],
+    ) -> Result<Vec<Change>, ReconcileError> {
+        let info = self.info();
+        // A name taken between the cache read and the create is refused like one the cache showed.
+        let refused = |e| match e {
+            ApplyError::Foreign(refusal) => ReconcileError::refused(info, refusal, None),
+            e => ReconcileError::Apply(e),
+        };
+        let home: Vec<&DesiredChild> = desired.iter().filter(|c| c.cluster.is_none()).collect();
+        let mut writes = self.applier.apply(&home).await.map_err(refused)?;
+        writes.extend(self.applier.prune(&home, observed, &info.children).await?);
+        let Some(members) = &self.members else {
+            return Ok(writes);
+        };
+        let placed = members
+            .write(parent, desired, &members.observed(cached))
+            .await;
+        writes.extend(placed.map_err(|e| match e {
+            ReconcileError::Apply(e) => refused(e),
+            e => e,
+        })?);
+        Ok(writes)
+    }
+
+    /// A parent being deleted whose plugin's cleanup is done: its children in member clusters
+    /// go, then the host's finalizer ([`super::members`]).
+    pub(super) async fn release_members(
+        &self,
+        parent: &DynamicObject,
+        cached: &CachedObject,
+    ) -> Result<Finish, ReconcileError> {
+        match &self.members {
+            Some(members) => members.release(parent, cached).await,
+            None => members::release_unreached(self.parents.finalizers(), parent).await,
+        }
     }
 
     /// What the judge looks names up in: the children's caches, and the Namespaces (their
@@ -239,7 +287,8 @@ impl Parts {
             metrics: self.metrics.clone(),
         };
         Binding {
-            members: Members::new(&info, self.config.clusters.clone(), home),
+            members: (self.config.clusters.has_source())
+                .then(|| Members::new(&info, self.config.clusters.clone(), home)),
             applier: Applier::new(
                 client.clone(),
                 &info.name,

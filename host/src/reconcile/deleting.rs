@@ -42,7 +42,7 @@ impl Controller {
         let Some(finalizer) = info.finalizer.clone().filter(|f| held.contains(f)) else {
             // The plugin's cleanup is done (or it has none): its children in member clusters
             // go, then the host's finalizer ([`super::members`]).
-            let finish = b.members.release(&parent, cached).await?;
+            let finish = b.release_members(&parent, cached).await?;
             return Ok(Ran::Finalized(finish));
         };
         let answer = b
@@ -92,7 +92,8 @@ impl Controller {
             .map_err(|refused| ReconcileError::refused_answer(info, *refused))?;
         // `children: none` with a status: the status is shown, the children are left alone.
         let writes = if prunes {
-            self.write_children(b, (&parent, cached), &mut desired, children)
+            self.parts.config.gate.stamp(&mut desired, cached);
+            b.write_children((&parent, cached), &desired, children)
                 .await?
         } else {
             Vec::new()

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use kube::api::{Api, DeleteParams, DynamicObject, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use tokio::sync::Semaphore;
@@ -264,4 +264,27 @@ fn reconciled(parent: &DynamicObject) -> Option<(String, String)> {
         c["reason"].as_str()?.to_owned(),
         c["message"].as_str()?.to_owned(),
     ))
+}
+
+#[tokio::test]
+async fn a_member_finalizer_left_from_a_run_with_clusters_is_released_by_a_host_without_them() {
+    let plugin = ScaleDown::new("scale-down", None);
+    let (_emulator, client, controller) = serve(plugin).await;
+    let services = service_with_pods(&client, "web").await;
+    // As a host started with `--clusters` would have left it.
+    let patch = json!({"metadata": {"finalizers": [FINALIZER, super::members::MEMBERS_FINALIZER]}});
+    services
+        .patch("web", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    services
+        .delete("web", &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    until("the Service to be gone", || async {
+        services.get_opt("web").await.ok()?.is_none().then_some(())
+    })
+    .await;
+    controller.shutdown();
 }

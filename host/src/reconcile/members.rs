@@ -218,12 +218,7 @@ impl Members {
             );
             return Ok(Finish::After(RELEASE_AGAIN));
         }
-        match self.finalizers.remove(parent, MEMBERS_FINALIZER).await {
-            Ok(()) => {}
-            // Released by an earlier pass the cache had not shown yet: the parent is gone.
-            Err(e) if matches!(&e.source, kube::Error::Api(s) if s.code == 404) => {}
-            Err(e) => return Err(e.into()),
-        }
+        unhold(&self.finalizers, parent).await?;
         tracing::info!("no child left in any member cluster: the host's finalizer is released");
         Ok(Finish::Done)
     }
@@ -249,6 +244,36 @@ impl Members {
                 source: Box::new(source),
             },
         }
+    }
+}
+
+/// A parent being deleted on a host that engages no member cluster (no `--clusters`): the
+/// [`MEMBERS_FINALIZER`] it may still hold from a run that did is released, since no member can
+/// be reached here to delete its children there. Holding it would keep the parent (and its
+/// namespace) from ever going; the warning names what may be left behind.
+pub(super) async fn release_unreached(
+    finalizers: &Finalizers,
+    parent: &DynamicObject,
+) -> Result<Finish, ReconcileError> {
+    if !holds(parent) {
+        return Ok(Finish::Done);
+    }
+    tracing::warn!(
+        finalizer = MEMBERS_FINALIZER,
+        "the parent holds the member clusters' finalizer but this host engages none: released; \
+         its children in member clusters, if any, are left there"
+    );
+    unhold(finalizers, parent).await?;
+    Ok(Finish::Done)
+}
+
+/// Removes [`MEMBERS_FINALIZER`] from `parent`.
+async fn unhold(finalizers: &Finalizers, parent: &DynamicObject) -> Result<(), ReconcileError> {
+    match finalizers.remove(parent, MEMBERS_FINALIZER).await {
+        Ok(()) => Ok(()),
+        // Released by an earlier pass the cache had not shown yet: the parent is gone.
+        Err(e) if matches!(&e.source, kube::Error::Api(s) if s.code == 404) => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -39,7 +39,6 @@ pub mod upgrade;
 mod workers;
 #[cfg(test)]
 mod workers_tests;
-mod write;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -356,8 +355,9 @@ impl Controller {
             .map_err(ReconcileError::Plugin)?
             .map_err(|refused| ReconcileError::refused_answer(info, *refused))?;
         // ⑤ Apply what differs and prune what is gone.
-        let writes = self
-            .write_children(b, (&parent, &cached), &mut desired, &children)
+        self.parts.config.gate.stamp(&mut desired, &cached);
+        let writes = b
+            .write_children((&parent, &cached), &desired, &children)
             .await?;
         Ok(Ran::Applied(Applied {
             parent,
