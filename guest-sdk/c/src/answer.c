@@ -1,6 +1,4 @@
-/* What a call answers: children and status writers, requeue, errors, selections, and lookups. */
-#include <stdarg.h>
-#include <stdio.h>
+/* What a call answers: children and status writers, requeue, selections, and lookups. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,35 +35,6 @@ void weir_answer_free(weir_answer *a) {
   free(a->children);
   weir_writer_free(a->status);
   memset(a, 0, sizeof *a);
-}
-
-bool weir_fail(weir_error *err, weir_error_kind kind, const char *format, ...) {
-  weir_text t = {0};
-  va_list args;
-  va_start(args, format);
-  int n = vsnprintf(NULL, 0, format, args);
-  va_end(args);
-  t.ptr = weir_xmalloc(n > 0 ? (size_t)n + 1 : 1);
-  t.ptr[0] = '\0';
-  if (n > 0) {
-    va_start(args, format);
-    vsnprintf(t.ptr, (size_t)n + 1, format, args);
-    va_end(args);
-  }
-  /* The first failure is the cause; a later one (a caller adding nothing) does not replace it. */
-  if (err->set) {
-    free(t.ptr);
-    return false;
-  }
-  err->set = true;
-  err->kind = kind;
-  err->message = t.ptr;
-  return false;
-}
-
-void weir_error_free(weir_error *e) {
-  free(e->message);
-  memset(e, 0, sizeof *e);
 }
 
 const weir_json *weir_find(const weir_json *const *objects, size_t n, const char *api_version, const char *kind,

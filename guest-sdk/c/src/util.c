@@ -1,4 +1,4 @@
-/* Memory that traps when exhausted, growable text, and SHA-256 (FIPS 180-4). */
+/* Memory that traps when exhausted, growable text, a call's error, and SHA-256 (FIPS 180-4). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +23,35 @@ char *weir_xstrdup(const char *s) {
   char *d = weir_xmalloc(n + 1);
   memcpy(d, s, n + 1);
   return d;
+}
+
+bool weir_fail(weir_error *err, weir_error_kind kind, const char *format, ...) {
+  weir_text t = {0};
+  va_list args;
+  va_start(args, format);
+  int n = vsnprintf(NULL, 0, format, args);
+  va_end(args);
+  t.ptr = weir_xmalloc(n > 0 ? (size_t)n + 1 : 1);
+  t.ptr[0] = '\0';
+  if (n > 0) {
+    va_start(args, format);
+    vsnprintf(t.ptr, (size_t)n + 1, format, args);
+    va_end(args);
+  }
+  /* The first failure is the cause; a later one (a caller adding nothing) does not replace it. */
+  if (err->set) {
+    free(t.ptr);
+    return false;
+  }
+  err->set = true;
+  err->kind = kind;
+  err->message = t.ptr;
+  return false;
+}
+
+void weir_error_free(weir_error *e) {
+  free(e->message);
+  memset(e, 0, sizeof *e);
 }
 
 void weir_text_append(weir_text *t, const char *s, size_t len) {
