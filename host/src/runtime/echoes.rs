@@ -23,9 +23,10 @@
 //! manifest's digest is kept), the status writer gets its last status back
 //! ([`Echoes::wrote_over`], [`Echoes::unseen`]: the status is the base of the next one).
 //!
-//! Memory stays bounded: at most a few entries and one last write per object (a child's as a
-//! 32-byte digest, a status packed as the cache packs an object: a copy of every child a
-//! converging host writes would cost as much as the cache itself), writes forgotten
+//! Memory stays bounded: one slot per object, found by a 16-byte digest of its kind and key, with
+//! at most a few entries and one last write (a child's as a 32-byte digest, a status packed as
+//! the cache packs an object: a copy of every child a converging host writes would cost as much
+//! as the cache itself), writes forgotten
 //! after [`WRITE_TTL`], unmatched events after [`EVENT_TTL`], and everything about an object once
 //! its deletion is seen. What expired is swept on the next write, event or lookup (every
 //! reconcile looks one up), and the map shrinks once the host has converged.
@@ -107,6 +108,28 @@ fn push<T>(deque: &mut VecDeque<T>, entry: T) {
     deque.push_back(entry);
 }
 
+/// An object's slot in the map: the first 16 bytes of the SHA-256 of its kind, namespace and
+/// name. A converging host writes every object it owns within seconds, so the map holds a slot
+/// for each: keyed by the strings themselves, each slot would be twice as large and carry three
+/// allocations more.
+type Id = [u8; 16];
+
+fn id(kind: &str, key: &ObjectKey) -> Id {
+    let mut hasher = Sha256::new();
+    for part in [
+        kind,
+        key.namespace.as_deref().unwrap_or_default(),
+        &key.name,
+    ] {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    let digest = hasher.finalize();
+    let mut id = [0; 16];
+    id.copy_from_slice(&digest[..16]);
+    id
+}
+
 /// What is remembered of one object.
 #[derive(Default)]
 struct Trail {
@@ -124,18 +147,14 @@ impl Trail {
 
 #[derive(Default)]
 struct State {
-    objects: HashMap<(String, ObjectKey), Trail>,
+    objects: HashMap<Id, Trail>,
     swept: Sweeps,
 }
 
 impl State {
     /// The last write to the object of `kind` with `key` if it was made against `cached`.
     fn last(&self, kind: &str, key: &ObjectKey, cached: Option<&str>) -> Option<&Last> {
-        let last = self
-            .objects
-            .get(&(kind.to_owned(), key.clone()))?
-            .last
-            .as_deref()?;
+        let last = self.objects.get(&id(kind, key))?.last.as_deref()?;
         (last.against.as_deref() == cached).then_some(last)
     }
 
@@ -183,7 +202,7 @@ impl Echoes {
     /// Weir wrote `obj` (of `kind`), which now has the returned resourceVersion.
     pub fn wrote(&self, kind: &str, obj: &DynamicObject) {
         if let Some(rv) = obj.metadata.resource_version.clone() {
-            self.record(kind, key_of(obj), Change::Version(rv), Instant::now());
+            self.record(kind, &key_of(obj), Change::Version(rv), Instant::now());
         }
     }
 
@@ -224,10 +243,10 @@ impl Echoes {
         };
         let now = Instant::now();
         let key = key_of(obj);
-        self.record(kind, key.clone(), Change::Version(rv), now);
+        self.record(kind, &key, Change::Version(rv), now);
         // Kept past its echo too: a reconcile may still hold the cached object from before it.
         let mut st = self.lock();
-        st.objects.entry((kind.to_owned(), key)).or_default().last = kept.map(|written| {
+        st.objects.entry(id(kind, &key)).or_default().last = kept.map(|written| {
             Box::new(Last {
                 against: against.map(str::to_owned),
                 written,
@@ -295,7 +314,7 @@ impl Echoes {
 
     /// Weir deleted (or is deleting) the object of `kind` with `key`.
     pub fn deleted(&self, kind: &str, key: &ObjectKey) {
-        self.record(kind, key.clone(), Change::Deleted, Instant::now());
+        self.record(kind, key, Change::Deleted, Instant::now());
     }
 
     /// Enqueues `parent` in `queue` for a watch event on `obj` (of `kind`; `deleted` for a
@@ -311,11 +330,11 @@ impl Echoes {
         self.observe(queue, parent, kind, obj, deleted, Instant::now())
     }
 
-    fn record(&self, kind: &str, key: ObjectKey, change: Change, now: Instant) {
+    fn record(&self, kind: &str, key: &ObjectKey, change: Change, now: Instant) {
         let mut st = self.lock();
         st.sweep(now);
-        let id = (kind.to_owned(), key);
-        let trail = st.objects.entry(id.clone()).or_default();
+        let id = id(kind, key);
+        let trail = st.objects.entry(id).or_default();
         if let Some(i) = trail.seen.iter().position(|s| s.change == change) {
             // The echo came first and was enqueued as outside: withdraw that.
             if let Some(seen) = trail.seen.remove(i)
@@ -354,8 +373,8 @@ impl Echoes {
         };
         let mut st = self.lock();
         st.sweep(now);
-        let id = (kind.to_owned(), obj.key());
-        let trail = st.objects.entry(id.clone()).or_default();
+        let id = id(kind, &obj.key());
+        let trail = st.objects.entry(id).or_default();
         let written = change
             .as_ref()
             .and_then(|c| trail.wrote.iter().position(|(w, _)| w == c));

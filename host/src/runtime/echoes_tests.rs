@@ -249,7 +249,7 @@ fn remembered_writes_and_events_expire() {
     let t0 = Instant::now();
     echoes.record(
         "ConfigMap",
-        ObjectKey::new("default", "a"),
+        &ObjectKey::new("default", "a"),
         Change::Version("1".into()),
         t0,
     );
@@ -265,7 +265,7 @@ fn remembered_writes_and_events_expire() {
     let later = t0 + EVENT_TTL;
     echoes.record(
         "ConfigMap",
-        ObjectKey::new("default", "b"),
+        &ObjectKey::new("default", "b"),
         Change::Deleted,
         later,
     );
@@ -277,7 +277,7 @@ fn remembered_writes_and_events_expire() {
     let much_later = later + WRITE_TTL;
     echoes.record(
         "ConfigMap",
-        ObjectKey::new("default", "c"),
+        &ObjectKey::new("default", "c"),
         Change::Deleted,
         much_later,
     );
@@ -300,12 +300,12 @@ fn the_map_shrinks_once_what_a_convergence_filled_has_expired() {
     let t0 = Instant::now();
     for i in 0..2000 {
         let key = ObjectKey::new("default", &format!("child-{i}"));
-        echoes.record("ConfigMap", key, Change::Version("1".into()), t0);
+        echoes.record("ConfigMap", &key, Change::Version("1".into()), t0);
     }
     let filled = echoes.capacity();
     assert!(filled >= 2000, "{filled}");
     let key = ObjectKey::new("default", "late");
-    echoes.record("ConfigMap", key, Change::Deleted, t0 + WRITE_TTL);
+    echoes.record("ConfigMap", &key, Change::Deleted, t0 + WRITE_TTL);
     assert_eq!(echoes.remembered(), 1);
     assert!(
         echoes.capacity() < filled / 4,
@@ -325,4 +325,22 @@ fn a_lookup_sweeps_what_expired_on_a_quiet_host() {
     assert!(echoes.unseen_at("Secret", &key(), None, later).is_none());
     assert_eq!(echoes.remembered(), 0);
     assert_eq!(echoes.kept_bytes(), 0);
+}
+
+#[test]
+fn objects_of_another_kind_namespace_or_name_have_slots_of_their_own() {
+    let echoes = Echoes::default();
+    let t0 = Instant::now();
+    let objects = [
+        ("ConfigMap", "default", "a"),
+        ("Secret", "default", "a"),
+        ("ConfigMap", "other", "a"),
+        ("ConfigMap", "ab", "c"),
+        ("ConfigMap", "a", "bc"),
+    ];
+    for (kind, namespace, name) in objects {
+        let key = ObjectKey::new(namespace, name);
+        echoes.record(kind, &key, Change::Version("1".into()), t0);
+    }
+    assert_eq!(echoes.remembered(), objects.len());
 }
