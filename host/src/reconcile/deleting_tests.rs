@@ -160,6 +160,18 @@ async fn service_with_pods(client: &Client, name: &str) -> Api<DynamicObject> {
     services
 }
 
+/// Deletes Service `name` and waits until it is gone (every finalizer on it released).
+async fn delete_until_gone(services: &Api<DynamicObject>, name: &str) {
+    services
+        .delete(name, &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    until("the Service to be gone", || async {
+        services.get_opt(name).await.ok()?.is_none().then_some(())
+    })
+    .await;
+}
+
 pub(super) fn config_maps(client: &Client, namespace: &str) -> Api<DynamicObject> {
     Api::namespaced_with(
         client.clone(),
@@ -195,14 +207,7 @@ async fn a_cleanup_step_that_acts_is_applied_while_the_finalizer_is_held_then_le
     })
     .await;
 
-    services
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    until("the Service to be gone", || async {
-        services.get_opt("web").await.ok()?.is_none().then_some(())
-    })
-    .await;
+    delete_until_gone(&services, "web").await;
     assert!(
         plugin.saw_zero.load(Ordering::SeqCst),
         "the cleanup step's ConfigMap at 0 replicas was written before it let go"
@@ -278,13 +283,6 @@ async fn a_member_finalizer_left_from_a_run_with_clusters_is_released_by_a_host_
         .await
         .unwrap_or_else(|e| panic!("{e}"));
 
-    services
-        .delete("web", &DeleteParams::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
-    until("the Service to be gone", || async {
-        services.get_opt("web").await.ok()?.is_none().then_some(())
-    })
-    .await;
+    delete_until_gone(&services, "web").await;
     controller.shutdown();
 }
