@@ -148,7 +148,13 @@ impl LiveObjects for Engaged {
         cluster == LOCAL_CLUSTER || cluster == "member-a"
     }
 
-    fn get_in(&self, cluster: &str, _: &str, _: &str, _: &ObjectKey) -> Option<Arc<DynamicObject>> {
+    fn get_elsewhere(
+        &self,
+        cluster: &str,
+        _: &str,
+        _: &str,
+        _: &ObjectKey,
+    ) -> Option<Arc<DynamicObject>> {
         (cluster == "member-a").then(|| self.0.clone()).flatten()
     }
 }

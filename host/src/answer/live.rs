@@ -26,11 +26,11 @@ pub trait LiveObjects {
         LOCAL_CLUSTER
     }
 
-    /// The object of this kind under this key in the engaged `cluster`: by default [`get`]'s
-    /// in the parent's cluster and nothing elsewhere; the controller reads each member's
-    /// cache, `weir test` a fixture's objects in that cluster.
+    /// The object of this kind under this key in the engaged `cluster`: [`get`]'s in the
+    /// parent's cluster, [`get_elsewhere`]'s in any other.
     ///
     /// [`get`]: LiveObjects::get
+    /// [`get_elsewhere`]: LiveObjects::get_elsewhere
     fn get_in(
         &self,
         cluster: &str,
@@ -41,8 +41,21 @@ pub trait LiveObjects {
         if cluster == self.parent_cluster() {
             self.get(api_version, kind, key)
         } else {
-            None
+            self.get_elsewhere(cluster, api_version, kind, key)
         }
+    }
+
+    /// The object of this kind under this key in `cluster`, another than the parent's: nothing
+    /// by default; the controller reads that member's cache, `weir test` a fixture's objects
+    /// in that cluster.
+    fn get_elsewhere(
+        &self,
+        _cluster: &str,
+        _api_version: &str,
+        _kind: &str,
+        _key: &ObjectKey,
+    ) -> Option<Arc<DynamicObject>> {
+        None
     }
 }
 
@@ -59,13 +72,13 @@ impl<T: LiveObjects + ?Sized> LiveObjects for Arc<T> {
         (**self).parent_cluster()
     }
 
-    fn get_in(
+    fn get_elsewhere(
         &self,
         cluster: &str,
         api_version: &str,
         kind: &str,
         key: &ObjectKey,
     ) -> Option<Arc<DynamicObject>> {
-        (**self).get_in(cluster, api_version, kind, key)
+        (**self).get_elsewhere(cluster, api_version, kind, key)
     }
 }

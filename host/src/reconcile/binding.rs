@@ -157,17 +157,14 @@ impl LiveObjects for Live<'_> {
         cluster == LOCAL_CLUSTER || self.clusters.is_engaged(cluster)
     }
 
-    /// The host's own cache, or the engaged member `cluster`'s.
-    fn get_in(
+    /// The engaged member `cluster`'s cache.
+    fn get_elsewhere(
         &self,
         cluster: &str,
         api_version: &str,
         kind: &str,
         key: &ObjectKey,
     ) -> Option<Arc<DynamicObject>> {
-        if cluster == LOCAL_CLUSTER {
-            return self.get(api_version, kind, key);
-        }
         let cached = self.clusters.get(cluster, (api_version, kind), key)?;
         match cached.decode() {
             Ok(live) => Some(Arc::new(live)),
