@@ -25,10 +25,21 @@ impl Members {
     /// Starts one emulated member per name (Deployments turn ready after 100 ms), creates
     /// `namespace` in each and writes their kubeconfigs, `DIR/NAME.yaml`.
     pub async fn start(names: &[&str], namespace: &str) -> Result<Members> {
+        Self::start_with(names, namespace, false).await
+    }
+
+    /// As [`Members::start`], each member secure: HTTPS, bearer tokens, RBAC enforced; its
+    /// kubeconfig holds the admin token until [`Members::write_token`] hands it another.
+    pub async fn start_secure(names: &[&str], namespace: &str) -> Result<Members> {
+        Self::start_with(names, namespace, true).await
+    }
+
+    async fn start_with(names: &[&str], namespace: &str, secure: bool) -> Result<Members> {
         let config = EmulatorConfig {
             workloads: Some(WorkloadSimulation {
                 ready_after: Duration::from_millis(100),
             }),
+            secure,
             ..EmulatorConfig::default()
         };
         let fleet = Fleet::start(names, &config)
@@ -54,6 +65,17 @@ impl Members {
     /// The kubeconfig file of member `name`.
     pub fn kubeconfig(&self, name: &str) -> PathBuf {
         Fleet::kubeconfig_path(self.dir.path(), name)
+    }
+
+    /// Rewrites member `name`'s kubeconfig with `token` as its credentials, as an installer
+    /// does: a hidden file renamed over the old one, so a reader never sees half of it.
+    pub fn write_token(&self, name: &str, token: &str) -> Result<()> {
+        let mut kubeconfig = serde_json::to_value(self.member(name)?.kubeconfig())?;
+        kubeconfig["users"][0]["user"]["token"] = json!(token);
+        let hidden = self.dir.path().join(format!(".{name}.yaml.tmp"));
+        std::fs::write(&hidden, serde_json::to_vec(&kubeconfig)?)?;
+        std::fs::rename(&hidden, self.kubeconfig(name))
+            .with_context(|| format!("renaming {} into place", hidden.display()))
     }
 
     /// Member `name`.

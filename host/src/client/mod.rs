@@ -17,6 +17,8 @@
 //! host's with its [`FlowLayer`], a fenced client adds the fence's layer
 //! ([`crate::fence::FenceLayer`]), a sharded replica's parent informers the shard selector's
 //! ([`crate::shard::share::SelectorLayer`]); each sends through the client it came from.
+//! A member cluster's client is [`Rotating`]: its credentials are swapped under it, its
+//! watches and limits kept.
 //!
 //! ## The default limit: 500 requests per second, bursts of 1,000, for the whole host
 //! The API server protects itself: API Priority and Fairness gives the host's service account a
@@ -33,6 +35,7 @@
 mod connect;
 mod derive;
 mod fair;
+mod rotate;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -50,6 +53,7 @@ pub use self::connect::{ConnectError, connect};
 pub use self::derive::{Next, Sent, Wrap, WrapLayer, Wrapped, derive};
 use self::fair::FairQueue;
 pub use self::fair::Flow;
+pub use self::rotate::Rotating;
 
 /// The longest `Retry-After` honoured: a server asking for more is asked again after this.
 const MAX_PUSHBACK: Duration = Duration::from_secs(60);
@@ -92,7 +96,14 @@ pub const USER_AGENT: &str = concat!("weir/", env!("CARGO_PKG_VERSION"));
 /// A client for `config` whose requests go through the fair rate limit and the pushback gate,
 /// and carry [`USER_AGENT`] unless `config` sets a `User-Agent` of its own. Its own requests
 /// are the host's flow; [`for_plugin`] gives each plugin a client of its own flow.
-pub fn build(mut config: Config, limits: ClientLimits) -> Result<Client, kube::Error> {
+pub fn build(config: Config, limits: ClientLimits) -> Result<Client, kube::Error> {
+    Ok(ClientBuilder::try_from(named(config))?
+        .with_layer(&PushbackLayer::new(limits))
+        .build())
+}
+
+/// `config` with [`USER_AGENT`] unless it names a `User-Agent` of its own.
+fn named(mut config: Config) -> Config {
     if !config
         .headers
         .iter()
@@ -103,9 +114,7 @@ pub fn build(mut config: Config, limits: ClientLimits) -> Result<Client, kube::E
             http::HeaderValue::from_static(USER_AGENT),
         ));
     }
-    Ok(ClientBuilder::try_from(config)?
-        .with_layer(&PushbackLayer::new(limits))
-        .build())
+    config
 }
 
 /// A client sending through `client` (its connection, limit and pushback) whose requests are

@@ -3,7 +3,8 @@
 //! One cluster per regular file, named by the file's stem (`member-a.yaml` is `member-a`).
 //! Hidden files (a name starting with `.`) are skipped: an installer writes a hidden temporary
 //! and renames it, and a mounted Secret or ConfigMap keeps its `..data` links there. A file
-//! whose content changed is engaged again with its new content; a file that went releases
+//! whose content changed is handed over again with its new content (the source rotates the
+//! cluster's credentials, or engages it anew at another server); a file that went releases
 //! its cluster. A file that is refused ([`super::kubeconfig::read_checked`]) is reported by
 //! path and changes nothing else: a new one is not engaged, an engaged cluster whose file
 //! turns bad keeps its last good configuration (and is released when the file goes).

@@ -19,6 +19,8 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use kube::Client;
 
+use crate::client::Rotating;
+
 use crate::metrics::Metrics;
 use crate::plugin::{LabelSelector, ResourceKind};
 use crate::runtime::cache::{CachedObject, Store};
@@ -52,7 +54,8 @@ pub struct ClusterRow {
 /// One engaged cluster: its client and its runtime instance.
 struct Member {
     server: String,
-    client: Client,
+    /// Its client, whose credentials rotate in place ([`Engaged::rotate`]).
+    client: Rotating,
     informers: Arc<Informers>,
     /// The watched kinds; dropping one stops its watch and frees its store.
     subscriptions: HashMap<ResourceKind, Subscription>,
@@ -177,6 +180,8 @@ pub struct Engaged {
     members: Arc<RwLock<BTreeMap<String, Member>>>,
     /// Kubeconfig files refused so far.
     refused: Arc<AtomicUsize>,
+    /// Credentials rotated in place so far.
+    rotated: Arc<AtomicUsize>,
     /// The controllers listening to their child kinds in every member, by id.
     listeners: Arc<RwLock<BTreeMap<u64, Arc<Listener>>>>,
     next_listener: Arc<AtomicU64>,
@@ -302,7 +307,7 @@ impl Engaged {
     pub fn writer(&self, cluster: &str) -> Option<(Client, Arc<Echoes>)> {
         let members = self.read();
         let member = members.get(cluster)?;
-        Some((member.client.clone(), member.echoes.clone()))
+        Some((member.client.client().clone(), member.echoes.clone()))
     }
 
     /// Kubeconfig files refused so far.
@@ -313,6 +318,16 @@ impl Engaged {
     /// Counts a refused kubeconfig file.
     pub(super) fn refuse(&self) {
         self.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Credentials rotated in place so far ([`Engaged::rotate`]).
+    pub fn rotations(&self) -> usize {
+        self.rotated.load(Ordering::Relaxed)
+    }
+
+    /// The API server URL the engaged `cluster` was engaged with.
+    pub fn server(&self, cluster: &str) -> Option<String> {
+        Some(self.read().get(cluster)?.server.clone())
     }
 
     /// Whether `cluster` is engaged now.
@@ -353,13 +368,13 @@ impl Engaged {
         })
     }
 
-    /// Engages `name` through `client` (replacing an engagement of the same name: its watches
-    /// stop first), watching `kinds` in `namespace` (all namespaces: `None`). Must be called
-    /// inside the Tokio runtime.
+    /// Engages `name` at `server` through `client` (replacing an engagement of the same name:
+    /// its watches stop first), watching `kinds` in `namespace` (all namespaces: `None`). Must
+    /// be called inside the Tokio runtime.
     pub fn engage(
         &self,
         name: &str,
-        (server, client): (String, Client),
+        (server, client): (String, Rotating),
         kinds: &[ResourceKind],
         namespace: Option<String>,
     ) {
@@ -367,7 +382,8 @@ impl Engaged {
         drop(released);
         // The member's stores count in a registry of their own: the host's `/metrics` shows
         // them per cluster (`super::gauges`), not merged into its own cluster's kinds.
-        let informers = Informers::new(client.clone(), namespace, Arc::new(Metrics::new()));
+        let metrics = Arc::new(Metrics::new());
+        let informers = Informers::new(client.client().clone(), namespace, metrics);
         let queue = Arc::new(Queue::new(QueueConfig::default()));
         let mut member = Member {
             server,
@@ -387,6 +403,19 @@ impl Engaged {
             member.hear(*id, listener);
         }
         members.insert(name.to_owned(), member);
+    }
+
+    /// Gives the engaged `name` new credentials (`config`, for the same server) in place: its
+    /// watches, stores and listeners stay, each later request (a watch resumed from its
+    /// resourceVersion, a write) carries them; nothing is listed again. `Ok(false)` when `name`
+    /// is not engaged; on an error the credentials in use stay.
+    pub fn rotate(&self, name: &str, config: kube::Config) -> Result<bool, kube::Error> {
+        let Some(client) = self.read().get(name).map(|m| m.client.clone()) else {
+            return Ok(false);
+        };
+        client.rotate(config)?;
+        self.rotated.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
     }
 
     /// Releases `name`: its watches stop and its stores are freed. Whether it was engaged.

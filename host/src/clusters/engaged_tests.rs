@@ -4,10 +4,11 @@ use super::*;
 use crate::plugin::test_info::namespaced;
 
 /// A client whose watches fail and retry for ever: its stores never hold a first list.
-fn unreachable() -> (String, Client) {
+fn unreachable() -> (String, Rotating) {
     let url = "http://127.0.0.1:9";
     let config = kube::Config::new(url.parse().unwrap_or_else(|e| panic!("{e}")));
-    let client = Client::try_from(config).unwrap_or_else(|e| panic!("{e}"));
+    let limits = crate::client::ClientLimits::default();
+    let client = Rotating::build(config, limits).unwrap_or_else(|e| panic!("{e}"));
     (url.to_owned(), client)
 }
 

@@ -66,6 +66,13 @@ impl Collector for ClusterGauges {
             None,
             refused.metric_type(),
         )?)?;
+        let rotated = gauge(self.engaged.rotations());
+        rotated.encode(encoder.encode_descriptor(
+            "cluster_credentials_rotated",
+            "Member kubeconfig changes for the same server applied in place since the start (the cluster's watches kept, nothing listed again)",
+            None,
+            rotated.metric_type(),
+        )?)?;
         per_cluster(
             &mut encoder,
             (

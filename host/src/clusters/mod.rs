@@ -18,7 +18,9 @@
 //! What a member's kubeconfig may say: [`kubeconfig`] (inline credentials only; no `exec`, no
 //! `auth-provider`, no file paths).
 //!
-//! Not built yet: a changed kubeconfig re-engages its cluster (its caches are listed again).
+//! A changed kubeconfig for the same server rotates the cluster's credentials in place
+//! ([`crate::client::Rotating`]): its watches resume from their resourceVersion under the new
+//! credentials, and nothing is listed again.
 
 pub mod dir;
 pub mod engaged;

@@ -4,7 +4,10 @@
 //! watch misses (a mounted Secret's `..data` swap, a network filesystem). Each scan's changes
 //! ([`super::dir::DirState::scan`]) are applied in order: released clusters first, then the
 //! engaged ones, each through its own client with its own limits; then every engaged cluster
-//! watches exactly the kinds the served plugins may place there.
+//! watches exactly the kinds the served plugins may place there. A changed file that names the
+//! same server rotates the cluster's credentials in place ([`Engaged::rotate`]): the client,
+//! its watches and its caches stay, so nothing is listed again. One that names another server
+//! engages the cluster anew: a resourceVersion means nothing to another server.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -16,7 +19,7 @@ use super::dir::DirState;
 use super::engaged::Engaged;
 use super::kubeconfig::client_config;
 use crate::chain::Chain;
-use crate::client::ClientLimits;
+use crate::client::{ClientLimits, Rotating};
 use crate::plugin::ResourceKind;
 
 /// How the directory of member kubeconfigs is followed.
@@ -156,7 +159,11 @@ async fn apply(
             }
         };
         let server = config.cluster_url.to_string();
-        match crate::client::build(config, limits) {
+        if engaged.server(&name).as_deref() == Some(server.as_str()) {
+            rotate(engaged, &name, config);
+            continue;
+        }
+        match Rotating::build(config, limits) {
             Ok(client) => {
                 engaged.engage(&name, (server.clone(), client), kinds, namespace.clone());
                 tracing::info!(cluster = %name, %server, kinds = kinds.len(), "member cluster engaged");
@@ -166,6 +173,26 @@ async fn apply(
                 state.not_engaged(&name);
                 tracing::error!(cluster = %name, file = %path.display(), error = %Chain(&e), "member cluster not engaged: no client");
             }
+        }
+    }
+}
+
+/// The engaged `name`'s kubeconfig changed but names the same server: its credentials are
+/// rotated in place (its watches resume from their resourceVersion; nothing is listed again).
+/// New credentials that do not make a client are refused, and the ones in use stay.
+fn rotate(engaged: &Engaged, name: &str, config: kube::Config) {
+    match engaged.rotate(name, config) {
+        Ok(_) => tracing::info!(
+            cluster = %name,
+            "member cluster credentials rotated in place: its watches resume where they were"
+        ),
+        Err(e) => {
+            engaged.refuse();
+            tracing::error!(
+                cluster = %name,
+                error = %Chain(&e),
+                "member cluster credentials refused: the ones in use stay"
+            );
         }
     }
 }
