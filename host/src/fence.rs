@@ -2,8 +2,9 @@
 //!
 //! Every part of the host that writes asks the same [`Fence`] whether it leads
 //! ([`Fence::allows`], [`Fence::opened`], [`Fence::shut`]) and writes through a client the
-//! fence built ([`Fence::client`]): the controllers, the rollout's phase store and its Events,
-//! the `Plugin` status writer, the shard coordinator. Only the Leases are written without one.
+//! fence built ([`Fence::client`]): the controllers (`ControllerConfig::fence`, in the host's
+//! cluster and in each member), the rollout's phase store and its Events, the `Plugin` status
+//! writer, the shard coordinator. Only the Leases are written without one.
 //!
 //! Stopping the workers when the lease is lost is not enough on its own: a reconcile in flight,
 //! a request waiting in the client's rate limit or behind a `Retry-After`, or a guard task that

@@ -172,6 +172,11 @@ impl Leases {
             (None, Some(lc)) => (self.gate.clone(), lc.abandon_after()),
             (None, None) => (self.gate.clone(), Duration::ZERO),
         };
+        // The gate that starts and stops the workers is the one every write passes.
+        let controller = ControllerConfig {
+            fence: writer.0.clone(),
+            ..controller
+        };
         Controllers::new(
             client.clone(),
             informers.clone(),

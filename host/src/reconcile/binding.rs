@@ -282,6 +282,7 @@ impl Parts {
             parents: cache.parents.clone(),
             echoes: self.echoes.clone(),
             metrics: self.metrics.clone(),
+            fence: self.config.fence.clone(),
         };
         Binding {
             members: (self.config.clusters.has_source())

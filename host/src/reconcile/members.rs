@@ -36,6 +36,7 @@ use super::error::ReconcileError;
 use super::finalizer::Finalizers;
 use crate::answer::{DesiredChild, PARENT_UID_LABEL, ParentMark, Refusal};
 use crate::clusters::{Engaged, Listening, MemberObject};
+use crate::fence::Fence;
 use crate::metrics::Metrics;
 use crate::plugin::{LOCAL_CLUSTER, PluginInfo, ResourceKind};
 use crate::runtime::cache::{CachedObject, Store};
@@ -58,6 +59,8 @@ pub struct Members {
     /// The child kinds it declared.
     kinds: Vec<ResourceKind>,
     metrics: Arc<Metrics>,
+    /// The controller's write-time leadership gate, on each member's writes as on its own.
+    fence: Fence,
     /// [`MEMBERS_FINALIZER`] on the parents.
     finalizers: Finalizers,
     /// Held for its sake: a marked child's change in any member enqueues its parent.
@@ -72,6 +75,7 @@ pub(super) struct Home {
     pub parents: Arc<Store>,
     pub echoes: Arc<Echoes>,
     pub metrics: Arc<Metrics>,
+    pub fence: Fence,
 }
 
 impl Members {
@@ -93,6 +97,7 @@ impl Members {
             label: info.label(),
             kinds: info.children.clone(),
             metrics: home.metrics,
+            fence: home.fence,
             finalizers,
             _listening: listening,
         }
@@ -108,7 +113,7 @@ impl Members {
     /// The applier of `cluster`, if it is engaged.
     fn applier(&self, cluster: &str) -> Option<Applier> {
         let (client, echoes) = self.engaged.writer(cluster)?;
-        let client = crate::client::for_plugin(&client, &self.plugin);
+        let client = crate::client::for_plugin(&self.fence.client(&client), &self.plugin);
         Some(Applier::new(client, &self.plugin, self.metrics.clone(), echoes).marking())
     }
 

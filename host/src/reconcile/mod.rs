@@ -55,6 +55,7 @@ use self::gate::{Admission, Gate, Pass};
 use self::invoke::{CallSlots, Reconciler};
 use self::settle::{Applied, Outcome, Ran};
 use crate::answer::{self, Inputs, Judged, PluginError, ValidationPolicy, Verdict};
+use crate::fence::Fence;
 use crate::metrics::Metrics;
 use crate::plugin::{PluginInfo, ReconcileResponse, Requeue};
 use crate::runtime::cache::CachedObject;
@@ -93,6 +94,11 @@ pub struct ControllerConfig {
     /// default): the judge accepts a child's cluster among them, and a parent's children there
     /// reach a 0.4.0 plugin with their cluster.
     pub clusters: crate::clusters::Engaged,
+    /// The write-time leadership gate ([`crate::fence`]): every write the controller sends, in
+    /// the host's cluster and in members, goes through it, so none leaves once this replica's
+    /// lease (the leader's, or its shard's) could have run out. Always open by default (the
+    /// only replica).
+    pub fence: Fence,
 }
 
 impl Default for ControllerConfig {
@@ -109,6 +115,7 @@ impl Default for ControllerConfig {
             failures: None,
             gate: Arc::new(gate::Whole),
             clusters: crate::clusters::Engaged::default(),
+            fence: Fence::always(),
         }
     }
 }
@@ -137,7 +144,8 @@ struct Parts {
 impl Controller {
     /// A controller for `plugin`, subscribed to its kinds in the host's informer registry (so
     /// their events start arriving); nothing is reconciled until [`Controller::run_workers`].
-    /// `slots` are the host's plugin-call slots.
+    /// `slots` are the host's plugin-call slots. Its writes go through `client` fenced by
+    /// [`ControllerConfig::fence`].
     pub fn new(
         client: Client,
         informers: Arc<Informers>,
@@ -152,7 +160,7 @@ impl Controller {
             informers,
             slots,
             metrics,
-            client,
+            client: config.fence.client(&client),
             config,
         };
         let serving = Arc::new(parts.bind(plugin));

@@ -1,10 +1,11 @@
 //! Workers dropped in flight, as a lost lease drops them: the key they held is reconciled again
-//! once the workers run again, not left "processing" for good. And the host's bound on
-//! reconciles in flight, shared by its controllers.
+//! once the workers run again, not left "processing" for good. A controller's writes pass its
+//! fence, whatever runs its workers. And the host's bound on reconciles in flight, shared by
+//! its controllers.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::json;
@@ -15,6 +16,7 @@ use super::deleting_tests::{
 };
 use super::invoke::{CallSlots, PluginError, Reconciler};
 use super::{Controller, ControllerConfig};
+use crate::fence::Fence;
 use crate::plugin::test_info::{namespaced, owning_config_maps};
 use crate::plugin::{
     FinalizeRequest, FinalizeResponse, PluginInfo, ReconcileRequest, ReconcileResponse, Requeue,
@@ -95,6 +97,55 @@ async fn a_key_whose_workers_were_dropped_mid_reconcile_is_reconciled_when_they_
     })
     .await;
     assert!(plugin.calls.load(Ordering::SeqCst) >= 2, "reconciled again");
+}
+
+/// The fence is the last word on every write: workers running while it is shut (a guard task
+/// that ran late, a reconcile that outlived the lease) send none; it opens, they converge.
+#[tokio::test]
+async fn a_controller_sends_no_write_while_its_fence_is_shut() {
+    let (emulator, client, metrics, informers) = emulator_and_informers().await;
+    let fence = Fence::closed();
+    let plugin = Arc::new(FirstCallWaits {
+        info: owning_config_maps("fenced", namespaced("", "Service", "services")),
+        calls: AtomicUsize::new(0),
+        released: (Mutex::new(true), Condvar::new()),
+    });
+    let controller = Arc::new(Controller::new(
+        client.clone(),
+        informers,
+        plugin.clone(),
+        CallSlots::new(4),
+        metrics,
+        ControllerConfig {
+            fence: fence.clone(),
+            ..ControllerConfig::default()
+        },
+    ));
+    tokio::spawn(controller.clone().run_workers());
+    create_service(&client, "a").await;
+    until(
+        "the reconcile tried again after its write was withheld",
+        || async { (plugin.calls.load(Ordering::SeqCst) >= 2).then_some(()) },
+    )
+    .await;
+    let writes: Vec<String> = emulator
+        .requests()
+        .iter()
+        .filter(|r| r.is_write())
+        .map(|r| format!("{} {}", r.method, r.path))
+        .collect();
+    assert_eq!(
+        writes,
+        ["POST /api/v1/namespaces/default/services"],
+        "only the test's own create reached the API server"
+    );
+
+    fence.open_until(SystemTime::now() + Duration::from_secs(3600));
+    let config_maps = config_maps(&client, "default");
+    until("the Service's ConfigMap once the fence opens", || async {
+        config_maps.get_opt("a-page").await.ok().flatten()
+    })
+    .await;
 }
 
 /// Takes a while over each parent and wants nothing; counts the calls in progress at once, across
