@@ -74,7 +74,7 @@ struct Seen {
 /// Weir's last write to an object whose echo has not come yet.
 struct Last {
     /// The resourceVersion the writer read before writing (`None`: the object was created).
-    against: Option<String>,
+    against: Option<Box<str>>,
     written: Kept,
     at: Instant,
     /// When the first event after the write came (its echo, or a later change): from then on
@@ -86,7 +86,9 @@ struct Last {
 enum Kept {
     /// The object as written, without its managedFields (nothing compares them), packed:
     /// it is parsed again only in the rare reconcile that reads a cache behind its write.
-    Object(CachedObject),
+    /// Boxed: most writes are a child's, which keep only a digest, and a [`Last`] is kept per
+    /// object written.
+    Object(Box<CachedObject>),
     /// The SHA-256 of the manifest applied: all a child's writer compares.
     Manifest([u8; 32]),
 }
@@ -213,7 +215,7 @@ impl Echoes {
         let mut written = obj.clone();
         written.metadata.managed_fields = None;
         let kept = match CachedObject::from_object(&written) {
-            Ok(written) => Some(Kept::Object(written)),
+            Ok(written) => Some(Kept::Object(Box::new(written))),
             Err(error) => {
                 // Not kept: a reconcile behind the cache writes the same thing once more.
                 let key = key_of(obj);
@@ -248,7 +250,7 @@ impl Echoes {
         let mut st = self.lock();
         st.objects.entry(id(kind, &key)).or_default().last = kept.map(|written| {
             Box::new(Last {
-                against: against.map(str::to_owned),
+                against: against.map(Box::from),
                 written,
                 at: now,
                 echoed: None,

@@ -344,3 +344,15 @@ fn objects_of_another_kind_namespace_or_name_have_slots_of_their_own() {
     }
     assert_eq!(echoes.remembered(), objects.len());
 }
+
+/// A record is kept per object written, most of them a child's digest: the packed object a
+/// status write keeps lives behind a box, so a digest's record is not the size of an object's.
+#[test]
+fn a_kept_digest_takes_a_record_of_a_few_words_not_an_objects_room() {
+    let record = std::mem::size_of::<Last>();
+    assert!(
+        record <= 96,
+        "a last write's record takes {record} bytes; a packed object takes {}",
+        std::mem::size_of::<CachedObject>()
+    );
+}
