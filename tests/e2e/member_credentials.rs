@@ -6,37 +6,15 @@
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
-use weir_e2e::fleet::Members;
+use weir_e2e::fleet::{Members, account_token};
 use weir_e2e::host::RunSource;
 use weir_e2e::weir_run::{ops_get, sample};
 use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin};
-use weir_emulator::{Emulator, RequestRecord};
+use weir_emulator::RequestRecord;
 
 const MEMBER: &str = "member-a";
-
-/// Makes ServiceAccount `namespace/name` in `member`, bound to a role that may do anything,
-/// and returns a token for it.
-async fn account(member: &Emulator, namespace: &str, name: &str) -> anyhow::Result<String> {
-    let pp = PostParams::default();
-    let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": name}}))?;
-    Api::<ServiceAccount>::namespaced(member.client(), namespace)
-        .create(&pp, &account)
-        .await?;
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": {"name": format!("{namespace}-{name}")},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "everything"},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-    }))?;
-    Api::<ClusterRoleBinding>::all(member.client())
-        .create(&pp, &binding)
-        .await?;
-    member
-        .service_account_token(namespace, name)
-        .ok_or_else(|| anyhow::anyhow!("no token for {namespace}/{name} in {MEMBER}"))
-}
 
 /// The host's requests among `records` (its `User-Agent`).
 fn host_requests(records: Vec<RequestRecord>) -> Vec<RequestRecord> {
@@ -54,16 +32,9 @@ async fn rotated_member_credentials_are_used_in_place_and_nothing_is_listed_agai
     let env = TestEnv::start().await?;
     let members = Members::start_secure(&[MEMBER], &env.namespace).await?;
     let member = members.member(MEMBER)?;
-    let everything: ClusterRole = serde_json::from_value(json!({
-        "metadata": {"name": "everything"},
-        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
-    }))?;
-    Api::<ClusterRole>::all(member.client())
-        .create(&PostParams::default(), &everything)
-        .await?;
     let ns = env.namespace.clone();
-    let old = account(member, &ns, "weir-old").await?;
-    let new = account(member, &ns, "weir-new").await?;
+    let old = account_token(member, &ns, "weir-old").await?;
+    let new = account_token(member, &ns, "weir-new").await?;
     members.write_token(MEMBER, &old)?;
 
     let spread = plugin("spread")?;

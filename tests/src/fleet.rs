@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::Client;
 use kube::api::{Api, PostParams};
 use serde_json::json;
@@ -67,15 +68,9 @@ impl Members {
         Fleet::kubeconfig_path(self.dir.path(), name)
     }
 
-    /// Rewrites member `name`'s kubeconfig with `token` as its credentials, as an installer
-    /// does: a hidden file renamed over the old one, so a reader never sees half of it.
+    /// Rewrites member `name`'s kubeconfig with `token` as its credentials ([`write_token`]).
     pub fn write_token(&self, name: &str, token: &str) -> Result<()> {
-        let mut kubeconfig = serde_json::to_value(self.member(name)?.kubeconfig())?;
-        kubeconfig["users"][0]["user"]["token"] = json!(token);
-        let hidden = self.dir.path().join(format!(".{name}.yaml.tmp"));
-        std::fs::write(&hidden, serde_json::to_vec(&kubeconfig)?)?;
-        std::fs::rename(&hidden, self.kubeconfig(name))
-            .with_context(|| format!("renaming {} into place", hidden.display()))
+        write_token(self.member(name)?, &self.kubeconfig(name), token)
     }
 
     /// Member `name`.
@@ -94,4 +89,55 @@ impl Members {
     pub async fn shutdown(self) {
         self.fleet.shutdown().await;
     }
+}
+
+/// Writes `member`'s kubeconfig to `path` with `token` as its credentials, as an installer
+/// does: a hidden file beside it renamed over the old one, so a reader never sees half of it.
+pub fn write_token(member: &Emulator, path: &Path, token: &str) -> Result<()> {
+    let mut kubeconfig = serde_json::to_value(member.kubeconfig())?;
+    kubeconfig["users"][0]["user"]["token"] = json!(token);
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("kubeconfig");
+    let hidden = path.with_file_name(format!(".{name}.tmp"));
+    std::fs::write(&hidden, serde_json::to_vec(&kubeconfig)?)?;
+    std::fs::rename(&hidden, path)
+        .with_context(|| format!("renaming {} into place", hidden.display()))
+}
+
+/// Makes ServiceAccount `namespace/name` in the secure `member`, bound to a ClusterRole
+/// (`everything`, made if missing) that may do anything, and returns a token for it: a
+/// credential that dies with the account.
+pub async fn account_token(member: &Emulator, namespace: &str, name: &str) -> Result<String> {
+    let pp = PostParams::default();
+    let everything: ClusterRole = serde_json::from_value(json!({
+        "metadata": {"name": "everything"},
+        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}],
+    }))?;
+    match Api::<ClusterRole>::all(member.client())
+        .create(&pp, &everything)
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(s)) if s.code == 409 => {}
+        Err(e) => return Err(e).context("creating ClusterRole everything"),
+    }
+    let account: ServiceAccount = serde_json::from_value(json!({"metadata": {"name": name}}))?;
+    Api::<ServiceAccount>::namespaced(member.client(), namespace)
+        .create(&pp, &account)
+        .await
+        .with_context(|| format!("creating ServiceAccount {namespace}/{name}"))?;
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": format!("{namespace}-{name}")},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "everything"},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }))?;
+    Api::<ClusterRoleBinding>::all(member.client())
+        .create(&pp, &binding)
+        .await
+        .with_context(|| format!("binding {namespace}/{name}"))?;
+    member
+        .service_account_token(namespace, name)
+        .with_context(|| format!("no token for {namespace}/{name}"))
 }

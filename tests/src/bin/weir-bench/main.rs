@@ -12,6 +12,7 @@
 //! target/release/weir-bench failover   # one of three sharded replicas killed, five times (`failover`)
 //! target/release/weir-bench rate   # p99 from an edit to its child, one and three replicas (`rate`)
 //! target/release/weir-bench edits   # requests and writes per parent edit at 50 a second (`edits`)
+//! target/release/weir-bench members --clusters 100   # memory per engaged member cluster, a rotation (`members`)
 //! ```
 //!
 //! The emulator runs in this process; its request log counts the children's requests (this
@@ -35,6 +36,7 @@ mod edits;
 mod failover;
 mod fleet;
 mod hostile;
+mod members;
 mod memory;
 mod rate;
 mod related;
@@ -120,6 +122,10 @@ enum Mode {
     /// reads, writes by verb and 409s per edit, from the emulator's request log, for `weir run`
     /// and the native twin.
     Edits(edits::EditsArgs),
+    /// One `weir run --clusters` engaging N secure member clusters with a few children each:
+    /// the host's memory per engaged idle cluster, the time to engage them all, and a rotation
+    /// of every member's credentials (the lists it caused).
+    Members(members::MembersArgs),
     /// Minutes of churn, host kills, plugin swaps and API faults on one `weir run` serving
     /// 1,000 Blogs: its RSS per lifetime, the slope, and the convergence check at the end.
     Soak(soak::SoakArgs),
@@ -491,6 +497,7 @@ async fn main() -> Result<()> {
         Some(Mode::Failover(args)) => failover::run(args).await,
         Some(Mode::Rate(args)) => rate::run(args).await,
         Some(Mode::Edits(args)) => edits::run(args).await,
+        Some(Mode::Members(args)) => members::run(args).await,
         Some(Mode::Serve {
             system: Served::Native,
             kubeconfig,
