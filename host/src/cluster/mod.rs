@@ -8,6 +8,7 @@
 //! - [`signatures`]: cosign signatures beside an artifact, read and written.
 //! - [`verify`]: `weir verify REF`.
 //! - [`status`]: what a Plugin's status says, written only when it changed.
+//! - [`candidate_status`]: what it says of its candidate.
 //! - [`tenant_plugin`]: the namespaced `TenantPlugin` resource, a team's own plugin
 //!   (`deploy/crd/tenantplugin.yaml` is generated from it).
 //!
@@ -15,6 +16,7 @@
 //! --plugins-from-cluster`), the third plugin source beside the fixed list and the directory.
 
 pub mod blobs;
+pub mod candidate_status;
 pub mod fetch;
 pub mod oci;
 pub mod push;

@@ -13,12 +13,19 @@
 //! - `Verified`, with a verification policy: `True` naming the keys that signed what serves,
 //!   `False` (`Unsigned`, `SignatureUntrusted`, `SignatureUnavailable`) when it serves under
 //!   the `audit` level without verifying. Under `enforce` nothing unverified serves: `Loaded`
-//!   is `False` with that reason and why.
+//!   is `False` with that reason and why;
+//! - `CandidateLoaded` and `CandidateVerified`, while `spec.candidate` names one: the same two
+//!   questions of the candidate. `CandidateLoaded` is `True` once it was fetched, verified and
+//!   compiled and handed to the rollout, `False` with the reason it was refused before any load
+//!   (a candidate refused is never shadowed, canaried or promoted; a rollout already under way
+//!   goes on with the candidate proposed before); `CandidateVerified` is `False` when it rolls
+//!   out under `audit` without verifying.
 
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
+use super::candidate_status::{CandidateAttempt, candidate_conditions};
 use super::fetch::TagCheck;
 use super::resource::{Condition, PluginResource, PluginStatus, short_digest};
 
@@ -68,13 +75,15 @@ pub enum Signature {
     },
 }
 
-/// What the host checked of the version serving beyond its digest.
+/// What the host checked of the version serving beyond its digest, and of its candidate.
 #[derive(Clone, Copy, Debug)]
 pub struct Checks<'a> {
     /// What its fetch learned of its tag.
     pub tag: &'a TagCheck,
     /// Its signatures (`None` without a verification policy).
     pub signature: Option<&'a Signature>,
+    /// What became of `spec.candidate` (`None` while it names none).
+    pub candidate: Option<&'a CandidateAttempt>,
 }
 
 /// The status a Plugin should have. Transition times are carried over from `previous` where a
@@ -177,6 +186,11 @@ pub fn desired(
     let mut conditions = vec![condition("Loaded", loaded), condition("Ready", ready)];
     conditions.extend(tag_checked.map(|c| condition("TagChecked", c)));
     conditions.extend(verified.map(|c| condition("Verified", c)));
+    if let Some(candidate) = checks.candidate {
+        let (loaded, verified) = candidate_conditions(candidate);
+        conditions.push(condition("CandidateLoaded", loaded));
+        conditions.extend(verified.map(|c| condition("CandidateVerified", c)));
+    }
     PluginStatus {
         observed_generation: generation,
         digest: serving.map(|s| s.digest.clone()),
@@ -252,6 +266,7 @@ mod tests {
         Checks {
             tag,
             signature: None,
+            candidate: None,
         }
     }
 

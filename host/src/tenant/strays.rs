@@ -74,6 +74,7 @@ pub async fn refuse_strays(
             Checks {
                 tag: &TagCheck::NotAsked,
                 signature: None,
+                candidate: None,
             },
             plugin.status.as_ref(),
         );

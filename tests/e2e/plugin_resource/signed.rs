@@ -20,14 +20,14 @@ use super::through_the_host::{apply, condition, install_plugin_crd, loaded_diges
 use super::{weir_push, weir_push_with};
 
 /// Writes `key`'s private half to `dir/NAME.key` and returns the path.
-fn key_file(dir: &Path, name: &str, key: &PrivateKey) -> Result<String> {
+pub(super) fn key_file(dir: &Path, name: &str, key: &PrivateKey) -> Result<String> {
     let path = dir.join(format!("{name}.key"));
     std::fs::write(&path, key.to_pem())?;
     Ok(path.to_string_lossy().into_owned())
 }
 
 /// A policy trusting `key` as `platform`, at `level` for the cluster source.
-fn policy_file(dir: &Path, level: &str, key: &PrivateKey) -> Result<String> {
+pub(super) fn policy_file(dir: &Path, level: &str, key: &PrivateKey) -> Result<String> {
     let pem: String = key
         .public_pem()
         .lines()
@@ -52,7 +52,7 @@ async fn host(env: &TestEnv, store: &Path, policy: &str) -> Result<Manager> {
         .await
 }
 
-fn verified(s: &PluginStatus) -> (String, String, String) {
+pub(super) fn verified(s: &PluginStatus) -> (String, String, String) {
     s.conditions
         .iter()
         .find(|c| c.type_ == "Verified")

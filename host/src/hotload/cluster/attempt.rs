@@ -287,6 +287,7 @@ impl<L: Loader + Sync> Run<L> {
             Checks {
                 tag: &entry.tag,
                 signature: entry.signature.as_ref(),
+                candidate: entry.candidate_status.as_ref(),
             },
             entry.object.status.as_ref(),
         );

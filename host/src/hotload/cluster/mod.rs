@@ -42,10 +42,13 @@
 //! nothing read from another namespace (a pull Secret or ConfigMap there is refused,
 //! `OutsideNamespace`); what it admits is the tenant's admission (`crate::policy::admit_tenant`).
 //!
-//! A Plugin's `spec.candidate` is fetched and loaded the same way and sent on a second channel,
-//! named `Plugin/NAME/candidate`: the manager rolls it out beside what `Plugin/NAME` serves
-//! (`crate::rollout`). Removing it sends [`PluginEvent::Removed`] (withdrawn); one that cannot
-//! be fetched or loaded is [`PluginEvent::Refused`] (listed in `/plugins`), until its spec changes.
+//! A Plugin's `spec.candidate` is fetched, verified and loaded the same way and sent on a second
+//! channel, named `Plugin/NAME/candidate`: the manager rolls it out beside what `Plugin/NAME`
+//! serves (`crate::rollout`). Removing it sends [`PluginEvent::Removed`] (withdrawn); one that
+//! cannot be fetched, verified or loaded is [`PluginEvent::Refused`] before any load (listed in
+//! `/plugins`, its reason in the status's `CandidateLoaded` condition and the log), so it is never
+//! shadowed, canaried or promoted; it is tried again when its spec changes, or on the backoff
+//! when the refusal may pass (a registry unreachable, a signature not pushed yet).
 
 mod attempt;
 mod candidate;
@@ -69,6 +72,7 @@ use super::arbiter::{Arbiter, KindKey};
 use super::dir::{Loaded, PluginEvent};
 use super::{Catalog, Error, Events, HotloadMetrics, Loader, Result};
 use crate::chain::Chain;
+use crate::cluster::candidate_status::CandidateAttempt;
 use crate::cluster::fetch::TagCheck;
 use crate::cluster::status::{Attempt, Signature};
 use crate::cluster::{Blobs, CandidateSource, PluginResource, PluginSpec};
@@ -231,6 +235,9 @@ struct Entry<P> {
     candidate_attempted: Option<CandidateSource>,
     /// The candidate proposed, and the digest it came from.
     candidate: Option<(P, String)>,
+    /// What became of the `spec.candidate` last attempted, as the status says it (`None`
+    /// while the spec names none).
+    candidate_status: Option<CandidateAttempt>,
 }
 
 struct Run<L: Loader> {
@@ -349,6 +356,7 @@ impl<L: Loader + Sync> Run<L> {
                         retrying: false,
                         candidate_attempted: None,
                         candidate: None,
+                        candidate_status: None,
                     },
                 );
                 Cause::Outside

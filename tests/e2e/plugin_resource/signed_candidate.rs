@@ -1,0 +1,306 @@
+//! A Plugin's `spec.candidate` held to the verification policy before any load: under
+//! `enforce`, a candidate unsigned or signed by a key the policy does not name is refused, its
+//! reason on the Plugin's `CandidateLoaded` condition, and never shadowed, canaried or promoted
+//! while the signed v1 keeps serving every Blog; under `audit` the same candidate is shadowed and
+//! its status says why it would have been refused; the same bytes signed by the policy's key are
+//! accepted under `enforce` and promoted.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::Result;
+use kube::Api;
+use serde_json::{Value, json};
+use weir::cluster::{PluginResource, PluginStatus};
+use weir::manager::Manager;
+use weir::rollout::{Phase, PhaseStore, RolloutConfig};
+use weir::trust::PrivateKey;
+use weir_e2e::host::RunSource;
+use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, own_engine, plugin, wait_ready};
+use weir_test_support::registry::LocalRegistry;
+
+use super::signed::{key_file, policy_file, verified};
+use super::through_the_host::{apply, condition, install_plugin_crd, loaded_digest, status_until};
+use super::{weir_push, weir_push_with};
+use crate::rollout_canary::follow_versions;
+use crate::rollout_shadow::labelled;
+
+const BLOG: &str = "Blog.weir.dev";
+const BLOGS: usize = 4;
+
+/// The cluster-source host held to `policy`, rolling candidates out as `rollout` says.
+async fn host(
+    env: &TestEnv,
+    store: &Path,
+    policy: &str,
+    rollout: RolloutConfig,
+) -> Result<Manager> {
+    env.run_args(RunSource::Cluster(store.into()))
+        .flags(["--verification-policy", policy])
+        .in_process(env)
+        .config(|c| c.rollout = rollout)
+        .engine(own_engine()?)
+        .start()
+        .await
+}
+
+/// Shadow until every Blog was compared, then promoted at once.
+fn promoted_after_one_round() -> RolloutConfig {
+    RolloutConfig {
+        shadow_reconciles: BLOGS as u64,
+        steps: vec![],
+        min_phase_time: Duration::ZERO,
+        ..RolloutConfig::default()
+    }
+}
+
+/// Shadow for good.
+fn shadow_only() -> RolloutConfig {
+    RolloutConfig {
+        shadow_reconciles: u64::MAX,
+        min_phase_time: Duration::ZERO,
+        ..RolloutConfig::default()
+    }
+}
+
+/// `(status, reason, message)` of the Plugin's condition `type_`.
+fn said(s: &PluginStatus, type_: &str) -> (String, String, String) {
+    s.conditions
+        .iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status.clone(), c.reason.clone(), c.message.clone()))
+        .unwrap_or_default()
+}
+
+/// The Plugin `blog` served by the signed v1, with `candidate`.
+async fn with_candidate(
+    plugins: &Api<PluginResource>,
+    v1_ref: &str,
+    v1: &str,
+    candidate: Value,
+) -> Result<()> {
+    let spec = json!({"source": {"oci": v1_ref}, "digest": v1, "candidate": candidate});
+    apply(plugins, "blog", spec).await
+}
+
+/// What the host shows of the rollout of Blog.
+#[derive(Debug, PartialEq)]
+struct Seen {
+    /// Its phase, in process.
+    phase: Option<Phase>,
+    /// Its phase, as `/plugins` lists it.
+    listed: Option<Phase>,
+    /// Reconciles whose two versions' answers were compared, on `/metrics`.
+    compared: u64,
+    /// Why the candidate was refused, as `/plugins` lists it.
+    refused: Option<String>,
+}
+
+async fn seen(host: &Manager) -> Result<Seen> {
+    let addr = host.addr().map(|a| a.to_string()).unwrap_or_default();
+    let row = weir::listing::fetch(&addr)
+        .await?
+        .into_iter()
+        .find(|p| p.kind == BLOG)
+        .ok_or_else(|| anyhow::anyhow!("/plugins lists no {BLOG}"))?;
+    Ok(Seen {
+        phase: host.rollouts().get(BLOG).map(|r| r.phase.clone()),
+        listed: row.rollout.map(|r| r.phase),
+        compared: host.metrics().compared_of("blog"),
+        refused: row.candidate_refused,
+    })
+}
+
+#[tokio::test]
+async fn a_candidate_that_does_not_verify_is_never_shadowed_canaried_or_promoted_and_a_signed_one_rolls_out()
+-> Result<()> {
+    let registry = LocalRegistry::start()?;
+    let dir = tempfile::tempdir()?;
+    let (platform, stranger) = (
+        PrivateKey::from_bytes(&[21; 32])?,
+        PrivateKey::from_bytes(&[22; 32])?,
+    );
+    let platform_key = key_file(dir.path(), "platform", &platform)?;
+    let v1_ref = registry.reference("weir/blog", "1.0");
+    let v1 = weir_push_with("blog.wasm", &v1_ref, &["--sign", &platform_key]);
+    // The same v2 bytes in three repositories: one digest, so only the signature beside it
+    // decides.
+    let v2 = weir_push("blog-v2.wasm", &registry.reference("weir/unsigned", "2.0"));
+    let stranger_key = key_file(dir.path(), "stranger", &stranger)?;
+    let by_stranger = registry.reference("weir/stranger", "2.0");
+    assert_eq!(
+        weir_push_with("blog-v2.wasm", &by_stranger, &["--sign", &stranger_key]),
+        v2
+    );
+    let signed = registry.reference("weir/blog", "2.0");
+    assert_eq!(
+        weir_push_with("blog-v2.wasm", &signed, &["--sign", &platform_key]),
+        v2
+    );
+
+    let env = TestEnv::start().await?;
+    env.install_crd(&plugin("blog")?).await?;
+    let plugins = install_plugin_crd(&env).await?;
+    let store = tempfile::tempdir()?;
+    let enforce = policy_file(dir.path(), "enforce", &platform)?;
+    let enforcing = host(&env, store.path(), &enforce, promoted_after_one_round()).await?;
+    apply(
+        &plugins,
+        "blog",
+        json!({"source": {"oci": v1_ref}, "digest": v1}),
+    )
+    .await?;
+    status_until(&plugins, "blog", "the signed v1 serves", |s| {
+        loaded_digest(&v1)(s) && verified(s).0 == "True"
+    })
+    .await?;
+    let blogs = env.api(&kinds::blog());
+    for i in 0..BLOGS {
+        let name = format!("blog-{i}");
+        env.create(&kinds::blog(), &name, json!({"title": name, "replicas": 1}))
+            .await?;
+    }
+    for i in 0..BLOGS {
+        wait_ready(&blogs, &format!("blog-{i}")).await?;
+    }
+    let (versions, follower) = follow_versions(&env, BLOGS).await?;
+    let phases = PhaseStore::new(env.client.clone(), &env.namespace, "e2e");
+
+    let refusals = [
+        ("unsigned", "weir/unsigned", "Unsigned", "has no signature"),
+        (
+            "signed by a stranger",
+            "weir/stranger",
+            "SignatureUntrusted",
+            "does not meet the policy",
+        ),
+    ];
+    for (round, (case, repository, reason, why)) in refusals.into_iter().enumerate() {
+        let candidate = json!({"oci": registry.reference(repository, "2.0"), "digest": v2});
+        with_candidate(&plugins, &v1_ref, &v1, candidate).await?;
+        let status = status_until(
+            &plugins,
+            "blog",
+            &format!("the {case} candidate is refused"),
+            |s| condition(s, "CandidateLoaded") == ("False".into(), reason.into()),
+        )
+        .await?;
+        let (_, _, message) = said(&status, "CandidateLoaded");
+        assert!(
+            message.contains(&v2) && message.contains(why) && message.contains("not shadowed"),
+            "{case}: {message}"
+        );
+        assert!(
+            loaded_digest(&v1)(&status) && condition(&status, "Ready").0 == "True",
+            "{case}: v1 serves: {status:?}"
+        );
+        assert_eq!(
+            said(&status, "CandidateVerified"),
+            Default::default(),
+            "{case}"
+        );
+
+        // v1 follows a spec edit, and every Blog's children are v1's.
+        let title = format!("edited {round}");
+        blogs
+            .patch(
+                "blog-0",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"spec": {"title": title}})),
+            )
+            .await?;
+        eventually(
+            &format!("{case}: v1 renders the edit"),
+            CONVERGE,
+            || async {
+                let page = env
+                    .api(&kinds::config_map())
+                    .get("blog-0-page")
+                    .await
+                    .ok()?;
+                page.data["data"]["index.html"]
+                    .as_str()
+                    .is_some_and(|html| html.contains(&title))
+                    .then_some(())
+            },
+        )
+        .await?;
+        wait_ready(&blogs, "blog-0").await?;
+
+        // Never called: no rollout, no comparison, no kept phase; `/plugins` says why.
+        let seen = seen(&enforcing).await?;
+        assert_eq!(
+            (&seen.phase, &seen.listed, seen.compared),
+            (&None, &None, 0),
+            "{case}: the candidate was called"
+        );
+        assert!(
+            seen.refused.as_deref().is_some_and(|r| r.contains(why)),
+            "{case}: /plugins lists {seen:?}"
+        );
+        assert_eq!(phases.load("blog").await?, None, "{case}: a phase was kept");
+        assert_eq!(labelled(&env, "weir.dev/hot-swapped").await, 0, "{case}");
+    }
+    enforcing.shutdown().await;
+    follower.abort();
+    let steered: Vec<_> = versions
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+        .filter(|(_, h)| h.iter().any(Option::is_some))
+        .map(|(page, h)| format!("{page}: {h:?}"))
+        .collect();
+    assert!(steered.is_empty(), "children went to v2: {steered:?}");
+
+    // Under audit, the stranger's candidate is shadowed, and the status says why it would not
+    // have been.
+    let audit = policy_file(dir.path(), "audit", &platform)?;
+    let auditing = host(&env, store.path(), &audit, shadow_only()).await?;
+    let status = status_until(&plugins, "blog", "audit rolls the candidate out", |s| {
+        condition(s, "CandidateLoaded").0 == "True"
+    })
+    .await?;
+    let (is, reason, message) = said(&status, "CandidateVerified");
+    assert_eq!(
+        (is.as_str(), reason.as_str()),
+        ("False", "SignatureUntrusted")
+    );
+    assert!(message.contains("audit"), "{message}");
+    eventually("audit shadows the candidate", CONVERGE, || async {
+        let seen = seen(&auditing).await.ok()?;
+        let shadowed = seen.phase == Some(Phase::Shadow) && seen.listed == seen.phase;
+        (shadowed && seen.compared >= BLOGS as u64).then_some(())
+    })
+    .await?;
+    assert_eq!(labelled(&env, "weir.dev/hot-swapped").await, 0);
+    auditing.shutdown().await;
+
+    // Under enforce again, the same bytes signed by the policy's key: verified, shadowed (where
+    // audit left the phase), then promoted, and every child is v2's.
+    let enforcing = host(&env, store.path(), &enforce, promoted_after_one_round()).await?;
+    with_candidate(&plugins, &v1_ref, &v1, json!({"digest": v2})).await?;
+    let status = status_until(&plugins, "blog", "the signed candidate is accepted", |s| {
+        condition(s, "CandidateLoaded").0 == "True" && said(s, "CandidateVerified").0 == "True"
+    })
+    .await?;
+    let (_, _, message) = said(&status, "CandidateVerified");
+    assert!(
+        message.contains(&v2) && message.contains("platform"),
+        "{message}"
+    );
+    eventually("every child is v2's", CONVERGE, || async {
+        (labelled(&env, "weir.dev/hot-swapped=v2").await == 3 * BLOGS).then_some(())
+    })
+    .await?;
+    let seen = seen(&enforcing).await?;
+    assert_eq!(
+        (&seen.phase, &seen.listed, &seen.refused),
+        (&Some(Phase::Promoted), &Some(Phase::Promoted), &None),
+        "{seen:?}"
+    );
+    assert!(seen.compared >= BLOGS as u64, "{seen:?}");
+    let kept = phases.load("blog").await?.map(|k| k.phase);
+    assert_eq!(kept, Some(Phase::Promoted));
+    enforcing.shutdown().await;
+    Ok(())
+}
