@@ -299,16 +299,19 @@ impl Members {
         }
         let observed = self.observed(cached);
         let left = observed.iter().filter(|(_, o)| !o.is_deleting()).count();
-        let mut failing = BTreeMap::new();
-        for (cluster, seen) in by_cluster(&observed) {
-            // Released since it was read: the parent's record holds the deletion up.
-            let Some(applier) = self.applier(cluster) else {
-                continue;
-            };
-            if let Err(e) = self.write_in(cluster, &applier, &[], &seen).await {
-                failing.insert(cluster.to_owned(), Chain(&e).to_string());
-            }
-        }
+        // Each member at once: one slow to fail does not keep the others' children.
+        let deleted = by_cluster(&observed)
+            .into_iter()
+            .map(|(cluster, seen)| async move {
+                // Released since it was read: the parent's record holds the deletion up.
+                let applier = self.applier(cluster)?;
+                let failed = self.write_in(cluster, &applier, &[], &seen).await.err()?;
+                Some((cluster.to_owned(), Chain(&failed).to_string()))
+            });
+        let failing: BTreeMap<String, String> = (futures::future::join_all(deleted).await)
+            .into_iter()
+            .flatten()
+            .collect();
         let holdups = placed::holdups(&placed::recorded(parent), failing, |c| self.seen(c));
         show_holdups(writer, parent, &holdups).await?;
         if !holdups.is_empty() {
