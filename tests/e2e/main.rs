@@ -24,6 +24,7 @@ mod leader_fence;
 mod member_children;
 mod member_clusters;
 mod member_credentials;
+mod member_unreached;
 mod metacontroller_example;
 mod metacontroller_finalize;
 mod namespace_deletion_finalizes_each_blog;

@@ -14,6 +14,7 @@ use serde_json::json;
 use weir::answer::{PARENT_CLUSTER_ANNOTATION, PARENT_NAME_ANNOTATION};
 use weir::clusters::PARENT_UID_LABEL;
 use weir::reconcile::members::MEMBERS_FINALIZER;
+use weir::reconcile::placed::MEMBER_CLUSTERS_ANNOTATION;
 use weir_e2e::fleet::Members;
 use weir_e2e::host::{RunArgs, RunSource};
 use weir_e2e::weir_run::WeirRun;
@@ -222,6 +223,14 @@ async fn a_hub_parent_owns_its_children_in_three_members_by_its_mark_until_it_is
     .await?;
     gone(&apis[2..], "web", "member-c's child is pruned").await?;
     placed(&apis[..2], "web", 1).await?;
+    // Its cache shows none left there: member-c leaves the parent's record.
+    eventually("member-c leaves the record", CONVERGE, || async {
+        let s = spreads.get("web").await.ok()?;
+        let annotations = s.metadata.annotations.unwrap_or_default();
+        let recorded = annotations.get(MEMBER_CLUSTERS_ANNOTATION)?;
+        (recorded == "member-a,member-b").then_some(())
+    })
+    .await?;
 
     // The parent deleted: every child in every member goes, then the parent.
     spreads.delete("web", &DeleteParams::default()).await?;

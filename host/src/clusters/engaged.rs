@@ -116,6 +116,14 @@ impl Member {
         }
     }
 
+    /// Whether it watches each of `kinds` and holds its first list (or does not serve it).
+    fn lists(&self, kinds: &[ResourceKind]) -> bool {
+        kinds.iter().all(|k| {
+            (self.subscriptions.get(k))
+                .is_some_and(|s| s.store().is_synced() || s.store().is_unserved())
+        })
+    }
+
     fn watch(&mut self, kind: &ResourceKind) {
         if self.subscriptions.contains_key(kind) {
             return;
@@ -249,14 +257,13 @@ impl Engaged {
     /// engaged member watches each kind and holds its first list (or does not serve it). Until
     /// then, "no child there" cannot be told from "not listed yet".
     pub fn settled(&self, kinds: &[ResourceKind]) -> bool {
-        self.is_scanned()
-            && self.read().values().all(|m| {
-                kinds.iter().all(|k| {
-                    m.subscriptions
-                        .get(k)
-                        .is_some_and(|s| s.store().is_synced() || s.store().is_unserved())
-                })
-            })
+        self.is_scanned() && self.read().values().all(|m| m.lists(kinds))
+    }
+
+    /// Whether the engaged member `cluster` watches each of `kinds` and holds its first list
+    /// (or does not serve it); `None` when it is not engaged.
+    pub fn lists(&self, cluster: &str, kinds: &[ResourceKind]) -> Option<bool> {
+        Some(self.read().get(cluster)?.lists(kinds))
     }
 
     /// Routes a change of an object of `kinds` in every member, engaged now or later, to

@@ -119,7 +119,7 @@ impl Binding {
         cached: &CachedObject,
     ) -> Result<Finish, ReconcileError> {
         match &self.members {
-            Some(members) => members.release(parent, cached).await,
+            Some(members) => members.release(parent, cached, &self.parents).await,
             None => members::release_unreached(self.parents.finalizers(), parent).await,
         }
     }

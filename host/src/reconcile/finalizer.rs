@@ -91,7 +91,7 @@ impl Finalizers {
         }
         let cached = parent.metadata.finalizers.as_deref();
         let written = self
-            .patch(parent, add_patch(&uid, cached, finalizer))
+            .patch(parent, Value::Array(add_patch(&uid, cached, finalizer)))
             .await?;
         self.lock().insert(uid, Instant::now());
         Ok(Some(written))
@@ -131,7 +131,9 @@ impl Finalizers {
         awaiting.contains_key(uid)
     }
 
-    async fn patch(
+    /// Sends the JSON Patch `ops` to `parent` (a write of the plugin's, echoed): the host's
+    /// writes of its own metadata beside a finalizer (`super::members`) go through here too.
+    pub(super) async fn patch(
         &self,
         parent: &DynamicObject,
         ops: Value,
@@ -162,19 +164,20 @@ impl Finalizers {
 /// The JSON Patch adding `finalizer` to a parent whose finalizers are `cached`: it applies only
 /// to the same object (uid) with the same finalizers (an absent list tests as `null`, as the
 /// API server's JSON Patch does).
-fn add_patch(uid: &str, cached: Option<&[String]>, finalizer: &str) -> Value {
+pub(super) fn add_patch(uid: &str, cached: Option<&[String]>, finalizer: &str) -> Vec<Value> {
+    let test = json!({"op": "test", "path": "/metadata/uid", "value": uid});
     let Some(cached) = cached else {
-        return json!([
-            {"op": "test", "path": "/metadata/uid", "value": uid},
-            {"op": "test", "path": "/metadata/finalizers", "value": null},
-            {"op": "add", "path": "/metadata/finalizers", "value": [finalizer]},
-        ]);
+        return vec![
+            test,
+            json!({"op": "test", "path": "/metadata/finalizers", "value": null}),
+            json!({"op": "add", "path": "/metadata/finalizers", "value": [finalizer]}),
+        ];
     };
-    json!([
-        {"op": "test", "path": "/metadata/uid", "value": uid},
-        {"op": "test", "path": "/metadata/finalizers", "value": cached},
-        {"op": "add", "path": "/metadata/finalizers/-", "value": finalizer},
-    ])
+    vec![
+        test,
+        json!({"op": "test", "path": "/metadata/finalizers", "value": cached}),
+        json!({"op": "add", "path": "/metadata/finalizers/-", "value": finalizer}),
+    ]
 }
 
 /// The JSON Patch removing `finalizer` from a parent whose finalizers are `cached`, under the

@@ -17,24 +17,33 @@
 //! ([`Members::release`]). "None left" is only believed once every member's cache of the
 //! child kinds holds its first list and the source of members has scanned
 //! (`Engaged::settled`): a host restarted between a child's create and its parent's deletion
-//! finds the child again by its mark before it lets the parent go.
+//! finds the child again by its mark before it lets the parent go. A member that is not
+//! engaged shows nothing: the parent records the clusters it placed children in, and its
+//! deletion waits while one of them is not engaged, or while a member's children there cannot
+//! be deleted (its API server fails), the others' children going meanwhile; the parent's
+//! status names the cluster and why (one rule, in `super::placed`).
 //!
 //! A change of a marked child in a member (a hand edit, a deletion) enqueues its parent
 //! ([`Members::new`] listens to the child kinds in every member, routed by the mark), so
 //! drift there is put back as it is at home.
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use kube::Client;
 use kube::api::DynamicObject;
+use serde_json::json;
+use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::apply::{Applier, ApplyError, Change};
 use super::error::ReconcileError;
-use super::finalizer::Finalizers;
-use crate::answer::{DesiredChild, PARENT_UID_LABEL, ParentMark, Refusal};
+use super::finalizer::{ECHO_TTL, Finalizers, add_patch};
+use super::placed::{self, Holdup, Seen};
+use super::status::ParentWriter;
+use crate::answer::{self, DesiredChild, PARENT_UID_LABEL, ParentMark, Refusal};
+use crate::chain::Chain;
 use crate::clusters::{Engaged, Listening, MemberObject};
 use crate::fence::Fence;
 use crate::metrics::Metrics;
@@ -48,6 +57,10 @@ pub const MEMBERS_FINALIZER: &str = "weir.dev/member-children";
 
 /// How soon a parent being deleted is looked at again while its children in members go.
 const RELEASE_AGAIN: Duration = Duration::from_secs(1);
+
+/// How soon a parent whose deletion a member cluster holds up is looked at again (a member
+/// engaged again, or a child's change there, enqueues it sooner).
+const HELD_AGAIN: Duration = Duration::from_secs(3);
 
 /// One plugin version's writes to member clusters.
 pub struct Members {
@@ -63,6 +76,9 @@ pub struct Members {
     fence: Fence,
     /// [`MEMBERS_FINALIZER`] on the parents.
     finalizers: Finalizers,
+    /// The member clusters each parent (by uid) was last recorded with
+    /// ([`placed::MEMBER_CLUSTERS_ANNOTATION`]), until its cached copy shows them.
+    recording: Mutex<HashMap<String, (BTreeSet<String>, Instant)>>,
     /// Held for its sake: a marked child's change in any member enqueues its parent.
     _listening: Listening,
 }
@@ -99,6 +115,7 @@ impl Members {
             metrics: home.metrics,
             fence: home.fence,
             finalizers,
+            recording: Mutex::default(),
             _listening: listening,
         }
     }
@@ -117,8 +134,18 @@ impl Members {
         Some(Applier::new(client, &self.plugin, self.metrics.clone(), echoes).marking())
     }
 
+    /// What can be told of `cluster`'s children of a parent: not engaged, listing, listed.
+    fn seen(&self, cluster: &str) -> Seen {
+        match self.engaged.lists(cluster, &self.kinds) {
+            None => Seen::Released,
+            Some(false) => Seen::Listing,
+            Some(true) => Seen::Listed,
+        }
+    }
+
     /// Writes the `desired` children placed in members and prunes the `observed` ones no
-    /// longer wanted, cluster by cluster; the parent holds [`MEMBERS_FINALIZER`] first.
+    /// longer wanted, cluster by cluster; the parent holds [`MEMBERS_FINALIZER`] and records
+    /// the clusters first ([`placed`]).
     pub(super) async fn write(
         &self,
         parent: &DynamicObject,
@@ -126,10 +153,17 @@ impl Members {
         observed: &[MemberObject],
     ) -> Result<Vec<Change>, ReconcileError> {
         let placed: Vec<&DesiredChild> = desired.iter().filter(|c| c.cluster.is_some()).collect();
-        if placed.is_empty() && observed.is_empty() {
+        let recorded = placed::recorded(parent);
+        if placed.is_empty() && observed.is_empty() && recorded.is_empty() {
             return Ok(Vec::new());
         }
-        if !self.hold(parent).await? {
+        let record = placed::to_record(
+            &recorded,
+            placed.iter().filter_map(|c| c.cluster.as_deref()),
+            observed.iter().map(|(c, _)| c.as_str()),
+            |c| self.seen(c),
+        );
+        if !self.hold(parent, &recorded, &record).await? {
             // A parent being deleted cannot take a new finalizer: nothing new is placed where
             // its deletion could not follow.
             tracing::warn!(
@@ -137,10 +171,11 @@ impl Members {
             );
             return Ok(Vec::new());
         }
+        let seen = by_cluster(observed);
         let clusters: BTreeSet<&str> = placed
             .iter()
             .filter_map(|c| c.cluster.as_deref())
-            .chain(observed.iter().map(|(c, _)| c.as_str()))
+            .chain(seen.keys().copied())
             .collect();
         let mut changes = Vec::new();
         for cluster in clusters {
@@ -161,56 +196,135 @@ impl Members {
                 }
                 continue;
             };
-            let seen: Vec<Arc<CachedObject>> = observed
-                .iter()
-                .filter(|(c, _)| c == cluster)
-                .map(|(_, o)| o.clone())
-                .collect();
-            let in_cluster = |e| self.in_cluster(cluster, e);
-            // The applier's lines name the member they were written in.
-            let span = tracing::info_span!("member", %cluster);
-            let written = async {
-                let mut written = applier.apply(&here).await?;
-                written.extend(applier.prune(&here, &seen, &self.kinds).await?);
-                Ok(written)
-            };
-            let written = written.instrument(span).await.map_err(in_cluster)?;
+            let seen = seen.get(cluster).map_or(&[][..], Vec::as_slice);
+            let written = (self.write_in(cluster, &applier, &here, seen).await)
+                .map_err(|e| self.in_cluster(cluster, e))?;
             let there = |c| Change::InCluster(cluster.to_owned(), Box::new(c));
             changes.extend(written.into_iter().map(there));
         }
         Ok(changes)
     }
 
-    /// Makes sure `parent` holds [`MEMBERS_FINALIZER`]; `false` when it cannot (it is being
-    /// deleted without it).
-    async fn hold(&self, parent: &DynamicObject) -> Result<bool, ReconcileError> {
+    /// Writes `here` in `cluster` through its `applier` and prunes the children `seen` there
+    /// that are not among them.
+    async fn write_in(
+        &self,
+        cluster: &str,
+        applier: &Applier,
+        here: &[&DesiredChild],
+        seen: &[Arc<CachedObject>],
+    ) -> Result<Vec<Change>, ApplyError> {
+        // The applier's lines name the member they were written in.
+        let span = tracing::info_span!("member", %cluster);
+        let written = async {
+            let mut written = applier.apply(here).await?;
+            written.extend(applier.prune(here, seen, &self.kinds).await?);
+            Ok(written)
+        };
+        written.instrument(span).await
+    }
+
+    /// Makes sure `parent` holds [`MEMBERS_FINALIZER`] and records the member clusters of
+    /// `record` (it recorded `recorded`), in one write; `false` when it cannot (it is being
+    /// deleted without the finalizer).
+    async fn hold(
+        &self,
+        parent: &DynamicObject,
+        recorded: &BTreeSet<String>,
+        record: &BTreeSet<String>,
+    ) -> Result<bool, ReconcileError> {
         let uid = parent.metadata.uid.as_deref().unwrap_or_default();
-        if holds(parent) {
+        let held = holds(parent);
+        if held {
             self.finalizers.seen(uid);
+            if recorded == record {
+                self.recording().remove(uid);
+                return Ok(true);
+            }
+        } else if parent.metadata.deletion_timestamp.is_some() {
+            return Ok(false);
+        } else if record.is_empty() {
+            // Nothing to place in an engaged member, nor left in one: nothing to hold.
             return Ok(true);
         }
-        if parent.metadata.deletion_timestamp.is_some() {
-            return Ok(false);
+        if self.lags(uid, record) {
+            tracing::debug!(
+                "the cache lags the member clusters just recorded: not writing them again"
+            );
+            return Ok(true);
         }
-        self.finalizers.add(parent, MEMBERS_FINALIZER).await?;
+        let mut ops = if held {
+            vec![json!({"op": "test", "path": "/metadata/uid", "value": uid})]
+        } else {
+            let finalizers = parent.metadata.finalizers.as_deref();
+            add_patch(uid, finalizers, MEMBERS_FINALIZER)
+        };
+        ops.extend(placed::record_ops(
+            parent.metadata.annotations.as_ref(),
+            record,
+        ));
+        self.finalizers.patch(parent, ops.into()).await?;
+        let clusters = record
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .join(",");
+        tracing::debug!(%clusters, "the member clusters of the parent's children are recorded");
+        (self.recording()).insert(uid.to_owned(), (record.clone(), Instant::now()));
         Ok(true)
     }
 
+    /// The records written and not yet seen in the cache, by parent uid.
+    fn recording(&self) -> std::sync::MutexGuard<'_, HashMap<String, (BTreeSet<String>, Instant)>> {
+        self.recording
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether `record` was written to the parent with `uid` within [`ECHO_TTL`] (its cached
+    /// copy lags); forgets older writes.
+    fn lags(&self, uid: &str, record: &BTreeSet<String>) -> bool {
+        let mut recording = self.recording();
+        let now = Instant::now();
+        recording.retain(|_, (_, at)| now.saturating_duration_since(*at) < ECHO_TTL);
+        recording.get(uid).is_some_and(|(r, _)| r == record)
+    }
+
     /// One pass of a parent being deleted whose plugin's cleanup is done: its children in the
-    /// members are deleted, and once none is left (and the members' caches can tell),
-    /// [`MEMBERS_FINALIZER`] is released.
+    /// members are deleted, each member apart (one that fails does not stop the others), and
+    /// once none is left (and the members' caches can tell) and no member holds the deletion
+    /// up ([`placed::holdups`]), [`MEMBERS_FINALIZER`] is released. What holds it up is shown
+    /// on the parent through `writer`.
     pub(super) async fn release(
         &self,
         parent: &DynamicObject,
         cached: &CachedObject,
+        writer: &ParentWriter,
     ) -> Result<Finish, ReconcileError> {
         if !holds(parent) {
             return Ok(Finish::Done);
         }
         let observed = self.observed(cached);
         let left = observed.iter().filter(|(_, o)| !o.is_deleting()).count();
+        // Each member at once: one slow to fail does not keep the others' children.
+        let deleted = by_cluster(&observed)
+            .into_iter()
+            .map(|(cluster, seen)| async move {
+                // Released since it was read: the parent's record holds the deletion up.
+                let applier = self.applier(cluster)?;
+                let failed = self.write_in(cluster, &applier, &[], &seen).await.err()?;
+                Some((cluster.to_owned(), Chain(&failed).to_string()))
+            });
+        let failing: BTreeMap<String, String> = (futures::future::join_all(deleted).await)
+            .into_iter()
+            .flatten()
+            .collect();
+        let holdups = placed::holdups(&placed::recorded(parent), failing, |c| self.seen(c));
+        show_holdups(writer, parent, &holdups).await?;
+        if !holdups.is_empty() {
+            return Ok(Finish::After(HELD_AGAIN));
+        }
         if !observed.is_empty() {
-            self.write(parent, &[], &observed).await?;
             tracing::info!(
                 left,
                 "deleting the parent's children in member clusters before releasing it"
@@ -272,6 +386,47 @@ pub(super) async fn release_unreached(
     Ok(Finish::Done)
 }
 
+/// Shows on `parent` which member clusters hold its deletion up ([`placed::held_status`]):
+/// written, logged and published as an Event only when that changes, not on every pass.
+async fn show_holdups(
+    writer: &ParentWriter,
+    parent: &DynamicObject,
+    holdups: &[Holdup],
+) -> Result<(), ReconcileError> {
+    let written = writer.status_as_written(parent);
+    let live = written.as_ref().or(parent.data.get("status"));
+    let generation = parent.metadata.generation;
+    let Some(desired) = placed::held_status(live, holdups, generation, &answer::now()) else {
+        return Ok(());
+    };
+    let Some(diff) = answer::merge_diff(live, &desired) else {
+        return Ok(());
+    };
+    if holdups.is_empty() {
+        tracing::info!(
+            "every member cluster holding the parent's children answers: they are being deleted"
+        );
+    } else {
+        let held: Vec<String> = holdups.iter().map(ToString::to_string).collect();
+        let held = held.join("; ");
+        tracing::warn!(%held, "the parent's deletion waits for member clusters");
+        writer
+            .event(parent, true, "DeletionHeld", "Delete", held)
+            .await;
+    }
+    writer.patch_status_diff(parent, Some(diff)).await?;
+    Ok(())
+}
+
+/// `observed` by cluster.
+fn by_cluster(observed: &[MemberObject]) -> BTreeMap<&str, Vec<Arc<CachedObject>>> {
+    let mut clusters: BTreeMap<&str, Vec<Arc<CachedObject>>> = BTreeMap::new();
+    for (cluster, obj) in observed {
+        clusters.entry(cluster).or_default().push(obj.clone());
+    }
+    clusters
+}
+
 /// Removes [`MEMBERS_FINALIZER`] from `parent`.
 async fn unhold(finalizers: &Finalizers, parent: &DynamicObject) -> Result<(), ReconcileError> {
     match finalizers.remove(parent, MEMBERS_FINALIZER).await {
@@ -301,56 +456,5 @@ fn parent_of(kind: &ResourceKind) -> MapToParent {
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-    use crate::plugin::test_info::namespaced;
-
-    fn cached(manifest: serde_json::Value) -> CachedObject {
-        let obj: DynamicObject = serde_json::from_value(manifest).unwrap_or_else(|e| panic!("{e}"));
-        CachedObject::from_object(&obj).unwrap_or_else(|e| panic!("{e}"))
-    }
-
-    fn marked_by(cluster: &str, kind: &str) -> CachedObject {
-        let parent = json!({"apiVersion": "weir.dev/v1alpha1", "kind": kind,
-                            "metadata": {"name": "web", "namespace": "shop", "uid": "u-1"}});
-        let parent: DynamicObject =
-            serde_json::from_value(parent).unwrap_or_else(|e| panic!("{e}"));
-        let mark = ParentMark::new(cluster, (&spreads().api_version(), kind), &parent);
-        let mut child = json!({"apiVersion": "apps/v1", "kind": "Deployment",
-                               "metadata": {"name": "web", "namespace": "shop"}});
-        mark.stamp(&mut child);
-        cached(child)
-    }
-
-    fn spreads() -> ResourceKind {
-        namespaced("weir.dev", "Spread", "spreads")
-    }
-
-    #[test]
-    fn a_marked_child_in_a_member_enqueues_its_parent_of_this_kind_only() {
-        let MapToParent(map) = parent_of(&spreads());
-        assert_eq!(
-            map(&marked_by(LOCAL_CLUSTER, "Spread")),
-            Some(ObjectKey::new("shop", "web"))
-        );
-        assert_eq!(
-            map(&marked_by(LOCAL_CLUSTER, "Other")),
-            None,
-            "another kind's"
-        );
-        assert_eq!(map(&marked_by("hub-2", "Spread")), None, "another hub's");
-        let unmarked = cached(json!({"apiVersion": "apps/v1", "kind": "Deployment",
-                                     "metadata": {"name": "web", "namespace": "shop"}}));
-        assert_eq!(map(&unmarked), None);
-    }
-
-    #[test]
-    fn only_a_parent_holding_the_hosts_finalizer_is_held() {
-        let mut parent = DynamicObject::new("web", &spreads().api_resource());
-        assert!(!holds(&parent));
-        parent.metadata.finalizers = Some(vec!["other".into(), MEMBERS_FINALIZER.into()]);
-        assert!(holds(&parent));
-    }
-}
+#[path = "members_tests.rs"]
+mod tests;

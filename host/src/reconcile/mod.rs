@@ -32,6 +32,7 @@ pub mod gate;
 mod given_tests;
 pub mod invoke;
 pub mod members;
+pub mod placed;
 pub mod related;
 mod settle;
 pub mod status;
