@@ -182,6 +182,7 @@ impl Cli {
                     name: &args.name,
                     policy: args.policy.as_deref(),
                     skip_refused: args.skip_refused,
+                    cluster: args.cluster.as_deref(),
                 };
                 weir::rbac::print(&engine, &options)?;
                 Ok(ExitCode::SUCCESS)
@@ -256,6 +257,10 @@ pub struct RbacArgs {
     /// Print the role for the admitted plugins instead of failing when some are refused.
     #[arg(long)]
     pub skip_refused: bool,
+    /// The role the host needs in member cluster NAME (`weir run --clusters`): the child kinds
+    /// of the plugins the policy grants that cluster.
+    #[arg(long, value_name = "NAME")]
+    pub cluster: Option<String>,
 }
 
 /// Arguments of `weir test`.

@@ -77,8 +77,7 @@ const EVENTS: &[&str] = &["create", "patch"];
 ///
 /// Rules are merged per API group and verb set and sorted, so the output is stable.
 pub fn cluster_role(name: &str, plugins: &[Admitted]) -> ClusterRole {
-    // (group, verbs) -> resources
-    let mut grants: BTreeMap<(String, &'static [&'static str]), BTreeSet<String>> = BTreeMap::new();
+    let mut grants = Grants::new();
     let mut grant = |group: &str, resource: String, verbs: &'static [&'static str]| {
         grants
             .entry((group.to_owned(), verbs))
@@ -110,6 +109,34 @@ pub fn cluster_role(name: &str, plugins: &[Admitted]) -> ClusterRole {
             grant("", "namespaces".into(), RELATED);
         }
     }
+    role(name, grants)
+}
+
+/// Rules by (API group, verbs) → resources.
+type Grants = BTreeMap<(String, &'static [&'static str]), BTreeSet<String>>;
+
+/// The ClusterRole `name` granting what the host needs in member cluster `cluster` for the
+/// admitted `plugins` the policy grants that cluster (its `plugins:` entry's `clusters`): each
+/// one's child kinds, to watch, apply and prune there. Their parents, related objects and
+/// Events stay in the host's own cluster ([`cluster_role`]).
+pub fn member_role(name: &str, plugins: &[Admitted], cluster: &str) -> ClusterRole {
+    let mut grants = Grants::new();
+    for admitted in plugins {
+        if !admitted.grant().is_some_and(|g| g.allows_cluster(cluster)) {
+            continue;
+        }
+        for child in &admitted.info().children {
+            grants
+                .entry((child.group.clone(), CHILD))
+                .or_default()
+                .insert(child.plural.clone());
+        }
+    }
+    role(name, grants)
+}
+
+/// The ClusterRole `name` of `grants`, merged and sorted so the output is stable.
+fn role(name: &str, mut grants: Grants) -> ClusterRole {
     // A resource in two grants (a kind one plugin reads and another, or the same, writes) stays
     // only in the larger one: every printed rule is needed, none repeats another's verbs.
     let all: Vec<_> = grants
@@ -170,13 +197,23 @@ pub struct RbacOptions<'a> {
     pub policy: Option<&'a Path>,
     /// Leave refused plugins out instead of failing.
     pub skip_refused: bool,
+    /// The role of member cluster `NAME` instead of the host's own cluster's.
+    pub cluster: Option<&'a str>,
 }
 
 /// `weir rbac`: prints the ClusterRole on stdout and its warnings on stderr.
 pub fn print(engine: &Engine, options: &RbacOptions<'_>) -> Result<(), RbacError> {
     let policy = Policy::load_or_default(options.policy)?;
     let infos = load_dir(engine, options.plugins)?;
-    let rendered = role_for(options.name, &infos, &policy, options.skip_refused)?;
+    let rendered = match options.cluster {
+        None => role_for(options.name, &infos, &policy, options.skip_refused)?,
+        Some(cluster) => member_role_for(
+            (options.name, cluster),
+            &infos,
+            &policy,
+            options.skip_refused,
+        )?,
+    };
     for warning in &rendered.warnings {
         eprintln!("warning: {warning}");
     }
@@ -220,17 +257,7 @@ pub fn role_for(
     policy: &Policy,
     skip_refused: bool,
 ) -> Result<Rendered, RbacError> {
-    let mut admitted = Vec::new();
-    let mut refused = Vec::new();
-    for info in infos {
-        match policy::admit(policy, info, &WellKnown) {
-            Ok(a) => admitted.push(a),
-            Err(refusal) => refused.push(refusal),
-        }
-    }
-    if !refused.is_empty() && !skip_refused {
-        return Err(RbacError::Refused(refused));
-    }
+    let (admitted, refused) = admit_all(infos, policy, skip_refused)?;
     let mut warnings = Vec::new();
     for a in &admitted {
         let info = a.info();
@@ -297,3 +324,67 @@ mod tests;
 #[cfg(test)]
 #[path = "rbac_widened_tests.rs"]
 mod widened_tests;
+
+/// The plugins of `infos` that `policy` admits, and the refusals of the others; an error if
+/// any is refused, unless `skip_refused`.
+fn admit_all(
+    infos: &[PluginInfo],
+    policy: &Policy,
+    skip_refused: bool,
+) -> Result<(Vec<Admitted>, Vec<PolicyRefusal>), RbacError> {
+    let mut admitted = Vec::new();
+    let mut refused = Vec::new();
+    for info in infos {
+        match policy::admit(policy, info, &WellKnown) {
+            Ok(a) => admitted.push(a),
+            Err(refusal) => refused.push(refusal),
+        }
+    }
+    if !refused.is_empty() && !skip_refused {
+        return Err(RbacError::Refused(refused));
+    }
+    Ok((admitted, refused))
+}
+
+/// `weir rbac --cluster NAME`: the ClusterRole `name` the host's credentials need in member
+/// cluster `cluster` for the plugins of `infos` the policy admits and grants that cluster,
+/// headed by which ones they are.
+pub fn member_role_for(
+    (name, cluster): (&str, &str),
+    infos: &[PluginInfo],
+    policy: &Policy,
+    skip_refused: bool,
+) -> Result<Rendered, RbacError> {
+    let (admitted, refused) = admit_all(infos, policy, skip_refused)?;
+    let mut warnings: Vec<String> = refused
+        .iter()
+        .map(|r| format!("refused, nothing granted: {r}"))
+        .collect();
+    let placing: Vec<&PluginInfo> = admitted
+        .iter()
+        .filter(|a| a.grant().is_some_and(|g| g.allows_cluster(cluster)))
+        .map(Admitted::info)
+        .collect();
+    if placing.is_empty() {
+        warnings.push(format!(
+            "the policy grants no plugin member cluster {cluster:?}: the role is empty"
+        ));
+    }
+    let mut out: String = warnings
+        .iter()
+        .map(|w| format!("# WARNING: {w}\n"))
+        .collect();
+    out.push_str(&format!(
+        "# Generated by `weir rbac --plugins DIR --cluster {cluster}`: bind it in member cluster {cluster:?}\n# to the credentials its kubeconfig gives the host; the child kinds of the plugins the policy grants it:\n"
+    ));
+    for info in &placing {
+        out.push_str(&format!("#   {} {}\n", info.name, info.version));
+    }
+    out.push_str(&crate::yaml::to_string(&with_kind(member_role(
+        name, &admitted, cluster,
+    )))?);
+    Ok(Rendered {
+        yaml: out,
+        warnings,
+    })
+}

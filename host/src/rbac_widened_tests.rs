@@ -88,3 +88,72 @@ fn without_its_entry_the_same_plugin_is_refused_with_the_usual_message_and_grant
         "{err}"
     );
 }
+
+/// A plugin named `name` of a namespaced parent of its own CRD, writing `children`.
+fn placing(name: &str, children: Vec<ResourceKind>) -> PluginInfo {
+    let kind = format!("Spread{name}");
+    let plural = format!("spread{name}s");
+    PluginInfo {
+        name: name.into(),
+        version: "1".into(),
+        parent: ResourceKind::of_v1("test.weir.dev", &kind, &plural, true),
+        children,
+        related: vec![],
+        finalizer: None,
+        crd: Some(format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {plural}.test.weir.dev\nspec:\n  group: test.weir.dev\n  names: {{kind: {kind}, plural: {plural}}}\n  scope: Namespaced\n  versions:\n  - {{name: v1, served: true, storage: true}}\n"
+        )),
+    }
+}
+
+#[test]
+fn a_member_clusters_role_grants_the_child_kinds_of_the_plugins_the_policy_grants_it_only() {
+    let deployments = ResourceKind::of_v1("apps", "Deployment", "deployments", true);
+    let config_maps = ResourceKind::of_v1("", "ConfigMap", "configmaps", true);
+    let infos = [
+        placing("a", vec![deployments]),
+        placing("b", vec![config_maps]),
+    ];
+    let only_a = |clusters: &[&str]| Grant {
+        clusters: clusters.iter().map(|c| (*c).to_owned()).collect(),
+        ..Grant::default()
+    };
+    let policy = Policy {
+        plugins: BTreeMap::from([("a".into(), only_a(&["member-a"]))]),
+        ..Policy::default()
+    };
+    let rules = |rendered: &Rendered| -> Vec<(String, Vec<String>, Vec<String>)> {
+        let role: ClusterRole = crate::yaml::from_str(&rendered.yaml).unwrap();
+        role.rules
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| {
+                (
+                    r.api_groups.unwrap()[0].clone(),
+                    r.resources.unwrap(),
+                    r.verbs,
+                )
+            })
+            .collect()
+    };
+    let in_a = member_role_for(("weir-member", "member-a"), &infos, &policy, false).unwrap();
+    assert_eq!(
+        rules(&in_a),
+        [(
+            "apps".to_owned(),
+            vec!["deployments".to_owned()],
+            CHILD.iter().map(|v| (*v).to_owned()).collect::<Vec<_>>()
+        )],
+        "only a's children, and nothing of its parent, in member-a"
+    );
+    assert!(in_a.yaml.contains("#   a 1"), "{}", in_a.yaml);
+    let in_b = member_role_for(("weir-member", "member-b"), &infos, &policy, false).unwrap();
+    assert!(rules(&in_b).is_empty(), "no plugin is granted member-b");
+    assert!(
+        in_b.warnings
+            .iter()
+            .any(|w| w.contains("grants no plugin member cluster \"member-b\"")),
+        "{:?}",
+        in_b.warnings
+    );
+}

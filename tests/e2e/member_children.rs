@@ -76,10 +76,9 @@ async fn a_hub_parent_owns_its_children_in_three_members_by_its_mark_until_it_is
     let members = Members::start(&MEMBERS, &env.namespace).await?;
     let spread = plugin("spread")?;
     env.install_crd(&spread).await?;
-    let dir = members.dir().to_owned();
     let host = env
         .run_args(RunSource::Loaded(vec![spread]))
-        .flags([std::ffi::OsString::from("--clusters"), dir.into()])
+        .flags(members.flags("spread")?)
         .in_process(&env)
         .start()
         .await?;
@@ -265,7 +264,7 @@ async fn a_host_killed_after_placing_children_and_restarted_after_the_parent_wen
     std::fs::copy(weir_e2e::built("spread.wasm"), plugins.join("spread.wasm"))?;
     let args = RunArgs {
         namespace: Some(env.namespace.clone()),
-        extra: vec!["--clusters".into(), members.dir().into()],
+        extra: members.flags("spread")?,
         ..RunArgs::plugins(&plugins, &kubeconfig)
     };
     let mut host = WeirRun::spawn(&WeirRun::debug_binary()?, dir.path(), args)?;

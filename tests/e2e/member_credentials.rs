@@ -41,7 +41,7 @@ async fn rotated_member_credentials_are_used_in_place_and_nothing_is_listed_agai
     env.install_crd(&spread).await?;
     let host = env
         .run_args(RunSource::Loaded(vec![spread]))
-        .flags([std::ffi::OsString::from("--clusters"), members.dir().into()])
+        .flags(members.flags("spread")?)
         .in_process(&env)
         .config(|c| {
             if let Some(clusters) = &mut c.clusters {

@@ -45,10 +45,9 @@ async fn a_parents_deletion_waits_for_a_member_that_cannot_delete_its_children_a
     let members = Members::start(&MEMBERS, &env.namespace).await?;
     let spread = plugin("spread")?;
     env.install_crd(&spread).await?;
-    let dir = members.dir().to_owned();
     let host = env
         .run_args(RunSource::Loaded(vec![spread]))
-        .flags([std::ffi::OsString::from("--clusters"), dir.into()])
+        .flags(members.flags("spread")?)
         .in_process(&env)
         .start()
         .await?;

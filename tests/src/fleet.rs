@@ -4,6 +4,7 @@
 //! The hub is the test's own API server ([`crate::TestEnv`]); the members are emulators only
 //! (a real fleet has no loopback kubeconfigs to hand over).
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -20,6 +21,8 @@ use weir_emulator::{Emulator, EmulatorConfig, Fleet, WorkloadSimulation};
 pub struct Members {
     fleet: Fleet,
     dir: tempfile::TempDir,
+    /// The policies [`Members::flags_granting`] writes (not in `dir`, which holds kubeconfigs only).
+    policies: tempfile::TempDir,
 }
 
 impl Members {
@@ -55,12 +58,42 @@ impl Members {
         }
         let dir = tempfile::tempdir()?;
         fleet.write_kubeconfigs(dir.path())?;
-        Ok(Members { fleet, dir })
+        Ok(Members {
+            fleet,
+            dir,
+            policies: tempfile::tempdir()?,
+        })
     }
 
     /// The directory of kubeconfigs, one per member.
     pub fn dir(&self) -> &Path {
         self.dir.path()
+    }
+
+    /// `weir run`'s flags for this fleet: `--clusters DIR`, and a `--policy` granting `plugin`
+    /// children in every member (a plugin the policy grants no cluster places none).
+    pub fn flags(&self, plugin: &str) -> Result<Vec<OsString>> {
+        self.flags_granting(plugin, &["*"])
+    }
+
+    /// As [`Members::flags`], the policy granting `plugin` only `clusters` (names, or `"*"`).
+    pub fn flags_granting(&self, plugin: &str, clusters: &[&str]) -> Result<Vec<OsString>> {
+        let quoted: Vec<String> = clusters.iter().map(|c| format!("{c:?}")).collect();
+        let yaml = format!(
+            "plugins:\n  {plugin}:\n    clusters: [{}]\n",
+            quoted.join(", ")
+        );
+        let file = self
+            .policies
+            .path()
+            .join(format!("{plugin}-{}.yaml", clusters.len()));
+        std::fs::write(&file, yaml).with_context(|| format!("writing {}", file.display()))?;
+        Ok(vec![
+            "--clusters".into(),
+            self.dir().into(),
+            "--policy".into(),
+            file.into(),
+        ])
     }
 
     /// The kubeconfig file of member `name`.

@@ -1,7 +1,10 @@
-//! Which cluster a desired child may name (contract 0.4.0): one the host has engaged.
+//! Which cluster a desired child may name (contract 0.4.0): one the policy grants its plugin, and the host has engaged.
 //!
 //! A child naming no cluster belongs in its parent's. A child naming another is accepted only
-//! when the live objects the answer is judged among span that cluster
+//! when the operator's policy grants the plugin that cluster (its `plugins:` entry's
+//! `clusters`, [`super::Grant::allows_cluster`]: a member's credentials are lent to the plugins the
+//! policy names, not to every plugin the host serves), and the live objects the answer is
+//! judged among span that cluster
 //! ([`LiveObjects::engaged`]): the controller spans its own cluster and the member clusters
 //! engaged now (`weir run --clusters`), a fixture the clusters it names. An answer naming a
 //! cluster not engaged is refused, whole, for that reconcile, saying so; nothing is written
@@ -17,23 +20,27 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 
 use super::live::LiveObjects;
+use super::policy::ValidationPolicy;
 use super::refusal::Refusal;
 use crate::plugin::PluginInfo;
 
 /// Refuses the answer if a child of `desired` names (in `clusters`, in the same order) a
-/// cluster that `live` does not span.
+/// member cluster that `policy` does not grant the plugin, or that `live` does not span.
 pub(super) fn check(
     info: &PluginInfo,
     parent: &DynamicObject,
-    desired: &[Value],
-    clusters: &[Option<String>],
+    (desired, clusters): (&[Value], &[Option<String>]),
     live: &dyn LiveObjects,
+    policy: &ValidationPolicy,
 ) -> Result<(), Refusal> {
+    let grant = policy.grant(&info.name);
     let refused = clusters.iter().enumerate().find_map(|(i, cluster)| {
         let cluster = cluster.as_deref()?;
-        (!live.engaged(cluster)).then_some((i, cluster))
+        let home = cluster == live.parent_cluster();
+        let granted = home || grant.is_some_and(|g| g.allows_cluster(cluster));
+        (!granted || !live.engaged(cluster)).then_some((i, cluster, granted))
     });
-    let Some((index, cluster)) = refused else {
+    let Some((index, cluster, granted)) = refused else {
         return Ok(());
     };
     let child = desired.get(index).unwrap_or(&Value::Null);
@@ -44,6 +51,19 @@ pub(super) fn check(
     let name = text(&child["metadata"]["name"]).unwrap_or_default();
     let plugin = info.label();
     let kind = text(&child["kind"]).unwrap_or_else(|| format!("#{index}"));
+    if !granted {
+        let granted = grant
+            .map(|g| g.clusters.join(","))
+            .filter(|g| !g.is_empty())
+            .unwrap_or_else(|| "none".to_owned());
+        return Err(Refusal::ClusterNotGranted {
+            plugin,
+            kind,
+            key: format!("{namespace}/{name}"),
+            cluster: cluster.to_owned(),
+            granted,
+        });
+    }
     Err(Refusal::UnknownCluster {
         plugin,
         kind,

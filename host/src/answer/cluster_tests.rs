@@ -1,11 +1,14 @@
-//! A child naming a cluster the host has not engaged is refused, whole, with the child's key, the cluster and the plugin.
+//! A child naming a cluster the policy does not grant its plugin, or the host has not engaged, is refused, whole, with the child's key, the cluster and the plugin.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
-use crate::answer::{Inputs, LiveObjects, Refusal, ValidationPolicy, judge, refusal_message};
+use crate::answer::{
+    Grant, Inputs, LiveObjects, Refusal, ValidationPolicy, judge, refusal_message,
+};
 use crate::plugin::test_info::{namespaced, owning_config_maps};
 use crate::plugin::{LOCAL_CLUSTER, PluginInfo, ReconcileResponse, Requeue};
 use crate::runtime::ObjectKey;
@@ -56,13 +59,33 @@ fn answer(clusters: &[Option<&str>]) -> ReconcileResponse {
     }
 }
 
+/// A policy granting the plugin `spread` children in `clusters`.
+fn granting(clusters: &[&str]) -> ValidationPolicy {
+    let grant = Grant {
+        clusters: clusters.iter().map(|c| (*c).to_owned()).collect(),
+        ..Grant::default()
+    };
+    ValidationPolicy {
+        grants: Arc::new(BTreeMap::from([("spread".to_owned(), grant)])),
+        ..ValidationPolicy::default()
+    }
+}
+
 fn judged(live: &dyn LiveObjects, clusters: &[Option<&str>]) -> Result<usize, Refusal> {
+    judged_under(&granting(&["*"]), live, clusters)
+}
+
+fn judged_under(
+    policy: &ValidationPolicy,
+    live: &dyn LiveObjects,
+    clusters: &[Option<&str>],
+) -> Result<usize, Refusal> {
     let info = info();
     let inputs = Inputs {
         info: &info,
         parent: &parent(&info),
         live,
-        policy: &ValidationPolicy::default(),
+        policy,
         now: "T",
     };
     judge(inputs, answer(clusters))
@@ -112,15 +135,66 @@ fn a_cluster_the_live_objects_span_is_accepted_and_any_other_refused() {
 }
 
 #[test]
+fn a_member_the_policy_does_not_grant_the_plugin_is_refused_though_engaged() {
+    let fleet = Fleet(&["member-a", "member-b"]);
+    let only_a = granting(&["member-a"]);
+    assert_eq!(judged_under(&only_a, &fleet, &[Some("member-a")]), Ok(1));
+    let refusal = judged_under(&only_a, &fleet, &[Some("member-a"), Some("member-b")]).unwrap_err();
+    assert_eq!(
+        refusal,
+        Refusal::ClusterNotGranted {
+            plugin: "spread@0.1.0".into(),
+            kind: "ConfigMap".into(),
+            key: "shop/c1".into(),
+            cluster: "member-b".into(),
+            granted: "member-a".into(),
+        }
+    );
+    let message = refusal_message(&info(), &refusal);
+    assert!(message.contains("does not grant"), "{message}");
+    let nothing = ValidationPolicy::default();
+    assert!(
+        matches!(
+            judged_under(&nothing, &fleet, &[Some("member-a")]),
+            Err(Refusal::ClusterNotGranted { granted, .. }) if granted == "none"
+        ),
+        "without an entry a plugin places nothing in a member"
+    );
+    assert_eq!(
+        judged_under(&nothing, &HostCache, &[None, Some(LOCAL_CLUSTER)]),
+        Ok(2),
+        "its parent's own cluster needs no grant"
+    );
+    let another = ValidationPolicy {
+        grants: Arc::new(BTreeMap::from([(
+            "other".to_owned(),
+            Grant {
+                clusters: vec!["*".into()],
+                ..Grant::default()
+            },
+        )])),
+        ..ValidationPolicy::default()
+    };
+    assert!(
+        matches!(
+            judged_under(&another, &fleet, &[Some("member-a")]),
+            Err(Refusal::ClusterNotGranted { .. })
+        ),
+        "another plugin's grant is not this one's"
+    );
+}
+
+#[test]
 fn the_same_name_in_two_clusters_is_two_children_and_twice_in_one_is_a_duplicate() {
     let fleet = Fleet(&["hub", "member-a", "member-b"]);
     let twice = |clusters: [Option<&str>; 2]| {
         let info = info();
+        let policy = granting(&["*"]);
         let inputs = Inputs {
             info: &info,
             parent: &parent(&info),
             live: &fleet,
-            policy: &ValidationPolicy::default(),
+            policy: &policy,
             now: "T",
         };
         let mut answer = answer(&clusters);
@@ -163,11 +237,12 @@ impl LiveObjects for Engaged {
 fn placed(live: &Engaged) -> Result<Vec<crate::answer::DesiredChild>, Refusal> {
     let info = info();
     let parent = parent(&info);
+    let policy = granting(&["member-a"]);
     let inputs = Inputs {
         info: &info,
         parent: &parent,
         live,
-        policy: &ValidationPolicy::default(),
+        policy: &policy,
         now: "T",
     };
     judge(inputs, answer(&[Some("member-a")]))

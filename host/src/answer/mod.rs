@@ -43,7 +43,7 @@ pub use self::marks::{
     PARENT_API_VERSION_ANNOTATION, PARENT_CLUSTER_ANNOTATION, PARENT_KIND_ANNOTATION,
     PARENT_NAME_ANNOTATION, PARENT_UID_LABEL, ParentMark,
 };
-pub use self::policy::{DEFAULT_SECRET_TYPES, Grant, ValidationPolicy};
+pub use self::policy::{ANY_CLUSTER, DEFAULT_SECRET_TYPES, Grant, ValidationPolicy};
 pub use self::redact::{DATA_HASH, data_hash, for_plugin, redacted};
 pub use self::refusal::{Refusal, refusal_message};
 pub use self::status::{Reconciled, desired_status, merge_diff, now};
@@ -98,9 +98,9 @@ pub fn judge(inputs: Inputs<'_>, answer: ReconcileResponse) -> Verdict {
     if let Err(refusal) = cluster::check(
         inputs.info,
         parent,
-        &answer.children,
-        &answer.clusters,
+        (&answer.children, &answer.clusters),
         inputs.live,
+        inputs.policy,
     ) {
         return Err(Box::new(Refused { refusal, answer }));
     }

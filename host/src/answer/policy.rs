@@ -9,6 +9,9 @@ use super::live::LiveObjects;
 use crate::plugin::LabelSelector;
 use crate::runtime::ObjectKey;
 
+/// A grant's cluster naming every member the host engages ([`Grant::clusters`]).
+pub const ANY_CLUSTER: &str = "*";
+
 /// The default Secret types: the ones whose content the writer supplies in full.
 pub const DEFAULT_SECRET_TYPES: &[&str] = &[
     "Opaque",
@@ -50,6 +53,8 @@ pub struct ValidationPolicy {
 ///     namespaces: [team-a]
 ///     namespaceSelector: {matchLabels: {weir.dev/propagate: "true"}}
 ///     secretData: true
+///   spread:
+///     clusters: [member-a, member-b]   # or ["*"]: every member the host engages
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -66,6 +71,11 @@ pub struct Grant {
     pub namespace_selector: Option<LabelSelector>,
     /// Related Secrets reach the plugin with their data (by default they come without it).
     pub secret_data: bool,
+    /// Member clusters, by name, where the plugin may place children (contract 0.4.0); `"*"`:
+    /// every member the host engages. Without it the plugin writes only in its parent's
+    /// cluster, whatever members the host engages: a member's credentials are the operator's,
+    /// lent to the plugins the policy names.
+    pub clusters: Vec<String>,
 }
 
 impl Grant {
@@ -75,6 +85,14 @@ impl Grant {
             || !self.namespaces.is_empty()
             || self.namespace_selector.is_some()
             || self.secret_data
+            || !self.clusters.is_empty()
+    }
+
+    /// Whether the plugin may place children in member cluster `cluster`.
+    pub fn allows_cluster(&self, cluster: &str) -> bool {
+        self.clusters
+            .iter()
+            .any(|c| c == ANY_CLUSTER || c == cluster)
     }
 
     /// Whether objects in namespace `ns` are within the grant: named, or a Namespace `live`
@@ -110,6 +128,7 @@ impl Grant {
                 .collect(),
             namespace_selector: self.namespace_selector.clone(),
             secret_data: false,
+            clusters: Vec::new(),
         }
         .lines()
     }
@@ -139,6 +158,12 @@ impl Grant {
         }
         if self.secret_data {
             lines.push("related Secrets with their data".to_owned());
+        }
+        if !self.clusters.is_empty() {
+            lines.push(format!(
+                "children in member clusters {}",
+                self.clusters.join(",")
+            ));
         }
         lines
     }

@@ -180,6 +180,22 @@ pub enum Refusal {
         /// The cluster it names.
         cluster: String,
     },
+    /// A child names a member cluster the policy does not grant its plugin (contract 0.4.0).
+    #[error(
+        "child {kind} {key} of {plugin} names cluster {cluster:?}, which the policy does not grant this plugin (granted: {granted}; the policy's `plugins:` entry lists the clusters it may place children in)"
+    )]
+    ClusterNotGranted {
+        /// `name@version` of the plugin.
+        plugin: String,
+        /// Kind of the child.
+        kind: String,
+        /// The child's key, `namespace/name`.
+        key: String,
+        /// The cluster it names.
+        cluster: String,
+        /// The clusters the policy grants it, or `none`.
+        granted: String,
+    },
     /// A selection reads in a cluster the host has not engaged (contract 0.4.0).
     #[error(
         "selection #{index} of {kind} reads in cluster {cluster:?}, which this host has not engaged (its own cluster is {local:?})",

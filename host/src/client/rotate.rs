@@ -9,6 +9,11 @@
 //! later one (a watch resumed from its resourceVersion, a write) carries the new credentials.
 //! The rate limit and the server's pushback sit above the swap, so a rotation keeps the
 //! client's budget.
+//!
+//! The connection does not retry inside itself (kube's default retries a 429, 503 or 504 up
+//! to 15 times, minutes in all): a member that fails says so at once, the pushback gate holds
+//! what follows a `Retry-After`, and the work queue's backoff paces the next attempt, so one
+//! failing member holds no reconcile, and no parent's deletion, for minutes unreported.
 
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -69,8 +74,9 @@ impl Rotating {
     }
 }
 
-/// The connection of `config` alone (TLS, credentials, timeouts; no rate limit).
-fn connect(config: Config) -> Result<Client, kube::Error> {
+/// The connection of `config` alone (TLS, credentials, timeouts; no rate limit, no retry).
+fn connect(mut config: Config) -> Result<Client, kube::Error> {
+    config.default_retry = false;
     Ok(ClientBuilder::try_from(named(config))?.build())
 }
 

@@ -92,3 +92,31 @@ async fn later_requests_carry_the_rotated_credentials_and_an_open_watch_keeps_st
     emulator.shutdown().await;
     Ok(())
 }
+
+#[tokio::test]
+async fn a_member_answering_503_is_asked_once_and_the_error_comes_back_at_once()
+-> anyhow::Result<()> {
+    let emulator = Emulator::start(EmulatorConfig::default()).await?;
+    let config = Config::new(emulator.url().parse()?);
+    let rotating = Rotating::build(config, ClientLimits::default())?;
+    emulator.faults().set(vec![weir_emulator::Rule::new(
+        &[],
+        Some("configmaps"),
+        weir_emulator::Fault::Status { code: 503 },
+    )]);
+    let maps: Api<ConfigMap> = Api::namespaced(rotating.client().clone(), "default");
+    let answered =
+        tokio::time::timeout(Duration::from_secs(5), maps.list(&ListParams::default())).await?;
+    assert!(
+        matches!(&answered, Err(kube::Error::Api(s)) if s.code == 503),
+        "{answered:?}"
+    );
+    let asked = emulator
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/api/v1/namespaces/default/configmaps")
+        .count();
+    assert_eq!(asked, 1, "no retry inside the client");
+    emulator.shutdown().await;
+    Ok(())
+}

@@ -130,7 +130,8 @@ pub struct DevArgs {
     pub dump_failures: Option<PathBuf>,
     /// Also emulate N member clusters (`member-1` ... `member-N`, each its own API server in
     /// this process), their kubeconfigs written to `clusters/` beside `--kubeconfig`, engaged
-    /// by the host as `weir run --clusters` engages them and shown in the live view.
+    /// by the host as `weir run --clusters` engages them and shown in the live view. Without
+    /// `--policy`, every plugin may place children in them (`plugins: {"*": {clusters: ["*"]}}`).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub clusters: usize,
 }
@@ -183,7 +184,18 @@ impl DevArgs {
             },
             None => engine,
         })?;
-        let policy = std::sync::Arc::new(Policy::load_or_default(self.policy.as_deref())?);
+        let mut policy = Policy::load_or_default(self.policy.as_deref())?;
+        if self.policy.is_none() && self.clusters > 0 {
+            // The developer's own emulated fleet: every plugin may place children in it.
+            let every = crate::policy::Grant {
+                clusters: vec![crate::answer::ANY_CLUSTER.to_owned()],
+                ..crate::policy::Grant::default()
+            };
+            policy
+                .plugins
+                .insert(crate::policy::EVERY_PLUGIN.to_owned(), every);
+        }
+        let policy = std::sync::Arc::new(policy);
         let (notes, notes_rx) = tokio::sync::mpsc::unbounded_channel();
         let watched = match &self.watch {
             Some(project) => Some(watch::Project::open(project)?),

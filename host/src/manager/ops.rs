@@ -118,8 +118,7 @@ async fn plugins(State(listing): State<Listing>) -> axum::Json<Vec<Listed>> {
             let rollout = rollouts.remove(&row.kind);
             let widened = listing
                 .policy
-                .plugins
-                .get(&row.name)
+                .grant_for(&row.name)
                 .map(crate::policy::Grant::lines)
                 .unwrap_or_default();
             let candidate_refused = refused.get(&row.file).cloned();

@@ -5,6 +5,8 @@
 //! `cluster:` (the host's own, [`LOCAL_CLUSTER`], when left out). The clusters a case engages
 //! are the parent's, those it lists in `clusters:` and those its objects name; a desired child
 //! naming any other is refused, as the host refuses one naming a cluster it has not engaged.
+//! The plugin is judged as if the operator's policy granted it every cluster the case engages,
+//! unless the policy the fixtures run under (`weir dev --policy`) lists its clusters itself.
 //! The answer's children are written back the same way, so `expect.children` asserts each
 //! child's cluster by the `cluster:` beside it.
 

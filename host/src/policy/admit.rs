@@ -81,7 +81,7 @@ pub fn check_crd(info: &PluginInfo) -> Result<bool, PolicyRefusal> {
 
 /// The policy's entry for the plugin, if it widens anything.
 fn grant_of<'a>(policy: &'a Policy, info: &PluginInfo) -> Option<&'a Grant> {
-    policy.plugins.get(&info.name).filter(|g| g.widens())
+    policy.grant_for(&info.name).filter(|g| g.widens())
 }
 
 fn admit_parent(

@@ -94,10 +94,51 @@ fn an_entry_with_a_bad_namespace_name_or_selector_or_field_does_not_load() {
             "plugin p is invalid",
         ),
         ("plugins:\n  p: {allNamespaces: true}\n", "does not parse"),
+        (
+            "plugins:\n  p: {clusters: [\"Member A\"]}\n",
+            "\"Member A\" is not a cluster name",
+        ),
+        (
+            "plugins:\n  \"*\": {clusters: [\"*\"], secretData: true}\n",
+            "may only grant member clusters",
+        ),
     ] {
         std::fs::write(&path, yaml).unwrap();
         let e = Policy::load(&path).unwrap_err();
         let text = crate::chain::Chain(&e).to_string();
         assert!(text.contains(says), "{yaml}: {text}");
     }
+}
+
+#[test]
+fn the_entry_of_every_plugin_grants_clusters_to_a_plugin_without_its_own_and_shows_it() {
+    let policy =
+        policy_from("plugins:\n  \"*\": {clusters: [member-a]}\n  spread: {clusters: [\"*\"]}\n");
+    let lines = |plugin: &str| policy.grant_for(plugin).map(Grant::lines);
+    assert_eq!(
+        lines("other"),
+        Some(vec!["children in member clusters member-a".to_owned()])
+    );
+    assert_eq!(
+        lines("spread"),
+        Some(vec!["children in member clusters *".to_owned()])
+    );
+    let validation = policy.validation();
+    let allows = |plugin: &str, cluster: &str| {
+        validation
+            .grant(plugin)
+            .is_some_and(|g| g.allows_cluster(cluster))
+    };
+    assert!(allows("other", "member-a") && !allows("other", "member-b"));
+    assert!(
+        allows("spread", "member-b"),
+        "its own entry, not every plugin's"
+    );
+    assert!(
+        policy_from("plugins:\n  p: {clusters: [member-a]}\n")
+            .validation()
+            .grant("q")
+            .is_none(),
+        "without the entry of every plugin another plugin is granted nothing"
+    );
 }

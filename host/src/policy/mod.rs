@@ -94,6 +94,9 @@ impl fmt::Display for GroupKind {
     }
 }
 
+/// The `plugins:` entry of every plugin without an entry of its own (member clusters only).
+pub const EVERY_PLUGIN: &str = "*";
+
 /// What the cluster admin lets plugins declare (`--policy FILE`, YAML); absent fields keep
 /// their safe default, unknown fields are an error (a typo must not widen nothing silently).
 ///
@@ -129,7 +132,9 @@ pub struct Policy {
     /// [`kinds::is_never`] kinds other than `Namespace` are refused even when listed here.
     pub related: Vec<GroupKind>,
     /// What is widened for each plugin, by the plugin's name ([`Grant`]). **Default: none**,
-    /// and a plugin without an entry is served exactly as under the default policy.
+    /// and a plugin without an entry is served exactly as under the default policy. The entry
+    /// `"*"` ([`EVERY_PLUGIN`]) is what every plugin without an entry of its own gets; it may
+    /// only grant member clusters (`clusters`), never a namespace or Secret data.
     pub plugins: std::collections::BTreeMap<String, Grant>,
     /// The namespaces whose teams may serve their own plugins (`TenantPlugin` objects), by
     /// namespace name, and what each may serve there ([`Tenant`], [`admit_tenant`]).
@@ -264,13 +269,29 @@ impl Policy {
             });
         }
         for (plugin, grant) in &policy.plugins {
+            let only_clusters = Grant {
+                clusters: grant.clusters.clone(),
+                ..Grant::default()
+            };
+            let beyond_clusters = (plugin == EVERY_PLUGIN && *grant != only_clusters).then(|| {
+                "the entry of every plugin may only grant member clusters (`clusters`)".to_owned()
+            });
             let bad_name = grant
                 .namespaces
                 .iter()
                 .find(|n| !crate::answer::is_valid_name(n))
                 .map(|n| format!("{n:?} is not a namespace name"));
             let bad_selector = grant.namespace_selector.as_ref().and_then(|s| s.problem());
-            if let Some(reason) = bad_name.or(bad_selector) {
+            let bad_cluster = grant
+                .clusters
+                .iter()
+                .find(|c| *c != crate::answer::ANY_CLUSTER && !crate::answer::is_valid_name(c))
+                .map(|c| format!("{c:?} is not a cluster name (nor \"*\", every member)"));
+            let problem = beyond_clusters
+                .or(bad_name)
+                .or(bad_selector)
+                .or(bad_cluster);
+            if let Some(reason) = problem {
                 return Err(PolicyError::Grant {
                     path: path.to_owned(),
                     plugin: plugin.clone(),
@@ -301,7 +322,15 @@ impl Policy {
         crate::answer::ValidationPolicy {
             secret_types: self.secret_types.clone(),
             grants: std::sync::Arc::new(self.plugins.clone()),
-            every_plugin: None,
+            every_plugin: self.plugins.get(EVERY_PLUGIN).cloned(),
         }
+    }
+
+    /// The policy's entry for the plugin named `plugin`: its own, or the entry of every plugin
+    /// ([`EVERY_PLUGIN`]).
+    pub fn grant_for(&self, plugin: &str) -> Option<&Grant> {
+        self.plugins
+            .get(plugin)
+            .or_else(|| self.plugins.get(EVERY_PLUGIN))
     }
 }
