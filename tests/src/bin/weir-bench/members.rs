@@ -41,7 +41,8 @@ pub struct MembersArgs {
     /// Member clusters engaged.
     #[arg(long, default_value_t = 100)]
     clusters: usize,
-    /// Spreads in the hub, each placing one Deployment in every member.
+    /// Deployments placed in every member, each by a Spread in the hub (one Spread places in
+    /// at most 200 members, so each of these is a Spread per 200 members).
     #[arg(long, default_value_t = 3)]
     parents: usize,
     /// The `weir` binary measured [default: target/release/weir].
@@ -54,6 +55,9 @@ const NAMESPACE: &str = "bench";
 
 /// How long each step may take.
 const STEP: Duration = Duration::from_secs(300);
+
+/// Members one Spread places a child in (an answer holds at most 256 children).
+const SPREAD_CLUSTERS: usize = 200;
 
 /// How long the host is left alone before its size is read.
 const IDLE: Duration = Duration::from_secs(5);
@@ -116,6 +120,9 @@ fn spawn(binary: &Path, hub: &Emulator, dir: &Path) -> Result<(Children, std::ne
         .with_context(|| format!("copying {}", spread.display()))?;
     let kubeconfig = dir.join("hub.yaml");
     hub.write_kubeconfig(&kubeconfig)?;
+    // The operator lends the members' credentials to the Spread alone.
+    let policy = dir.join("policy.yaml");
+    std::fs::write(&policy, "plugins:\n  spread:\n    clusters: [\"*\"]\n")?;
     let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
     let mut args = RunArgs {
         cache_dir: dir.join("cache"),
@@ -123,7 +130,12 @@ fn spawn(binary: &Path, hub: &Emulator, dir: &Path) -> Result<(Children, std::ne
         namespace: Some(NAMESPACE.into()),
         ..RunArgs::plugins(&plugins, &kubeconfig)
     };
-    args.extra = vec!["--clusters".into(), dir.join("clusters").into()];
+    args.extra = vec![
+        "--clusters".into(),
+        dir.join("clusters").into(),
+        "--policy".into(),
+        policy.into(),
+    ];
     let child = args
         .command(binary)?
         .stdout(Stdio::null())
@@ -209,13 +221,16 @@ pub async fn run(args: MembersArgs) -> Result<()> {
         NAMESPACE,
         &kinds::spread().api_resource(),
     );
+    // An answer holds at most 256 children: each Spread places in a slice of the members.
     for p in 0..args.parents {
-        let spread: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": kinds::spread().api_version(), "kind": "Spread",
-            "metadata": {"name": format!("s{p}")},
-            "spec": {"image": "nginx", "clusters": names},
-        }))?;
-        spreads.create(&PostParams::default(), &spread).await?;
+        for (c, slice) in names.chunks(SPREAD_CLUSTERS).enumerate() {
+            let spread: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": kinds::spread().api_version(), "kind": "Spread",
+                "metadata": {"name": format!("s{p}-{c}")},
+                "spec": {"image": "nginx", "clusters": slice},
+            }))?;
+            spreads.create(&PostParams::default(), &spread).await?;
+        }
     }
     let placed_in = until("every member holds its children", &mut host, || async {
         for name in &names {
@@ -294,8 +309,8 @@ pub async fn run(args: MembersArgs) -> Result<()> {
 
     let per = |a: f64, b: f64| (a - b) * 1024.0 / n as f64;
     println!(
-        "\n`weir run --clusters` ({}), {n} secure member clusters, {} Spreads each placing a \
-         Deployment in every member\n",
+        "\n`weir run --clusters` ({}), {n} secure member clusters, {} Deployments in every \
+         member, placed by Spreads in the hub\n",
         binary.display(),
         args.parents
     );
