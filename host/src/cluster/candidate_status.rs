@@ -2,7 +2,7 @@
 //! load, and why (`CandidateLoaded`), and what its signatures came to (`CandidateVerified`);
 //! [`super::status::desired`] adds these conditions while the spec names a candidate.
 
-use super::status::Signature;
+use super::verdict::Signature;
 
 /// What became of a Plugin's `spec.candidate`.
 #[derive(Clone, Debug, PartialEq, Eq)]

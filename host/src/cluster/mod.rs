@@ -24,6 +24,7 @@ pub mod resource;
 pub mod signatures;
 pub mod status;
 pub mod tenant_plugin;
+pub mod verdict;
 pub mod verify;
 
 pub use blobs::{Blobs, StoredComponent};

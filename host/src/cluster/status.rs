@@ -28,6 +28,7 @@ use serde_json::{Value, json};
 use super::candidate_status::{CandidateAttempt, candidate_conditions};
 use super::fetch::TagCheck;
 use super::resource::{Condition, PluginResource, PluginStatus, short_digest};
+use super::verdict::Signature;
 
 /// The component that serves a Plugin's kind, as its status shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,23 +55,6 @@ pub enum Attempt {
         /// CamelCase reason (`DigestMismatch`, `PullFailed`, `KindConflict`, ...).
         reason: &'static str,
         /// Why, for people (names the reference and the plugin where known).
-        message: String,
-    },
-}
-
-/// What the signatures of the version serving came to.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Signature {
-    /// The verification policy holds; these keys verified it.
-    Verified {
-        /// The policy's names of the keys.
-        keys: Vec<String>,
-    },
-    /// It does not verify, and serves because the level is `audit`.
-    Audited {
-        /// CamelCase reason (`Unsigned`, `SignatureUntrusted`, `SignatureUnavailable`).
-        reason: &'static str,
-        /// Why.
         message: String,
     },
 }

@@ -14,14 +14,16 @@
 //! the host holds its own finalizer, [`MEMBERS_FINALIZER`], on a parent with children in
 //! members: added before the first of them is written, removed once the parent is being
 //! deleted, the plugin's own cleanup is done, and no marked child of it is left in any member
-//! ([`Members::release`]). "None left" is only believed once every member's cache of the
-//! child kinds holds its first list and the source of members has scanned
-//! (`Engaged::settled`): a host restarted between a child's create and its parent's deletion
-//! finds the child again by its mark before it lets the parent go. A member that is not
-//! engaged shows nothing: the parent records the clusters it placed children in, and its
-//! deletion waits while one of them is not engaged, or while a member's children there cannot
-//! be deleted (its API server fails), the others' children going meanwhile; the parent's
-//! status names the cluster and why (one rule, in `super::placed`).
+//! ([`Members::release`]). The parent records the clusters it placed children in, and "none
+//! left" is only believed once each of them is engaged and its cache of the child kinds holds
+//! its first list: a host restarted between a child's create and its parent's deletion finds
+//! the child again by its mark before it lets the parent go. Its deletion waits while one of
+//! them is not engaged, not listed yet, or cannot delete its children there (its API server
+//! fails), the others' children going meanwhile; the parent's status names the cluster and why
+//! (one rule, in `super::placed`). A member the parent did not record holds nothing up, one
+//! that never answers included. (A parent recorded before records were kept waits for every
+//! engaged member's first list, `Engaged::settled`.) Children are written in each member at
+//! once, so a member that fails or answers slowly holds up no other member's writes.
 //!
 //! A change of a marked child in a member (a hand edit, a deletion) enqueues its parent
 //! ([`Members::new`] listens to the child kinds in every member, routed by the mark), so
@@ -177,32 +179,47 @@ impl Members {
             .filter_map(|c| c.cluster.as_deref())
             .chain(seen.keys().copied())
             .collect();
-        let mut changes = Vec::new();
-        for cluster in clusters {
+        let (placed, seen) = (&placed, &seen);
+        // Each member at once: one that fails, or is slow to answer, holds up no other's writes.
+        let writes = clusters.into_iter().map(|cluster| async move {
             let here: Vec<&DesiredChild> = placed
                 .iter()
                 .copied()
                 .filter(|c| c.cluster.as_deref() == Some(cluster))
                 .collect();
             let Some(applier) = self.applier(cluster) else {
-                if let Some(child) = here.first() {
-                    return Err(ApplyError::Released {
+                return match here.first() {
+                    Some(child) => Err(ApplyError::Released {
                         plugin: self.label.clone(),
                         kind: child.kind.kind.clone(),
                         key: child.key.clone(),
                         cluster: cluster.to_owned(),
-                    }
-                    .into());
-                }
-                continue;
+                    }),
+                    None => Ok(Vec::new()),
+                };
             };
             let seen = seen.get(cluster).map_or(&[][..], Vec::as_slice);
             let written = (self.write_in(cluster, &applier, &here, seen).await)
                 .map_err(|e| self.in_cluster(cluster, e))?;
             let there = |c| Change::InCluster(cluster.to_owned(), Box::new(c));
-            changes.extend(written.into_iter().map(there));
+            Ok(written.into_iter().map(there).collect::<Vec<_>>())
+        });
+        let mut changes = Vec::new();
+        let mut failed = None;
+        for written in futures::future::join_all(writes).await {
+            match written {
+                Ok(written) => changes.extend(written),
+                // The first failing member (by name) fails the reconcile, naming it; the
+                // others' writes are made all the same.
+                Err(e) => {
+                    failed.get_or_insert(e);
+                }
+            }
         }
-        Ok(changes)
+        match failed {
+            Some(e) => Err(e.into()),
+            None => Ok(changes),
+        }
     }
 
     /// Writes `here` in `cluster` through its `applier` and prunes the children `seen` there
@@ -331,7 +348,8 @@ impl Members {
             );
             return Ok(Finish::After(RELEASE_AGAIN));
         }
-        if !self.engaged.settled(&self.kinds) {
+        // A parent recorded before records were kept: any engaged member may hold its children.
+        if placed::recorded(parent).is_empty() && !self.engaged.settled(&self.kinds) {
             tracing::info!(
                 "the member clusters' caches are not listed yet: the parent is released once they are"
             );

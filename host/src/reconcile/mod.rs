@@ -97,8 +97,7 @@ pub struct ControllerConfig {
     pub clusters: crate::clusters::Engaged,
     /// The write-time leadership gate ([`crate::fence`]): every write the controller sends, in
     /// the host's cluster and in members, goes through it, so none leaves once this replica's
-    /// lease (the leader's, or its shard's) could have run out. Always open by default (the
-    /// only replica).
+    /// lease could have run out. Always open by default (the only replica).
     pub fence: Fence,
 }
 

@@ -115,6 +115,9 @@ pub(super) fn record_ops(
 pub(super) enum Why {
     /// The parent records it and it is not engaged.
     Released,
+    /// The parent records it, it is engaged, and it has not answered its first list: what it
+    /// holds of the parent's children cannot be seen.
+    Unlisted,
     /// Deleting a child there failed, with this error.
     Failing(String),
 }
@@ -136,21 +139,32 @@ impl std::fmt::Display for Holdup {
                 "member cluster {:?} is not engaged (the parent recorded children there)",
                 self.cluster
             ),
+            Why::Unlisted => write!(
+                f,
+                "member cluster {:?} has not answered its first list (its children there cannot be seen)",
+                self.cluster
+            ),
             Why::Failing(error) => write!(f, "member cluster {:?}: {error}", self.cluster),
         }
     }
 }
 
 /// The one rule of a deletion: the clusters that hold it up, by name. A recorded cluster that
-/// is not engaged, and an engaged one whose children could not be deleted (`failing`: its
-/// error). While none does, the deletion goes on.
+/// is not engaged, or engaged but not listed yet, and an engaged one whose children could not
+/// be deleted (`failing`: its error). While none does, the deletion goes on; no other member
+/// (one that never answers included) holds it up.
 pub(super) fn holdups(
     recorded: &BTreeSet<String>,
     failing: BTreeMap<String, String>,
     seen: impl Fn(&str) -> Seen,
 ) -> Vec<Holdup> {
-    let released = recorded.iter().filter(|c| seen(c) == Seen::Released);
-    let mut holdups: BTreeMap<String, Why> = released.map(|c| (c.clone(), Why::Released)).collect();
+    let mut holdups: BTreeMap<String, Why> = (recorded.iter())
+        .filter_map(|c| match seen(c) {
+            Seen::Released => Some((c.clone(), Why::Released)),
+            Seen::Listing => Some((c.clone(), Why::Unlisted)),
+            Seen::Listed => None,
+        })
+        .collect();
     holdups.extend(failing.into_iter().map(|(c, e)| (c, Why::Failing(e))));
     (holdups.into_iter())
         .map(|(cluster, why)| Holdup { cluster, why })

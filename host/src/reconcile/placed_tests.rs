@@ -88,7 +88,7 @@ fn the_record_is_patched_only_where_it_differs_and_never_over_others_annotations
 }
 
 #[test]
-fn a_recorded_cluster_not_engaged_and_a_failing_one_hold_the_deletion_up() {
+fn a_recorded_cluster_not_engaged_not_listed_or_failing_holds_the_deletion_up() {
     let failing = BTreeMap::from([("b".to_owned(), "503 Service Unavailable".to_owned())]);
     let held = holdups(&set(&["a", "b", "c", "gone"]), failing, fleet);
     assert_eq!(
@@ -99,12 +99,20 @@ fn a_recorded_cluster_not_engaged_and_a_failing_one_hold_the_deletion_up() {
                 why: Why::Failing("503 Service Unavailable".into()),
             },
             Holdup {
+                cluster: "c".into(),
+                why: Why::Unlisted,
+            },
+            Holdup {
                 cluster: "gone".into(),
                 why: Why::Released,
             },
         ]
     );
-    assert!(holdups(&set(&["a", "c"]), BTreeMap::new(), fleet).is_empty());
+    assert!(holdups(&set(&["a", "b"]), BTreeMap::new(), fleet).is_empty());
+    assert!(
+        holdups(&set(&["a"]), BTreeMap::new(), fleet).is_empty(),
+        "a member the parent did not record holds nothing up, listed or not"
+    );
 }
 
 fn condition(status: &Value) -> &Value {

@@ -10,7 +10,8 @@ use crate::cluster::fetch::{
     FetchError, Fetched, TagCheck, fetch, fetch_config_map, pull_credentials,
 };
 use crate::cluster::oci::parse_reference;
-use crate::cluster::status::{self, Attempt, Checks, Serving, Signature};
+use crate::cluster::status::{self, Attempt, Checks, Serving};
+use crate::cluster::verdict::Signature;
 use crate::cluster::{Credentials, PluginResource, PluginSpec};
 use crate::hotload::arbiter::KindKey;
 use crate::hotload::dir::{FileRefusal, Loaded, PluginEvent};

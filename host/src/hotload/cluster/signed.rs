@@ -9,7 +9,7 @@ use crate::chain::Chain;
 use crate::cluster::PluginResource;
 use crate::cluster::fetch::Fetched;
 use crate::cluster::oci::{Registry, parse_reference};
-use crate::cluster::status::Signature;
+use crate::cluster::verdict::Signature;
 use crate::hotload::Loader;
 use crate::trust::{Level, Verdict, verify};
 

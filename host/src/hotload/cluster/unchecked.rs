@@ -12,7 +12,7 @@ use tracing::warn;
 
 use super::{Entry, Run};
 use crate::cluster::fetch::TagCheck;
-use crate::cluster::status::Signature;
+use crate::cluster::verdict::Signature;
 use crate::hotload::Loader;
 use crate::hotload::arbiter::KindKey;
 use crate::hotload::dir::{Loaded, PluginEvent};
