@@ -2,13 +2,16 @@
 //! them, and says so on its status, while the other members' children go: first a member whose
 //! API server fails the host's requests, then a member whose kubeconfig was removed (released).
 //! Once the member answers again, or is engaged again, its child goes and the parent with it.
+//! While a member is released, a parent with children there keeps its other children converging
+//! and names the member on its status; engaged again, the member's child converges too.
 
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DeleteParams};
 use serde_json::{Value, json};
-use weir::reconcile::placed::{MEMBER_CHILDREN_CONDITION, MEMBER_CLUSTERS_ANNOTATION};
+use weir::answer::MEMBER_CLUSTERS_ANNOTATION;
+use weir::reconcile::placed::MEMBER_CHILDREN_CONDITION;
 use weir_e2e::fleet::Members;
 use weir_e2e::host::RunSource;
 use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds, plugin};
@@ -147,11 +150,58 @@ async fn a_parents_deletion_waits_for_a_member_that_cannot_delete_its_children_a
     members_hold(&apis, "kept", [true, true, false], "kept is placed").await?;
     let kept = spreads.get("kept").await?;
     assert_eq!(recorded(&kept).as_deref(), Some("member-a,member-b"));
-    std::fs::remove_file(members.kubeconfig("member-b"))?;
-    eventually("member-b is released", CONVERGE, || async {
-        (engaged.names() == ["member-a", "member-c"]).then_some(())
+    let release_b = || async {
+        std::fs::remove_file(members.kubeconfig("member-b"))?;
+        eventually("member-b is released", CONVERGE, || async {
+            (engaged.names() == ["member-a", "member-c"]).then_some(())
+        })
+        .await
+    };
+    release_b().await?;
+
+    // Released, member-b holds up none of kept's other children: an edit reaches member-a and
+    // kept's status names member-b; engaged again, member-b's child follows the edit too.
+    env.patch_spec(&kinds::spread(), "kept", json!({"image": "busybox"}))
+        .await?;
+    let image_in = |i: usize| {
+        let api = apis[i].clone();
+        async move {
+            let d = api.get_opt("kept").await.ok()??;
+            let pod = d.spec?.template.spec?;
+            pod.containers.first()?.image.clone()
+        }
+    };
+    eventually(
+        "kept's child in member-a follows the edit",
+        CONVERGE,
+        || async { (image_in(0).await.as_deref() == Some("busybox")).then_some(()) },
+    )
+    .await?;
+    let message = eventually("kept's status names member-b", CONVERGE, || async {
+        let c = condition(&spreads.get("kept").await.ok()?, "Reconciled")?;
+        let message = c["message"].as_str().unwrap_or_default().to_owned();
+        (c["status"] == "False" && message.contains("\"member-b\"")).then_some(message)
     })
     .await?;
+    assert!(message.contains("no longer engaged"), "{message}");
+    assert_eq!(
+        image_in(1).await.as_deref(),
+        Some("nginx"),
+        "member-b unreached"
+    );
+    member_b.write_kubeconfig(&members.kubeconfig("member-b"))?;
+    eventually(
+        "kept's child in member-b follows once engaged again",
+        CONVERGE,
+        || async { (image_in(1).await.as_deref() == Some("busybox")).then_some(()) },
+    )
+    .await?;
+    eventually("kept converges", CONVERGE, || async {
+        let c = condition(&spreads.get("kept").await.ok()?, "Reconciled")?;
+        (c["status"] == "True").then_some(())
+    })
+    .await?;
+    release_b().await?;
     spreads.delete("kept", &DeleteParams::default()).await?;
     members_hold(
         &apis,

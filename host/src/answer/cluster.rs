@@ -8,7 +8,10 @@
 //! ([`LiveObjects::engaged`]): the controller spans its own cluster and the member clusters
 //! engaged now (`weir run --clusters`), a fixture the clusters it names. An answer naming a
 //! cluster not engaged is refused, whole, for that reconcile, saying so; nothing is written
-//! in any cluster, and never in the host's own instead.
+//! in any cluster, and never in the host's own instead. Unless the parent records that cluster
+//! as one it has children in ([`super::MEMBER_CLUSTERS_ANNOTATION`]): a member released for
+//! now (its kubeconfig removed, to come back) is accepted here, and the writer names it while
+//! the children in the other clusters keep converging.
 //!
 //! An accepted child placed in a member cluster is judged there as everywhere: by that
 //! member's live object of the same name, which it may only write if this parent's mark is on
@@ -20,6 +23,7 @@ use kube::api::DynamicObject;
 use serde_json::Value;
 
 use super::live::LiveObjects;
+use super::marks::recorded_clusters;
 use super::policy::ValidationPolicy;
 use super::refusal::Refusal;
 use crate::plugin::PluginInfo;
@@ -34,11 +38,15 @@ pub(super) fn check(
     policy: &ValidationPolicy,
 ) -> Result<(), Refusal> {
     let grant = policy.grant(&info.name);
+    let recorded = recorded_clusters(parent);
     let refused = clusters.iter().enumerate().find_map(|(i, cluster)| {
         let cluster = cluster.as_deref()?;
         let home = cluster == live.parent_cluster();
         let granted = home || grant.is_some_and(|g| g.allows_cluster(cluster));
-        (!granted || !live.engaged(cluster)).then_some((i, cluster, granted))
+        // A member the parent already has children in, released for now, is not unknown: the
+        // writer names it while the other clusters' children keep converging.
+        let known = live.engaged(cluster) || recorded.contains(cluster);
+        (!granted || !known).then_some((i, cluster, granted))
     });
     let Some((index, cluster, granted)) = refused else {
         return Ok(());

@@ -319,3 +319,36 @@ fn a_cluster_nobody_engaged_is_still_refused_as_unknown() {
         Err(Refusal::UnknownCluster { .. })
     ));
 }
+
+#[test]
+fn a_member_the_parent_recorded_is_accepted_while_released_and_no_other_is() {
+    let info = info();
+    let mut parent = parent(&info);
+    parent.metadata.annotations = Some(BTreeMap::from([(
+        crate::answer::MEMBER_CLUSTERS_ANNOTATION.to_owned(),
+        "member-b".to_owned(),
+    )]));
+    let fleet = Fleet(&["member-a"]);
+    let policy = granting(&["*"]);
+    let judge_placed = |clusters: &[Option<&str>]| {
+        let inputs = Inputs {
+            info: &info,
+            parent: &parent,
+            live: &fleet,
+            policy: &policy,
+            now: "T",
+        };
+        judge(inputs, answer(clusters))
+            .map(|j| j.children.len())
+            .map_err(|r| r.refusal)
+    };
+    assert_eq!(
+        judge_placed(&[Some("member-a"), Some("member-b")]),
+        Ok(2),
+        "member-b, released for now, keeps the parent's other children converging"
+    );
+    assert!(matches!(
+        judge_placed(&[Some("member-a"), Some("member-c")]),
+        Err(Refusal::UnknownCluster { cluster, .. }) if cluster == "member-c"
+    ));
+}

@@ -12,6 +12,8 @@
 //! Who controls an object depends on where it is (`super::Ownership`, the judge's rule): in
 //! the parent's cluster, the controller's owner reference; in a member, the mark's UID.
 
+use std::collections::BTreeSet;
+
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
 
@@ -29,6 +31,24 @@ pub const PARENT_KIND_ANNOTATION: &str = "weir.dev/parent-kind";
 /// Annotation on a child in a member cluster naming its parent's `namespace/name` (`name` for
 /// a cluster-scoped parent).
 pub const PARENT_NAME_ANNOTATION: &str = "weir.dev/parent-name";
+
+/// The annotation on a parent listing the member clusters it may have children in,
+/// comma-separated: the parent's side of the marks (written by `crate::reconcile::placed`).
+pub const MEMBER_CLUSTERS_ANNOTATION: &str = "weir.dev/member-clusters";
+
+/// The member clusters `parent` records it may have children in
+/// ([`MEMBER_CLUSTERS_ANNOTATION`]).
+pub fn recorded_clusters(parent: &DynamicObject) -> BTreeSet<String> {
+    let annotations = parent.metadata.annotations.as_ref();
+    let value = annotations.and_then(|a| a.get(MEMBER_CLUSTERS_ANNOTATION));
+    value
+        .into_iter()
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
 
 /// The parent a child in a member cluster is marked with.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -40,8 +40,9 @@ pub use self::drift::{holds, live_holds};
 pub use self::failure::{FailureCause, PluginError};
 pub use self::live::LiveObjects;
 pub use self::marks::{
-    PARENT_API_VERSION_ANNOTATION, PARENT_CLUSTER_ANNOTATION, PARENT_KIND_ANNOTATION,
-    PARENT_NAME_ANNOTATION, PARENT_UID_LABEL, ParentMark,
+    MEMBER_CLUSTERS_ANNOTATION, PARENT_API_VERSION_ANNOTATION, PARENT_CLUSTER_ANNOTATION,
+    PARENT_KIND_ANNOTATION, PARENT_NAME_ANNOTATION, PARENT_UID_LABEL, ParentMark,
+    recorded_clusters,
 };
 pub use self::policy::{ANY_CLUSTER, DEFAULT_SECRET_TYPES, Grant, ValidationPolicy};
 pub use self::redact::{DATA_HASH, data_hash, for_plugin, redacted};

@@ -44,7 +44,7 @@ use super::error::ReconcileError;
 use super::finalizer::{ECHO_TTL, Finalizers, add_patch};
 use super::placed::{self, Holdup, Seen};
 use super::status::ParentWriter;
-use crate::answer::{self, DesiredChild, PARENT_UID_LABEL, ParentMark, Refusal};
+use crate::answer::{self, DesiredChild, PARENT_UID_LABEL, ParentMark, Refusal, recorded_clusters};
 use crate::chain::Chain;
 use crate::clusters::{Engaged, Listening, MemberObject};
 use crate::fence::Fence;
@@ -79,7 +79,7 @@ pub struct Members {
     /// [`MEMBERS_FINALIZER`] on the parents.
     finalizers: Finalizers,
     /// The member clusters each parent (by uid) was last recorded with
-    /// ([`placed::MEMBER_CLUSTERS_ANNOTATION`]), until its cached copy shows them.
+    /// ([`crate::answer::MEMBER_CLUSTERS_ANNOTATION`]), until its cached copy shows them.
     recording: Mutex<HashMap<String, (BTreeSet<String>, Instant)>>,
     /// Held for its sake: a marked child's change in any member enqueues its parent.
     _listening: Listening,
@@ -155,7 +155,7 @@ impl Members {
         observed: &[MemberObject],
     ) -> Result<Vec<Change>, ReconcileError> {
         let placed: Vec<&DesiredChild> = desired.iter().filter(|c| c.cluster.is_some()).collect();
-        let recorded = placed::recorded(parent);
+        let recorded = recorded_clusters(parent);
         if placed.is_empty() && observed.is_empty() && recorded.is_empty() {
             return Ok(Vec::new());
         }
@@ -336,7 +336,7 @@ impl Members {
             .into_iter()
             .flatten()
             .collect();
-        let holdups = placed::holdups(&placed::recorded(parent), failing, |c| self.seen(c));
+        let holdups = placed::holdups(&recorded_clusters(parent), failing, |c| self.seen(c));
         show_holdups(writer, parent, &holdups).await?;
         if !holdups.is_empty() {
             return Ok(Finish::After(HELD_AGAIN));
@@ -349,7 +349,7 @@ impl Members {
             return Ok(Finish::After(RELEASE_AGAIN));
         }
         // A parent recorded before records were kept: any engaged member may hold its children.
-        if placed::recorded(parent).is_empty() && !self.engaged.settled(&self.kinds) {
+        if recorded_clusters(parent).is_empty() && !self.engaged.settled(&self.kinds) {
             tracing::info!(
                 "the member clusters' caches are not listed yet: the parent is released once they are"
             );

@@ -18,12 +18,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kube::api::DynamicObject;
 use serde_json::{Map, Value, json};
 
-/// The annotation on a parent listing the member clusters it may have children in,
-/// comma-separated.
-pub const MEMBER_CLUSTERS_ANNOTATION: &str = "weir.dev/member-clusters";
+use crate::answer::MEMBER_CLUSTERS_ANNOTATION;
 
 /// The host's condition on a parent being deleted whose children in member clusters cannot all
 /// be deleted yet: `False` while they are left, with the clusters that hold them up.
@@ -38,19 +35,6 @@ pub(super) enum Seen {
     Listing,
     /// Engaged and listed: no child in its cache means none there.
     Listed,
-}
-
-/// The member clusters `parent` records.
-pub(super) fn recorded(parent: &DynamicObject) -> BTreeSet<String> {
-    let annotations = parent.metadata.annotations.as_ref();
-    let value = annotations.and_then(|a| a.get(MEMBER_CLUSTERS_ANNOTATION));
-    value
-        .into_iter()
-        .flat_map(|v| v.split(','))
-        .map(str::trim)
-        .filter(|c| !c.is_empty())
-        .map(str::to_owned)
-        .collect()
 }
 
 /// What a parent should record: the engaged clusters a child is placed in now, the clusters a

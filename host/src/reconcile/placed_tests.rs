@@ -34,9 +34,15 @@ fn parent(annotation: Option<&str>) -> DynamicObject {
 
 #[test]
 fn the_record_is_read_from_a_comma_separated_annotation() {
-    assert_eq!(recorded(&parent(None)), set(&[]));
-    assert_eq!(recorded(&parent(Some(""))), set(&[]));
-    assert_eq!(recorded(&parent(Some("b, a,,"))), set(&["a", "b"]));
+    assert_eq!(crate::answer::recorded_clusters(&parent(None)), set(&[]));
+    assert_eq!(
+        crate::answer::recorded_clusters(&parent(Some(""))),
+        set(&[])
+    );
+    assert_eq!(
+        crate::answer::recorded_clusters(&parent(Some("b, a,,"))),
+        set(&["a", "b"])
+    );
 }
 
 #[test]
