@@ -15,7 +15,7 @@ use weir::answer::{MEMBER_CLUSTERS_ANNOTATION, PARENT_CLUSTER_ANNOTATION, PARENT
 use weir::clusters::PARENT_UID_LABEL;
 use weir::reconcile::members::MEMBERS_FINALIZER;
 use weir_e2e::fleet::Members;
-use weir_e2e::host::{RunArgs, RunSource};
+use weir_e2e::host::RunArgs;
 use weir_e2e::weir_run::WeirRun;
 use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds, plugin};
 
@@ -73,14 +73,7 @@ async fn a_hub_parent_owns_its_children_in_three_members_by_its_mark_until_it_is
 -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let members = Members::start(&MEMBERS, &env.namespace).await?;
-    let spread = plugin("spread")?;
-    env.install_crd(&spread).await?;
-    let host = env
-        .run_args(RunSource::Loaded(vec![spread]))
-        .flags(members.flags("spread")?)
-        .in_process(&env)
-        .start()
-        .await?;
+    let host = members.serve_spread(&env, &["*"]).await?;
     let apis: Vec<Api<Deployment>> = MEMBERS
         .iter()
         .map(|m| Ok(Api::namespaced(members.client(m)?, &env.namespace)))

@@ -12,10 +12,9 @@ use kube::api::{Api, PostParams};
 use serde_json::json;
 use weir::clusters::PARENT_UID_LABEL;
 use weir_e2e::fleet::Members;
-use weir_e2e::host::RunSource;
 use weir_e2e::weir_dev::WeirDev;
 use weir_e2e::weir_run::{ops_get, sample};
-use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds, plugin};
+use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds};
 
 /// A member kubeconfig whose user runs a program for its credentials.
 const EXEC: &str = "apiVersion: v1
@@ -55,19 +54,7 @@ async fn member_clusters_are_engaged_and_released_as_their_kubeconfig_files_come
     let env = TestEnv::start().await?;
     let members = Members::start(&["member-a", "member-b"], &env.namespace).await?;
     std::fs::write(members.dir().join("evil.yaml"), EXEC)?;
-    let spread = plugin("spread")?;
-    env.install_crd(&spread).await?;
-    let host = env
-        .run_args(RunSource::Loaded(vec![spread]))
-        .flags(members.flags("spread")?)
-        .in_process(&env)
-        .config(|c| {
-            if let Some(clusters) = &mut c.clusters {
-                clusters.rescan = Duration::from_millis(200);
-            }
-        })
-        .start()
-        .await?;
+    let host = members.serve_spread(&env, &["*"]).await?;
     let engaged = host.clusters();
     eventually("both members are engaged", CONVERGE, || async {
         (engaged.names() == ["member-a", "member-b"] && engaged.is_synced()).then_some(())
@@ -189,14 +176,7 @@ async fn a_spread_naming_a_member_the_policy_does_not_grant_its_plugin_is_refuse
 -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let members = Members::start(&["member-a", "member-b"], &env.namespace).await?;
-    let spread = plugin("spread")?;
-    env.install_crd(&spread).await?;
-    let host = env
-        .run_args(RunSource::Loaded(vec![spread]))
-        .flags(members.flags_granting("spread", &["member-a"])?)
-        .in_process(&env)
-        .start()
-        .await?;
+    let host = members.serve_spread(&env, &["member-a"]).await?;
     let engaged = host.clusters();
     eventually("both members are engaged", CONVERGE, || async {
         (engaged.names() == ["member-a", "member-b"] && engaged.is_synced()).then_some(())

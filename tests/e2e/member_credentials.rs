@@ -9,9 +9,8 @@ use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use serde_json::json;
 use weir_e2e::fleet::{Members, account_token};
-use weir_e2e::host::RunSource;
 use weir_e2e::weir_run::{ops_get, sample};
-use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, plugin};
+use weir_e2e::{CONVERGE, TestEnv, eventually, kinds};
 use weir_emulator::RequestRecord;
 
 const MEMBER: &str = "member-a";
@@ -37,19 +36,7 @@ async fn rotated_member_credentials_are_used_in_place_and_nothing_is_listed_agai
     let new = account_token(member, &ns, "weir-new").await?;
     members.write_token(MEMBER, &old)?;
 
-    let spread = plugin("spread")?;
-    env.install_crd(&spread).await?;
-    let host = env
-        .run_args(RunSource::Loaded(vec![spread]))
-        .flags(members.flags("spread")?)
-        .in_process(&env)
-        .config(|c| {
-            if let Some(clusters) = &mut c.clusters {
-                clusters.rescan = std::time::Duration::from_millis(200);
-            }
-        })
-        .start()
-        .await?;
+    let host = members.serve_spread(&env, &["*"]).await?;
     let engaged = host.clusters();
     eventually("the member is engaged", CONVERGE, || async {
         (engaged.names() == [MEMBER] && engaged.is_synced()).then_some(())

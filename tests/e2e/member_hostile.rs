@@ -8,8 +8,7 @@ use kube::api::{Api, DeleteParams};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 use weir_e2e::fleet::Members;
-use weir_e2e::host::RunSource;
-use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds, plugin};
+use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds};
 use weir_emulator::{Fault, Rule};
 
 /// A server answering every connection with bytes that are not HTTP, then closing it: what the
@@ -54,14 +53,7 @@ async fn a_slow_member_and_one_answering_garbage_hold_up_no_other_member_nor_par
     )]);
     let (url, garbage) = garbage_server().await?;
     std::fs::write(members.dir().join("garbage.yaml"), kubeconfig(&url))?;
-    let spread = plugin("spread")?;
-    env.install_crd(&spread).await?;
-    let host = env
-        .run_args(RunSource::Loaded(vec![spread]))
-        .flags(members.flags("spread")?)
-        .in_process(&env)
-        .start()
-        .await?;
+    let host = members.serve_spread(&env, &["*"]).await?;
     let engaged = host.clusters();
     eventually("all four members are engaged", CONVERGE, || async {
         (engaged.names().len() == 4).then_some(())

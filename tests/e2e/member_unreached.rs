@@ -13,8 +13,7 @@ use serde_json::{Value, json};
 use weir::answer::MEMBER_CLUSTERS_ANNOTATION;
 use weir::reconcile::placed::MEMBER_CHILDREN_CONDITION;
 use weir_e2e::fleet::Members;
-use weir_e2e::host::RunSource;
-use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds, plugin};
+use weir_e2e::{CONVERGE, TestEnv, condition, eventually, kinds};
 use weir_emulator::{Fault, Rule};
 
 const MEMBERS: [&str; 3] = ["member-a", "member-b", "member-c"];
@@ -46,14 +45,7 @@ async fn a_parents_deletion_waits_for_a_member_that_cannot_delete_its_children_a
 -> anyhow::Result<()> {
     let env = TestEnv::start().await?;
     let members = Members::start(&MEMBERS, &env.namespace).await?;
-    let spread = plugin("spread")?;
-    env.install_crd(&spread).await?;
-    let host = env
-        .run_args(RunSource::Loaded(vec![spread]))
-        .flags(members.flags("spread")?)
-        .in_process(&env)
-        .start()
-        .await?;
+    let host = members.serve_spread(&env, &["*"]).await?;
     let apis: Vec<Api<Deployment>> = MEMBERS
         .iter()
         .map(|m| Ok(Api::namespaced(members.client(m)?, &env.namespace)))

@@ -14,7 +14,11 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::Client;
 use kube::api::{Api, PostParams};
 use serde_json::json;
+use weir::manager::Manager;
 use weir_emulator::{Emulator, EmulatorConfig, Fleet, WorkloadSimulation};
+
+use crate::TestEnv;
+use crate::host::RunSource;
 
 /// Member clusters started for one test, and the directory of their kubeconfigs (what
 /// `weir run --clusters DIR` follows).
@@ -94,6 +98,24 @@ impl Members {
             "--policy".into(),
             file.into(),
         ])
+    }
+
+    /// A host in this process serving the built Spread (its CRD installed in the hub first) on
+    /// this fleet, the Spread granted `clusters` ([`Members::flags_granting`]), the directory
+    /// of kubeconfigs rescanned every 200 ms.
+    pub async fn serve_spread(&self, env: &TestEnv, clusters: &[&str]) -> Result<Manager> {
+        let spread = crate::plugin("spread")?;
+        env.install_crd(&spread).await?;
+        env.run_args(RunSource::Loaded(vec![spread]))
+            .flags(self.flags_granting("spread", clusters)?)
+            .in_process(env)
+            .config(|c| {
+                if let Some(clusters) = &mut c.clusters {
+                    clusters.rescan = Duration::from_millis(200);
+                }
+            })
+            .start()
+            .await
     }
 
     /// The kubeconfig file of member `name`.
