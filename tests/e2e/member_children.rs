@@ -74,15 +74,8 @@ async fn a_hub_parent_owns_its_children_in_three_members_by_its_mark_until_it_is
     let env = TestEnv::start().await?;
     let members = Members::start(&MEMBERS, &env.namespace).await?;
     let host = members.serve_spread(&env, &["*"]).await?;
-    let apis: Vec<Api<Deployment>> = MEMBERS
-        .iter()
-        .map(|m| Ok(Api::namespaced(members.client(m)?, &env.namespace)))
-        .collect::<anyhow::Result<_>>()?;
-    let engaged = host.clusters();
-    eventually("the members are engaged", CONVERGE, || async {
-        (engaged.names() == MEMBERS && engaged.is_synced()).then_some(())
-    })
-    .await?;
+    let apis = members.deployments(&env.namespace)?;
+    members.engaged_by(&host, &[]).await?;
 
     // Placed in each member, marked with its parent, owned by nothing there; none in the hub.
     let spreads = env.api(&kinds::spread());

@@ -55,11 +55,7 @@ async fn member_clusters_are_engaged_and_released_as_their_kubeconfig_files_come
     let members = Members::start(&["member-a", "member-b"], &env.namespace).await?;
     std::fs::write(members.dir().join("evil.yaml"), EXEC)?;
     let host = members.serve_spread(&env, &["*"]).await?;
-    let engaged = host.clusters();
-    eventually("both members are engaged", CONVERGE, || async {
-        (engaged.names() == ["member-a", "member-b"] && engaged.is_synced()).then_some(())
-    })
-    .await?;
+    let engaged = members.engaged_by(&host, &[]).await?;
     let Some(ops) = host.addr() else {
         anyhow::bail!("the host serves no /metrics");
     };
@@ -177,11 +173,7 @@ async fn a_spread_naming_a_member_the_policy_does_not_grant_its_plugin_is_refuse
     let env = TestEnv::start().await?;
     let members = Members::start(&["member-a", "member-b"], &env.namespace).await?;
     let host = members.serve_spread(&env, &["member-a"]).await?;
-    let engaged = host.clusters();
-    eventually("both members are engaged", CONVERGE, || async {
-        (engaged.names() == ["member-a", "member-b"] && engaged.is_synced()).then_some(())
-    })
-    .await?;
+    members.engaged_by(&host, &[]).await?;
     let Some(ops) = host.addr() else {
         anyhow::bail!("the host serves no /plugins");
     };

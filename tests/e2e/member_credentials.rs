@@ -37,11 +37,7 @@ async fn rotated_member_credentials_are_used_in_place_and_nothing_is_listed_agai
     members.write_token(MEMBER, &old)?;
 
     let host = members.serve_spread(&env, &["*"]).await?;
-    let engaged = host.clusters();
-    eventually("the member is engaged", CONVERGE, || async {
-        (engaged.names() == [MEMBER] && engaged.is_synced()).then_some(())
-    })
-    .await?;
+    let engaged = members.engaged_by(&host, &[]).await?;
     env.create(
         &kinds::spread(),
         "web",

@@ -46,15 +46,8 @@ async fn a_parents_deletion_waits_for_a_member_that_cannot_delete_its_children_a
     let env = TestEnv::start().await?;
     let members = Members::start(&MEMBERS, &env.namespace).await?;
     let host = members.serve_spread(&env, &["*"]).await?;
-    let apis: Vec<Api<Deployment>> = MEMBERS
-        .iter()
-        .map(|m| Ok(Api::namespaced(members.client(m)?, &env.namespace)))
-        .collect::<anyhow::Result<_>>()?;
-    let engaged = host.clusters();
-    eventually("the members are engaged", CONVERGE, || async {
-        (engaged.names() == MEMBERS && engaged.is_synced()).then_some(())
-    })
-    .await?;
+    let apis = members.deployments(&env.namespace)?;
+    let engaged = members.engaged_by(&host, &[]).await?;
     let spreads = env.api(&kinds::spread());
     let held = |name: &'static str, reason: &'static str| {
         let spreads = spreads.clone();

@@ -9,11 +9,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::Client;
 use kube::api::{Api, PostParams};
 use serde_json::json;
+use weir::clusters::Engaged;
 use weir::manager::Manager;
 use weir_emulator::{Emulator, EmulatorConfig, Fleet, WorkloadSimulation};
 
@@ -116,6 +118,27 @@ impl Members {
             })
             .start()
             .await
+    }
+
+    /// Waits until `host` has engaged exactly this fleet's members (plus `more`, by name) and
+    /// each holds its first lists; the host's handle of them.
+    pub async fn engaged_by(&self, host: &Manager, more: &[&str]) -> Result<Engaged> {
+        let engaged = host.clusters();
+        let mut names: Vec<&str> = self.fleet.names();
+        names.extend(more);
+        names.sort_unstable();
+        crate::eventually("the members are engaged", crate::CONVERGE, || async {
+            (engaged.names() == names && engaged.is_synced()).then_some(())
+        })
+        .await?;
+        Ok(engaged)
+    }
+
+    /// Each member's Deployments in `namespace`, in the order the members were started.
+    pub fn deployments(&self, namespace: &str) -> Result<Vec<Api<Deployment>>> {
+        (self.fleet.names().into_iter())
+            .map(|name| Ok(Api::namespaced(self.client(name)?, namespace)))
+            .collect()
     }
 
     /// The kubeconfig file of member `name`.
