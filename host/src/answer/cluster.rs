@@ -38,14 +38,14 @@ pub(super) fn check(
     policy: &ValidationPolicy,
 ) -> Result<(), Refusal> {
     let grant = policy.grant(&info.name);
-    let recorded = recorded_clusters(parent);
     let refused = clusters.iter().enumerate().find_map(|(i, cluster)| {
         let cluster = cluster.as_deref()?;
         let home = cluster == live.parent_cluster();
         let granted = home || grant.is_some_and(|g| g.allows_cluster(cluster));
         // A member the parent already has children in, released for now, is not unknown: the
         // writer names it while the other clusters' children keep converging.
-        let known = live.engaged(cluster) || recorded.contains(cluster);
+        // (The record is read only then: most answers name no member at all.)
+        let known = live.engaged(cluster) || recorded_clusters(parent).contains(cluster);
         (!granted || !known).then_some((i, cluster, granted))
     });
     let Some((index, cluster, granted)) = refused else {

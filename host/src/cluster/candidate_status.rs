@@ -84,18 +84,10 @@ mod tests {
     use crate::cluster::PluginStatus;
     use crate::cluster::fetch::TagCheck;
     use crate::cluster::resource::Condition;
-    use crate::cluster::status::{Attempt, Checks, Serving, desired};
+    use crate::cluster::status::tests::serving;
+    use crate::cluster::status::{Attempt, Checks, desired};
 
     use super::*;
-
-    fn serving() -> Serving {
-        Serving {
-            digest: format!("sha256:{}", "ab".repeat(32)),
-            name: "blog".into(),
-            version: "0.1.0".into(),
-            kind: "Blog.weir.dev".into(),
-        }
-    }
 
     fn with(candidate: Option<&CandidateAttempt>) -> PluginStatus {
         let checks = Checks {

@@ -234,10 +234,11 @@ fn now() -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn serving() -> Serving {
+    /// The version serving in the status tests (the candidate's too).
+    pub(in crate::cluster) fn serving() -> Serving {
         Serving {
             digest: format!("sha256:{}", "ab".repeat(32)),
             name: "blog".into(),

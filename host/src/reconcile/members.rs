@@ -336,7 +336,8 @@ impl Members {
             .into_iter()
             .flatten()
             .collect();
-        let holdups = placed::holdups(&recorded_clusters(parent), failing, |c| self.seen(c));
+        let recorded = recorded_clusters(parent);
+        let holdups = placed::holdups(&recorded, failing, |c| self.seen(c));
         show_holdups(writer, parent, &holdups).await?;
         if !holdups.is_empty() {
             return Ok(Finish::After(HELD_AGAIN));
@@ -349,7 +350,7 @@ impl Members {
             return Ok(Finish::After(RELEASE_AGAIN));
         }
         // A parent recorded before records were kept: any engaged member may hold its children.
-        if recorded_clusters(parent).is_empty() && !self.engaged.settled(&self.kinds) {
+        if recorded.is_empty() && !self.engaged.settled(&self.kinds) {
             tracing::info!(
                 "the member clusters' caches are not listed yet: the parent is released once they are"
             );
