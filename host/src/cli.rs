@@ -177,12 +177,14 @@ impl Cli {
             }
             Command::Rbac(args) => {
                 let engine = Engine::new(self.engine_config())?;
+                let labels: weir::clusters::Labels = args.cluster_label.iter().cloned().collect();
                 let options = weir::rbac::RbacOptions {
                     plugins: &args.plugins,
                     name: &args.name,
                     policy: args.policy.as_deref(),
                     skip_refused: args.skip_refused,
                     cluster: args.cluster.as_deref(),
+                    cluster_labels: &labels,
                 };
                 weir::rbac::print(&engine, &options)?;
                 Ok(ExitCode::SUCCESS)
@@ -261,6 +263,18 @@ pub struct RbacArgs {
     /// of the plugins the policy grants that cluster.
     #[arg(long, value_name = "NAME")]
     pub cluster: Option<String>,
+    /// A label of that member (its cluster Secret's, `weir run --cluster-secrets`), for a
+    /// policy granting clusters by label (`clusterSelector`); repeatable.
+    #[arg(long, value_name = "KEY=VALUE", requires = "cluster", value_parser = label)]
+    pub cluster_label: Vec<(String, String)>,
+}
+
+/// A `KEY=VALUE` label.
+fn label(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("{text:?} is not KEY=VALUE")),
+    }
 }
 
 /// Arguments of `weir test`.

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
+use crate::clusters::Labels;
 use crate::plugin::{Engine, Limits, LoadError, PluginInfo};
 use crate::policy::{self, Admitted, Policy, PolicyError, PolicyRefusal, WellKnown};
 
@@ -116,13 +117,17 @@ pub fn cluster_role(name: &str, plugins: &[Admitted]) -> ClusterRole {
 type Grants = BTreeMap<(String, &'static [&'static str]), BTreeSet<String>>;
 
 /// The ClusterRole `name` granting what the host needs in member cluster `cluster` for the
-/// admitted `plugins` the policy grants that cluster (its `plugins:` entry's `clusters`): each
-/// one's child kinds, to watch, apply and prune there. Their parents, related objects and
-/// Events stay in the host's own cluster ([`cluster_role`]).
-pub fn member_role(name: &str, plugins: &[Admitted], cluster: &str) -> ClusterRole {
+/// admitted `plugins` the policy grants that cluster, named or labelled `labels` (its
+/// `plugins:` entry's `clusters` or `clusterSelector`): each one's child kinds, to watch, apply
+/// and prune there. Their parents, related objects and Events stay in the host's own cluster
+/// ([`cluster_role`]).
+pub fn member_role(name: &str, plugins: &[Admitted], (cluster, labels): Member<'_>) -> ClusterRole {
     let mut grants = Grants::new();
     for admitted in plugins {
-        if !admitted.grant().is_some_and(|g| g.allows_cluster(cluster)) {
+        if !admitted
+            .grant()
+            .is_some_and(|g| g.allows_cluster(cluster, Some(labels)))
+        {
             continue;
         }
         for child in &admitted.info().children {
@@ -199,7 +204,12 @@ pub struct RbacOptions<'a> {
     pub skip_refused: bool,
     /// The role of member cluster `NAME` instead of the host's own cluster's.
     pub cluster: Option<&'a str>,
+    /// That member's labels (its cluster Secret's), for grants by label.
+    pub cluster_labels: &'a Labels,
 }
+
+/// A member cluster as the policy grants it: its name and its labels.
+pub type Member<'a> = (&'a str, &'a Labels);
 
 /// `weir rbac`: prints the ClusterRole on stdout and its warnings on stderr.
 pub fn print(engine: &Engine, options: &RbacOptions<'_>) -> Result<(), RbacError> {
@@ -208,7 +218,7 @@ pub fn print(engine: &Engine, options: &RbacOptions<'_>) -> Result<(), RbacError
     let rendered = match options.cluster {
         None => role_for(options.name, &infos, &policy, options.skip_refused)?,
         Some(cluster) => member_role_for(
-            (options.name, cluster),
+            (options.name, (cluster, options.cluster_labels)),
             &infos,
             &policy,
             options.skip_refused,
@@ -350,7 +360,7 @@ fn admit_all(
 /// cluster `cluster` for the plugins of `infos` the policy admits and grants that cluster,
 /// headed by which ones they are.
 pub fn member_role_for(
-    (name, cluster): (&str, &str),
+    (name, (cluster, labels)): (&str, Member<'_>),
     infos: &[PluginInfo],
     policy: &Policy,
     skip_refused: bool,
@@ -362,7 +372,7 @@ pub fn member_role_for(
         .collect();
     let placing: Vec<&PluginInfo> = admitted
         .iter()
-        .filter(|a| a.grant().is_some_and(|g| g.allows_cluster(cluster)))
+        .filter(|a| (a.grant()).is_some_and(|g| g.allows_cluster(cluster, Some(labels))))
         .map(Admitted::info)
         .collect();
     if placing.is_empty() {
@@ -381,7 +391,9 @@ pub fn member_role_for(
         out.push_str(&format!("#   {} {}\n", info.name, info.version));
     }
     out.push_str(&crate::yaml::to_string(&with_kind(member_role(
-        name, &admitted, cluster,
+        name,
+        &admitted,
+        (cluster, labels),
     )))?);
     Ok(Rendered {
         yaml: out,

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::clusters::Labels;
 use crate::plugin::{LabelSelector, ResourceKind};
 use crate::policy::Grant;
 
@@ -118,8 +119,15 @@ fn a_member_clusters_role_grants_the_child_kinds_of_the_plugins_the_policy_grant
         clusters: clusters.iter().map(|c| (*c).to_owned()).collect(),
         ..Grant::default()
     };
+    let by_labels = Grant {
+        cluster_selector: Some(LabelSelector {
+            match_labels: BTreeMap::from([("env".into(), "prod".into())]),
+            ..LabelSelector::default()
+        }),
+        ..Grant::default()
+    };
     let policy = Policy {
-        plugins: BTreeMap::from([("a".into(), only_a(&["member-a"]))]),
+        plugins: BTreeMap::from([("a".into(), only_a(&["member-a"])), ("b".into(), by_labels)]),
         ..Policy::default()
     };
     let rules = |rendered: &Rendered| -> Vec<(String, Vec<String>, Vec<String>)> {
@@ -136,7 +144,13 @@ fn a_member_clusters_role_grants_the_child_kinds_of_the_plugins_the_policy_grant
             })
             .collect()
     };
-    let in_a = member_role_for(("weir-member", "member-a"), &infos, &policy, false).unwrap();
+    let in_a = member_role_for(
+        ("weir-member", ("member-a", &Labels::new())),
+        &infos,
+        &policy,
+        false,
+    )
+    .unwrap();
     assert_eq!(
         rules(&in_a),
         [(
@@ -147,8 +161,26 @@ fn a_member_clusters_role_grants_the_child_kinds_of_the_plugins_the_policy_grant
         "only a's children, and nothing of its parent, in member-a"
     );
     assert!(in_a.yaml.contains("#   a 1"), "{}", in_a.yaml);
-    let in_b = member_role_for(("weir-member", "member-b"), &infos, &policy, false).unwrap();
+    let in_b = member_role_for(
+        ("weir-member", ("member-b", &Labels::new())),
+        &infos,
+        &policy,
+        false,
+    )
+    .unwrap();
     assert!(rules(&in_b).is_empty(), "no plugin is granted member-b");
+    let prod = Labels::from([("env".to_owned(), "prod".to_owned())]);
+    let in_prod =
+        member_role_for(("weir-member", ("member-b", &prod)), &infos, &policy, false).unwrap();
+    assert_eq!(
+        rules(&in_prod),
+        [(
+            String::new(),
+            vec!["configmaps".to_owned()],
+            CHILD.iter().map(|v| (*v).to_owned()).collect::<Vec<_>>()
+        )],
+        "b's children in a member labelled env=prod"
+    );
     assert!(
         in_b.warnings
             .iter()

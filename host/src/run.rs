@@ -165,8 +165,15 @@ pub struct HostArgs {
     /// engaged with a client and watches of its own, and released (watches stopped, cache
     /// freed) when its file goes. Inline credentials only: a file using `exec`,
     /// `auth-provider` or a local file path is refused, naming the file.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "cluster_secrets")]
     pub clusters: Option<PathBuf>,
+    /// Member clusters from Secrets in the host's namespace (--lease-namespace) whose labels
+    /// match SELECTOR (`weir.dev/cluster=member`), each holding a kubeconfig under the data key
+    /// `kubeconfig`: the cluster is named by the Secret and carries its labels (a policy may
+    /// grant clusters by them). Engaged, rotated and released as the Secrets come, change and
+    /// go; inline credentials only, as for --clusters.
+    #[arg(long, value_name = "SELECTOR")]
+    pub cluster_secrets: Option<String>,
     /// How candidate versions are rolled out.
     #[command(flatten)]
     pub rollout: crate::rollout::RolloutFlags,
@@ -222,9 +229,23 @@ impl HostArgs {
             policy: Arc::new(policy),
             rollout: self.rollout.config(),
             verification,
-            clusters: self.clusters.clone().map(crate::clusters::Config::new),
+            clusters: self.members().map(crate::clusters::Config::of),
             ..defaults
         })
+    }
+}
+
+impl HostArgs {
+    /// Where the member clusters come from (`--clusters` or `--cluster-secrets`), if anywhere.
+    fn members(&self) -> Option<crate::clusters::Members> {
+        use crate::clusters::{Members, SecretsConfig};
+        if let Some(selector) = &self.cluster_secrets {
+            return Some(Members::Secrets(SecretsConfig {
+                namespace: self.lease_namespace.clone(),
+                selector: selector.clone(),
+            }));
+        }
+        self.clusters.clone().map(Members::Dir)
     }
 }
 

@@ -4,9 +4,12 @@
 //! The `hostile` plugin (`tests/plugins/hostile`) runs one attack per `Attack` parent; its
 //! variants, whose attack is what they declare, sit in the same plugins directory and must be
 //! refused by admission (or, for the one whose kind is not served, fail only their own readiness).
+//!
+//! Hostile member clusters, and the hostile ways to hand one over, are in [`members`].
 
 mod checks;
 mod logs;
+mod members;
 mod parents;
 
 use std::time::{Duration, Instant};

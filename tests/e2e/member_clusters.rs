@@ -1,9 +1,9 @@
 //! `--clusters DIR` on a fleet of emulated clusters: members are engaged as their kubeconfig
 //! files appear and released as they go, each watched through a client of its own and shown on
 //! `/metrics`; a kubeconfig asking to run a program is refused by name and the others are
-//! engaged all the same; a Spread naming a cluster nobody engaged, or an engaged member the
-//! policy does not grant its plugin, is refused, and nothing is written in any cluster (a
-//! Spread's children in engaged members: `member_children`).
+//! engaged all the same; a Spread naming a cluster nobody engaged is refused, and nothing is
+//! written in any cluster (a Spread's children in engaged members: `member_children`; an
+//! engaged member the policy does not grant its plugin: `hostile::members`).
 
 use std::time::Duration;
 
@@ -38,7 +38,7 @@ fn deployment(name: &str, parent_uid: &str) -> anyhow::Result<Deployment> {
 }
 
 /// The `Reconciled` condition's message once the parent is refused.
-async fn refusal(env: &TestEnv, name: &str) -> anyhow::Result<String> {
+pub async fn refusal(env: &TestEnv, name: &str) -> anyhow::Result<String> {
     let parents = env.api(&kinds::spread());
     eventually(&format!("{name} is refused"), CONVERGE, || async {
         let c = condition(&parents.get(name).await.ok()?, "Reconciled")?;
@@ -165,60 +165,4 @@ async fn weir_dev_runs_member_clusters_and_lists_them_in_its_view() -> anyhow::R
         assert_ne!(server, hub, "{member} is a server of its own");
     }
     dev.check_running()
-}
-
-#[tokio::test]
-async fn a_spread_naming_a_member_the_policy_does_not_grant_its_plugin_is_refused_and_writes_nowhere()
--> anyhow::Result<()> {
-    let env = TestEnv::start().await?;
-    let members = Members::start(&["member-a", "member-b"], &env.namespace).await?;
-    let host = members.serve_spread(&env, &["member-a"]).await?;
-    members.engaged_by(&host, &[]).await?;
-    let Some(ops) = host.addr() else {
-        anyhow::bail!("the host serves no /plugins");
-    };
-    let listing = ops_get(ops, "/plugins").await?;
-    assert!(
-        listing.contains("children in member clusters member-a"),
-        "/plugins shows the grant: {listing}"
-    );
-
-    // Both engaged, only member-a granted: the whole answer is refused, nothing written.
-    env.create(
-        &kinds::spread(),
-        "both",
-        json!({"image": "nginx", "clusters": ["member-a", "member-b"]}),
-    )
-    .await?;
-    let message = refusal(&env, "both").await?;
-    assert!(
-        message.contains("\"member-b\"") && message.contains("does not grant"),
-        "{message}"
-    );
-    // Within its grant the same plugin places a child: the refusal was the grant's.
-    env.create(
-        &kinds::spread(),
-        "granted",
-        json!({"image": "nginx", "clusters": ["member-a"]}),
-    )
-    .await?;
-    let in_a: Api<Deployment> = Api::namespaced(members.client("member-a")?, &env.namespace);
-    let in_b: Api<Deployment> = Api::namespaced(members.client("member-b")?, &env.namespace);
-    eventually("granted is placed in member-a", CONVERGE, || async {
-        in_a.get_opt("granted").await.ok()?.map(|_| ())
-    })
-    .await?;
-    for (api, cluster) in [(&in_a, "member-a"), (&in_b, "member-b")] {
-        assert!(
-            api.get_opt("both").await?.is_none(),
-            "nothing of the refused answer is written in {cluster}"
-        );
-    }
-    assert!(
-        env.typed::<Deployment>().get_opt("both").await?.is_none(),
-        "nor in the hub instead"
-    );
-    host.shutdown().await;
-    members.shutdown().await;
-    Ok(())
 }

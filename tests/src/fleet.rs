@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Secret, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
 use kube::Client;
 use kube::api::{Api, PostParams};
@@ -21,6 +21,9 @@ use weir_emulator::{Emulator, EmulatorConfig, Fleet, WorkloadSimulation};
 
 use crate::TestEnv;
 use crate::host::RunSource;
+
+/// The label [`Members::serve_spread_from_secrets`] selects cluster Secrets by.
+pub const CLUSTER_SECRET_SELECTOR: &str = "weir.dev/cluster=member";
 
 /// Member clusters started for one test, and the directory of their kubeconfigs (what
 /// `weir run --clusters DIR` follows).
@@ -139,6 +142,58 @@ impl Members {
         (self.fleet.names().into_iter())
             .map(|name| Ok(Api::namespaced(self.client(name)?, namespace)))
             .collect()
+    }
+
+    /// A host in this process serving the built Spread (its CRD installed in the hub first),
+    /// its members the Secrets of the test's namespace labelled `weir.dev/cluster=member`
+    /// (`weir run --cluster-secrets`), the Spread granted what `grant` (a `plugins:` entry's
+    /// YAML body) says.
+    pub async fn serve_spread_from_secrets(&self, env: &TestEnv, grant: &str) -> Result<Manager> {
+        let spread = crate::plugin("spread")?;
+        env.install_crd(&spread).await?;
+        let file = self.policies.path().join("spread-secrets.yaml");
+        std::fs::write(&file, format!("plugins:\n  spread: {grant}\n"))
+            .with_context(|| format!("writing {}", file.display()))?;
+        let flags: Vec<OsString> = vec![
+            "--cluster-secrets".into(),
+            CLUSTER_SECRET_SELECTOR.into(),
+            "--lease-namespace".into(),
+            env.namespace.clone().into(),
+            "--policy".into(),
+            file.into(),
+        ];
+        env.run_args(RunSource::Loaded(vec![spread]))
+            .flags(flags)
+            .in_process(env)
+            .config(|c| {
+                if let Some(clusters) = &mut c.clusters {
+                    clusters.rescan = Duration::from_millis(200);
+                }
+            })
+            .start()
+            .await
+    }
+
+    /// A cluster Secret named `name` holding `kubeconfig`, labelled `labels` beside the label
+    /// [`Members::serve_spread_from_secrets`] selects.
+    pub fn secret(name: &str, kubeconfig: &str, labels: &[(&str, &str)]) -> Result<Secret> {
+        let mut all: std::collections::BTreeMap<String, String> = (labels.iter())
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        let (key, value) = CLUSTER_SECRET_SELECTOR
+            .split_once('=')
+            .context("the selector is KEY=VALUE")?;
+        all.insert(key.to_owned(), value.to_owned());
+        Ok(serde_json::from_value(json!({
+            "metadata": {"name": name, "labels": all},
+            "stringData": {weir::clusters::secrets::KUBECONFIG_KEY: kubeconfig},
+        }))?)
+    }
+
+    /// Member `name`'s kubeconfig, as its file holds it.
+    pub fn kubeconfig_text(&self, name: &str) -> Result<String> {
+        let path = self.kubeconfig(name);
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
     }
 
     /// The kubeconfig file of member `name`.

@@ -2,7 +2,8 @@
 //!
 //! A child naming no cluster belongs in its parent's. A child naming another is accepted only
 //! when the operator's policy grants the plugin that cluster (its `plugins:` entry's
-//! `clusters`, [`super::Grant::allows_cluster`]: a member's credentials are lent to the plugins the
+//! `clusters` by name or `clusterSelector` by the cluster's labels,
+//! [`super::Grant::allows_cluster`]: a member's credentials are lent to the plugins the
 //! policy names, not to every plugin the host serves), and the live objects the answer is
 //! judged among span that cluster
 //! ([`LiveObjects::engaged`]): the controller spans its own cluster and the member clusters
@@ -41,11 +42,18 @@ pub(super) fn check(
     let refused = clusters.iter().enumerate().find_map(|(i, cluster)| {
         let cluster = cluster.as_deref()?;
         let home = cluster == live.parent_cluster();
-        let granted = home || grant.is_some_and(|g| g.allows_cluster(cluster));
+        let labels = live.cluster_labels(cluster);
+        let granted = home || grant.is_some_and(|g| g.allows_cluster(cluster, labels.as_ref()));
         // A member the parent already has children in, released for now, is not unknown: the
         // writer names it while the other clusters' children keep converging.
         // (The record is read only then: most answers name no member at all.)
-        let known = live.engaged(cluster) || recorded_clusters(parent).contains(cluster);
+        let engaged = live.engaged(cluster);
+        let recorded = || recorded_clusters(parent).contains(cluster);
+        // Its labels went with it: a grant by labels is judged again once it is back (nothing
+        // is written there meanwhile).
+        let by_labels = grant.is_some_and(|g| g.cluster_selector.is_some());
+        let granted = granted || (!engaged && by_labels && recorded());
+        let known = engaged || recorded();
         (!granted || !known).then_some((i, cluster, granted))
     });
     let Some((index, cluster, granted)) = refused else {
@@ -60,10 +68,7 @@ pub(super) fn check(
     let plugin = info.label();
     let kind = text(&child["kind"]).unwrap_or_else(|| format!("#{index}"));
     if !granted {
-        let granted = grant
-            .map(|g| g.clusters.join(","))
-            .filter(|g| !g.is_empty())
-            .unwrap_or_else(|| "none".to_owned());
+        let granted = grant.map_or_else(|| "none".to_owned(), |g| g.clusters_said());
         return Err(Refusal::ClusterNotGranted {
             plugin,
             kind,

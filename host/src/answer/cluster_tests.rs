@@ -352,3 +352,71 @@ fn a_member_the_parent_recorded_is_accepted_while_released_and_no_other_is() {
         Err(Refusal::UnknownCluster { cluster, .. }) if cluster == "member-c"
     ));
 }
+
+/// Engaged members with labels, as cluster Secrets give them: member-a `env=prod`, member-b
+/// `env=dev`.
+struct Labelled;
+
+impl LiveObjects for Labelled {
+    fn get(&self, _: &str, _: &str, _: &ObjectKey) -> Option<Arc<DynamicObject>> {
+        None
+    }
+
+    fn engaged(&self, cluster: &str) -> bool {
+        ["member-a", "member-b"].contains(&cluster)
+    }
+
+    fn cluster_labels(&self, cluster: &str) -> Option<crate::clusters::Labels> {
+        let env = match cluster {
+            "member-a" => "prod",
+            "member-b" => "dev",
+            _ => return None,
+        };
+        Some(BTreeMap::from([("env".to_owned(), env.to_owned())]))
+    }
+}
+
+#[test]
+fn a_member_granted_by_its_labels_is_accepted_and_one_with_other_labels_is_refused_saying_the_selector()
+ {
+    let grant = Grant {
+        cluster_selector: serde_json::from_value(json!({"matchLabels": {"env": "prod"}}))
+            .unwrap_or_else(|e| panic!("{e}")),
+        ..Grant::default()
+    };
+    let policy = ValidationPolicy {
+        grants: Arc::new(BTreeMap::from([("spread".to_owned(), grant)])),
+        ..ValidationPolicy::default()
+    };
+    assert_eq!(judged_under(&policy, &Labelled, &[Some("member-a")]), Ok(1));
+    let refusal =
+        judged_under(&policy, &Labelled, &[Some("member-a"), Some("member-b")]).unwrap_err();
+    assert!(
+        matches!(&refusal, Refusal::ClusterNotGranted { cluster, granted, .. }
+            if cluster == "member-b" && granted == "labelled env=prod"),
+        "{refusal:?}"
+    );
+
+    // A member not engaged has no labels to judge: refused as unknown, unless the parent
+    // records children there (released for now), when nothing is written until it is back.
+    let info = info();
+    let mut recorded = parent(&info);
+    let judge_with = |parent: &DynamicObject| {
+        let inputs = Inputs {
+            info: &info,
+            parent,
+            live: &Labelled,
+            policy: &policy,
+            now: "T",
+        };
+        judge(inputs, answer(&[Some("member-a"), Some("member-c")])).map_err(|r| r.refusal)
+    };
+    assert!(
+        matches!(judge_with(&recorded), Err(Refusal::ClusterNotGranted { cluster, .. }) if cluster == "member-c")
+    );
+    recorded.metadata.annotations = Some(BTreeMap::from([(
+        crate::answer::MEMBER_CLUSTERS_ANNOTATION.to_owned(),
+        "member-a,member-c".to_owned(),
+    )]));
+    assert_eq!(judge_with(&recorded).map(|j| j.children.len()), Ok(2));
+}

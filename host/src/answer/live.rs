@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use kube::api::DynamicObject;
 
+use crate::clusters::Labels;
 use crate::plugin::LOCAL_CLUSTER;
 use crate::runtime::ObjectKey;
 
@@ -24,6 +25,12 @@ pub trait LiveObjects {
     /// default; a fixture names its own.
     fn parent_cluster(&self) -> &str {
         LOCAL_CLUSTER
+    }
+
+    /// The labels of the engaged member `cluster`, which the policy may grant clusters by
+    /// (`None`: not engaged, or no source of labels, as for a fixture).
+    fn cluster_labels(&self, _cluster: &str) -> Option<Labels> {
+        None
     }
 
     /// The object of this kind under this key in the engaged `cluster`: [`get`]'s in the
@@ -70,6 +77,10 @@ impl<T: LiveObjects + ?Sized> LiveObjects for Arc<T> {
 
     fn parent_cluster(&self) -> &str {
         (**self).parent_cluster()
+    }
+
+    fn cluster_labels(&self, cluster: &str) -> Option<Labels> {
+        (**self).cluster_labels(cluster)
     }
 
     fn get_elsewhere(

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::live::LiveObjects;
+use crate::clusters::Labels;
 use crate::plugin::LabelSelector;
 use crate::runtime::ObjectKey;
 
@@ -55,6 +56,7 @@ pub struct ValidationPolicy {
 ///     secretData: true
 ///   spread:
 ///     clusters: [member-a, member-b]   # or ["*"]: every member the host engages
+///     clusterSelector: {matchLabels: {env: prod}}   # and members with these labels
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -76,6 +78,9 @@ pub struct Grant {
     /// cluster, whatever members the host engages: a member's credentials are the operator's,
     /// lent to the plugins the policy names.
     pub clusters: Vec<String>,
+    /// Member clusters, by their labels, allowed as `clusters` are. A cluster's labels are its
+    /// Secret's (`weir run --cluster-secrets`); a cluster from a kubeconfig file has none.
+    pub cluster_selector: Option<LabelSelector>,
 }
 
 impl Grant {
@@ -85,14 +90,22 @@ impl Grant {
             || !self.namespaces.is_empty()
             || self.namespace_selector.is_some()
             || self.secret_data
-            || !self.clusters.is_empty()
+            || self.grants_clusters()
     }
 
-    /// Whether the plugin may place children in member cluster `cluster`.
-    pub fn allows_cluster(&self, cluster: &str) -> bool {
-        self.clusters
-            .iter()
-            .any(|c| c == ANY_CLUSTER || c == cluster)
+    /// Whether the entry grants any member cluster (by name or by labels).
+    pub fn grants_clusters(&self) -> bool {
+        !self.clusters.is_empty() || self.cluster_selector.is_some()
+    }
+
+    /// Whether the plugin may place children in member cluster `cluster`, labelled `labels`
+    /// (`None`: not known, as for a cluster not engaged; only a grant by name can then hold).
+    pub fn allows_cluster(&self, cluster: &str, labels: Option<&Labels>) -> bool {
+        let named = (self.clusters.iter()).any(|c| c == ANY_CLUSTER || c == cluster);
+        let labelled = (self.cluster_selector.as_ref())
+            .zip(labels)
+            .is_some_and(|(selector, labels)| selector.matches(labels));
+        named || labelled
     }
 
     /// Whether objects in namespace `ns` are within the grant: named, or a Namespace `live`
@@ -129,6 +142,7 @@ impl Grant {
             namespace_selector: self.namespace_selector.clone(),
             secret_data: false,
             clusters: Vec::new(),
+            cluster_selector: None,
         }
         .lines()
     }
@@ -143,18 +157,7 @@ impl Grant {
             lines.push(format!("namespaces {}", self.namespaces.join(",")));
         }
         if let Some(selector) = &self.namespace_selector {
-            let labels: Vec<String> = selector
-                .match_labels
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .chain(
-                    selector
-                        .match_expressions
-                        .iter()
-                        .map(|e| format!("{} {:?} {:?}", e.key, e.operator, e.values)),
-                )
-                .collect();
-            lines.push(format!("namespaces labelled {}", labels.join(",")));
+            lines.push(format!("namespaces labelled {}", said(selector)));
         }
         if self.secret_data {
             lines.push("related Secrets with their data".to_owned());
@@ -165,8 +168,38 @@ impl Grant {
                 self.clusters.join(",")
             ));
         }
+        if let Some(selector) = &self.cluster_selector {
+            lines.push(format!(
+                "children in member clusters labelled {}",
+                said(selector)
+            ));
+        }
         lines
     }
+
+    /// What the entry grants of member clusters, in one phrase (`none` when nothing).
+    pub fn clusters_said(&self) -> String {
+        let mut said_clusters: Vec<String> = self.clusters.clone();
+        if let Some(selector) = &self.cluster_selector {
+            said_clusters.push(format!("labelled {}", said(selector)));
+        }
+        if said_clusters.is_empty() {
+            return "none".to_owned();
+        }
+        said_clusters.join(",")
+    }
+}
+
+/// A label selector as the grant's lines say it.
+fn said(selector: &LabelSelector) -> String {
+    let labels: Vec<String> = (selector.match_labels.iter())
+        .map(|(k, v)| format!("{k}={v}"))
+        .chain(
+            (selector.match_expressions.iter())
+                .map(|e| format!("{} {:?} {:?}", e.key, e.operator, e.values)),
+        )
+        .collect();
+    labels.join(",")
 }
 
 impl Default for ValidationPolicy {

@@ -1,39 +1,23 @@
-//! The directory of member kubeconfigs, read as changes: which clusters to engage, which to release.
+//! The directory of member kubeconfigs, listed: one cluster per file, named by its stem.
 //!
 //! One cluster per regular file, named by the file's stem (`member-a.yaml` is `member-a`).
 //! Hidden files (a name starting with `.`) are skipped: an installer writes a hidden temporary
-//! and renames it, and a mounted Secret or ConfigMap keeps its `..data` links there. A file
-//! whose content changed is handed over again with its new content (the source rotates the
-//! cluster's credentials, or engages it anew at another server); a file that went releases
-//! its cluster. A file that is refused ([`super::kubeconfig::read_checked`]) is reported by
-//! path and changes nothing else: a new one is not engaged, an engaged cluster whose file
-//! turns bad keeps its last good configuration (and is released when the file goes).
+//! and renames it, and a mounted Secret or ConfigMap keeps its `..data` links there. What
+//! changed since the last scan is [`super::seen::Seen`]'s to say: a file whose content changed
+//! is handed over again, a file that went releases its cluster, a refused file is reported by
+//! path. A file has no labels: a policy granting clusters by label grants none of these.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use kube::config::Kubeconfig;
-use sha2::{Digest, Sha256};
+use super::kubeconfig::{KubeconfigError, Origin};
+use super::seen::{Changes, Listed, Seen};
 
-use super::kubeconfig::{KubeconfigError, read_checked};
-
-/// What one scan of the directory asks for.
-#[derive(Debug, Default)]
-pub struct Changes {
-    /// Clusters to engage (new ones, and engaged ones whose file changed), by name.
-    pub engage: Vec<(String, PathBuf, Kubeconfig)>,
-    /// Clusters whose file went.
-    pub release: Vec<String>,
-    /// Files refused in this scan (each said once until its content changes again).
-    pub refused: Vec<KubeconfigError>,
-}
-
-/// What the directory held at the last scan: each cluster's file and its content's digest.
+/// The directory and what it held at the last scan.
 #[derive(Debug)]
 pub struct DirState {
     dir: PathBuf,
-    /// Name → digest of the content last engaged or refused, and whether it was engaged.
-    seen: BTreeMap<String, (PathBuf, [u8; 32], bool)>,
+    seen: Seen,
 }
 
 impl DirState {
@@ -41,7 +25,7 @@ impl DirState {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
         Self {
             dir: dir.into(),
-            seen: BTreeMap::new(),
+            seen: Seen::default(),
         }
     }
 
@@ -53,10 +37,10 @@ impl DirState {
     /// Reads the directory and says what changed since the last scan. An unreadable directory
     /// changes nothing (the error is the only refusal).
     pub fn scan(&mut self) -> Changes {
-        let mut changes = Changes::default();
         let files = match self.files() {
             Ok(files) => files,
             Err(source) => {
+                let mut changes = Changes::default();
                 changes.refused.push(KubeconfigError::Read {
                     path: self.dir.clone(),
                     source,
@@ -64,49 +48,27 @@ impl DirState {
                 return changes;
             }
         };
-        let gone: Vec<String> = self
-            .seen
-            .keys()
-            .filter(|name| !files.contains_key(*name))
-            .cloned()
-            .collect();
-        for name in gone {
-            if let Some((_, _, true)) = self.seen.remove(&name) {
-                changes.release.push(name);
-            }
-        }
+        let mut listed = Vec::with_capacity(files.len());
         for (name, path) in files {
-            let Ok(bytes) = std::fs::read(&path) else {
+            let text = match std::fs::read(&path) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
                 // Gone between the listing and the read: the next scan sees it gone.
-                continue;
+                Err(_) => continue,
             };
-            let digest: [u8; 32] = Sha256::digest(&bytes).into();
-            let engaged = match self.seen.get(&name) {
-                Some((_, seen, _)) if *seen == digest => continue,
-                Some((_, _, engaged)) => *engaged,
-                None => false,
-            };
-            match read_checked(&path) {
-                Ok(config) => {
-                    self.seen.insert(name.clone(), (path.clone(), digest, true));
-                    changes.engage.push((name, path, config));
-                }
-                Err(e) => {
-                    // An engaged cluster keeps its last good configuration.
-                    self.seen.insert(name, (path, digest, engaged));
-                    changes.refused.push(e);
-                }
-            }
+            listed.push(Listed {
+                name,
+                origin: Origin::File(path),
+                text: Ok(text),
+                labels: BTreeMap::new(),
+            });
         }
-        changes
+        self.seen.diff(listed)
     }
 
     /// A cluster's engagement failed after its file was accepted (no client could be built):
     /// it is not engaged, and its file is read again only once its content changes.
     pub fn not_engaged(&mut self, name: &str) {
-        if let Some(seen) = self.seen.get_mut(name) {
-            seen.2 = false;
-        }
+        self.seen.not_engaged(name);
     }
 
     /// The regular, non-hidden files of the directory by cluster name (their stem).

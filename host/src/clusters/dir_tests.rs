@@ -6,8 +6,8 @@ fn kubeconfig(server: &str) -> String {
     )
 }
 
-fn names(engage: &[(String, PathBuf, Kubeconfig)]) -> Vec<&str> {
-    engage.iter().map(|(n, ..)| n.as_str()).collect()
+fn names(engage: &[super::super::seen::Found]) -> Vec<&str> {
+    engage.iter().map(|f| f.name.as_str()).collect()
 }
 
 fn dir() -> tempfile::TempDir {

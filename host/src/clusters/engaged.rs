@@ -19,6 +19,7 @@ use std::sync::{Arc, PoisonError, RwLock};
 
 use kube::Client;
 
+use super::seen::Labels;
 use crate::client::Rotating;
 
 use crate::metrics::Metrics;
@@ -54,6 +55,8 @@ pub struct ClusterRow {
 /// One engaged cluster: its client and its runtime instance.
 struct Member {
     server: String,
+    /// Its labels (a cluster Secret's), which the policy may grant clusters by.
+    labels: Labels,
     /// Its client, whose credentials rotate in place ([`Engaged::rotate`]).
     client: Rotating,
     informers: Arc<Informers>,
@@ -375,13 +378,14 @@ impl Engaged {
         })
     }
 
-    /// Engages `name` at `server` through `client` (replacing an engagement of the same name:
+    /// Engages `name` at `server` through `client`, labelled `labels` (replacing an engagement of the same name:
     /// its watches stop first), watching `kinds` in `namespace` (all namespaces: `None`). Must
     /// be called inside the Tokio runtime.
     pub fn engage(
         &self,
         name: &str,
         (server, client): (String, Rotating),
+        labels: Labels,
         kinds: &[ResourceKind],
         namespace: Option<String>,
     ) {
@@ -394,6 +398,7 @@ impl Engaged {
         let queue = Arc::new(Queue::new(QueueConfig::default()));
         let mut member = Member {
             server,
+            labels,
             client,
             informers,
             subscriptions: HashMap::new(),
@@ -423,6 +428,18 @@ impl Engaged {
         client.rotate(config)?;
         self.rotated.fetch_add(1, Ordering::Relaxed);
         Ok(true)
+    }
+
+    /// Gives the engaged `name` the labels its source has now (a relabelled Secret).
+    pub fn relabel(&self, name: &str, labels: Labels) {
+        if let Some(member) = self.write().get_mut(name) {
+            member.labels = labels;
+        }
+    }
+
+    /// The labels of the engaged `cluster` (`None` when it is not engaged).
+    pub fn labels(&self, cluster: &str) -> Option<Labels> {
+        Some(self.read().get(cluster)?.labels.clone())
     }
 
     /// Releases `name`: its watches stop and its stores are freed. Whether it was engaged.

@@ -25,7 +25,7 @@ async fn nothing_is_settled_before_the_first_scan_nor_while_a_member_is_not_list
     let engaged = Engaged::default();
     engaged.expect_source();
     assert!(!engaged.settled(&kinds), "the source has not scanned yet");
-    engaged.engage("member-a", unreachable(), &kinds, None);
+    engaged.engage("member-a", unreachable(), Labels::new(), &kinds, None);
     engaged.scanned();
     assert!(
         !engaged.settled(&kinds),
@@ -44,7 +44,7 @@ async fn nothing_is_settled_before_the_first_scan_nor_while_a_member_is_not_list
 async fn a_listener_hears_members_engaged_before_and_after_it_until_it_is_dropped() {
     let deployments = namespaced("apps", "Deployment", "deployments");
     let engaged = Engaged::default();
-    engaged.engage("member-a", unreachable(), &[], None);
+    engaged.engage("member-a", unreachable(), Labels::new(), &[], None);
     let queue = Arc::new(Queue::new(QueueConfig::default()));
     let parents = Arc::new(Store::new(namespaced("weir.dev", "Spread", "spreads")));
     let listening = engaged.listen(
@@ -52,7 +52,7 @@ async fn a_listener_hears_members_engaged_before_and_after_it_until_it_is_droppe
         (Route::Parent, queue),
         parents,
     );
-    engaged.engage("member-b", unreachable(), &[], None);
+    engaged.engage("member-b", unreachable(), Labels::new(), &[], None);
     let heard = |name: &str| {
         let members = engaged.read();
         let member = members

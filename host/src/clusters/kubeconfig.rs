@@ -8,9 +8,28 @@
 //! `client-certificate-data` with `client-key-data`, or a username and password). Every
 //! cluster and user entry of the file is checked, not only the current context's.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// Where a member's kubeconfig came from, as errors and logs name it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A file of the `--clusters` directory.
+    File(PathBuf),
+    /// A Secret selected by `--cluster-secrets`: its namespace and name.
+    Secret(String, String),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::File(path) => write!(f, "{}", path.display()),
+            Origin::Secret(namespace, name) => write!(f, "Secret {namespace}/{name}"),
+        }
+    }
+}
 
 /// Why a member cluster's kubeconfig file was refused.
 #[derive(Debug, thiserror::Error)]
@@ -24,23 +43,30 @@ pub enum KubeconfigError {
         #[source]
         source: std::io::Error,
     },
-    /// The file is not a kubeconfig.
-    #[error("{} is not a kubeconfig", path.display())]
+    /// The Secret's data holds no kubeconfig text.
+    #[error("{origin}: its data key `kubeconfig` {why}")]
+    Data {
+        /// The Secret.
+        origin: Origin,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// The file (or Secret) holds no kubeconfig.
+    #[error("{origin} is not a kubeconfig")]
     Parse {
-        /// The file.
-        path: PathBuf,
+        /// The file or Secret.
+        origin: Origin,
         /// The parse error.
         #[source]
         source: kube::config::KubeconfigError,
     },
     /// The file asks for something a member's kubeconfig may not (see the module).
     #[error(
-        "the kubeconfig {} is refused: {entry} uses `{field}` ({why}); member clusters take inline credentials only",
-        path.display()
+        "the kubeconfig {origin} is refused: {entry} uses `{field}` ({why}); member clusters take inline credentials only"
     )]
     Refused {
-        /// The file.
-        path: PathBuf,
+        /// The file or Secret.
+        origin: Origin,
         /// `user NAME` or `cluster NAME`.
         entry: String,
         /// The field refused, as written in a kubeconfig.
@@ -49,10 +75,10 @@ pub enum KubeconfigError {
         why: &'static str,
     },
     /// kube could not make a client configuration of it (no server, a bad CA, ...).
-    #[error("the kubeconfig {} does not configure a client", path.display())]
+    #[error("the kubeconfig {origin} does not configure a client")]
     Config {
-        /// The file.
-        path: PathBuf,
+        /// The file or Secret.
+        origin: Origin,
         /// Why.
         #[source]
         source: kube::config::KubeconfigError,
@@ -66,12 +92,17 @@ pub fn read_checked(path: &Path) -> Result<Kubeconfig, KubeconfigError> {
         path: path.to_owned(),
         source,
     })?;
-    let config = Kubeconfig::from_yaml(&text).map_err(|source| KubeconfigError::Parse {
-        path: path.to_owned(),
+    parse_checked(&Origin::File(path.to_owned()), &text)
+}
+
+/// Parses `text` (from `origin`) and refuses it as [`read_checked`] does.
+pub fn parse_checked(origin: &Origin, text: &str) -> Result<Kubeconfig, KubeconfigError> {
+    let config = Kubeconfig::from_yaml(text).map_err(|source| KubeconfigError::Parse {
+        origin: origin.clone(),
         source,
     })?;
     check(&config).map_err(|(entry, field, why)| KubeconfigError::Refused {
-        path: path.to_owned(),
+        origin: origin.clone(),
         entry,
         field,
         why,
@@ -81,13 +112,13 @@ pub fn read_checked(path: &Path) -> Result<Kubeconfig, KubeconfigError> {
 
 /// The client configuration of a checked kubeconfig (its current context).
 pub async fn client_config(
-    path: &Path,
+    origin: &Origin,
     kubeconfig: Kubeconfig,
 ) -> Result<kube::Config, KubeconfigError> {
     kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
         .map_err(|source| KubeconfigError::Config {
-            path: path.to_owned(),
+            origin: origin.clone(),
             source,
         })
 }

@@ -2,8 +2,10 @@
 //!
 //! The host's own cluster is `local` ([`crate::plugin::LOCAL_CLUSTER`]): its parents live there.
 //! `weir run --clusters DIR` adds member clusters, one kubeconfig file each, named by the file's
-//! stem ([`dir`]). A cluster is engaged when its file appears and released when it goes
-//! ([`source`]): engaged, it has its own client (its own rate limit) and its own runtime
+//! stem ([`dir`]); `weir run --cluster-secrets SELECTOR` adds one per Secret of the host's
+//! namespace the selector matches, named by the Secret and labelled with its labels
+//! ([`secrets`]). Either way [`seen`] turns what the source holds into changes. A cluster is
+//! engaged when it appears and released when it goes ([`source`]): engaged, it has its own client (its own rate limit) and its own runtime
 //! instance ([`engaged`]: an informer registry over that client, watching only the kinds the
 //! served plugins may place there, on the same packed cache); released, its watches stop and
 //! its cache is freed. [`gauges`] shows them on `/metrics`.
@@ -26,8 +28,12 @@ pub mod dir;
 pub mod engaged;
 pub mod gauges;
 pub mod kubeconfig;
+pub mod secrets;
+pub mod seen;
 pub mod source;
 
 pub use self::engaged::{ClusterRow, Engaged, Listening, MemberObject, PARENT_UID_LABEL};
 pub use self::gauges::ClusterGauges;
-pub use self::source::{Config, SourceError, Watched};
+pub use self::secrets::SecretsConfig;
+pub use self::seen::Labels;
+pub use self::source::{Config, Members, SourceError, Watched};

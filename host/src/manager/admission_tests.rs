@@ -104,6 +104,7 @@ fn an_entry_within_the_watched_namespace_or_a_host_watching_all_is_admitted() {
         namespace_selector: selecting(),
         secret_data: true,
         clusters: vec!["*".into()],
+        cluster_selector: selecting(),
     };
     admit(&plugin(true), everywhere, None).unwrap();
     // No entry at all: the one namespace changes nothing (the policy's own refusals stand).

@@ -108,7 +108,8 @@ pub struct ManagerConfig {
     /// The signatures the cluster source's components must carry (`crate::trust`); `None`
     /// checks none.
     pub verification: Option<Arc<crate::trust::Policy>>,
-    /// Member clusters engaged from a directory of kubeconfigs (`crate::clusters`); `None`:
+    /// Member clusters engaged from a directory of kubeconfigs or from cluster Secrets
+    /// (`crate::clusters`); `None`:
     /// the host's own cluster alone.
     pub clusters: Option<crate::clusters::Config>,
 }

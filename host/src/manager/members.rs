@@ -1,8 +1,8 @@
-//! The member clusters' runnable: started from the directory `--clusters` names, if any.
+//! The member clusters' runnable: started from the directory `--clusters` names, or the Secrets `--cluster-secrets` selects, if any.
 //!
 //! The handle they are engaged in (`crate::clusters::Engaged`) is made with the controllers'
 //! configuration and shared by the controllers, `/metrics` and `Manager::clusters`; this module
-//! only starts the directory's watch and adds the runnable that engages and releases them.
+//! only starts the source's watch and adds the runnable that engages and releases them.
 
 use super::ManagerConfig;
 use super::config::ManagerError;
@@ -11,13 +11,17 @@ use crate::clusters::Watched;
 use crate::hotload::Catalog;
 use crate::plugin::ResourceKind;
 
-/// The directory of member kubeconfigs, watched from now on (`None` without `--clusters`).
+/// The member kubeconfigs, watched from now on (`None` without `--clusters` or
+/// `--cluster-secrets`); the Secrets are read through `client`.
 /// Until its first scan, no member counts as settled: a parent being deleted keeps its
 /// children in members until they are known (`Engaged::settled`).
-pub(super) fn watch(config: &ManagerConfig) -> Result<Option<Watched>, ManagerError> {
+pub(super) fn watch(
+    config: &ManagerConfig,
+    client: &kube::Client,
+) -> Result<Option<Watched>, ManagerError> {
     match config.clusters.clone() {
-        Some(dir) => {
-            let watched = Watched::start(dir)?;
+        Some(members) => {
+            let watched = Watched::start(members, client)?;
             config.controller.clusters.expect_source();
             Ok(Some(watched))
         }

@@ -87,7 +87,7 @@ impl Manager {
         source: PluginSource,
         config: ManagerConfig,
     ) -> Result<Manager, ManagerError> {
-        let members = members::watch(&config)?;
+        let members = members::watch(&config, &client)?;
         let meters = Meters::new(&config, &source);
         let leases = Leases::join(&client, &config, meters.shard.clone()).await?;
         let writes = leases.gate.client(&client);

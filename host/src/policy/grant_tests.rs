@@ -102,6 +102,10 @@ fn an_entry_with_a_bad_namespace_name_or_selector_or_field_does_not_load() {
             "plugins:\n  \"*\": {clusters: [\"*\"], secretData: true}\n",
             "may only grant member clusters",
         ),
+        (
+            "plugins:\n  p: {clusterSelector: {matchExpressions: [{key: env, operator: In}]}}\n",
+            "plugin p is invalid",
+        ),
     ] {
         std::fs::write(&path, yaml).unwrap();
         let e = Policy::load(&path).unwrap_err();
@@ -112,12 +116,16 @@ fn an_entry_with_a_bad_namespace_name_or_selector_or_field_does_not_load() {
 
 #[test]
 fn the_entry_of_every_plugin_grants_clusters_to_a_plugin_without_its_own_and_shows_it() {
-    let policy =
-        policy_from("plugins:\n  \"*\": {clusters: [member-a]}\n  spread: {clusters: [\"*\"]}\n");
+    let policy = policy_from(
+        "plugins:\n  \"*\": {clusters: [member-a], clusterSelector: {matchLabels: {env: prod}}}\n  spread: {clusters: [\"*\"]}\n",
+    );
     let lines = |plugin: &str| policy.grant_for(plugin).map(Grant::lines);
     assert_eq!(
         lines("other"),
-        Some(vec!["children in member clusters member-a".to_owned()])
+        Some(vec![
+            "children in member clusters member-a".to_owned(),
+            "children in member clusters labelled env=prod".to_owned()
+        ])
     );
     assert_eq!(
         lines("spread"),
@@ -127,9 +135,12 @@ fn the_entry_of_every_plugin_grants_clusters_to_a_plugin_without_its_own_and_sho
     let allows = |plugin: &str, cluster: &str| {
         validation
             .grant(plugin)
-            .is_some_and(|g| g.allows_cluster(cluster))
+            .is_some_and(|g| g.allows_cluster(cluster, None))
     };
     assert!(allows("other", "member-a") && !allows("other", "member-b"));
+    let prod = crate::clusters::Labels::from([("env".to_owned(), "prod".to_owned())]);
+    let other = validation.grant("other");
+    assert!(other.is_some_and(|g| g.allows_cluster("member-b", Some(&prod))));
     assert!(
         allows("spread", "member-b"),
         "its own entry, not every plugin's"

@@ -271,17 +271,20 @@ impl Policy {
         for (plugin, grant) in &policy.plugins {
             let only_clusters = Grant {
                 clusters: grant.clusters.clone(),
+                cluster_selector: grant.cluster_selector.clone(),
                 ..Grant::default()
             };
             let beyond_clusters = (plugin == EVERY_PLUGIN && *grant != only_clusters).then(|| {
-                "the entry of every plugin may only grant member clusters (`clusters`)".to_owned()
+                "the entry of every plugin may only grant member clusters (`clusters`, `clusterSelector`)".to_owned()
             });
             let bad_name = grant
                 .namespaces
                 .iter()
                 .find(|n| !crate::answer::is_valid_name(n))
                 .map(|n| format!("{n:?} is not a namespace name"));
-            let bad_selector = grant.namespace_selector.as_ref().and_then(|s| s.problem());
+            let bad_selector = (grant.namespace_selector.iter())
+                .chain(&grant.cluster_selector)
+                .find_map(|s| s.problem());
             let bad_cluster = grant
                 .clusters
                 .iter()

@@ -157,6 +157,11 @@ impl LiveObjects for Live<'_> {
         cluster == LOCAL_CLUSTER || self.clusters.is_engaged(cluster)
     }
 
+    /// The engaged member's labels (its cluster Secret's).
+    fn cluster_labels(&self, cluster: &str) -> Option<crate::clusters::Labels> {
+        self.clusters.labels(cluster)
+    }
+
     /// The engaged member `cluster`'s cache.
     fn get_elsewhere(
         &self,
