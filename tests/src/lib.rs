@@ -29,6 +29,7 @@ pub mod hostile;
 pub mod kinds;
 pub mod native_twin;
 pub mod plugin_log;
+pub mod tenants;
 pub mod weir_dev;
 pub mod weir_run;
 

@@ -12,10 +12,9 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Patch, PatchParams};
-use kube::{Api, CustomResourceExt, ResourceExt};
+use kube::{Api, ResourceExt};
 use serde_json::{Value, json};
 use weir::cluster::{Credentials, PluginResource, PluginStatus, Registry, oci::parse_reference};
 use weir::manager::Manager;
@@ -27,21 +26,7 @@ use super::weir_push;
 
 /// Installs the Plugin CRD (as `deploy/crd/plugin.yaml` does) and waits until it is served.
 pub(crate) async fn install_plugin_crd(env: &TestEnv) -> Result<Api<PluginResource>> {
-    let crd = PluginResource::crd();
-    Api::<CustomResourceDefinition>::all(env.client.clone())
-        .patch(
-            &crd.name_any(),
-            &PatchParams::apply("weir-e2e").force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .context("installing the Plugin CRD")?;
-    let plugins = Api::<PluginResource>::all(env.client.clone());
-    eventually("Plugins are served", CONVERGE, || async {
-        plugins.list(&Default::default()).await.ok()
-    })
-    .await?;
-    Ok(plugins)
+    weir_e2e::tenants::install_plugin_crd(&env.client).await
 }
 
 /// The host `weir run --plugins-from-cluster` starts, storing components in `store`.

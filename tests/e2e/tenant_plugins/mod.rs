@@ -23,19 +23,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ServiceAccount};
 use k8s_openapi::api::rbac::v1::{ClusterRole, RoleBinding};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{DynamicObject, ListParams, Patch, PatchParams, PostParams};
-use kube::{Api, Client, CustomResourceExt, ResourceExt};
+use kube::api::{DynamicObject, ListParams, PostParams};
+use kube::{Api, Client, ResourceExt};
 use serde_json::{Value, json};
 use weir::cluster::{PluginStatus, TenantPluginResource};
 use weir::manager::Manager;
-use weir::policy::{Grant, GroupKind, Policy, Tenant};
+use weir::policy::{Grant, GroupKind, Policy};
 use weir_e2e::host::RunSource;
-use weir_e2e::{CONVERGE, TestEnv, built, eventually, kinds, own_engine, plugin, wait_ready};
+use weir_e2e::{CONVERGE, TestEnv, eventually, kinds, own_engine, plugin, wait_ready};
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
+
+pub(super) use weir_e2e::tenants::{apply, component, install_tenant_plugin_crd, tenants};
 
 use crate::plugin_resource::through_the_host::{condition, install_plugin_crd};
 
@@ -54,70 +54,6 @@ pub(super) async fn namespace(client: &Client, name: &str) -> Result<()> {
         .create(&PostParams::default(), &ns)
         .await
         .with_context(|| format!("creating namespace {name}"))?;
-    Ok(())
-}
-
-/// Installs the TenantPlugin CRD (as `deploy/crd/tenantplugin.yaml` does) and waits until it is served.
-pub(super) async fn install_tenant_plugin_crd(client: &Client) -> Result<()> {
-    let crd = TenantPluginResource::crd();
-    Api::<CustomResourceDefinition>::all(client.clone())
-        .patch(
-            &crd.name_any(),
-            &PatchParams::apply("weir-e2e").force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .context("installing the TenantPlugin CRD")?;
-    let all = Api::<TenantPluginResource>::all(client.clone());
-    eventually("TenantPlugins are served", CONVERGE, || async {
-        all.list(&ListParams::default()).await.ok()
-    })
-    .await?;
-    Ok(())
-}
-
-/// The component `file` (from `target/plugins`) in ConfigMap `name` of `ns`, under key `file`.
-pub(super) async fn component(client: &Client, ns: &str, name: &str, file: &str) -> Result<()> {
-    let cm = ConfigMap {
-        metadata: kube::api::ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        binary_data: Some([(file.into(), ByteString(std::fs::read(built(file))?))].into()),
-        ..ConfigMap::default()
-    };
-    Api::<ConfigMap>::namespaced(client.clone(), ns)
-        .create(&PostParams::default(), &cm)
-        .await
-        .with_context(|| format!("creating the component ConfigMap {ns}/{name}"))?;
-    Ok(())
-}
-
-/// `kubectl apply -n ns` of a TenantPlugin serving `file` from ConfigMap `cm` of `ns`, as
-/// `client`; `extra` is merged into its spec.
-pub(super) async fn apply(
-    client: &Client,
-    ns: &str,
-    name: &str,
-    (cm, file): (&str, &str),
-    extra: Value,
-) -> Result<()> {
-    let mut spec = json!({"source": {"configMap": {"namespace": ns, "name": cm, "key": file}}});
-    if let (Some(spec), Value::Object(extra)) = (spec.as_object_mut(), extra) {
-        spec.extend(extra);
-    }
-    let object = json!({
-        "apiVersion": "weir.dev/v1alpha1", "kind": "TenantPlugin",
-        "metadata": {"name": name, "namespace": ns}, "spec": spec,
-    });
-    Api::<TenantPluginResource>::namespaced(client.clone(), ns)
-        .patch(
-            name,
-            &PatchParams::apply("team").force(),
-            &Patch::Apply(&object),
-        )
-        .await
-        .with_context(|| format!("applying TenantPlugin {ns}/{name}"))?;
     Ok(())
 }
 
@@ -199,15 +135,4 @@ pub(super) async fn host(
         })
         .start()
         .await
-}
-
-/// `tenants:` giving each of `namespaces` the kinds `kinds` (`(group, kind)`).
-pub(super) fn tenants(policy: &mut Policy, namespaces: &[&str], kinds: &[(&str, &str)]) {
-    for ns in namespaces {
-        let tenant = Tenant {
-            kinds: kinds.iter().map(|(g, k)| GroupKind::new(g, k)).collect(),
-            ..Tenant::default()
-        };
-        policy.tenants.insert((*ns).to_owned(), tenant);
-    }
 }

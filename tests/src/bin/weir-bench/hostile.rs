@@ -119,20 +119,21 @@ fn forgeries(lines: &[(Instant, String)]) -> (usize, usize) {
     (forged, escaped)
 }
 
-/// Applies the CRD the hostile plugin's `describe()` ships.
-async fn install_attack_crd(emulator: &Emulator) -> Result<()> {
-    let plugin = weir_e2e::plugin("hostile")?;
+/// Applies the CRD the built plugin `name`'s `describe()` ships.
+pub(super) async fn apply_crd(client: &kube::Client, name: &str) -> Result<()> {
+    let plugin = weir_e2e::plugin(name)?;
     let text = plugin
         .info()
         .crd
         .clone()
-        .context("the hostile plugin ships no CRD")?;
-    let crd: Value = weir::yaml::from_str(&text).context("parsing the hostile plugin's CRD")?;
+        .with_context(|| format!("the {name} plugin ships no CRD"))?;
+    let crd: Value =
+        weir::yaml::from_str(&text).with_context(|| format!("parsing the {name} plugin's CRD"))?;
     let name = crd["metadata"]["name"]
         .as_str()
         .context("CRD without a name")?;
     let crds: Api<DynamicObject> = Api::all_with(
-        emulator.client(),
+        client.clone(),
         &ResourceKind {
             group: "apiextensions.k8s.io".into(),
             version: "v1".into(),
@@ -264,7 +265,7 @@ pub async fn run(args: HostileArgs) -> Result<()> {
     };
     let emulator = emulator_for(std::slice::from_ref(&target), EmulatorConfig::default()).await?;
     let client = emulator.client();
-    install_attack_crd(&emulator).await?;
+    apply_crd(&emulator.client(), "hostile").await?;
     let other = attacks::user_objects(&client, NAMESPACE).await?;
     let kubeconfig = dir.path().join("kubeconfig");
     emulator.write_kubeconfig(&kubeconfig)?;

@@ -13,6 +13,7 @@
 //! target/release/weir-bench rate   # p99 from an edit to its child, one and three replicas (`rate`)
 //! target/release/weir-bench edits   # requests and writes per parent edit at 50 a second (`edits`)
 //! target/release/weir-bench members --clusters 100   # memory per engaged member cluster, a rotation (`members`)
+//! target/release/weir-bench tenants   # a tenant's p99 edit latency, quiet and beside another's flood (`tenants`)
 //! ```
 //!
 //! The emulator runs in this process; its request log counts the children's requests (this
@@ -43,6 +44,7 @@ mod related;
 mod soak;
 mod swap;
 mod table;
+mod tenants;
 
 use self::cluster::{
     BENCH_AGENT, Readiness, Target, bench_client, blog_kind, create_blogs, emulator_for, is_ready,
@@ -126,6 +128,9 @@ enum Mode {
     /// the host's memory per engaged idle cluster, the time to engage them all, and a rotation
     /// of every member's credentials (the lists it caused).
     Members(members::MembersArgs),
+    /// Two tenants on one `weir run`: team A's p50/p90/p99 time from an edit to its child
+    /// changed, quiet and while team B's plugin floods (requeues at once, churns children).
+    Tenants(tenants::TenantsArgs),
     /// Minutes of churn, host kills, plugin swaps and API faults on one `weir run` serving
     /// 1,000 Blogs: its RSS per lifetime, the slope, and the convergence check at the end.
     Soak(soak::SoakArgs),
@@ -498,6 +503,7 @@ async fn main() -> Result<()> {
         Some(Mode::Rate(args)) => rate::run(args).await,
         Some(Mode::Edits(args)) => edits::run(args).await,
         Some(Mode::Members(args)) => members::run(args).await,
+        Some(Mode::Tenants(args)) => tenants::run(args).await,
         Some(Mode::Serve {
             system: Served::Native,
             kubeconfig,

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::watcher;
 use serde_json::json;
 
@@ -55,13 +55,13 @@ pub struct RateArgs {
 
 /// The edits of one run: those sent and not yet seen on their child, and those served.
 #[derive(Default)]
-struct Ledger {
+pub(super) struct Ledger {
     /// Per Blog: each edit's number and when its request left, oldest first.
     outstanding: HashMap<usize, Vec<(u64, Instant)>>,
     /// The latency of each edit served.
-    latencies: Vec<Duration>,
+    pub(super) latencies: Vec<Duration>,
     /// Edits served by a page that showed a later edit of the same Blog.
-    skipped: usize,
+    pub(super) skipped: usize,
 }
 
 impl Ledger {
@@ -119,12 +119,7 @@ pub async fn run(args: RateArgs) -> Result<()> {
             },
         ) = one(&args, n).await?;
         latencies.sort();
-        let at = |p: f64| {
-            let i = ((p * latencies.len() as f64).ceil() as usize).saturating_sub(1);
-            latencies
-                .get(i)
-                .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
-        };
+        let at = |p: f64| percentile_ms(&latencies, p);
         println!(
             "| {n} | {edits} | {} | {skipped} | {:.0} | {:.0} | {:.0} | {:.0} |",
             latencies.len(),
@@ -146,10 +141,32 @@ async fn one(args: &RateArgs, n: usize) -> Result<(u64, Ledger)> {
     fleet.create_blogs(args.blogs).await?;
     fleet.settled(&mut replicas).await?;
 
-    let ledger = Arc::new(Mutex::new(Ledger::default()));
-    let blogs_n = args.blogs;
-    let (listed, is_listed) = tokio::sync::oneshot::channel();
+    let names: Vec<String> = (0..args.blogs)
+        .map(|i| blog_name(&blog_kind(None), i))
+        .collect();
     let pages: Api<ConfigMap> = Api::namespaced(fleet.client(), NAMESPACE);
+    let edited = edit((&fleet.blogs(), &pages), &names, (args.per_sec, args.secs))
+        .await
+        .with_context(|| format!("with {n} replicas"))?;
+    drop(replicas);
+    Ok(edited)
+}
+
+/// Edits the Blogs `names` of `blogs` in turn, `per_sec` a second for `secs` seconds, each a
+/// new title, while a watch of `pages` (their page ConfigMaps) sees each edit reach its page:
+/// the edits sent, and what became of them.
+pub(super) async fn edit(
+    (blogs, pages): (&Api<DynamicObject>, &Api<ConfigMap>),
+    names: &[String],
+    (per_sec, secs): (f64, u64),
+) -> Result<(u64, Ledger)> {
+    let ledger = Arc::new(Mutex::new(Ledger::default()));
+    let blogs_n = names.len();
+    if blogs_n == 0 {
+        bail!("no Blogs to edit");
+    }
+    let (listed, is_listed) = tokio::sync::oneshot::channel();
+    let pages = pages.clone();
     let watch = tokio::spawn({
         let ledger = ledger.clone();
         async move {
@@ -176,14 +193,13 @@ async fn one(args: &RateArgs, n: usize) -> Result<(u64, Ledger)> {
         .await
         .context("the watch of the pages ended before it listed")?;
 
-    let blogs = fleet.blogs();
-    let edits = (args.per_sec * args.secs as f64) as u64;
-    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / args.per_sec));
+    let edits = (per_sec * secs as f64) as u64;
+    let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / per_sec));
     let mut requests = Vec::new();
     for edit in 0..edits {
         tick.tick().await;
-        let blog = edit as usize % args.blogs;
-        let name = blog_name(&blog_kind(None), blog);
+        let blog = edit as usize % blogs_n;
+        let name = names[blog].clone();
         lock(&ledger).sent(blog, edit);
         let blogs = blogs.clone();
         requests.push(tokio::spawn(async move {
@@ -204,14 +220,22 @@ async fn one(args: &RateArgs, n: usize) -> Result<(u64, Ledger)> {
             break;
         }
         if Instant::now() > deadline {
-            bail!("{left} of {edits} edits never reached their page with {n} replicas");
+            watch.abort();
+            bail!("{left} of {edits} edits never reached their page");
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     watch.abort();
-    drop(replicas);
     let ledger = std::mem::take(&mut *lock(&ledger));
     Ok((edits, ledger))
+}
+
+/// The `p` quantile of the sorted `latencies`, in milliseconds (NaN when there are none).
+pub(super) fn percentile_ms(latencies: &[Duration], p: f64) -> f64 {
+    let i = ((p * latencies.len() as f64).ceil() as usize).saturating_sub(1);
+    latencies
+        .get(i)
+        .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
 }
 
 /// The edit whose title a page shows (`<title>edit N</title>`), if any.
