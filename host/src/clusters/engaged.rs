@@ -11,7 +11,10 @@
 //!
 //! A controller listens to its child kinds in every member ([`Engaged::listen`]): each member,
 //! engaged now or later, routes a change of a marked child to the controller's queue, so drift
-//! in a member is put back as it is in the host's own cluster.
+//! in a member is put back as it is in the host's own cluster. It listens to its related kinds
+//! (contract 0.4.0) in the members the policy grants its plugin ([`Engaged::listen_in`]): their
+//! objects are read from the member's cache ([`Listening::store`]) and a change there enqueues
+//! the parents that selected it, through the kind's related index keyed with the cluster.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -36,6 +39,9 @@ pub use crate::answer::PARENT_UID_LABEL;
 
 /// An object cached from an engaged member cluster, with the cluster's name.
 pub type MemberObject = (String, Arc<CachedObject>);
+
+/// The route of a listener's events in the member a name names; `None`: not heard there.
+pub type RouteIn = Arc<dyn Fn(&str) -> Option<Route> + Send + Sync>;
 
 /// One engaged cluster as listed (`weir dev`, `/metrics`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,7 +79,7 @@ struct Member {
 /// One listener's subscriptions in one member, and the task that enqueues its parents once
 /// they hold their first list.
 struct Heard {
-    _subscriptions: Vec<Subscription>,
+    subscriptions: Vec<Subscription>,
     listed: tokio::task::JoinHandle<()>,
 }
 
@@ -83,10 +89,10 @@ impl Drop for Heard {
     }
 }
 
-/// A controller's interest in its child kinds in every member ([`Engaged::listen`]).
+/// A controller's interest in some kinds in every member ([`Engaged::listen_in`]).
 struct Listener {
     kinds: Vec<ResourceKind>,
-    route: Route,
+    route: RouteIn,
     queue: Arc<Queue>,
     /// The controller's parents, each enqueued once a member's kinds are listed.
     parents: Arc<Store>,
@@ -96,6 +102,26 @@ struct Listener {
 pub struct Listening {
     engaged: Engaged,
     id: u64,
+}
+
+impl Listening {
+    /// The store of `kind` this listener hears in the engaged member `cluster` (`None`: not
+    /// engaged, or not heard there).
+    pub fn store(&self, cluster: &str, kind: &ResourceKind) -> Option<Arc<Store>> {
+        let members = self.engaged.read();
+        let heard = members.get(cluster)?.heard.get(&self.id)?;
+        (heard.subscriptions.iter())
+            .map(Subscription::store)
+            .find(|store| store.kind() == kind)
+            .cloned()
+    }
+
+    /// Whether this listener hears `kind` in the engaged member `cluster` and its store holds
+    /// its first list (or the member does not serve the kind).
+    pub fn listed(&self, cluster: &str, kind: &ResourceKind) -> bool {
+        self.store(cluster, kind)
+            .is_some_and(|s| s.is_synced() || s.is_unserved())
+    }
 }
 
 impl Drop for Listening {
@@ -142,16 +168,20 @@ impl Member {
         self.subscriptions.insert(kind.clone(), subscription);
     }
 
-    /// Routes the listener's kinds here to its queue, this member's echoes telling the host's
-    /// own writes apart; once they hold their first list, every parent of the listener is
-    /// enqueued (one refused for naming this cluster before it was engaged is placed now).
-    fn hear(&mut self, id: u64, listener: &Listener) {
+    /// Routes the listener's kinds here (the member `name`) to its queue, if it hears this
+    /// member, this member's echoes telling the host's own writes apart; once they hold their
+    /// first list, every parent of the listener is enqueued (one refused for naming this
+    /// cluster before it was engaged is placed, or reads there, now).
+    fn hear(&mut self, name: &str, id: u64, listener: &Listener) {
+        let Some(route) = (listener.route)(name) else {
+            return;
+        };
         let subscriptions: Vec<Subscription> = listener
             .kinds
             .iter()
             .map(|kind| {
                 let target = Target {
-                    route: listener.route.clone(),
+                    route: route.clone(),
                     queue: listener.queue.clone(),
                     echoes: self.echoes.clone(),
                 };
@@ -171,7 +201,7 @@ impl Member {
             }
         });
         let heard = Heard {
-            _subscriptions: subscriptions,
+            subscriptions,
             listed,
         };
         self.heard.insert(id, heard);
@@ -278,6 +308,19 @@ impl Engaged {
         (route, queue): (Route, Arc<Queue>),
         parents: Arc<Store>,
     ) -> Listening {
+        let route: RouteIn = Arc::new(move |_: &str| Some(route.clone()));
+        self.listen_in(kinds, (route, queue), parents)
+    }
+
+    /// [`Engaged::listen`] in the members `route` gives a route for, each by the route it
+    /// gives for that member's name (the members a policy grants a plugin, say; a related
+    /// kind's index keyed with the cluster).
+    pub fn listen_in(
+        &self,
+        kinds: &[ResourceKind],
+        (route, queue): (RouteIn, Arc<Queue>),
+        parents: Arc<Store>,
+    ) -> Listening {
         let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
         let listener = Arc::new(Listener {
             kinds: kinds.to_vec(),
@@ -286,8 +329,8 @@ impl Engaged {
             parents,
         });
         let mut members = self.write();
-        for member in members.values_mut() {
-            member.hear(id, &listener);
+        for (name, member) in members.iter_mut() {
+            member.hear(name, id, &listener);
         }
         self.listeners().insert(id, listener);
         Listening {
@@ -355,13 +398,22 @@ impl Engaged {
         self.read()
             .iter()
             .map(|(name, m)| {
-                let stores = m.subscriptions.values().map(Subscription::store);
+                // The kinds placed there, and the related kinds only a listener hears there.
+                let mut stores: Vec<&Arc<Store>> =
+                    m.subscriptions.values().map(Subscription::store).collect();
+                for heard in m.heard.values() {
+                    for store in heard.subscriptions.iter().map(Subscription::store) {
+                        if !stores.iter().any(|s| Arc::ptr_eq(s, store)) {
+                            stores.push(store);
+                        }
+                    }
+                }
                 let (objects, bytes) =
-                    stores.fold((0, 0), |(o, b), s| (o + s.len(), b + s.bytes()));
+                    (stores.iter()).fold((0, 0), |(o, b), s| (o + s.len(), b + s.bytes()));
                 ClusterRow {
                     name: name.clone(),
                     server: m.server.clone(),
-                    kinds: m.subscriptions.len(),
+                    kinds: stores.len(),
                     objects,
                     bytes,
                 }
@@ -412,7 +464,7 @@ impl Engaged {
         }
         let mut members = self.write();
         for (id, listener) in self.listeners().iter() {
-            member.hear(*id, listener);
+            member.hear(name, *id, listener);
         }
         members.insert(name.to_owned(), member);
     }

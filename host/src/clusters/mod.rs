@@ -32,7 +32,7 @@ pub mod secrets;
 pub mod seen;
 pub mod source;
 
-pub use self::engaged::{ClusterRow, Engaged, Listening, MemberObject, PARENT_UID_LABEL};
+pub use self::engaged::{ClusterRow, Engaged, Listening, MemberObject, PARENT_UID_LABEL, RouteIn};
 pub use self::gauges::ClusterGauges;
 pub use self::secrets::SecretsConfig;
 pub use self::seen::Labels;
