@@ -21,11 +21,15 @@ fn theme(css: &str) -> anyhow::Result<ConfigMap> {
 /// The `Reconciled` condition of Mirror `name` once the host has refused its selection.
 async fn refused(env: &TestEnv, name: &str) -> anyhow::Result<Value> {
     let mirrors = env.api(&kinds::mirror());
-    eventually(&format!("{name}'s selection is refused"), CONVERGE, || async {
-        let m = mirrors.get(name).await.ok()?;
-        let c = condition(&m, "Reconciled")?;
-        (c["reason"] == "Refused").then_some(c)
-    })
+    eventually(
+        &format!("{name}'s selection is refused"),
+        CONVERGE,
+        || async {
+            let m = mirrors.get(name).await.ok()?;
+            let c = condition(&m, "Reconciled")?;
+            (c["reason"] == "Refused").then_some(c)
+        },
+    )
     .await
 }
 
@@ -41,7 +45,9 @@ async fn a_mirror_reads_its_source_in_a_granted_member_and_hears_its_edits() -> 
     let pp = PostParams::default();
     let in_a: Api<ConfigMap> = Api::namespaced(members.client("member-a")?, &env.namespace);
     in_a.create(&pp, &theme("a{}")?).await?;
-    env.typed::<ConfigMap>().create(&pp, &theme("hub{}")?).await?;
+    env.typed::<ConfigMap>()
+        .create(&pp, &theme("hub{}")?)
+        .await?;
 
     // Read in member-a, not in the hub: the child copies member-a's.
     let spec = |cluster: &str| json!({"source": "theme", "key": "css", "sourceCluster": cluster});
