@@ -30,7 +30,7 @@ use crate::plugin::{LabelSelector, ResourceKind};
 use crate::runtime::cache::{CachedObject, Store};
 use crate::runtime::echoes::Echoes;
 use crate::runtime::{
-    Cause, Finish, Informers, ObjectKey, Queue, QueueConfig, Route, Scope, Subscription, Target,
+    Finish, Informers, ObjectKey, Queue, QueueConfig, Route, Scope, Subscription, Target,
 };
 
 /// The label a parent's children are found by in a member's cache (the one every child of the
@@ -39,9 +39,6 @@ pub use crate::answer::PARENT_UID_LABEL;
 
 /// An object cached from an engaged member cluster, with the cluster's name.
 pub type MemberObject = (String, Arc<CachedObject>);
-
-/// The route of a listener's events in the member a name names; `None`: not heard there.
-pub type RouteIn = Arc<dyn Fn(&str) -> Option<Route> + Send + Sync>;
 
 /// One engaged cluster as listed (`weir dev`, `/metrics`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,64 +73,6 @@ struct Member {
     heard: HashMap<u64, Heard>,
 }
 
-/// One listener's subscriptions in one member, and the task that enqueues its parents once
-/// they hold their first list.
-struct Heard {
-    subscriptions: Vec<Subscription>,
-    listed: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Heard {
-    fn drop(&mut self) {
-        self.listed.abort();
-    }
-}
-
-/// A controller's interest in some kinds in every member ([`Engaged::listen_in`]).
-struct Listener {
-    kinds: Vec<ResourceKind>,
-    route: RouteIn,
-    queue: Arc<Queue>,
-    /// The controller's parents, each enqueued once a member's kinds are listed.
-    parents: Arc<Store>,
-}
-
-/// A controller's listening to the members; dropping it stops it in every member.
-pub struct Listening {
-    engaged: Engaged,
-    id: u64,
-}
-
-impl Listening {
-    /// The store of `kind` this listener hears in the engaged member `cluster` (`None`: not
-    /// engaged, or not heard there).
-    pub fn store(&self, cluster: &str, kind: &ResourceKind) -> Option<Arc<Store>> {
-        let members = self.engaged.read();
-        let heard = members.get(cluster)?.heard.get(&self.id)?;
-        (heard.subscriptions.iter())
-            .map(Subscription::store)
-            .find(|store| store.kind() == kind)
-            .cloned()
-    }
-
-    /// Whether this listener hears `kind` in the engaged member `cluster` and its store holds
-    /// its first list (or the member does not serve the kind).
-    pub fn listed(&self, cluster: &str, kind: &ResourceKind) -> bool {
-        self.store(cluster, kind)
-            .is_some_and(|s| s.is_synced() || s.is_unserved())
-    }
-}
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        let mut members = self.engaged.write();
-        for member in members.values_mut() {
-            member.heard.remove(&self.id);
-        }
-        self.engaged.listeners().remove(&self.id);
-    }
-}
-
 impl Member {
     /// The member's events are heard and let go: a parent reads its children in a member when
     /// it is reconciled (its own events, the resync), not on each member change.
@@ -166,45 +105,6 @@ impl Member {
         // A parent's children are found by their mark: answer that from an index.
         subscription.store().index_labels();
         self.subscriptions.insert(kind.clone(), subscription);
-    }
-
-    /// Routes the listener's kinds here (the member `name`) to its queue, if it hears this
-    /// member, this member's echoes telling the host's own writes apart; once they hold their
-    /// first list, every parent of the listener is enqueued (one refused for naming this
-    /// cluster before it was engaged is placed, or reads there, now).
-    fn hear(&mut self, name: &str, id: u64, listener: &Listener) {
-        let Some(route) = (listener.route)(name) else {
-            return;
-        };
-        let subscriptions: Vec<Subscription> = listener
-            .kinds
-            .iter()
-            .map(|kind| {
-                let target = Target {
-                    route: route.clone(),
-                    queue: listener.queue.clone(),
-                    echoes: self.echoes.clone(),
-                };
-                let subscription = self.informers.subscribe(kind, Scope::All, target);
-                subscription.store().index_labels();
-                subscription
-            })
-            .collect();
-        let stores: Vec<Arc<Store>> = subscriptions.iter().map(|s| s.store().clone()).collect();
-        let (parents, queue) = (listener.parents.clone(), listener.queue.clone());
-        let listed = tokio::spawn(async move {
-            for store in stores {
-                store.wait_synced().await;
-            }
-            for key in parents.keys() {
-                queue.add(key, Cause::Outside);
-            }
-        });
-        let heard = Heard {
-            subscriptions,
-            listed,
-        };
-        self.heard.insert(id, heard);
     }
 }
 
@@ -297,46 +197,6 @@ impl Engaged {
     /// (or does not serve it); `None` when it is not engaged.
     pub fn lists(&self, cluster: &str, kinds: &[ResourceKind]) -> Option<bool> {
         Some(self.read().get(cluster)?.lists(kinds))
-    }
-
-    /// Routes a change of an object of `kinds` in every member, engaged now or later, to
-    /// `queue` by `route`, until the returned handle is dropped; each member's first list of
-    /// them enqueues every parent `parents` holds. Must be called inside the Tokio runtime.
-    pub fn listen(
-        &self,
-        kinds: &[ResourceKind],
-        (route, queue): (Route, Arc<Queue>),
-        parents: Arc<Store>,
-    ) -> Listening {
-        let route: RouteIn = Arc::new(move |_: &str| Some(route.clone()));
-        self.listen_in(kinds, (route, queue), parents)
-    }
-
-    /// [`Engaged::listen`] in the members `route` gives a route for, each by the route it
-    /// gives for that member's name (the members a policy grants a plugin, say; a related
-    /// kind's index keyed with the cluster).
-    pub fn listen_in(
-        &self,
-        kinds: &[ResourceKind],
-        (route, queue): (RouteIn, Arc<Queue>),
-        parents: Arc<Store>,
-    ) -> Listening {
-        let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
-        let listener = Arc::new(Listener {
-            kinds: kinds.to_vec(),
-            route,
-            queue,
-            parents,
-        });
-        let mut members = self.write();
-        for (name, member) in members.iter_mut() {
-            member.hear(name, id, &listener);
-        }
-        self.listeners().insert(id, listener);
-        Listening {
-            engaged: self.clone(),
-            id,
-        }
     }
 
     /// The cached object of this kind under `key` in the engaged member `cluster`.
@@ -544,6 +404,12 @@ impl Engaged {
         found
     }
 }
+
+#[path = "listening.rs"]
+mod listening;
+
+use self::listening::{Heard, Listener};
+pub use self::listening::{Listening, RouteIn};
 
 #[cfg(test)]
 #[path = "engaged_tests.rs"]

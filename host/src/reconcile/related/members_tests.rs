@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use super::tests::kind;
 use super::*;
+use crate::answer::{Grant, granted_clusters};
 
 fn info() -> PluginInfo {
     PluginInfo {

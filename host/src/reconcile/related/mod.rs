@@ -9,15 +9,16 @@
 //! the host's informer registry with [`crate::runtime::informers::Route::Related`], which asks the
 //! index which parents an event concerns.
 //!
-//! The policy's entry for a plugin ([`Grant`]) widens the namespaces a selection may read
-//! ([`Reach`]): a named namespace the entry allows, or for a cluster-scoped parent no namespace
-//! at all, meaning every namespace the entry allows; and it may hand related Secrets over with
-//! their data. Without an entry, a selection stays in the parent's namespace.
+//! The policy's entry for a plugin ([`crate::answer::Grant`]) widens the namespaces a
+//! selection may read ([`Reach`]): a named namespace the entry allows, or for a cluster-scoped
+//! parent no namespace at all, meaning every namespace the entry allows; and it may hand
+//! related Secrets over with their data. Without an entry, a selection stays in the parent's
+//! namespace.
 //!
 //! A selection may name a member cluster (contract 0.4.0). It is read there when the policy's
 //! entry grants the plugin that cluster (the grant that lets it place children there,
-//! [`Grant::allows_cluster`]) and the host has engaged it and its cache of the kind holds its
-//! first list ([`MemberReach`]); not granted, it is refused naming what is granted; not engaged
+//! [`crate::answer::Grant::allows_cluster`]) and the host has engaged it and its cache of the
+//! kind holds its first list ([`MemberReach`]); not granted, it is refused naming what is granted; not engaged
 //! (or not listed yet), the reconcile is refused for that pass, saying so, and the member's
 //! first list enqueues the parent again. A served plugin's related kinds are watched in each
 //! engaged member the policy grants it ([`RelatedKind::members`], on the member's own runtime
@@ -27,6 +28,8 @@
 //!
 //! `weir test` takes the same path ([`Related::select`]) over stores filled with a fixture's
 //! `related` objects ([`Related::offline`]): one check and one resolution, online and offline.
+
+mod reach;
 
 #[cfg(test)]
 mod members_tests;
@@ -40,8 +43,10 @@ use std::sync::Arc;
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
 
+use self::reach::Members;
+pub use self::reach::{MemberReach, Namespaces, Reach};
 use super::invoke::cached_for_plugin;
-use crate::answer::{Grant, Refusal, granted_clusters, is_valid_name};
+use crate::answer::{Refusal, is_valid_name};
 use crate::clusters::{Listening, MemberObject};
 use crate::plugin::{LOCAL_CLUSTER, PluginInfo, ResourceKind, Selection, Selector};
 use crate::runtime::ObjectKey;
@@ -69,88 +74,6 @@ pub struct Found {
     pub home: Vec<Arc<CachedObject>>,
     /// In member clusters, each with its cluster's name.
     pub elsewhere: Vec<MemberObject>,
-}
-
-/// The member clusters a plugin's selections may read in (contract 0.4.0).
-pub trait MemberReach {
-    /// Whether the policy's entry grants the plugin `cluster` ([`Grant::allows_cluster`]).
-    fn granted(&self, cluster: &str) -> bool;
-    /// The clusters the entry grants, as a refusal names them (`none` without any).
-    fn grants(&self) -> String;
-    /// Whether `cluster` is engaged now and its cache of `kind` holds its first list.
-    fn reads(&self, cluster: &str, kind: &ResourceKind) -> bool;
-}
-
-/// The namespaces beyond the parent's that the policy's entry for a plugin lets it read.
-pub trait Namespaces {
-    /// Whether objects in `ns` may be read.
-    fn allows(&self, ns: &str) -> bool;
-    /// Every namespace that may be read (named, or selected by label now).
-    fn all(&self) -> Vec<String>;
-}
-
-/// The policy's entry for a plugin and the host's cache of Namespaces (their labels), when
-/// the entry selects namespaces by label.
-#[derive(Clone, Default)]
-pub struct Reach {
-    /// The entry, if the policy has one that widens anything.
-    pub grant: Option<Grant>,
-    /// The host's Namespaces, for the entry's `namespaceSelector`.
-    pub namespaces: Option<Arc<Store>>,
-}
-
-impl Namespaces for Reach {
-    fn allows(&self, ns: &str) -> bool {
-        let Some(grant) = &self.grant else {
-            return false;
-        };
-        if grant.namespaces.iter().any(|n| n == ns) {
-            return true;
-        }
-        let (Some(selector), Some(store)) = (&grant.namespace_selector, &self.namespaces) else {
-            return false;
-        };
-        let key = ObjectKey {
-            namespace: None,
-            name: ns.to_owned(),
-        };
-        store
-            .get(&key)
-            .is_some_and(|n| selector.matches_with(|k| n.label(k)))
-    }
-
-    fn all(&self) -> Vec<String> {
-        let Some(grant) = &self.grant else {
-            return Vec::new();
-        };
-        let mut all = grant.namespaces.clone();
-        if let (Some(selector), Some(store)) = (&grant.namespace_selector, &self.namespaces) {
-            all.extend(
-                store
-                    .select(None, selector)
-                    .iter()
-                    .map(|n| n.key().name.clone()),
-            );
-        }
-        all.sort();
-        all.dedup();
-        all
-    }
-}
-
-impl Reach {
-    /// The widened namespaces, if the entry widens any.
-    fn namespaces(&self) -> Option<&dyn Namespaces> {
-        self.grant
-            .as_ref()
-            .filter(|g| !g.namespaces.is_empty() || g.namespace_selector.is_some())
-            .map(|_| self as &dyn Namespaces)
-    }
-
-    /// Whether related Secrets reach the plugin with their data.
-    fn secret_data(&self) -> bool {
-        self.grant.as_ref().is_some_and(|g| g.secret_data)
-    }
 }
 
 /// Checks a plugin's selection for a parent in `parent_namespace` against its declaration: only
@@ -331,29 +254,6 @@ pub struct RelatedKind {
     /// The kind heard in each engaged member the policy grants the plugin, routed through
     /// `index` keyed with the member's name; `None` on a host that engages no member.
     pub members: Option<Listening>,
-}
-
-/// The members a plugin's selections read in: its entry's grant, and its kinds' listeners.
-struct Members<'a> {
-    grant: Option<&'a Grant>,
-    kinds: &'a [RelatedKind],
-}
-
-impl MemberReach for Members<'_> {
-    fn granted(&self, cluster: &str) -> bool {
-        self.grant.is_some_and(|g| g.allows_cluster(cluster))
-    }
-
-    fn grants(&self) -> String {
-        granted_clusters(self.grant)
-    }
-
-    fn reads(&self, cluster: &str, kind: &ResourceKind) -> bool {
-        (self.kinds.iter())
-            .find(|k| k.kind == *kind)
-            .and_then(|k| k.members.as_ref())
-            .is_some_and(|l| l.listed(cluster, kind))
-    }
 }
 
 /// The related kinds of one plugin version, in the order it declared them.

@@ -9,6 +9,7 @@ use kube::runtime::watcher;
 
 use super::tests::kind;
 use super::*;
+use crate::answer::Grant;
 use crate::plugin::LabelSelector;
 
 /// `reader`, reading ConfigMaps and Secrets.
