@@ -344,8 +344,13 @@ impl Engaged {
 
     /// Gives the engaged `name` the labels its source has now (a relabelled Secret).
     pub fn relabel(&self, name: &str, labels: Labels) {
-        if let Some(member) = self.write().get_mut(name) {
+        let mut members = self.write();
+        if let Some(member) = members.get_mut(name) {
             member.labels = labels;
+            // What its new labels grant a listener: heard there now, or no longer.
+            for (id, listener) in self.listeners().iter() {
+                member.hear_again(name, *id, listener);
+            }
         }
     }
 
@@ -413,4 +418,4 @@ pub use self::listening::{Listening, RouteIn};
 
 #[cfg(test)]
 #[path = "engaged_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -4,12 +4,14 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::{Engaged, Member};
+use crate::clusters::Labels;
 use crate::plugin::ResourceKind;
 use crate::runtime::cache::Store;
 use crate::runtime::{Cause, Queue, Route, Scope, Subscription, Target};
 
-/// The route of a listener's events in the member a name names; `None`: not heard there.
-pub type RouteIn = Arc<dyn Fn(&str) -> Option<Route> + Send + Sync>;
+/// The route of a listener's events in the member of this name and these labels; `None`: not
+/// heard there.
+pub type RouteIn = Arc<dyn Fn(&str, &Labels) -> Option<Route> + Send + Sync>;
 
 /// One listener's subscriptions in one member, and the task that enqueues its parents once
 /// they hold their first list.
@@ -59,6 +61,13 @@ impl Listening {
     }
 }
 
+impl Listening {
+    /// The labels of the engaged member `cluster` (`None` when it is not engaged).
+    pub fn labels(&self, cluster: &str) -> Option<Labels> {
+        self.engaged.labels(cluster)
+    }
+}
+
 impl Drop for Listening {
     fn drop(&mut self) {
         let mut members = self.engaged.write();
@@ -74,8 +83,22 @@ impl Member {
     /// member, this member's echoes telling the host's own writes apart; once they hold their
     /// first list, every parent of the listener is enqueued (one refused for naming this
     /// cluster before it was engaged is placed, or reads there, now).
+    /// Hears the listener here, or stops, as the member's labels now say: one granted by
+    /// labels it has gained starts, one by labels it has lost stops; one already heard and
+    /// still granted stays as it is (its store is not listed again).
+    pub(super) fn hear_again(&mut self, name: &str, id: u64, listener: &Listener) {
+        let wanted = (listener.route)(name, &self.labels).is_some();
+        match (wanted, self.heard.contains_key(&id)) {
+            (true, false) => self.hear(name, id, listener),
+            (false, true) => {
+                self.heard.remove(&id);
+            }
+            _ => {}
+        }
+    }
+
     pub(super) fn hear(&mut self, name: &str, id: u64, listener: &Listener) {
-        let Some(route) = (listener.route)(name) else {
+        let Some(route) = (listener.route)(name, &self.labels) else {
             return;
         };
         let subscriptions: Vec<Subscription> = listener
@@ -120,13 +143,14 @@ impl Engaged {
         (route, queue): (Route, Arc<Queue>),
         parents: Arc<Store>,
     ) -> Listening {
-        let route: RouteIn = Arc::new(move |_: &str| Some(route.clone()));
+        let route: RouteIn = Arc::new(move |_: &str, _: &Labels| Some(route.clone()));
         self.listen_in(kinds, (route, queue), parents)
     }
 
     /// [`Engaged::listen`] in the members `route` gives a route for, each by the route it
-    /// gives for that member's name (the members a policy grants a plugin, say; a related
-    /// kind's index keyed with the cluster).
+    /// gives for that member's name and labels (the members a policy grants a plugin, say; a
+    /// related kind's index keyed with the cluster). A member relabelled is heard again or no
+    /// longer as its new labels say ([`Engaged::relabel`]).
     pub fn listen_in(
         &self,
         kinds: &[ResourceKind],

@@ -336,8 +336,8 @@ impl Parts {
 /// that selected the object there, from `index` keyed with the member's name (contract 0.4.0).
 /// A member it does not grant is not heard at all.
 fn related_in_members(grant: Option<crate::answer::Grant>, index: Arc<KindIndex>) -> RouteIn {
-    Arc::new(move |cluster: &str| {
-        let granted = grant.as_ref().is_some_and(|g| g.allows_cluster(cluster));
+    Arc::new(move |cluster: &str, labels: &crate::clusters::Labels| {
+        let granted = (grant.as_ref()).is_some_and(|g| g.allows_cluster(cluster, Some(labels)));
         granted.then(|| Route::Related {
             index: index.clone(),
             cluster: Some(cluster.to_owned()),

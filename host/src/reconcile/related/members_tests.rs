@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 
 use super::tests::kind;
 use super::*;
-use crate::answer::{Grant, granted_clusters};
+use crate::answer::Grant;
 
 fn info() -> PluginInfo {
     PluginInfo {
@@ -43,11 +43,11 @@ impl Fleet {
 
 impl MemberReach for Fleet {
     fn granted(&self, cluster: &str) -> bool {
-        self.grant.allows_cluster(cluster)
+        self.grant.allows_cluster(cluster, None)
     }
 
     fn grants(&self) -> String {
-        granted_clusters(Some(&self.grant))
+        self.grant.clusters_said()
     }
 
     fn reads(&self, cluster: &str, kind: &ResourceKind) -> bool {
@@ -168,4 +168,64 @@ fn a_change_in_a_member_enqueues_only_the_parents_that_selected_it_there() {
     assert!(index.parents_in(Some("member-b"), None, &theme).is_empty());
     related.forget(&in_a);
     assert!(index.parents_in(Some("member-a"), None, &theme).is_empty());
+}
+
+#[tokio::test]
+async fn a_grant_by_labels_is_judged_by_the_engaged_members_labels() {
+    use crate::clusters::engaged::tests::unreachable;
+    use crate::clusters::{Engaged, Labels, RouteIn};
+    use crate::plugin::LabelSelector;
+    use crate::runtime::{Queue, QueueConfig, Route};
+
+    let prod = Labels::from([("env".to_owned(), "prod".to_owned())]);
+    let engaged = Engaged::default();
+    engaged.engage("member-a", unreachable(), prod.clone(), &[], None);
+    engaged.engage("member-b", unreachable(), Labels::new(), &[], None);
+    let grant = Grant {
+        cluster_selector: Some(LabelSelector {
+            match_labels: prod.clone(),
+            match_expressions: vec![],
+        }),
+        ..Grant::default()
+    };
+    let config_maps = kind("ConfigMap", true);
+    let heard = grant.clone();
+    let route: RouteIn = Arc::new(move |cluster: &str, labels: &Labels| {
+        heard
+            .allows_cluster(cluster, Some(labels))
+            .then_some(Route::Parent)
+    });
+    let queue = Arc::new(Queue::new(QueueConfig::default()));
+    let parents = Arc::new(Store::new(info().parent));
+    let listening = engaged.listen_in(std::slice::from_ref(&config_maps), (route, queue), parents);
+    let related = Related::new(vec![RelatedKind {
+        kind: config_maps.clone(),
+        index: Arc::new(KindIndex::default()),
+        store: Arc::new(Store::new(config_maps)),
+        members: Some(listening),
+    }])
+    .reaching(Reach {
+        grant: Some(grant),
+        namespaces: None,
+    });
+    let parent = ObjectKey::new("ns", "m");
+    let refusal = |cluster: &str| {
+        let found = related.select(&info(), &parent, &[theme_in(Some(cluster))]);
+        found.err().unwrap_or_else(|| panic!("{cluster} read"))
+    };
+    assert!(
+        matches!(refusal("member-a"), Refusal::RelatedCluster { .. }),
+        "granted by its labels, not listed yet"
+    );
+    assert!(
+        matches!(
+            refusal("member-b"),
+            Refusal::RelatedClusterNotGranted { granted, .. } if granted.contains("env=prod")
+        ),
+        "its labels do not match"
+    );
+    assert!(
+        matches!(refusal("member-z"), Refusal::RelatedCluster { .. }),
+        "not engaged: no labels to judge by"
+    );
 }

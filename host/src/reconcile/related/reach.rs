@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::RelatedKind;
-use crate::answer::{Grant, granted_clusters};
+use crate::answer::Grant;
 use crate::plugin::ResourceKind;
 use crate::runtime::ObjectKey;
 use crate::runtime::cache::Store;
@@ -98,11 +98,21 @@ pub(super) struct Members<'a> {
 
 impl MemberReach for Members<'_> {
     fn granted(&self, cluster: &str) -> bool {
-        self.grant.is_some_and(|g| g.allows_cluster(cluster))
+        let Some(grant) = self.grant else {
+            return false;
+        };
+        let labels = (self.kinds.iter())
+            .find_map(|k| k.members.as_ref())
+            .and_then(|l| l.labels(cluster));
+        // A member not engaged has no labels to judge a grant by labels: it is refused as not
+        // engaged (it reads nothing), and judged again once it is.
+        let unknown = labels.is_none() && grant.cluster_selector.is_some();
+        unknown || grant.allows_cluster(cluster, labels.as_ref())
     }
 
     fn grants(&self) -> String {
-        granted_clusters(self.grant)
+        self.grant
+            .map_or_else(|| "none".to_owned(), Grant::clusters_said)
     }
 
     fn reads(&self, cluster: &str, kind: &ResourceKind) -> bool {
