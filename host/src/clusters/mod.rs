@@ -19,8 +19,9 @@
 //!
 //! A 0.4.0 plugin's selection may read related objects in a member
 //! (`crate::reconcile::related`): its related kinds are watched in each engaged member the
-//! policy grants it (the grant that lets it place children there), on the member's runtime
-//! instance and packed cache ([`Engaged::listen_in`]); a selection is read from that cache,
+//! policy grants it (the grant that lets it place children there, by name or by the member's
+//! labels; a relabelled member is heard again or no longer), on the member's runtime instance
+//! and packed cache ([`Engaged::listen_in`]); a selection is read from that cache,
 //! Secrets as at home, and a change there enqueues the parents that selected it, through the
 //! kind's related index keyed with the cluster.
 //!
