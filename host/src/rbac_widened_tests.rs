@@ -108,13 +108,15 @@ fn placing(name: &str, children: Vec<ResourceKind>) -> PluginInfo {
 }
 
 #[test]
-fn a_member_clusters_role_grants_the_child_kinds_of_the_plugins_the_policy_grants_it_only() {
+fn a_member_clusters_role_grants_the_child_and_related_kinds_of_the_plugins_the_policy_grants_it_only()
+ {
     let deployments = ResourceKind::of_v1("apps", "Deployment", "deployments", true);
     let config_maps = ResourceKind::of_v1("", "ConfigMap", "configmaps", true);
-    let infos = [
-        placing("a", vec![deployments]),
-        placing("b", vec![config_maps]),
-    ];
+    let reading = PluginInfo {
+        related: vec![config_maps.clone()],
+        ..placing("a", vec![deployments])
+    };
+    let infos = [reading, placing("b", vec![config_maps])];
     let only_a = |clusters: &[&str]| Grant {
         clusters: clusters.iter().map(|c| (*c).to_owned()).collect(),
         ..Grant::default()
@@ -151,14 +153,18 @@ fn a_member_clusters_role_grants_the_child_kinds_of_the_plugins_the_policy_grant
         false,
     )
     .unwrap();
+    let verbs = |verbs: &[&str]| verbs.iter().map(|v| (*v).to_owned()).collect::<Vec<_>>();
     assert_eq!(
         rules(&in_a),
-        [(
-            "apps".to_owned(),
-            vec!["deployments".to_owned()],
-            CHILD.iter().map(|v| (*v).to_owned()).collect::<Vec<_>>()
-        )],
-        "only a's children, and nothing of its parent, in member-a"
+        [
+            ("".to_owned(), vec!["configmaps".to_owned()], verbs(RELATED)),
+            (
+                "apps".to_owned(),
+                vec!["deployments".to_owned()],
+                verbs(CHILD)
+            ),
+        ],
+        "only a's children and related kinds, and nothing of its parent, in member-a"
     );
     assert!(in_a.yaml.contains("#   a 1"), "{}", in_a.yaml);
     let in_b = member_role_for(

@@ -24,6 +24,7 @@ mod leader_fence;
 mod member_children;
 mod member_clusters;
 mod member_credentials;
+mod member_related;
 mod member_secrets;
 mod member_unreached;
 mod metacontroller_example;

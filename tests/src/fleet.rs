@@ -109,10 +109,16 @@ impl Members {
     /// this fleet, the Spread granted `clusters` ([`Members::flags_granting`]), the directory
     /// of kubeconfigs rescanned every 200 ms.
     pub async fn serve_spread(&self, env: &TestEnv, clusters: &[&str]) -> Result<Manager> {
-        let spread = crate::plugin("spread")?;
-        env.install_crd(&spread).await?;
-        env.run_args(RunSource::Loaded(vec![spread]))
-            .flags(self.flags_granting("spread", clusters)?)
+        self.serve(env, "spread", clusters).await
+    }
+
+    /// [`Members::serve_spread`] for the built plugin `name` (`target/plugins/NAME.wasm`,
+    /// whose policy entry is keyed by the same name).
+    pub async fn serve(&self, env: &TestEnv, name: &str, clusters: &[&str]) -> Result<Manager> {
+        let plugin = crate::plugin(name)?;
+        env.install_crd(&plugin).await?;
+        env.run_args(RunSource::Loaded(vec![plugin]))
+            .flags(self.flags_granting(name, clusters)?)
             .in_process(env)
             .config(|c| {
                 if let Some(clusters) = &mut c.clusters {

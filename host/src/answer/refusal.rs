@@ -196,9 +196,24 @@ pub enum Refusal {
         /// The clusters the policy grants it, or `none`.
         granted: String,
     },
-    /// A selection reads in a cluster the host has not engaged (contract 0.4.0).
+    /// A selection reads in a cluster the policy does not grant its plugin (contract 0.4.0).
     #[error(
-        "selection #{index} of {kind} reads in cluster {cluster:?}, which this host has not engaged (its own cluster is {local:?})",
+        "selection #{index} of {kind} reads in cluster {cluster:?}, which the policy does not grant this plugin (granted: {granted}; the policy's `plugins:` entry lists the clusters it may place children in and read in)"
+    )]
+    RelatedClusterNotGranted {
+        /// Position in the plugin's selection.
+        index: usize,
+        /// The kind.
+        kind: String,
+        /// The cluster it names.
+        cluster: String,
+        /// The clusters the policy grants it, or `none`.
+        granted: String,
+    },
+    /// A selection reads in a cluster the host has not engaged, or whose cache of the kind
+    /// holds no first list yet (contract 0.4.0).
+    #[error(
+        "selection #{index} of {kind} reads in cluster {cluster:?}, which this host has not engaged or not listed yet (its own cluster is {local:?})",
         local = crate::plugin::LOCAL_CLUSTER
     )]
     RelatedCluster {

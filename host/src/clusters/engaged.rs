@@ -11,7 +11,10 @@
 //!
 //! A controller listens to its child kinds in every member ([`Engaged::listen`]): each member,
 //! engaged now or later, routes a change of a marked child to the controller's queue, so drift
-//! in a member is put back as it is in the host's own cluster.
+//! in a member is put back as it is in the host's own cluster. It listens to its related kinds
+//! (contract 0.4.0) in the members the policy grants its plugin ([`Engaged::listen_in`]): their
+//! objects are read from the member's cache ([`Listening::store`]) and a change there enqueues
+//! the parents that selected it, through the kind's related index keyed with the cluster.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -27,7 +30,7 @@ use crate::plugin::{LabelSelector, ResourceKind};
 use crate::runtime::cache::{CachedObject, Store};
 use crate::runtime::echoes::Echoes;
 use crate::runtime::{
-    Cause, Finish, Informers, ObjectKey, Queue, QueueConfig, Route, Scope, Subscription, Target,
+    Finish, Informers, ObjectKey, Queue, QueueConfig, Route, Scope, Subscription, Target,
 };
 
 /// The label a parent's children are found by in a member's cache (the one every child of the
@@ -70,44 +73,6 @@ struct Member {
     heard: HashMap<u64, Heard>,
 }
 
-/// One listener's subscriptions in one member, and the task that enqueues its parents once
-/// they hold their first list.
-struct Heard {
-    _subscriptions: Vec<Subscription>,
-    listed: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Heard {
-    fn drop(&mut self) {
-        self.listed.abort();
-    }
-}
-
-/// A controller's interest in its child kinds in every member ([`Engaged::listen`]).
-struct Listener {
-    kinds: Vec<ResourceKind>,
-    route: Route,
-    queue: Arc<Queue>,
-    /// The controller's parents, each enqueued once a member's kinds are listed.
-    parents: Arc<Store>,
-}
-
-/// A controller's listening to the members; dropping it stops it in every member.
-pub struct Listening {
-    engaged: Engaged,
-    id: u64,
-}
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        let mut members = self.engaged.write();
-        for member in members.values_mut() {
-            member.heard.remove(&self.id);
-        }
-        self.engaged.listeners().remove(&self.id);
-    }
-}
-
 impl Member {
     /// The member's events are heard and let go: a parent reads its children in a member when
     /// it is reconciled (its own events, the resync), not on each member change.
@@ -140,41 +105,6 @@ impl Member {
         // A parent's children are found by their mark: answer that from an index.
         subscription.store().index_labels();
         self.subscriptions.insert(kind.clone(), subscription);
-    }
-
-    /// Routes the listener's kinds here to its queue, this member's echoes telling the host's
-    /// own writes apart; once they hold their first list, every parent of the listener is
-    /// enqueued (one refused for naming this cluster before it was engaged is placed now).
-    fn hear(&mut self, id: u64, listener: &Listener) {
-        let subscriptions: Vec<Subscription> = listener
-            .kinds
-            .iter()
-            .map(|kind| {
-                let target = Target {
-                    route: listener.route.clone(),
-                    queue: listener.queue.clone(),
-                    echoes: self.echoes.clone(),
-                };
-                let subscription = self.informers.subscribe(kind, Scope::All, target);
-                subscription.store().index_labels();
-                subscription
-            })
-            .collect();
-        let stores: Vec<Arc<Store>> = subscriptions.iter().map(|s| s.store().clone()).collect();
-        let (parents, queue) = (listener.parents.clone(), listener.queue.clone());
-        let listed = tokio::spawn(async move {
-            for store in stores {
-                store.wait_synced().await;
-            }
-            for key in parents.keys() {
-                queue.add(key, Cause::Outside);
-            }
-        });
-        let heard = Heard {
-            _subscriptions: subscriptions,
-            listed,
-        };
-        self.heard.insert(id, heard);
     }
 }
 
@@ -269,33 +199,6 @@ impl Engaged {
         Some(self.read().get(cluster)?.lists(kinds))
     }
 
-    /// Routes a change of an object of `kinds` in every member, engaged now or later, to
-    /// `queue` by `route`, until the returned handle is dropped; each member's first list of
-    /// them enqueues every parent `parents` holds. Must be called inside the Tokio runtime.
-    pub fn listen(
-        &self,
-        kinds: &[ResourceKind],
-        (route, queue): (Route, Arc<Queue>),
-        parents: Arc<Store>,
-    ) -> Listening {
-        let id = self.next_listener.fetch_add(1, Ordering::Relaxed);
-        let listener = Arc::new(Listener {
-            kinds: kinds.to_vec(),
-            route,
-            queue,
-            parents,
-        });
-        let mut members = self.write();
-        for member in members.values_mut() {
-            member.hear(id, &listener);
-        }
-        self.listeners().insert(id, listener);
-        Listening {
-            engaged: self.clone(),
-            id,
-        }
-    }
-
     /// The cached object of this kind under `key` in the engaged member `cluster`.
     pub fn get(
         &self,
@@ -355,13 +258,22 @@ impl Engaged {
         self.read()
             .iter()
             .map(|(name, m)| {
-                let stores = m.subscriptions.values().map(Subscription::store);
+                // The kinds placed there, and the related kinds only a listener hears there.
+                let mut stores: Vec<&Arc<Store>> =
+                    m.subscriptions.values().map(Subscription::store).collect();
+                for heard in m.heard.values() {
+                    for store in heard.subscriptions.iter().map(Subscription::store) {
+                        if !stores.iter().any(|s| Arc::ptr_eq(s, store)) {
+                            stores.push(store);
+                        }
+                    }
+                }
                 let (objects, bytes) =
-                    stores.fold((0, 0), |(o, b), s| (o + s.len(), b + s.bytes()));
+                    (stores.iter()).fold((0, 0), |(o, b), s| (o + s.len(), b + s.bytes()));
                 ClusterRow {
                     name: name.clone(),
                     server: m.server.clone(),
-                    kinds: m.subscriptions.len(),
+                    kinds: stores.len(),
                     objects,
                     bytes,
                 }
@@ -412,7 +324,7 @@ impl Engaged {
         }
         let mut members = self.write();
         for (id, listener) in self.listeners().iter() {
-            member.hear(*id, listener);
+            member.hear(name, *id, listener);
         }
         members.insert(name.to_owned(), member);
     }
@@ -432,8 +344,13 @@ impl Engaged {
 
     /// Gives the engaged `name` the labels its source has now (a relabelled Secret).
     pub fn relabel(&self, name: &str, labels: Labels) {
-        if let Some(member) = self.write().get_mut(name) {
+        let mut members = self.write();
+        if let Some(member) = members.get_mut(name) {
             member.labels = labels;
+            // What its new labels grant a listener: heard there now, or no longer.
+            for (id, listener) in self.listeners().iter() {
+                member.hear_again(name, *id, listener);
+            }
         }
     }
 
@@ -493,6 +410,12 @@ impl Engaged {
     }
 }
 
+#[path = "listening.rs"]
+mod listening;
+
+use self::listening::{Heard, Listener};
+pub use self::listening::{Listening, RouteIn};
+
 #[cfg(test)]
 #[path = "engaged_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -4,7 +4,7 @@ use super::*;
 use crate::plugin::test_info::namespaced;
 
 /// A client whose watches fail and retry for ever: its stores never hold a first list.
-fn unreachable() -> (String, Rotating) {
+pub(crate) fn unreachable() -> (String, Rotating) {
     let url = "http://127.0.0.1:9";
     let config = kube::Config::new(url.parse().unwrap_or_else(|e| panic!("{e}")));
     let limits = crate::client::ClientLimits::default();
@@ -64,4 +64,31 @@ async fn a_listener_hears_members_engaged_before_and_after_it_until_it_is_droppe
     assert!(heard("member-a") && heard("member-b"));
     drop(listening);
     assert!(!heard("member-a") && !heard("member-b"));
+}
+
+#[tokio::test]
+async fn a_listener_in_the_members_a_route_grants_follows_their_labels() {
+    let config_maps = namespaced("", "ConfigMap", "configmaps");
+    let prod = Labels::from([("env".to_owned(), "prod".to_owned())]);
+    let engaged = Engaged::default();
+    engaged.engage("member-a", unreachable(), Labels::new(), &[], None);
+    engaged.engage("member-b", unreachable(), prod.clone(), &[], None);
+    let queue = Arc::new(Queue::new(QueueConfig::default()));
+    let parents = Arc::new(Store::new(namespaced("test.weir.dev", "Mirror", "mirrors")));
+    let in_prod: RouteIn = Arc::new(|_: &str, labels: &Labels| {
+        (labels.get("env").map(String::as_str) == Some("prod")).then_some(Route::Parent)
+    });
+    let listening = engaged.listen_in(
+        std::slice::from_ref(&config_maps),
+        (in_prod, queue),
+        parents,
+    );
+    let heard = |name: &str| listening.store(name, &config_maps).is_some();
+    assert!(!heard("member-a") && heard("member-b"));
+    assert!(!listening.listed("member-b", &config_maps), "never listed");
+    engaged.relabel("member-a", prod);
+    engaged.relabel("member-b", Labels::new());
+    assert!(heard("member-a") && !heard("member-b"), "relabelled");
+    assert!(!heard("member-z"), "not engaged");
+    assert_eq!(listening.labels("member-b"), Some(Labels::new()));
 }

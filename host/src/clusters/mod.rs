@@ -17,6 +17,14 @@
 //! (`crate::reconcile::members`); a controller listens to its child kinds in every member, so
 //! that a change of a marked child there enqueues its parent ([`Engaged::listen`]).
 //!
+//! A 0.4.0 plugin's selection may read related objects in a member
+//! (`crate::reconcile::related`): its related kinds are watched in each engaged member the
+//! policy grants it (the grant that lets it place children there, by name or by the member's
+//! labels; a relabelled member is heard again or no longer), on the member's runtime instance
+//! and packed cache ([`Engaged::listen_in`]); a selection is read from that cache,
+//! Secrets as at home, and a change there enqueues the parents that selected it, through the
+//! kind's related index keyed with the cluster.
+//!
 //! What a member's kubeconfig may say: [`kubeconfig`] (inline credentials only; no `exec`, no
 //! `auth-provider`, no file paths).
 //!
@@ -32,7 +40,7 @@ pub mod secrets;
 pub mod seen;
 pub mod source;
 
-pub use self::engaged::{ClusterRow, Engaged, Listening, MemberObject, PARENT_UID_LABEL};
+pub use self::engaged::{ClusterRow, Engaged, Listening, MemberObject, PARENT_UID_LABEL, RouteIn};
 pub use self::gauges::ClusterGauges;
 pub use self::secrets::SecretsConfig;
 pub use self::seen::Labels;

@@ -20,7 +20,7 @@ use super::members::{self, Home, Members};
 use super::related::{KindIndex, Reach, Related, RelatedKind};
 use super::status::ParentWriter;
 use crate::answer::{DesiredChild, LiveObjects};
-use crate::clusters::{Engaged, MemberObject};
+use crate::clusters::{Engaged, MemberObject, RouteIn};
 use crate::plugin::{LOCAL_CLUSTER, PluginInfo, ResourceKind};
 use crate::runtime::ObjectKey;
 use crate::runtime::cache::{CachedObject, Store};
@@ -215,6 +215,8 @@ impl Parts {
                 )
             })
             .collect();
+        // The policy's entry for the plugin: the namespaces and member clusters it reads in.
+        let grant = self.config.validation.grant(&info.name).cloned();
         let mut related = Vec::new();
         let mut related_subscriptions = Vec::new();
         for kind in &info.related {
@@ -231,19 +233,30 @@ impl Parts {
             } else {
                 Scope::All
             };
-            let subscription =
-                self.informers
-                    .subscribe(kind, scope, target(Route::Related(index.clone())));
+            let home = Route::Related {
+                index: index.clone(),
+                cluster: None,
+            };
+            let subscription = self.informers.subscribe(kind, scope, target(home));
+            let members = (self.config.clusters.has_source()).then(|| {
+                let route = related_in_members(grant.clone(), index.clone());
+                let parents = parent.store().clone();
+                (self.config.clusters).listen_in(
+                    std::slice::from_ref(kind),
+                    (route, self.queue.clone()),
+                    parents,
+                )
+            });
             related.push(RelatedKind {
                 kind: kind.clone(),
                 index,
                 store: subscription.store().clone(),
+                members,
             });
             related_subscriptions.push(subscription);
         }
-        // The policy's entry for the plugin: Namespaces are watched (to read their labels, never
-        // to enqueue anything) only when it selects namespaces by label.
-        let grant = self.config.validation.grant(&info.name).cloned();
+        // Namespaces are watched (to read their labels, never to enqueue anything) only when the
+        // entry selects namespaces by label.
         let namespaces = grant
             .as_ref()
             .filter(|g| g.namespace_selector.is_some())
@@ -252,7 +265,10 @@ impl Parts {
                 self.informers.subscribe(
                     &namespace_kind(),
                     Scope::All,
-                    target(Route::Related(nobody)),
+                    target(Route::Related {
+                        index: nobody,
+                        cluster: None,
+                    }),
                 )
             });
         let reach = Reach {
@@ -314,6 +330,19 @@ impl Parts {
             _subscriptions: subscriptions,
         }
     }
+}
+
+/// The route of a related kind's events in each member `grant` grants the plugin: the parents
+/// that selected the object there, from `index` keyed with the member's name (contract 0.4.0).
+/// A member it does not grant is not heard at all.
+fn related_in_members(grant: Option<crate::answer::Grant>, index: Arc<KindIndex>) -> RouteIn {
+    Arc::new(move |cluster: &str, labels: &crate::clusters::Labels| {
+        let granted = (grant.as_ref()).is_some_and(|g| g.allows_cluster(cluster, Some(labels)));
+        granted.then(|| Route::Related {
+            index: index.clone(),
+            cluster: Some(cluster.to_owned()),
+        })
+    })
 }
 
 /// The parent store and one store per child kind of one plugin.

@@ -26,7 +26,7 @@ use crate::runtime::cache::CachedObject;
 pub(super) type Read<'a> = (
     &'a [Arc<CachedObject>],
     &'a [Arc<CachedObject>],
-    &'a [Arc<CachedObject>],
+    &'a super::related::Found,
 );
 
 impl Controller {

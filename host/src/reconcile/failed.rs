@@ -41,7 +41,8 @@ pub struct FailedReconcile<'a> {
     pub parent: &'a CachedObject,
     /// The children the plugin saw (Secrets redacted).
     pub observed: &'a [Arc<CachedObject>],
-    /// The related objects the plugin saw (Secrets redacted); none when its selection failed.
+    /// The related objects the plugin saw in its parent's cluster (Secrets redacted); none when
+    /// its selection failed.
     pub related: &'a [Arc<CachedObject>],
     /// How it failed.
     pub failed: Failed,
@@ -62,5 +63,5 @@ pub struct Given {
     /// The children, Secrets redacted.
     pub observed: Vec<Arc<CachedObject>>,
     /// The selected related objects, Secrets redacted.
-    pub related: Vec<Arc<CachedObject>>,
+    pub related: super::related::Found,
 }

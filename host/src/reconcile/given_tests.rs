@@ -140,7 +140,14 @@ async fn given_now(objects: &[Arc<CachedObject>]) -> ReconcileRequest {
     let (parent, rest) = objects.split_first().unwrap_or_else(|| panic!("a parent"));
     let (children, related) = rest.split_at(rest.len() / 2);
     invoker
-        .reconcile(parent, children, related)
+        .reconcile(
+            parent,
+            children,
+            &crate::reconcile::related::Found {
+                home: related.to_vec(),
+                elsewhere: Vec::new(),
+            },
+        )
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let mut given = plugin

@@ -22,6 +22,8 @@ use crate::plugin::{
 };
 use crate::runtime::cache::CachedObject;
 
+use super::related::Found;
+
 /// The cached child as the plugin may see it ([`crate::answer::redacted`]): the same `Arc` for
 /// anything but a Secret (no copy), a redacted copy for a Secret (decoded, redacted and cached
 /// again), or nothing for a Secret that does not decode. An object without `apiVersion`/`kind`
@@ -206,26 +208,27 @@ impl Invoker {
         &self,
         parent: &CachedObject,
         children: &[Arc<CachedObject>],
-        related: &[Arc<CachedObject>],
+        related: &Found,
     ) -> Result<ReconcileResponse, PluginError> {
         self.reconcile_placed(parent, (children, &[]), related)
             .await
     }
 
     /// [`Invoker::reconcile`] with the parent's children in the engaged member clusters too
-    /// (`elsewhere`, each with its cluster's name), after those in its own cluster. A plugin
-    /// older than contract 0.4.0 is given the ones in its parent's cluster only.
+    /// (`elsewhere`, each with its cluster's name), after those in its own cluster, and the
+    /// related objects read in members after those read at home. A plugin older than contract
+    /// 0.4.0 is given the ones in its parent's cluster only.
     pub async fn reconcile_placed(
         &self,
         parent: &CachedObject,
         (children, elsewhere): (&[Arc<CachedObject>], &[MemberObject]),
-        related: &[Arc<CachedObject>],
+        related: &Found,
     ) -> Result<ReconcileResponse, PluginError> {
-        let (children, clusters) = placed(children, elsewhere);
+        let (children, related, clusters) = placed(children, elsewhere, related);
         let req = ReconcileRequest {
             parent: parent.json(),
             children,
-            related: texts(related),
+            related,
             clusters,
         };
         self.call(move |p| p.reconcile(&req)).await
@@ -237,14 +240,14 @@ impl Invoker {
         &self,
         parent: &CachedObject,
         (children, elsewhere): (&[Arc<CachedObject>], &[MemberObject]),
-        related: &[Arc<CachedObject>],
+        related: &Found,
         finalizer: &str,
     ) -> Result<FinalizeResponse, PluginError> {
-        let (children, clusters) = placed(children, elsewhere);
+        let (children, related, clusters) = placed(children, elsewhere, related);
         let req = FinalizeRequest {
             parent: parent.json(),
             children,
-            related: texts(related),
+            related,
             finalizer: finalizer.to_owned(),
             clusters,
         };
@@ -253,13 +256,16 @@ impl Invoker {
 }
 
 /// The texts of a parent's `children` in its own cluster, then of those `elsewhere` (as the
-/// plugin sees them: Secrets redacted), and the cluster of each.
+/// plugin sees them: Secrets redacted); the texts of the `related` objects read at home, then
+/// of those read in members (as resolved: Secrets as the policy hands them over); and the
+/// cluster of each.
 fn placed(
     children: &[Arc<CachedObject>],
     elsewhere: &[MemberObject],
-) -> (Vec<String>, crate::plugin::Clusters) {
+    related: &Found,
+) -> (Vec<String>, Vec<String>, crate::plugin::Clusters) {
     let mut texts_of_children = texts(children);
-    // Their own cluster's children name none: the parent's, the host's own.
+    // Objects in their own cluster name none: the parent's, the host's own.
     let mut clusters = vec![String::new(); children.len()];
     for (cluster, child) in elsewhere {
         if let Some(child) = cached_for_plugin(child) {
@@ -267,11 +273,18 @@ fn placed(
             clusters.push(cluster.clone());
         }
     }
+    let mut texts_of_related = texts(&related.home);
+    let mut related_clusters = vec![String::new(); related.home.len()];
+    for (cluster, object) in &related.elsewhere {
+        texts_of_related.push(object.json());
+        related_clusters.push(cluster.clone());
+    }
     let clusters = crate::plugin::Clusters {
         children: clusters,
+        related: related_clusters,
         ..Default::default()
     };
-    (texts_of_children, clusters)
+    (texts_of_children, texts_of_related, clusters)
 }
 
 #[cfg(test)]
@@ -377,7 +390,9 @@ mod tests {
         let calls: Vec<_> = (0..4)
             .map(|_| {
                 let invoker = stuck_invoker.clone();
-                tokio::spawn(async move { invoker.reconcile(&parent(), &[], &[]).await })
+                tokio::spawn(
+                    async move { invoker.reconcile(&parent(), &[], &Found::default()).await },
+                )
             })
             .collect();
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -396,7 +411,7 @@ mod tests {
         let calm_invoker = Invoker::new(calm, permits.clone(), metrics);
         let answer = tokio::time::timeout(
             Duration::from_secs(5),
-            calm_invoker.reconcile(&parent(), &[], &[]),
+            calm_invoker.reconcile(&parent(), &[], &Found::default()),
         )
         .await;
         assert!(
@@ -445,8 +460,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn children_in_member_clusters_reach_the_plugin_after_the_local_ones_with_their_cluster()
-    {
+    async fn objects_in_member_clusters_reach_the_plugin_after_the_local_ones_with_their_cluster() {
         let recording = Arc::new(Recording {
             info: info("spread"),
             last: Mutex::new(None),
@@ -466,8 +480,12 @@ mod tests {
         };
         let local = [child("here")];
         let elsewhere = [("member-a".to_owned(), child("there"))];
+        let related = Found {
+            home: vec![child("theme-here")],
+            elsewhere: vec![("member-b".to_owned(), child("theme-there"))],
+        };
         let answer = invoker
-            .reconcile_placed(&parent(), (&local, &elsewhere), &[])
+            .reconcile_placed(&parent(), (&local, &elsewhere), &related)
             .await;
         assert!(answer.is_ok(), "{answer:?}");
         let req = recording
@@ -481,5 +499,18 @@ mod tests {
         assert!(req.children[1].contains("\"there\""), "{}", req.children[1]);
         assert_eq!(req.clusters.child(0), crate::plugin::LOCAL_CLUSTER);
         assert_eq!(req.clusters.child(1), "member-a");
+        assert_eq!(req.related.len(), 2);
+        assert!(
+            req.related[0].contains("\"theme-here\""),
+            "{}",
+            req.related[0]
+        );
+        assert!(
+            req.related[1].contains("\"theme-there\""),
+            "{}",
+            req.related[1]
+        );
+        assert_eq!(req.clusters.related(0), crate::plugin::LOCAL_CLUSTER);
+        assert_eq!(req.clusters.related(1), "member-b");
     }
 }

@@ -385,7 +385,7 @@ impl Controller {
         &self,
         route: &Route,
         (key, parent, cached): (&ObjectKey, &DynamicObject, &CachedObject),
-        (observed, related): (&[Arc<CachedObject>], &[Arc<CachedObject>]),
+        (observed, related): (&[Arc<CachedObject>], &related::Found),
         now: &str,
     ) -> Result<Verdict, PluginError> {
         let b = &route.applied;
@@ -436,9 +436,9 @@ impl Controller {
         b: &Binding,
         key: &ObjectKey,
         parent: &CachedObject,
-    ) -> Result<Vec<Arc<CachedObject>>, ReconcileError> {
+    ) -> Result<related::Found, ReconcileError> {
         if b.related.is_empty() {
-            return Ok(Vec::new());
+            return Ok(related::Found::default());
         }
         let info = b.info();
         let selections = b

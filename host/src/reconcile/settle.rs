@@ -256,7 +256,7 @@ fn hand_on(
         info,
         parent: given.parent.as_deref().unwrap_or(cached),
         observed: &given.observed,
-        related: &given.related,
+        related: &given.related.home,
         failed,
     });
 }

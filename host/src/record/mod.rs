@@ -313,6 +313,7 @@ impl<'a> Selectable<'a> {
             .stores
             .select(info, &key, &selections)
             .unwrap_or_default()
+            .home
             .iter()
             .filter_map(|o| o.decode().ok().map(Arc::new))
             .collect();

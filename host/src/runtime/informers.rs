@@ -29,9 +29,15 @@ pub enum Route {
     Parent,
     /// The object is a child: enqueue its controller if that is of this parent kind.
     Owner(ResourceKind),
-    /// The object may be related to parents: enqueue those that selected it (by name, or by
-    /// labels it has before or after the change), as the kind's index says.
-    Related(Arc<KindIndex>),
+    /// The object may be related to parents: enqueue those that selected it in `cluster` (by
+    /// name, or by labels it has before or after the change), as the kind's index says.
+    Related {
+        /// The kind's index.
+        index: Arc<KindIndex>,
+        /// The member cluster the watched objects are in (contract 0.4.0); `None`: the
+        /// host's own.
+        cluster: Option<String>,
+    },
     /// The object names its parent some other way: enqueue the key the subscriber's function
     /// maps it to (controller-runtime's `EnqueueRequestsFromMapFunc`; a child in a member
     /// cluster names its parent by a mark).
@@ -57,7 +63,7 @@ impl Route {
         match self {
             Route::Parent => vec![obj.key()],
             Route::Owner(parent) => Self::owner(parent, obj).into_iter().collect(),
-            Route::Related(index) => index.parents_of(old, obj),
+            Route::Related { index, cluster } => index.parents_in(cluster.as_deref(), old, obj),
             Route::Mapped(map) => (map.0)(obj).into_iter().collect(),
         }
     }
@@ -267,7 +273,7 @@ impl Informers {
             shared.informer.lock().push((id, target.clone()));
             shared.informer.clone()
         };
-        if let Route::Related(_) = target.route {
+        if let Route::Related { .. } = target.route {
             // Parents select objects of this kind by label: answer that from an index.
             informer.store.index_labels();
         }
@@ -399,7 +405,7 @@ pub async fn watch(
             for key in target.route.keys(&obj, old.as_deref()) {
                 if initial {
                     relisted.push((target.clone(), key));
-                } else if let Route::Related(_) = target.route {
+                } else if let Route::Related { .. } = target.route {
                     // Never the echo of the controller's own write: it does not write related objects.
                     target.queue.add(key, Cause::Outside);
                 } else {

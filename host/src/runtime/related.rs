@@ -9,6 +9,11 @@
 //! `matchLabels` (only expressions, or empty) are kept per namespace and checked against every
 //! change there: the one case that costs a pass over those selectors. A parent's key is kept
 //! once (an `Arc`) however many entries name it.
+//!
+//! A selection may read in a member cluster (contract 0.4.0): its pick names the cluster, and
+//! its entries are kept in that cluster's tables beside the host's own, so a change in a member
+//! ([`KindIndex::parents_in`]) finds exactly the parents that selected it there, through the
+//! same lookups.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -21,9 +26,11 @@ use crate::runtime::ObjectKey;
 use crate::runtime::cache::CachedObject;
 
 /// What one parent selected of this kind: a name or a label selector, in a namespace (`None`
-/// for a cluster-scoped kind).
+/// for a cluster-scoped kind), in a cluster (`None`: the host's own).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Pick {
+    /// The member cluster read (contract 0.4.0), or `None` for the host's own cluster.
+    pub cluster: Option<String>,
     /// The namespace read (the parent's), or `None` for a cluster-scoped kind.
     pub namespace: Option<String>,
     /// The name or labels.
@@ -47,21 +54,67 @@ pub struct KindIndex {
 
 #[derive(Default)]
 struct Inner {
+    /// The entries of selections in the host's own cluster.
+    home: Tables,
+    /// The entries of selections in member clusters, by cluster (none left: no table).
+    members: HashMap<String, Tables>,
+    /// Parent → what it selected (to undo it, and to check candidates' whole selectors).
+    picks: HashMap<Arc<ObjectKey>, HashSet<Pick>>,
+    /// Picks, and the entries of the tables they made.
+    entries: usize,
+}
+
+/// The lookups of one cluster's selections.
+#[derive(Default)]
+struct Tables {
     /// Selected object key → the parents that selected it by name.
     names: HashMap<ObjectKey, HashSet<Arc<ObjectKey>>>,
     /// One `matchLabels` pair of a selector → the parents whose selector has it.
     labels: HashMap<LabelKey, HashSet<Arc<ObjectKey>>>,
     /// Namespace → the parents with a selector that has no `matchLabels`.
     unkeyed: HashMap<Option<String>, HashSet<Arc<ObjectKey>>>,
-    /// Parent → what it selected (to undo it, and to check candidates' whole selectors).
-    picks: HashMap<Arc<ObjectKey>, HashSet<Pick>>,
-    /// Picks, and the entries of `names`, `labels` and `unkeyed` they made.
-    entries: usize,
 }
 
 impl Inner {
     fn add(&mut self, parent: &Arc<ObjectKey>, pick: &Pick) {
         self.entries += 2;
+        let tables = match &pick.cluster {
+            None => &mut self.home,
+            Some(cluster) => self.members.entry(cluster.clone()).or_default(),
+        };
+        tables.add(parent, pick);
+    }
+
+    fn remove(&mut self, parent: &ObjectKey, pick: &Pick) {
+        self.entries = self.entries.saturating_sub(2);
+        match &pick.cluster {
+            None => self.home.remove(parent, pick),
+            Some(cluster) => {
+                if let Some(tables) = self.members.get_mut(cluster) {
+                    tables.remove(parent, pick);
+                    if tables.is_empty() {
+                        self.members.remove(cluster);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The tables of `cluster` (`None`: the host's own), if any selection reads there.
+    fn tables(&self, cluster: Option<&str>) -> Option<&Tables> {
+        match cluster {
+            None => Some(&self.home),
+            Some(cluster) => self.members.get(cluster),
+        }
+    }
+}
+
+impl Tables {
+    fn is_empty(&self) -> bool {
+        self.names.is_empty() && self.labels.is_empty() && self.unkeyed.is_empty()
+    }
+
+    fn add(&mut self, parent: &Arc<ObjectKey>, pick: &Pick) {
         match &pick.selector {
             Selector::Name(name) => {
                 let key = ObjectKey {
@@ -83,7 +136,6 @@ impl Inner {
     }
 
     fn remove(&mut self, parent: &ObjectKey, pick: &Pick) {
-        self.entries = self.entries.saturating_sub(2);
         fn drop_from<K: std::hash::Hash + Eq>(
             map: &mut HashMap<K, HashSet<Arc<ObjectKey>>>,
             key: K,
@@ -183,13 +235,27 @@ impl KindIndex {
         self.set(parent, []);
     }
 
-    /// The parents a change of an object concerns: those that selected its name, and those whose
-    /// label selector matches its labels before (`old`) or after (`new`) the change. Sorted,
-    /// without duplicates.
+    /// The parents a change of an object in the host's own cluster concerns
+    /// ([`KindIndex::parents_in`] it).
     pub fn parents_of(&self, old: Option<&CachedObject>, new: &CachedObject) -> Vec<ObjectKey> {
+        self.parents_in(None, old, new)
+    }
+
+    /// The parents a change of an object in `cluster` (`None`: the host's own) concerns: those
+    /// that selected its name there, and those whose label selector there matches its labels
+    /// before (`old`) or after (`new`) the change. Sorted, without duplicates.
+    pub fn parents_in(
+        &self,
+        cluster: Option<&str>,
+        old: Option<&CachedObject>,
+        new: &CachedObject,
+    ) -> Vec<ObjectKey> {
         let inner = self.read();
+        let Some(tables) = inner.tables(cluster) else {
+            return Vec::new();
+        };
         let mut found: HashSet<ObjectKey> = HashSet::new();
-        if let Some(parents) = inner.names.get(&new.key()) {
+        if let Some(parents) = tables.names.get(&new.key()) {
             found.extend(parents.iter().map(|p| (**p).clone()));
         }
         let namespace = new.namespace().map(str::to_owned);
@@ -198,20 +264,24 @@ impl KindIndex {
         for version in &versions {
             for (k, v) in version.labels() {
                 let label = (namespace.clone(), k.to_string(), v.to_string());
-                if let Some(parents) = inner.labels.get(&label) {
+                if let Some(parents) = tables.labels.get(&label) {
                     candidates.extend(parents);
                 }
             }
         }
-        if let Some(parents) = inner.unkeyed.get(&namespace) {
+        if let Some(parents) = tables.unkeyed.get(&namespace) {
             candidates.extend(parents);
         }
         for parent in candidates {
             let selected = inner.picks.get(parent).is_some_and(|picks| {
                 picks.iter().any(|pick| match &pick.selector {
-                    Selector::Labels(selector) if pick.namespace == namespace => versions
-                        .iter()
-                        .any(|version| selector.matches_with(|k| version.label(k))),
+                    Selector::Labels(selector)
+                        if pick.namespace == namespace && pick.cluster.as_deref() == cluster =>
+                    {
+                        versions
+                            .iter()
+                            .any(|version| selector.matches_with(|k| version.label(k)))
+                    }
                     _ => false,
                 })
             });

@@ -9,14 +9,30 @@
 //! the host's informer registry with [`crate::runtime::informers::Route::Related`], which asks the
 //! index which parents an event concerns.
 //!
-//! The policy's entry for a plugin ([`Grant`]) widens the namespaces a selection may read
-//! ([`Reach`]): a named namespace the entry allows, or for a cluster-scoped parent no namespace
-//! at all, meaning every namespace the entry allows; and it may hand related Secrets over with
-//! their data. Without an entry, a selection stays in the parent's namespace.
+//! The policy's entry for a plugin ([`crate::answer::Grant`]) widens the namespaces a
+//! selection may read ([`Reach`]): a named namespace the entry allows, or for a cluster-scoped
+//! parent no namespace at all, meaning every namespace the entry allows; and it may hand
+//! related Secrets over with their data. Without an entry, a selection stays in the parent's
+//! namespace.
+//!
+//! A selection may name a member cluster (contract 0.4.0). It is read there when the policy's
+//! entry grants the plugin that cluster (the grant that lets it place children there,
+//! [`crate::answer::Grant::allows_cluster`]) and the host has engaged it and its cache of the
+//! kind holds its first list ([`MemberReach`]); not granted, it is refused naming what is granted; not engaged
+//! (or not listed yet), the reconcile is refused for that pass, saying so, and the member's
+//! first list enqueues the parent again. A served plugin's related kinds are watched in each
+//! engaged member the policy grants it ([`RelatedKind::members`], on the member's own runtime
+//! instance and packed cache), read from that cache, Secrets as at home; a change there enqueues
+//! the parents that selected it through the same [`KindIndex`], keyed with the cluster. The
+//! plugin is given each object with its cluster's name ([`Found`]).
 //!
 //! `weir test` takes the same path ([`Related::select`]) over stores filled with a fixture's
 //! `related` objects ([`Related::offline`]): one check and one resolution, online and offline.
 
+mod reach;
+
+#[cfg(test)]
+mod members_tests;
 #[cfg(test)]
 mod reach_tests;
 #[cfg(test)]
@@ -27,8 +43,11 @@ use std::sync::Arc;
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
 
+use self::reach::Members;
+pub use self::reach::{MemberReach, Namespaces, Reach};
 use super::invoke::cached_for_plugin;
-use crate::answer::{Grant, Refusal, is_valid_name};
+use crate::answer::{Refusal, is_valid_name};
+use crate::clusters::{Listening, MemberObject};
 use crate::plugin::{LOCAL_CLUSTER, PluginInfo, ResourceKind, Selection, Selector};
 use crate::runtime::ObjectKey;
 use crate::runtime::cache::{CachedObject, Store};
@@ -46,87 +65,28 @@ pub struct Checked {
     pub pick: Pick,
 }
 
-/// The namespaces beyond the parent's that the policy's entry for a plugin lets it read.
-pub trait Namespaces {
-    /// Whether objects in `ns` may be read.
-    fn allows(&self, ns: &str) -> bool;
-    /// Every namespace that may be read (named, or selected by label now).
-    fn all(&self) -> Vec<String>;
-}
-
-/// The policy's entry for a plugin and the host's cache of Namespaces (their labels), when
-/// the entry selects namespaces by label.
-#[derive(Clone, Default)]
-pub struct Reach {
-    /// The entry, if the policy has one that widens anything.
-    pub grant: Option<Grant>,
-    /// The host's Namespaces, for the entry's `namespaceSelector`.
-    pub namespaces: Option<Arc<Store>>,
-}
-
-impl Namespaces for Reach {
-    fn allows(&self, ns: &str) -> bool {
-        let Some(grant) = &self.grant else {
-            return false;
-        };
-        if grant.namespaces.iter().any(|n| n == ns) {
-            return true;
-        }
-        let (Some(selector), Some(store)) = (&grant.namespace_selector, &self.namespaces) else {
-            return false;
-        };
-        let key = ObjectKey {
-            namespace: None,
-            name: ns.to_owned(),
-        };
-        store
-            .get(&key)
-            .is_some_and(|n| selector.matches_with(|k| n.label(k)))
-    }
-
-    fn all(&self) -> Vec<String> {
-        let Some(grant) = &self.grant else {
-            return Vec::new();
-        };
-        let mut all = grant.namespaces.clone();
-        if let (Some(selector), Some(store)) = (&grant.namespace_selector, &self.namespaces) {
-            all.extend(
-                store
-                    .select(None, selector)
-                    .iter()
-                    .map(|n| n.key().name.clone()),
-            );
-        }
-        all.sort();
-        all.dedup();
-        all
-    }
-}
-
-impl Reach {
-    /// The widened namespaces, if the entry widens any.
-    fn namespaces(&self) -> Option<&dyn Namespaces> {
-        self.grant
-            .as_ref()
-            .filter(|g| !g.namespaces.is_empty() || g.namespace_selector.is_some())
-            .map(|_| self as &dyn Namespaces)
-    }
-
-    /// Whether related Secrets reach the plugin with their data.
-    fn secret_data(&self) -> bool {
-        self.grant.as_ref().is_some_and(|g| g.secret_data)
-    }
+/// What a parent's selection read: the objects in its own cluster, and those in member
+/// clusters (contract 0.4.0), each with its cluster's name. Secrets as the policy hands them
+/// over (by default without their data).
+#[derive(Clone, Debug, Default)]
+pub struct Found {
+    /// In the parent's cluster (the host's own).
+    pub home: Vec<Arc<CachedObject>>,
+    /// In member clusters, each with its cluster's name.
+    pub elsewhere: Vec<MemberObject>,
 }
 
 /// Checks a plugin's selection for a parent in `parent_namespace` against its declaration: only
 /// declared related kinds, only the parent's namespace (no namespace for a cluster-scoped kind)
-/// or one `widened` allows, valid names and selectors, at most [`MAX_SELECTIONS`]. Pure, so
-/// `weir test` runs it offline.
+/// or one `widened` allows, only the parent's cluster or a member `members` reads (none
+/// without it), valid names and selectors, at most [`MAX_SELECTIONS`]. Pure, so `weir test`
+/// runs it offline.
 pub fn check(
     info: &PluginInfo,
     parent_namespace: Option<&str>,
     selections: &[Selection],
     widened: Option<&dyn Namespaces>,
+    members: Option<&dyn MemberReach>,
 ) -> Result<Vec<Checked>, Refusal> {
     if selections.len() > MAX_SELECTIONS {
         return Err(Refusal::TooLarge {
@@ -136,7 +96,13 @@ pub fn check(
     }
     let mut checked = Vec::with_capacity(selections.len());
     for (index, s) in selections.iter().enumerate() {
-        checked.extend(check_one(info, parent_namespace, index, s, widened)?);
+        checked.extend(check_one(
+            info,
+            parent_namespace,
+            (index, s),
+            widened,
+            members,
+        )?);
     }
     Ok(checked)
 }
@@ -172,21 +138,44 @@ fn namespaces_of(
     }
 }
 
-fn check_one(
-    info: &PluginInfo,
-    parent_namespace: Option<&str>,
-    index: usize,
-    s: &Selection,
-    widened: Option<&dyn Namespaces>,
-) -> Result<Vec<Checked>, Refusal> {
-    // The host reads its own cluster only until it engages others (contract 0.4.0).
-    if let Some(cluster) = s.cluster.as_deref().filter(|c| *c != LOCAL_CLUSTER) {
-        return Err(Refusal::RelatedCluster {
+/// The member cluster a selection reads in: `None` for the parent's (named or not); a member
+/// `members` grants and reads; refused otherwise.
+fn cluster_of(
+    (index, s): (usize, &Selection),
+    kind: &ResourceKind,
+    members: Option<&dyn MemberReach>,
+) -> Result<Option<String>, Refusal> {
+    let Some(cluster) = s.cluster.as_deref().filter(|c| *c != LOCAL_CLUSTER) else {
+        return Ok(None);
+    };
+    let not_read = || Refusal::RelatedCluster {
+        index,
+        kind: s.kind.clone(),
+        cluster: cluster.to_owned(),
+    };
+    // Without members (no `--clusters`), the host reads its own cluster only.
+    let members = members.ok_or_else(not_read)?;
+    if !members.granted(cluster) {
+        return Err(Refusal::RelatedClusterNotGranted {
             index,
             kind: s.kind.clone(),
             cluster: cluster.to_owned(),
+            granted: members.grants(),
         });
     }
+    if !members.reads(cluster, kind) {
+        return Err(not_read());
+    }
+    Ok(Some(cluster.to_owned()))
+}
+
+fn check_one(
+    info: &PluginInfo,
+    parent_namespace: Option<&str>,
+    (index, s): (usize, &Selection),
+    widened: Option<&dyn Namespaces>,
+    members: Option<&dyn MemberReach>,
+) -> Result<Vec<Checked>, Refusal> {
     let Some(kind) = info
         .related
         .iter()
@@ -202,6 +191,7 @@ fn check_one(
             },
         });
     };
+    let cluster = cluster_of((index, s), &info.related[kind], members)?;
     let invalid = |reason: String| Refusal::InvalidSelection {
         index,
         kind: s.kind.clone(),
@@ -234,6 +224,7 @@ fn check_one(
         .map(|namespace| Checked {
             kind,
             pick: Pick {
+                cluster: cluster.clone(),
                 namespace,
                 selector: s.selector.clone(),
             },
@@ -256,10 +247,13 @@ pub fn selects(pick: &Pick, obj: &CachedObject) -> bool {
 pub struct RelatedKind {
     /// The kind.
     pub kind: ResourceKind,
-    /// The parents that selected objects of it.
+    /// The parents that selected objects of it, in the host's own cluster and in members.
     pub index: Arc<KindIndex>,
     /// The host's cache of the kind (shared through the informer registry).
     pub store: Arc<Store>,
+    /// The kind heard in each engaged member the policy grants the plugin, routed through
+    /// `index` keyed with the member's name; `None` on a host that engages no member.
+    pub members: Option<Listening>,
 }
 
 /// The related kinds of one plugin version, in the order it declared them.
@@ -331,6 +325,7 @@ impl Related {
                     kind: kind.clone(),
                     index: Arc::new(KindIndex::default()),
                     store,
+                    members: None,
                 }
             })
             .collect();
@@ -345,9 +340,21 @@ impl Related {
         info: &PluginInfo,
         parent: &ObjectKey,
         selections: &[Selection],
-    ) -> Result<Vec<Arc<CachedObject>>, Refusal> {
+    ) -> Result<Found, Refusal> {
         let widened = self.reach.namespaces();
-        match check(info, parent.namespace.as_deref(), selections, widened) {
+        let members = Members {
+            grant: self.reach.grant.as_ref(),
+            kinds: &self.kinds,
+        };
+        let members = (self.kinds.iter().any(|k| k.members.is_some()))
+            .then_some(&members as &dyn MemberReach);
+        match check(
+            info,
+            parent.namespace.as_deref(),
+            selections,
+            widened,
+            members,
+        ) {
             Ok(checked) => {
                 self.record(parent, &checked);
                 Ok(self.resolve(&checked))
@@ -378,13 +385,21 @@ impl Related {
     }
 
     /// The selected objects the caches hold, each once, Secrets without their data (unless the
-    /// policy's entry for the plugin says `secretData`). A name
-    /// is one lookup; a label selector reads the candidates of the kind's label index.
-    pub fn resolve(&self, checked: &[Checked]) -> Vec<Arc<CachedObject>> {
-        let mut found: Vec<Arc<CachedObject>> = Vec::new();
+    /// policy's entry for the plugin says `secretData`): the host's own cache of the kind, or
+    /// the member's a pick names. A name is one lookup; a label selector reads the candidates
+    /// of the kind's label index.
+    pub fn resolve(&self, checked: &[Checked]) -> Found {
+        let mut found = Found::default();
         let mut seen = std::collections::HashSet::new();
         for c in checked {
             let Some(kind) = self.kinds.get(c.kind) else {
+                continue;
+            };
+            let store = match &c.pick.cluster {
+                None => Some(kind.store.clone()),
+                Some(cluster) => (kind.members.as_ref()).and_then(|l| l.store(cluster, &kind.kind)),
+            };
+            let Some(store) = store else {
                 continue;
             };
             let objects = match &c.pick.selector {
@@ -393,21 +408,24 @@ impl Related {
                         namespace: c.pick.namespace.clone(),
                         name: name.clone(),
                     };
-                    kind.store.get(&key).into_iter().collect()
+                    store.get(&key).into_iter().collect()
                 }
-                Selector::Labels(selector) => {
-                    kind.store.select(c.pick.namespace.as_deref(), selector)
-                }
+                Selector::Labels(selector) => store.select(c.pick.namespace.as_deref(), selector),
             };
             for obj in objects {
-                let id = (c.kind, obj.key());
+                let id = (c.kind, c.pick.cluster.clone(), obj.key());
                 if !seen.insert(id) {
                     continue;
                 }
-                if self.reach.secret_data() {
-                    found.push(obj);
+                let obj = if self.reach.secret_data() {
+                    Some(obj)
                 } else {
-                    found.extend(cached_for_plugin(&obj));
+                    cached_for_plugin(&obj)
+                };
+                match (&c.pick.cluster, obj) {
+                    (_, None) => {}
+                    (None, Some(obj)) => found.home.push(obj),
+                    (Some(cluster), Some(obj)) => found.elsewhere.push((cluster.clone(), obj)),
                 }
             }
         }

@@ -9,6 +9,7 @@ use kube::runtime::watcher;
 
 use super::tests::kind;
 use super::*;
+use crate::answer::Grant;
 use crate::plugin::LabelSelector;
 
 /// `reader`, reading ConfigMaps and Secrets.
@@ -80,10 +81,10 @@ fn a_namespace_the_entry_selects_is_read_and_another_is_refused_in_the_entrys_wo
     let reach = reach(selecting());
     let widened = reach.namespaces();
     let theirs = by_name("ConfigMap", Some("team-a"), "theme");
-    let checked = check(&info(), Some("home"), &[theirs], widened).unwrap();
+    let checked = check(&info(), Some("home"), &[theirs], widened, None).unwrap();
     assert_eq!(checked[0].pick.namespace.as_deref(), Some("team-a"));
     let other = by_name("ConfigMap", Some("team-b"), "theme");
-    let e = check(&info(), Some("home"), &[other], widened).unwrap_err();
+    let e = check(&info(), Some("home"), &[other], widened, None).unwrap_err();
     assert_eq!(
         e.to_string(),
         r#"selection #0 reads ConfigMap in namespace "team-b", which the policy's entry for this plugin does not allow"#
@@ -98,6 +99,7 @@ fn without_an_entry_the_same_selection_is_refused_with_the_usual_message() {
         Some("home"),
         &[theirs],
         Reach::default().namespaces(),
+        None,
     )
     .unwrap_err();
     assert_eq!(
@@ -112,7 +114,7 @@ fn a_cluster_scoped_parents_selection_without_a_namespace_reads_every_namespace_
     grant.namespaces = vec!["named".into()];
     let reach = reach(grant);
     let all = by_name("ConfigMap", None, "theme");
-    let checked = check(&info(), None, &[all], reach.namespaces()).unwrap();
+    let checked = check(&info(), None, &[all], reach.namespaces(), None).unwrap();
     let read: Vec<_> = checked.iter().map(|c| c.pick.namespace.clone()).collect();
     assert_eq!(read, [Some("named".into()), Some("team-a".into())]);
 }
@@ -134,17 +136,20 @@ fn secrets_read_under(reach: Reach) -> Vec<Arc<CachedObject>> {
         kind: kind("Secret", true),
         index: Arc::new(KindIndex::default()),
         store,
+        members: None,
     };
     let config_maps = RelatedKind {
         kind: kind("ConfigMap", true),
         index: Arc::new(KindIndex::default()),
         store: Arc::new(Store::new(kind("ConfigMap", true))),
+        members: None,
     };
     let related = Related::new(vec![config_maps, secrets]).reaching(reach);
     let parent = ObjectKey::new("home", "r");
     related
         .select(&info(), &parent, &[by_name("Secret", None, "creds")])
         .unwrap()
+        .home
 }
 
 #[test]

@@ -55,6 +55,7 @@ fn decoded_config_map(ns: &str, name: &str, labels: &[(&str, &str)]) -> DynamicO
 
 fn by_name(name: &str) -> Pick {
     Pick {
+        cluster: None,
         namespace: Some("ns".into()),
         selector: Selector::Name(name.into()),
     }
@@ -62,6 +63,7 @@ fn by_name(name: &str) -> Pick {
 
 fn by_labels(pairs: &[(&str, &str)]) -> Pick {
     Pick {
+        cluster: None,
         namespace: Some("ns".into()),
         selector: Selector::Labels(LabelSelector {
             match_labels: pairs
@@ -155,6 +157,7 @@ fn a_label_selector_hears_an_object_whose_labels_move_in_or_out() {
 fn a_selector_without_match_labels_is_still_found() {
     let index = KindIndex::default();
     let exists = Pick {
+        cluster: None,
         namespace: Some("ns".into()),
         selector: Selector::Labels(LabelSelector {
             match_labels: BTreeMap::new(),
@@ -232,14 +235,14 @@ fn with_a_thousand_parents_editing_one_theme_enqueues_exactly_one() {
 #[test]
 fn a_selection_of_an_undeclared_kind_is_refused_by_name_or_by_selector() {
     let by_name = selection("Secret", None, Selector::Name("creds".into()));
-    let e = check(&info(), Some("ns"), &[by_name], None).unwrap_err();
+    let e = check(&info(), Some("ns"), &[by_name], None, None).unwrap_err();
     assert!(matches!(e, Refusal::UndeclaredRelated { .. }), "{e:?}");
     assert_eq!(
         refusal_message(&info(), &e),
         r#"plugin reader: answer refused: selection #0 reads Secret (v1) by name "creds", a kind the plugin did not declare as related"#
     );
     let by_labels = selection("Service", None, Selector::Labels(LabelSelector::default()));
-    let e = check(&info(), Some("ns"), &[by_labels], None).unwrap_err();
+    let e = check(&info(), Some("ns"), &[by_labels], None, None).unwrap_err();
     assert!(
         e.to_string().contains("Service (v1) by label selector"),
         "{e}"
@@ -249,12 +252,12 @@ fn a_selection_of_an_undeclared_kind_is_refused_by_name_or_by_selector() {
 #[test]
 fn a_selection_in_another_namespace_is_refused() {
     let s = selection("ConfigMap", Some("kube-system"), Selector::Name("x".into()));
-    let e = check(&info(), Some("ns"), &[s], None).unwrap_err();
+    let e = check(&info(), Some("ns"), &[s], None, None).unwrap_err();
     assert!(matches!(e, Refusal::RelatedNamespace { .. }), "{e:?}");
     assert!(e.to_string().contains(r#"namespace "kube-system""#), "{e}");
     let own = selection("ConfigMap", Some("ns"), Selector::Name("x".into()));
     assert_eq!(
-        check(&info(), Some("ns"), &[own], None).unwrap()[0].pick,
+        check(&info(), Some("ns"), &[own], None, None).unwrap()[0].pick,
         by_name("x")
     );
 }
@@ -262,13 +265,13 @@ fn a_selection_in_another_namespace_is_refused() {
 #[test]
 fn a_cluster_scoped_kind_is_read_without_a_namespace_and_refused_with_one() {
     let s = selection("Namespace", None, Selector::Name("ns".into()));
-    let checked = check(&info(), Some("ns"), &[s], None).unwrap();
+    let checked = check(&info(), Some("ns"), &[s], None, None).unwrap();
     assert_eq!(
         (checked[0].kind, checked[0].pick.namespace.clone()),
         (1, None)
     );
     let s = selection("Namespace", Some("ns"), Selector::Name("ns".into()));
-    let e = check(&info(), Some("ns"), &[s], None).unwrap_err();
+    let e = check(&info(), Some("ns"), &[s], None, None).unwrap_err();
     assert!(matches!(e, Refusal::InvalidSelection { .. }), "{e:?}");
 }
 
@@ -276,7 +279,7 @@ fn a_cluster_scoped_kind_is_read_without_a_namespace_and_refused_with_one() {
 fn invalid_names_selectors_and_too_many_selections_are_refused() {
     let bad_name = selection("ConfigMap", None, Selector::Name("Not_A_Name".into()));
     assert!(matches!(
-        check(&info(), Some("ns"), &[bad_name], None),
+        check(&info(), Some("ns"), &[bad_name], None, None),
         Err(Refusal::InvalidSelection { .. })
     ));
     let bad_selector = selection(
@@ -292,14 +295,14 @@ fn invalid_names_selectors_and_too_many_selections_are_refused() {
         }),
     );
     assert!(matches!(
-        check(&info(), Some("ns"), &[bad_selector], None),
+        check(&info(), Some("ns"), &[bad_selector], None, None),
         Err(Refusal::InvalidSelection { .. })
     ));
     let many: Vec<Selection> = (0..=MAX_SELECTIONS)
         .map(|i| selection("ConfigMap", None, Selector::Name(format!("c{i}"))))
         .collect();
     assert!(matches!(
-        check(&info(), Some("ns"), &many, None),
+        check(&info(), Some("ns"), &many, None, None),
         Err(Refusal::TooLarge { .. })
     ));
 }
@@ -319,6 +322,7 @@ fn resolve_returns_the_selected_objects_that_exist_once_each_with_secrets_redact
         kind: kind("ConfigMap", true),
         index: Arc::new(KindIndex::default()),
         store,
+        members: None,
     }]);
     let checked = check(
         &info(),
@@ -337,10 +341,12 @@ fn resolve_returns_the_selected_objects_that_exist_once_each_with_secrets_redact
             selection("ConfigMap", None, Selector::Name("p1".into())),
         ],
         None,
+        None,
     )
     .unwrap();
     let names: Vec<String> = related
         .resolve(&checked)
+        .home
         .iter()
         .map(|o| o.name().to_owned())
         .collect();

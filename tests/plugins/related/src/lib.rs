@@ -9,6 +9,9 @@
 //! For the refusal tests, `spec.sourceNamespace` reads the source in that namespace instead
 //! (another namespace is refused) and `spec.alsoSecret` also selects a Secret, a kind the plugin
 //! did not declare (refused).
+//!
+//! `spec.sourceCluster` reads the source in that member cluster (contract 0.4.0): the host
+//! reads it there only if the policy grants the plugin the cluster and it is engaged.
 
 use std::collections::BTreeMap;
 
@@ -36,6 +39,9 @@ pub struct MirrorSpec {
     /// Read the source in this namespace instead (refused unless it is the Mirror's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_namespace: Option<String>,
+    /// Read the source in this member cluster instead of the Mirror's own (contract 0.4.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_cluster: Option<String>,
     /// Also select a Secret of this name (refused: Secrets are not declared).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub also_secret: Option<String>,
@@ -74,6 +80,9 @@ impl Reconciler for Mirrors {
         if let Some(ns) = &mirror.spec.source_namespace {
             source = source.in_namespace(ns);
         }
+        if let Some(cluster) = &mirror.spec.source_cluster {
+            source = source.in_cluster(cluster);
+        }
         let mut selections = vec![source];
         if let Some(secret) = &mirror.spec.also_secret {
             selections.push(Selection::name::<Secret>(secret));
@@ -82,7 +91,11 @@ impl Reconciler for Mirrors {
     }
 
     fn reconcile(mirror: &Mirror, observed: &Children) -> Result<Outcome, Error> {
-        let source = observed.related().get::<ConfigMap>(&mirror.spec.source)?;
+        let related = match &mirror.spec.source_cluster {
+            Some(cluster) => observed.related().in_cluster(cluster),
+            None => observed.related(),
+        };
+        let source = related.get::<ConfigMap>(&mirror.spec.source)?;
         let value = source
             .as_ref()
             .and_then(|cm| cm.data.as_ref())
@@ -141,6 +154,20 @@ mod tests {
             .unwrap();
         let copy = out.children.get::<ConfigMap>("m-copy").unwrap().unwrap();
         assert_eq!(copy.data.unwrap()["value"], "v1");
+    }
+
+    #[test]
+    fn a_source_in_a_member_cluster_is_selected_and_read_there() {
+        let parent = mirror(json!({"source": "src", "key": "k", "sourceCluster": "member-a"}));
+        let selected = testing::select::<Mirrors>(&parent).unwrap();
+        assert_eq!(
+            selected,
+            vec![Selection::name::<ConfigMap>("src").in_cluster("member-a")]
+        );
+        let related = vec![source("home"), source("there").in_cluster("member-a")];
+        let out = testing::reconcile_with_related::<Mirrors>(&parent, vec![], related).unwrap();
+        let copy = out.children.get::<ConfigMap>("m-copy").unwrap().unwrap();
+        assert_eq!(copy.data.unwrap()["value"], "there");
     }
 
     #[test]

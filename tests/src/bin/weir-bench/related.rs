@@ -69,10 +69,12 @@ fn picks(i: usize) -> [Pick; 2] {
     let namespace = Some(NAMESPACE.to_owned());
     [
         Pick {
+            cluster: None,
             namespace: namespace.clone(),
             selector: Selector::Name(format!("t-{i}")),
         },
         Pick {
+            cluster: None,
             namespace,
             selector: Selector::Labels(LabelSelector {
                 match_labels: BTreeMap::from([("blog".to_owned(), format!("b-{i}"))]),
