@@ -86,7 +86,7 @@ impl Dir {
         let obs = self.state.observe(now).unwrap();
         let mut events = obs.events;
         for (file, stamp) in obs.ready {
-            let outcome = load(&file);
+            let outcome = load(&file).map_err(FileRefusal::Invalid);
             let still = Stamp::of(&file).ok();
             events.extend(self.state.decide(&file, stamp, still, outcome, now));
         }
@@ -129,6 +129,10 @@ fn summary(events: &[PluginEvent<Fake>]) -> Vec<String> {
             } => {
                 format!("refused {} {kind} served by {}", file(f), file(serving))
             }
+            PluginEvent::Refused {
+                file: f,
+                reason: FileRefusal::Unverified { reason, .. },
+            } => format!("refused {} {reason}", file(f)),
         })
         .collect()
 }
@@ -273,7 +277,7 @@ fn a_file_changed_while_it_was_being_loaded_is_not_served() {
     let now = Instant::now();
     let obs = dir.state.observe(now).unwrap();
     let (file, stamp) = obs.ready[0].clone();
-    let outcome = load(&file);
+    let outcome = load(&file).map_err(FileRefusal::Invalid);
     dir.write("blog.wasm", "blog 2 Blog END", OLD);
     let still = Stamp::of(&path).ok();
     assert!(
