@@ -346,3 +346,46 @@ fn a_directory_limited_to_some_names_ignores_the_others() {
         "no conflict with a file not asked for"
     );
 }
+
+#[test]
+fn a_signature_that_comes_changes_or_goes_has_its_file_judged_again() {
+    let mut dir = Dir::new();
+    dir.write("blog.wasm", "blog 1 Blog END", OLD);
+    assert_eq!(summary(&dir.scan()), ["added blog.wasm 1"]);
+    let ready = |dir: &mut Dir| -> Vec<PathBuf> {
+        let obs = dir.state.observe(Instant::now()).unwrap();
+        obs.ready.into_iter().map(|(file, _)| file).collect()
+    };
+    assert!(ready(&mut dir).is_empty());
+    dir.write("blog.wasm.sig", "c2ln", OLD);
+    assert_eq!(ready(&mut dir), [dir.path("blog.wasm")], "a signature came");
+    assert_eq!(
+        summary(&dir.scan()),
+        [] as [&str; 0],
+        "the same bytes: no event"
+    );
+    dir.write("blog.wasm.sig", "c2lnMg==", OLD);
+    assert_eq!(ready(&mut dir), [dir.path("blog.wasm")], "it changed");
+    dir.scan();
+    fs::remove_file(dir.path("blog.wasm.sig")).unwrap();
+    assert_eq!(ready(&mut dir), [dir.path("blog.wasm")], "it went");
+    dir.scan();
+    dir.write("shop.wasm.sig", "c2ln", OLD);
+    assert!(
+        ready(&mut dir).is_empty(),
+        "a signature of no file is nothing"
+    );
+}
+
+#[test]
+fn a_file_and_its_signature_settle_together() {
+    let mut dir = Dir::new();
+    let t0 = Instant::now();
+    dir.write("blog.wasm", "blog 1 Blog END", OLD);
+    dir.write("blog.wasm.sig", "c2ln", Duration::ZERO);
+    assert!(dir.scan_at(t0).is_empty(), "its signature is just written");
+    assert_eq!(
+        summary(&dir.scan_at(t0 + Duration::from_millis(250))),
+        ["added blog.wasm 1"]
+    );
+}
