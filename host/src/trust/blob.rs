@@ -94,7 +94,7 @@ pub fn verify(policy: &Policy, name: &str, bytes: &[u8], signatures: &[Detached]
             .any(|s| entry.key.verifies(bytes, &s.signature))
     };
     let counts = |entry: &Requirement| entry.annotations.is_empty() && signed_by(entry);
-    let mut why = match hold(policy, &counts, unmet) {
+    let mut why = match hold(policy, counts, unmet) {
         Ok(keys) => return Verdict::Verified { keys },
         Err(why) => why,
     };

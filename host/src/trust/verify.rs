@@ -76,7 +76,7 @@ pub fn verify(policy: &Policy, digest: &str, found: &[Found]) -> Verdict {
             })
         })
     };
-    let mut why = match hold(policy, &counts, unmet) {
+    let mut why = match hold(policy, counts, unmet) {
         Ok(keys) => return Verdict::Verified { keys },
         Err(why) => why,
     };
