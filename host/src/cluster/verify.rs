@@ -220,3 +220,45 @@ impl fmt::Display for Report {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trust::PrivateKey;
+
+    #[test]
+    fn weir_verify_of_a_file_reads_its_signature_beside_it_and_says_which_key_verifies_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let key = PrivateKey::from_bytes(&[4; 32]).unwrap();
+        let public = tmp.path().join("weir.pub");
+        std::fs::write(&public, key.public_pem()).unwrap();
+        let file = tmp.path().join("blog.wasm");
+        std::fs::write(&file, b"\0asm\r\0\x01\0 blog").unwrap();
+        let args = VerifyArgs {
+            reference: file.display().to_string(),
+            keys: vec![public],
+            verification_policy: None,
+            username: None,
+            password: None,
+        };
+        let unsigned = args.execute().unwrap();
+        assert!(!unsigned.verdict.verified());
+        assert!(unsigned.to_string().contains("no signature"), "{unsigned}");
+        std::fs::write(
+            blob::signature_path(&file),
+            blob::sign(&key, &std::fs::read(&file).unwrap()),
+        )
+        .unwrap();
+        let report = args.execute().unwrap();
+        assert!(report.verdict.verified(), "{report}");
+        let text = report.to_string();
+        assert!(
+            text.contains("signature blog.wasm.sig: verified by weir.pub"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&blob::digest(b"\0asm\r\0\x01\0 blog")),
+            "{text}"
+        );
+    }
+}
