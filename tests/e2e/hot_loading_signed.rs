@@ -66,8 +66,8 @@ async fn an_unsigned_file_serves_nothing_until_weir_sign_writes_its_signature() 
         json!({"title": "Signed", "replicas": 1}),
     )
     .await?;
-    eventually("the unsigned file judged", CONVERGE, || async {
-        host.catalog().scanned().then_some(())
+    eventually("the unsigned file refused", CONVERGE, || async {
+        (host.hotload_metrics().refusals("unsigned") == 1).then_some(())
     })
     .await?;
     assert!(host.catalog().is_empty(), "an unsigned file serves nothing");
