@@ -67,9 +67,12 @@ pub enum Command {
     Rollout(weir::rollout::RolloutArgs),
     /// Push a plugin component to an OCI registry (WebAssembly layout); prints its digest.
     Push(weir::cluster::PushArgs),
-    /// The signatures of a component in an OCI registry, and whether the keys (or the
-    /// verification policy) given verify it; exits 1 when they do not.
+    /// The signatures of a component in an OCI registry (or of a file, in `FILE.sig`), and
+    /// whether the keys (or the verification policy) given verify it; exits 1 when they do not.
     Verify(weir::cluster::VerifyArgs),
+    /// Sign a file of a plugins directory: writes its detached signature `FILE.sig` (the format
+    /// of `cosign sign-blob --key`), which `--verification-policy` checks before it loads.
+    Sign(weir::trust::SignArgs),
     /// Serve only the embedded Kubernetes API emulator, for kubectl and kube-rs, until Ctrl-C.
     #[cfg(feature = "dev")]
     Emulator(EmulatorArgs),
@@ -131,6 +134,10 @@ impl Cli {
                 .map_err(Into::into),
             Command::Push(args) => {
                 println!("{}", args.execute()?);
+                Ok(ExitCode::SUCCESS)
+            }
+            Command::Sign(args) => {
+                println!("{}", args.execute()?.display());
                 Ok(ExitCode::SUCCESS)
             }
             Command::Verify(args) => {

@@ -154,7 +154,8 @@ pub struct HostArgs {
     pub policy: Option<PathBuf>,
     /// The signatures `Plugin` components must carry (YAML; see `weir::trust::policy`): public
     /// keys in Kubewarden's `allOf` / `anyOf` shape, checked offline before anything loads;
-    /// `level: {cluster: enforce | audit}`. Without it no signature is checked.
+    /// `level: {cluster: enforce | audit, directory: enforce | audit | trusted}`, a directory's
+    /// files signed by `FILE.sig` beside each (`weir sign`). Without it no signature is checked.
     #[arg(long, value_name = "FILE")]
     pub verification_policy: Option<PathBuf>,
     /// Write every failed or refused reconcile into DIR as a `weir test` fixture that fails the same way.

@@ -15,6 +15,7 @@ mod failing_plugin_backs_off;
 mod faults_converge;
 mod hostile;
 mod hot_loading;
+mod hot_loading_signed;
 mod hot_loop_is_throttled;
 mod informers_are_shared;
 mod kills;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use super::oci::{Credentials, OciError, Registry, parse_reference};
 use crate::trust::PrivateKey;
+use crate::trust::keys::KeyFileError;
 use crate::trust::simple_signing::Payload;
 
 /// Why a push failed.
@@ -33,14 +34,8 @@ pub enum PushError {
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
     /// The signing key could not be read.
-    #[error("cannot read the signing key {}", path.display())]
-    Key {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with it.
-        #[source]
-        source: Box<dyn std::error::Error + Send + Sync>,
-    },
+    #[error(transparent)]
+    Key(#[from] KeyFileError),
     /// An annotation is not `KEY=VALUE`.
     #[error("annotation {0:?} is not KEY=VALUE")]
     Annotation(String),
@@ -121,12 +116,7 @@ impl PushArgs {
         let Some(path) = &self.sign else {
             return Ok(None);
         };
-        let key_err = |source: Box<dyn std::error::Error + Send + Sync>| PushError::Key {
-            path: path.clone(),
-            source,
-        };
-        let pem = std::fs::read_to_string(path).map_err(|e| key_err(Box::new(e)))?;
-        let key = PrivateKey::from_pem(&pem).map_err(|e| key_err(Box::new(e)))?;
+        let key = PrivateKey::read(path)?;
         let mut annotations = BTreeMap::new();
         for a in &self.annotations {
             let (k, v) = a

@@ -1,12 +1,13 @@
 //! `weir verify REF`: the signatures an artifact has in its registry, what each vouches for,
-//! and whether the verification policy (or any of the keys given) holds.
+//! and whether the verification policy (or any of the keys given) holds; `weir verify FILE`: the
+//! same for a file and its detached signatures (`FILE.sig`, `crate::trust::blob`).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::oci::{Credentials, OciError, Registry, parse_reference};
 use crate::trust::simple_signing::Payload;
-use crate::trust::{Found, Policy, PolicyError, PublicKey, Verdict, verify};
+use crate::trust::{Policy, PolicyError, PublicKey, Verdict, blob, verify};
 
 /// Why `weir verify` could not say.
 #[derive(Debug, thiserror::Error)]
@@ -32,12 +33,22 @@ pub enum VerifyError {
     /// The async runtime could not start.
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
+    /// The file, or its signature file, could not be read.
+    #[error("cannot read {}", path.display())]
+    File {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// Arguments of `weir verify`.
 #[derive(Debug, clap::Args)]
 pub struct VerifyArgs {
-    /// The artifact: `registry/repository:tag` or `…@sha256:…`.
+    /// The artifact: `registry/repository:tag` or `…@sha256:…`; or a file, whose signatures
+    /// are in `FILE.sig` beside it (`weir sign`).
     pub reference: String,
     /// A public key (PEM); any one of them verifying is enough. Repeatable.
     #[arg(long = "key", value_name = "PUB.pem")]
@@ -58,36 +69,34 @@ pub struct VerifyArgs {
 pub struct Report {
     /// The reference asked about.
     pub reference: String,
-    /// The manifest digest it names.
+    /// The manifest digest it names (a file's: the digest of its bytes).
     pub digest: String,
     /// Each signature, and which keys of the policy verify it.
-    pub signatures: Vec<(Found, Vec<String>)>,
+    pub signatures: Vec<Checked>,
     /// The policy's verdict.
     pub verdict: Verdict,
 }
 
+/// One signature found, as `weir verify` tells it.
+#[derive(Debug)]
+pub struct Checked {
+    /// Where it was found.
+    pub source: String,
+    /// What its payload vouches for (or why it does not read); `None` for a file's detached
+    /// signature, which signs the file's bytes.
+    pub vouches: Option<String>,
+    /// The keys of the policy that verify it.
+    pub keys: Vec<String>,
+}
+
 impl VerifyArgs {
-    /// Reads the keys or the policy, then the artifact's signatures, and holds them to it.
+    /// Reads the keys or the policy, then the artifact's (or the file's) signatures, and holds
+    /// them to it.
     pub fn execute(&self) -> Result<Report, VerifyError> {
-        let policy = match &self.verification_policy {
-            Some(path) => Policy::load(path)?,
-            None if self.keys.is_empty() => return Err(VerifyError::NoKey),
-            None => {
-                let mut keys = Vec::new();
-                for path in &self.keys {
-                    let pem =
-                        std::fs::read_to_string(path).map_err(|source| VerifyError::Read {
-                            path: path.clone(),
-                            source,
-                        })?;
-                    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-                    keys.push(
-                        PublicKey::from_pem(name.as_deref(), &pem).map_err(PolicyError::Key)?,
-                    );
-                }
-                Policy::any_of_keys(keys)
-            }
-        };
+        let policy = self.policy()?;
+        if Path::new(&self.reference).is_file() {
+            return file(&policy, Path::new(&self.reference));
+        }
         let reference = parse_reference(&self.reference)?;
         let credentials = match &self.username {
             Some(username) => Credentials::Basic {
@@ -107,16 +116,15 @@ impl VerifyArgs {
             Ok::<_, OciError>((digest, found))
         })?;
         let verdict = verify(&policy, &digest, &found);
-        let keys = policy.all_of.iter().chain(&policy.any_of);
         let signatures = found
-            .into_iter()
-            .map(|f| {
-                let by = keys
-                    .clone()
-                    .filter(|r| r.key.verifies(&f.payload, &f.signature))
-                    .map(|r| r.key.name.clone())
-                    .collect();
-                (f, by)
+            .iter()
+            .map(|f| Checked {
+                source: f.source.clone(),
+                vouches: Some(
+                    Payload::parse(&f.payload)
+                        .map_or_else(|e| e, |p| format!("vouches for {}", p.digest())),
+                ),
+                keys: verified_by(&policy, &f.payload, &f.signature),
             })
             .collect();
         Ok(Report {
@@ -126,6 +134,65 @@ impl VerifyArgs {
             verdict,
         })
     }
+
+    /// The policy given, or any one of the keys given.
+    fn policy(&self) -> Result<Policy, VerifyError> {
+        Ok(match &self.verification_policy {
+            Some(path) => Policy::load(path)?,
+            None if self.keys.is_empty() => return Err(VerifyError::NoKey),
+            None => {
+                let mut keys = Vec::new();
+                for path in &self.keys {
+                    let pem =
+                        std::fs::read_to_string(path).map_err(|source| VerifyError::Read {
+                            path: path.clone(),
+                            source,
+                        })?;
+                    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+                    keys.push(
+                        PublicKey::from_pem(name.as_deref(), &pem).map_err(PolicyError::Key)?,
+                    );
+                }
+                Policy::any_of_keys(keys)
+            }
+        })
+    }
+}
+
+/// The names of the keys of `policy` that verify `signature` over `message`.
+fn verified_by(policy: &Policy, message: &[u8], signature: &str) -> Vec<String> {
+    let keys = policy.all_of.iter().chain(&policy.any_of);
+    keys.filter(|r| r.key.verifies(message, signature))
+        .map(|r| r.key.name.clone())
+        .collect()
+}
+
+/// `weir verify FILE`: the file's detached signatures held to `policy`.
+fn file(policy: &Policy, path: &Path) -> Result<Report, VerifyError> {
+    let read_err = |source| VerifyError::File {
+        path: path.to_owned(),
+        source,
+    };
+    let bytes = std::fs::read(path).map_err(read_err)?;
+    let found = blob::read(path).map_err(|source| VerifyError::File {
+        path: blob::signature_path(path),
+        source,
+    })?;
+    let verdict = blob::verify(policy, &path.display().to_string(), &bytes, &found);
+    let signatures = found
+        .into_iter()
+        .map(|d| Checked {
+            keys: verified_by(policy, &bytes, &d.signature),
+            source: d.source,
+            vouches: None,
+        })
+        .collect();
+    Ok(Report {
+        reference: path.display().to_string(),
+        digest: blob::digest(&bytes),
+        signatures,
+        verdict,
+    })
 }
 
 impl fmt::Display for Report {
@@ -134,15 +201,16 @@ impl fmt::Display for Report {
         if self.signatures.is_empty() {
             writeln!(f, "  no signature")?;
         }
-        for (found, keys) in &self.signatures {
-            let vouches = Payload::parse(&found.payload)
-                .map_or_else(|e| e, |p| format!("vouches for {}", p.digest()));
-            let by = if keys.is_empty() {
+        for checked in &self.signatures {
+            let by = if checked.keys.is_empty() {
                 "no key given verifies it".to_owned()
             } else {
-                format!("verified by {}", keys.join(", "))
+                format!("verified by {}", checked.keys.join(", "))
             };
-            writeln!(f, "  signature {}: {vouches}; {by}", found.source)?;
+            match &checked.vouches {
+                Some(vouches) => writeln!(f, "  signature {}: {vouches}; {by}", checked.source)?,
+                None => writeln!(f, "  signature {}: {by}", checked.source)?,
+            }
         }
         match &self.verdict {
             Verdict::Verified { keys } => writeln!(f, "verified: signed by {}", keys.join(", ")),
@@ -150,5 +218,47 @@ impl fmt::Display for Report {
                 writeln!(f, "not verified ({reason}): {message}")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trust::PrivateKey;
+
+    #[test]
+    fn weir_verify_of_a_file_reads_its_signature_beside_it_and_says_which_key_verifies_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let key = PrivateKey::from_bytes(&[4; 32]).unwrap();
+        let public = tmp.path().join("weir.pub");
+        std::fs::write(&public, key.public_pem()).unwrap();
+        let file = tmp.path().join("blog.wasm");
+        std::fs::write(&file, b"\0asm\r\0\x01\0 blog").unwrap();
+        let args = VerifyArgs {
+            reference: file.display().to_string(),
+            keys: vec![public],
+            verification_policy: None,
+            username: None,
+            password: None,
+        };
+        let unsigned = args.execute().unwrap();
+        assert!(!unsigned.verdict.verified());
+        assert!(unsigned.to_string().contains("no signature"), "{unsigned}");
+        std::fs::write(
+            blob::signature_path(&file),
+            blob::sign(&key, &std::fs::read(&file).unwrap()),
+        )
+        .unwrap();
+        let report = args.execute().unwrap();
+        assert!(report.verdict.verified(), "{report}");
+        let text = report.to_string();
+        assert!(
+            text.contains("signature blog.wasm.sig: verified by weir.pub"),
+            "{text}"
+        );
+        assert!(
+            text.contains(&blob::digest(b"\0asm\r\0\x01\0 blog")),
+            "{text}"
+        );
     }
 }

@@ -7,7 +7,9 @@
 //! image or emptyDir volume gets files copied in (size and mtime move until
 //! the writer is done). A file is loaded only once its stamp has held still for
 //! the settle time, and a load that fails while the file is still young is
-//! retried rather than refused, so a half-written file is never served.
+//! retried rather than refused, so a half-written file is never served. A file's stamp covers
+//! its detached signature (`FILE.sig`) too: both settle together, and a signature that comes,
+//! changes or goes has the file judged again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
@@ -28,9 +30,18 @@ pub trait Loaded: Clone + Send + Sync + 'static {
     fn sha256(&self) -> String;
 }
 
-/// Identity and size of a file at one moment; any write or swap changes it.
+/// A component file and its detached signature (`FILE.sig`, `crate::trust::blob`) at one
+/// moment: any write or swap of either changes it, so a signature written after its file, or
+/// replaced, has the file judged again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Stamp {
+    file: Identity,
+    signature: Option<Identity>,
+}
+
+/// Identity and size of one file at one moment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Identity {
     len: u64,
     mtime: SystemTime,
     dev: u64,
@@ -38,8 +49,26 @@ pub(crate) struct Stamp {
 }
 
 impl Stamp {
-    /// Stamps `path`, following symlinks (a ConfigMap key is a symlink into `..data`).
+    /// Stamps `path` and its signature, following symlinks (a ConfigMap key is a symlink into
+    /// `..data`).
     pub(crate) fn of(path: &Path) -> io::Result<Self> {
+        Ok(Self::with_signature(path, Identity::of(path)?))
+    }
+
+    fn with_signature(path: &Path, file: Identity) -> Self {
+        let signature = Identity::of(&crate::trust::blob::signature_path(path)).ok();
+        Self { file, signature }
+    }
+
+    /// How long ago the file or its signature was last written, by the wall clock.
+    fn age(&self) -> Duration {
+        let file = self.file.age();
+        self.signature.map_or(file, |s| s.age().min(file))
+    }
+}
+
+impl Identity {
+    fn of(path: &Path) -> io::Result<Self> {
         Self::from_meta(&fs::metadata(path)?)
     }
 
@@ -53,7 +82,6 @@ impl Stamp {
         })
     }
 
-    /// How long ago the file was last written, by the wall clock.
     fn age(&self) -> Duration {
         SystemTime::now()
             .duration_since(self.mtime)
@@ -84,6 +112,15 @@ pub enum FileRefusal {
         /// The file that serves it.
         serving: PathBuf,
     },
+    /// Its signature does not meet the verification policy, which the directory is held to
+    /// with `enforce`; nothing of the file ran.
+    Unverified {
+        /// `Unsigned` (no `FILE.sig`), `SignatureUntrusted` (each signature's fault) or
+        /// `SignatureUnavailable` (`FILE.sig` could not be read).
+        reason: &'static str,
+        /// Why, naming the file, its digest and each signature's fault.
+        message: String,
+    },
 }
 
 impl FileRefusal {
@@ -92,6 +129,22 @@ impl FileRefusal {
         match self {
             Self::Invalid(_) => "invalid",
             Self::Conflict { .. } => "conflict",
+            Self::Unverified {
+                reason: "Unsigned", ..
+            } => "unsigned",
+            Self::Unverified { .. } => "untrusted",
+        }
+    }
+}
+
+impl fmt::Display for FileRefusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Invalid(why) => f.write_str(why),
+            Self::Conflict { kind, serving } => {
+                write!(f, "kind {kind} is already served by {}", serving.display())
+            }
+            Self::Unverified { reason, message } => write!(f, "{reason}: {message}"),
         }
     }
 }
@@ -244,12 +297,12 @@ impl<P: Loaded> DirState<P> {
     ///
     /// `still` is the file's stamp after the load: if it moved, the file was
     /// being written while it was read and the outcome is thrown away.
-    pub(crate) fn decide<E: fmt::Display>(
+    pub(crate) fn decide(
         &mut self,
         file: &Path,
         stamp: Stamp,
         still: Option<Stamp>,
-        outcome: Result<P, E>,
+        outcome: Result<P, FileRefusal>,
         now: Instant,
     ) -> Vec<PluginEvent<P>> {
         if still != Some(stamp) {
@@ -263,16 +316,17 @@ impl<P: Loaded> DirState<P> {
         let plugin = match outcome {
             Ok(plugin) => plugin,
             Err(_) if young => {
-                // Probably still being written by something slow: try again after the grace.
+                // Probably still being written by something slow (or its signature not yet
+                // beside it): try again after the grace.
                 if let Some(entry) = self.files.get_mut(file) {
                     let wait = self.timing.grace.saturating_sub(stamp.age());
                     entry.settling = Some((stamp, now + wait));
                 }
                 return Vec::new();
             }
-            Err(err) => {
+            Err(refusal) => {
                 self.arbiter.stop_waiting(file);
-                return self.refuse(file, stamp, FileRefusal::Invalid(err.to_string()));
+                return self.refuse(file, stamp, refusal);
             }
         };
         let kind = KindKey::of(plugin.info());
@@ -351,8 +405,9 @@ impl<P: Loaded> DirState<P> {
             // A dangling symlink or a file removed since `read_dir` is simply absent.
             if let Ok(meta) = fs::metadata(&path)
                 && meta.is_file()
-                && let Ok(stamp) = Stamp::from_meta(&meta)
+                && let Ok(file) = Identity::from_meta(&meta)
             {
+                let stamp = Stamp::with_signature(&path, file);
                 out.insert(path, stamp);
             }
         }

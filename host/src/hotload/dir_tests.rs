@@ -86,7 +86,7 @@ impl Dir {
         let obs = self.state.observe(now).unwrap();
         let mut events = obs.events;
         for (file, stamp) in obs.ready {
-            let outcome = load(&file);
+            let outcome = load(&file).map_err(FileRefusal::Invalid);
             let still = Stamp::of(&file).ok();
             events.extend(self.state.decide(&file, stamp, still, outcome, now));
         }
@@ -129,6 +129,10 @@ fn summary(events: &[PluginEvent<Fake>]) -> Vec<String> {
             } => {
                 format!("refused {} {kind} served by {}", file(f), file(serving))
             }
+            PluginEvent::Refused {
+                file: f,
+                reason: FileRefusal::Unverified { reason, .. },
+            } => format!("refused {} {reason}", file(f)),
         })
         .collect()
 }
@@ -273,7 +277,7 @@ fn a_file_changed_while_it_was_being_loaded_is_not_served() {
     let now = Instant::now();
     let obs = dir.state.observe(now).unwrap();
     let (file, stamp) = obs.ready[0].clone();
-    let outcome = load(&file);
+    let outcome = load(&file).map_err(FileRefusal::Invalid);
     dir.write("blog.wasm", "blog 2 Blog END", OLD);
     let still = Stamp::of(&path).ok();
     assert!(
@@ -340,5 +344,48 @@ fn a_directory_limited_to_some_names_ignores_the_others() {
         summary(&dir.scan()),
         ["added blog.wasm 1"],
         "no conflict with a file not asked for"
+    );
+}
+
+#[test]
+fn a_signature_that_comes_changes_or_goes_has_its_file_judged_again() {
+    let mut dir = Dir::new();
+    dir.write("blog.wasm", "blog 1 Blog END", OLD);
+    assert_eq!(summary(&dir.scan()), ["added blog.wasm 1"]);
+    let ready = |dir: &mut Dir| -> Vec<PathBuf> {
+        let obs = dir.state.observe(Instant::now()).unwrap();
+        obs.ready.into_iter().map(|(file, _)| file).collect()
+    };
+    assert!(ready(&mut dir).is_empty());
+    dir.write("blog.wasm.sig", "c2ln", OLD);
+    assert_eq!(ready(&mut dir), [dir.path("blog.wasm")], "a signature came");
+    assert_eq!(
+        summary(&dir.scan()),
+        [] as [&str; 0],
+        "the same bytes: no event"
+    );
+    dir.write("blog.wasm.sig", "c2lnMg==", OLD);
+    assert_eq!(ready(&mut dir), [dir.path("blog.wasm")], "it changed");
+    dir.scan();
+    fs::remove_file(dir.path("blog.wasm.sig")).unwrap();
+    assert_eq!(ready(&mut dir), [dir.path("blog.wasm")], "it went");
+    dir.scan();
+    dir.write("shop.wasm.sig", "c2ln", OLD);
+    assert!(
+        ready(&mut dir).is_empty(),
+        "a signature of no file is nothing"
+    );
+}
+
+#[test]
+fn a_file_and_its_signature_settle_together() {
+    let mut dir = Dir::new();
+    let t0 = Instant::now();
+    dir.write("blog.wasm", "blog 1 Blog END", OLD);
+    dir.write("blog.wasm.sig", "c2ln", Duration::ZERO);
+    assert!(dir.scan_at(t0).is_empty(), "its signature is just written");
+    assert_eq!(
+        summary(&dir.scan_at(t0 + Duration::from_millis(250))),
+        ["added blog.wasm 1"]
     );
 }

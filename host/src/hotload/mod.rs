@@ -15,10 +15,15 @@
 //! - [`PluginEvent::Removed`]: a served file went away. The runtime stops the
 //!   kind's controller. **Children stay as they are**: nothing deletes them,
 //!   and nothing reconciles them until a plugin for the kind is loaded again.
-//! - [`PluginEvent::Refused`]: a file that is not a valid plugin, or that
-//!   claims a kind another file serves. It is logged once (naming both files
-//!   for a conflict) and counted in `weir_plugin_refusals_total`; whatever
-//!   served before keeps serving.
+//! - [`PluginEvent::Refused`]: a file that is not a valid plugin, that
+//!   claims a kind another file serves, or whose signature does not verify. It
+//!   is logged once (naming both files for a conflict) and counted in
+//!   `weir_plugin_refusals_total`; whatever served before keeps serving.
+//!
+//! With a verification policy (`weir run --verification-policy`) each file is
+//! held to it at its `level.directory` before anything of it runs: its
+//! detached signature `FILE.sig` is checked over the bytes read once, and those
+//! very bytes are compiled (see `signed.rs`); the `candidates/` folder alike.
 //!
 //! See `dir.rs` for how half-written files and ConfigMap volume updates are told apart.
 //!
@@ -33,12 +38,14 @@ mod cluster;
 mod crd;
 mod dir;
 mod metrics;
+mod signed;
 mod source;
 mod watcher;
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use arbiter::KindKey;
@@ -90,20 +97,18 @@ pub trait Loader: Send + 'static {
     type Plugin: Loaded;
     /// Why a load failed; its `Display` (and sources) make the refusal's log line.
     type Error: std::error::Error + Send + Sync + 'static;
-    /// Loads and validates one component file.
-    fn load(&self, file: &Path) -> std::result::Result<Self::Plugin, Self::Error>;
+    /// Loads and validates one component, `bytes` as read from `file` (the directory source
+    /// reads them once, checks their signature, and has exactly those compiled).
+    fn load(&self, file: &Path, bytes: &[u8]) -> std::result::Result<Self::Plugin, Self::Error>;
 
     /// Loads a file whose sha256 (hex) a source verified when it stored it (the cluster
     /// source's component store), so the loader need not read and hash it again when its
-    /// compiled form is cached. By default, [`Loader::load`].
+    /// compiled form is cached.
     fn load_verified(
         &self,
         file: &Path,
         sha256: &str,
-    ) -> std::result::Result<Self::Plugin, Self::Error> {
-        let _ = sha256;
-        self.load(file)
-    }
+    ) -> std::result::Result<Self::Plugin, Self::Error>;
 
     /// The CamelCase reason a Plugin's status gives for `error` (`NotAComponent`,
     /// `WrongContract`, ...); by default `LoadFailed`.
@@ -127,6 +132,10 @@ pub struct Config {
     pub rescan_every: Duration,
     /// Serve only these file names from `dir` (`weir dev --plugin FILE`); `None` serves every `*.wasm`.
     pub only: Option<BTreeSet<OsString>>,
+    /// The verification policy each file's detached signature (`FILE.sig`) is held to, at its
+    /// `level.directory`, before anything of the file runs; the manager sets it from
+    /// [`crate::manager::ManagerConfig::verification`]. `None` checks no signature.
+    pub verification: Option<Arc<crate::trust::Policy>>,
 }
 
 impl Config {
@@ -142,6 +151,7 @@ impl Config {
             debounce: Duration::from_millis(50),
             rescan_every: Duration::from_secs(10),
             only: None,
+            verification: None,
         }
     }
 }
@@ -158,8 +168,9 @@ pub struct EngineLoader {
 impl Loader for EngineLoader {
     type Plugin = crate::plugin::Plugin;
     type Error = crate::plugin::LoadError;
-    fn load(&self, file: &Path) -> std::result::Result<Self::Plugin, Self::Error> {
-        self.engine.load_file(file, self.limits)
+    fn load(&self, file: &Path, bytes: &[u8]) -> std::result::Result<Self::Plugin, Self::Error> {
+        self.engine
+            .load_bytes(&file.display().to_string(), bytes, self.limits)
     }
 
     fn load_verified(

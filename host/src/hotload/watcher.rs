@@ -53,6 +53,7 @@ impl HotLoader {
         watcher
             .watch(&config.dir, RecursiveMode::NonRecursive)
             .map_err(watch_err)?;
+        super::signed::announce(&config.dir, config.verification.as_deref());
         let (events_tx, events_rx) = unbounded_channel();
         let catalog = Catalog::default();
         let run = Run {
@@ -147,7 +148,7 @@ impl<L: Loader> Run<L> {
             info!(file = %file.display(), "loading plugin");
             let started = Instant::now();
             self.catalog.set_loading(Some(file.clone()));
-            let outcome = self.loader.load(&file).map_err(|e| Chain(&e).to_string());
+            let outcome = self.load(&file);
             self.catalog.set_loading(None);
             let took = started.elapsed();
             self.metrics.loaded_in(took.as_secs_f64());
@@ -169,6 +170,16 @@ impl<L: Loader> Run<L> {
             }
         }
         freed
+    }
+
+    /// Reads `file` once, holds those bytes to the verification policy, and loads exactly them.
+    fn load(&self, file: &Path) -> std::result::Result<L::Plugin, FileRefusal> {
+        let bytes = std::fs::read(file)
+            .map_err(|e| FileRefusal::Invalid(format!("cannot read {}: {e}", file.display())))?;
+        super::signed::check(self.config.verification.as_deref(), file, &bytes)?;
+        self.loader
+            .load(file, &bytes)
+            .map_err(|e| FileRefusal::Invalid(Chain(&e).to_string()))
     }
 
     fn emit(&mut self, event: PluginEvent<L::Plugin>) {
@@ -199,6 +210,10 @@ impl<L: Loader> Run<L> {
                     FileRefusal::Conflict { kind, serving } => {
                         warn!(file = %name(file), reason = "conflict",
                         "refused plugin {}: kind {kind} is already served by {}", name(file), name(serving))
+                    }
+                    FileRefusal::Unverified { reason, message } => {
+                        warn!(file = %name(file), reason,
+                        "refused plugin {}: {message}; what served before keeps serving", name(file))
                     }
                 }
             }

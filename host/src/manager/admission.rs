@@ -149,8 +149,8 @@ impl Loader for AdmittingLoader {
     type Plugin = Plugin;
     type Error = AdmissionError;
 
-    fn load(&self, file: &Path) -> Result<Plugin, AdmissionError> {
-        let plugin = self.inner.load(file)?;
+    fn load(&self, file: &Path, bytes: &[u8]) -> Result<Plugin, AdmissionError> {
+        let plugin = self.inner.load(file, bytes)?;
         self.runtime.block_on(self.admission.admit(plugin.info()))?;
         Ok(plugin)
     }

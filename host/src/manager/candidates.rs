@@ -222,6 +222,9 @@ impl Candidates {
                             crate::hotload::FileRefusal::Conflict { kind, serving } => {
                                 format!("another candidate, {}, claims {kind}", serving.display())
                             }
+                            unverified @ crate::hotload::FileRefusal::Unverified { .. } => {
+                                unverified.to_string()
+                            }
                         };
                         tracing::warn!(candidate = %file.display(), reason = %message, "candidate refused");
                         self.refused

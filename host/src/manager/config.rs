@@ -105,8 +105,8 @@ pub struct ManagerConfig {
     pub policy: Arc<Policy>,
     /// How candidate versions are shadowed, canaried, promoted or rolled back.
     pub rollout: RolloutConfig,
-    /// The signatures the cluster source's components must carry (`crate::trust`); `None`
-    /// checks none.
+    /// The signatures the cluster source's components and the directory source's files must
+    /// carry (`crate::trust`), each source at its level; `None` checks none.
     pub verification: Option<Arc<crate::trust::Policy>>,
     /// Member clusters engaged from a directory of kubeconfigs or from cluster Secrets
     /// (`crate::clusters`); `None`:

@@ -36,9 +36,13 @@ pub(super) async fn start(
             Source::fixed(plugins)
         }
         PluginSource::Directory {
-            config: dir,
+            config: mut dir,
             engine,
-        } => Source::directory(dir, loader(engine), metrics.clone())?,
+        } => {
+            // The directory's files are held to the same policy, at its `level.directory`.
+            dir.verification.clone_from(&config.verification);
+            Source::directory(dir, loader(engine), metrics.clone())?
+        }
         PluginSource::Cluster {
             config: mut cluster,
             engine,

@@ -329,6 +329,7 @@ impl ActivityFeed {
                     FileRefusal::Conflict { kind, serving } => {
                         format!("{kind} is served by {}", serving.display())
                     }
+                    unverified @ FileRefusal::Unverified { .. } => unverified.to_string(),
                 },
             },
         });

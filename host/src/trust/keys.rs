@@ -6,6 +6,8 @@
 //! writes them; cosign's own encrypted key files are refused with how to make one Weir reads.
 //! Signatures are base64 of ASN.1 DER (what cosign writes); 64 raw bytes (r‖s) are read too.
 
+use std::path::{Path, PathBuf};
+
 use base64::Engine as _;
 use p256::ecdsa::signature::{Signer, Verifier};
 use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
@@ -31,6 +33,17 @@ pub enum KeyError {
     /// Not a PEM ECDSA P-256 private key.
     #[error("not a PEM ECDSA P-256 private key (PKCS#8 or SEC1)")]
     Private,
+}
+
+/// Why a private key file could not be used to sign.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read the signing key {}", path.display())]
+pub struct KeyFileError {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong with it: an I/O error or a [`KeyError`].
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync>,
 }
 
 /// A public key of the verification policy, with the name status and logs give it.
@@ -68,15 +81,23 @@ impl PublicKey {
 
     /// Whether `signature` (base64, DER or raw r‖s) is this key's over `message`.
     pub fn verifies(&self, message: &[u8], signature: &str) -> bool {
-        let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(signature.trim()) else {
-            return false;
-        };
-        let Ok(signature) = Signature::from_der(&bytes).or_else(|_| Signature::from_slice(&bytes))
-        else {
-            return false;
-        };
-        self.key.verify(message, &signature).is_ok()
+        decode(signature).is_some_and(|signature| self.key.verify(message, &signature).is_ok())
     }
+}
+
+/// Whether `signature` reads as an ECDSA P-256 signature (base64 of DER, or of raw r‖s),
+/// whoever made it and over whatever.
+pub fn well_formed(signature: &str) -> bool {
+    decode(signature).is_some()
+}
+
+fn decode(signature: &str) -> Option<Signature> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(signature.trim())
+        .ok()?;
+    Signature::from_der(&bytes)
+        .or_else(|_| Signature::from_slice(&bytes))
+        .ok()
 }
 
 /// A private key that signs plugins.
@@ -100,6 +121,16 @@ impl PrivateKey {
         p256::SecretKey::from_sec1_pem(pem.trim())
             .map(|secret| PrivateKey(secret.into()))
             .map_err(|_| KeyError::Private)
+    }
+
+    /// Reads an unencrypted PEM private key file (`weir push --sign`, `weir sign --key`).
+    pub fn read(path: &Path) -> Result<PrivateKey, KeyFileError> {
+        let fail = |source: Box<dyn std::error::Error + Send + Sync>| KeyFileError {
+            path: path.to_owned(),
+            source,
+        };
+        let pem = std::fs::read_to_string(path).map_err(|e| fail(Box::new(e)))?;
+        PrivateKey::from_pem(&pem).map_err(|e| fail(Box::new(e)))
     }
 
     /// The key of 32 secret bytes (tests make their keys so).

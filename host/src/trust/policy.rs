@@ -4,7 +4,8 @@
 //!
 //! ```yaml
 //! apiVersion: v1
-//! level: {cluster: enforce, directory: audit}   # enforce (default) | audit, per source
+//! level: {cluster: enforce, directory: audit}   # enforce (default) | audit, per source;
+//!                                               # the directory may be `trusted` (not checked)
 //! allOf:                                        # every entry must match a signature
 //!   - kind: pubKey
 //!     name: platform                            # how status and logs name the key
@@ -23,7 +24,10 @@
 //! Only `pubKey` entries are read: keyless entries (`genericIssuer`, `githubAction`, …) need a
 //! trust root fetched online, which a host that verifies offline does not do, so a policy that
 //! names one is refused at start rather than half applied. `enforce` refuses what does not
-//! verify; `audit` serves it and logs why it would have been refused.
+//! verify; `audit` serves it and logs why it would have been refused. The plugins directory's
+//! files are signed by a detached signature beside each (`crate::trust::blob`), which has no
+//! payload: an entry that requires annotations is never met by one, so a directory held to a
+//! policy naming only such entries serves nothing (`trusted` says it is not checked at all).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -64,6 +68,32 @@ pub enum Level {
     Audit,
 }
 
+/// How strictly the plugins directory is held to the policy: a level, or not at all.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DirectoryLevel {
+    /// A file whose signature does not verify is refused; what served before keeps serving.
+    #[default]
+    Enforce,
+    /// A file whose signature does not verify is served, and why it would be refused is logged.
+    Audit,
+    /// The directory is trusted: its files are not checked (said in the log at start). Only the
+    /// directory has this level: its files come from the host's own volume, where a `Plugin`
+    /// names a registry.
+    Trusted,
+}
+
+impl DirectoryLevel {
+    /// The level its files are held to; `None` when the directory is trusted.
+    pub fn checked(self) -> Option<Level> {
+        match self {
+            DirectoryLevel::Enforce => Some(Level::Enforce),
+            DirectoryLevel::Audit => Some(Level::Audit),
+            DirectoryLevel::Trusted => None,
+        }
+    }
+}
+
 /// The level of each plugin source.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -71,9 +101,9 @@ pub struct Levels {
     /// `Plugin` objects and their candidates.
     #[serde(default)]
     pub cluster: Level,
-    /// The plugins directory.
+    /// The plugins directory (and its `candidates/`), each file signed by `FILE.sig`.
     #[serde(default)]
-    pub directory: Level,
+    pub directory: DirectoryLevel,
 }
 
 /// One entry as written (fields of other kinds are kept, to be refused by name).
@@ -267,11 +297,24 @@ mod tests {
         let audit = Policy::parse(&text("audit")).unwrap();
         assert_eq!(enforce.level.cluster, Level::Enforce);
         assert_eq!(audit.level.cluster, Level::Audit);
-        assert_eq!(audit.level.directory, Level::Enforce, "enforce by default");
+        assert_eq!(
+            audit.level.directory,
+            DirectoryLevel::Enforce,
+            "enforce by default"
+        );
         assert_eq!(enforce.fingerprint(), audit.fingerprint());
         assert_eq!(enforce.all_of[0].key.name, "platform");
         assert_eq!(enforce.any_of[0].annotations["team"], "payments");
         assert_eq!(enforce.minimum_matches, 1);
+        let trusted = text("enforce").replace("{cluster: enforce}", "{directory: trusted}");
+        let trusted = Policy::parse(&trusted).unwrap();
+        assert_eq!(trusted.level.directory.checked(), None);
+        assert_eq!(trusted.fingerprint(), enforce.fingerprint());
+        let err = Policy::parse(&text("trusted")).unwrap_err().to_string();
+        assert!(
+            err.contains("trusted"),
+            "only the directory may be trusted: {err}"
+        );
         let other = Policy::parse(&text("enforce").replace("payments}", "search}")).unwrap();
         assert_ne!(other.fingerprint(), enforce.fingerprint());
     }

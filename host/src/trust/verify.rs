@@ -76,28 +76,10 @@ pub fn verify(policy: &Policy, digest: &str, found: &[Found]) -> Verdict {
             })
         })
     };
-    let all_missing: Vec<&Requirement> = policy.all_of.iter().filter(|e| !counts(e)).collect();
-    let any_matched: Vec<&Requirement> = policy.any_of.iter().filter(|e| counts(e)).collect();
-    if all_missing.is_empty() && any_matched.len() >= policy.minimum_matches {
-        let keys = policy
-            .all_of
-            .iter()
-            .chain(any_matched)
-            .map(|e| e.key.name.clone())
-            .collect();
-        return Verdict::Verified { keys };
-    }
-    let mut why: Vec<String> = Vec::new();
-    for e in &all_missing {
-        why.push(format!("allOf key {} {}", e.key.name, unmet(e)));
-    }
-    if any_matched.len() < policy.minimum_matches {
-        why.push(format!(
-            "anyOf: {} of its keys matched, {} required",
-            any_matched.len(),
-            policy.minimum_matches
-        ));
-    }
+    let mut why = match hold(policy, counts, unmet) {
+        Ok(keys) => return Verdict::Verified { keys },
+        Err(why) => why,
+    };
     for (f, p) in found.iter().zip(&parsed) {
         let fault = match p {
             Err(e) => e.clone(),
@@ -123,12 +105,45 @@ pub fn verify(policy: &Policy, digest: &str, found: &[Found]) -> Verdict {
     }
 }
 
-fn unmet(entry: &Requirement) -> &'static str {
+fn unmet(entry: &Requirement) -> String {
     if entry.annotations.is_empty() {
-        "signed no signature of it"
+        "signed no signature of it".to_owned()
     } else {
-        "signed no signature of it with the required annotations"
+        "signed no signature of it with the required annotations".to_owned()
     }
+}
+
+/// Holds the policy's rules, `counts` saying whether an entry has a signature that counts:
+/// `Ok` with the names of the keys that verified (in policy order), else `Err` with each unmet
+/// part of the policy (an `allOf` entry's told by `unmet`). Signatures of an artifact and of a
+/// file (`super::blob`) are held alike.
+pub(super) fn hold(
+    policy: &Policy,
+    counts: impl Fn(&Requirement) -> bool,
+    unmet: impl Fn(&Requirement) -> String,
+) -> Result<Vec<String>, Vec<String>> {
+    let all_missing: Vec<&Requirement> = policy.all_of.iter().filter(|e| !counts(e)).collect();
+    let any_matched: Vec<&Requirement> = policy.any_of.iter().filter(|e| counts(e)).collect();
+    if all_missing.is_empty() && any_matched.len() >= policy.minimum_matches {
+        return Ok(policy
+            .all_of
+            .iter()
+            .chain(any_matched)
+            .map(|e| e.key.name.clone())
+            .collect());
+    }
+    let mut why: Vec<String> = Vec::new();
+    for e in &all_missing {
+        why.push(format!("allOf key {} {}", e.key.name, unmet(e)));
+    }
+    if any_matched.len() < policy.minimum_matches {
+        why.push(format!(
+            "anyOf: {} of its keys matched, {} required",
+            any_matched.len(),
+            policy.minimum_matches
+        ));
+    }
+    Err(why)
 }
 
 #[cfg(test)]

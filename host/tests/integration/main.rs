@@ -20,6 +20,7 @@ mod sandbox_load;
 mod sandbox_log;
 
 mod hotload;
+mod hotload_signed;
 mod sandbox_weir_test;
 mod weir_test_refusals;
 mod weir_test_related;
