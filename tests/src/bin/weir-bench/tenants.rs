@@ -4,8 +4,9 @@
 //! Team A serves the Blog as its own `TenantPlugin` over `--blogs` Blogs; its Blogs are edited
 //! at a steady rate (as `rate` does: from the request that changes a Blog's title to its page
 //! ConfigMap carrying it) for `--secs` seconds, quiet. Then team B serves the hostile plugin
-//! as its own, with the attacks that flood a host's shares (`requeue-now`, `requeue-zero`:
-//! requeues at once; `churn`: children rewritten on every pass, so API requests; `log-flood`),
+//! as its own, `--flood-parents` parents of each attack that floods a host's shares
+//! (`requeue-now`, `requeue-zero`: requeues at once; `churn`: children rewritten on every pass,
+//! so API requests; `log-flood`),
 //! and once the flood is under way team A's Blogs are edited the same way again. The figure is
 //! team A's p99 under the flood over its quiet p99 (the goal: at most 1.2), with each tenant's
 //! share from `/metrics`.
@@ -47,6 +48,9 @@ pub struct TenantsArgs {
     /// Seconds of edits in each phase.
     #[arg(long, default_value_t = 30)]
     secs: u64,
+    /// Team B's parents per attack.
+    #[arg(long, default_value_t = 25)]
+    flood_parents: usize,
     /// Seconds the flood runs before team A's second phase.
     #[arg(long, default_value_t = 5)]
     settle_secs: u64,
@@ -145,11 +149,14 @@ pub async fn run(args: TenantsArgs) -> Result<()> {
     let attacks: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), TEAM_B, &attack_kind.api_resource());
     for attack in FLOOD {
-        let parent: DynamicObject = serde_json::from_value(json!({
-            "apiVersion": attack_kind.api_version(), "kind": attack_kind.kind,
-            "metadata": {"name": attack}, "spec": {"attack": attack, "target": ""},
-        }))?;
-        attacks.create(&PostParams::default(), &parent).await?;
+        for i in 0..args.flood_parents {
+            let parent: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": attack_kind.api_version(), "kind": attack_kind.kind,
+                "metadata": {"name": format!("{attack}-{i}")},
+                "spec": {"attack": attack, "target": ""},
+            }))?;
+            attacks.create(&PostParams::default(), &parent).await?;
+        }
     }
     let started = tokio::time::Instant::now();
     loop {
@@ -181,7 +188,9 @@ pub async fn run(args: TenantsArgs) -> Result<()> {
     let calls = hostile_calls(&after) - hostile_calls(&before);
     let seconds = args.secs as f64;
     println!(
-        "team B during team A's second phase: {:.0} hostile calls a second",
+        "team B: {} parents; {:.0} hostile calls in all, {:.1} a second during team A's second phase (the host throttles a parent whose answer never settles)",
+        FLOOD.len() * args.flood_parents,
+        hostile_calls(&after),
         calls / seconds
     );
     for ns in [TEAM_A, TEAM_B] {
