@@ -1,11 +1,11 @@
-//! `weir verify REF`: the signatures an artifact has in its registry, what each vouches for,
-//! and whether the verification policy (or any of the keys given) holds.
+//! `weir verify REF`: the signatures an artifact has in its registry, in either format (tag
+//! signatures and Sigstore bundles, each listed with its format), what each vouches for, and
+//! whether the verification policy (or any of the keys given) holds.
 
 use std::fmt;
 use std::path::PathBuf;
 
 use super::oci::{Credentials, OciError, Registry, parse_reference};
-use crate::trust::simple_signing::Payload;
 use crate::trust::{Found, Policy, PolicyError, PublicKey, Verdict, verify};
 
 /// Why `weir verify` could not say.
@@ -113,7 +113,7 @@ impl VerifyArgs {
             .map(|f| {
                 let by = keys
                     .clone()
-                    .filter(|r| r.key.verifies(&f.payload, &f.signature))
+                    .filter(|r| r.key.verifies(&f.signed(), &f.signature))
                     .map(|r| r.key.name.clone())
                     .collect();
                 (f, by)
@@ -135,14 +135,15 @@ impl fmt::Display for Report {
             writeln!(f, "  no signature")?;
         }
         for (found, keys) in &self.signatures {
-            let vouches = Payload::parse(&found.payload)
-                .map_or_else(|e| e, |p| format!("vouches for {}", p.digest()));
+            let vouches = found
+                .digests()
+                .map_or_else(|e| e, |d| format!("vouches for {}", d.join(", ")));
             let by = if keys.is_empty() {
                 "no key given verifies it".to_owned()
             } else {
                 format!("verified by {}", keys.join(", "))
             };
-            writeln!(f, "  signature {}: {vouches}; {by}", found.source)?;
+            writeln!(f, "  {} {}: {vouches}; {by}", found.format(), found.source)?;
         }
         match &self.verdict {
             Verdict::Verified { keys } => writeln!(f, "verified: signed by {}", keys.join(", ")),
