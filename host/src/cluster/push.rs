@@ -62,8 +62,9 @@ pub struct PushArgs {
     #[arg(long, env = "WEIR_REGISTRY_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
     /// Sign the pushed digest with this ECDSA P-256 private key (unencrypted PEM): a cosign
-    /// signature in the `sha256-<hex>.sig` tag, in the format `cosign verify --key` reads (checked
-    /// with openssl and PyPI `cryptography`, not with cosign itself).
+    /// signature in the `sha256-<hex>.sig` tag (or a bundle, with --bundle), in the format
+    /// `cosign verify --key` reads (checked with openssl and PyPI `cryptography`, not with cosign
+    /// itself).
     #[arg(long, value_name = "KEY.pem")]
     pub sign: Option<PathBuf>,
     /// An annotation of the signature's payload (`cosign sign -a`), with --sign. Repeatable.

@@ -218,3 +218,7 @@ fn registry_err(
     let reference = at.whole();
     move |source| OciError::Registry { reference, source }
 }
+
+#[cfg(test)]
+#[path = "referrers_tests.rs"]
+mod tests;
