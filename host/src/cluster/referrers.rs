@@ -6,8 +6,10 @@
 //! signed manifest; its layer's blob is the bundle JSON (`crate::trust::bundle`). It is found
 //! by `GET /v2/REPO/referrers/DIGEST`; a registry without that API answers 404, and the image
 //! index tagged `sha256-<hex>` (no `.sig`) in the same repository lists the referrers instead
-//! (the OCI distribution specification's fallback, what cosign and oras write there). A
-//! referrer whose annotations name another predicate (an attestation) is skipped. The
+//! (the OCI distribution specification's fallback, what cosign and oras write there; the
+//! registry client reads that tag, and takes a registry's error answer for it as "none"). A
+//! referrer of another artifact type, or whose annotations name another predicate (an
+//! attestation), is skipped. The
 //! manifest's `subject` is not signed and decides nothing: the bundle's statement names the
 //! digest it vouches for, and the verifier holds it to that.
 
@@ -18,8 +20,10 @@ use oci_client::manifest::{OCI_IMAGE_INDEX_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE};
 use serde_json::{Value, json};
 
 use super::oci::{OciError, Registry, Result, sha256_digest};
+use crate::chain::Chain;
 use crate::trust::Found;
 use crate::trust::bundle::{self, SIGN_PREDICATE};
+use crate::trust::found::Envelope;
 
 /// Annotation of a bundle referrer: what its bundle holds.
 pub const CONTENT_ANNOTATION: &str = "dev.sigstore.bundle.content";
@@ -29,6 +33,9 @@ pub const PREDICATE_ANNOTATION: &str = "dev.sigstore.bundle.predicateType";
 const EMPTY_MEDIA_TYPE: &str = "application/vnd.oci.empty.v1+json";
 /// A bundle larger than this is not read (a key-based one is a few kilobytes).
 const MAX_BUNDLE: i64 = 1 << 20;
+/// At most this many bundle referrers are read for one digest (a registry listing thousands
+/// would otherwise have the host fetch them all).
+const MAX_BUNDLES: usize = 32;
 
 /// `repository:sha256-<hex>`, the referrers tag schema's index of what refers to `digest`.
 pub fn referrers_tag(reference: &Reference, digest: &str) -> Reference {
@@ -43,9 +50,32 @@ fn is_bundle(media_type: &str) -> bool {
     media_type.starts_with("application/vnd.dev.sigstore.bundle")
 }
 
+/// What a referrer manifest listed as a bundle holds.
+enum Referrer {
+    /// The bundle JSON.
+    Bundle(Vec<u8>),
+    /// No bundle layer: not a bundle after all.
+    Other,
+    /// A bundle not read, and why.
+    Refused(String),
+}
+
+/// A bundle referrer at `source` that vouches for nothing, and why.
+fn refused(source: &str, why: String) -> Found {
+    Found {
+        source: source.to_owned(),
+        envelope: Envelope::Refused(why),
+        payload: Vec::new(),
+        signature: String::new(),
+    }
+}
+
 impl Registry {
     /// The signatures in the Sigstore bundles that refer to `digest` in `reference`'s
-    /// repository (none when nothing refers to it).
+    /// repository (none when nothing refers to it). Referrers of another artifact type are
+    /// skipped; a bundle referrer that cannot be read although the registry answers (its
+    /// manifest or blob unknown, too large) is listed as refused, so that it neither hides the
+    /// others nor passes unseen; a registry that does not answer is an error.
     pub async fn bundles(&self, reference: &Reference, digest: &str) -> Result<Vec<Found>> {
         let subject = reference.clone_with_digest(digest.to_owned());
         self.client
@@ -58,48 +88,62 @@ impl Registry {
             .await
             .map_err(registry_err(&subject))?;
         let mut found = Vec::new();
-        for entry in index.manifests {
-            let typed = entry.artifact_type.as_deref();
+        let entries = index.manifests.iter().filter(|entry| {
             let predicate = entry
                 .annotations
                 .as_ref()
                 .and_then(|a| a.get(PREDICATE_ANNOTATION));
-            if typed.is_some_and(|t| !is_bundle(t))
-                || predicate.is_some_and(|p| p != SIGN_PREDICATE)
-            {
-                continue;
-            }
+            entry.artifact_type.as_deref().is_some_and(is_bundle)
+                && predicate.is_none_or(|p| p == SIGN_PREDICATE)
+        });
+        for (n, entry) in entries.enumerate() {
             let at = reference.clone_with_digest(entry.digest.clone());
-            // Checks the manifest's bytes against the entry's digest.
-            let (manifest, _) = self
-                .client
-                .pull_image_manifest(&at, &self.auth)
-                .await
-                .map_err(registry_err(&at))?;
-            let typed = manifest
-                .artifact_type
-                .as_deref()
-                .unwrap_or(&manifest.config.media_type);
-            if !is_bundle(typed) {
-                continue;
-            }
-            let Some(layer) = manifest.layers.iter().find(|l| is_bundle(&l.media_type)) else {
-                continue;
-            };
             let source = at.whole();
-            if layer.size > MAX_BUNDLE {
-                found.extend(bundle::read(&source, b"(larger than 1 MiB)"));
-                continue;
+            if n == MAX_BUNDLES {
+                found.push(refused(
+                    &source,
+                    "more bundles refer to it than Weir reads".into(),
+                ));
+                break;
             }
-            let mut bytes = Vec::new();
-            // Checks the bytes against the layer's digest.
-            self.client
-                .pull_blob(&at, layer, &mut bytes)
-                .await
-                .map_err(registry_err(&at))?;
-            found.extend(bundle::read(&source, &bytes));
+            match self.bundle(&at).await {
+                Ok(Referrer::Bundle(bytes)) => found.extend(bundle::read(&source, &bytes)),
+                Ok(Referrer::Other) => {}
+                Ok(Referrer::Refused(why)) => found.push(refused(&source, why)),
+                Err(e) if e.is_unreachable() => return Err(e),
+                Err(e) => found.push(refused(
+                    &source,
+                    format!("it cannot be read: {}", Chain(&e)),
+                )),
+            }
         }
         Ok(found)
+    }
+
+    /// The bundle JSON of the referrer manifest `at`.
+    async fn bundle(&self, at: &Reference) -> Result<Referrer> {
+        // Checks the manifest's bytes against the entry's digest.
+        let (manifest, _) = self
+            .client
+            .pull_image_manifest(at, &self.auth)
+            .await
+            .map_err(registry_err(at))?;
+        let Some(layer) = manifest.layers.iter().find(|l| is_bundle(&l.media_type)) else {
+            return Ok(Referrer::Other);
+        };
+        if layer.size > MAX_BUNDLE {
+            return Ok(Referrer::Refused(format!(
+                "its bundle is {} bytes, more than the {MAX_BUNDLE} Weir reads",
+                layer.size
+            )));
+        }
+        let mut bytes = Vec::new();
+        // Checks the bytes against the layer's digest.
+        self.client
+            .pull_blob(at, layer, &mut bytes)
+            .await
+            .map_err(registry_err(at))?;
+        Ok(Referrer::Bundle(bytes))
     }
 
     /// Stores `bundle` (its JSON) as a referrer of the manifest `digest` in `reference`'s

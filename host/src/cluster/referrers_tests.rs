@@ -15,6 +15,7 @@ use serde_json::json;
 
 use super::*;
 use crate::cluster::oci::{Credentials, parse_reference};
+use crate::trust::found::Envelope;
 use crate::trust::{Policy, PrivateKey, Verdict, verify};
 
 /// What the fake registry serves: path under `/v2/weir/blog/` → (content type, body).
@@ -60,6 +61,24 @@ async fn a_bundle_is_found_through_the_referrers_api_when_the_registry_has_one()
             "digest": sha256_digest(&manifest),
             "size": manifest.len(),
             "artifactType": bundle::MEDIA_TYPE,
+        }, {
+            // A bundle whose manifest the registry no longer has.
+            "mediaType": OCI_IMAGE_MEDIA_TYPE,
+            "digest": sha256_digest(b"gone"),
+            "size": 4,
+            "artifactType": bundle::MEDIA_TYPE,
+        }, {
+            // An attestation, and an SBOM: not signatures, not fetched.
+            "mediaType": OCI_IMAGE_MEDIA_TYPE,
+            "digest": sha256_digest(b"provenance"),
+            "size": 10,
+            "artifactType": bundle::MEDIA_TYPE,
+            "annotations": {PREDICATE_ANNOTATION: "https://slsa.dev/provenance/v1"},
+        }, {
+            "mediaType": OCI_IMAGE_MEDIA_TYPE,
+            "digest": sha256_digest(b"sbom"),
+            "size": 4,
+            "artifactType": "application/spdx+json",
         }],
     }))
     .unwrap();
@@ -89,8 +108,13 @@ async fn a_bundle_is_found_through_the_referrers_api_when_the_registry_has_one()
     let found = registry.signatures(&reference, &digest).await.unwrap();
     server.abort();
 
-    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found.len(), 2, "{found:?}");
     assert_eq!(found[0].format(), "bundle");
+    // The unreadable one is listed as refused and does not hide the other.
+    assert!(
+        matches!(&found[1].envelope, Envelope::Refused(why) if why.contains("cannot be read")),
+        "{found:?}"
+    );
     let pem: String = key
         .public_pem()
         .lines()
@@ -111,4 +135,8 @@ async fn a_bundle_is_found_through_the_referrers_api_when_the_registry_has_one()
     let tag = format!("manifests/{}", digest.replace(':', "-"));
     assert!(asked.contains(&format!("referrers/{digest}")), "{asked:?}");
     assert!(!asked.contains(&tag), "{asked:?}");
+    for skipped in ["provenance", "sbom"] {
+        let at = format!("manifests/{}", sha256_digest(skipped.as_bytes()));
+        assert!(!asked.contains(&at), "{asked:?}");
+    }
 }
