@@ -188,6 +188,30 @@ fn a_message_signature_an_attestation_and_garbage_vouch_for_no_artifact() {
     ));
     assert!(message.contains("an attestation"), "{message}");
 
+    // A signature statement whose subject names no sha256 digest.
+    let statement = serde_json::json!({
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"digest": {"sha512": "aa"}}],
+        "predicateType": SIGN_PREDICATE,
+        "predicate": {},
+    })
+    .to_string();
+    let unnamed = serde_json::json!({
+        "mediaType": MEDIA_TYPE,
+        "dsseEnvelope": {
+            "payload": STANDARD.encode(&statement),
+            "payloadType": IN_TOTO_PAYLOAD_TYPE,
+            "signatures": [{"sig": platform.sign(&pae(IN_TOTO_PAYLOAD_TYPE, statement.as_bytes()))}],
+        },
+    });
+    let unnamed = found(unnamed.to_string().as_bytes());
+    assert_eq!(
+        unnamed[0].digests(),
+        Err("its statement names no sha256 digest".into())
+    );
+    let message = refusal(verify(&policy, A, &unnamed));
+    assert!(message.contains("names no sha256 digest"), "{message}");
+
     let message = refusal(verify(&policy, A, &found(b"not json")));
     assert!(message.contains("not a Sigstore bundle"), "{message}");
 }

@@ -21,6 +21,9 @@ use serde_json::Value;
 use super::bundle;
 use super::simple_signing::Payload;
 
+/// Why a statement without a `sha256` subject vouches for nothing.
+const NO_SUBJECT: &str = "its statement names no sha256 digest";
+
 /// One signature found for an artifact.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Found {
@@ -73,8 +76,12 @@ impl Found {
                 Payload::parse(&self.payload).map(|p| vec![p.digest().to_owned()])
             }
             Envelope::Dsse { payload_type } => {
-                bundle::Statement::parse(payload_type, &self.payload)
-                    .map(|s| s.subjects().map(|(digest, _)| digest).collect())
+                let statement = bundle::Statement::parse(payload_type, &self.payload)?;
+                let digests: Vec<String> = statement.subjects().map(|(d, _)| d).collect();
+                if digests.is_empty() {
+                    return Err(NO_SUBJECT.to_owned());
+                }
+                Ok(digests)
             }
             Envelope::Refused(why) => Err(why.clone()),
         }
@@ -105,6 +112,9 @@ impl Found {
                         return Ok(annotations);
                     }
                     named.push(subject);
+                }
+                if named.is_empty() {
+                    return Err(NO_SUBJECT.to_owned());
                 }
                 Err(elsewhere(&named))
             }
