@@ -7,7 +7,9 @@
 //! by `GET /v2/REPO/referrers/DIGEST`; a registry without that API answers 404, and the image
 //! index tagged `sha256-<hex>` (no `.sig`) in the same repository lists the referrers instead
 //! (the OCI distribution specification's fallback, what cosign and oras write there; the
-//! registry client reads that tag, and takes a registry's error answer for it as "none"). A
+//! registry client reads that tag, and takes a registry's error answer for it as "none"; a
+//! registry that answers the API with 400, 405, 501 or `UNSUPPORTED` instead of 404 has its
+//! tag read too, an unknown tag meaning none). A
 //! referrer of another artifact type, or whose annotations name another predicate (an
 //! attestation), is skipped. The
 //! manifest's `subject` is not signed and decides nothing: the bundle's statement names the
@@ -16,7 +18,10 @@
 use std::collections::BTreeMap;
 
 use oci_client::Reference;
-use oci_client::manifest::{OCI_IMAGE_INDEX_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE};
+use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::manifest::{
+    ImageIndexEntry, OCI_IMAGE_INDEX_MEDIA_TYPE, OCI_IMAGE_MEDIA_TYPE, OciManifest,
+};
 use serde_json::{Value, json};
 
 use super::oci::{OciError, Registry, Result, sha256_digest};
@@ -48,6 +53,19 @@ pub fn referrers_tag(reference: &Reference, digest: &str) -> Reference {
 
 fn is_bundle(media_type: &str) -> bool {
     media_type.starts_with("application/vnd.dev.sigstore.bundle")
+}
+
+/// Whether the registry said it has no referrers API otherwise than by the 404 the OCI
+/// distribution specification asks for (some answer 400, 405 or 501, or `UNSUPPORTED`).
+fn no_referrers_api(e: &OciDistributionError) -> bool {
+    match e {
+        OciDistributionError::ServerError { code, .. } => matches!(code, 400 | 405 | 406 | 501),
+        OciDistributionError::RegistryError { envelope, .. } => envelope
+            .errors
+            .iter()
+            .any(|e| e.code == OciErrorCode::Unsupported),
+        _ => false,
+    }
 }
 
 /// What a referrer manifest listed as a bundle holds.
@@ -82,13 +100,13 @@ impl Registry {
             .store_auth_if_needed(subject.resolve_registry(), &self.auth)
             .await;
         // The referrers API, or the tag schema on its 404 (a missing tag: nothing refers).
-        let index = self
-            .client
-            .pull_referrers(&subject, None)
-            .await
-            .map_err(registry_err(&subject))?;
+        let manifests = match self.client.pull_referrers(&subject, None).await {
+            Ok(index) => index.manifests,
+            Err(e) if no_referrers_api(&e) => self.referrers_by_tag(reference, digest).await?,
+            Err(e) => return Err(registry_err(&subject)(e)),
+        };
         let mut found = Vec::new();
-        let entries = index.manifests.iter().filter(|entry| {
+        let entries = manifests.iter().filter(|entry| {
             let predicate = entry
                 .annotations
                 .as_ref()
@@ -118,6 +136,22 @@ impl Registry {
             }
         }
         Ok(found)
+    }
+
+    /// The tag schema's index of the referrers of `digest`, read directly: for a registry that
+    /// says it does not support the referrers API otherwise than by a 404.
+    async fn referrers_by_tag(
+        &self,
+        reference: &Reference,
+        digest: &str,
+    ) -> Result<Vec<ImageIndexEntry>> {
+        let tag = referrers_tag(reference, digest);
+        match self.client.pull_manifest(&tag, &self.auth).await {
+            Ok((OciManifest::ImageIndex(index), _)) => Ok(index.manifests),
+            Ok((OciManifest::Image(_), _)) => Ok(Vec::new()),
+            Err(e) if super::signatures::is_unknown(&e) => Ok(Vec::new()),
+            Err(e) => Err(registry_err(&tag)(e)),
+        }
     }
 
     /// The bundle JSON of the referrer manifest `at`.
@@ -256,9 +290,7 @@ impl Registry {
 }
 
 /// An error of the registry client, at `at`.
-fn registry_err(
-    at: &Reference,
-) -> impl FnOnce(oci_client::errors::OciDistributionError) -> OciError + use<> {
+fn registry_err(at: &Reference) -> impl FnOnce(OciDistributionError) -> OciError + use<> {
     let reference = at.whole();
     move |source| OciError::Registry { reference, source }
 }

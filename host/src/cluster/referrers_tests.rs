@@ -1,7 +1,7 @@
-//! The referrers API path, against a registry that has one (the tests' docker-registry has
-//! none, so the end-to-end tests take the tag schema's path): a small fake serving the
-//! referrers index, the referrer manifest and the bundle, and a tag schema index that must not
-//! be read when the API answers.
+//! Registries the tests' docker-registry is not (it has no referrers API and answers 404, so the
+//! end-to-end tests take the tag schema's path): a small fake registry that has the referrers
+//! API, and one that answers it with 405 instead of 404. Each serves a referrer manifest and
+//! its bundle.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -18,18 +18,47 @@ use crate::cluster::oci::{Credentials, parse_reference};
 use crate::trust::found::Envelope;
 use crate::trust::{Policy, PrivateKey, Verdict, verify};
 
-/// What the fake registry serves: path under `/v2/weir/blog/` → (content type, body).
-type Served = Arc<Mutex<(BTreeMap<String, (String, Vec<u8>)>, Vec<String>)>>;
+/// What a fake registry serves (path under `/v2/weir/blog/` → status, content type, body), and
+/// the paths it was asked for.
+#[derive(Clone, Default)]
+struct Fake(Arc<Mutex<(BTreeMap<String, (u16, String, Vec<u8>)>, Vec<String>)>>);
 
-async fn serve(State(served): State<Served>, Path(rest): Path<String>) -> Response {
-    let Ok(mut served) = served.lock() else {
+impl Fake {
+    fn put(&self, path: String, status: u16, content_type: &str, body: Vec<u8>) {
+        if let Ok(mut fake) = self.0.lock() {
+            fake.0.insert(path, (status, content_type.to_owned(), body));
+        }
+    }
+
+    fn asked(&self) -> Vec<String> {
+        self.0.lock().map(|f| f.1.clone()).unwrap_or_default()
+    }
+
+    /// Serves on loopback; returns a reference to `weir/blog:1.0` there.
+    async fn start(&self) -> (Reference, tokio::task::JoinHandle<std::io::Result<()>>) {
+        let app = Router::new()
+            .route("/v2/weir/blog/{*rest}", get(serve))
+            .with_state(self.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move { axum::serve(listener, app).await });
+        let reference = parse_reference(&format!("127.0.0.1:{port}/weir/blog:1.0")).unwrap();
+        (reference, server)
+    }
+}
+
+async fn serve(State(fake): State<Fake>, Path(rest): Path<String>) -> Response {
+    let Ok(mut fake) = fake.0.lock() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
-    served.1.push(rest.clone());
-    match served.0.get(&rest) {
-        Some((content_type, body)) => {
-            ([(header::CONTENT_TYPE, content_type.clone())], body.clone()).into_response()
-        }
+    fake.1.push(rest.clone());
+    match fake.0.get(&rest) {
+        Some((status, content_type, body)) => (
+            StatusCode::from_u16(*status).unwrap_or(StatusCode::OK),
+            [(header::CONTENT_TYPE, content_type.clone())],
+            body.clone(),
+        )
+            .into_response(),
         None => (
             StatusCode::NOT_FOUND,
             [(header::CONTENT_TYPE, "application/json")],
@@ -39,11 +68,19 @@ async fn serve(State(served): State<Served>, Path(rest): Path<String>) -> Respon
     }
 }
 
-#[tokio::test]
-async fn a_bundle_is_found_through_the_referrers_api_when_the_registry_has_one() {
-    let key = PrivateKey::from_bytes(&[5; 32]).unwrap();
-    let digest = format!("sha256:{}", "ab".repeat(32));
-    let bundle = bundle::sign(&key, &digest, &BTreeMap::new());
+fn key() -> PrivateKey {
+    PrivateKey::from_bytes(&[5; 32]).unwrap()
+}
+
+fn digest() -> String {
+    format!("sha256:{}", "ab".repeat(32))
+}
+
+/// Serves a bundle of `digest` by [`key`] as a referrer; returns the referrers index listing it,
+/// a referrer whose manifest the registry does not have, an attestation and an SBOM.
+fn referrer(fake: &Fake) -> Vec<u8> {
+    let digest = digest();
+    let bundle = bundle::sign(&key(), &digest, &BTreeMap::new());
     let manifest = serde_json::to_vec(&json!({
         "schemaVersion": 2,
         "mediaType": OCI_IMAGE_MEDIA_TYPE,
@@ -82,40 +119,23 @@ async fn a_bundle_is_found_through_the_referrers_api_when_the_registry_has_one()
         }],
     }))
     .unwrap();
-    let mut paths = BTreeMap::new();
-    paths.insert(
-        format!("referrers/{digest}"),
-        (OCI_IMAGE_INDEX_MEDIA_TYPE.to_owned(), index),
-    );
-    paths.insert(
-        format!("manifests/{}", sha256_digest(&manifest)),
-        (OCI_IMAGE_MEDIA_TYPE.to_owned(), manifest),
-    );
-    paths.insert(
-        format!("blobs/{}", sha256_digest(&bundle)),
-        ("application/octet-stream".to_owned(), bundle),
-    );
-    let served: Served = Arc::new(Mutex::new((paths, Vec::new())));
-    let app = Router::new()
-        .route("/v2/weir/blog/{*rest}", get(serve))
-        .with_state(served.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let server = tokio::spawn(async move { axum::serve(listener, app).await });
+    let path = format!("manifests/{}", sha256_digest(&manifest));
+    fake.put(path, 200, OCI_IMAGE_MEDIA_TYPE, manifest);
+    let path = format!("blobs/{}", sha256_digest(&bundle));
+    fake.put(path, 200, "application/octet-stream", bundle);
+    index
+}
 
-    let reference = parse_reference(&format!("127.0.0.1:{port}/weir/blog:1.0")).unwrap();
-    let registry = Registry::new(&reference, &Credentials::Anonymous);
-    let found = registry.signatures(&reference, &digest).await.unwrap();
-    server.abort();
-
+/// Holds `found` to a policy of [`key`]: the bundle verifies, the unreadable referrer is
+/// listed as refused and hides nothing, the attestation and the SBOM were not fetched.
+fn assert_found(found: &[Found], asked: &[String]) {
     assert_eq!(found.len(), 2, "{found:?}");
     assert_eq!(found[0].format(), "bundle");
-    // The unreadable one is listed as refused and does not hide the other.
     assert!(
         matches!(&found[1].envelope, Envelope::Refused(why) if why.contains("cannot be read")),
         "{found:?}"
     );
-    let pem: String = key
+    let pem: String = key()
         .public_pem()
         .lines()
         .map(|l| format!("      {l}\n"))
@@ -125,18 +145,55 @@ async fn a_bundle_is_found_through_the_referrers_api_when_the_registry_has_one()
     ))
     .unwrap();
     assert_eq!(
-        verify(&policy, &digest, &found),
+        verify(&policy, &digest(), found),
         Verdict::Verified {
             keys: vec!["platform".into()]
         }
     );
-    // The API answered: the tag schema's index was not asked for.
-    let asked = served.lock().unwrap().1.clone();
-    let tag = format!("manifests/{}", digest.replace(':', "-"));
-    assert!(asked.contains(&format!("referrers/{digest}")), "{asked:?}");
-    assert!(!asked.contains(&tag), "{asked:?}");
     for skipped in ["provenance", "sbom"] {
         let at = format!("manifests/{}", sha256_digest(skipped.as_bytes()));
         assert!(!asked.contains(&at), "{asked:?}");
     }
+}
+
+#[tokio::test]
+async fn a_bundle_is_found_through_the_referrers_api_when_the_registry_has_one() {
+    let fake = Fake::default();
+    let index = referrer(&fake);
+    let digest = digest();
+    fake.put(
+        format!("referrers/{digest}"),
+        200,
+        OCI_IMAGE_INDEX_MEDIA_TYPE,
+        index,
+    );
+    let (reference, server) = fake.start().await;
+    let registry = Registry::new(&reference, &Credentials::Anonymous);
+    let found = registry.signatures(&reference, &digest).await.unwrap();
+    server.abort();
+
+    let asked = fake.asked();
+    assert_found(&found, &asked);
+    // The API answered: the tag schema's index was not asked for.
+    assert!(asked.contains(&format!("referrers/{digest}")), "{asked:?}");
+    let tag = format!("manifests/{}", digest.replace(':', "-"));
+    assert!(!asked.contains(&tag), "{asked:?}");
+}
+
+#[tokio::test]
+async fn a_registry_answering_the_referrers_api_with_405_has_its_tag_schema_read() {
+    let fake = Fake::default();
+    let index = referrer(&fake);
+    let digest = digest();
+    fake.put(format!("referrers/{digest}"), 405, "text/plain", Vec::new());
+    let tag = format!("manifests/{}", digest.replace(':', "-"));
+    fake.put(tag.clone(), 200, OCI_IMAGE_INDEX_MEDIA_TYPE, index);
+    let (reference, server) = fake.start().await;
+    let registry = Registry::new(&reference, &Credentials::Anonymous);
+    let found = registry.signatures(&reference, &digest).await.unwrap();
+    server.abort();
+
+    let asked = fake.asked();
+    assert_found(&found, &asked);
+    assert!(asked.contains(&tag), "{asked:?}");
 }
