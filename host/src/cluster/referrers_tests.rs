@@ -18,10 +18,13 @@ use crate::cluster::oci::{Credentials, parse_reference};
 use crate::trust::found::Envelope;
 use crate::trust::{Policy, PrivateKey, Verdict, verify};
 
-/// What a fake registry serves (path under `/v2/weir/blog/` → status, content type, body), and
-/// the paths it was asked for.
+/// An answer of the fake registry: status, content type, body.
+type Answer = (u16, String, Vec<u8>);
+
+/// What a fake registry serves (path under `/v2/weir/blog/` → answer), and the paths it was
+/// asked for.
 #[derive(Clone, Default)]
-struct Fake(Arc<Mutex<(BTreeMap<String, (u16, String, Vec<u8>)>, Vec<String>)>>);
+struct Fake(Arc<Mutex<(BTreeMap<String, Answer>, Vec<String>)>>);
 
 impl Fake {
     fn put(&self, path: String, status: u16, content_type: &str, body: Vec<u8>) {
