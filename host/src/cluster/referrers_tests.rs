@@ -21,20 +21,29 @@ use crate::trust::{Policy, PrivateKey, Verdict, verify};
 /// An answer of the fake registry: status, content type, body.
 type Answer = (u16, String, Vec<u8>);
 
-/// What a fake registry serves (path under `/v2/weir/blog/` → answer), and the paths it was
-/// asked for.
+/// What a fake registry serves, and what it was asked.
+#[derive(Default)]
+struct Served {
+    /// Path under `/v2/weir/blog/` → answer.
+    answers: BTreeMap<String, Answer>,
+    /// The paths asked for.
+    asked: Vec<String>,
+}
+
+/// A fake registry.
 #[derive(Clone, Default)]
-struct Fake(Arc<Mutex<(BTreeMap<String, Answer>, Vec<String>)>>);
+struct Fake(Arc<Mutex<Served>>);
 
 impl Fake {
     fn put(&self, path: String, status: u16, content_type: &str, body: Vec<u8>) {
         if let Ok(mut fake) = self.0.lock() {
-            fake.0.insert(path, (status, content_type.to_owned(), body));
+            fake.answers
+                .insert(path, (status, content_type.to_owned(), body));
         }
     }
 
     fn asked(&self) -> Vec<String> {
-        self.0.lock().map(|f| f.1.clone()).unwrap_or_default()
+        self.0.lock().map(|f| f.asked.clone()).unwrap_or_default()
     }
 
     /// Serves on loopback; returns a reference to `weir/blog:1.0` there.
@@ -54,8 +63,8 @@ async fn serve(State(fake): State<Fake>, Path(rest): Path<String>) -> Response {
     let Ok(mut fake) = fake.0.lock() else {
         return StatusCode::INTERNAL_SERVER_ERROR.into_response();
     };
-    fake.1.push(rest.clone());
-    match fake.0.get(&rest) {
+    fake.asked.push(rest.clone());
+    match fake.answers.get(&rest) {
         Some((status, content_type, body)) => (
             StatusCode::from_u16(*status).unwrap_or(StatusCode::OK),
             [(header::CONTENT_TYPE, content_type.clone())],
