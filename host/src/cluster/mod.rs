@@ -5,7 +5,9 @@
 //! - [`blobs`]: pulled components on local disk by digest, so a restart need not pull.
 //! - [`fetch`]: one Plugin's component onto local disk (pin checks, pull Secrets).
 //! - [`push`]: `weir push PLUGIN.wasm REF [--sign KEY]`.
-//! - [`signatures`]: cosign signatures beside an artifact, read and written.
+//! - [`signatures`]: cosign tag signatures beside an artifact, read and written; every
+//!   signature of a digest gathered.
+//! - [`referrers`]: Sigstore bundles referring to an artifact (OCI 1.1), read and written.
 //! - [`verify`]: `weir verify REF`.
 //! - [`status`]: what a Plugin's status says, written only when it changed.
 //! - [`candidate_status`]: what it says of its candidate.
@@ -20,6 +22,7 @@ pub mod candidate_status;
 pub mod fetch;
 pub mod oci;
 pub mod push;
+pub mod referrers;
 pub mod resource;
 pub mod signatures;
 pub mod status;

@@ -1,13 +1,15 @@
-//! `weir push PLUGIN.wasm REF [--sign KEY]`: put a component in a registry, in the WebAssembly
-//! OCI layout, and sign it as `cosign sign --key` does (`crate::cluster::signatures`).
+//! `weir push PLUGIN.wasm REF [--sign KEY [--bundle]]`: put a component in a registry, in the
+//! WebAssembly OCI layout, and sign it as `cosign sign --key` does: a tag signature as cosign v2
+//! writes one (`crate::cluster::signatures`), or with `--bundle` a Sigstore bundle referrer as
+//! cosign v3 does by default (`crate::cluster::referrers`).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::oci::{Credentials, OciError, Registry, parse_reference};
-use crate::trust::PrivateKey;
 use crate::trust::keys::KeyFileError;
 use crate::trust::simple_signing::Payload;
+use crate::trust::{PrivateKey, bundle};
 
 /// Why a push failed.
 #[derive(Debug, thiserror::Error)]
@@ -55,8 +57,9 @@ pub struct PushArgs {
     #[arg(long, env = "WEIR_REGISTRY_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
     /// Sign the pushed digest with this ECDSA P-256 private key (unencrypted PEM): a cosign
-    /// signature in the `sha256-<hex>.sig` tag, in the format `cosign verify --key` reads (checked
-    /// with openssl and PyPI `cryptography`, not with cosign itself).
+    /// signature in the `sha256-<hex>.sig` tag (or a bundle, with --bundle), in the format
+    /// `cosign verify --key` reads (checked with openssl and PyPI `cryptography`, not with cosign
+    /// itself).
     #[arg(long, value_name = "KEY.pem")]
     pub sign: Option<PathBuf>,
     /// An annotation of the signature's payload (`cosign sign -a`), with --sign. Repeatable.
@@ -67,6 +70,11 @@ pub struct PushArgs {
         requires = "sign"
     )]
     pub annotations: Vec<String>,
+    /// With --sign: store the signature as a Sigstore bundle referring to the artifact (OCI 1.1
+    /// referrers, and the `sha256-<hex>` index of their tag schema; cosign v3's default)
+    /// instead of in the `sha256-<hex>.sig` tag. Run twice, with and without, for both.
+    #[arg(long, requires = "sign")]
+    pub bundle: bool,
 }
 
 impl PushArgs {
@@ -97,7 +105,13 @@ impl PushArgs {
         let registry = Registry::new(&reference, &credentials);
         let digest = runtime.block_on(async {
             let digest = registry.push(&component, &reference).await?;
-            if let Some((key, annotations)) = &signer {
+            if let Some((key, annotations)) = &signer
+                && self.bundle
+            {
+                let bundle = bundle::sign(key, &digest, annotations);
+                let at = registry.push_bundle(&reference, &digest, &bundle).await?;
+                eprintln!("signed: bundle {at}");
+            } else if let Some((key, annotations)) = &signer {
                 let repository = format!("{}/{}", reference.registry(), reference.repository());
                 let payload = Payload::new(&repository, &digest, annotations).to_bytes();
                 let signature = key.sign(&payload);

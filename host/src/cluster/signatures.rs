@@ -1,5 +1,6 @@
-//! cosign signatures beside an artifact: the `sha256-<hex>.sig` tag of its repository, read
-//! (every signature layer of its manifest) and written (one more layer).
+//! cosign tag signatures beside an artifact: the `sha256-<hex>.sig` tag of its repository, read
+//! (every signature layer of its manifest) and written (one more layer); and every signature of
+//! a digest gathered, the tag's and the bundles that refer to it (`super::referrers`).
 //!
 //! The tag names an image manifest whose layers are simple-signing payloads
 //! (`application/vnd.dev.cosign.simplesigning.v1+json`), each with its signature in the layer
@@ -15,6 +16,7 @@ use oci_client::manifest::{OCI_IMAGE_MEDIA_TYPE, OciDescriptor, OciImageManifest
 
 use super::oci::{OciError, Registry, Result, sha256_digest};
 use crate::trust::Found;
+use crate::trust::found::Envelope;
 use crate::trust::simple_signing::MEDIA_TYPE;
 
 /// The layer annotation that holds a signature.
@@ -31,9 +33,18 @@ pub fn signature_reference(reference: &Reference, digest: &str) -> Reference {
 }
 
 impl Registry {
-    /// The signatures stored for the artifact `digest` in `reference`'s repository (none when
-    /// the signature tag does not exist).
+    /// Every signature stored for the artifact `digest` in `reference`'s repository, in both of
+    /// cosign's formats: the layers of its `sha256-<hex>.sig` tag, then the Sigstore bundles
+    /// that refer to it (`super::referrers`). This is the one place a digest's signatures are
+    /// gathered, for the host and for `weir verify`; none when neither exists.
     pub async fn signatures(&self, reference: &Reference, digest: &str) -> Result<Vec<Found>> {
+        let mut found = self.tag_signatures(reference, digest).await?;
+        found.extend(self.bundles(reference, digest).await?);
+        Ok(found)
+    }
+
+    /// The signatures of the `sha256-<hex>.sig` tag (none when the tag does not exist).
+    async fn tag_signatures(&self, reference: &Reference, digest: &str) -> Result<Vec<Found>> {
         let tag = signature_reference(reference, digest);
         let Some(manifest) = self.signature_manifest(&tag).await? else {
             return Ok(Vec::new());
@@ -57,6 +68,7 @@ impl Registry {
                 })?;
             found.push(Found {
                 source: format!("{} layer {n}", tag.whole()),
+                envelope: Envelope::SimpleSigning,
                 payload,
                 signature: signature.clone(),
             });
@@ -148,7 +160,7 @@ impl Registry {
 }
 
 /// Whether the registry says it has no such manifest.
-fn is_unknown(e: &OciDistributionError) -> bool {
+pub(super) fn is_unknown(e: &OciDistributionError) -> bool {
     match e {
         OciDistributionError::RegistryError { envelope, .. } => envelope.errors.iter().any(|e| {
             e.code == OciErrorCode::ManifestUnknown || e.code == OciErrorCode::NameUnknown

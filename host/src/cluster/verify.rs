@@ -1,12 +1,12 @@
-//! `weir verify REF`: the signatures an artifact has in its registry, what each vouches for,
-//! and whether the verification policy (or any of the keys given) holds; `weir verify FILE`: the
+//! `weir verify REF`: the signatures an artifact has in its registry, in either format (tag
+//! signatures and Sigstore bundles, each listed with its format), what each vouches for, and
+//! whether the verification policy (or any of the keys given) holds; `weir verify FILE`: the
 //! same for a file and its detached signatures (`FILE.sig`, `crate::trust::blob`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::oci::{Credentials, OciError, Registry, parse_reference};
-use crate::trust::simple_signing::Payload;
 use crate::trust::{Policy, PolicyError, PublicKey, Verdict, blob, verify};
 
 /// Why `weir verify` could not say.
@@ -80,6 +80,8 @@ pub struct Report {
 /// One signature found, as `weir verify` tells it.
 #[derive(Debug)]
 pub struct Checked {
+    /// Its format: `tag signature`, `bundle`, or a file's `signature`.
+    pub format: &'static str,
     /// Where it was found.
     pub source: String,
     /// What its payload vouches for (or why it does not read); `None` for a file's detached
@@ -119,12 +121,13 @@ impl VerifyArgs {
         let signatures = found
             .iter()
             .map(|f| Checked {
+                format: f.format(),
                 source: f.source.clone(),
                 vouches: Some(
-                    Payload::parse(&f.payload)
-                        .map_or_else(|e| e, |p| format!("vouches for {}", p.digest())),
+                    f.digests()
+                        .map_or_else(|e| e, |d| format!("vouches for {}", d.join(", "))),
                 ),
-                keys: verified_by(&policy, &f.payload, &f.signature),
+                keys: verified_by(&policy, &f.signed(), &f.signature),
             })
             .collect();
         Ok(Report {
@@ -182,6 +185,7 @@ fn file(policy: &Policy, path: &Path) -> Result<Report, VerifyError> {
     let signatures = found
         .into_iter()
         .map(|d| Checked {
+            format: "signature",
             keys: verified_by(policy, &bytes, &d.signature),
             source: d.source,
             vouches: None,
@@ -208,8 +212,12 @@ impl fmt::Display for Report {
                 format!("verified by {}", checked.keys.join(", "))
             };
             match &checked.vouches {
-                Some(vouches) => writeln!(f, "  signature {}: {vouches}; {by}", checked.source)?,
-                None => writeln!(f, "  signature {}: {by}", checked.source)?,
+                Some(vouches) => writeln!(
+                    f,
+                    "  {} {}: {vouches}; {by}",
+                    checked.format, checked.source
+                )?,
+                None => writeln!(f, "  {} {}: {by}", checked.format, checked.source)?,
             }
         }
         match &self.verdict {

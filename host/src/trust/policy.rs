@@ -19,7 +19,7 @@
 //!     - kind: pubKey
 //!       name: team-payments
 //!       key: "…"
-//!       annotations: {team: payments}           # the signature's payload must carry these
+//!       annotations: {team: payments}           # the signature must carry these
 //! ```
 //! Only `pubKey` entries are read: keyless entries (`genericIssuer`, `githubAction`, …) need a
 //! trust root fetched online, which a host that verifies offline does not do, so a policy that
@@ -153,7 +153,8 @@ struct PolicyDoc {
 pub struct Requirement {
     /// The key.
     pub key: PublicKey,
-    /// Annotations its signature's payload must carry, with these values.
+    /// Annotations its signature must carry, with these values (a tag signature's payload
+    /// `optional`, a bundle's statement subject `annotations`: where `cosign sign -a` puts them).
     pub annotations: BTreeMap<String, String>,
 }
 

@@ -2,25 +2,21 @@
 //! digest, and, when the policy is not met, why each signature found does not count.
 //!
 //! A signature counts for a policy entry when all of these hold: its payload is a cosign
-//! simple-signing document, it names **this** manifest digest (a signature copied from another
-//! artifact names that one), the entry's key verifies the signature over the payload's exact
-//! bytes (a changed payload, another key), and the payload carries the entry's annotations.
+//! simple-signing document (a tag signature) or cosign's signature statement (a bundle), it
+//! names **this** manifest digest (a signature copied from another artifact names that one),
+//! the entry's key verifies the signature over the bytes it covers (a changed payload, another
+//! key), and it carries the entry's annotations ([`super::found`] says how each format does).
 //! The policy holds when every `allOf` entry has a signature that counts and at least
-//! `minimumMatches` `anyOf` entries do.
+//! `minimumMatches` `anyOf` entries do: an entry counts once however many of its signatures are
+//! found, in whichever formats (a bundle and a tag signature by the same key are one match).
 
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+pub use super::found::Found;
+use super::found::carries;
 use super::policy::{Policy, Requirement};
-use super::simple_signing::Payload;
-
-/// One signature found for an artifact.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Found {
-    /// Where it was found, for people (`TAG layer N`, a file name).
-    pub source: String,
-    /// The signed payload, as stored.
-    pub payload: Vec<u8>,
-    /// The signature (base64).
-    pub signature: String,
-}
 
 /// What the policy made of an artifact's signatures.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -55,24 +51,14 @@ pub fn verify(policy: &Policy, digest: &str, found: &[Found]) -> Verdict {
             message: format!("{digest} has no signature"),
         };
     }
-    let parsed: Vec<Result<Payload, String>> = found
-        .iter()
-        .map(|f| {
-            let payload = Payload::parse(&f.payload)?;
-            if payload.digest() != digest {
-                return Err(format!(
-                    "it vouches for {}, not {digest} (a signature of another artifact)",
-                    payload.digest()
-                ));
-            }
-            Ok(payload)
-        })
-        .collect();
+    // Each signature's annotations for this digest, or why it does not vouch for it.
+    let parsed: Vec<Result<BTreeMap<String, Value>, String>> =
+        found.iter().map(|f| f.vouches_for(digest)).collect();
     let counts = |entry: &Requirement| {
         found.iter().zip(&parsed).any(|(f, p)| {
-            p.as_ref().is_ok_and(|payload| {
-                entry.key.verifies(&f.payload, &f.signature)
-                    && payload.has_annotations(&entry.annotations)
+            p.as_ref().is_ok_and(|annotations| {
+                entry.key.verifies(&f.signed(), &f.signature)
+                    && carries(annotations, &entry.annotations)
             })
         })
     };
@@ -85,7 +71,8 @@ pub fn verify(policy: &Policy, digest: &str, found: &[Found]) -> Verdict {
             Err(e) => e.clone(),
             Ok(_) => {
                 let keys = policy.all_of.iter().chain(&policy.any_of);
-                let mut verified_by = keys.filter(|e| e.key.verifies(&f.payload, &f.signature));
+                let signed = f.signed();
+                let mut verified_by = keys.filter(|e| e.key.verifies(&signed, &f.signature));
                 match verified_by.next() {
                     Some(e) if !counts(e) => format!(
                         "key {} signed it without the annotations {:?}",
@@ -97,7 +84,7 @@ pub fn verify(policy: &Policy, digest: &str, found: &[Found]) -> Verdict {
                 }
             }
         };
-        why.push(format!("signature {}: {fault}", f.source));
+        why.push(format!("{} {}: {fault}", f.format(), f.source));
     }
     Verdict::Refused {
         reason: "SignatureUntrusted",

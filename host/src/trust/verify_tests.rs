@@ -3,7 +3,9 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 
 use super::*;
+use crate::trust::found::Envelope;
 use crate::trust::keys::PrivateKey;
+use crate::trust::simple_signing::Payload;
 
 const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
@@ -52,6 +54,7 @@ fn signed(k: &PrivateKey, digest: &str, annotations: &[(&str, &str)]) -> Found {
     let payload = Payload::new("registry.example/weir/blog", digest, &annotations).to_bytes();
     Found {
         source: "test".into(),
+        envelope: Envelope::SimpleSigning,
         signature: k.sign(&payload),
         payload,
     }
@@ -194,6 +197,7 @@ fn a_signature_made_by_another_implementation_verifies() {
     .unwrap();
     let found = Found {
         source: "cryptography-vector.json".into(),
+        envelope: Envelope::SimpleSigning,
         payload: base64::engine::general_purpose::STANDARD
             .decode(text("payload"))
             .unwrap(),

@@ -5,7 +5,8 @@
 //! Each test starts a real registry on loopback (`tests/setup-registry.sh` installs it).
 //! [`through_the_host`]: the same, end to end, with the host following Plugin objects;
 //! `registry_outage`: a host restarted or swapped while the registry is down; `signed`: Plugins
-//! held to a verification policy; `signed_candidate`: their candidates held to it.
+//! held to a verification policy; `signed_bundle`: signed with Sigstore bundles referring to
+//! them; `signed_candidate`: their candidates held to it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -25,6 +26,7 @@ use weir_test_support::registry::{LocalRegistry, docker_config};
 
 mod registry_outage;
 mod signed;
+mod signed_bundle;
 mod signed_candidate;
 pub(crate) mod through_the_host;
 

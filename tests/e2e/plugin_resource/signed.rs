@@ -3,6 +3,7 @@
 //! unknown key, or unsigned, is refused under `enforce` (the verified version keeps serving)
 //! and served under `audit` with the reason; `weir verify` says what it found; a verified
 //! digest serves again after a restart with the registry down, from the verdict kept beside it.
+//! `signed_bundle`: the same with signatures stored as Sigstore bundles.
 
 use std::path::Path;
 use std::process::Command;
@@ -43,7 +44,7 @@ pub(super) fn policy_file(dir: &Path, level: &str, key: &PrivateKey) -> Result<S
     Ok(path.to_string_lossy().into_owned())
 }
 
-async fn host(env: &TestEnv, store: &Path, policy: &str) -> Result<Manager> {
+pub(super) async fn host(env: &TestEnv, store: &Path, policy: &str) -> Result<Manager> {
     env.run_args(RunSource::Cluster(store.into()))
         .flags(["--verification-policy", policy])
         .in_process(env)

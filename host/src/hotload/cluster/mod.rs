@@ -10,7 +10,8 @@
 //!    this generation is what every replica fetches (by digest, no HEAD). A ConfigMap is read
 //!    and hashed on every fetch.
 //! 2. **verify** (with a verification policy, `signed`): the verdict kept beside the store for
-//!    this digest and policy, else the signatures of the artifact's `sha256-<hex>.sig` tag; under
+//!    this digest and policy, else the artifact's signatures (its `sha256-<hex>.sig` tag and the
+//!    Sigstore bundles referring to it); under
 //!    `enforce` a component that does not verify is refused before it is loaded, under `audit`
 //!    it loads and its status says why it would not have.
 //! 3. **load** with the host's loader (compile, or map the precompiled artifact; then admission),

@@ -1,5 +1,6 @@
 //! A fetched component's signatures checked before it loads: the verdict kept beside the
-//! store, else the registry's `sha256-<hex>.sig` tag held against the verification policy;
+//! store, else the registry's signatures (the `sha256-<hex>.sig` tag and the Sigstore bundles
+//! referring to the artifact) held against the verification policy;
 //! under `enforce` what does not verify is refused, under `audit` it loads and says why not.
 
 use tracing::{info, warn};
