@@ -115,18 +115,8 @@ impl Members {
     /// [`Members::serve_spread`] for the built plugin `name` (`target/plugins/NAME.wasm`,
     /// whose policy entry is keyed by the same name).
     pub async fn serve(&self, env: &TestEnv, name: &str, clusters: &[&str]) -> Result<Manager> {
-        let plugin = crate::plugin(name)?;
-        env.install_crd(&plugin).await?;
-        env.run_args(RunSource::Loaded(vec![plugin]))
-            .flags(self.flags_granting(name, clusters)?)
-            .in_process(env)
-            .config(|c| {
-                if let Some(clusters) = &mut c.clusters {
-                    clusters.rescan = Duration::from_millis(200);
-                }
-            })
-            .start()
-            .await
+        let flags = self.flags_granting(name, clusters)?;
+        serve_with(env, name, flags).await
     }
 
     /// Waits until `host` has engaged exactly this fleet's members (plus `more`, by name) and
@@ -155,8 +145,6 @@ impl Members {
     /// (`weir run --cluster-secrets`), the Spread granted what `grant` (a `plugins:` entry's
     /// YAML body) says.
     pub async fn serve_spread_from_secrets(&self, env: &TestEnv, grant: &str) -> Result<Manager> {
-        let spread = crate::plugin("spread")?;
-        env.install_crd(&spread).await?;
         let file = self.policies.path().join("spread-secrets.yaml");
         std::fs::write(&file, format!("plugins:\n  spread: {grant}\n"))
             .with_context(|| format!("writing {}", file.display()))?;
@@ -168,16 +156,7 @@ impl Members {
             "--policy".into(),
             file.into(),
         ];
-        env.run_args(RunSource::Loaded(vec![spread]))
-            .flags(flags)
-            .in_process(env)
-            .config(|c| {
-                if let Some(clusters) = &mut c.clusters {
-                    clusters.rescan = Duration::from_millis(200);
-                }
-            })
-            .start()
-            .await
+        serve_with(env, "spread", flags).await
     }
 
     /// A cluster Secret named `name` holding `kubeconfig`, labelled `labels` beside the label
@@ -228,6 +207,23 @@ impl Members {
     pub async fn shutdown(self) {
         self.fleet.shutdown().await;
     }
+}
+
+/// A host in this process serving the built plugin `name` (its CRD installed in the hub first)
+/// with `flags` naming its members and policy, its source of members listed every 200 ms.
+async fn serve_with(env: &TestEnv, name: &str, flags: Vec<OsString>) -> Result<Manager> {
+    let plugin = crate::plugin(name)?;
+    env.install_crd(&plugin).await?;
+    env.run_args(RunSource::Loaded(vec![plugin]))
+        .flags(flags)
+        .in_process(env)
+        .config(|c| {
+            if let Some(clusters) = &mut c.clusters {
+                clusters.rescan = Duration::from_millis(200);
+            }
+        })
+        .start()
+        .await
 }
 
 /// Writes `member`'s kubeconfig to `path` with `token` as its credentials, as an installer
