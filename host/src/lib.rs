@@ -31,9 +31,9 @@
 //! election with [`fence`] as its write-time gate, the operations server, the plugin source).
 //! Around them: [`hotload`] follows a plugins directory or the cluster's `Plugin` objects,
 //! [`cluster`] pulls components from OCI registries, [`clusters`] engages member clusters
-//! (a runtime instance each) from a directory of kubeconfigs, [`trust`] checks their signatures
-//! offline against the verification policy, [`client`] builds the API client (rate
-//! limit, pushback), [`run`] is `weir run`, [`dev`] is `weir dev` on the embedded emulator
+//! (a runtime instance each) from a directory of kubeconfigs or labelled Secrets, [`trust`]
+//! checks signatures offline against the verification policy, [`client`] builds the API
+//! client (rate limit, pushback), [`run`] is `weir run`, [`dev`] is `weir dev` on the embedded emulator
 //! (crate `weir-emulator`), [`offline`] is `weir test`, [`scaffold`] is `weir new`.
 
 pub mod answer;
@@ -44,6 +44,7 @@ pub mod clusters;
 #[cfg(feature = "dev")]
 pub mod dev;
 pub mod fence;
+mod files;
 pub mod hotload;
 pub mod leader;
 pub mod listing;

@@ -71,9 +71,9 @@ impl Blobs {
             .ok_or_else(|| std::io::Error::other(format!("{digest:?} is not a sha256 digest")))?;
         let path = self.component_path(sha256);
         if !path.is_file() {
-            write_atomically(&path, component)?;
+            crate::files::write_whole(&path, component)?;
         }
-        write_atomically(&manifest, sha256.as_bytes())?;
+        crate::files::write_whole(&manifest, sha256.as_bytes())?;
         Ok(StoredComponent {
             path,
             sha256: sha256.to_owned(),
@@ -95,18 +95,6 @@ fn is_hex_sha256(s: &str) -> bool {
     s.len() == 64
         && s.bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
-/// Writes through a temporary file beside `path`, recreating the directory if it was removed
-/// under the running host (a wiped cache volume, `rm -rf` by hand): the store heals itself.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
-    let mut file = tempfile::NamedTempFile::new_in(dir)?;
-    file.write_all(bytes)?;
-    file.as_file().sync_data()?;
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 #[cfg(test)]

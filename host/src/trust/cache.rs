@@ -36,12 +36,7 @@ impl VerdictCache {
         let path = self
             .path(digest, fingerprint)
             .ok_or_else(|| std::io::Error::other(format!("{digest:?} is not a sha256 digest")))?;
-        std::fs::create_dir_all(&self.dir)?;
-        let mut file = tempfile::NamedTempFile::new_in(&self.dir)?;
-        file.write_all(keys.join("\n").as_bytes())?;
-        file.as_file().sync_data()?;
-        file.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        crate::files::write_whole(&path, keys.join("\n").as_bytes())
     }
 
     /// `None` for anything but `sha256:` and 64 hex digits, or a fingerprint that is not hex.

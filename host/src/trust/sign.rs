@@ -73,28 +73,12 @@ impl SignArgs {
         }
         text += &blob::sign(&key, &bytes);
         text += "\n";
-        write_whole(&path, text.as_bytes()).map_err(|source| SignError::Write {
+        crate::files::write_whole(&path, text.as_bytes()).map_err(|source| SignError::Write {
             path: path.clone(),
             source,
         })?;
         Ok(path)
     }
-}
-
-/// Writes `path` through a hidden temporary file renamed over it, so that a hot loader watching
-/// the directory never reads half a signature.
-fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut file = tempfile::Builder::new()
-        .prefix(".weir-sign")
-        .tempfile_in(dir)?;
-    file.write_all(bytes)?;
-    file.as_file().sync_data()?;
-    file.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 #[cfg(test)]
