@@ -33,8 +33,9 @@
 //! [`cluster`] pulls components from OCI registries, [`clusters`] engages member clusters
 //! (a runtime instance each) from a directory of kubeconfigs or labelled Secrets, [`trust`]
 //! checks signatures offline against the verification policy, [`client`] builds the API
-//! client (rate limit, pushback), [`run`] is `weir run`, [`dev`] is `weir dev` on the embedded emulator
-//! (crate `weir-emulator`), [`offline`] is `weir test`, [`scaffold`] is `weir new`.
+//! client (rate limit, pushback), [`run`] is `weir run`, [`dev`] is `weir dev` on the
+//! embedded emulator (crate `weir-emulator`), [`offline`] is `weir test`, [`scaffold`] is
+//! `weir new`.
 
 pub mod answer;
 mod chain;
