@@ -32,6 +32,9 @@ pub mod sign;
 pub mod simple_signing;
 pub mod verify;
 
+#[cfg(test)]
+mod interop_tests;
+
 pub use cache::VerdictCache;
 pub use keys::{KeyError, PrivateKey, PublicKey};
 pub use policy::{DirectoryLevel, Level, Levels, Policy, PolicyError};
