@@ -42,18 +42,14 @@ pub(super) fn check(
     let refused = clusters.iter().enumerate().find_map(|(i, cluster)| {
         let cluster = cluster.as_deref()?;
         let home = cluster == live.parent_cluster();
-        let labels = live.cluster_labels(cluster);
-        let granted = home || grant.is_some_and(|g| g.allows_cluster(cluster, labels.as_ref()));
+        let engaged = live.engaged(cluster);
+        // An engaged member without a source of labels (a fixture's) has none.
+        let labels = engaged.then(|| live.cluster_labels(cluster).unwrap_or_default());
+        let granted = home || grant.is_some_and(|g| g.may_allow_cluster(cluster, labels.as_ref()));
         // A member the parent already has children in, released for now, is not unknown: the
         // writer names it while the other clusters' children keep converging.
         // (The record is read only then: most answers name no member at all.)
-        let engaged = live.engaged(cluster);
-        let recorded = || recorded_clusters(parent).contains(cluster);
-        // Its labels went with it: a grant by labels is judged again once it is back (nothing
-        // is written there meanwhile).
-        let by_labels = grant.is_some_and(|g| g.cluster_selector.is_some());
-        let granted = granted || (!engaged && by_labels && recorded());
-        let known = engaged || recorded();
+        let known = engaged || recorded_clusters(parent).contains(cluster);
         (!granted || !known).then_some((i, cluster, granted))
     });
     let Some((index, cluster, granted)) = refused else {

@@ -412,7 +412,7 @@ fn a_member_granted_by_its_labels_is_accepted_and_one_with_other_labels_is_refus
         judge(inputs, answer(&[Some("member-a"), Some("member-c")])).map_err(|r| r.refusal)
     };
     assert!(
-        matches!(judge_with(&recorded), Err(Refusal::ClusterNotGranted { cluster, .. }) if cluster == "member-c")
+        matches!(judge_with(&recorded), Err(Refusal::UnknownCluster { cluster, .. }) if cluster == "member-c")
     );
     recorded.metadata.annotations = Some(BTreeMap::from([(
         crate::answer::MEMBER_CLUSTERS_ANNOTATION.to_owned(),

@@ -108,6 +108,15 @@ impl Grant {
         named || labelled
     }
 
+    /// [`Grant::allows_cluster`] for a member whose labels may not be known: `None` is a
+    /// member not engaged now, whose labels went with it. A grant by labels cannot be judged
+    /// then and is not held against it: nothing is read or written in a member not engaged
+    /// (it is refused as such), and it is judged again once it is engaged.
+    pub fn may_allow_cluster(&self, cluster: &str, labels: Option<&Labels>) -> bool {
+        let unknown = labels.is_none() && self.cluster_selector.is_some();
+        unknown || self.allows_cluster(cluster, labels)
+    }
+
     /// Whether objects in namespace `ns` are within the grant: named, or a Namespace `live`
     /// holds (`v1` `Namespace`) has labels the selector matches.
     pub fn allows_namespace(&self, ns: &str, live: &dyn LiveObjects) -> bool {

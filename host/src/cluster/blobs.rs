@@ -7,7 +7,6 @@
 //! Both are written to a temporary file and renamed into place, so a file is complete or absent;
 //! a directory removed underneath is created again on the next write.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};

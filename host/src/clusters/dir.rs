@@ -29,11 +29,6 @@ impl DirState {
         }
     }
 
-    /// The directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Reads the directory and says what changed since the last scan. An unreadable directory
     /// changes nothing (the error is the only refusal).
     pub fn scan(&mut self) -> Changes {

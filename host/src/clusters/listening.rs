@@ -59,9 +59,7 @@ impl Listening {
         self.store(cluster, kind)
             .is_some_and(|s| s.is_synced() || s.is_unserved())
     }
-}
 
-impl Listening {
     /// The labels of the engaged member `cluster` (`None` when it is not engaged).
     pub fn labels(&self, cluster: &str) -> Option<Labels> {
         self.engaged.labels(cluster)
@@ -79,10 +77,6 @@ impl Drop for Listening {
 }
 
 impl Member {
-    /// Routes the listener's kinds here (the member `name`) to its queue, if it hears this
-    /// member, this member's echoes telling the host's own writes apart; once they hold their
-    /// first list, every parent of the listener is enqueued (one refused for naming this
-    /// cluster before it was engaged is placed, or reads there, now).
     /// Hears the listener here, or stops, as the member's labels now say: one granted by
     /// labels it has gained starts, one by labels it has lost stops; one already heard and
     /// still granted stays as it is (its store is not listed again).
@@ -97,6 +91,10 @@ impl Member {
         }
     }
 
+    /// Routes the listener's kinds here (the member `name`) to its queue, if it hears this
+    /// member, this member's echoes telling the host's own writes apart; once they hold their
+    /// first list, every parent of the listener is enqueued (one refused for naming this
+    /// cluster before it was engaged is placed, or reads there, now).
     pub(super) fn hear(&mut self, name: &str, id: u64, listener: &Listener) {
         let Some(route) = (listener.route)(name, &self.labels) else {
             return;

@@ -7,7 +7,6 @@
 //! policy, or another digest, finds nothing. The file is written to a temporary file and
 //! renamed, so it is whole or absent; it is as trusted as the components beside it.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 /// The verdict cache under the component store.

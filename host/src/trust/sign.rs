@@ -1,8 +1,7 @@
 //! `weir sign --key KEY FILE`: a detached signature beside a file (`FILE.sig`), for a plugins
 //! directory held to the verification policy; the key and the signing are `weir push --sign`'s.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::blob;
 use super::keys::{KeyFileError, PrivateKey};

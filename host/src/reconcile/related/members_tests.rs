@@ -3,23 +3,12 @@
 
 use std::collections::BTreeSet;
 
-use super::tests::kind;
+use super::tests::{kind, reader};
 use super::*;
 use crate::answer::Grant;
 
 fn info() -> PluginInfo {
-    PluginInfo {
-        name: "reader".into(),
-        version: "1.0.0".into(),
-        parent: ResourceKind {
-            group: "test.weir.dev".into(),
-            ..kind("Reader", true)
-        },
-        children: vec![kind("ConfigMap", true)],
-        related: vec![kind("ConfigMap", true)],
-        finalizer: None,
-        crd: None,
-    }
+    reader(vec![kind("ConfigMap", true)], vec![kind("ConfigMap", true)])
 }
 
 /// A fleet as the check sees it: the policy's entry for the plugin, and the members engaged

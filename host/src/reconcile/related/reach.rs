@@ -10,7 +10,7 @@ use crate::runtime::cache::Store;
 
 /// The member clusters a plugin's selections may read in (contract 0.4.0).
 pub trait MemberReach {
-    /// Whether the policy's entry grants the plugin `cluster` ([`Grant::allows_cluster`]).
+    /// Whether the policy's entry grants the plugin `cluster` ([`Grant::may_allow_cluster`]).
     fn granted(&self, cluster: &str) -> bool;
     /// The clusters the entry grants, as a refusal names them (`none` without any).
     fn grants(&self) -> String;
@@ -104,10 +104,8 @@ impl MemberReach for Members<'_> {
         let labels = (self.kinds.iter())
             .find_map(|k| k.members.as_ref())
             .and_then(|l| l.labels(cluster));
-        // A member not engaged has no labels to judge a grant by labels: it is refused as not
-        // engaged (it reads nothing), and judged again once it is.
-        let unknown = labels.is_none() && grant.cluster_selector.is_some();
-        unknown || grant.allows_cluster(cluster, labels.as_ref())
+        // Not engaged: refused as such ([`MemberReach::reads`]), whatever its labels would say.
+        grant.may_allow_cluster(cluster, labels.as_ref())
     }
 
     fn grants(&self) -> String {

@@ -7,25 +7,14 @@ use std::sync::Arc;
 use kube::api::DynamicObject;
 use kube::runtime::watcher;
 
-use super::tests::kind;
+use super::tests::{kind, reader};
 use super::*;
 use crate::answer::Grant;
 use crate::plugin::LabelSelector;
 
 /// `reader`, reading ConfigMaps and Secrets.
 fn info() -> PluginInfo {
-    PluginInfo {
-        name: "reader".into(),
-        version: "1.0.0".into(),
-        parent: ResourceKind {
-            group: "test.weir.dev".into(),
-            ..kind("Reader", true)
-        },
-        children: vec![],
-        related: vec![kind("ConfigMap", true), kind("Secret", true)],
-        finalizer: None,
-        crd: None,
-    }
+    reader(vec![], vec![kind("ConfigMap", true), kind("Secret", true)])
 }
 
 fn by_name(kind: &str, namespace: Option<&str>, name: &str) -> Selection {

@@ -19,7 +19,8 @@ pub(super) fn kind(kind: &str, namespaced: bool) -> ResourceKind {
     }
 }
 
-fn info() -> PluginInfo {
+/// The plugin `reader` (parent `Reader.test.weir.dev`), with `children` and `related` kinds.
+pub(super) fn reader(children: Vec<ResourceKind>, related: Vec<ResourceKind>) -> PluginInfo {
     PluginInfo {
         name: "reader".into(),
         version: "1.0.0".into(),
@@ -27,11 +28,18 @@ fn info() -> PluginInfo {
             group: "test.weir.dev".into(),
             ..kind("Reader", true)
         },
-        children: vec![kind("ConfigMap", true)],
-        related: vec![kind("ConfigMap", true), kind("Namespace", false)],
+        children,
+        related,
         finalizer: None,
         crd: None,
     }
+}
+
+fn info() -> PluginInfo {
+    reader(
+        vec![kind("ConfigMap", true)],
+        vec![kind("ConfigMap", true), kind("Namespace", false)],
+    )
 }
 
 fn parent(name: &str) -> ObjectKey {
