@@ -8,7 +8,27 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step's wall time, kept for the table printed at exit (where a first run's minutes go).
+started=$(date +%s)
+step_started=$started
+step_name=""
+step_times=()
+step() {
+  local now
+  now=$(date +%s)
+  [[ -z $step_name ]] || step_times+=("$(printf '%6ds  %s' "$((now - step_started))" "$step_name")")
+  step_started=$now
+  step_name="$*"
+  printf '\n==> %s  (at %ds)\n' "$*" "$((now - started))"
+}
+step_table() {
+  local now
+  now=$(date +%s)
+  [[ -z $step_name ]] || step_times+=("$(printf '%6ds  %s' "$((now - step_started))" "$step_name")")
+  printf '\n==> wall time per step (%ds in all)\n' "$((now - started))"
+  printf '%s\n' "${step_times[@]}"
+}
+trap step_table EXIT
 
 step "toolchain: wasm32-wasip2 target"
 rustup target list --installed | grep -qx wasm32-wasip2 || rustup target add wasm32-wasip2
