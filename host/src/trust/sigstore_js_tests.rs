@@ -67,7 +67,7 @@ fn sigstore_js_verifies_the_bundle_weir_writes_offline_and_refuses_it_changed_or
         .unwrap();
     let at = statement
         .windows(A.len() - 7)
-        .position(|w| w == A[7..].as_bytes())
+        .position(|w| w == &A.as_bytes()[7..])
         .unwrap();
     statement[at] = b'b';
     json["dsseEnvelope"]["payload"] = STANDARD.encode(&statement).into();
