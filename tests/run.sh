@@ -109,11 +109,13 @@ host/emulator/tests/clients/setup.sh
 step "weir new: each language scaffolded outside the checkout, built, weir test"
 WEIR="$root/target/debug/weir" guest-sdk/scaffold-test.sh
 
-step "an OCI registry (CNCF Distribution), tmux and openssl for the tests that drive them"
+step "an OCI registry (CNCF Distribution), tmux, openssl and sigstore-js for the tests that drive them"
 tests/setup-registry.sh
 command -v tmux >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq tmux; }
-# The signature tests check what Weir signs with another implementation: the openssl command.
+# The signature tests check what Weir signs with other implementations: the openssl command, and
+# sigstore-js (npm, pinned; target/sigstore-js), which also signs a bundle for Weir to verify.
 command -v openssl >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq openssl; }
+host/src/trust/testdata/sigstore-js/setup.sh
 
 step "the host image (deploy/Dockerfile's prebuilt stage around target/debug/weir), with podman"
 tests/setup-podman.sh

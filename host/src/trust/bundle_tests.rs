@@ -4,6 +4,10 @@ use super::*;
 use crate::trust::simple_signing::Payload;
 use crate::trust::{Policy, Verdict, verify};
 
+/// The same bundles written and read by sigstore-js.
+#[path = "sigstore_js_tests.rs"]
+mod sigstore_js;
+
 const A: &str = "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
 const B: &str = "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb";
 

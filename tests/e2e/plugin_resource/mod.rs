@@ -6,7 +6,8 @@
 //! [`through_the_host`]: the same, end to end, with the host following Plugin objects;
 //! `registry_outage`: a host restarted or swapped while the registry is down; `signed`: Plugins
 //! held to a verification policy; `signed_bundle`: signed with Sigstore bundles referring to
-//! them; `signed_candidate`: their candidates held to it.
+//! them; `signed_candidate`: their candidates held to it; `signed_candidate_bundle`: candidates
+//! signed by bundles only.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,6 +29,7 @@ mod registry_outage;
 mod signed;
 mod signed_bundle;
 mod signed_candidate;
+mod signed_candidate_bundle;
 pub(crate) mod through_the_host;
 
 /// `weir push` of the shipped binary (built by `cargo build -p weir --bin weir`, as tests/run.sh does).

@@ -3,14 +3,17 @@
 //! reason on the Plugin's `CandidateLoaded` condition, and never shadowed, canaried or promoted
 //! while the signed v1 keeps serving every Blog; under `audit` the same candidate is shadowed and
 //! its status says why it would have been refused; the same bytes signed by the policy's key are
-//! accepted under `enforce` and promoted.
+//! accepted under `enforce` and promoted. [`Serving`] holds those checks, which
+//! `signed_candidate_bundle` runs on candidates signed by Sigstore bundles.
 
 use std::path::Path;
 use std::time::Duration;
 
 use anyhow::Result;
 use kube::Api;
+use kube::api::DynamicObject;
 use serde_json::{Value, json};
+use tokio::task::JoinHandle;
 use weir::cluster::{PluginResource, PluginStatus};
 use weir::manager::Manager;
 use weir::rollout::{Phase, PhaseStore, RolloutConfig};
@@ -22,14 +25,14 @@ use weir_test_support::registry::LocalRegistry;
 use super::signed::{key_file, policy_file, verified};
 use super::through_the_host::{apply, condition, install_plugin_crd, loaded_digest, status_until};
 use super::{weir_push, weir_push_with};
-use crate::rollout_canary::follow_versions;
+use crate::rollout_canary::{Versions, follow_versions};
 use crate::rollout_shadow::labelled;
 
 const BLOG: &str = "Blog.weir.dev";
 const BLOGS: usize = 4;
 
 /// The cluster-source host held to `policy`, rolling candidates out as `rollout` says.
-async fn host(
+pub(super) async fn host(
     env: &TestEnv,
     store: &Path,
     policy: &str,
@@ -45,7 +48,7 @@ async fn host(
 }
 
 /// Shadow until every Blog was compared, then promoted at once.
-fn promoted_after_one_round() -> RolloutConfig {
+pub(super) fn promoted_after_one_round() -> RolloutConfig {
     RolloutConfig {
         shadow_reconciles: BLOGS as u64,
         steps: vec![],
@@ -111,6 +114,209 @@ async fn seen(host: &Manager) -> Result<Seen> {
     })
 }
 
+/// The digest `candidate` names.
+fn digest_of(candidate: &Value) -> Result<String> {
+    candidate["digest"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow::anyhow!("the candidate {candidate} names no digest"))
+}
+
+/// The Plugin `blog` served by the signed v1, `BLOGS` Blogs ready and their pages' versions
+/// followed: where a candidate is tried.
+pub(super) struct Serving<'a> {
+    env: &'a TestEnv,
+    plugins: &'a Api<PluginResource>,
+    v1_ref: String,
+    v1: String,
+    blogs: Api<DynamicObject>,
+    phases: PhaseStore,
+    versions: Versions,
+    follower: JoinHandle<()>,
+}
+
+impl<'a> Serving<'a> {
+    /// Applies the Plugin `blog` with `v1` (pushed as `v1_ref`), waits until it serves verified
+    /// under the host already running, and creates the Blogs.
+    pub(super) async fn start(
+        env: &'a TestEnv,
+        plugins: &'a Api<PluginResource>,
+        v1_ref: &str,
+        v1: &str,
+    ) -> Result<Serving<'a>> {
+        apply(
+            plugins,
+            "blog",
+            json!({"source": {"oci": v1_ref}, "digest": v1}),
+        )
+        .await?;
+        status_until(plugins, "blog", "the signed v1 serves", |s| {
+            loaded_digest(v1)(s) && verified(s).0 == "True"
+        })
+        .await?;
+        let blogs = env.api(&kinds::blog());
+        for i in 0..BLOGS {
+            let name = format!("blog-{i}");
+            env.create(&kinds::blog(), &name, json!({"title": name, "replicas": 1}))
+                .await?;
+        }
+        for i in 0..BLOGS {
+            wait_ready(&blogs, &format!("blog-{i}")).await?;
+        }
+        let (versions, follower) = follow_versions(env, BLOGS).await?;
+        Ok(Serving {
+            env,
+            plugins,
+            v1_ref: v1_ref.to_owned(),
+            v1: v1.to_owned(),
+            blogs,
+            phases: PhaseStore::new(env.client.clone(), &env.namespace, "e2e"),
+            versions,
+            follower,
+        })
+    }
+
+    /// Proposes `candidate` (the `case`) and checks, under `host`, that it is refused for
+    /// `reason`, its message naming its digest and `why`; that v1 keeps serving, following an
+    /// edit; and that the candidate was never called (no rollout, comparison, kept phase or
+    /// child).
+    pub(super) async fn refuses(
+        &self,
+        host: &Manager,
+        case: &str,
+        candidate: Value,
+        reason: &str,
+        why: &str,
+    ) -> Result<()> {
+        let (env, blogs) = (self.env, &self.blogs);
+        let v2 = digest_of(&candidate)?;
+        with_candidate(self.plugins, &self.v1_ref, &self.v1, candidate).await?;
+        let status = status_until(
+            self.plugins,
+            "blog",
+            &format!("the {case} candidate is refused"),
+            |s| condition(s, "CandidateLoaded") == ("False".into(), reason.into()),
+        )
+        .await?;
+        let (_, _, message) = said(&status, "CandidateLoaded");
+        assert!(
+            message.contains(&v2) && message.contains(why) && message.contains("not shadowed"),
+            "{case}: {message}"
+        );
+        assert!(
+            loaded_digest(&self.v1)(&status) && condition(&status, "Ready").0 == "True",
+            "{case}: v1 serves: {status:?}"
+        );
+        assert_eq!(
+            said(&status, "CandidateVerified"),
+            Default::default(),
+            "{case}"
+        );
+
+        // v1 follows a spec edit, and every Blog's children are v1's. (The title as the page
+        // shows it: letters and spaces, nothing HTML escapes.)
+        let title: String = format!("edited while {case}")
+            .chars()
+            .filter(|c| c.is_alphanumeric() || *c == ' ')
+            .collect();
+        blogs
+            .patch(
+                "blog-0",
+                &kube::api::PatchParams::default(),
+                &kube::api::Patch::Merge(json!({"spec": {"title": title}})),
+            )
+            .await?;
+        eventually(
+            &format!("{case}: v1 renders the edit"),
+            CONVERGE,
+            || async {
+                let page = env
+                    .api(&kinds::config_map())
+                    .get("blog-0-page")
+                    .await
+                    .ok()?;
+                page.data["data"]["index.html"]
+                    .as_str()
+                    .is_some_and(|html| html.contains(&title))
+                    .then_some(())
+            },
+        )
+        .await?;
+        wait_ready(blogs, "blog-0").await?;
+
+        // Never called: no rollout, no comparison, no kept phase; `/plugins` says why.
+        let seen = seen(host).await?;
+        assert_eq!(
+            (&seen.phase, &seen.listed, seen.compared),
+            (&None, &None, 0),
+            "{case}: the candidate was called"
+        );
+        assert!(
+            seen.refused.as_deref().is_some_and(|r| r.contains(why)),
+            "{case}: /plugins lists {seen:?}"
+        );
+        assert_eq!(
+            self.phases.load("blog").await?,
+            None,
+            "{case}: a phase was kept"
+        );
+        assert_eq!(labelled(env, "weir.dev/hot-swapped").await, 0, "{case}");
+        Ok(())
+    }
+
+    /// Stops following the pages' versions and checks that no child went to another version.
+    pub(super) fn no_child_steered(&self) {
+        self.follower.abort();
+        let steered: Vec<_> = self
+            .versions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .filter(|(_, h)| h.iter().any(Option::is_some))
+            .map(|(page, h)| format!("{page}: {h:?}"))
+            .collect();
+        assert!(steered.is_empty(), "children went to v2: {steered:?}");
+    }
+
+    /// Proposes `candidate` and checks, under `host` (rolling out as
+    /// [`promoted_after_one_round`] says), that the policy's key `platform` verifies it, that
+    /// it is shadowed over every Blog and promoted, and that every child is then v2's.
+    pub(super) async fn promotes(&self, host: &Manager, candidate: Value) -> Result<()> {
+        let env = self.env;
+        let v2 = digest_of(&candidate)?;
+        with_candidate(self.plugins, &self.v1_ref, &self.v1, candidate).await?;
+        let status = status_until(
+            self.plugins,
+            "blog",
+            "the signed candidate is accepted",
+            |s| {
+                condition(s, "CandidateLoaded").0 == "True"
+                    && said(s, "CandidateVerified").0 == "True"
+            },
+        )
+        .await?;
+        let (_, _, message) = said(&status, "CandidateVerified");
+        assert!(
+            message.contains(&v2) && message.contains("platform"),
+            "{message}"
+        );
+        eventually("every child is v2's", CONVERGE, || async {
+            (labelled(env, "weir.dev/hot-swapped=v2").await == 3 * BLOGS).then_some(())
+        })
+        .await?;
+        let seen = seen(host).await?;
+        assert_eq!(
+            (&seen.phase, &seen.listed, &seen.refused),
+            (&Some(Phase::Promoted), &Some(Phase::Promoted), &None),
+            "{seen:?}"
+        );
+        assert!(seen.compared >= BLOGS as u64, "{seen:?}");
+        let kept = self.phases.load("blog").await?.map(|k| k.phase);
+        assert_eq!(kept, Some(Phase::Promoted));
+        Ok(())
+    }
+}
+
 #[tokio::test]
 async fn a_candidate_that_does_not_verify_is_never_shadowed_canaried_or_promoted_and_a_signed_one_rolls_out()
 -> Result<()> {
@@ -144,27 +350,7 @@ async fn a_candidate_that_does_not_verify_is_never_shadowed_canaried_or_promoted
     let store = tempfile::tempdir()?;
     let enforce = policy_file(dir.path(), "enforce", &platform)?;
     let enforcing = host(&env, store.path(), &enforce, promoted_after_one_round()).await?;
-    apply(
-        &plugins,
-        "blog",
-        json!({"source": {"oci": v1_ref}, "digest": v1}),
-    )
-    .await?;
-    status_until(&plugins, "blog", "the signed v1 serves", |s| {
-        loaded_digest(&v1)(s) && verified(s).0 == "True"
-    })
-    .await?;
-    let blogs = env.api(&kinds::blog());
-    for i in 0..BLOGS {
-        let name = format!("blog-{i}");
-        env.create(&kinds::blog(), &name, json!({"title": name, "replicas": 1}))
-            .await?;
-    }
-    for i in 0..BLOGS {
-        wait_ready(&blogs, &format!("blog-{i}")).await?;
-    }
-    let (versions, follower) = follow_versions(&env, BLOGS).await?;
-    let phases = PhaseStore::new(env.client.clone(), &env.namespace, "e2e");
+    let serving = Serving::start(&env, &plugins, &v1_ref, &v1).await?;
 
     let refusals = [
         ("unsigned", "weir/unsigned", "Unsigned", "has no signature"),
@@ -175,82 +361,14 @@ async fn a_candidate_that_does_not_verify_is_never_shadowed_canaried_or_promoted
             "does not meet the policy",
         ),
     ];
-    for (round, (case, repository, reason, why)) in refusals.into_iter().enumerate() {
+    for (case, repository, reason, why) in refusals {
         let candidate = json!({"oci": registry.reference(repository, "2.0"), "digest": v2});
-        with_candidate(&plugins, &v1_ref, &v1, candidate).await?;
-        let status = status_until(
-            &plugins,
-            "blog",
-            &format!("the {case} candidate is refused"),
-            |s| condition(s, "CandidateLoaded") == ("False".into(), reason.into()),
-        )
-        .await?;
-        let (_, _, message) = said(&status, "CandidateLoaded");
-        assert!(
-            message.contains(&v2) && message.contains(why) && message.contains("not shadowed"),
-            "{case}: {message}"
-        );
-        assert!(
-            loaded_digest(&v1)(&status) && condition(&status, "Ready").0 == "True",
-            "{case}: v1 serves: {status:?}"
-        );
-        assert_eq!(
-            said(&status, "CandidateVerified"),
-            Default::default(),
-            "{case}"
-        );
-
-        // v1 follows a spec edit, and every Blog's children are v1's.
-        let title = format!("edited {round}");
-        blogs
-            .patch(
-                "blog-0",
-                &kube::api::PatchParams::default(),
-                &kube::api::Patch::Merge(json!({"spec": {"title": title}})),
-            )
+        serving
+            .refuses(&enforcing, case, candidate, reason, why)
             .await?;
-        eventually(
-            &format!("{case}: v1 renders the edit"),
-            CONVERGE,
-            || async {
-                let page = env
-                    .api(&kinds::config_map())
-                    .get("blog-0-page")
-                    .await
-                    .ok()?;
-                page.data["data"]["index.html"]
-                    .as_str()
-                    .is_some_and(|html| html.contains(&title))
-                    .then_some(())
-            },
-        )
-        .await?;
-        wait_ready(&blogs, "blog-0").await?;
-
-        // Never called: no rollout, no comparison, no kept phase; `/plugins` says why.
-        let seen = seen(&enforcing).await?;
-        assert_eq!(
-            (&seen.phase, &seen.listed, seen.compared),
-            (&None, &None, 0),
-            "{case}: the candidate was called"
-        );
-        assert!(
-            seen.refused.as_deref().is_some_and(|r| r.contains(why)),
-            "{case}: /plugins lists {seen:?}"
-        );
-        assert_eq!(phases.load("blog").await?, None, "{case}: a phase was kept");
-        assert_eq!(labelled(&env, "weir.dev/hot-swapped").await, 0, "{case}");
     }
     enforcing.shutdown().await;
-    follower.abort();
-    let steered: Vec<_> = versions
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-        .filter(|(_, h)| h.iter().any(Option::is_some))
-        .map(|(page, h)| format!("{page}: {h:?}"))
-        .collect();
-    assert!(steered.is_empty(), "children went to v2: {steered:?}");
+    serving.no_child_steered();
 
     // Under audit, the stranger's candidate is shadowed, and the status says why it would not
     // have been.
@@ -278,29 +396,7 @@ async fn a_candidate_that_does_not_verify_is_never_shadowed_canaried_or_promoted
     // Under enforce again, the same bytes signed by the policy's key: verified, shadowed (where
     // audit left the phase), then promoted, and every child is v2's.
     let enforcing = host(&env, store.path(), &enforce, promoted_after_one_round()).await?;
-    with_candidate(&plugins, &v1_ref, &v1, json!({"digest": v2})).await?;
-    let status = status_until(&plugins, "blog", "the signed candidate is accepted", |s| {
-        condition(s, "CandidateLoaded").0 == "True" && said(s, "CandidateVerified").0 == "True"
-    })
-    .await?;
-    let (_, _, message) = said(&status, "CandidateVerified");
-    assert!(
-        message.contains(&v2) && message.contains("platform"),
-        "{message}"
-    );
-    eventually("every child is v2's", CONVERGE, || async {
-        (labelled(&env, "weir.dev/hot-swapped=v2").await == 3 * BLOGS).then_some(())
-    })
-    .await?;
-    let seen = seen(&enforcing).await?;
-    assert_eq!(
-        (&seen.phase, &seen.listed, &seen.refused),
-        (&Some(Phase::Promoted), &Some(Phase::Promoted), &None),
-        "{seen:?}"
-    );
-    assert!(seen.compared >= BLOGS as u64, "{seen:?}");
-    let kept = phases.load("blog").await?.map(|k| k.phase);
-    assert_eq!(kept, Some(Phase::Promoted));
+    serving.promotes(&enforcing, json!({"digest": v2})).await?;
     enforcing.shutdown().await;
     Ok(())
 }
