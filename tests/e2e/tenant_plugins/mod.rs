@@ -5,7 +5,8 @@
 //! `weir-tenant-plugin-editor` (`deploy/rbac/tenant-plugins.yaml`) in its namespace creates a
 //! TenantPlugin there and is forbidden elsewhere; two teams serve the Blog kind with different
 //! versions, each in its own namespace; a Blog elsewhere is left alone and a TenantPlugin there
-//! is refused as no tenant's; team A's candidate is rolled out beside its serving version; each
+//! is refused as no tenant's; team A's candidate is rolled out beside its serving version, and
+//! once aborted its TenantPlugin's `CandidateLoaded` says so (version, digest, why); each
 //! team's share is on /metrics; while team B's plugin floods
 //! (requeues at once, churns its children), team A's next Blog converges within the hostile
 //! suite's budget.
