@@ -1,5 +1,6 @@
 //! What a `Plugin`'s status says of its `spec.candidate`: whether it was refused before any
-//! load, and why (`CandidateLoaded`), and what its signatures came to (`CandidateVerified`);
+//! load or after it (it serves another kind, the rollout rolled it back), and why
+//! (`CandidateLoaded`), and what its signatures came to (`CandidateVerified`);
 //! [`super::status::desired`] adds these conditions while the spec names a candidate.
 
 use super::verdict::Signature;
@@ -17,6 +18,19 @@ pub enum CandidateAttempt {
         version: String,
         /// What its signatures came to (`None` without a verification policy).
         signature: Option<Signature>,
+    },
+    /// Loaded and handed to the rollout, then refused there: it would replace another kind or
+    /// plugin, or the rollout rolled it back (or had before a restart). The serving version
+    /// reconciles alone.
+    Dropped {
+        /// The manifest digest (`sha256:…`).
+        digest: String,
+        /// Plugin name and version, from `describe()` (`blog@0.2.0`).
+        version: String,
+        /// CamelCase reason (`OtherKind`, `OtherPlugin`, `RolledBack`, ...).
+        reason: &'static str,
+        /// Why, for people.
+        message: String,
     },
     /// Refused before it was loaded: never shadowed, canaried or promoted.
     Refused {
@@ -49,6 +63,21 @@ pub(super) fn candidate_conditions(candidate: &CandidateAttempt) -> CandidateCon
                 "False",
                 *reason,
                 format!("{message}; the candidate is not shadowed, canaried or promoted"),
+            ),
+            None,
+        ),
+        CandidateAttempt::Dropped {
+            digest,
+            version,
+            reason,
+            message,
+        } => (
+            (
+                "False",
+                *reason,
+                format!(
+                    "{digest} was loaded as {version}, then refused: {message}; the serving version reconciles alone"
+                ),
             ),
             None,
         ),
@@ -118,6 +147,33 @@ mod tests {
         assert!(loaded.message.contains("not shadowed"), "{loaded:?}");
         let types: Vec<&str> = status.conditions.iter().map(|c| c.type_.as_str()).collect();
         assert_eq!(types, ["Loaded", "Ready", "CandidateLoaded"]);
+        assert_eq!(condition(&status, "Loaded").status, "True");
+        assert_eq!(status.last_error, None, "the serving spec is not refused");
+    }
+
+    #[test]
+    fn a_candidate_refused_after_its_load_says_which_and_why_beside_the_version_that_keeps_serving()
+    {
+        let dropped = CandidateAttempt::Dropped {
+            digest: "sha256:cd".into(),
+            version: "blog@0.2.0".into(),
+            reason: "RolledBack",
+            message: "rolled back: failures 9/10 against 0/10".into(),
+        };
+        let status = with(Some(&dropped));
+        let loaded = condition(&status, "CandidateLoaded");
+        assert_eq!(
+            (loaded.status.as_str(), loaded.reason.as_str()),
+            ("False", "RolledBack")
+        );
+        for needle in [
+            "blog@0.2.0",
+            "sha256:cd",
+            "failures 9/10",
+            "serving version",
+        ] {
+            assert!(loaded.message.contains(needle), "{needle}: {loaded:?}");
+        }
         assert_eq!(condition(&status, "Loaded").status, "True");
         assert_eq!(status.last_error, None, "the serving spec is not refused");
     }

@@ -54,7 +54,9 @@ pub use cluster::{ClusterConfig, ClusterLoader};
 pub use crd::{CrdError, install_crd};
 pub use dir::{FileRefusal, Loaded, PluginEvent, Timing};
 pub use metrics::HotloadMetrics;
-pub use source::{CANDIDATES_DIR, CandidateEvents, Events, Running, ServingOf, Source};
+pub use source::{
+    CANDIDATES_DIR, CandidateEvents, Events, RefusedAfterLoad, Running, ServingOf, Source,
+};
 pub use watcher::HotLoader;
 
 /// Errors starting the hot loader.

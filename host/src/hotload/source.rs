@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tokio::sync::mpsc::{UnboundedReceiver, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use super::dir::{Loaded, PluginEvent};
 use super::{
@@ -45,6 +45,23 @@ pub struct CandidateEvents<P> {
     pub events: Events<P>,
     /// The serving file of each candidate's file.
     pub serving_of: ServingOf,
+    /// Where the refusals of a candidate made after its load go back to, when the source shows
+    /// them (the cluster's: on the Plugin's status); `None`: the listing only.
+    pub refused_after_load: Option<UnboundedSender<RefusedAfterLoad>>,
+}
+
+/// A candidate refused after its load (it serves another kind, it is another plugin, the rollout
+/// rolled it back), for its source to show as it shows a refusal before the load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefusedAfterLoad {
+    /// The candidate's file (`Plugin/NAME/candidate`).
+    pub file: PathBuf,
+    /// The sha256 of its component: a refusal of a candidate since replaced is ignored.
+    pub sha256: String,
+    /// CamelCase reason (`OtherKind`, `RolledBack`, ...).
+    pub reason: &'static str,
+    /// Why, for people.
+    pub message: String,
 }
 
 /// Keeps a source's loaders running; dropping it stops them.
@@ -98,7 +115,12 @@ impl<P: Loaded> Source<P> {
             let plugins_dir = config.dir.clone();
             let serving_of: ServingOf =
                 Box::new(move |file| plugins_dir.join(file.file_name().unwrap_or_default()));
-            Some((hot, CandidateEvents { events, serving_of }))
+            let candidates = CandidateEvents {
+                events,
+                serving_of,
+                refused_after_load: None,
+            };
+            Some((hot, candidates))
         } else {
             None
         };
@@ -148,12 +170,14 @@ impl<P: Loaded> Source<P> {
 
     /// A started cluster loader as a source.
     fn following((loader, events, candidates): super::cluster::Started<P>) -> Self {
+        let (candidates, refused_after_load) = candidates;
         Self {
             catalog: loader.catalog(),
             events,
             candidates: Some(CandidateEvents {
                 events: candidates,
                 serving_of: Box::new(ClusterLoader::serving_of),
+                refused_after_load: Some(refused_after_load),
             }),
             running: Running(Loaders::Cluster(loader)),
         }

@@ -5,6 +5,11 @@
 //! candidate of `DIR/FILE.wasm`), the cluster's the Plugins' `spec.candidate`
 //! (`Plugin/NAME/candidate` is the candidate of `Plugin/NAME`).
 //!
+//! A refusal made here (the candidate would replace another kind or plugin) or by its rollout
+//! (rolled back, now or before a restart) goes back to the source
+//! (`crate::hotload::RefusedAfterLoad`), which shows it as it shows a refusal before the load:
+//! for the cluster, on the Plugin's status (`CandidateLoaded=False`).
+//!
 //! A replica that does not lead proposes its candidates too (with the phase kept then), but
 //! keeps no phase; when it comes to lead, its controllers take the kept one
 //! (`crate::rollout::resume`).
@@ -13,6 +18,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock};
 
+use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -20,9 +26,11 @@ use super::controllers::ControllersView;
 use super::runnables::{Runnables, Stage};
 use crate::chain::Chain;
 use crate::fence::Fence;
-use crate::hotload::{Catalog, KindKey, PluginEvent};
+use crate::hotload::{Catalog, KindKey, PluginEvent, RefusedAfterLoad};
 use crate::plugin::Plugin;
-use crate::rollout::{CandidateRefusal, PhaseStore, Rollout, RolloutConfig, StoredPhase};
+use crate::rollout::{
+    CandidateRefusal, Phase, PhaseStore, RolledBack, Rollout, RolloutConfig, StoredPhase,
+};
 
 /// Hands candidates to controllers and keeps the refusals for the listing.
 #[derive(Clone)]
@@ -37,6 +45,8 @@ pub(super) struct Candidates {
     pub(super) refused: Arc<RwLock<BTreeMap<PathBuf, String>>>,
     /// Told each time a candidate is handed to its controller.
     proposed: Arc<watch::Sender<()>>,
+    /// Where the candidates' refusals after their load go back to (the source following them).
+    refused_after_load: Option<UnboundedSender<RefusedAfterLoad>>,
 }
 
 impl Candidates {
@@ -57,6 +67,7 @@ impl Candidates {
             gate,
             refused: Arc::default(),
             proposed: Arc::new(watch::channel(()).0),
+            refused_after_load: None,
         }
     }
 
@@ -68,7 +79,14 @@ impl Candidates {
         file: PathBuf,
         plugin: Plugin,
     ) -> Result<(), CandidateRefusal> {
-        let result = self.try_propose(serving, file, plugin).await;
+        let sha256 = plugin.sha256().to_owned();
+        let result = self.try_propose(serving, file.clone(), plugin).await;
+        if let Err(e) = &result
+            && !matches!(e, CandidateRefusal::NoServing(_))
+        {
+            let source = self.refused_after_load.as_ref();
+            refuse_after_load(source, &file, &sha256, (e.reason(), e.to_string()));
+        }
         let mut refused = self.refused.write().unwrap_or_else(PoisonError::into_inner);
         match &result {
             Ok(()) => refused.remove(serving),
@@ -137,12 +155,30 @@ impl Candidates {
                 tracing::warn!(error = %Chain(&e), "the rollout phase was not kept");
             }
         }
+        if let Phase::RolledBack { reason } = &phase {
+            let message = format!("was rolled back before: {reason}");
+            let source = self.refused_after_load.as_ref();
+            refuse_after_load(source, &file, &sha, ("RolledBack", message));
+        }
+        // Only the way back to the source is kept: the rollout does not hold the candidates.
+        let source = self.refused_after_load.clone();
+        let (candidate, sha256) = (file.clone(), sha.clone());
+        let rolled_back: RolledBack = Box::new(move |reason| {
+            let message = format!("rolled back: {reason}");
+            refuse_after_load(
+                source.as_ref(),
+                &candidate,
+                &sha256,
+                ("RolledBack", message),
+            );
+        });
         let rollout = Rollout::new(
             self.config.clone(),
             format!("{}@{}", row.name, row.version),
             (file, info.version.clone(), sha),
             phase,
-        );
+        )
+        .on_rolled_back(rolled_back);
         rollout.set_paused(kept.is_some_and(|k| k.paused));
         controller.propose(
             Arc::new(plugin),
@@ -193,14 +229,16 @@ impl Candidates {
     /// Follows a source's candidates until `stop`: a candidate whose serving file is not served yet (the host is starting)
     /// is proposed again each time a controller starts, until it is.
     pub(super) async fn follow(
-        self,
+        mut self,
         source: crate::hotload::CandidateEvents<Plugin>,
         stop: CancellationToken,
     ) {
         let crate::hotload::CandidateEvents {
             mut events,
             serving_of,
+            refused_after_load,
         } = source;
+        self.refused_after_load = refused_after_load;
         let mut pending: BTreeMap<PathBuf, (PathBuf, Plugin)> = BTreeMap::new();
         let mut started = self.view.changes();
         loop {
@@ -255,4 +293,25 @@ impl Candidates {
             }
         }
     }
+}
+
+/// Sends the refusal of candidate `file` (component `sha256`) back to `source`, if the source
+/// takes refusals back.
+fn refuse_after_load(
+    source: Option<&UnboundedSender<RefusedAfterLoad>>,
+    file: &Path,
+    sha256: &str,
+    (reason, message): (&'static str, String),
+) {
+    let Some(source) = source else {
+        return;
+    };
+    let refused = RefusedAfterLoad {
+        file: file.to_path_buf(),
+        sha256: sha256.to_owned(),
+        reason,
+        message,
+    };
+    // The source stops only with the host: a refusal sent then has nobody to show it to.
+    let _ = source.send(refused);
 }

@@ -18,7 +18,7 @@ use crate::policy::Tenant;
 use crate::reconcile::ControllerConfig;
 use crate::reconcile::gate::{Gate, Whole};
 use crate::rollout::{PhaseStore, Resume};
-use crate::runtime::Informers;
+use crate::runtime::{Cap, Informers};
 use crate::shard::metrics::ShardMetrics;
 use crate::tenant::{Ceded, Confined};
 
@@ -96,16 +96,19 @@ impl Leases {
     }
 
     /// The informer registry of tenant namespace `namespace`: every watch in that namespace
-    /// only (narrowed to this replica's share when sharded, as the host's).
+    /// only (narrowed to this replica's share when sharded, as the host's), its stores holding
+    /// at most the entry's `maxCachedObjects` together.
     pub(super) fn tenant_informers(
         &self,
         client: &Client,
-        namespace: &str,
+        (namespace, tenant): (&str, &Tenant),
         metrics: &Arc<Metrics>,
     ) -> Arc<Informers> {
         let narrowing = self.sharding.as_ref().map(|s| s.narrowing(client));
+        let cap =
+            (tenant.max_cached_objects).map(|limit| Cap::new(format!("tenant {namespace}"), limit));
         let namespace = Some(namespace.to_owned());
-        Informers::narrowed(client.clone(), namespace, metrics.clone(), narrowing)
+        Informers::capped(client.clone(), namespace, metrics.clone(), narrowing, cap)
     }
 
     /// The controllers of tenant namespace `namespace`, none running yet: as the host's, but

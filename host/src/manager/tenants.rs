@@ -74,7 +74,7 @@ pub(super) fn serve(
         let requests = Counter::default();
         let client = TenantUsage::client(client, &namespace, &requests);
         let slots = Arc::new(Semaphore::new(tenant.reconciles()));
-        let informers = leases.tenant_informers(&client, &namespace, metrics);
+        let informers = leases.tenant_informers(&client, (&namespace, tenant), metrics);
         usage.track(
             &namespace,
             (&slots, tenant.reconciles()),

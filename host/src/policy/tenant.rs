@@ -35,6 +35,7 @@ use crate::plugin::PluginInfo;
 ///     kinds: [{group: example.com, kind: Blog}]
 ///     secretData: false
 ///     maxConcurrentReconciles: 4
+///     maxCachedObjects: 5000
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -48,6 +49,11 @@ pub struct Tenant {
     /// slots beside the host's: a tenant's storm waits for its own. **Default:
     /// [`DEFAULT_TENANT_RECONCILES`].**
     pub max_concurrent_reconciles: Option<usize>,
+    /// Objects the namespace's informers may cache, all its plugins' kinds together (parents,
+    /// children, related objects): beyond it, a new object is not cached, and no reconcile
+    /// reads a kind left out until objects are deleted (`crate::runtime::cap`). At least 1.
+    /// **Default: no cap.**
+    pub max_cached_objects: Option<usize>,
 }
 
 /// A tenant namespace's reconciles in flight at once, unless its entry says otherwise.
@@ -80,6 +86,11 @@ impl Tenant {
     pub(super) fn problem(&self, namespace: &str) -> Option<String> {
         if !crate::answer::is_valid_name(namespace) {
             return Some(format!("{namespace:?} is not a namespace name"));
+        }
+        if self.max_cached_objects == Some(0) {
+            return Some(
+                "maxCachedObjects: 0 would cache nothing, so nothing could be reconciled; leave it out for no cap".to_owned(),
+            );
         }
         self.kinds
             .iter()

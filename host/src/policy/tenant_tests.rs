@@ -250,3 +250,25 @@ fn a_policy_giving_a_tenant_a_builtin_kind_does_not_load() {
     let loaded = Policy::load(&path).unwrap();
     assert!(loaded.tenants["team-a"].secret_data);
 }
+
+#[test]
+fn a_tenants_cache_cap_loads_and_a_cap_of_zero_does_not() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("policy.yaml");
+    let entry = "tenants:\n  team-a:\n    kinds: [{group: example.com, kind: Blog}]\n";
+    std::fs::write(&path, format!("{entry}    maxCachedObjects: 0\n")).unwrap();
+    let err = Policy::load(&path).unwrap_err().to_string();
+    assert!(
+        err.contains("team-a") && err.contains("maxCachedObjects: 0"),
+        "{err}"
+    );
+    std::fs::write(&path, format!("{entry}    maxCachedObjects: 500\n")).unwrap();
+    let loaded = Policy::load(&path).unwrap();
+    assert_eq!(loaded.tenants["team-a"].max_cached_objects, Some(500));
+    std::fs::write(&path, entry).unwrap();
+    let loaded = Policy::load(&path).unwrap();
+    assert_eq!(
+        loaded.tenants["team-a"].max_cached_objects, None,
+        "no cap unless the entry sets one"
+    );
+}

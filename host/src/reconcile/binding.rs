@@ -419,6 +419,15 @@ impl Cache {
             && self.related.iter().all(|s| s.is_synced())
     }
 
+    /// Why one of these stores does not hold its whole kind (its registry's cap left objects
+    /// out), if one does not: nothing is reconciled from them until it does again.
+    pub fn short(&self) -> Option<crate::runtime::Short> {
+        std::iter::once(&self.parents)
+            .chain(&self.children)
+            .chain(&self.related)
+            .find_map(|s| s.short())
+    }
+
     /// The kinds among these stores that the API server does not serve.
     pub fn unserved(&self) -> Vec<String> {
         std::iter::once(&self.parents)

@@ -11,7 +11,7 @@ use super::invoke::PluginError;
 use super::status::StatusError;
 use crate::answer::{self, Refusal, Refused};
 use crate::plugin::{ErrorKind, PluginInfo, ReconcileResponse};
-use crate::runtime::Finish;
+use crate::runtime::{Finish, Short};
 
 /// Why one reconcile of one parent failed.
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +40,10 @@ pub enum ReconcileError {
     /// The plugin's cleanup of a parent being deleted failed.
     #[error("finalize failed: {0}")]
     Finalize(PluginError),
+    /// A store the reconcile reads does not hold its whole kind (a tenant's cache cap left
+    /// objects out): the plugin is not asked, nothing is written or pruned.
+    #[error(transparent)]
+    CacheLimited(#[from] Short),
 }
 
 impl From<FinalizerError> for ReconcileError {
@@ -63,6 +67,9 @@ impl ReconcileError {
         Self::refused(info, refused.refusal, Some(refused.answer))
     }
 }
+
+/// How soon a reconcile a short cache held back is tried again.
+pub const CACHE_LIMITED_RETRY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The label a reconcile's outcome carries in `weir_reconciles_total`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -129,6 +136,14 @@ impl ErrorAction {
                 "StatusWriteFailed",
                 false,
                 Finish::Retry,
+                ResultLabel::Error,
+            ),
+            // Tried again at a steady pace (and at once on a change of the parent): how long
+            // the cache stays short is the tenant's doing, not a failure to back off from.
+            ReconcileError::CacheLimited(_) => (
+                "CacheLimited",
+                true,
+                Finish::After(CACHE_LIMITED_RETRY),
                 ResultLabel::Error,
             ),
             ReconcileError::Finalize(e) => (
@@ -199,6 +214,35 @@ mod tests {
         );
         let contract = ReconcileError::Plugin(PluginError::refused("response too large"));
         assert_eq!(ErrorAction::of(&contract).label, ResultLabel::Refused);
+    }
+
+    #[test]
+    fn a_reconcile_held_back_by_a_short_cache_is_reported_and_tried_again_at_a_steady_pace() {
+        let e = ReconcileError::from(Short {
+            owner: "tenant team-b".into(),
+            limit: 20,
+            held: 20,
+            kind: "ConfigMap".into(),
+        });
+        let message = crate::chain::Chain(&e).to_string();
+        for needle in [
+            "tenant team-b",
+            "at most 20",
+            "maxCachedObjects",
+            "ConfigMap",
+        ] {
+            assert!(message.contains(needle), "{needle} is not in {message}");
+        }
+        let p = ErrorAction::of(&e);
+        assert!(p.report, "the parent's Reconciled condition says why");
+        assert_eq!(
+            (p.reason, p.finish, p.label),
+            (
+                "CacheLimited",
+                Finish::After(CACHE_LIMITED_RETRY),
+                ResultLabel::Error
+            )
+        );
     }
 
     #[test]

@@ -65,7 +65,7 @@ use serde::{Deserialize, Serialize};
 
 pub use self::answerer::Rollouts;
 pub use self::compare::{Diff, DiffKind, Normalised, Outcome, compare};
-pub use self::progress::{DiffReport, Rollout, RolloutStatus, canary_bucket};
+pub use self::progress::{DiffReport, RolledBack, Rollout, RolloutStatus, canary_bucket};
 pub use self::resume::{Resumable, Resume};
 pub use self::steer::RolloutArgs;
 pub use self::store::{Kept, PhaseStore, Request, StoredPhase};
@@ -273,6 +273,19 @@ pub enum CandidateRefusal {
     /// This candidate was rolled back before (kept across restarts); replace it to try again.
     #[error("was rolled back: {0}")]
     RolledBack(String),
+}
+
+impl CandidateRefusal {
+    /// The refusal's CamelCase reason, for a condition.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::NoServing(_) => "NotServed",
+            Self::OtherKind { .. } => "OtherKind",
+            Self::OtherPlugin { .. } => "OtherPlugin",
+            Self::Load(_) => "NotLoaded",
+            Self::RolledBack(_) => "RolledBack",
+        }
+    }
 }
 
 #[cfg(test)]

@@ -133,12 +133,27 @@ struct State {
 }
 
 /// One candidate's rollout, shared by the workers of its kind.
-#[derive(Debug)]
 pub struct Rollout {
     config: RolloutConfig,
     /// The serving version, `name@version`, for reasons.
     serving: String,
     state: Mutex<State>,
+    /// Told the reason when the rollout is rolled back (the candidate's source puts it on the
+    /// candidate's status).
+    rolled_back: Option<RolledBack>,
+}
+
+/// What a [`Rollout`] tells of its rollback.
+pub type RolledBack = Box<dyn Fn(&str) + Send + Sync>;
+
+impl std::fmt::Debug for Rollout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rollout")
+            .field("config", &self.config)
+            .field("serving", &self.serving)
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Rollout {
@@ -175,7 +190,15 @@ impl Rollout {
                 status,
                 moving: false,
             }),
+            rolled_back: None,
         }
+    }
+
+    /// This rollout, telling `told` the reason when it is rolled back.
+    #[must_use]
+    pub fn on_rolled_back(mut self, told: RolledBack) -> Self {
+        self.rolled_back = Some(told);
+        self
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -330,9 +353,14 @@ impl Rollout {
         st.moving = false;
         st.status.phase = phase.clone();
         st.status.phase_since = now();
+        let phase_told = phase.clone();
         st.phase = phase;
         st.since = Instant::now();
         st.compared_in_phase = 0;
+        drop(st);
+        if let (Phase::RolledBack { reason }, Some(told)) = (&phase_told, &self.rolled_back) {
+            told(reason);
+        }
     }
 }
 

@@ -168,3 +168,26 @@ fn a_decided_move_is_made_only_once_kept_and_one_not_kept_is_decided_again() {
     r.set_phase(Phase::Canary { percent: 10 });
     assert_eq!(r.phase(), Phase::Canary { percent: 10 });
 }
+
+#[test]
+fn a_rollout_tells_its_rollback_and_only_that() {
+    let told = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let sink = told.clone();
+    let r = rollout().on_rolled_back(Box::new(move |reason| {
+        sink.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(reason.to_owned());
+    }));
+    r.set_phase(Phase::Canary { percent: 10 });
+    assert!(
+        told.lock().unwrap().is_empty(),
+        "a step forward is not told"
+    );
+    r.set_phase(Phase::RolledBack {
+        reason: "aborted by an operator in Canary 10%".into(),
+    });
+    assert_eq!(
+        *told.lock().unwrap(),
+        ["aborted by an operator in Canary 10%"]
+    );
+}

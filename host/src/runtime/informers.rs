@@ -15,6 +15,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 
 use super::ObjectKey;
 use super::cache::{CachedObject, Incoming, Packing, Store};
+use super::cap::{Cap, refilling};
 use super::echoes::Echoes;
 use super::queue::{Cause, Queue};
 use super::related::KindIndex;
@@ -102,10 +103,11 @@ pub struct Informer {
 }
 
 impl Informer {
-    /// An informer (not yet watching) for `kind`, its store's size shown in `metrics`.
-    pub fn new(kind: ResourceKind, metrics: &Metrics) -> Self {
+    /// An informer (not yet watching) for `kind`, its store's size shown in `metrics`, its
+    /// objects counted against `cap` if given.
+    pub fn new(kind: ResourceKind, metrics: &Metrics, cap: Option<Arc<Cap>>) -> Self {
         Self {
-            store: Arc::new(Store::counted(kind, metrics)),
+            store: Arc::new(Store::counted(kind, metrics).capped(cap)),
             targets: Mutex::new(Vec::new()),
         }
     }
@@ -185,6 +187,8 @@ pub struct Informers {
     metrics: Arc<Metrics>,
     /// How [`Scope::Mine`] watches are narrowed; `None`: the whole kind.
     narrowing: Option<Narrowing>,
+    /// The bound on the objects all its stores hold together; `None`: no bound, nothing counted.
+    cap: Option<Arc<Cap>>,
     /// By kind and the label selector its watch uses.
     by_kind: Mutex<HashMap<InformerKey, Shared>>,
     next_id: AtomicU64,
@@ -213,14 +217,32 @@ impl Informers {
         metrics: Arc<Metrics>,
         narrowing: Option<Narrowing>,
     ) -> Arc<Self> {
+        Self::capped(client, namespace, metrics, narrowing, None)
+    }
+
+    /// [`Informers::narrowed`] whose stores hold at most `cap`'s objects together
+    /// ([`crate::runtime::cap`]); `None` leaves them unbounded.
+    pub fn capped(
+        client: Client,
+        namespace: Option<String>,
+        metrics: Arc<Metrics>,
+        narrowing: Option<Narrowing>,
+        cap: Option<Arc<Cap>>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             client,
             namespace,
             metrics,
             narrowing,
+            cap,
             by_kind: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(0),
         })
+    }
+
+    /// The bound on what its stores hold together, if it has one.
+    pub fn cap(&self) -> Option<&Arc<Cap>> {
+        self.cap.as_ref()
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<InformerKey, Shared>> {
@@ -253,21 +275,9 @@ impl Informers {
         let informer = {
             let mut by_kind = self.lock();
             let shared = by_kind.entry(key.clone()).or_insert_with(|| {
-                let informer = Arc::new(Informer::new(kind.clone(), &self.metrics));
-                let watch = match (&self.narrowing, &key.1) {
-                    (Some(Narrowing::Client { client, changes }), Some(_)) => {
-                        tokio::spawn(reselecting(
-                            (client.clone(), changes.clone()),
-                            self.namespace.clone(),
-                            informer.clone(),
-                        ))
-                    }
-                    _ => tokio::spawn(watch(
-                        self.client.clone(),
-                        (self.namespace.clone(), key.1.clone()),
-                        informer.clone(),
-                    )),
-                };
+                let cap = self.cap.clone();
+                let informer = Arc::new(Informer::new(kind.clone(), &self.metrics, cap));
+                let watch = self.spawn_watch(&informer, key.1.clone());
                 Shared { informer, watch }
             });
             shared.informer.lock().push((id, target.clone()));
@@ -289,6 +299,39 @@ impl Informers {
             key,
             id,
             store: informer.store.clone(),
+        }
+    }
+
+    /// Starts the task that feeds `informer` (listing and watching with `selector`), refilled
+    /// when the registry has a cap.
+    fn spawn_watch(
+        &self,
+        informer: &Arc<Informer>,
+        selector: Option<String>,
+    ) -> tokio::task::JoinHandle<()> {
+        let namespace = self.namespace.clone();
+        let informer = informer.clone();
+        let narrowed = match (&self.narrowing, &selector) {
+            (Some(Narrowing::Client { client, changes }), Some(_)) => {
+                Some((client.clone(), changes.clone()))
+            }
+            _ => None,
+        };
+        let client = self.client.clone();
+        let store = informer.store.clone();
+        let run = move || {
+            let (namespace, informer) = (namespace.clone(), informer.clone());
+            let (client, selector, narrowed) = (client.clone(), selector.clone(), narrowed.clone());
+            async move {
+                match narrowed {
+                    Some(narrowed) => reselecting(narrowed, namespace, informer).await,
+                    None => watch(client, (namespace, selector), informer).await,
+                }
+            }
+        };
+        match &self.cap {
+            Some(cap) => tokio::spawn(refilling(run, store, cap.clone())),
+            None => tokio::spawn(run()),
         }
     }
 

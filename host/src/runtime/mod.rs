@@ -8,10 +8,12 @@
 //!
 //! Reading order: [`ObjectKey`] (what everything is keyed by), [`informers`] (one watch and one
 //! store per kind, shared by every subscriber), [`cache`] (the packed store and its indexes),
+//! [`cap`] (a bound on what one registry's stores hold together, and their refill),
 //! [`queue`] (dedupe, backoff, the hot-loop guard), [`related`] (which parents selected an
 //! object), [`echoes`] (a watch event that is only the echo of the host's own write).
 
 pub mod cache;
+pub mod cap;
 pub mod echoes;
 pub mod informers;
 mod key;
@@ -19,6 +21,7 @@ pub mod queue;
 pub mod related;
 pub(crate) mod sweeps;
 
+pub use self::cap::{Cap, Short};
 pub use self::informers::{Informers, MapToParent, Narrowing, Route, Scope, Subscription, Target};
 pub use self::key::ObjectKey;
 pub use self::queue::{Cause, Finish, Queue, QueueConfig, TokenBucket};

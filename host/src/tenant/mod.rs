@@ -20,8 +20,10 @@
 //!
 //! Each tenant has fair shares of the host: reconcile and call slots of its own (its entry's
 //! `maxConcurrentReconciles`), one flow of the host's API request rate whatever the number of
-//! its plugins (`crate::client::for_tenant`), and its informers' cache apart; [`TenantUsage`]
-//! puts each on `/metrics`.
+//! its plugins (`crate::client::for_tenant`), and its informers' cache apart, bounded by its
+//! entry's `maxCachedObjects` when set (`crate::runtime::cap`: beyond it nothing new is cached,
+//! and a reconcile that would read a kind left out is held back, `CacheLimited`, until objects
+//! are deleted); [`TenantUsage`] puts each on `/metrics`.
 
 mod gate;
 mod strays;

@@ -2,6 +2,9 @@
 //! - `weir_tenant_reconciles_in_flight{tenant}` and `weir_tenant_reconcile_slots{tenant}`: its
 //!   reconciles in flight, against its own bound (`maxConcurrentReconciles`);
 //! - `weir_tenant_cached_objects{tenant}`: what its informers hold (its namespace only);
+//! - for a tenant whose entry sets `maxCachedObjects`, `weir_tenant_cache_limit{tenant}` (that
+//!   cap) and `weir_tenant_cache_refusals_total{tenant}` (the objects its informers left out
+//!   because the cap was reached: while it grows, some of its reconciles wait, `CacheLimited`);
 //! - `weir_tenant_api_requests_total{tenant}`: the requests its client sent (writes, lists,
 //!   watches), which share the host's rate as one flow (`crate::client::for_tenant`).
 
@@ -15,7 +18,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use tokio::sync::Semaphore;
 
 use crate::client::{Next, Sent, Wrap, WrapLayer, derive, for_tenant};
-use crate::runtime::Informers;
+use crate::runtime::{Cap, Informers};
 
 /// The tenant a series is about.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -140,8 +143,44 @@ impl Collector for TenantUsage {
             };
             ConstCounter::new(row.requests.get()).encode(family.encode_family(&labels)?)?;
         }
-        Ok(())
+        encode_caps(&rows, &mut encoder)
     }
+}
+
+/// The cap and the refusals of each tenant whose informers have a cap.
+fn encode_caps(rows: &[Row], encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
+    let caps: Vec<(TenantLabels, &Cap)> = rows
+        .iter()
+        .filter_map(|r| {
+            let labels = TenantLabels {
+                tenant: r.namespace.clone(),
+            };
+            r.informers.cap().map(|cap| (labels, &**cap))
+        })
+        .collect();
+    if caps.is_empty() {
+        return Ok(());
+    }
+    let mut family = encoder.encode_descriptor(
+        "tenant_cache_limit",
+        "Objects the tenant namespace's informers may cache (its maxCachedObjects)",
+        None,
+        ConstGauge::new(0_i64).metric_type(),
+    )?;
+    for (labels, cap) in &caps {
+        let limit = i64::try_from(cap.limit()).unwrap_or(i64::MAX);
+        ConstGauge::new(limit).encode(family.encode_family(labels)?)?;
+    }
+    let mut family = encoder.encode_descriptor(
+        "tenant_cache_refusals",
+        "Objects the tenant namespace's informers left out because its cap was reached",
+        None,
+        ConstCounter::new(0_u64).metric_type(),
+    )?;
+    for (labels, cap) in &caps {
+        ConstCounter::new(cap.refused()).encode(family.encode_family(labels)?)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -169,6 +208,14 @@ mod tests {
         let slots = Arc::new(Semaphore::new(4));
         let requests = Counter::default();
         usage.track("team-a", (&slots, 4), &informers, &requests);
+        let capped = Informers::capped(
+            client.clone(),
+            Some("team-b".into()),
+            Arc::new(Metrics::new()),
+            None,
+            Some(Cap::new("tenant team-b", 10)),
+        );
+        usage.track("team-b", (&slots, 4), &capped, &Counter::default());
         let _held = slots
             .acquire_many(3)
             .await
@@ -189,8 +236,14 @@ mod tests {
             "weir_tenant_reconcile_slots{tenant=\"team-a\"} 4",
             "weir_tenant_cached_objects{tenant=\"team-a\"} 0",
             "weir_tenant_api_requests_total{tenant=\"team-a\"} 1",
+            "weir_tenant_cache_limit{tenant=\"team-b\"} 10",
+            "weir_tenant_cache_refusals_total{tenant=\"team-b\"} 0",
         ] {
             assert!(text.contains(line), "{line} is not in\n{text}");
         }
+        assert!(
+            !text.contains("weir_tenant_cache_limit{tenant=\"team-a\"}"),
+            "a tenant with no cap shows none:\n{text}"
+        );
     }
 }

@@ -5,16 +5,23 @@
 //! `weir-tenant-plugin-editor` (`deploy/rbac/tenant-plugins.yaml`) in its namespace creates a
 //! TenantPlugin there and is forbidden elsewhere; two teams serve the Blog kind with different
 //! versions, each in its own namespace; a Blog elsewhere is left alone and a TenantPlugin there
-//! is refused as no tenant's; team A's candidate is rolled out beside its serving version; each
+//! is refused as no tenant's; team A's candidate is rolled out beside its serving version, and
+//! once aborted its TenantPlugin's `CandidateLoaded` says so (version, digest, why); each
 //! team's share is on /metrics; while team B's plugin floods
 //! (requeues at once, churns its children), team A's next Blog converges within the hostile
 //! suite's budget.
+//!
+//! `capped`: a tenant filling its namespace past its `maxCachedObjects` is cached no further
+//! than the cap, its reconciles that would read what was left out are held back (`CacheLimited`
+//! on the parent) with nothing pruned, the other tenant's Blog converges meanwhile, and once the
+//! objects are deleted everything left out is cached and converges.
 //!
 //! `hostile`: a kind not granted, a cluster-scoped child, a widened grant and a pull Secret of
 //! another namespace are refused in the TenantPlugin's status; the hostile plugin served as a
 //! tenant's writes nothing into another namespace, and a tenant's plugin reading another
 //! namespace's ConfigMap is refused.
 
+mod capped;
 mod hostile;
 mod teams;
 

@@ -3,6 +3,8 @@
 //! a team's candidate rolled out in its namespace only; a flood in one namespace leaves the
 //! other's Blog converging.
 
+use weir::rollout::{PhaseStore, Request};
+
 use super::*;
 
 /// A client of `emulator` with the token of ServiceAccount `ns/name`.
@@ -211,6 +213,28 @@ async fn a_team_serves_its_own_plugin_in_its_namespace_only_and_two_teams_serve_
         "team A's candidate: {} since {}",
         rollout.phase, rollout.phase_since
     );
+    // Team A aborts it (`weir rollout abort -n team-a blog`): a refusal made after the load, on
+    // its TenantPlugin's status as one made before it would be, naming the version and digest.
+    PhaseStore::new(admin.clone(), a, "e2e")
+        .ask("blog", Request::Abort)
+        .await?;
+    let status = status_until(
+        &admin,
+        (a, "blog"),
+        "team A's rolled-back candidate is on its TenantPlugin",
+        |s| condition(s, "CandidateLoaded") == ("False".into(), "RolledBack".into()),
+    )
+    .await?;
+    let said = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "CandidateLoaded")
+        .map(|c| c.message.clone())
+        .unwrap_or_default();
+    for needle in ["blog@", "sha256:", "aborted by an operator"] {
+        assert!(said.contains(needle), "{needle:?} is not in {said:?}");
+    }
+    println!("team A's candidate: CandidateLoaded=False RolledBack: {said}");
 
     // Each tenant's share is on /metrics: its slots, its cache, its requests.
     let text = host.metrics().encode();

@@ -1,13 +1,18 @@
 //! A Plugin's `spec.candidate`: fetched, verified and loaded as the spec is, proposed on the candidates' channel, or refused (with its reason on the Plugin's status) until its spec changes, or, when the refusal may pass, until a retry on the backoff.
+//!
+//! A candidate refused after its load (by the host's checks of what it would replace, or by the
+//! rollout rolling it back) comes back as a [`RefusedAfterLoad`] and is shown the same way, by
+//! [`CandidateAttempt::Dropped`]: every refusal of a candidate reaches its Plugin's status.
 
 use tracing::{info, warn};
 
-use super::Run;
+use super::{Run, key_of};
 use crate::chain::Chain;
 use crate::cluster::candidate_status::CandidateAttempt;
 use crate::cluster::fetch::TagCheck;
-use crate::hotload::Loader;
 use crate::hotload::dir::{FileRefusal, Loaded, PluginEvent};
+use crate::hotload::{Loader, RefusedAfterLoad};
+use crate::runtime::Cause;
 
 impl<L: Loader + Sync> Run<L> {
     /// Fetches, verifies and loads the Plugin's `spec.candidate` and proposes it (or withdraws
@@ -140,6 +145,40 @@ impl<L: Loader + Sync> Run<L> {
             file: self.candidate_file_of(name),
             reason: FileRefusal::Invalid(message),
         });
+    }
+}
+
+impl<L: Loader + Sync> Run<L> {
+    /// Shows `refused` on the status of the Plugin whose candidate it is, if that candidate is
+    /// still the one proposed (the same component); a refusal of a replaced one is ignored.
+    pub(super) fn candidate_refused_after_load(&mut self, refused: RefusedAfterLoad) {
+        let Some(name) = self
+            .entries
+            .keys()
+            .find(|name| self.candidate_file_of(name) == refused.file)
+            .cloned()
+        else {
+            return;
+        };
+        let Some(entry) = self.entries.get_mut(&name) else {
+            return;
+        };
+        let Some((plugin, digest)) = &entry.candidate else {
+            return;
+        };
+        if plugin.sha256() != refused.sha256 {
+            return;
+        }
+        let version = described(plugin);
+        warn!(plugin = %name, candidate = %version, %digest, reason = refused.reason, "candidate refused after its load: {}", refused.message);
+        entry.candidate_status = Some(CandidateAttempt::Dropped {
+            digest: digest.clone(),
+            version,
+            reason: refused.reason,
+            message: refused.message,
+        });
+        // Its turn brings the status up to date; the spec is not attempted again.
+        self.queue.add(key_of(&name), Cause::Outside);
     }
 }
 

@@ -65,13 +65,13 @@ use std::time::Duration;
 use futures::StreamExt;
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
-use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 use tracing::warn;
 
 use self::objects::Objects;
 use super::arbiter::{Arbiter, KindKey};
 use super::dir::{Loaded, PluginEvent};
-use super::{Catalog, Error, Events, HotloadMetrics, Loader, Result};
+use super::{Catalog, Error, Events, HotloadMetrics, Loader, RefusedAfterLoad, Result};
 use crate::chain::Chain;
 use crate::cluster::candidate_status::CandidateAttempt;
 use crate::cluster::fetch::TagCheck;
@@ -109,8 +109,13 @@ impl ClusterConfig {
     }
 }
 
-/// A started cluster source, the events of the versions it serves, and its candidates'.
-pub type Started<P> = (ClusterLoader, Events<P>, Events<P>);
+/// A started cluster source, the events of the versions it serves, and its candidates' (with
+/// where their refusals after the load go back to).
+pub type Started<P> = (
+    ClusterLoader,
+    Events<P>,
+    (Events<P>, UnboundedSender<RefusedAfterLoad>),
+);
 
 /// A running cluster source; dropping it stops the watch.
 pub struct ClusterLoader {
@@ -172,6 +177,7 @@ impl ClusterLoader {
         })?;
         let (events, rx) = unbounded_channel();
         let (candidates, candidates_rx) = unbounded_channel();
+        let (refused_after_load, refused_rx) = unbounded_channel();
         let catalog = Catalog::default();
         let queue = Queue::new(QueueConfig {
             base_delay: config.retry,
@@ -195,8 +201,9 @@ impl ClusterLoader {
             arbiter: Arbiter::default(),
             listed: false,
         };
-        let task = tokio::spawn(run.run());
-        Ok((Self { task, catalog }, rx, candidates_rx))
+        let task = tokio::spawn(run.run(refused_rx));
+        let candidates = (candidates_rx, refused_after_load);
+        Ok((Self { task, catalog }, rx, candidates))
     }
 
     /// The plugins served right now.
@@ -268,7 +275,7 @@ struct Run<L: Loader> {
 }
 
 impl<L: Loader + Sync> Run<L> {
-    async fn run(mut self) {
+    async fn run(mut self, mut refused_after_load: UnboundedReceiver<RefusedAfterLoad>) {
         let mut stream = self.objects.watch();
         let (leading, queue) = (self.leading.clone(), self.queue.clone());
         let mut relisted: Option<BTreeSet<String>> = None;
@@ -284,6 +291,7 @@ impl<L: Loader + Sync> Run<L> {
                     let finish = self.handle(&key.name).await;
                     queue.finish(&key, finish);
                 }
+                Some(refused) = refused_after_load.recv() => self.candidate_refused_after_load(refused),
                 // A new leader writes every status that is not up to date.
                 () = leading.turned() => {
                     for name in self.entries.keys() {

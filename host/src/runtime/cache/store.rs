@@ -1,7 +1,7 @@
 //! One watched kind's store: its objects by key, the owner index by controller UID, and (for kinds selected by label) the label index.
 
 use std::hash::{BuildHasher, RandomState};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use hashbrown::{Equivalent, HashTable};
@@ -16,6 +16,7 @@ use super::object::{CachedObject, Packing};
 use crate::metrics::{Metrics, StoreGauges};
 use crate::plugin::{LabelSelector, ResourceKind};
 use crate::runtime::ObjectKey;
+use crate::runtime::cap::{Cap, Short};
 
 /// The key of a decoded object.
 pub fn key_of(obj: &DynamicObject) -> ObjectKey {
@@ -94,6 +95,12 @@ pub struct Store {
     gauges: Option<StoreGauges>,
     /// How its objects are packed (their types and shared dictionary).
     packing: Arc<Packing>,
+    /// The bound its registry puts on the objects of all its stores together, if any.
+    cap: Option<Arc<Cap>>,
+    /// The cap left objects of this kind out since the last list that fit whole.
+    short: AtomicBool,
+    /// The full lists received (a relist the cap asked for ends in one more).
+    lists: AtomicU64,
 }
 
 #[derive(Default)]
@@ -115,6 +122,8 @@ struct Inner {
     bytes: usize,
     /// What was last added to the gauges: objects, bytes, owner and label index entries.
     published: [i64; 4],
+    /// The cap left an object out since the current list began.
+    refused: bool,
 }
 
 impl Inner {
@@ -145,10 +154,13 @@ impl Inner {
         }
     }
 
-    fn remove(&mut self, key: &ObjectKey) {
-        if let Some(old) = self.objects.take(&KeyRef::from_key(key)) {
-            self.unindex(&old.0);
-        }
+    /// Removes the object with `key`; returns whether it was held.
+    fn remove(&mut self, key: &ObjectKey) -> bool {
+        let Some(old) = self.objects.take(&KeyRef::from_key(key)) else {
+            return false;
+        };
+        self.unindex(&old.0);
+        true
     }
 
     /// Takes `old` (no longer in `objects`) out of the indexes and the byte count.
@@ -210,7 +222,56 @@ impl Store {
             unserved: AtomicBool::new(false),
             gauges: None,
             packing,
+            cap: None,
+            short: AtomicBool::new(false),
+            lists: AtomicU64::new(0),
         }
+    }
+
+    /// This store, its objects counted against `cap` (shared by its registry's stores).
+    #[must_use]
+    pub fn capped(mut self, cap: Option<Arc<Cap>>) -> Self {
+        self.cap = cap;
+        self
+    }
+
+    /// Whether `obj` may be cached: always without a cap or when its key is held (a new version
+    /// takes no new place); otherwise if the cap has room. A refusal makes the store short.
+    fn admits(&self, inner: &mut Inner, obj: &CachedObject) -> bool {
+        let Some(cap) = &self.cap else { return true };
+        if inner.objects.contains(&KeyRef::of(obj)) || cap.take() {
+            return true;
+        }
+        inner.refused = true;
+        if !self.short.swap(true, Ordering::AcqRel) {
+            tracing::warn!(
+                kind = %self.kind.kind,
+                error = %cap.short(&self.kind.kind),
+                "cache cap reached: objects left out"
+            );
+        }
+        false
+    }
+
+    /// Gives the places of `n` objects no longer held back to the cap, if any.
+    fn release(&self, n: usize) {
+        if let Some(cap) = &self.cap {
+            cap.give(n);
+        }
+    }
+
+    /// Why this store does not hold its whole kind, if the cap left objects out since its last
+    /// list that fit whole. Never for a store with no cap.
+    pub fn short(&self) -> Option<Short> {
+        let cap = self.cap.as_ref()?;
+        self.short
+            .load(Ordering::Acquire)
+            .then(|| cap.short(&self.kind.kind))
+    }
+
+    /// The full lists this store has received.
+    pub fn lists(&self) -> u64 {
+        self.lists.load(Ordering::Acquire)
     }
 
     /// An empty, unsynced store for `kind` whose size shows in `metrics`.
@@ -251,17 +312,26 @@ impl Store {
     pub fn apply(&self, event: watcher::Event<CachedObject>) -> Option<Arc<CachedObject>> {
         let mut inner = self.write();
         let touched = match event {
+            // An object the cap leaves out is not cached, and concerns nobody.
+            watcher::Event::Apply(obj) | watcher::Event::InitApply(obj)
+                if !self.admits(&mut inner, &obj) =>
+            {
+                None
+            }
             watcher::Event::Apply(obj) => {
                 let obj = Arc::new(obj);
                 inner.insert(obj.clone());
                 Some(obj)
             }
             watcher::Event::Delete(obj) => {
-                inner.remove(&obj.key());
+                if inner.remove(&obj.key()) {
+                    self.release(1);
+                }
                 Some(Arc::new(obj))
             }
             watcher::Event::Init => {
                 inner.unlisted = Some(inner.objects.clone());
+                inner.refused = false;
                 None
             }
             watcher::Event::InitApply(obj) => {
@@ -273,11 +343,20 @@ impl Store {
                 Some(obj)
             }
             watcher::Event::InitDone => {
-                for gone in inner.unlisted.take().unwrap_or_default() {
-                    inner.remove(&gone.0.key());
+                let mut gone = 0;
+                for old in inner.unlisted.take().unwrap_or_default() {
+                    gone += usize::from(inner.remove(&old.0.key()));
                 }
                 self.publish(&mut inner);
+                let short = inner.refused;
                 drop(inner);
+                self.release(gone);
+                self.short.store(short, Ordering::Release);
+                self.lists.fetch_add(1, Ordering::AcqRel);
+                if short && let Some(cap) = &self.cap {
+                    // Room made during the list (by another store) must not go unnoticed.
+                    cap.poke();
+                }
                 self.unserved.store(false, Ordering::Release);
                 self.synced.send_replace(true);
                 return None;
@@ -421,6 +500,9 @@ impl Drop for Store {
         let inner = self.inner.get_mut().unwrap_or_else(|p| p.into_inner());
         if let Some(gauges) = &self.gauges {
             gauges.add([0; 4], inner.published);
+        }
+        if let Some(cap) = &self.cap {
+            cap.give(inner.objects.len());
         }
     }
 }

@@ -1,0 +1,186 @@
+//! A tenant that fills its namespace past its `maxCachedObjects`: the host caches no more of
+//! it than the cap, holds back (and says so on the parent) the reconciles that would read what
+//! it left out, prunes nothing, and leaves the other tenant converging; once objects are
+//! deleted, everything it left out is cached and converges by itself.
+
+use kube::api::{DeleteParams, Patch, PatchParams};
+
+use super::*;
+
+/// Team B's cap: its component, two Blogs and their children (four objects each) fit; twenty
+/// more ConfigMaps do not.
+const CAP: usize = 14;
+/// The ConfigMaps team B floods its namespace with.
+const FILLERS: usize = 20;
+
+/// The value of `/metrics` series `name` for tenant `ns`.
+fn tenant_metric(host: &Manager, name: &str, ns: &str) -> Option<f64> {
+    let text = host.metrics().encode();
+    let prefix = format!("{name}{{tenant=\"{ns}\"}} ");
+    text.lines()
+        .find_map(|l| l.strip_prefix(prefix.as_str()))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The page ConfigMap of Blog `ns/name`, if there is one.
+async fn page(client: &Client, ns: &str, name: &str) -> Result<Option<String>> {
+    let page = Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .get_opt(&format!("{name}-page"))
+        .await?;
+    Ok(page.and_then(|p| p.data.and_then(|d| d.into_values().next())))
+}
+
+#[tokio::test]
+async fn a_tenant_over_its_cache_cap_is_contained_and_recovers_once_objects_are_deleted()
+-> Result<()> {
+    let emulator = Emulator::start(EmulatorConfig {
+        workloads: Some(WorkloadSimulation {
+            ready_after: Duration::from_millis(100),
+        }),
+        ..EmulatorConfig::default()
+    })
+    .await?;
+    let admin = emulator.client();
+    let (a, b) = ("team-a", "team-b");
+    for ns in [a, b] {
+        namespace(&admin, ns).await?;
+    }
+    let env = TestEnv {
+        client: admin.clone(),
+        emulator: Some(emulator),
+        namespace: a.to_owned(),
+    };
+    env.install_crd(&plugin("blog")?).await?;
+    install_plugin_crd(&env).await?;
+    install_tenant_plugin_crd(&admin).await?;
+    for ns in [a, b] {
+        component(&admin, ns, "blog-component", "blog.wasm").await?;
+        let from = ("blog-component", "blog.wasm");
+        apply(&admin, ns, "blog", from, json!({})).await?;
+    }
+    let mut policy = Policy::default();
+    tenants(&mut policy, &[a, b], &[("weir.dev", "Blog")]);
+    if let Some(team_b) = policy.tenants.get_mut(b) {
+        team_b.max_cached_objects = Some(CAP);
+    }
+    let store = tempfile::tempdir()?;
+    let host = host(&env, store.path(), policy, false).await?;
+    for ns in [a, b] {
+        status_until(&admin, (ns, "blog"), "the tenant's plugin is loaded", |s| {
+            condition(s, "Loaded").0 == "True"
+        })
+        .await?;
+        create_blog(&admin, ns, "home").await?;
+        wait_ready(&blogs_in(&admin, ns), "home").await?;
+    }
+    let cap = CAP as f64;
+    assert_eq!(
+        tenant_metric(&host, "weir_tenant_cache_limit", b),
+        Some(cap)
+    );
+    assert_eq!(tenant_metric(&host, "weir_tenant_cache_limit", a), None);
+
+    // Team B fills its namespace: the host caches no more than the cap of it.
+    let config_maps = Api::<ConfigMap>::namespaced(admin.clone(), b);
+    for i in 0..FILLERS {
+        let filler: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": format!("filler-{i}")}, "data": {"n": i.to_string()},
+        }))?;
+        config_maps.create(&PostParams::default(), &filler).await?;
+    }
+    let over = eventually("team B's cache reaches its cap", CONVERGE, || async {
+        let refused = tenant_metric(&host, "weir_tenant_cache_refusals_total", b)?;
+        (refused > 0.0).then_some(refused)
+    })
+    .await;
+    let cached = || tenant_metric(&host, "weir_tenant_cached_objects", b).unwrap_or_default();
+    let over = over.with_context(|| format!("team B caches {} objects", cached()))?;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        cached() <= cap,
+        "team B caches {} objects over its cap of {CAP}",
+        cached()
+    );
+    println!(
+        "team B: {} objects cached, {over} left out, cap {CAP}",
+        cached()
+    );
+
+    // Its Blog's next reconcile would read ConfigMaps the cache left out: it is held back, says
+    // why, and nothing of the Blog is pruned or rewritten.
+    let blogs_b = blogs_in(&admin, b);
+    let title = json!({"spec": {"title": "home, retitled"}});
+    blogs_b
+        .patch("home", &PatchParams::default(), &Patch::Merge(&title))
+        .await?;
+    let message = eventually("team B's Blog is held back", CONVERGE, || async {
+        let blog = blogs_b.get("home").await.ok()?;
+        let c = weir_e2e::condition(&blog, "Reconciled")?;
+        (c["reason"] == "CacheLimited")
+            .then(|| c["message"].as_str().unwrap_or_default().to_owned())
+    })
+    .await?;
+    for needle in [
+        "tenant team-b",
+        "maxCachedObjects",
+        &format!("at most {CAP}"),
+    ] {
+        assert!(message.contains(needle), "{needle:?} is not in {message:?}");
+    }
+    println!("team B's Blog: Reconciled=False CacheLimited: {message}");
+    let kept = page(&admin, b, "home")
+        .await?
+        .context("home's page was pruned")?;
+    assert!(
+        !kept.contains("retitled"),
+        "held back, yet rewritten: {kept}"
+    );
+    let deployments = Api::<DynamicObject>::namespaced_with(
+        admin.clone(),
+        b,
+        &kinds::deployment().api_resource(),
+    );
+    deployments
+        .get("home")
+        .await
+        .context("home's Deployment was pruned")?;
+    // A Blog created now is beyond the cap: not cached, not reconciled (yet).
+    create_blog(&admin, b, "late").await?;
+
+    // Team A is not held back: its next Blog converges within the flood budget.
+    let started = Instant::now();
+    create_blog(&admin, a, "beside").await?;
+    wait_ready(&blogs_in(&admin, a), "beside").await?;
+    let took = started.elapsed();
+    println!("team A's Blog converged in {took:.2?} while team B was over its cap");
+    assert!(took < FLOOD_BUDGET, "team A's Blog took {took:?}");
+    assert!(
+        page(&admin, b, "late").await?.is_none(),
+        "late was reconciled"
+    );
+
+    // Team B deletes its fillers: what was left out is cached, and both Blogs converge.
+    for i in 0..FILLERS {
+        config_maps
+            .delete(&format!("filler-{i}"), &DeleteParams::default())
+            .await?;
+    }
+    let started = Instant::now();
+    let recovered = eventually("team B's Blogs converge again", CONVERGE * 2, || async {
+        let retitled = page(&admin, b, "home").await.ok()??.contains("retitled");
+        let late = page(&admin, b, "late").await.ok()?.is_some();
+        (retitled && late).then_some(())
+    })
+    .await;
+    recovered.with_context(|| format!("team B caches {} objects", cached()))?;
+    wait_ready(&blogs_b, "home").await?;
+    wait_ready(&blogs_b, "late").await?;
+    println!(
+        "team B recovered in {:.2?}: {} objects cached",
+        started.elapsed(),
+        cached()
+    );
+    assert!(cached() <= cap, "team B caches {} objects", cached());
+    host.shutdown().await;
+    Ok(())
+}
