@@ -166,7 +166,9 @@
 //!   `x-kubernetes-list-type` from CRD schemas.
 //! - JSON in and out, plus protobuf request bodies of every served built-in kind (what kubectl's
 //!   generators send); protobuf responses are never produced, and protobuf for custom resources
-//!   gets 415, as from a real server. No CBOR. `Table` output has Name, Age, a few columns per
+//!   gets 415, as from a real server. No CBOR. A body is decoded before the store is locked; an
+//!   apply configuration that is valid JSON is read as JSON (so a key given twice keeps its last
+//!   value, where kube-apiserver's YAML decoder refuses it), anything else as YAML 1.2. `Table` output has Name, Age, a few columns per
 //!   built-in kind and a CRD's `additionalPrinterColumns` (simple JSONPaths only).
 //! - `/openapi/v3` serves the built-in kinds' full schemas (generated from k8s-openapi, so
 //!   `kubectl explain` works) and each CRD's schema; its paths list only the basic verbs.

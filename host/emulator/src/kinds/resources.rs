@@ -89,6 +89,16 @@ impl ResourceType {
     pub fn is_events_v1(&self) -> bool {
         self.group == "events.k8s.io" && self.kind == "Event"
     }
+
+    /// Whether objects stored under `key` are this resource's: [`ResourceType::key`] `== key`,
+    /// without building a key (a watch asks this of every change the store makes).
+    pub fn stores_at(&self, key: &ResKey) -> bool {
+        if self.is_events_v1() {
+            key.group.is_empty() && key.plural == "events"
+        } else {
+            key.group == self.group && key.plural == self.plural
+        }
+    }
 }
 
 /// Rewrite `apiVersion`/`kind` (and an Event's fields) to what the serving endpoint speaks.

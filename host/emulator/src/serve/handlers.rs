@@ -55,13 +55,10 @@ pub async fn handle(shared: Arc<Shared>, req: Request) -> ApiResult<Response> {
         (&Method::GET, None, None) => list(&shared, &req),
         (&Method::POST, None, None) => {
             let ns = req.target.ns.clone().unwrap_or_default();
-            let out = ops::create(
-                &mut shared.lock(),
-                &rt,
-                &ns,
-                req.json_body()?,
-                &req.write_opts(),
-            )?;
+            // The body is decoded before the store is locked: other requests go on meanwhile.
+            let body = req.json_body()?;
+            let opts = req.write_opts();
+            let out = ops::create(&mut shared.lock(), &rt, &ns, body, &opts)?;
             Ok(outcome_response(&rt, out, req.metadata_only()))
         }
         (&Method::DELETE, None, None) => delete_collection(&shared, &req),
@@ -93,14 +90,9 @@ pub async fn handle(shared: Arc<Shared>, req: Request) -> ApiResult<Response> {
         }
         (&Method::PUT, Some(key), s @ (None | Some("status"))) => {
             let status = check_status(&rt, s)?;
-            let out = ops::update(
-                &mut shared.lock(),
-                &rt,
-                &key,
-                req.json_body()?,
-                status,
-                &req.write_opts(),
-            )?;
+            let body = req.json_body()?;
+            let opts = req.write_opts();
+            let out = ops::update(&mut shared.lock(), &rt, &key, body, status, &opts)?;
             Ok(outcome_response(&rt, out, req.metadata_only()))
         }
         (&Method::PATCH, Some(key), s @ (None | Some("status"))) => {
@@ -117,15 +109,8 @@ pub async fn handle(shared: Arc<Shared>, req: Request) -> ApiResult<Response> {
             if ptype != PatchType::Apply {
                 opts.force = false;
             }
-            let out = ops::patch(
-                &mut shared.lock(),
-                &rt,
-                &key,
-                ptype,
-                &req.body,
-                status,
-                &opts,
-            )?;
+            let decoded = ptype.decode(&req.body);
+            let out = ops::patch(&mut shared.lock(), &rt, &key, ptype, decoded, status, &opts)?;
             Ok(outcome_response(&rt, out, req.metadata_only()))
         }
         (&Method::DELETE, Some(key), None) => delete(&shared, &req, &key),

@@ -53,7 +53,7 @@ impl WatchParams {
     /// What this watcher sees of an event: a change that moves an object into or out of the
     /// selectors is an ADDED or DELETED, as kube-apiserver's watch cache reports it.
     fn classify(&self, ev: &Event) -> Option<EventType> {
-        if ev.key.res != self.rt.key() || self.ns.as_ref().is_some_and(|ns| *ns != ev.key.ns) {
+        if !self.rt.stores_at(&ev.key.res) || self.ns.as_ref().is_some_and(|ns| *ns != ev.key.ns) {
             return None;
         }
         let now = self.selects(&ev.object);

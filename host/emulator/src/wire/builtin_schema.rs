@@ -177,11 +177,11 @@ impl Schemas {
     /// `spec.template.spec.containers[0].imagee`), removed from `obj` as the API server drops them.
     pub fn prune_unknown(&self, schema: &Value, obj: &mut Value) -> Vec<String> {
         let mut unknown = Vec::new();
-        self.prune_at(schema, obj, "", &mut unknown);
+        self.prune_at(schema, obj, &Where::Root, &mut unknown);
         unknown
     }
 
-    fn prune_at(&self, schema: &Value, v: &mut Value, path: &str, unknown: &mut Vec<String>) {
+    fn prune_at(&self, schema: &Value, v: &mut Value, at: &Where<'_>, unknown: &mut Vec<String>) {
         let schema = self.resolve(schema);
         if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
             return;
@@ -189,41 +189,65 @@ impl Schemas {
         match v {
             Value::Object(map) => {
                 if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                    let keys: Vec<String> = map.keys().cloned().collect();
-                    for k in keys {
-                        let sub_path = if path.is_empty() {
-                            k.clone()
-                        } else {
-                            format!("{path}.{k}")
-                        };
-                        match props.get(&k) {
-                            Some(sub) => {
-                                if let Some(child) = map.get_mut(&k) {
-                                    self.prune_at(sub, child, &sub_path, unknown);
-                                }
-                            }
+                    let mut dropped = Vec::new();
+                    for (k, child) in map.iter_mut() {
+                        let here = Where::Property(at, k);
+                        match props.get(k) {
+                            Some(sub) => self.prune_at(sub, child, &here, unknown),
                             None => {
-                                map.remove(&k);
-                                unknown.push(sub_path);
+                                dropped.push(k.clone());
+                                unknown.push(here.render());
                             }
                         }
+                    }
+                    for k in dropped {
+                        map.remove(&k);
                     }
                 } else if let Some(values) =
                     schema.get("additionalProperties").filter(|a| a.is_object())
                 {
                     for (k, child) in map.iter_mut() {
-                        self.prune_at(values, child, &format!("{path}.{k}"), unknown);
+                        self.prune_at(values, child, &Where::Entry(at, k), unknown);
                     }
                 }
             }
             Value::Array(items) => {
                 if let Some(item_schema) = schema.get("items") {
                     for (i, child) in items.iter_mut().enumerate() {
-                        self.prune_at(item_schema, child, &format!("{path}[{i}]"), unknown);
+                        self.prune_at(item_schema, child, &Where::Item(at, i), unknown);
                     }
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// Where [`Schemas::prune_unknown`] is in the object, written out only for a field it drops.
+enum Where<'a> {
+    Root,
+    /// A declared property (`spec.replicas`; no dot at the root).
+    Property(&'a Where<'a>, &'a str),
+    /// A map value (`.data.key`).
+    Entry(&'a Where<'a>, &'a str),
+    /// A list item (`[0]`).
+    Item(&'a Where<'a>, usize),
+}
+
+impl Where<'_> {
+    fn render(&self) -> String {
+        match self {
+            Where::Root => String::new(),
+            Where::Property(parent, k) => {
+                let parent = parent.render();
+                if parent.is_empty() {
+                    (*k).to_string()
+                } else {
+                    format!("{parent}.{k}")
+                }
+            }
+            Where::Entry(parent, k) => format!("{}.{k}", parent.render()),
+            Where::Item(parent, i) => format!("{}[{i}]", parent.render()),
         }
     }
 }

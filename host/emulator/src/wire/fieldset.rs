@@ -161,6 +161,9 @@ pub struct Lookup<'a> {
     obj: &'a Value,
     /// Per list (its address) and key fields (joined): each element key's first position.
     lists: RefCell<HashMap<(usize, String), HashMap<String, usize>>>,
+    /// Per list (its address): the answer for each key step already asked (the paths of one
+    /// item's fields all cross it by the same step).
+    found: RefCell<HashMap<usize, HashMap<String, Option<usize>>>>,
 }
 
 impl<'a> Lookup<'a> {
@@ -169,6 +172,7 @@ impl<'a> Lookup<'a> {
         Self {
             obj,
             lists: RefCell::default(),
+            found: RefCell::default(),
         }
     }
 
@@ -189,6 +193,20 @@ impl<'a> Lookup<'a> {
     /// The position of the first element of `items` whose key is `key`, as
     /// [`find_in_list`] finds it, from the list's index (built on first use).
     fn position(&self, items: &'a [Value], key: &str) -> Option<usize> {
+        let list = items.as_ptr() as usize;
+        if let Some(known) = self.found.borrow().get(&list).and_then(|m| m.get(key)) {
+            return *known;
+        }
+        let answer = self.first_with_key(items, key);
+        self.found
+            .borrow_mut()
+            .entry(list)
+            .or_default()
+            .insert(key.to_string(), answer);
+        answer
+    }
+
+    fn first_with_key(&self, items: &'a [Value], key: &str) -> Option<usize> {
         let wanted: Map<String, Value> = serde_json::from_str(key).ok()?;
         let keys: Vec<&str> = wanted.keys().map(String::as_str).collect();
         let canonical = Value::Object(wanted.clone()).to_string();
@@ -279,7 +297,9 @@ pub fn to_fields_v1(set: &BTreeSet<Path>) -> Value {
 /// A node that is itself in the set and also has children carries a `"."` entry.
 fn mark_self_nodes(node: &mut Map<String, Value>, set: &BTreeSet<Path>, prefix: &mut Path) {
     for (key, child) in node.iter_mut() {
-        let Some(step) = parse_step(key) else {
+        // The keys were just written from the set's steps, whose keys and values are already
+        // canonical JSON: read back as they are.
+        let Some(step) = written_step(key) else {
             continue;
         };
         prefix.push(step);
@@ -290,6 +310,17 @@ fn mark_self_nodes(node: &mut Map<String, Value>, set: &BTreeSet<Path>, prefix: 
             mark_self_nodes(m, set, prefix);
         }
         prefix.pop();
+    }
+}
+
+/// A step as [`to_fields_v1`] wrote it (`f:`, `k:` or `v:` and the step's own text).
+fn written_step(key: &str) -> Option<Step> {
+    let (kind, rest) = key.split_at_checked(2)?;
+    match kind {
+        "f:" => Some(Step::Field(rest.into())),
+        "k:" => Some(Step::Key(rest.into())),
+        "v:" => Some(Step::Value(rest.into())),
+        _ => None,
     }
 }
 

@@ -91,24 +91,43 @@ pub fn set_finalizers(obj: &mut Value, list: &[String]) {
     }
 }
 
-/// The object without `metadata` and (optionally) `status`, for generation comparisons.
-pub fn spec_part(obj: &Value, without_status: bool) -> Value {
-    let mut v = obj.clone();
-    if let Some(m) = v.as_object_mut() {
-        m.remove("metadata");
-        m.remove("apiVersion");
-        m.remove("kind");
-        if without_status {
-            m.remove("status");
+/// Whether `a` and `b` are equal outside `metadata`, `apiVersion`, `kind` and (optionally)
+/// `status`: whether a write changed the part that bumps `generation`. Compared in place, without
+/// copying either object.
+pub fn same_spec(a: &Value, b: &Value, without_status: bool) -> bool {
+    let skipped = |k: &str| {
+        matches!(k, "metadata" | "apiVersion" | "kind") || (without_status && k == "status")
+    };
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => {
+            let kept = |m: &'_ Map<String, Value>| m.keys().filter(|k| !skipped(k)).count();
+            kept(a) == kept(b)
+                && a.iter()
+                    .filter(|(k, _)| !skipped(k))
+                    .all(|(k, v)| b.get(k) == Some(v))
         }
+        _ => a == b,
     }
-    v
 }
 
 /// Current time as RFC 3339 with second precision, the way Kubernetes writes timestamps.
+///
+/// A write asks for it several times (its `managedFields` entry, conditions, timestamps): the
+/// text is formatted once per second per thread and copied after that.
 pub fn now_rfc3339() -> String {
+    use std::cell::RefCell;
+    thread_local! {
+        static LAST: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
+    }
     let now = k8s_openapi::jiff::Timestamp::now();
-    format!("{}", now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    let second = now.as_second();
+    LAST.with_borrow_mut(|(at, text)| {
+        if *at != second {
+            *text = format!("{}", now.strftime("%Y-%m-%dT%H:%M:%SZ"));
+            *at = second;
+        }
+        text.clone()
+    })
 }
 
 /// Read a value at a simple JSON path like `.spec.replicas`.

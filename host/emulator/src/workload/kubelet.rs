@@ -5,7 +5,7 @@
 
 use serde_json::{Value, json};
 
-use super::{NODE, NODE_IP, Sim, update, write_status};
+use super::{NODE, NODE_IP, Sim, update, write_status_of};
 use crate::store::{ObjKey, Store};
 use crate::wire::object;
 
@@ -53,7 +53,7 @@ pub(super) fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
         }
     };
     if now < due {
-        write_status(store, key, pending(&pod), MANAGER);
+        write_status_of(store, key, &pod, pending(&pod), MANAGER);
         return;
     }
     sim.starts.remove(key);
@@ -67,7 +67,7 @@ pub(super) fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
     } else {
         running(&pod, &ip)
     };
-    write_status(store, key, status, MANAGER);
+    write_status_of(store, key, &pod, status, MANAGER);
 }
 
 fn cond(kind: &str, ok: bool, reason: Option<&str>, now: &str) -> Value {

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::{active, controlled, controller_ref, create, delete, ready, res, write_status};
+use super::{active, controlled, controller_ref, create, delete, ready, res, write_status_of};
 use crate::store::{ObjKey, Store};
 use crate::wire::object;
 
@@ -101,5 +101,6 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
         // Zero counts are omitted on the wire, except `replicas`.
         m.retain(|k, v| k == "replicas" || *v != json!(0));
     }
-    write_status(store, key, status, MANAGER);
+    // Creating and deleting its Pods left the ReplicaSet itself as it was read.
+    write_status_of(store, key, &rs, status, MANAGER);
 }

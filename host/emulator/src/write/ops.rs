@@ -46,6 +46,26 @@ impl PatchType {
             _ => return None,
         })
     }
+
+    /// `body` decoded as this type's document, done before the store is locked so that other
+    /// requests go on meanwhile: an apply configuration is YAML (JSON, what most clients send,
+    /// is read as JSON first, and only text JSON cannot read goes to the YAML parser), the other
+    /// patches JSON. A decoding error is answered where [`patch`] meets it, so a patch of a
+    /// missing object still answers 404 first.
+    pub fn decode(self, body: &[u8]) -> ApiResult<Value> {
+        let what = match self {
+            PatchType::Apply => {
+                return serde_json::from_slice(body)
+                    .or_else(|_| crate::wire::yaml::from_slice(body))
+                    .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")));
+            }
+            PatchType::Merge => "merge patch",
+            PatchType::Json => "JSON patch",
+            PatchType::Strategic => "strategic merge patch",
+        };
+        serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding {what}: {e}")))
+    }
 }
 
 fn scope_for(rt: &ResourceType, status: bool) -> Scope {
@@ -240,21 +260,21 @@ pub fn update_read(
     commit(store, rt, key, old, body, status, opts, true)
 }
 
-/// Apply a patch of any type; server-side apply may create the object.
+/// Apply a patch of any type, its body decoded by [`PatchType::decode`]; server-side apply may
+/// create the object.
 pub fn patch(
     store: &mut Store,
     rt: &ResourceType,
     key: &ObjKey,
     ptype: PatchType,
-    body: &[u8],
+    decoded: ApiResult<Value>,
     status: bool,
     opts: &WriteOpts,
 ) -> ApiResult<Outcome> {
     let old = store.get(key);
     let now = object::now_rfc3339();
     if ptype == PatchType::Apply {
-        let mut cfg: Value = crate::wire::yaml::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        let mut cfg = decoded?;
         // kube-apiserver takes the name from the URL when the apply configuration omits it
         // (kube-lease-manager applies Leases that way).
         if object::name(&cfg).is_empty()
@@ -298,13 +318,10 @@ pub fn patch(
     let mut doc = serve(rt, &old);
     match ptype {
         PatchType::Merge => {
-            let p: Value = serde_json::from_slice(body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding merge patch: {e}")))?;
-            json_patch::merge(&mut doc, &p);
+            json_patch::merge(&mut doc, &decoded?);
         }
         PatchType::Json => {
-            let ops: Value = serde_json::from_slice(body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding JSON patch: {e}")))?;
+            let ops = decoded?;
             let p: json_patch::Patch =
                 serde_json::from_value(admission::tolerate_null_tests(&doc, ops)).map_err(|e| {
                     ApiError::bad_request(format!("error decoding JSON patch: {e}"))
@@ -318,9 +335,7 @@ pub fn patch(
             })?;
         }
         PatchType::Strategic => {
-            let p: Value = serde_json::from_slice(body).map_err(|e| {
-                ApiError::bad_request(format!("error decoding strategic merge patch: {e}"))
-            })?;
+            let p = decoded?;
             if rt.from_crd {
                 return Err(ApiError::unsupported_media(
                     "application/strategic-merge-patch+json (not supported for custom resources)",
@@ -416,8 +431,7 @@ fn commit(
     }
     defaults::apply(rt, &mut new, store, Some(old));
     let mut new = to_storage(rt, new);
-    let spec_changed =
-        object::spec_part(old, rt.has_status) != object::spec_part(&new, rt.has_status);
+    let spec_changed = !object::same_spec(old, &new, rt.has_status);
     if spec_changed && let Some(meta) = object::metadata_mut(&mut new) {
         meta.insert("generation".into(), json!(object::generation(old) + 1));
     }
