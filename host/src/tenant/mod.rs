@@ -21,12 +21,16 @@
 //! Each tenant has fair shares of the host: reconcile and call slots of its own (its entry's
 //! `maxConcurrentReconciles`), one flow of the host's API request rate whatever the number of
 //! its plugins (`crate::client::for_tenant`), and its informers' cache apart; [`TenantUsage`]
-//! puts each on `/metrics`.
+//! puts each on `/metrics`. The machine's cores, which every plugin call needs, are given to
+//! the tenants in turn, the host's own plugins as one more ([`Cores`]), so a tenant's flood
+//! never takes every core.
 
+mod cores;
 mod gate;
 mod strays;
 mod usage;
 
+pub use cores::{Core, Cores, Gone, Share};
 pub use gate::{Ceded, Confined};
 pub use strays::{NOT_A_TENANT, refuse_strays};
 pub use usage::TenantUsage;
