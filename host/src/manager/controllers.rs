@@ -197,17 +197,16 @@ impl Controllers {
     pub(super) fn new(
         client: Client,
         informers: Arc<Informers>,
-        slots: usize,
+        slots: CallSlots,
         metrics: Arc<Metrics>,
         config: ControllerConfig,
         gate: (Fence, Duration),
         resume: Resume,
     ) -> Self {
-        let slots = slots.max(1);
         Self {
             client,
             informers,
-            slots: CallSlots::new(slots),
+            slots,
             metrics,
             config,
             gate,

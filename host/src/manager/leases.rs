@@ -17,10 +17,11 @@ use crate::metrics::Metrics;
 use crate::policy::Tenant;
 use crate::reconcile::ControllerConfig;
 use crate::reconcile::gate::{Gate, Whole};
+use crate::reconcile::invoke::CallSlots;
 use crate::rollout::{PhaseStore, Resume};
 use crate::runtime::{Cap, Informers};
 use crate::shard::metrics::ShardMetrics;
-use crate::tenant::{Ceded, Confined};
+use crate::tenant::{Ceded, Confined, Cores, Share};
 
 /// Leadership and shard membership, held from the host's start to its stop.
 pub(super) struct Leases {
@@ -31,6 +32,9 @@ pub(super) struct Leases {
     /// One gate for every write but the Leases': the leader Lease's fence (always open for the
     /// only replica).
     pub(super) gate: Fence,
+    /// The machine's cores: with tenants, each plugin call takes one in its tenant's turn (the
+    /// host's own plugins one more flow); without, no call takes one.
+    cores: Cores,
 }
 
 impl Leases {
@@ -52,6 +56,7 @@ impl Leases {
             leadership,
             sharding,
             gate,
+            cores: Cores::of_machine(),
         })
     }
 
@@ -84,7 +89,8 @@ impl Leases {
             let host = controller.gate.clone();
             controller.gate = Arc::new(Ceded::new(&config.policy.tenants, host));
         }
-        let calls = config.max_concurrent_calls;
+        let calls = CallSlots::new(config.max_concurrent_calls)
+            .with_cores((!config.policy.tenants.is_empty()).then(|| self.cores.host()));
         self.controllers_with(
             client,
             informers,
@@ -93,6 +99,11 @@ impl Leases {
             metrics,
             store,
         )
+    }
+
+    /// Tenant namespace `namespace`'s flow of the machine's cores.
+    pub(super) fn tenant_cores(&self, namespace: &str) -> Share {
+        self.cores.tenant(namespace)
     }
 
     /// The informer registry of tenant namespace `namespace`: every watch in that namespace
@@ -115,7 +126,8 @@ impl Leases {
     /// reconciling that namespace only (`crate::tenant::Confined` around the host's gate), their
     /// answers judged with no grant but the namespace's Secret data, and with reconcile `slots`
     /// of their own (as many plugin-call slots, within the host's number), so a tenant's storm
-    /// waits for its own slots, not the host's.
+    /// waits for its own slots, not the host's; each call takes a core in the tenant's turn
+    /// (`crate::tenant::Cores`).
     pub(super) fn tenant_controllers(
         &self,
         (client, informers): (&Client, &Arc<Informers>),
@@ -132,7 +144,8 @@ impl Leases {
             reconcile_slots: slots.clone(),
             ..host
         };
-        let calls = tenant.reconciles().min(config.max_concurrent_calls);
+        let calls = CallSlots::new(tenant.reconciles().min(config.max_concurrent_calls))
+            .with_cores(Some(self.tenant_cores(namespace)));
         self.controllers_with(
             client,
             informers,
@@ -166,7 +179,7 @@ impl Leases {
         client: &Client,
         informers: &Arc<Informers>,
         config: &ManagerConfig,
-        (controller, calls): (ControllerConfig, usize),
+        (controller, calls): (ControllerConfig, CallSlots),
         metrics: &Arc<Metrics>,
         store: &PhaseStore,
     ) -> Controllers {

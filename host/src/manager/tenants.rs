@@ -75,11 +75,12 @@ pub(super) fn serve(
         let client = TenantUsage::client(client, &namespace, &requests);
         let slots = Arc::new(Semaphore::new(tenant.reconciles()));
         let informers = leases.tenant_informers(&client, (&namespace, tenant), metrics);
+        let cores = leases.tenant_cores(&namespace);
         usage.track(
             &namespace,
             (&slots, tenant.reconciles()),
             &informers,
-            &requests,
+            (&requests, &cores),
         );
         // Rollout phases by plugin name, kept in the tenant's own namespace: a tenant's plugin
         // named like another's never reads or writes that one's phase.

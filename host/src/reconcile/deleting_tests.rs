@@ -8,7 +8,6 @@ use std::time::Duration;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-use tokio::sync::Semaphore;
 use weir_emulator::{Emulator, EmulatorConfig};
 
 use super::invoke::{CallSlots, PluginError, Reconciler};
@@ -110,10 +109,7 @@ pub(super) async fn on_emulator(
         client.clone(),
         informers,
         plugin,
-        CallSlots {
-            permits: Arc::new(Semaphore::new(4)),
-            quota: 2,
-        },
+        CallSlots::new(4),
         metrics,
         ControllerConfig::default(),
     ));

@@ -4,7 +4,9 @@
 //! the host too); running them on the executor's threads would stall every watch and worker, so
 //! they go to `spawn_blocking` with a bounded number in flight. The host's call slots are shared
 //! by its plugins, and one plugin may hold at most a quota of them ([`CallSlots`]), so a
-//! plugin whose calls all run to their deadline slows itself down, not the others.
+//! plugin whose calls all run to their deadline slows itself down, not the others. A host with
+//! tenants also gives each call one of the machine's cores, in turn per tenant
+//! ([`crate::tenant::Cores`]).
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,6 +23,7 @@ use crate::plugin::{
     Selection,
 };
 use crate::runtime::cache::CachedObject;
+use crate::tenant::Share;
 
 use super::related::Found;
 
@@ -105,6 +108,9 @@ pub struct CallSlots {
     pub permits: Arc<Semaphore>,
     /// The most of them one plugin may hold at once.
     pub quota: usize,
+    /// With tenants, the flow whose turn gives each call a core (`None`: no tenants, calls
+    /// take no core).
+    pub cores: Option<Share>,
 }
 
 impl CallSlots {
@@ -114,7 +120,13 @@ impl CallSlots {
         Self {
             permits: Arc::new(Semaphore::new(total)),
             quota: plugin_quota(total),
+            cores: None,
         }
+    }
+
+    /// These slots, each call also taking a core in the turn of flow `cores`.
+    pub fn with_cores(self, cores: Option<Share>) -> Self {
+        Self { cores, ..self }
     }
 }
 
@@ -125,6 +137,8 @@ pub struct Invoker {
     permits: Arc<Semaphore>,
     /// This plugin's quota of them, taken before a shared slot.
     own: Arc<Semaphore>,
+    /// With tenants, its flow of the machine's cores, taken last.
+    cores: Option<Share>,
     metrics: Arc<Metrics>,
 }
 
@@ -144,7 +158,12 @@ impl Invoker {
         metrics: Arc<Metrics>,
     ) -> Self {
         let quota = plugin_quota(permits.available_permits());
-        Self::with_slots(plugin, &CallSlots { permits, quota }, metrics)
+        let slots = CallSlots {
+            permits,
+            quota,
+            cores: None,
+        };
+        Self::with_slots(plugin, &slots, metrics)
     }
 
     /// An invoker sharing `slots` with the host's other plugins, holding at most their quota
@@ -158,6 +177,7 @@ impl Invoker {
             plugin,
             permits: slots.permits.clone(),
             own: Arc::new(Semaphore::new(slots.quota.max(1))),
+            cores: slots.cores.clone(),
             metrics,
         }
     }
@@ -182,6 +202,13 @@ impl Invoker {
         // This plugin's slot first, so a plugin at its quota waits without holding a shared one.
         let _own = self.own.clone().acquire_owned().await.map_err(closed)?;
         let _permit = self.permits.clone().acquire_owned().await.map_err(closed)?;
+        // A core in this tenant's turn, last, so a call holds one only once it may run.
+        let _core = match &self.cores {
+            Some(cores) => Some(cores.acquire().await.map_err(|e| {
+                PluginError::new(ErrorKind::Transient, format!("plugin {name}: {e}"))
+            })?),
+            None => None,
+        };
         let plugin = self.plugin.clone();
         let span = tracing::Span::current();
         let started = Instant::now();

@@ -9,7 +9,6 @@ use std::time::Duration;
 use kube::Api;
 use kube::api::{DynamicObject, PostParams};
 use serde_json::json;
-use tokio::sync::Semaphore;
 use weir_emulator::{Emulator, EmulatorConfig};
 
 use super::Rollouts;
@@ -90,10 +89,7 @@ async fn a_shadowed_reconcile_judges_the_serving_and_the_candidate_answer_once_e
         client.clone(),
         informers,
         serving.clone(),
-        CallSlots {
-            permits: Arc::new(Semaphore::new(4)),
-            quota: 2,
-        },
+        CallSlots::new(4),
         metrics,
         config,
     ));

@@ -6,7 +6,10 @@
 //!   cap) and `weir_tenant_cache_refusals_total{tenant}` (the objects its informers left out
 //!   because the cap was reached: while it grows, some of its reconciles wait, `CacheLimited`);
 //! - `weir_tenant_api_requests_total{tenant}`: the requests its client sent (writes, lists,
-//!   watches), which share the host's rate as one flow (`crate::client::for_tenant`).
+//!   watches), which share the host's rate as one flow (`crate::client::for_tenant`);
+//! - `weir_tenant_plugin_call_seconds_total{tenant}` and `weir_tenant_calls_waiting_for_a_core{tenant}`:
+//!   how long its plugin calls held one of the machine's cores, and its calls waiting for one
+//!   now (`super::Cores`).
 
 use std::sync::{Arc, PoisonError, RwLock};
 
@@ -17,6 +20,7 @@ use prometheus_client::metrics::counter::{ConstCounter, Counter};
 use prometheus_client::metrics::gauge::ConstGauge;
 use tokio::sync::Semaphore;
 
+use super::Share;
 use crate::client::{Next, Sent, Wrap, WrapLayer, derive, for_tenant};
 use crate::runtime::{Cap, Informers};
 
@@ -37,6 +41,7 @@ struct Row {
     capacity: usize,
     informers: Arc<Informers>,
     requests: Counter,
+    cores: Share,
 }
 
 /// Every tenant's meters; clones share them. Registered with
@@ -76,14 +81,14 @@ impl TenantUsage {
             .build()
     }
 
-    /// Meters tenant `namespace`: its reconcile `slots` (of `capacity`), its `informers` and the
-    /// `requests` its client counts.
+    /// Meters tenant `namespace`: its reconcile `slots` (of `capacity`), its `informers`, the
+    /// `requests` its client counts and its flow of the machine's `cores`.
     pub fn track(
         &self,
         namespace: &str,
         (slots, capacity): (&Arc<Semaphore>, usize),
         informers: &Arc<Informers>,
-        requests: &Counter,
+        (requests, cores): (&Counter, &Share),
     ) {
         self.rows
             .write()
@@ -94,6 +99,7 @@ impl TenantUsage {
                 capacity,
                 informers: informers.clone(),
                 requests: requests.clone(),
+                cores: cores.clone(),
             });
     }
 }
@@ -105,7 +111,7 @@ impl Collector for TenantUsage {
             return Ok(());
         }
         let gauge = |n: usize| ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX));
-        let gauges: [Gauge; 3] = [
+        let gauges: [Gauge; 4] = [
             (
                 "tenant_reconciles_in_flight",
                 "Reconciles of the tenant namespace's plugins in flight",
@@ -120,6 +126,11 @@ impl Collector for TenantUsage {
                 "tenant_cached_objects",
                 "Objects the tenant namespace's informers cache",
                 |r| r.informers.cached(),
+            ),
+            (
+                "tenant_calls_waiting_for_a_core",
+                "Plugin calls of the tenant namespace waiting for one of the machine's cores",
+                |r| r.cores.usage().1,
             ),
         ];
         for (name, help, read) in gauges {
@@ -142,6 +153,19 @@ impl Collector for TenantUsage {
                 tenant: row.namespace.clone(),
             };
             ConstCounter::new(row.requests.get()).encode(family.encode_family(&labels)?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "tenant_plugin_call_seconds",
+            "Seconds the tenant namespace's plugin calls held one of the machine's cores",
+            None,
+            ConstCounter::new(0.0_f64).metric_type(),
+        )?;
+        for row in rows.iter() {
+            let labels = TenantLabels {
+                tenant: row.namespace.clone(),
+            };
+            let held = row.cores.usage().0.as_secs_f64();
+            ConstCounter::new(held).encode(family.encode_family(&labels)?)?;
         }
         encode_caps(&rows, &mut encoder)
     }
@@ -207,7 +231,19 @@ mod tests {
         );
         let slots = Arc::new(Semaphore::new(4));
         let requests = Counter::default();
-        usage.track("team-a", (&slots, 4), &informers, &requests);
+        let cores = crate::tenant::Cores::new(2);
+        let share = cores.tenant("team-a");
+        usage.track("team-a", (&slots, 4), &informers, (&requests, &share));
+        drop(share.acquire().await.unwrap_or_else(|e| panic!("{e}")));
+        let _running = share.acquire().await.unwrap_or_else(|e| panic!("{e}"));
+        let _waiting = {
+            let mut call = Box::pin(share.acquire());
+            assert!(
+                futures::poll!(call.as_mut()).is_pending(),
+                "one core of two"
+            );
+            call
+        };
         let capped = Informers::capped(
             client.clone(),
             Some("team-b".into()),
@@ -215,7 +251,12 @@ mod tests {
             None,
             Some(Cap::new("tenant team-b", 10)),
         );
-        usage.track("team-b", (&slots, 4), &capped, &Counter::default());
+        usage.track(
+            "team-b",
+            (&slots, 4),
+            &capped,
+            (&Counter::default(), &cores.tenant("team-b")),
+        );
         let _held = slots
             .acquire_many(3)
             .await
@@ -238,6 +279,8 @@ mod tests {
             "weir_tenant_api_requests_total{tenant=\"team-a\"} 1",
             "weir_tenant_cache_limit{tenant=\"team-b\"} 10",
             "weir_tenant_cache_refusals_total{tenant=\"team-b\"} 0",
+            "weir_tenant_calls_waiting_for_a_core{tenant=\"team-a\"} 1",
+            "weir_tenant_plugin_call_seconds_total{tenant=\"team-a\"} ",
         ] {
             assert!(text.contains(line), "{line} is not in\n{text}");
         }

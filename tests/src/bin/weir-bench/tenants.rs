@@ -9,7 +9,7 @@
 //! so API requests; `log-flood`),
 //! and once the flood is under way team A's Blogs are edited the same way again. The figure is
 //! team A's p99 under the flood over its quiet p99 (the goal: at most 1.2), with each tenant's
-//! share from `/metrics`.
+//! share from `/metrics` (its requests, and the cores its plugin calls held on average).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -195,15 +195,15 @@ pub async fn run(args: TenantsArgs) -> Result<()> {
     );
     for ns in [TEAM_A, TEAM_B] {
         let series = |name: &str| sample(&after, &format!("{name}{{tenant=\"{ns}\"}}"));
-        let requests = series("weir_tenant_api_requests_total").unwrap_or_default()
-            - sample(
-                &before,
-                &format!("weir_tenant_api_requests_total{{tenant=\"{ns}\"}}"),
-            )
-            .unwrap_or_default();
+        // What the phase added to a counter of the tenant's.
+        let during = |name: &str| {
+            series(name).unwrap_or_default()
+                - sample(&before, &format!("{name}{{tenant=\"{ns}\"}}")).unwrap_or_default()
+        };
         println!(
-            "{ns}: {:.0} API requests a second during the phase, {} reconcile slots, {} cached objects",
-            requests / seconds,
+            "{ns}: {:.0} API requests a second during the phase, its plugin calls on {:.2} cores on average, {} reconcile slots, {} cached objects",
+            during("weir_tenant_api_requests_total") / seconds,
+            during("weir_tenant_plugin_call_seconds_total") / seconds,
             series("weir_tenant_reconcile_slots").unwrap_or(f64::NAN),
             series("weir_tenant_cached_objects").unwrap_or(f64::NAN),
         );
