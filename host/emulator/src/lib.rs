@@ -168,8 +168,9 @@
 //!   generators send); protobuf responses are never produced, and protobuf for custom resources
 //!   gets 415, as from a real server. No CBOR. A body is decoded before the store is locked; an
 //!   apply configuration that is valid JSON is read as JSON (so a key given twice keeps its last
-//!   value, where kube-apiserver's YAML decoder refuses it), anything else as YAML 1.2. `Table` output has Name, Age, a few columns per
-//!   built-in kind and a CRD's `additionalPrinterColumns` (simple JSONPaths only).
+//!   value, where kube-apiserver's YAML decoder refuses it), anything else as YAML 1.2. `Table`
+//!   output has Name, Age, a few columns per built-in kind and a CRD's
+//!   `additionalPrinterColumns` (simple JSONPaths only).
 //! - `/openapi/v3` serves the built-in kinds' full schemas (generated from k8s-openapi, so
 //!   `kubectl explain` works) and each CRD's schema; its paths list only the basic verbs.
 //!   `/openapi/v2` (what kubectl before 1.29 reads for `apply` and `explain`) is the same
