@@ -33,26 +33,9 @@ async fn page(client: &Client, ns: &str, name: &str) -> Result<Option<String>> {
 #[tokio::test]
 async fn a_tenant_over_its_cache_cap_is_contained_and_recovers_once_objects_are_deleted()
 -> Result<()> {
-    let emulator = Emulator::start(EmulatorConfig {
-        workloads: Some(WorkloadSimulation {
-            ready_after: Duration::from_millis(100),
-        }),
-        ..EmulatorConfig::default()
-    })
-    .await?;
-    let admin = emulator.client();
     let (a, b) = ("team-a", "team-b");
-    for ns in [a, b] {
-        namespace(&admin, ns).await?;
-    }
-    let env = TestEnv {
-        client: admin.clone(),
-        emulator: Some(emulator),
-        namespace: a.to_owned(),
-    };
-    env.install_crd(&plugin("blog")?).await?;
-    install_plugin_crd(&env).await?;
-    install_tenant_plugin_crd(&admin).await?;
+    let env = emulated_teams(false, &[a, b]).await?;
+    let admin = env.client.clone();
     for ns in [a, b] {
         component(&admin, ns, "blog-component", "blog.wasm").await?;
         let from = ("blog-component", "blog.wasm");

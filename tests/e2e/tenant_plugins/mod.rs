@@ -64,6 +64,34 @@ pub(super) async fn namespace(client: &Client, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// The test's own emulator (enforcing RBAC when `secure`; Deployments turn ready after
+/// 100 ms) with the teams' `namespaces`, the Blog, Plugin and TenantPlugin CRDs installed; the
+/// environment is the first namespace's.
+pub(super) async fn emulated_teams(secure: bool, namespaces: &[&str]) -> Result<TestEnv> {
+    let emulator = Emulator::start(EmulatorConfig {
+        secure,
+        workloads: Some(WorkloadSimulation {
+            ready_after: Duration::from_millis(100),
+        }),
+        ..EmulatorConfig::default()
+    })
+    .await?;
+    let admin = emulator.client();
+    for ns in namespaces {
+        namespace(&admin, ns).await?;
+    }
+    let first = namespaces.first().context("no team's namespace")?;
+    let env = TestEnv {
+        client: admin.clone(),
+        emulator: Some(emulator),
+        namespace: (*first).to_owned(),
+    };
+    env.install_crd(&plugin("blog")?).await?;
+    install_plugin_crd(&env).await?;
+    install_tenant_plugin_crd(&admin).await?;
+    Ok(env)
+}
+
 /// Waits until TenantPlugin `ns/name`'s status satisfies `ok` (for up to [`LOAD_BUDGET`]), and
 /// returns it.
 pub(super) async fn status_until(
