@@ -13,8 +13,9 @@
 //!
 //! `capped`: a tenant filling its namespace past its `maxCachedObjects` is cached no further
 //! than the cap, its reconciles that would read what was left out are held back (`CacheLimited`
-//! on the parent) with nothing pruned, the other tenant's Blog converges meanwhile, and once the
-//! objects are deleted everything left out is cached and converges.
+//! on the parent) with nothing pruned, its TenantPlugin says `CacheLimited=True` (`AtCap`), the
+//! other tenant's Blog converges meanwhile, and once the objects are deleted everything left out
+//! is cached and converges, and the TenantPlugin says `CacheLimited=False` (`WithinCap`).
 //!
 //! `hostile`: a kind not granted, a cluster-scoped child, a widened grant and a pull Secret of
 //! another namespace are refused in the TenantPlugin's status; the hostile plugin served as a
