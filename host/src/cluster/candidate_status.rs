@@ -123,6 +123,7 @@ mod tests {
             tag: &TagCheck::NotAsked,
             signature: None,
             candidate,
+            cache: None,
         };
         desired(Some(2), Some(&serving()), &Attempt::Loaded, checks, None)
     }

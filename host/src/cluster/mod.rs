@@ -11,6 +11,7 @@
 //! - [`verify`]: `weir verify REF`.
 //! - [`status`]: what a Plugin's status says, written only when it changed.
 //! - [`candidate_status`]: what it says of its candidate.
+//! - [`cache_status`]: what a TenantPlugin's says of its tenant's cache cap.
 //! - [`tenant_plugin`]: the namespaced `TenantPlugin` resource, a team's own plugin
 //!   (`deploy/crd/tenantplugin.yaml` is generated from it).
 //!
@@ -18,6 +19,7 @@
 //! --plugins-from-cluster`), the third plugin source beside the fixed list and the directory.
 
 pub mod blobs;
+pub mod cache_status;
 pub mod candidate_status;
 pub mod fetch;
 pub mod oci;

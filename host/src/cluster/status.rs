@@ -19,16 +19,21 @@
 //!   compiled and handed to the rollout, `False` with the reason it was refused before any load
 //!   (a candidate refused is never shadowed, canaried or promoted; a rollout already under way
 //!   goes on with the candidate proposed before); `CandidateVerified` is `False` when it rolls
-//!   out under `audit` without verifying.
+//!   out under `audit` without verifying;
+//! - `CacheLimited`, on a TenantPlugin of a tenant with a cache cap (`maxCachedObjects`): `True`
+//!   (`AtCap`) while the cap leaves objects out, `False` (`WithinCap`) once every kind is cached
+//!   whole again ([`super::cache_status`]).
 
 use kube::Api;
 use kube::api::{Patch, PatchParams};
 use serde_json::{Value, json};
 
+use super::cache_status::{CACHE_LIMITED, cache_condition, listing};
 use super::candidate_status::{CandidateAttempt, candidate_conditions};
 use super::fetch::TagCheck;
 use super::resource::{Condition, PluginResource, PluginStatus, short_digest};
 use super::verdict::Signature;
+use crate::runtime::Fill;
 
 /// The component that serves a Plugin's kind, as its status shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,7 +64,8 @@ pub enum Attempt {
     },
 }
 
-/// What the host checked of the version serving beyond its digest, and of its candidate.
+/// What the host checked of the version serving beyond its digest, of its candidate, and of
+/// the cache it reconciles from.
 #[derive(Clone, Copy, Debug)]
 pub struct Checks<'a> {
     /// What its fetch learned of its tag.
@@ -68,6 +74,8 @@ pub struct Checks<'a> {
     pub signature: Option<&'a Signature>,
     /// What became of `spec.candidate` (`None` while it names none).
     pub candidate: Option<&'a CandidateAttempt>,
+    /// What its tenant's capped cache holds (`None`: a Plugin, or a tenant with no cap).
+    pub cache: Option<&'a Fill>,
 }
 
 /// The status a Plugin should have. Transition times are carried over from `previous` where a
@@ -175,6 +183,15 @@ pub fn desired(
         conditions.push(condition("CandidateLoaded", loaded));
         conditions.extend(verified.map(|c| condition("CandidateVerified", c)));
     }
+    if let Some(fill) = checks.cache {
+        // Until the stores have listed, what the status said stands.
+        let said = previous.and_then(|p| p.conditions.iter().find(|c| c.type_ == CACHE_LIMITED));
+        conditions.push(match (cache_condition(fill), said) {
+            (Some(now), _) => condition(CACHE_LIMITED, now),
+            (None, Some(said)) => said.clone(),
+            (None, None) => condition(CACHE_LIMITED, listing(fill)),
+        });
+    }
     PluginStatus {
         observed_generation: generation,
         digest: serving.map(|s| s.digest.clone()),
@@ -252,6 +269,7 @@ pub(super) mod tests {
             tag,
             signature: None,
             candidate: None,
+            cache: None,
         }
     }
 

@@ -8,6 +8,7 @@
 //! call; the host follows the events and never asks which source it runs.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
@@ -16,6 +17,7 @@ use super::{
     Catalog, ClusterConfig, ClusterLoader, Config, HotLoader, HotloadMetrics, Loader, Result,
 };
 use crate::fence::Fence;
+use crate::runtime::Cap;
 
 /// The subdirectory of a plugins directory holding candidates: `DIR/candidates/FILE.wasm` is
 /// the candidate of `DIR/FILE.wasm`.
@@ -151,10 +153,12 @@ impl<P: Loaded> Source<P> {
     }
 
     /// The `TenantPlugin` objects of `namespace` (see [`ClusterLoader::start_tenant`]), each
-    /// one's `spec.candidate` as its candidate; `loader` admits them as that namespace's.
+    /// one's `spec.candidate` as its candidate; `loader` admits them as that namespace's, and
+    /// their status follows `cap`, the cap on the tenant's cache, if it has one.
     pub fn tenant<L>(
         client: kube::Client,
         namespace: &str,
+        cap: Option<Arc<Cap>>,
         config: ClusterConfig,
         leading: Fence,
         loader: L,
@@ -164,7 +168,7 @@ impl<P: Loaded> Source<P> {
         L: Loader<Plugin = P> + Sync,
     {
         let started =
-            ClusterLoader::start_tenant(client, namespace, config, leading, loader, metrics)?;
+            ClusterLoader::start_tenant(client, namespace, cap, config, leading, loader, metrics)?;
         Ok(Self::following(started))
     }
 

@@ -108,16 +108,15 @@ impl Leases {
 
     /// The informer registry of tenant namespace `namespace`: every watch in that namespace
     /// only (narrowed to this replica's share when sharded, as the host's), its stores holding
-    /// at most the entry's `maxCachedObjects` together.
+    /// at most `cap`'s objects together (the entry's `maxCachedObjects`).
     pub(super) fn tenant_informers(
         &self,
         client: &Client,
-        (namespace, tenant): (&str, &Tenant),
+        namespace: &str,
+        cap: Option<Arc<Cap>>,
         metrics: &Arc<Metrics>,
     ) -> Arc<Informers> {
         let narrowing = self.sharding.as_ref().map(|s| s.narrowing(client));
-        let cap =
-            (tenant.max_cached_objects).map(|limit| Cap::new(format!("tenant {namespace}"), limit));
         let namespace = Some(namespace.to_owned());
         Informers::capped(client.clone(), namespace, metrics.clone(), narrowing, cap)
     }

@@ -2,6 +2,8 @@
 //! directory's and the cluster's components admitted by their loader as they load; beside the
 //! cluster's, one source per tenant namespace of the policy ([`tenants`]).
 
+use std::sync::Arc;
+
 use kube::Client;
 
 use super::admission::{Admission, AdmittingLoader};
@@ -9,6 +11,19 @@ use super::config::{ManagerConfig, ManagerError, PluginSource};
 use crate::fence::Fence;
 use crate::hotload::{EngineLoader, HotloadMetrics, Source};
 use crate::plugin::{Engine, Plugin};
+use crate::runtime::Cap;
+
+/// A tenant namespace's TenantPlugins' source, and the cap on its cache (its entry's
+/// `maxCachedObjects`), one for both: the tenant's informers count against it, and the source
+/// says on each TenantPlugin whether the tenant is at it.
+pub(super) struct TenantSource {
+    /// The tenant namespace.
+    pub(super) namespace: String,
+    /// Its TenantPlugins.
+    pub(super) source: Source<Plugin>,
+    /// The cap on its cache; `None`: no cap.
+    pub(super) cap: Option<Arc<Cap>>,
+}
 
 /// Starts `source`. A fixed list is admitted here, and a refusal stops the host's start; the
 /// loaders admit each component as they load it, with `limits` on its calls. The cluster source
@@ -74,8 +89,9 @@ fn admitting(engine: Engine, admission: Admission, config: &ManagerConfig) -> Ad
 
 /// With the cluster source, one source per namespace of the policy's `tenants:` map: that
 /// namespace's TenantPlugins, admitted as its own (`crate::policy::admit_tenant`), stored and
-/// verified as the Plugins are. A tenant namespace a host restricted to another one cannot
-/// watch is left out, with a warning. Other sources serve no tenant.
+/// verified as the Plugins are, with the cap on its cache if its entry sets one. A tenant
+/// namespace a host restricted to another one cannot watch is left out, with a warning. Other
+/// sources serve no tenant.
 pub(super) fn tenants(
     source: &PluginSource,
     admission: &Admission,
@@ -83,7 +99,7 @@ pub(super) fn tenants(
     client: &Client,
     gate: &Fence,
     metrics: &HotloadMetrics,
-) -> Result<Vec<(String, Source<Plugin>)>, ManagerError> {
+) -> Result<Vec<TenantSource>, ManagerError> {
     let PluginSource::Cluster {
         config: cluster,
         engine,
@@ -92,7 +108,7 @@ pub(super) fn tenants(
         return Ok(Vec::new());
     };
     let mut started = Vec::new();
-    for namespace in config.policy.tenants.keys() {
+    for (namespace, tenant) in &config.policy.tenants {
         let watched = config.controller.namespace.as_deref();
         if watched.is_some_and(|w| w != namespace.as_str()) {
             tracing::warn!(%namespace, ?watched, "a host watching one namespace serves no other tenant's TenantPlugins");
@@ -101,15 +117,22 @@ pub(super) fn tenants(
         let mut cluster = cluster.clone();
         cluster.verification.clone_from(&config.verification);
         let loader = admitting(engine.clone(), admission.tenant(namespace), config);
+        let cap =
+            (tenant.max_cached_objects).map(|limit| Cap::new(format!("tenant {namespace}"), limit));
         let source = Source::tenant(
             client.clone(),
             namespace,
+            cap.clone(),
             cluster,
             gate.clone(),
             loader,
             metrics.clone(),
         )?;
-        started.push((namespace.clone(), source));
+        started.push(TenantSource {
+            namespace: namespace.clone(),
+            source,
+            cap,
+        });
     }
     Ok(started)
 }

@@ -17,10 +17,10 @@ use super::candidates::Candidates;
 use super::controllers::ControllersView;
 use super::leases::Leases;
 use super::runnables::{Runnables, Stage};
+use super::sources::TenantSource;
 use super::{Feed, ManagerConfig, drive};
-use crate::hotload::{self, Catalog, Source};
+use crate::hotload::{self, Catalog};
 use crate::metrics::Metrics;
-use crate::plugin::Plugin;
 use crate::rollout::PhaseStore;
 use crate::tenant::{TenantUsage, refuse_strays};
 
@@ -51,14 +51,14 @@ pub(super) fn ready(served: &Served) -> bool {
 /// Adds, for each started tenant source, the runnables that follow it with that namespace's
 /// controllers and candidates.
 pub(super) fn serve(
-    tenants: Vec<(String, Source<Plugin>)>,
+    tenants: Vec<TenantSource>,
     runnables: &mut Runnables,
     (client, writes, leases): (&Client, &Client, &Leases),
     config: &ManagerConfig,
     (metrics, usage): (&Arc<Metrics>, &TenantUsage),
 ) -> Tenants {
     let mut started = Tenants::default();
-    let served: BTreeSet<String> = tenants.iter().map(|(ns, _)| ns.clone()).collect();
+    let served: BTreeSet<String> = tenants.iter().map(|t| t.namespace.clone()).collect();
     // A host watching every namespace refuses the TenantPlugins of the others in their status.
     if !served.is_empty() && config.controller.namespace.is_none() {
         let clients = (client.clone(), writes.clone());
@@ -67,14 +67,19 @@ pub(super) fn serve(
             refuse_strays(clients, served, leading, stop)
         });
     }
-    for (namespace, source) in tenants {
+    for TenantSource {
+        namespace,
+        source,
+        cap,
+    } in tenants
+    {
         let Some(tenant) = config.policy.tenants.get(&namespace) else {
             continue;
         };
         let requests = Counter::default();
         let client = TenantUsage::client(client, &namespace, &requests);
         let slots = Arc::new(Semaphore::new(tenant.reconciles()));
-        let informers = leases.tenant_informers(&client, (&namespace, tenant), metrics);
+        let informers = leases.tenant_informers(&client, &namespace, cap, metrics);
         let cores = leases.tenant_cores(&namespace);
         usage.track(
             &namespace,

@@ -13,7 +13,12 @@
 //! watch is restarted ([`refilling`]): its list brings what was left out, its old objects are
 //! kept until the list ends (no reader sees the kind empty), and the keys it lists are enqueued
 //! as after any relist. A registry with no cap counts nothing and relists nothing.
+//!
+//! The cap also counts its stores, which have listed and which are short ([`Cap::fill`]), and
+//! wakes whoever follows that ([`Cap::fill_changes`]) when it changes: a tenant's TenantPlugins
+//! say from it whether the tenant is at its cap (`crate::cluster::cache_status`).
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -37,6 +42,66 @@ pub struct Cap {
     refused: AtomicU64,
     /// Ticks when room is made, or when a store ends a list still short.
     changes: watch::Sender<u64>,
+    /// Its stores as they hold their kinds; sends when one is made, lists, turns short or
+    /// whole, or is dropped.
+    stores: watch::Sender<Stores>,
+}
+
+/// What one capped store holds of its kind, as its cap counts it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Holding {
+    /// It has ended a full list.
+    pub(crate) listed: bool,
+    /// The cap left objects of its kind out since its last list that fit whole.
+    pub(crate) short: bool,
+}
+
+/// A cap's stores as they hold their kinds (read through [`Cap::fill`]).
+#[derive(Debug, Default)]
+pub struct Stores {
+    /// Stores that have not ended their first list.
+    unlisted: usize,
+    /// Whether a store ever ended a list.
+    listed_once: bool,
+    /// The short stores, by kind.
+    short: BTreeMap<String, usize>,
+}
+
+impl Stores {
+    /// Counts a store of `kind` holding as `holding` in (`add`) or out.
+    fn count(&mut self, kind: &str, holding: Holding, add: bool) {
+        let step = |n: &mut usize| {
+            *n = if add { *n + 1 } else { n.saturating_sub(1) };
+        };
+        if holding.listed {
+            self.listed_once = true;
+        } else {
+            step(&mut self.unlisted);
+        }
+        if holding.short {
+            let short = self.short.entry(kind.to_owned()).or_default();
+            step(short);
+            if *short == 0 {
+                self.short.remove(kind);
+            }
+        }
+    }
+}
+
+/// What a cap's stores hold of their kinds, read at one moment ([`Cap::fill`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Fill {
+    /// Whose cache (`tenant team-a`).
+    pub owner: String,
+    /// The cap.
+    pub limit: usize,
+    /// The objects held.
+    pub held: usize,
+    /// The kinds a store left objects out of (sorted); empty while every store is whole.
+    pub left_out: Vec<String>,
+    /// Whether a store has ended a list and every store has: until then an empty `left_out`
+    /// says nothing.
+    pub listed: bool,
 }
 
 /// Why a store's objects are not reconciled from: the cap left some of its kind out.
@@ -64,6 +129,7 @@ impl Cap {
             held: AtomicUsize::new(0),
             refused: AtomicU64::new(0),
             changes: watch::Sender::new(0),
+            stores: watch::Sender::new(Stores::default()),
         })
     }
 
@@ -127,6 +193,40 @@ impl Cap {
             held: self.held(),
             kind: kind.to_owned(),
         }
+    }
+
+    /// Counts a store of `kind` moving from `from` to `to` (`None`: not there; made, dropped),
+    /// and wakes [`Cap::fill_changes`] if that changes anything.
+    pub(crate) fn recount(&self, kind: &str, from: Option<Holding>, to: Option<Holding>) {
+        if from == to {
+            return;
+        }
+        self.stores.send_modify(|stores| {
+            if let Some(from) = from {
+                stores.count(kind, from, false);
+            }
+            if let Some(to) = to {
+                stores.count(kind, to, true);
+            }
+        });
+    }
+
+    /// What the stores hold of their kinds now.
+    pub fn fill(&self) -> Fill {
+        let stores = self.stores.borrow();
+        Fill {
+            owner: self.owner.clone(),
+            limit: self.limit,
+            held: self.held(),
+            left_out: stores.short.keys().cloned().collect(),
+            listed: stores.listed_once && stores.unlisted == 0,
+        }
+    }
+
+    /// Changes when a store is made, ends its first list, turns short or whole, or is dropped:
+    /// when [`Cap::fill`] may say something else (the count alone changes nothing).
+    pub fn fill_changes(&self) -> watch::Receiver<Stores> {
+        self.stores.subscribe()
     }
 
     /// Returns once `store` has ended a list since it had ended `lists`, is short, and the cap

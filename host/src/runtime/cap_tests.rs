@@ -140,6 +140,69 @@ fn a_dropped_store_gives_its_places_back() {
     assert_eq!(cap.held(), 0);
 }
 
+/// A `Service` of that name, for a second store of the registry.
+fn service(name: &str) -> CachedObject {
+    object("Service", name, "1")
+}
+
+#[test]
+fn the_fill_says_which_kinds_are_left_out_until_each_store_lists_whole_again() {
+    let cap = Cap::new("tenant team-b", 2);
+    let mut changes = cap.fill_changes();
+    let fill = |left_out: &[&str], listed: bool, held: usize| Fill {
+        owner: "tenant team-b".into(),
+        limit: 2,
+        held,
+        left_out: left_out.iter().map(|k| (*k).to_owned()).collect(),
+        listed,
+    };
+    assert_eq!(cap.fill(), fill(&[], false, 0), "no store has listed");
+    let config_maps = capped("ConfigMap", &cap);
+    let services = capped("Service", &cap);
+    assert!(
+        changes.has_changed().unwrap_or_default(),
+        "stores were made"
+    );
+    changes.mark_unchanged();
+    list(&config_maps, &["a"]);
+    assert_eq!(cap.fill(), fill(&[], false, 1), "Services have not listed");
+    services.apply(watcher::Event::Init);
+    services.apply(watcher::Event::InitApply(service("s1")));
+    services.apply(watcher::Event::InitApply(service("s2")));
+    assert_eq!(
+        cap.fill(),
+        fill(&["Service"], false, 2),
+        "short while listing"
+    );
+    services.apply(watcher::Event::InitDone);
+    assert_eq!(cap.fill(), fill(&["Service"], true, 2));
+    changes.mark_unchanged();
+    // A ConfigMap left out too; then one more of each: no news.
+    config_maps.apply(watcher::Event::Apply(object("ConfigMap", "b", "1")));
+    assert_eq!(cap.fill(), fill(&["ConfigMap", "Service"], true, 2));
+    assert!(changes.has_changed().unwrap_or_default());
+    changes.mark_unchanged();
+    config_maps.apply(watcher::Event::Apply(object("ConfigMap", "c", "1")));
+    services.apply(watcher::Event::Apply(service("s3")));
+    assert!(
+        !changes.has_changed().unwrap_or_default(),
+        "a store already short changes nothing"
+    );
+    // `a` deleted: room, but short until a list fits; then the ConfigMaps list whole.
+    config_maps.apply(watcher::Event::Delete(object("ConfigMap", "a", "1")));
+    assert_eq!(cap.fill(), fill(&["ConfigMap", "Service"], true, 1));
+    assert!(
+        !changes.has_changed().unwrap_or_default(),
+        "the count is no news"
+    );
+    list(&config_maps, &["b"]);
+    assert_eq!(cap.fill(), fill(&["Service"], true, 2));
+    assert!(changes.has_changed().unwrap_or_default());
+    // The short store dropped (its plugin removed): nothing is left out.
+    drop(services);
+    assert_eq!(cap.fill(), fill(&[], true, 1));
+}
+
 #[test]
 fn a_store_with_no_cap_caches_everything_and_is_never_short() {
     let store = Store::new(kind("ConfigMap"));

@@ -21,7 +21,7 @@ pub mod queue;
 pub mod related;
 pub(crate) mod sweeps;
 
-pub use self::cap::{Cap, Short};
+pub use self::cap::{Cap, Fill, Short, Stores};
 pub use self::informers::{Informers, MapToParent, Narrowing, Route, Scope, Subscription, Target};
 pub use self::key::ObjectKey;
 pub use self::queue::{Cause, Finish, Queue, QueueConfig, TokenBucket};

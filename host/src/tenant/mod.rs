@@ -23,9 +23,10 @@
 //! its plugins (`crate::client::for_tenant`), and its informers' cache apart, bounded by its
 //! entry's `maxCachedObjects` when set (`crate::runtime::cap`: beyond it nothing new is cached,
 //! and a reconcile that would read a kind left out is held back, `CacheLimited`, until objects
-//! are deleted); [`TenantUsage`] puts each on `/metrics`. The machine's cores, which every plugin
-//! call needs, are given to the tenants in turn, the host's own plugins as one more ([`Cores`]),
-//! so a tenant's flood never takes every core.
+//! are deleted; its TenantPlugins say so too, `crate::cluster::cache_status`); [`TenantUsage`]
+//! puts each on `/metrics`. The machine's cores, which every plugin call needs, are given to the
+//! tenants in turn, the host's own plugins as one more ([`Cores`]), so a tenant's flood never
+//! takes every core.
 
 mod cores;
 mod gate;

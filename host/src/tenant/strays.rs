@@ -75,6 +75,7 @@ pub async fn refuse_strays(
                 tag: &TagCheck::NotAsked,
                 signature: None,
                 candidate: None,
+                cache: None,
             },
             plugin.status.as_ref(),
         );

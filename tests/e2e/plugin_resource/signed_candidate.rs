@@ -3,8 +3,8 @@
 //! reason on the Plugin's `CandidateLoaded` condition, and never shadowed, canaried or promoted
 //! while the signed v1 keeps serving every Blog; under `audit` the same candidate is shadowed and
 //! its status says why it would have been refused; the same bytes signed by the policy's key are
-//! accepted under `enforce` and promoted. [`Serving`] holds those checks, which
-//! `signed_candidate_bundle` runs on candidates signed by Sigstore bundles.
+//! accepted under `enforce` and promoted. [`Serving`] starts the enforcing host and holds those
+//! checks, which `signed_candidate_bundle` runs on candidates signed by Sigstore bundles.
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use anyhow::Result;
 use kube::Api;
 use kube::api::DynamicObject;
 use serde_json::{Value, json};
+use tempfile::TempDir;
 use tokio::task::JoinHandle;
 use weir::cluster::{PluginResource, PluginStatus};
 use weir::manager::Manager;
@@ -32,7 +33,7 @@ const BLOG: &str = "Blog.weir.dev";
 const BLOGS: usize = 4;
 
 /// The cluster-source host held to `policy`, rolling candidates out as `rollout` says.
-pub(super) async fn host(
+async fn host(
     env: &TestEnv,
     store: &Path,
     policy: &str,
@@ -48,7 +49,7 @@ pub(super) async fn host(
 }
 
 /// Shadow until every Blog was compared, then promoted at once.
-pub(super) fn promoted_after_one_round() -> RolloutConfig {
+fn promoted_after_one_round() -> RolloutConfig {
     RolloutConfig {
         shadow_reconciles: BLOGS as u64,
         steps: vec![],
@@ -123,10 +124,11 @@ fn digest_of(candidate: &Value) -> Result<String> {
 }
 
 /// The Plugin `blog` served by the signed v1, `BLOGS` Blogs ready and their pages' versions
-/// followed: where a candidate is tried.
-pub(super) struct Serving<'a> {
-    env: &'a TestEnv,
-    plugins: &'a Api<PluginResource>,
+/// followed: where a candidate is tried, in a test namespace of its own with its hosts' store.
+pub(super) struct Serving {
+    env: TestEnv,
+    plugins: Api<PluginResource>,
+    store: TempDir,
     v1_ref: String,
     v1: String,
     blogs: Api<DynamicObject>,
@@ -135,22 +137,46 @@ pub(super) struct Serving<'a> {
     follower: JoinHandle<()>,
 }
 
-impl<'a> Serving<'a> {
-    /// Applies the Plugin `blog` with `v1` (pushed as `v1_ref`), waits until it serves verified
-    /// under the host already running, and creates the Blogs.
-    pub(super) async fn start(
-        env: &'a TestEnv,
-        plugins: &'a Api<PluginResource>,
+impl Serving {
+    /// A test namespace with the Blog and Plugin CRDs, a host held to the `enforce` policy file
+    /// on a fresh store (rolling out as [`promoted_after_one_round`] says), and under it the
+    /// Plugin `blog` serving `v1` (pushed as `v1_ref`), verified, and the Blogs ready. Returns
+    /// what serves and the enforcing host.
+    pub(super) async fn enforcing(
+        enforce: &str,
         v1_ref: &str,
         v1: &str,
-    ) -> Result<Serving<'a>> {
+    ) -> Result<(Serving, Manager)> {
+        let env = TestEnv::start().await?;
+        env.install_crd(&plugin("blog")?).await?;
+        let plugins = install_plugin_crd(&env).await?;
+        let store = tempfile::tempdir()?;
+        let enforcing = host(&env, store.path(), enforce, promoted_after_one_round()).await?;
+        let serving = Self::start(env, plugins, store, v1_ref, v1).await?;
+        Ok((serving, enforcing))
+    }
+
+    /// Another host on this namespace and store, held to `policy`, rolling out as `rollout`.
+    async fn host(&self, policy: &str, rollout: RolloutConfig) -> Result<Manager> {
+        host(&self.env, self.store.path(), policy, rollout).await
+    }
+
+    /// Applies the Plugin `blog` with `v1` (pushed as `v1_ref`), waits until it serves verified
+    /// under the host already running, and creates the Blogs.
+    async fn start(
+        env: TestEnv,
+        plugins: Api<PluginResource>,
+        store: TempDir,
+        v1_ref: &str,
+        v1: &str,
+    ) -> Result<Serving> {
         apply(
-            plugins,
+            &plugins,
             "blog",
             json!({"source": {"oci": v1_ref}, "digest": v1}),
         )
         .await?;
-        status_until(plugins, "blog", "the signed v1 serves", |s| {
+        status_until(&plugins, "blog", "the signed v1 serves", |s| {
             loaded_digest(v1)(s) && verified(s).0 == "True"
         })
         .await?;
@@ -163,14 +189,16 @@ impl<'a> Serving<'a> {
         for i in 0..BLOGS {
             wait_ready(&blogs, &format!("blog-{i}")).await?;
         }
-        let (versions, follower) = follow_versions(env, BLOGS).await?;
+        let (versions, follower) = follow_versions(&env, BLOGS).await?;
+        let phases = PhaseStore::new(env.client.clone(), &env.namespace, "e2e");
         Ok(Serving {
             env,
             plugins,
+            store,
             v1_ref: v1_ref.to_owned(),
             v1: v1.to_owned(),
             blogs,
-            phases: PhaseStore::new(env.client.clone(), &env.namespace, "e2e"),
+            phases,
             versions,
             follower,
         })
@@ -188,11 +216,11 @@ impl<'a> Serving<'a> {
         reason: &str,
         why: &str,
     ) -> Result<()> {
-        let (env, blogs) = (self.env, &self.blogs);
+        let (env, blogs) = (&self.env, &self.blogs);
         let v2 = digest_of(&candidate)?;
-        with_candidate(self.plugins, &self.v1_ref, &self.v1, candidate).await?;
+        with_candidate(&self.plugins, &self.v1_ref, &self.v1, candidate).await?;
         let status = status_until(
-            self.plugins,
+            &self.plugins,
             "blog",
             &format!("the {case} candidate is refused"),
             |s| condition(s, "CandidateLoaded") == ("False".into(), reason.into()),
@@ -282,11 +310,11 @@ impl<'a> Serving<'a> {
     /// [`promoted_after_one_round`] says), that the policy's key `platform` verifies it, that
     /// it is shadowed over every Blog and promoted, and that every child is then v2's.
     pub(super) async fn promotes(&self, host: &Manager, candidate: Value) -> Result<()> {
-        let env = self.env;
+        let env = &self.env;
         let v2 = digest_of(&candidate)?;
-        with_candidate(self.plugins, &self.v1_ref, &self.v1, candidate).await?;
+        with_candidate(&self.plugins, &self.v1_ref, &self.v1, candidate).await?;
         let status = status_until(
-            self.plugins,
+            &self.plugins,
             "blog",
             "the signed candidate is accepted",
             |s| {
@@ -344,13 +372,8 @@ async fn a_candidate_that_does_not_verify_is_never_shadowed_canaried_or_promoted
         v2
     );
 
-    let env = TestEnv::start().await?;
-    env.install_crd(&plugin("blog")?).await?;
-    let plugins = install_plugin_crd(&env).await?;
-    let store = tempfile::tempdir()?;
     let enforce = policy_file(dir.path(), "enforce", &platform)?;
-    let enforcing = host(&env, store.path(), &enforce, promoted_after_one_round()).await?;
-    let serving = Serving::start(&env, &plugins, &v1_ref, &v1).await?;
+    let (serving, enforcing) = Serving::enforcing(&enforce, &v1_ref, &v1).await?;
 
     let refusals = [
         ("unsigned", "weir/unsigned", "Unsigned", "has no signature"),
@@ -373,10 +396,13 @@ async fn a_candidate_that_does_not_verify_is_never_shadowed_canaried_or_promoted
     // Under audit, the stranger's candidate is shadowed, and the status says why it would not
     // have been.
     let audit = policy_file(dir.path(), "audit", &platform)?;
-    let auditing = host(&env, store.path(), &audit, shadow_only()).await?;
-    let status = status_until(&plugins, "blog", "audit rolls the candidate out", |s| {
-        condition(s, "CandidateLoaded").0 == "True"
-    })
+    let auditing = serving.host(&audit, shadow_only()).await?;
+    let status = status_until(
+        &serving.plugins,
+        "blog",
+        "audit rolls the candidate out",
+        |s| condition(s, "CandidateLoaded").0 == "True",
+    )
     .await?;
     let (is, reason, message) = said(&status, "CandidateVerified");
     assert_eq!(
@@ -390,12 +416,12 @@ async fn a_candidate_that_does_not_verify_is_never_shadowed_canaried_or_promoted
         (shadowed && seen.compared >= BLOGS as u64).then_some(())
     })
     .await?;
-    assert_eq!(labelled(&env, "weir.dev/hot-swapped").await, 0);
+    assert_eq!(labelled(&serving.env, "weir.dev/hot-swapped").await, 0);
     auditing.shutdown().await;
 
     // Under enforce again, the same bytes signed by the policy's key: verified, shadowed (where
     // audit left the phase), then promoted, and every child is v2's.
-    let enforcing = host(&env, store.path(), &enforce, promoted_after_one_round()).await?;
+    let enforcing = serving.host(&enforce, promoted_after_one_round()).await?;
     serving.promotes(&enforcing, json!({"digest": v2})).await?;
     enforcing.shutdown().await;
     Ok(())

@@ -11,12 +11,10 @@ use serde_json::json;
 use weir::cluster::oci::parse_reference;
 use weir::cluster::{Credentials, Registry};
 use weir::trust::{PrivateKey, bundle};
-use weir_e2e::{TestEnv, plugin};
 use weir_test_support::registry::LocalRegistry;
 
 use super::signed::{key_file, policy_file};
-use super::signed_candidate::{Serving, host, promoted_after_one_round};
-use super::through_the_host::install_plugin_crd;
+use super::signed_candidate::Serving;
 use super::{weir_push, weir_push_with};
 
 #[tokio::test]
@@ -44,13 +42,8 @@ async fn a_candidate_with_another_artifact_s_bundle_is_never_shadowed_and_one_wi
     let signed = registry.reference("weir/blog", "2.0");
     assert_eq!(weir_push_with("blog-v2.wasm", &signed, &bundle_only), v2);
 
-    let env = TestEnv::start().await?;
-    env.install_crd(&plugin("blog")?).await?;
-    let plugins = install_plugin_crd(&env).await?;
-    let store = tempfile::tempdir()?;
     let enforce = policy_file(dir.path(), "enforce", &platform)?;
-    let enforcing = host(&env, store.path(), &enforce, promoted_after_one_round()).await?;
-    let serving = Serving::start(&env, &plugins, &v1_ref, &v1).await?;
+    let (serving, enforcing) = Serving::enforcing(&enforce, &v1_ref, &v1).await?;
 
     let case = "another artifact's bundle";
     let candidate = json!({"oci": moved, "digest": v2});

@@ -1,7 +1,8 @@
 //! A tenant that fills its namespace past its `maxCachedObjects`: the host caches no more of
 //! it than the cap, holds back (and says so on the parent) the reconciles that would read what
-//! it left out, prunes nothing, and leaves the other tenant converging; once objects are
-//! deleted, everything it left out is cached and converges by itself.
+//! it left out, prunes nothing, says on the tenant's TenantPlugin that it is at its cap, and
+//! leaves the other tenant converging; once objects are deleted, everything it left out is
+//! cached and converges by itself, and the TenantPlugin says the tenant is within its cap.
 
 use kube::api::{DeleteParams, Patch, PatchParams};
 
@@ -30,29 +31,30 @@ async fn page(client: &Client, ns: &str, name: &str) -> Result<Option<String>> {
     Ok(page.and_then(|p| p.data.and_then(|d| d.into_values().next())))
 }
 
+/// The reason and message of TenantPlugin `ns/blog`'s `CacheLimited` condition, once its
+/// status is `is`.
+async fn cache_limited(client: &Client, ns: &str, is: &str) -> Result<(String, String)> {
+    let what = format!("TenantPlugin {ns}/blog says CacheLimited={is}");
+    let status = status_until(client, (ns, "blog"), &what, |s| {
+        condition(s, "CacheLimited").0 == is
+    })
+    .await?;
+    let said = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "CacheLimited")
+        .map(|c| (c.reason.clone(), c.message.clone()))
+        .unwrap_or_default();
+    println!("{ns}/blog: CacheLimited={is} {}: {}", said.0, said.1);
+    Ok(said)
+}
+
 #[tokio::test]
 async fn a_tenant_over_its_cache_cap_is_contained_and_recovers_once_objects_are_deleted()
 -> Result<()> {
-    let emulator = Emulator::start(EmulatorConfig {
-        workloads: Some(WorkloadSimulation {
-            ready_after: Duration::from_millis(100),
-        }),
-        ..EmulatorConfig::default()
-    })
-    .await?;
-    let admin = emulator.client();
     let (a, b) = ("team-a", "team-b");
-    for ns in [a, b] {
-        namespace(&admin, ns).await?;
-    }
-    let env = TestEnv {
-        client: admin.clone(),
-        emulator: Some(emulator),
-        namespace: a.to_owned(),
-    };
-    env.install_crd(&plugin("blog")?).await?;
-    install_plugin_crd(&env).await?;
-    install_tenant_plugin_crd(&admin).await?;
+    let env = emulated_teams(false, &[a, b]).await?;
+    let admin = env.client.clone();
     for ns in [a, b] {
         component(&admin, ns, "blog-component", "blog.wasm").await?;
         let from = ("blog-component", "blog.wasm");
@@ -73,6 +75,12 @@ async fn a_tenant_over_its_cache_cap_is_contained_and_recovers_once_objects_are_
         create_blog(&admin, ns, "home").await?;
         wait_ready(&blogs_in(&admin, ns), "home").await?;
     }
+    // Within its cap, team B's TenantPlugin says so; team A, with no cap, says nothing of one.
+    let (reason, _) = cache_limited(&admin, b, "False").await?;
+    assert_eq!(reason, "WithinCap");
+    let tenant_plugins = Api::<TenantPluginResource>::namespaced(admin.clone(), a);
+    let team_a = tenant_plugins.get("blog").await?.status.unwrap_or_default();
+    assert_eq!(condition(&team_a, "CacheLimited"), Default::default());
     let cap = CAP as f64;
     assert_eq!(
         tenant_metric(&host, "weir_tenant_cache_limit", b),
@@ -105,6 +113,17 @@ async fn a_tenant_over_its_cache_cap_is_contained_and_recovers_once_objects_are_
         "team B: {} objects cached, {over} left out, cap {CAP}",
         cached()
     );
+    // Its TenantPlugin says the tenant is at its cap: the cap, the count, the kind left out.
+    let (reason, message) = cache_limited(&admin, b, "True").await?;
+    assert_eq!(reason, "AtCap");
+    for needle in [
+        "tenant team-b",
+        &format!("at most {CAP} objects (maxCachedObjects)"),
+        &format!("holds {CAP}"),
+        "ConfigMap",
+    ] {
+        assert!(message.contains(needle), "{needle:?} is not in {message:?}");
+    }
 
     // Its Blog's next reconcile would read ConfigMaps the cache left out: it is held back, says
     // why, and nothing of the Blog is pruned or rewritten.
@@ -181,6 +200,14 @@ async fn a_tenant_over_its_cache_cap_is_contained_and_recovers_once_objects_are_
         cached()
     );
     assert!(cached() <= cap, "team B caches {} objects", cached());
+    // Whole again: its TenantPlugin says so, once, and the host writes it no more.
+    let (reason, _) = cache_limited(&admin, b, "False").await?;
+    assert_eq!(reason, "WithinCap");
+    let plugins_b = Api::<TenantPluginResource>::namespaced(admin.clone(), b);
+    let version = plugins_b.get("blog").await?.resource_version();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let later = plugins_b.get("blog").await?.resource_version();
+    assert_eq!(later, version, "team B's TenantPlugin was written again");
     host.shutdown().await;
     Ok(())
 }

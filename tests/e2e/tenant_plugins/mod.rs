@@ -13,8 +13,9 @@
 //!
 //! `capped`: a tenant filling its namespace past its `maxCachedObjects` is cached no further
 //! than the cap, its reconciles that would read what was left out are held back (`CacheLimited`
-//! on the parent) with nothing pruned, the other tenant's Blog converges meanwhile, and once the
-//! objects are deleted everything left out is cached and converges.
+//! on the parent) with nothing pruned, its TenantPlugin says `CacheLimited=True` (`AtCap`), the
+//! other tenant's Blog converges meanwhile, and once the objects are deleted everything left out
+//! is cached and converges, and the TenantPlugin says `CacheLimited=False` (`WithinCap`).
 //!
 //! `hostile`: a kind not granted, a cluster-scoped child, a widened grant and a pull Secret of
 //! another namespace are refused in the TenantPlugin's status; the hostile plugin served as a
@@ -62,6 +63,34 @@ pub(super) async fn namespace(client: &Client, name: &str) -> Result<()> {
         .await
         .with_context(|| format!("creating namespace {name}"))?;
     Ok(())
+}
+
+/// The test's own emulator (enforcing RBAC when `secure`; Deployments turn ready after
+/// 100 ms) with the teams' `namespaces`, the Blog, Plugin and TenantPlugin CRDs installed; the
+/// environment is the first namespace's.
+pub(super) async fn emulated_teams(secure: bool, namespaces: &[&str]) -> Result<TestEnv> {
+    let emulator = Emulator::start(EmulatorConfig {
+        secure,
+        workloads: Some(WorkloadSimulation {
+            ready_after: Duration::from_millis(100),
+        }),
+        ..EmulatorConfig::default()
+    })
+    .await?;
+    let admin = emulator.client();
+    for ns in namespaces {
+        namespace(&admin, ns).await?;
+    }
+    let first = namespaces.first().context("no team's namespace")?;
+    let env = TestEnv {
+        client: admin.clone(),
+        emulator: Some(emulator),
+        namespace: (*first).to_owned(),
+    };
+    env.install_crd(&plugin("blog")?).await?;
+    install_plugin_crd(&env).await?;
+    install_tenant_plugin_crd(&admin).await?;
+    Ok(env)
 }
 
 /// Waits until TenantPlugin `ns/name`'s status satisfies `ok` (for up to [`LOAD_BUDGET`]), and

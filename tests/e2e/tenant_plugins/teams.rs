@@ -53,27 +53,9 @@ async fn team(client: &Client, ns: &str) -> Result<()> {
 #[tokio::test]
 async fn a_team_serves_its_own_plugin_in_its_namespace_only_and_two_teams_serve_one_kind()
 -> Result<()> {
-    let emulator = Emulator::start(EmulatorConfig {
-        secure: true,
-        workloads: Some(WorkloadSimulation {
-            ready_after: Duration::from_millis(100),
-        }),
-        ..EmulatorConfig::default()
-    })
-    .await?;
-    let admin = emulator.client();
     let (a, b, elsewhere) = ("team-a", "team-b", "elsewhere");
-    for ns in [a, b, elsewhere] {
-        namespace(&admin, ns).await?;
-    }
-    let env = TestEnv {
-        client: admin.clone(),
-        emulator: Some(emulator),
-        namespace: a.to_owned(),
-    };
-    env.install_crd(&plugin("blog")?).await?;
-    install_plugin_crd(&env).await?;
-    install_tenant_plugin_crd(&admin).await?;
+    let env = emulated_teams(true, &[a, b, elsewhere]).await?;
+    let admin = env.client.clone();
     let editor = shipped_cluster_role("weir-tenant-plugin-editor")?;
     Api::<ClusterRole>::all(admin.clone())
         .create(&PostParams::default(), &editor)

@@ -275,6 +275,7 @@ impl<L: Loader + Sync> Run<L> {
         let Some(entry) = self.entries.get_mut(name) else {
             return;
         };
+        let fill = self.objects.fill();
         let serving = entry.serving.as_ref().map(|(plugin, digest)| Serving {
             digest: digest.clone(),
             name: plugin.info().name.clone(),
@@ -289,6 +290,7 @@ impl<L: Loader + Sync> Run<L> {
                 tag: &entry.tag,
                 signature: entry.signature.as_ref(),
                 candidate: entry.candidate_status.as_ref(),
+                cache: fill.as_ref(),
             },
             entry.object.status.as_ref(),
         );

@@ -42,6 +42,9 @@
 //! `objects`): the same steps and status, events named `TenantPlugin/NAMESPACE/NAME`, and
 //! nothing read from another namespace (a pull Secret or ConfigMap there is refused,
 //! `OutsideNamespace`); what it admits is the tenant's admission (`crate::policy::admit_tenant`).
+//! Given the tenant's cache cap, each TenantPlugin's status says whether the tenant is at it
+//! (`CacheLimited`): every key is looked at again when the cap's stores change
+//! ([`crate::runtime::Cap::fill_changes`]), and a status is written only if that changed it.
 //!
 //! A Plugin's `spec.candidate` is fetched, verified and loaded the same way and sent on a second
 //! channel, named `Plugin/NAME/candidate`: the manager rolls it out beside what `Plugin/NAME`
@@ -66,6 +69,7 @@ use futures::StreamExt;
 use kube::runtime::watcher;
 use kube::{Api, Client, ResourceExt};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::sync::watch;
 use tracing::warn;
 
 use self::objects::Objects;
@@ -79,7 +83,7 @@ use crate::cluster::status::Attempt;
 use crate::cluster::verdict::Signature;
 use crate::cluster::{Blobs, CandidateSource, PluginResource, PluginSpec};
 use crate::fence::Fence;
-use crate::runtime::{Cause, Finish, ObjectKey, Queue, QueueConfig};
+use crate::runtime::{Cap, Cause, Finish, ObjectKey, Queue, QueueConfig, Stores};
 use crate::trust::{Policy, VerdictCache};
 
 /// How the cluster source stores and retries.
@@ -147,10 +151,12 @@ impl ClusterLoader {
     /// Starts following the `TenantPlugin` objects of `namespace` only, as [`ClusterLoader::start`]
     /// follows Plugins; a TenantPlugin naming a pull Secret or a ConfigMap of another namespace
     /// is refused (`OutsideNamespace`). What `loader` admits is its call (a tenant's admission).
-    /// Events name each one `TenantPlugin/NAMESPACE/NAME`.
+    /// Events name each one `TenantPlugin/NAMESPACE/NAME`. Given `cap`, the cap on the tenant's
+    /// cache, each TenantPlugin's status says whether the tenant is at it (`CacheLimited`).
     pub fn start_tenant<L: Loader + Sync>(
         client: Client,
         namespace: &str,
+        cap: Option<Arc<Cap>>,
         config: ClusterConfig,
         leading: Fence,
         loader: L,
@@ -159,6 +165,7 @@ impl ClusterLoader {
         let objects = Objects::Tenant {
             namespace: namespace.to_owned(),
             api: Api::namespaced(client.clone(), namespace),
+            cap,
         };
         Self::start_with(client, objects, config, leading, loader, metrics)
     }
@@ -279,6 +286,7 @@ impl<L: Loader + Sync> Run<L> {
         let mut stream = self.objects.watch();
         let (leading, queue) = (self.leading.clone(), self.queue.clone());
         let mut relisted: Option<BTreeSet<String>> = None;
+        let mut fills = self.objects.fill_changes();
         loop {
             tokio::select! {
                 item = stream.next() => match item {
@@ -292,12 +300,10 @@ impl<L: Loader + Sync> Run<L> {
                     queue.finish(&key, finish);
                 }
                 Some(refused) = refused_after_load.recv() => self.candidate_refused_after_load(refused),
-                // A new leader writes every status that is not up to date.
-                () = leading.turned() => {
-                    for name in self.entries.keys() {
-                        queue.add(key_of(name), Cause::Resync);
-                    }
-                }
+                // A new leader writes every status that is not up to date; so does each one
+                // when the tenant's cache changes whether it is at its cap.
+                () = leading.turned() => self.look_again(),
+                () = fill_changed(&mut fills) => self.look_again(),
             }
             if self.events.is_closed() {
                 return;
@@ -375,6 +381,13 @@ impl<L: Loader + Sync> Run<L> {
         self.queue.add(key_of(&name), cause);
     }
 
+    /// Every Plugin's key again: its status is brought up to date (written if it changed).
+    fn look_again(&self) {
+        for name in self.entries.keys() {
+            self.queue.add(key_of(name), Cause::Resync);
+        }
+    }
+
     fn deleted(&mut self, name: &str) {
         self.arbiter.stop_waiting(name);
         let Some(entry) = self.entries.remove(name) else {
@@ -444,6 +457,17 @@ impl<L: Loader> Run<L> {
     fn candidate_file_of(&self, name: &str) -> PathBuf {
         self.file_of(name).join("candidate")
     }
+}
+
+/// Returns when the tenant's cache may say something else of its cap; never without one.
+async fn fill_changed(changes: &mut Option<watch::Receiver<Stores>>) {
+    if let Some(changes) = changes
+        && changes.changed().await.is_ok()
+    {
+        return;
+    }
+    // No cap, or the cap is gone (it lives as long as the source): nothing to follow.
+    std::future::pending::<()>().await;
 }
 
 /// A Plugin's key on the queue.

@@ -2,15 +2,18 @@
 //! `TenantPlugin`s of one namespace; either way each is handled as a [`PluginResource`].
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use kube::Api;
 use kube::runtime::{WatchStreamExt, watcher};
+use tokio::sync::watch;
 
 use crate::cluster::fetch::FetchError;
 use crate::cluster::tenant_plugin::beyond_namespace;
 use crate::cluster::{PluginResource, PluginSpec, PluginStatus, TenantPluginResource};
+use crate::runtime::{Cap, Fill, Stores};
 
 /// The objects a cluster source follows, and where their statuses are written.
 pub(super) enum Objects {
@@ -22,6 +25,9 @@ pub(super) enum Objects {
         namespace: String,
         /// TenantPlugins in it.
         api: Api<TenantPluginResource>,
+        /// The cap on the tenant's cache (its `maxCachedObjects`), which each TenantPlugin's
+        /// `CacheLimited` condition follows; `None`: no cap, no condition.
+        cap: Option<Arc<Cap>>,
     },
 }
 
@@ -51,6 +57,22 @@ impl Objects {
         match self {
             Objects::Cluster(api) => write(api, object, status).await,
             Objects::Tenant { api, .. } => write(api, object, status).await,
+        }
+    }
+
+    /// What the tenant's capped cache holds now (`None`: Plugins, or a tenant with no cap).
+    pub(super) fn fill(&self) -> Option<Fill> {
+        match self {
+            Objects::Tenant { cap: Some(cap), .. } => Some(cap.fill()),
+            _ => None,
+        }
+    }
+
+    /// What wakes when [`Objects::fill`] may say something else (`None`: it never does).
+    pub(super) fn fill_changes(&self) -> Option<watch::Receiver<Stores>> {
+        match self {
+            Objects::Tenant { cap: Some(cap), .. } => Some(cap.fill_changes()),
+            _ => None,
         }
     }
 

@@ -16,7 +16,7 @@ use super::object::{CachedObject, Packing};
 use crate::metrics::{Metrics, StoreGauges};
 use crate::plugin::{LabelSelector, ResourceKind};
 use crate::runtime::ObjectKey;
-use crate::runtime::cap::{Cap, Short};
+use crate::runtime::cap::Cap;
 
 /// The key of a decoded object.
 pub fn key_of(obj: &DynamicObject) -> ObjectKey {
@@ -228,52 +228,6 @@ impl Store {
         }
     }
 
-    /// This store, its objects counted against `cap` (shared by its registry's stores).
-    #[must_use]
-    pub fn capped(mut self, cap: Option<Arc<Cap>>) -> Self {
-        self.cap = cap;
-        self
-    }
-
-    /// Whether `obj` may be cached: always without a cap or when its key is held (a new version
-    /// takes no new place); otherwise if the cap has room. A refusal makes the store short.
-    fn admits(&self, inner: &mut Inner, obj: &CachedObject) -> bool {
-        let Some(cap) = &self.cap else { return true };
-        if inner.objects.contains(&KeyRef::of(obj)) || cap.take() {
-            return true;
-        }
-        inner.refused = true;
-        if !self.short.swap(true, Ordering::AcqRel) {
-            tracing::warn!(
-                kind = %self.kind.kind,
-                error = %cap.short(&self.kind.kind),
-                "cache cap reached: objects left out"
-            );
-        }
-        false
-    }
-
-    /// Gives the places of `n` objects no longer held back to the cap, if any.
-    fn release(&self, n: usize) {
-        if let Some(cap) = &self.cap {
-            cap.give(n);
-        }
-    }
-
-    /// Why this store does not hold its whole kind, if the cap left objects out since its last
-    /// list that fit whole. Never for a store with no cap.
-    pub fn short(&self) -> Option<Short> {
-        let cap = self.cap.as_ref()?;
-        self.short
-            .load(Ordering::Acquire)
-            .then(|| cap.short(&self.kind.kind))
-    }
-
-    /// The full lists this store has received.
-    pub fn lists(&self) -> u64 {
-        self.lists.load(Ordering::Acquire)
-    }
-
     /// An empty, unsynced store for `kind` whose size shows in `metrics`.
     pub fn counted(kind: ResourceKind, metrics: &Metrics) -> Self {
         let mut store = Self::new(kind);
@@ -351,12 +305,7 @@ impl Store {
                 let short = inner.refused;
                 drop(inner);
                 self.release(gone);
-                self.short.store(short, Ordering::Release);
-                self.lists.fetch_add(1, Ordering::AcqRel);
-                if short && let Some(cap) = &self.cap {
-                    // Room made during the list (by another store) must not go unnoticed.
-                    cap.poke();
-                }
+                self.listed(short);
                 self.unserved.store(false, Ordering::Release);
                 self.synced.send_replace(true);
                 return None;
@@ -501,11 +450,13 @@ impl Drop for Store {
         if let Some(gauges) = &self.gauges {
             gauges.add([0; 4], inner.published);
         }
-        if let Some(cap) = &self.cap {
-            cap.give(inner.objects.len());
-        }
+        let held = inner.objects.len();
+        self.leave_cap(held);
     }
 }
+
+#[path = "store_cap.rs"]
+mod capped;
 
 #[cfg(test)]
 #[path = "store_tests.rs"]
