@@ -7,9 +7,12 @@
 //! as its own, `--flood-parents` parents of each attack that floods a host's shares
 //! (`requeue-now`, `requeue-zero`: requeues at once; `churn`: children rewritten on every pass,
 //! so API requests; `log-flood`),
-//! and once the flood is under way team A's Blogs are edited the same way again. The figure is
-//! team A's p99 under the flood over its quiet p99 (the goal: at most 1.2), with each tenant's
-//! share from `/metrics` (its requests, and the cores its plugin calls held on average).
+//! and once the flood is under way team A's Blogs are edited the same way again. With `--rounds N`
+//! the two phases alternate N times (the flood's parents deleted, and its calls stopped, before
+//! each quiet phase), so that whatever else the machine does in those minutes falls on both
+//! sides alike. The figure is team A's p99 under the flood over its quiet p99, each over every
+//! round's edits pooled (the goal: at most 1.2), with each tenant's share from `/metrics` (its
+//! requests, and the cores its plugin calls held on average) over the flood's phases.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -51,9 +54,12 @@ pub struct TenantsArgs {
     /// Team B's parents per attack.
     #[arg(long, default_value_t = 25)]
     flood_parents: usize,
-    /// Seconds the flood runs before team A's second phase.
+    /// Seconds the flood runs before team A's phase beside it.
     #[arg(long, default_value_t = 5)]
     settle_secs: u64,
+    /// Quiet and flooding phases, alternated this many times.
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
     /// The `weir` binary measured [default: target/release/weir].
     #[arg(long, value_name = "PATH")]
     weir: Option<PathBuf>,
@@ -63,6 +69,9 @@ pub struct TenantsArgs {
 pub async fn run(args: TenantsArgs) -> Result<()> {
     if args.per_sec.is_nan() || args.per_sec <= 0.0 {
         bail!("--per-sec must be above 0");
+    }
+    if args.rounds == 0 {
+        bail!("--rounds must be at least 1");
     }
     let binary = weir_binary(args.weir.clone())?;
     let emulator = Emulator::start(EmulatorConfig {
@@ -134,78 +143,90 @@ pub async fn run(args: TenantsArgs) -> Result<()> {
         "team A: {} Blogs, {} edits a second for {} s; from an edit's request to its page changed",
         args.blogs, args.per_sec, args.secs
     );
-    let quiet = edit((&blogs, &pages), &names, (args.per_sec, args.secs)).await?;
-    host.check_running()?;
-
-    apply(
-        &client,
-        TEAM_B,
-        "hostile",
-        ("hostile-component", "hostile.wasm"),
-        json!({}),
-    )
-    .await?;
     let attack_kind = weir_e2e::hostile::attack_kind();
     let attacks: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), TEAM_B, &attack_kind.api_resource());
-    for attack in FLOOD {
-        for i in 0..args.flood_parents {
-            let parent: DynamicObject = serde_json::from_value(json!({
-                "apiVersion": attack_kind.api_version(), "kind": attack_kind.kind,
-                "metadata": {"name": format!("{attack}-{i}")},
-                "spec": {"attack": attack, "target": ""},
-            }))?;
-            attacks.create(&PostParams::default(), &parent).await?;
-        }
-    }
-    let started = tokio::time::Instant::now();
-    loop {
-        let metrics = ops_get(ops, "/metrics").await?;
-        if hostile_calls(&metrics) >= 20.0 {
-            break;
-        }
+    let (mut quiet, mut flooded) = (Phases::default(), Phases::default());
+    let mut flood_metrics = Vec::new();
+    for round in 1..=args.rounds {
+        quiet.add(edit((&blogs, &pages), &names, (args.per_sec, args.secs)).await?);
         host.check_running()?;
-        if started.elapsed() > BUDGET {
-            bail!("team B's flood never got under way: {}", host.log_tail(20));
+        if round == 1 {
+            // Team B's plugin arrives after the first quiet phase; later quiet phases have it
+            // loaded, with no parents.
+            apply(
+                &client,
+                TEAM_B,
+                "hostile",
+                ("hostile-component", "hostile.wasm"),
+                json!({}),
+            )
+            .await?;
         }
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        flood(&attacks, args.flood_parents, ops, &mut host).await?;
+        tokio::time::sleep(Duration::from_secs(args.settle_secs)).await;
+        let before = ops_get(ops, "/metrics").await?;
+        flooded.add(edit((&blogs, &pages), &names, (args.per_sec, args.secs)).await?);
+        let after = ops_get(ops, "/metrics").await?;
+        host.check_running()?;
+        flood_metrics.push((before, after));
+        if round < args.rounds {
+            calm(&attacks, ops, &mut host).await?;
+        }
     }
-    tokio::time::sleep(Duration::from_secs(args.settle_secs)).await;
-    let before = ops_get(ops, "/metrics").await?;
-    let flooded = edit((&blogs, &pages), &names, (args.per_sec, args.secs)).await?;
-    let after = ops_get(ops, "/metrics").await?;
-    host.check_running()?;
 
     println!(
         "\n| team A's phase | edits | served | of them by a later edit | p50 ms | p90 ms | p99 ms | slowest ms |\n|---|---:|---:|---:|---:|---:|---:|---:|"
     );
-    let quiet_p99 = row("quiet", quiet);
-    let flood_p99 = row("team B flooding", flooded);
+    if args.rounds > 1 {
+        for (round, (q, f)) in quiet.rounds.iter().zip(&flooded.rounds).enumerate() {
+            row(&format!("round {}: quiet", round + 1), q);
+            row(&format!("round {}: team B flooding", round + 1), f);
+        }
+    }
+    let pooled = if args.rounds > 1 {
+        " (every round)"
+    } else {
+        ""
+    };
+    let quiet_p99 = row(&format!("quiet{pooled}"), &quiet.all);
+    let flood_p99 = row(&format!("team B flooding{pooled}"), &flooded.all);
     println!(
         "\nteam A's p99 under team B's flood / quiet: {:.2}x (goal <= 1.2x)",
         flood_p99 / quiet_p99
     );
-    let calls = hostile_calls(&after) - hostile_calls(&before);
-    let seconds = args.secs as f64;
+    let (_, last) = flood_metrics
+        .last()
+        .context("no flooding phase was measured")?;
+    let seconds = (args.secs * args.rounds as u64) as f64;
+    // What the flooding phases added to a counter.
+    let during = |series: &str| -> f64 {
+        flood_metrics
+            .iter()
+            .map(|(before, after)| {
+                sample(after, series).unwrap_or_default()
+                    - sample(before, series).unwrap_or_default()
+            })
+            .sum()
+    };
+    let calls: f64 = flood_metrics
+        .iter()
+        .map(|(before, after)| hostile_calls(after) - hostile_calls(before))
+        .sum();
     println!(
-        "team B: {} parents; {:.0} hostile calls in all, {:.1} a second during team A's second phase (the host throttles a parent whose answer never settles)",
+        "team B: {} parents; {:.0} hostile calls in all, {:.1} a second while team A was measured beside the flood (the host throttles a parent whose answer never settles)",
         FLOOD.len() * args.flood_parents,
-        hostile_calls(&after),
+        hostile_calls(last),
         calls / seconds
     );
     for ns in [TEAM_A, TEAM_B] {
-        let series = |name: &str| sample(&after, &format!("{name}{{tenant=\"{ns}\"}}"));
-        // What the phase added to a counter of the tenant's.
-        let during = |name: &str| {
-            series(name).unwrap_or_default()
-                - sample(&before, &format!("{name}{{tenant=\"{ns}\"}}")).unwrap_or_default()
-        };
+        let series = |name: &str| format!("{name}{{tenant=\"{ns}\"}}");
         println!(
-            "{ns}: {:.0} API requests a second during the phase, its plugin calls on {:.2} cores on average, {} reconcile slots, {} cached objects",
-            during("weir_tenant_api_requests_total") / seconds,
-            during("weir_tenant_plugin_call_seconds_total") / seconds,
-            series("weir_tenant_reconcile_slots").unwrap_or(f64::NAN),
-            series("weir_tenant_cached_objects").unwrap_or(f64::NAN),
+            "{ns}: {:.0} API requests a second beside the flood, its plugin calls on {:.2} cores on average, {} reconcile slots, {} cached objects",
+            during(&series("weir_tenant_api_requests_total")) / seconds,
+            during(&series("weir_tenant_plugin_call_seconds_total")) / seconds,
+            sample(last, &series("weir_tenant_reconcile_slots")).unwrap_or(f64::NAN),
+            sample(last, &series("weir_tenant_cached_objects")).unwrap_or(f64::NAN),
         );
     }
     let _ = attacks
@@ -215,24 +236,104 @@ pub async fn run(args: TenantsArgs) -> Result<()> {
     Ok(())
 }
 
+/// One condition's edits: each round's, and every round's pooled.
+#[derive(Default)]
+struct Phases {
+    rounds: Vec<(u64, Ledger)>,
+    all: (u64, Ledger),
+}
+
+impl Phases {
+    fn add(&mut self, (edits, ledger): (u64, Ledger)) {
+        self.all.0 += edits;
+        self.all.1.latencies.extend_from_slice(&ledger.latencies);
+        self.all.1.skipped += ledger.skipped;
+        self.rounds.push((edits, ledger));
+    }
+}
+
 /// Prints one phase's row; its p99 in milliseconds.
-fn row(phase: &str, (edits, ledger): (u64, Ledger)) -> f64 {
-    let Ledger {
-        mut latencies,
-        skipped,
-        ..
-    } = ledger;
+fn row(phase: &str, (edits, ledger): &(u64, Ledger)) -> f64 {
+    let mut latencies = ledger.latencies.clone();
     latencies.sort();
     let at = |p: f64| percentile_ms(&latencies, p);
     println!(
-        "| {phase} | {edits} | {} | {skipped} | {:.0} | {:.0} | {:.0} | {:.0} |",
+        "| {phase} | {edits} | {} | {} | {:.0} | {:.0} | {:.0} | {:.0} |",
         latencies.len(),
+        ledger.skipped,
         at(0.50),
         at(0.90),
         at(0.99),
         at(1.0)
     );
     at(0.99)
+}
+
+/// Starts team B's flood: its parents created, then waits until its plugin has made 20 calls.
+async fn flood(
+    attacks: &Api<DynamicObject>,
+    parents: usize,
+    ops: std::net::SocketAddr,
+    host: &mut WeirRun,
+) -> Result<()> {
+    let attack_kind = weir_e2e::hostile::attack_kind();
+    let calls_before = hostile_calls(&ops_get(ops, "/metrics").await?);
+    for attack in FLOOD {
+        for i in 0..parents {
+            let parent: DynamicObject = serde_json::from_value(json!({
+                "apiVersion": attack_kind.api_version(), "kind": attack_kind.kind,
+                "metadata": {"name": format!("{attack}-{i}")},
+                "spec": {"attack": attack, "target": ""},
+            }))?;
+            attacks
+                .create(&PostParams::default(), &parent)
+                .await
+                .with_context(|| format!("creating team B's parent {attack}-{i}"))?;
+        }
+    }
+    let started = tokio::time::Instant::now();
+    loop {
+        let metrics = ops_get(ops, "/metrics").await?;
+        if hostile_calls(&metrics) - calls_before >= 20.0 {
+            return Ok(());
+        }
+        host.check_running()?;
+        if started.elapsed() > BUDGET {
+            bail!("team B's flood never got under way: {}", host.log_tail(20));
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Stops team B's flood: its parents deleted and gone, and its plugin called no more for a
+/// second.
+async fn calm(
+    attacks: &Api<DynamicObject>,
+    ops: std::net::SocketAddr,
+    host: &mut WeirRun,
+) -> Result<()> {
+    attacks
+        .delete_collection(&Default::default(), &ListParams::default())
+        .await
+        .context("deleting team B's parents")?;
+    let started = tokio::time::Instant::now();
+    let mut calls = f64::NAN;
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let left = attacks.list(&ListParams::default()).await?.items.len();
+        let now = hostile_calls(&ops_get(ops, "/metrics").await?);
+        if left == 0 && now == calls {
+            return Ok(());
+        }
+        calls = now;
+        host.check_running()?;
+        if started.elapsed() > BUDGET {
+            bail!(
+                "team B's flood did not stop: {left} parents left: {}",
+                host.log_tail(20)
+            );
+        }
+    }
 }
 
 /// The hostile plugin's calls so far, whatever their result, from `/metrics`.
