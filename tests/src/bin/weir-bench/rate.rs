@@ -13,6 +13,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -152,6 +153,11 @@ async fn one(args: &RateArgs, n: usize) -> Result<(u64, Ledger)> {
     Ok(edited)
 }
 
+/// Edits sent so far by this process: a later call of [`edit`] numbers its edits on from there,
+/// so no edit sets the title an earlier phase's last edit of that Blog left (that would change
+/// nothing, and never reach the page).
+static EDITS_SENT: AtomicU64 = AtomicU64::new(0);
+
 /// Edits the Blogs `names` of `blogs` in turn, `per_sec` a second for `secs` seconds, each a
 /// new title, while a watch of `pages` (their page ConfigMaps) sees each edit reach its page:
 /// the edits sent, and what became of them.
@@ -194,9 +200,10 @@ pub(super) async fn edit(
         .context("the watch of the pages ended before it listed")?;
 
     let edits = (per_sec * secs as f64) as u64;
+    let first = EDITS_SENT.fetch_add(edits, Ordering::Relaxed);
     let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / per_sec));
     let mut requests = Vec::new();
-    for edit in 0..edits {
+    for edit in first..first + edits {
         tick.tick().await;
         let blog = edit as usize % blogs_n;
         let name = names[blog].clone();
