@@ -33,20 +33,21 @@ build_blog() {
 # link), and the Blog's build fills the other core meanwhile. Neither waits on the other's lock:
 # cargo locks each profile's directory (target/debug, target/plugin), not the whole target.
 build_blog_and_host() {
-  local log="$out/blog-build.log" pid
+  local log="$out/blog-build.log"
   (
     wasm_target
     exec cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin -p weir-plugin-blog
   ) >"$log" 2>&1 &
-  pid=$!
-  # A failed host build or Ctrl-C stops the Blog's build too.
-  trap 'kill "$pid" 2>/dev/null || true' EXIT
+  blog_pid=$!
+  # A failed host build or Ctrl-C stops the Blog's build too (a global: the trap may run after
+  # the function has returned).
+  trap 'kill "$blog_pid" 2>/dev/null || true' EXIT
   echo "building the Blog plugin beside the host (its output: ${log#"$root"/})"
   cargo build --manifest-path "$root/Cargo.toml" -p weir --bin weir
-  if kill -0 "$pid" 2>/dev/null; then
+  if kill -0 "$blog_pid" 2>/dev/null; then
     echo "the host is built; waiting for the Blog plugin's build"
   fi
-  if ! wait "$pid"; then
+  if ! wait "$blog_pid"; then
     trap - EXIT
     echo "the Blog plugin's build failed (${log#"$root"/}):" >&2
     tail -n 30 "$log" >&2
