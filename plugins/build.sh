@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Builds plugin components into target/plugins/<name>.wasm.
-#   plugins/build.sh blog       the Blog plugin alone (what the README's main command runs)
+#   plugins/build.sh blog       the Blog plugin alone
+#   plugins/build.sh blog-and-host
+#                               the Blog plugin and, beside it, the host (`cargo build -p weir --bin
+#                               weir`, the build the README's `cargo run -p weir` then finds done):
+#                               what the README's main command runs first
 #   plugins/build.sh            Rust plugins (the Blog and Spread plugins and the test plugins)
 #   plugins/build.sh all        also the Python, JavaScript and C plugins (the Blog ports, the Metacontroller examples)
 #   plugins/build.sh ten        also the Blog under ten kinds Blog0..Blog9, for the benchmark's
@@ -21,6 +25,37 @@ build_blog() {
   wasm_target
   cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin -p weir-plugin-blog
   cp "$root/target/wasm32-wasip2/plugin/weir_plugin_blog.wasm" "$out/blog.wasm"
+}
+
+# The Blog's WebAssembly build in the background (its output in target/plugins/blog-build.log)
+# while the host compiles in the foreground with cargo's progress bar: the host's build has long
+# stretches where one crate compiles alone (Cranelift's code generator, the `weir` crate, the
+# link), and the Blog's build fills the other core meanwhile. Neither waits on the other's lock:
+# cargo locks each profile's directory (target/debug, target/plugin), not the whole target.
+build_blog_and_host() {
+  local log="$out/blog-build.log"
+  (
+    wasm_target
+    exec cargo build --manifest-path "$root/Cargo.toml" --target wasm32-wasip2 --profile plugin -p weir-plugin-blog
+  ) >"$log" 2>&1 &
+  blog_pid=$!
+  # A failed host build or Ctrl-C stops the Blog's build too (a global: the trap may run after
+  # the function has returned).
+  trap 'kill "$blog_pid" 2>/dev/null || true' EXIT
+  echo "building the Blog plugin beside the host (its output: ${log#"$root"/})"
+  cargo build --manifest-path "$root/Cargo.toml" -p weir --bin weir
+  if kill -0 "$blog_pid" 2>/dev/null; then
+    echo "the host is built; waiting for the Blog plugin's build"
+  fi
+  if ! wait "$blog_pid"; then
+    trap - EXIT
+    echo "the Blog plugin's build failed (${log#"$root"/}):" >&2
+    tail -n 30 "$log" >&2
+    return 1
+  fi
+  trap - EXIT
+  cp "$root/target/wasm32-wasip2/plugin/weir_plugin_blog.wasm" "$out/blog.wasm"
+  echo "the Blog plugin is built"
 }
 
 build_rust() {
@@ -125,10 +160,11 @@ build_copies() {
 
 case "${1:-rust}" in
   blog) build_blog ;;
+  blog-and-host) build_blog_and_host ;;
   rust) build_rust ;;
   all) build_rust; build_guests ;;
   ten) build_rust; build_copies 10 ;;
   fifty) build_rust; build_copies 50 ;;
-  *) echo "usage: plugins/build.sh [blog|rust|all|ten|fifty]" >&2; exit 2 ;;
+  *) echo "usage: plugins/build.sh [blog|blog-and-host|rust|all|ten|fifty]" >&2; exit 2 ;;
 esac
 ls -l "$out"
