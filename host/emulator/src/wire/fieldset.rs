@@ -130,6 +130,126 @@ fn walk_value(field: &str, v: &Value, prefix: &mut Path, out: &mut BTreeSet<Path
     }
 }
 
+/// What an update changed: the paths of [`fields_of`]`(new)` that `owned` admits whose value
+/// differs from the one at the same path in `old` (a list item counts only when `old` lacks it:
+/// it is owned by whoever added it), found by walking only the parts of `new` that differ from
+/// `old`. `owned` must refuse every path under a path it refuses. `None` when a keyed list that
+/// differs holds two items of one key: a lookup finds the first of them for both, which this
+/// walk does not follow (the caller then looks every path up).
+pub fn changed_fields(
+    old: Option<&Value>,
+    new: &Value,
+    owned: &dyn Fn(&[Step]) -> bool,
+) -> Option<BTreeSet<Path>> {
+    let mut out = BTreeSet::new();
+    if let Some(map) = new.as_object() {
+        let mut walk = Changes {
+            owned,
+            out: &mut out,
+        };
+        walk.map(map, old, &mut Vec::new())?;
+    }
+    Some(out)
+}
+
+/// The walk of [`changed_fields`].
+struct Changes<'w> {
+    owned: &'w dyn Fn(&[Step]) -> bool,
+    out: &'w mut BTreeSet<Path>,
+}
+
+impl Changes<'_> {
+    fn map(
+        &mut self,
+        new: &Map<String, Value>,
+        old: Option<&Value>,
+        prefix: &mut Path,
+    ) -> Option<()> {
+        let old = old.and_then(Value::as_object);
+        for (k, v) in new {
+            prefix.push(Step::Field(k.clone()));
+            if (self.owned)(prefix) {
+                self.value(k, v, old.and_then(|m| m.get(k)), prefix)?;
+            }
+            prefix.pop();
+        }
+        Some(())
+    }
+
+    fn value(
+        &mut self,
+        field: &str,
+        new: &Value,
+        old: Option<&Value>,
+        prefix: &mut Path,
+    ) -> Option<()> {
+        if old == Some(new) {
+            return Some(());
+        }
+        match new {
+            Value::Object(m) if !m.is_empty() => return self.map(m, old, prefix),
+            Value::Array(items) if !items.is_empty() => {
+                let before = old
+                    .and_then(Value::as_array)
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                if let Some(keys) = keys_for(field, items) {
+                    return self.keyed(items, before, &keys, prefix);
+                }
+                if is_set_list(field) {
+                    for item in items {
+                        let text = item.to_string();
+                        // As a lookup finds a set item: by the value its text reads back as.
+                        let wanted: Option<Value> = serde_json::from_str(&text).ok();
+                        let added = !wanted.is_some_and(|w| before.contains(&w));
+                        prefix.push(Step::Value(text));
+                        if added && (self.owned)(prefix) {
+                            self.out.insert(prefix.clone());
+                        }
+                        prefix.pop();
+                    }
+                    return Some(());
+                }
+            }
+            _ => {}
+        }
+        self.out.insert(prefix.clone());
+        Some(())
+    }
+
+    fn keyed(
+        &mut self,
+        items: &[Value],
+        before: &[Value],
+        keys: &[&str],
+        prefix: &mut Path,
+    ) -> Option<()> {
+        let mut first: HashMap<String, &Value> = HashMap::new();
+        for item in before.iter().filter(|i| i.is_object()) {
+            first.entry(element_key(item, keys)).or_insert(item);
+        }
+        let mut seen = BTreeSet::new();
+        for item in items {
+            let id = element_key(item, keys);
+            if !seen.insert(id.clone()) {
+                return None;
+            }
+            let old = first.get(&id).copied();
+            prefix.push(Step::Key(id));
+            if (self.owned)(prefix) {
+                if old.is_none() {
+                    self.out.insert(prefix.clone());
+                }
+                if let Some(m) = item.as_object() {
+                    self.map(m, old, prefix)?;
+                }
+            }
+            prefix.pop();
+        }
+        Some(())
+    }
+}
+
 fn find_in_list(items: &[Value], step: &Step) -> Option<usize> {
     match step {
         Step::Key(key) => {
@@ -178,16 +298,28 @@ impl<'a> Lookup<'a> {
 
     /// The value at `path`, if present: what a scan of each list would find.
     pub fn value_at(&self, path: &[Step]) -> Option<&'a Value> {
-        let mut cur = self.obj;
-        for step in path {
-            cur = match (step, cur) {
-                (Step::Field(f), Value::Object(m)) => m.get(f)?,
-                (Step::Key(key), Value::Array(items)) => &items[self.position(items, key)?],
-                (_, Value::Array(items)) => &items[find_in_list(items, step)?],
-                _ => return None,
-            };
+        path.iter()
+            .try_fold(self.obj, |cur, step| self.child(cur, step))
+    }
+
+    /// The value one `step` below `cur` (a value inside this lookup's object), if present.
+    pub fn child(&self, cur: &'a Value, step: &Step) -> Option<&'a Value> {
+        match (step, cur) {
+            (Step::Field(f), Value::Object(m)) => m.get(f),
+            (Step::Key(key), Value::Array(items)) => self.keyed(items, key),
+            (_, Value::Array(items)) => items.get(find_in_list(items, step)?),
+            _ => None,
         }
-        Some(cur)
+    }
+
+    /// The object looked into.
+    pub fn object(&self) -> &'a Value {
+        self.obj
+    }
+
+    /// The first element of `items` (a list inside this lookup's object) whose key is `key`.
+    pub fn keyed(&self, items: &'a [Value], key: &str) -> Option<&'a Value> {
+        items.get(self.position(items, key)?)
     }
 
     /// The position of the first element of `items` whose key is `key`, as
@@ -391,105 +523,5 @@ pub fn display(path: &[Step]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn keyed_lists_round_trip_through_fields_v1() {
-        let obj = json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "app", "image": "x"}]}}}});
-        let set = fields_of(&obj);
-        let v1 = to_fields_v1(&set);
-        assert_eq!(
-            v1["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"app\"}"]["."],
-            json!({})
-        );
-        assert_eq!(from_fields_v1(&v1), set);
-    }
-
-    #[test]
-    fn the_fields_under_one_field_are_those_of_the_whole_object_there() {
-        let obj = json!({
-            "metadata": {"name": "web", "labels": {"app": "web"}},
-            "spec": {"containers": [{"name": "app", "image": "x"}], "finalizers": ["a"]},
-            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}],
-                       "podIPs": [{"ip": "10.0.0.1"}], "empty": {}}
-        });
-        for field in ["status", "spec", "metadata", "absent"] {
-            let whole: BTreeSet<Path> = fields_of(&obj)
-                .into_iter()
-                .filter(|p| p.first() == Some(&Step::Field(field.into())))
-                .collect();
-            assert_eq!(fields_under(&obj, field), whole, "{field}");
-        }
-        assert!(!fields_under(&obj, "status").is_empty());
-    }
-
-    /// The value at `path` found by scanning each list, as every lookup did before [`Lookup`].
-    fn scanned<'a>(obj: &'a Value, path: &[Step]) -> Option<&'a Value> {
-        let mut cur = obj;
-        for step in path {
-            cur = match (step, cur) {
-                (Step::Field(f), Value::Object(m)) => m.get(f)?,
-                (_, Value::Array(items)) => &items[find_in_list(items, step)?],
-                _ => return None,
-            };
-        }
-        Some(cur)
-    }
-
-    #[test]
-    fn a_lookup_finds_what_a_scan_of_each_list_finds() {
-        let mut conditions: Vec<Value> = (0..300)
-            .map(|i| json!({"type": format!("T{i}"), "status": "True"}))
-            .collect();
-        // A second element with a key already seen: both find the first.
-        conditions.push(json!({"type": "T7", "status": "Again"}));
-        let obj = json!({
-            "status": {"conditions": conditions},
-            "spec": {
-                "ports": [{"port": 80}, {"port": 80, "protocol": "UDP"}],
-                "finalizers": ["a", "b"],
-            },
-        });
-        let lookup = Lookup::new(&obj);
-        let paths = fields_of(&obj);
-        assert!(paths.len() > 900, "{}", paths.len());
-        for path in &paths {
-            assert_eq!(lookup.value_at(path), scanned(&obj, path), "{path:?}");
-        }
-        let t7 = [
-            Step::Field("status".into()),
-            Step::Field("conditions".into()),
-            Step::Key(r#"{"type":"T7"}"#.into()),
-            Step::Field("status".into()),
-        ];
-        assert_eq!(lookup.value_at(&t7), Some(&json!("True")));
-        let tcp = [
-            Step::Field("spec".into()),
-            Step::Field("ports".into()),
-            Step::Key(r#"{"port":80,"protocol":"TCP"}"#.into()),
-        ];
-        assert_eq!(lookup.value_at(&tcp), Some(&json!({"port": 80})));
-        let absent = [
-            Step::Field("status".into()),
-            Step::Field("conditions".into()),
-            Step::Key(r#"{"type":"T300"}"#.into()),
-        ];
-        assert_eq!(lookup.value_at(&absent), None);
-    }
-
-    #[test]
-    fn removing_the_last_key_removes_the_emptied_map() {
-        let mut obj = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}});
-        remove_at(
-            &mut obj,
-            &[
-                Step::Field("metadata".into()),
-                Step::Field("labels".into()),
-                Step::Field("a".into()),
-            ],
-        );
-        assert_eq!(obj, json!({"metadata": {}, "spec": {"x": 1}}));
-    }
-}
+#[path = "fieldset_tests.rs"]
+mod tests;
