@@ -11,8 +11,9 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
+use crate::wire::changes;
 use crate::wire::fields_v1;
-use crate::wire::fieldset::{self, Lookup, Path, Step};
+use crate::wire::fieldset::{Lookup, Path, Step};
 use crate::write::apply::{self, Entry, Scope};
 
 /// Record an ordinary write (create, update, patch): `manager` takes ownership of what changed.
@@ -23,7 +24,7 @@ use crate::write::apply::{self, Entry, Scope};
 /// write keeps the stored entries.
 pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: Scope, now: &str) {
     let owned = |p: &[Step]| !apply::ignored(p) && scope.owns(p);
-    let changed = fieldset::changed_fields(old, new, &owned)
+    let changed = changes::changed_fields(old, new, &owned)
         .unwrap_or_else(|| looked_up_changes(old, new, scope));
     let stored = old.and_then(apply::listed);
     // The entries the write starts from are those it carries when it says which (an empty list
@@ -151,7 +152,7 @@ fn stands(e: &Value, lookup: &Lookup, changed: &BTreeSet<Path>) -> bool {
 }
 
 /// What changed, each owned field of `new` looked up in both objects: for a write whose keyed
-/// lists hold a key twice, where [`fieldset::changed_fields`] does not answer.
+/// lists hold a key twice, where [`changes::changed_fields`] does not answer.
 fn looked_up_changes(old: Option<&Value>, new: &Value, scope: Scope) -> BTreeSet<Path> {
     let (was, is) = (old.map(Lookup::new), Lookup::new(new));
     apply::owned_fields(new, scope)
