@@ -49,7 +49,9 @@ fn step<'a>(key: &str, at: &'a Value, lookup: &Lookup<'a>) -> Option<&'a Value> 
 /// Whether the text of a key or value step reads back as itself (JSON as `serde_json` writes
 /// it, or text that is not JSON, which is kept as it is).
 fn canonical(text: &str) -> bool {
-    serde_json::from_str::<Value>(text).map_or(true, |v| v.to_string() == text)
+    serde_json::from_str::<Value>(text).map_or(true, |v| {
+        serde_json::to_string(&v).is_ok_and(|written| written == text)
+    })
 }
 
 /// Whether the set `fields_v1` names holds `path` (`fields_v1` written as
