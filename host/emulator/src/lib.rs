@@ -32,14 +32,16 @@
 //!    `store::label_index` (Pods by label, Services by selector) and `store::terminating` (the
 //!    namespaces being deleted, and which changed since the namespace controller looked).
 //! 4. `write` — the rules of one write: `patch` (merge, JSON and strategic merge patches),
-//!    `apply` (server-side apply with `managedFields`, conflicts and field removal), `crd` (a
-//!    stored CRD registers its kinds), `gc` (finalizers, `deletionTimestamp`,
-//!    Background/Foreground/Orphan propagation, owner-reference garbage collection), `namespace`
-//!    (a deleted Namespace `Terminating`: new content refused, the namespace controller's pass
-//!    over its content, `/finalize`), `defaults` (kube-apiserver's defaulting of the built-in
-//!    kinds, one module per kind), `admission` (type checks, strict field validation of built-in
-//!    kinds, CRD schemas); then `ops`, the writes themselves: create, update, patch, apply,
-//!    delete, with optimistic concurrency and `DeleteOptions.preconditions`.
+//!    `apply` (server-side apply with `managedFields`, conflicts and field removal), `track`
+//!    (the `managedFields` of every other write: the writer owns what it changed, the entries
+//!    it does not touch stay as stored), `crd` (a stored CRD registers its kinds), `gc`
+//!    (finalizers, `deletionTimestamp`, Background/Foreground/Orphan propagation,
+//!    owner-reference garbage collection), `namespace` (a deleted Namespace `Terminating`: new
+//!    content refused, the namespace controller's pass over its content, `/finalize`),
+//!    `defaults` (kube-apiserver's defaulting of the built-in kinds, one module per kind),
+//!    `admission` (type checks, strict field validation of built-in kinds, CRD schemas); then
+//!    `ops`, the writes themselves: create, update, patch, apply, delete, with optimistic
+//!    concurrency and `DeleteOptions.preconditions`.
 //! 5. `state` — what a running emulator holds beside its store: the public settings
 //!    (`state::config`, with [`RequestRecord`]) and fault-injection rules with their middleware
 //!    (`state::faults`), the last requests served, in a ring read by [`RequestCursor`]

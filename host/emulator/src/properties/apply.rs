@@ -7,7 +7,8 @@ use serde_json::{Map, Value, json};
 
 use super::{config, json_with, key_from, object_with, plain_key, scalar};
 use crate::wire::fieldset::{Step, from_fields_v1};
-use crate::write::apply::{Error, Scope, apply, track_update};
+use crate::write::apply::{Error, Scope, apply};
+use crate::write::track::track_update;
 
 /// Keys server-side apply treats specially (a keyed list, its key, a set list), mixed with plain ones.
 fn apply_key() -> impl Strategy<Value = String> + Clone {

@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 mod apply;
 mod patch;
 mod selector;
+mod track;
 
 /// Cases per property: enough to reach the corner cases of small generated inputs, a fraction
 /// of a second each.

@@ -230,10 +230,12 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
         }
     };
     let new_available = int(&new_rs, "/status/availableReplicas");
+    // The old ReplicaSets as this pass leaves them: what it writes is what the store then holds
+    // (the lock is held throughout), so they are not read again.
     let mut old_sets: Vec<(ObjKey, Value)> =
         owned.into_iter().filter(|(k, _)| *k != new_key).collect();
     if new_available >= replicas {
-        for (k, rs) in &old_sets {
+        for (k, rs) in &mut old_sets {
             if int(rs, "/spec/replicas") != 0 {
                 let mut scaled = rs.clone();
                 scaled["spec"]["replicas"] = json!(0);
@@ -243,7 +245,9 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
                 {
                     a.insert(DESIRED.into(), json!(replicas.to_string()));
                 }
-                update(store, k, rs, scaled, false, MANAGER);
+                if let Some(stored) = update(store, k, rs, scaled, false, MANAGER) {
+                    *rs = stored;
+                }
             }
         }
     }
@@ -256,18 +260,19 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
     old_sets.sort_by_key(|(_, rs)| revision(rs));
     let idle: Vec<ObjKey> = old_sets
         .iter()
-        .filter(|(k, _)| {
-            store.get(k).is_some_and(|rs| {
-                int(&rs, "/spec/replicas") == 0 && int(&rs, "/status/replicas") == 0
-            })
-        })
+        .filter(|(_, rs)| int(rs, "/spec/replicas") == 0 && int(rs, "/status/replicas") == 0)
         .map(|(k, _)| k.clone())
         .collect();
     for k in idle.iter().take(idle.len().saturating_sub(limit)) {
         delete(store, k);
     }
+    // A ReplicaSet deleted just now is left out, as a fresh read leaves it out.
+    old_sets.retain(|(k, _)| store.contains(k));
     let d = set_revision(store, key, d, &new_rs);
-    set_status(store, key, &d, replicas, &new_key);
+    let sets: Vec<&Value> = std::iter::once(&new_rs)
+        .chain(old_sets.iter().map(|(_, rs)| rs))
+        .collect();
+    set_status(store, key, &d, replicas, &new_key.name, &sets);
 }
 
 /// The Deployment `d` (as stored at `key`) with its own `deployment.kubernetes.io/revision` set
@@ -290,26 +295,28 @@ fn set_revision(store: &mut Store, key: &ObjKey, d: Value, new_rs: &Value) -> Va
 
 /// `calculateStatus` and `syncRolloutStatus`: counts summed over the ReplicaSets; `Available`
 /// once `replicas - maxUnavailable` are available; `Progressing` with the new ReplicaSet.
-/// `d` is the Deployment as stored at `key`.
-fn set_status(store: &mut Store, key: &ObjKey, d: &Value, replicas: i64, new_key: &ObjKey) {
-    let sets = controlled(store, d, &res("apps", "replicasets"));
-    let sum = |p: &str| sets.iter().map(|(_, rs)| int(rs, p)).sum::<i64>();
+/// `d` is the Deployment as stored at `key`; `sets` its ReplicaSets as stored, the new one
+/// (`rs_name`) first.
+fn set_status(
+    store: &mut Store,
+    key: &ObjKey,
+    d: &Value,
+    replicas: i64,
+    rs_name: &str,
+    sets: &[&Value],
+) {
+    let sum = |p: &str| sets.iter().map(|rs| int(rs, p)).sum::<i64>();
     let total_spec = sum("/spec/replicas");
     let available = sum("/status/availableReplicas");
     let actual = sum("/status/replicas");
-    let updated = sets
-        .iter()
-        .find(|(k, _)| k == new_key)
-        .map_or(0, |(_, rs)| int(rs, "/status/replicas"));
+    let updated = sets.first().map_or(0, |rs| int(rs, "/status/replicas"));
     let new_available = sets
-        .iter()
-        .find(|(k, _)| k == new_key)
-        .map_or(0, |(_, rs)| int(rs, "/status/availableReplicas"));
+        .first()
+        .map_or(0, |rs| int(rs, "/status/availableReplicas"));
     let old_status = d.get("status");
     let max_unavailable = fencepost(d, "maxUnavailable", replicas, false);
     let minimum = available >= replicas - max_unavailable;
     let complete = updated == replicas && actual == replicas && new_available >= replicas;
-    let rs_name = &new_key.name;
     let progressing = if complete {
         condition(
             old_status,

@@ -1,4 +1,4 @@
-//! Server-side apply and the `managedFields` bookkeeping every write does.
+//! Server-side apply, and the `managedFields` entries every write reads and writes.
 
 use std::collections::BTreeSet;
 
@@ -20,14 +20,14 @@ pub enum Scope {
 }
 
 impl Scope {
-    fn subresource(self) -> Option<&'static str> {
+    pub(super) fn subresource(self) -> Option<&'static str> {
         match self {
             Scope::Main { .. } => None,
             Scope::Status => Some("status"),
         }
     }
 
-    fn owns(self, path: &[Step]) -> bool {
+    pub(super) fn owns(self, path: &[Step]) -> bool {
         let under_status = path.first() == Some(&Step::Field("status".into()));
         match self {
             Scope::Main { has_status } => !(has_status && under_status),
@@ -52,20 +52,46 @@ fn describe(conflicts: &[(String, Path)]) -> String {
         .join("\n")
 }
 
-/// One `managedFields` entry.
+/// One `managedFields` entry, read.
 #[derive(Clone, Debug)]
-struct Entry {
+pub(super) struct Entry {
     manager: String,
     operation: String,
     api_version: String,
-    time: String,
+    pub(super) time: String,
     subresource: Option<String>,
-    fields: BTreeSet<Path>,
+    pub(super) fields: BTreeSet<Path>,
 }
 
 impl Entry {
-    fn same_owner(&self, manager: &str, operation: &str, sub: Option<&str>) -> bool {
+    pub(super) fn same_owner(&self, manager: &str, operation: &str, sub: Option<&str>) -> bool {
         self.manager == manager && self.operation == operation && self.subresource.as_deref() == sub
+    }
+}
+
+impl Entry {
+    /// An entry of `manager`'s `operation` (on subresource `sub`) owning nothing yet, stamped
+    /// `now` and `api_version`.
+    pub(super) fn new(
+        manager: &str,
+        operation: &str,
+        sub: Option<&str>,
+        api_version: &str,
+        now: &str,
+    ) -> Entry {
+        Entry {
+            manager: manager.to_string(),
+            operation: operation.to_string(),
+            api_version: api_version.to_string(),
+            time: now.to_string(),
+            subresource: sub.map(String::from),
+            fields: BTreeSet::new(),
+        }
+    }
+
+    /// Keeps only the fields still present in `lookup`'s object.
+    pub(super) fn prune(&mut self, lookup: &fieldset::Lookup) {
+        self.fields.retain(|p| lookup.value_at(p).is_some());
     }
 }
 
@@ -85,69 +111,71 @@ fn entry_of<'a>(
     {
         Some(index) => index,
         None => {
-            entries.push(Entry {
-                manager: manager.to_string(),
-                operation: operation.to_string(),
-                api_version: api_version.to_string(),
-                time: now.to_string(),
-                subresource: sub.map(String::from),
-                fields: BTreeSet::new(),
-            });
+            entries.push(Entry::new(manager, operation, sub, api_version, now));
             entries.len() - 1
         }
     };
     &mut entries[index]
 }
 
-fn api_version_of(obj: &Value) -> String {
+pub(super) fn api_version_of(obj: &Value) -> String {
     obj.get("apiVersion")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string()
 }
 
-fn read_entries(obj: &Value) -> Vec<Entry> {
-    let Some(list) = obj
-        .pointer("/metadata/managedFields")
+/// The `managedFields` list of `obj`, if it has one.
+pub(super) fn listed(obj: &Value) -> Option<&Vec<Value>> {
+    obj.pointer("/metadata/managedFields")
         .and_then(Value::as_array)
-    else {
-        return Vec::new();
-    };
-    let text = |e: &Value, key: &str| e.get(key).and_then(Value::as_str).map(String::from);
-    list.iter()
-        .map(|e| Entry {
-            manager: text(e, "manager").unwrap_or_default(),
-            operation: text(e, "operation").unwrap_or_else(|| "Update".to_string()),
-            api_version: text(e, "apiVersion").unwrap_or_default(),
-            time: text(e, "time").unwrap_or_default(),
-            subresource: text(e, "subresource"),
-            fields: e
-                .get("fieldsV1")
-                .map(fieldset::from_fields_v1)
-                .unwrap_or_default(),
-        })
-        .collect()
 }
 
-fn write_entries(obj: &mut Value, entries: Vec<Entry>) {
-    let list: Vec<Value> = entries
-        .into_iter()
-        .filter(|e| !e.fields.is_empty())
-        .map(|e| {
-            let mut v = json!({
-                "manager": e.manager,
-                "operation": e.operation,
-                "apiVersion": e.api_version,
-                "time": e.time,
-                "fieldsType": "FieldsV1",
-                "fieldsV1": fieldset::to_fields_v1(&e.fields),
-            });
-            if let Some(s) = e.subresource {
-                v["subresource"] = Value::String(s);
-            }
-            v
-        })
-        .collect();
+/// The `managedFields` list of `obj`, to change in place.
+pub(super) fn listed_mut(obj: &mut Value) -> Option<&mut Vec<Value>> {
+    obj.pointer_mut("/metadata/managedFields")
+        .and_then(Value::as_array_mut)
+}
+
+/// Every entry of `obj`'s `managedFields`, read.
+pub(super) fn read_entries(obj: &Value) -> Vec<Entry> {
+    listed(obj).into_iter().flatten().map(read_entry).collect()
+}
+
+/// One entry of a `managedFields` list, read.
+pub(super) fn read_entry(e: &Value) -> Entry {
+    let text = |key: &str| e.get(key).and_then(Value::as_str).map(String::from);
+    Entry {
+        manager: text("manager").unwrap_or_default(),
+        operation: text("operation").unwrap_or_else(|| "Update".to_string()),
+        api_version: text("apiVersion").unwrap_or_default(),
+        time: text("time").unwrap_or_default(),
+        subresource: text("subresource"),
+        fields: e
+            .get("fieldsV1")
+            .map(fieldset::from_fields_v1)
+            .unwrap_or_default(),
+    }
+}
+
+/// An entry as `managedFields` lists it.
+pub(super) fn written(e: Entry) -> Value {
+    let mut v = json!({
+        "manager": e.manager,
+        "operation": e.operation,
+        "apiVersion": e.api_version,
+        "time": e.time,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": fieldset::to_fields_v1(&e.fields),
+    });
+    if let Some(s) = e.subresource {
+        v["subresource"] = Value::String(s);
+    }
+    v
+}
+
+/// Sets `obj`'s `managedFields` to `list`, or removes them when it is empty.
+pub(super) fn set_list(obj: &mut Value, list: Vec<Value>) {
     if let Some(meta) = object::metadata_mut(obj) {
         if list.is_empty() {
             meta.remove("managedFields");
@@ -157,7 +185,17 @@ fn write_entries(obj: &mut Value, entries: Vec<Entry>) {
     }
 }
 
-fn ignored(path: &[Step]) -> bool {
+fn write_entries(obj: &mut Value, entries: Vec<Entry>) {
+    let list = entries
+        .into_iter()
+        .filter(|e| !e.fields.is_empty())
+        .map(written)
+        .collect();
+    set_list(obj, list);
+}
+
+/// Whether a path is one no manager owns (and so are the paths under it).
+pub(super) fn ignored(path: &[Step]) -> bool {
     match path {
         [Step::Field(f), ..] if f == "apiVersion" || f == "kind" => true,
         [Step::Field(m), Step::Field(f), ..] if m == "metadata" => matches!(
@@ -178,7 +216,7 @@ fn ignored(path: &[Step]) -> bool {
 }
 
 /// The fields of `obj` a manager writing through `scope` can own.
-fn owned_fields(obj: &Value, scope: Scope) -> BTreeSet<Path> {
+pub(super) fn owned_fields(obj: &Value, scope: Scope) -> BTreeSet<Path> {
     let fields = match scope {
         // `/status` owns only what is under `status`: the rest is not walked.
         Scope::Status => fieldset::fields_under(obj, "status"),
@@ -194,7 +232,7 @@ fn owned_fields(obj: &Value, scope: Scope) -> BTreeSet<Path> {
 fn prune(entries: &mut [Entry], obj: &Value) {
     let lookup = fieldset::Lookup::new(obj);
     for e in entries.iter_mut() {
-        e.fields.retain(|p| lookup.value_at(p).is_some());
+        e.prune(&lookup);
     }
 }
 
@@ -376,62 +414,3 @@ pub fn apply(
     write_entries(&mut obj, entries);
     Ok(obj)
 }
-
-/// Record an ordinary write (create, update, patch): `manager` takes ownership of what changed.
-///
-/// As in kube-apiserver, `managedFields` the request carries for the main resource replace the
-/// stored ones (an empty list resets them; none, or none readable, keeps the stored ones): this
-/// is how a client moves fields between its entries (client-go's `csaupgrade`). A subresource
-/// write keeps the stored entries.
-pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: Scope, now: &str) {
-    let sent = new
-        .pointer("/metadata/managedFields")
-        .and_then(Value::as_array);
-    let reset = sent.is_some_and(Vec::is_empty);
-    let requested = match scope {
-        Scope::Main { .. } => read_entries(new),
-        Scope::Status => Vec::new(),
-    };
-    let mut entries = if reset {
-        Vec::new()
-    } else if requested.iter().any(|e| !e.fields.is_empty()) {
-        requested
-    } else {
-        old.map(read_entries).unwrap_or_default()
-    };
-    let (was, is) = (old.map(fieldset::Lookup::new), fieldset::Lookup::new(new));
-    let changed: BTreeSet<Path> = owned_fields(new, scope)
-        .into_iter()
-        .filter(|p| {
-            let before = was.as_ref().and_then(|o| o.value_at(p));
-            match p.last() {
-                // A list item is owned by whoever added it, not by whoever changed a field in it.
-                Some(Step::Key(_) | Step::Value(_)) => before.is_none(),
-                _ => before != is.value_at(p),
-            }
-        })
-        .collect();
-    drop((was, is));
-    let sub = scope.subresource();
-    if !changed.is_empty() {
-        for e in entries.iter_mut() {
-            e.fields.retain(|p| !changed.contains(p));
-        }
-        let entry = entry_of(
-            &mut entries,
-            manager,
-            "Update",
-            sub,
-            &api_version_of(new),
-            now,
-        );
-        entry.fields.extend(changed);
-        entry.time = now.to_string();
-    }
-    prune(&mut entries, new);
-    write_entries(new, entries);
-}
-
-#[cfg(test)]
-#[path = "apply_tests.rs"]
-mod tests;

@@ -2,7 +2,8 @@
 //!
 //! In reading order: `opts` (what a write asks for: field manager, `fieldValidation`, dry run,
 //! force), `patch` (merge, JSON and strategic merge patches), `apply` (server-side apply with
-//! `managedFields`, conflicts and field removal), `crd` (a stored CRD registers its kinds), `gc`
+//! `managedFields`, conflicts and field removal), `track` (the `managedFields` of every other
+//! write: the writer owns what it changed, the entries it does not touch stay as stored), `crd` (a stored CRD registers its kinds), `gc`
 //! (finalizers, `deletionTimestamp`, Background/Foreground/Orphan propagation, owner-reference
 //! garbage collection), `namespace` (a deleted Namespace `Terminating`: the lifecycle admission
 //! that refuses new content, the namespace controller that deletes its content kind by kind with
@@ -14,6 +15,7 @@
 pub mod opts;
 pub mod patch;
 pub mod apply;
+pub mod track;
 pub mod crd;
 pub mod gc;
 pub mod namespace;

@@ -15,8 +15,9 @@ use crate::kinds::resources::ResKey;
 use crate::store::{ObjKey, Store};
 use crate::wire::apierror::ApiError;
 use crate::wire::object;
-use crate::write::apply::{self, Scope};
+use crate::write::apply::Scope;
 use crate::write::gc::{self, Propagation};
+use crate::write::track;
 
 /// The finalizer kube-apiserver puts in every Namespace's `spec.finalizers`, the controller's.
 pub const FINALIZER: &str = "kubernetes";
@@ -81,7 +82,7 @@ pub fn finalize(
         return new;
     }
     let now = object::now_rfc3339();
-    apply::track_update(
+    track::track_update(
         Some(old),
         &mut new,
         manager,
@@ -235,7 +236,7 @@ fn report(store: &mut Store, key: &ObjKey, left: &Remaining) {
     let mut new = ns.clone();
     object::set_path(&mut new, ".status.conditions", new_conditions);
     let now = object::now_rfc3339();
-    apply::track_update(Some(&ns), &mut new, MANAGER, Scope::Status, &now);
+    track::track_update(Some(&ns), &mut new, MANAGER, Scope::Status, &now);
     store.put_over(key, new, &ns);
 }
 

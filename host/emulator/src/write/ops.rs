@@ -8,6 +8,7 @@ use crate::wire::apierror::{ApiError, ApiResult};
 use crate::wire::object;
 use crate::write::apply::{self, Scope};
 use crate::write::opts::WriteOpts;
+use crate::write::track;
 use crate::write::{admission, crd, defaults, gc, namespace, patch};
 
 /// What a write produced.
@@ -184,7 +185,7 @@ fn create_inner(
     }
     admission::validate(rt, &mut body, opts, &mut warnings)?;
     if track {
-        apply::track_update(None, &mut body, &opts.manager, scope_for(rt, false), &now);
+        track::track_update(None, &mut body, &opts.manager, scope_for(rt, false), &now);
     }
     defaults::apply(rt, &mut body, store, None);
     if rt.kind == "CustomResourceDefinition" {
@@ -421,7 +422,7 @@ fn commit(
     let mut warnings = Vec::new();
     admission::validate(rt, &mut new, opts, &mut warnings)?;
     if track {
-        apply::track_update(
+        track::track_update(
             Some(old),
             &mut new,
             &opts.manager,

@@ -1,0 +1,80 @@
+//! A `fieldsV1` read where it is stored, without building its set: whether it is written as this crate writes a set, names only fields an object has, and holds a path.
+//!
+//! A write that leaves a `managedFields` entry as it is keeps the entry's JSON as stored instead
+//! of reading it into a set and writing the set out again. These checks tell, from the stored
+//! JSON alone, that reading and writing it again would give it back unchanged.
+
+use serde_json::{Map, Value};
+
+use crate::wire::fieldset::{Lookup, Step};
+
+/// Whether `fields_v1` is exactly what [`crate::wire::fieldset::to_fields_v1`] writes for the
+/// set [`crate::wire::fieldset::from_fields_v1`] reads from it, that set is not empty, and every
+/// path in it is present in `lookup`'s object (as [`Lookup::value_at`] finds it).
+pub fn is_written_and_present(fields_v1: &Value, lookup: &Lookup) -> bool {
+    match fields_v1.as_object() {
+        Some(root) if !root.is_empty() && !root.contains_key(".") => {
+            node(root, lookup.object(), lookup)
+        }
+        _ => false,
+    }
+}
+
+/// One node's children: each an object, `.` (empty) only beside other children, every other
+/// key a step written in its canonical form and present below `at`.
+fn node<'a>(map: &Map<String, Value>, at: &'a Value, lookup: &Lookup<'a>) -> bool {
+    map.iter().all(|(key, child)| {
+        let Some(child) = child.as_object() else {
+            return false;
+        };
+        if key == "." {
+            return child.is_empty() && map.len() > 1;
+        }
+        step(key, at, lookup).is_some_and(|next| node(child, next, lookup))
+    })
+}
+
+/// The value below `at` that the written step `key` names; `None` when absent, or when the step
+/// is not written as [`crate::wire::fieldset::to_fields_v1`] writes it.
+fn step<'a>(key: &str, at: &'a Value, lookup: &Lookup<'a>) -> Option<&'a Value> {
+    let (kind, rest) = key.split_at_checked(2)?;
+    match (kind, at) {
+        ("f:", Value::Object(m)) => m.get(rest),
+        ("k:", Value::Array(items)) if canonical(rest) => lookup.keyed(items, rest),
+        ("v:", Value::Array(_)) if canonical(rest) => lookup.child(at, &Step::Value(rest.into())),
+        _ => None,
+    }
+}
+
+/// Whether the text of a key or value step reads back as itself (JSON as `serde_json` writes
+/// it, or text that is not JSON, which is kept as it is).
+fn canonical(text: &str) -> bool {
+    serde_json::from_str::<Value>(text).map_or(true, |v| {
+        serde_json::to_string(&v).is_ok_and(|written| written == text)
+    })
+}
+
+/// Whether the set `fields_v1` names holds `path` (`fields_v1` written as
+/// [`is_written_and_present`] checks).
+pub fn holds(fields_v1: &Value, path: &[Step]) -> bool {
+    let mut key = String::new();
+    let mut node = fields_v1;
+    for step in path {
+        key.clear();
+        let (kind, text) = match step {
+            Step::Field(f) => ("f:", f),
+            Step::Key(k) => ("k:", k),
+            Step::Value(v) => ("v:", v),
+        };
+        key.push_str(kind);
+        key.push_str(text);
+        match node.get(&key) {
+            Some(next) => node = next,
+            None => return false,
+        }
+    }
+    !path.is_empty()
+        && node
+            .as_object()
+            .is_some_and(|m| m.is_empty() || m.contains_key("."))
+}
