@@ -1,12 +1,11 @@
 //! Tests of an ordinary write's `managedFields`: the entries kept as stored, and what the
 //! bookkeeping stores against the reference that reads and writes every entry again.
 
-use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::track_update;
+use super::{looked_up_changes, track_update};
 use crate::wire::fieldset::{self, Lookup, Path, Step, from_fields_v1};
 use crate::write::apply::{self, Entry, Scope};
 
@@ -33,18 +32,7 @@ pub(crate) fn track_update_rebuilding_everything(
     } else {
         old.map(apply::read_entries).unwrap_or_default()
     };
-    let (was, is) = (old.map(Lookup::new), Lookup::new(new));
-    let changed: BTreeSet<Path> = apply::owned_fields(new, scope)
-        .into_iter()
-        .filter(|p| {
-            let before = was.as_ref().and_then(|o| o.value_at(p));
-            match p.last() {
-                Some(Step::Key(_) | Step::Value(_)) => before.is_none(),
-                _ => before != is.value_at(p),
-            }
-        })
-        .collect();
-    drop((was, is));
+    let changed = looked_up_changes(old, new, scope);
     let sub = scope.subresource();
     if !changed.is_empty() {
         for e in entries.iter_mut() {
@@ -103,16 +91,15 @@ fn entry_of<'a>(obj: &'a Value, manager: &str) -> &'a Value {
         .unwrap_or(&Value::Null)
 }
 
+/// `obj` as its creation by the manager `weir` at time `T0` stores it.
+fn created_by_weir(mut obj: Value, scope: Scope) -> Value {
+    track_update(None, &mut obj, "weir", scope, "T0");
+    obj
+}
+
 #[test]
 fn a_status_write_keeps_the_other_managers_entries_as_stored_and_stamps_its_own() {
-    let mut created = pod("False", "x");
-    track_update(
-        None,
-        &mut created,
-        "weir",
-        Scope::Main { has_status: true },
-        "T0",
-    );
+    let created = created_by_weir(pod("False", "x"), Scope::Main { has_status: true });
     // The kubelet's first status write, then its second.
     let mut first = created.clone();
     first["status"]["phase"] = json!("Pending");
@@ -131,14 +118,7 @@ fn a_status_write_keeps_the_other_managers_entries_as_stored_and_stamps_its_own(
 
 #[test]
 fn an_entry_naming_a_field_the_write_removed_is_read_and_pruned() {
-    let mut created = pod("True", "x");
-    track_update(
-        None,
-        &mut created,
-        "weir",
-        Scope::Main { has_status: false },
-        "T0",
-    );
+    let created = created_by_weir(pod("True", "x"), Scope::Main { has_status: false });
     let mut new = created.clone();
     new["metadata"]["labels"] = json!({});
     let out = both(
@@ -177,14 +157,7 @@ fn an_entry_not_written_as_this_crate_writes_entries_is_written_again() {
 
 #[test]
 fn a_keyed_list_holding_a_key_twice_is_tracked_as_every_field_looked_up() {
-    let mut old = pod("True", "x");
-    track_update(
-        None,
-        &mut old,
-        "weir",
-        Scope::Main { has_status: false },
-        "T0",
-    );
+    let old = created_by_weir(pod("True", "x"), Scope::Main { has_status: false });
     let mut new = old.clone();
     new["spec"]["containers"] =
         json!([{"name": "app", "image": "y"}, {"name": "app", "image": "z", "tty": true}]);
@@ -194,14 +167,7 @@ fn a_keyed_list_holding_a_key_twice_is_tracked_as_every_field_looked_up() {
 
 #[test]
 fn a_write_carrying_other_entries_starts_from_them() {
-    let mut old = pod("True", "x");
-    track_update(
-        None,
-        &mut old,
-        "weir",
-        Scope::Main { has_status: false },
-        "T0",
-    );
+    let old = created_by_weir(pod("True", "x"), Scope::Main { has_status: false });
     let mut moved = pod("True", "y");
     moved["metadata"]["managedFields"] = json!([{"manager": "mine", "operation": "Apply", "apiVersion": "v1", "time": "T",
                 "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {"f:app": {}}}}}]);
