@@ -13,8 +13,8 @@
 //! `OnFailure` — after [`WorkloadSimulation::ready_after`], with IPs; Pods due within
 //! [`TOGETHER`] of each other turn Ready in one round, before the changes they make are heard,
 //! so what they touch is written once) and
-//! `endpoints` (Service → Endpoints and EndpointSlice from the Pods its selector matches).
-//! Every write goes through [`crate::write::ops`], as a controller's request would, so watches,
+//! `endpoints` (Service → Endpoints and EndpointSlice from the Pods its selector matches);
+//! `pods` is what they read of a Pod they only count or list. Every write goes through [`crate::write::ops`], as a controller's request would, so watches,
 //! `managedFields` and owner-reference garbage collection apply; a write happens only when
 //! something changed.
 

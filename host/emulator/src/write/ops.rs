@@ -272,8 +272,7 @@ pub fn update_status_read(
     status: Value,
     opts: &WriteOpts,
 ) -> ApiResult<Outcome> {
-    // A status write reads nothing of its body but `status`: name and resourceVersion are
-    // `old`'s own, so their checks pass.
+    // Name and resourceVersion are `old`'s own: [`update_read`]'s checks of them pass.
     commit(
         store,
         rt,
