@@ -103,7 +103,11 @@ impl ResourceType {
 
 /// Rewrite `apiVersion`/`kind` (and an Event's fields) to what the serving endpoint speaks.
 pub fn serve(rt: &ResourceType, obj: &Value) -> Value {
-    let mut v = obj.clone();
+    served(rt, obj.clone())
+}
+
+/// [`serve`] of an object the caller owns, changed in place instead of copied.
+pub fn served(rt: &ResourceType, mut v: Value) -> Value {
     if rt.is_events_v1() {
         events::to_events_v1(&mut v);
     }

@@ -172,84 +172,6 @@ impl Schemas {
         }
         out
     }
-
-    /// Paths of fields `obj` has that `schema` does not declare (`spec.replica`,
-    /// `spec.template.spec.containers[0].imagee`), removed from `obj` as the API server drops them.
-    pub fn prune_unknown(&self, schema: &Value, obj: &mut Value) -> Vec<String> {
-        let mut unknown = Vec::new();
-        self.prune_at(schema, obj, &Where::Root, &mut unknown);
-        unknown
-    }
-
-    fn prune_at(&self, schema: &Value, v: &mut Value, at: &Where<'_>, unknown: &mut Vec<String>) {
-        let schema = self.resolve(schema);
-        if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
-            return;
-        }
-        match v {
-            Value::Object(map) => {
-                if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-                    let mut dropped = Vec::new();
-                    for (k, child) in map.iter_mut() {
-                        let here = Where::Property(at, k);
-                        match props.get(k) {
-                            Some(sub) => self.prune_at(sub, child, &here, unknown),
-                            None => {
-                                dropped.push(k.clone());
-                                unknown.push(here.render());
-                            }
-                        }
-                    }
-                    for k in dropped {
-                        map.remove(&k);
-                    }
-                } else if let Some(values) =
-                    schema.get("additionalProperties").filter(|a| a.is_object())
-                {
-                    for (k, child) in map.iter_mut() {
-                        self.prune_at(values, child, &Where::Entry(at, k), unknown);
-                    }
-                }
-            }
-            Value::Array(items) => {
-                if let Some(item_schema) = schema.get("items") {
-                    for (i, child) in items.iter_mut().enumerate() {
-                        self.prune_at(item_schema, child, &Where::Item(at, i), unknown);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-/// Where [`Schemas::prune_unknown`] is in the object, written out only for a field it drops.
-enum Where<'a> {
-    Root,
-    /// A declared property (`spec.replicas`; no dot at the root).
-    Property(&'a Where<'a>, &'a str),
-    /// A map value (`.data.key`).
-    Entry(&'a Where<'a>, &'a str),
-    /// A list item (`[0]`).
-    Item(&'a Where<'a>, usize),
-}
-
-impl Where<'_> {
-    fn render(&self) -> String {
-        match self {
-            Where::Root => String::new(),
-            Where::Property(parent, k) => {
-                let parent = parent.render();
-                if parent.is_empty() {
-                    (*k).to_string()
-                } else {
-                    format!("{parent}.{k}")
-                }
-            }
-            Where::Entry(parent, k) => format!("{}.{k}", parent.render()),
-            Where::Item(parent, i) => format!("{}[{i}]", parent.render()),
-        }
-    }
 }
 
 /// Push the definition names `schema` references.
@@ -269,39 +191,5 @@ fn refs(schema: &Value, out: &mut Vec<String>) {
         }
         Value::Array(items) => items.iter().for_each(|v| refs(v, out)),
         _ => {}
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_misspelt_deployment_field_is_found_and_pruned() {
-        let s = schemas();
-        let root = s.for_kind("apps", "Deployment").unwrap();
-        let mut obj = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x", "labelz": {}},
-            "spec": {"replica": 2, "template": {"spec": {"containers": [{"name": "a", "imagee": "x"}]}}}});
-        let unknown = s.prune_unknown(root, &mut obj);
-        assert_eq!(
-            unknown,
-            [
-                "metadata.labelz",
-                "spec.replica",
-                "spec.template.spec.containers[0].imagee"
-            ]
-        );
-        assert_eq!(
-            obj["spec"]["template"]["spec"]["containers"][0],
-            json!({"name": "a"})
-        );
-    }
-
-    #[test]
-    fn map_values_and_free_form_fields_are_not_unknown() {
-        let s = schemas();
-        let root = s.for_kind("", "ConfigMap").unwrap();
-        let mut obj = json!({"metadata": {"labels": {"any": "x"}}, "data": {"k": "v"}});
-        assert!(s.prune_unknown(root, &mut obj).is_empty());
     }
 }

@@ -1,4 +1,4 @@
-//! A `fieldsV1` read where it is stored, without building its set: whether it is written as this crate writes a set, names only fields an object has, and holds a path.
+//! A `fieldsV1` read where it is stored, without building its set: whether it is written as this crate writes a set, names only fields an object has, and holds a path; and paths added to it in place.
 //!
 //! A write that leaves a `managedFields` entry as it is keeps the entry's JSON as stored instead
 //! of reading it into a set and writing the set out again. These checks tell, from the stored
@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::wire::fieldset::{Lookup, Step};
+use crate::wire::fieldset::{Lookup, Path, Step};
 
 /// Whether `fields_v1` is exactly what [`crate::wire::fieldset::to_fields_v1`] writes for the
 /// set [`crate::wire::fieldset::from_fields_v1`] reads from it, that set is not empty, and every
@@ -78,3 +78,48 @@ pub fn holds(fields_v1: &Value, path: &[Step]) -> bool {
             .as_object()
             .is_some_and(|m| m.is_empty() || m.contains_key("."))
 }
+
+/// `fields_v1` (written as [`is_written_and_present`] checks) with `paths` added: what
+/// [`crate::wire::fieldset::to_fields_v1`] writes for the set it names and `paths`, made by
+/// adding each path's nodes instead of reading the set and writing it out again.
+pub fn with_paths<'p>(fields_v1: &Value, paths: impl IntoIterator<Item = &'p Path>) -> Value {
+    let mut root = fields_v1.clone();
+    for path in paths {
+        let mut node = &mut root;
+        // Whether `node` stood in the set as a leaf before this path (not the root, not a node
+        // this path made).
+        let mut was_leaf = false;
+        for (depth, step) in path.iter().enumerate() {
+            let Some(map) = node.as_object_mut() else {
+                break;
+            };
+            let key = match step {
+                Step::Field(f) => format!("f:{f}"),
+                Step::Key(k) => format!("k:{k}"),
+                Step::Value(v) => format!("v:{v}"),
+            };
+            // A leaf is a path of the set: given a child, it says so with `.`.
+            if was_leaf && map.is_empty() {
+                map.insert(".".into(), Value::Object(Map::new()));
+            }
+            was_leaf = map
+                .get(&key)
+                .and_then(Value::as_object)
+                .is_some_and(Map::is_empty);
+            node = map.entry(key).or_insert_with(|| Value::Object(Map::new()));
+            // The path itself is now in the set: its node, if it has children, says so with `.`.
+            if depth + 1 == path.len()
+                && let Some(last) = node.as_object_mut()
+                && !last.is_empty()
+                && !last.contains_key(".")
+            {
+                last.insert(".".into(), Value::Object(Map::new()));
+            }
+        }
+    }
+    root
+}
+
+#[cfg(test)]
+#[path = "fields_v1_tests.rs"]
+mod tests;

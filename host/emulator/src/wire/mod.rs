@@ -7,7 +7,8 @@
 //! (KEP-5866's `shardSelector`, behind a flag), `stored` (an object kept as its JSON text,
 //! parsed again only where a reader looks inside), `schema` (CRD `openAPIV3Schema` validation,
 //! 422 with field paths, and pruning), `builtin_schema` (the OpenAPI schemas of the built-in
-//! kinds, from k8s-openapi), `protobuf` (protobuf bodies of the built-in kinds as JSON, through
+//! kinds, from k8s-openapi), `builtin_prune` (their unknown fields dropped, over those schemas
+//! compiled once), `protobuf` (protobuf bodies of the built-in kinds as JSON, through
 //! message descriptors generated from k8s-pb), `apierror` (failures as `Status`).
 
 pub mod yaml;
@@ -21,5 +22,6 @@ pub mod shard_selector;
 pub mod stored;
 pub mod schema;
 pub mod builtin_schema;
+pub mod builtin_prune;
 pub mod protobuf;
 pub mod apierror;

@@ -194,6 +194,15 @@ impl Stored {
         read.ok().and_then(|o| o.metadata).unwrap_or_default()
     }
 
+    /// The parts of the object a view `T` names, read without building the rest; `None` when the
+    /// object does not read as `T` (a field of another type than `T` says).
+    pub fn read<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        match &self.0 {
+            Form::Text(text) => serde_json::from_slice(text).ok(),
+            Form::Tree(v) => T::deserialize(v).ok(),
+        }
+    }
+
     /// Whether `metadata.deletionTimestamp` is set, read without parsing the rest.
     pub fn is_deleting(&self) -> bool {
         match &self.0 {

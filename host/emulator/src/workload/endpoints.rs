@@ -3,7 +3,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{active, controlled, controller_ref, create, delete, ready, res, selects, update};
+use super::{
+    active, controlled, controller_ref, create, delete, pods, ready, res, selects, update,
+};
 use crate::store::{ObjKey, Store};
 use crate::wire::object;
 
@@ -74,11 +76,14 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
     let mut pods: Vec<_> = candidates
         .into_iter()
         .filter_map(|name| {
-            store.get(&ObjKey {
-                res: res("", "pods"),
-                ns: key.ns.clone(),
-                name,
-            })
+            pods::summary_at(
+                store,
+                &ObjKey {
+                    res: res("", "pods"),
+                    ns: key.ns.clone(),
+                    name,
+                },
+            )
         })
         .filter(|p| active(p) && selects(selector, p.pointer("/metadata/labels")))
         .filter(|p| {

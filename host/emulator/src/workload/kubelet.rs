@@ -5,33 +5,35 @@
 
 use serde_json::{Value, json};
 
-use super::{NODE, NODE_IP, Sim, update, write_status_of};
+use super::{NODE, NODE_IP, Sim, pods, update, write_status_of};
 use crate::store::{ObjKey, Store};
 use crate::wire::object;
 
 const MANAGER: &str = "kubelet";
 
-/// Reconcile one Pod.
+/// Reconcile one Pod. What it decides from is read as a [`pods::summary`]; the Pod is read in
+/// full only when there is something to write.
 pub(super) fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
-    let Some(pod) = store.get(key) else {
+    let Some(seen) = pods::summary_at(store, key) else {
         sim.starts.remove(key);
         return;
     };
-    if object::is_deleting(&pod) {
+    if object::is_deleting(&seen) {
         return;
     }
-    let uid = object::uid(&pod).to_string();
-    if pod
+    let uid = object::uid(&seen).to_string();
+    if seen
         .pointer("/spec/nodeName")
         .and_then(Value::as_str)
         .is_none_or(str::is_empty)
     {
+        let Some(pod) = store.get(key) else { return };
         let mut bound = pod.clone();
         bound["spec"]["nodeName"] = json!(NODE);
         update(store, key, &pod, bound, false, "default-scheduler");
         return;
     }
-    let phase = pod
+    let phase = seen
         .pointer("/status/phase")
         .and_then(Value::as_str)
         .unwrap_or("");
@@ -53,11 +55,17 @@ pub(super) fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
         }
     };
     if now < due {
+        // A Pending status already written is kept as it is (see `pending`).
+        if seen.pointer("/status/hostIP").is_some() {
+            return;
+        }
+        let Some(pod) = store.get(key) else { return };
         write_status_of(store, key, &pod, pending(&pod), MANAGER);
         return;
     }
     sim.starts.remove(key);
     let ip = sim.pod_ip();
+    let Some(pod) = store.get(key) else { return };
     let runs_to_completion = matches!(
         pod.pointer("/spec/restartPolicy").and_then(Value::as_str),
         Some("Never" | "OnFailure")

@@ -13,8 +13,8 @@
 //! `OnFailure` — after [`WorkloadSimulation::ready_after`], with IPs; Pods due within
 //! [`TOGETHER`] of each other turn Ready in one round, before the changes they make are heard,
 //! so what they touch is written once) and
-//! `endpoints` (Service → Endpoints and EndpointSlice from the Pods its selector matches).
-//! Every write goes through [`crate::write::ops`], as a controller's request would, so watches,
+//! `endpoints` (Service → Endpoints and EndpointSlice from the Pods its selector matches);
+//! `pods` is what they read of a Pod they only count or list. Every write goes through [`crate::write::ops`], as a controller's request would, so watches,
 //! `managedFields` and owner-reference garbage collection apply; a write happens only when
 //! something changed.
 
@@ -26,6 +26,7 @@ mod endpoints;
 mod job;
 mod kubelet;
 pub mod namespaces;
+mod pods;
 mod replicaset;
 mod statefulset;
 
@@ -42,7 +43,7 @@ use crate::state::config::WorkloadSimulation;
 use crate::state::shared::Shared;
 use crate::store::{Event, ObjKey, Store};
 use crate::wire::object;
-use crate::wire::stored::Meta;
+use crate::wire::stored::{Meta, Stored};
 use crate::write::opts::{Validation, WriteOpts};
 use crate::write::{gc, ops};
 
@@ -171,9 +172,16 @@ fn write_status_of(store: &mut Store, key: &ObjKey, current: &Value, status: Val
     if current.get("status") == Some(&status) {
         return;
     }
-    let mut updated = current.clone();
-    updated["status"] = status;
-    update(store, key, current, updated, true, manager);
+    let Some(rt) = store
+        .registry
+        .find(&key.res.group, "v1", &key.res.plural)
+        .cloned()
+    else {
+        return;
+    };
+    if let Err(e) = ops::update_status_read(store, &rt, key, current, status, &opts(manager)) {
+        tracing::debug!(name = %key.name, namespace = %key.ns, error = %e, "simulated status update refused");
+    }
 }
 
 /// Delete the object at `key` in the background, as a controller's delete request does.
@@ -202,12 +210,23 @@ fn controller_of(obj: &Value) -> Option<(&str, &str, &str)> {
 
 /// The objects of resource `of` that `owner` controls (by uid).
 fn controlled(store: &Store, owner: &Value, of: &ResKey) -> Vec<(ObjKey, Value)> {
+    controlled_as(store, owner, of, Stored::value)
+}
+
+/// [`controlled`], each object as `read` reads it from the store (one that keeps its owner
+/// references, such as [`pods::summary`]).
+fn controlled_as(
+    store: &Store,
+    owner: &Value,
+    of: &ResKey,
+    read: impl Fn(&Stored) -> Value,
+) -> Vec<(ObjKey, Value)> {
     let uid = object::uid(owner);
     store
         .dependents_of(uid)
         .into_iter()
         .filter(|k| k.res == *of)
-        .filter_map(|k| store.get(&k).map(|o| (k, o)))
+        .filter_map(|k| store.stored(&k).map(|o| (k, read(o))))
         .filter(|(_, o)| controller_of(o).is_some_and(|(_, _, u)| u == uid))
         .collect()
 }

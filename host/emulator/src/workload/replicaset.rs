@@ -2,7 +2,9 @@
 
 use serde_json::{Value, json};
 
-use super::{active, controlled, controller_ref, create, delete, ready, res, write_status_of};
+use super::{
+    active, controlled_as, controller_ref, create, delete, pods, ready, res, write_status_of,
+};
 use crate::store::{ObjKey, Store};
 use crate::wire::object;
 
@@ -48,7 +50,7 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
         .unwrap_or(1)
         .max(0) as usize;
     let pods_res = res("", "pods");
-    let mut pods: Vec<_> = controlled(store, &rs, &pods_res)
+    let mut pods: Vec<_> = controlled_as(store, &rs, &pods_res, pods::summary)
         .into_iter()
         .filter(|(_, p)| active(p))
         .collect();
@@ -82,7 +84,7 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
     }
     // Pods created or deleted: count them again.
     let pods = if scaled {
-        controlled(store, &rs, &pods_res)
+        controlled_as(store, &rs, &pods_res, pods::summary)
             .into_iter()
             .filter(|(_, p)| active(p))
             .collect()

@@ -5,7 +5,7 @@ use serde_json::Value;
 use crate::kinds::resources::ResourceType;
 use crate::store::Store;
 use crate::wire::apierror::{ApiError, ApiResult};
-use crate::wire::{builtin_schema, object, schema};
+use crate::wire::{builtin_prune, object, schema};
 use crate::write::crd;
 use crate::write::opts::{Validation, WriteOpts};
 
@@ -105,11 +105,9 @@ fn builtin_fields(
     opts: &WriteOpts,
     warnings: &mut Vec<String>,
 ) -> ApiResult<()> {
-    let schemas = builtin_schema::schemas();
-    let Some(root) = schemas.for_kind(&rt.group, &rt.kind) else {
+    let Some(unknown) = builtin_prune::pruner().prune_unknown(&rt.group, &rt.kind, obj) else {
         return Ok(());
     };
-    let unknown = schemas.prune_unknown(root, obj);
     if unknown.is_empty() {
         return Ok(());
     }

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::kinds::resources::{ResourceType, serve, to_storage};
+use crate::kinds::resources::{ResourceType, serve, served, to_storage};
 use crate::store::{ObjKey, Store};
 use crate::wire::apierror::{ApiError, ApiResult};
 use crate::wire::object;
@@ -165,7 +165,7 @@ fn create_inner(
     let mut warnings = Vec::new();
     let uid = store.new_uid();
     let now = object::now_rfc3339();
-    body = serve(rt, &body);
+    body = served(rt, body);
     if let Some(meta) = object::metadata_mut(&mut body) {
         meta.insert("name".into(), json!(name));
         if rt.namespaced {
@@ -259,6 +259,30 @@ pub fn update_read(
         object::resource_version(old),
     )?;
     commit(store, rt, key, old, body, status, opts, true)
+}
+
+/// An update of `/status` to `status` over `old`, the object stored at `key` as its caller read
+/// it under the same lock: what [`update_read`] of `old` with its status replaced by `status`
+/// stores, without the caller copying the whole object to say so.
+pub fn update_status_read(
+    store: &mut Store,
+    rt: &ResourceType,
+    key: &ObjKey,
+    old: &Value,
+    status: Value,
+    opts: &WriteOpts,
+) -> ApiResult<Outcome> {
+    // Name and resourceVersion are `old`'s own: [`update_read`]'s checks of them pass.
+    commit(
+        store,
+        rt,
+        key,
+        old,
+        json!({ "status": status }),
+        true,
+        opts,
+        true,
+    )
 }
 
 /// Apply a patch of any type, its body decoded by [`PatchType::decode`]; server-side apply may
@@ -388,7 +412,7 @@ fn commit(
         }
         n
     } else {
-        let mut n = serve(rt, &requested);
+        let mut n = served(rt, requested);
         if rt.has_status {
             match old.get("status") {
                 Some(s) => object::set_path(&mut n, ".status", s.clone()),

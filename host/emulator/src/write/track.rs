@@ -4,8 +4,10 @@
 //! the others, adding them to the writer's entry, dropping fields the object no longer has and
 //! writing every entry out again would store. But only the entries that this changes are read
 //! and written: an entry that holds none of the changed fields, names only fields the object
-//! still has and is written as this crate writes entries is kept as its JSON stands. And the
-//! changed fields are found by walking only what differs between the old object and the new.
+//! still has and is written as this crate writes entries is kept as its JSON stands, and the
+//! writer's own entry, so written, takes the write's time and the changed fields added in place.
+//! And the changed fields are found by walking only what differs between the old object and
+//! the new.
 
 use std::collections::BTreeSet;
 
@@ -58,6 +60,17 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: 
         .filter_map(|slot| match slot {
             Slot::Kept(i) if carried => carried_list.get_mut(i).map(std::mem::take),
             Slot::Kept(i) => stored.and_then(|s| s.get(i)).cloned(),
+            Slot::Grown(i, fields) => {
+                let kept = match carried {
+                    true => carried_list.get_mut(i).map(std::mem::take),
+                    false => stored.and_then(|s| s.get(i)).cloned(),
+                };
+                kept.map(|mut e| {
+                    e["time"] = Value::String(now.to_string());
+                    e["fieldsV1"] = fields;
+                    e
+                })
+            }
             Slot::Read(e) if e.fields.is_empty() => None,
             Slot::Read(e) => Some(apply::written(e)),
         })
@@ -69,6 +82,10 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: 
 enum Slot {
     /// The entry at this position of the list the write starts from, as it stands.
     Kept(usize),
+    /// The writer's own entry at this position, written as this crate writes entries and naming
+    /// only fields the object has: as it stands but for its `time`, which becomes the write's,
+    /// and its `fieldsV1`, which becomes this (the changed fields added in place).
+    Grown(usize, Value),
     /// An entry read (and changed, or to be written in this crate's form).
     Read(Entry),
 }
@@ -82,45 +99,52 @@ fn owners_after(
     scope: Scope,
     now: &str,
 ) -> Vec<Slot> {
+    let sub = scope.subresource();
+    let mine = list.iter().position(|e| owned_by(e, manager, sub));
     let mut slots: Vec<Slot> = list
         .iter()
         .enumerate()
-        .map(|(i, e)| match stands(e, lookup, changed) {
-            true => Slot::Kept(i),
-            false => Slot::Read(apply::read_entry(e)),
+        .map(|(i, e)| {
+            let Some(fields) = written_and_present(e, lookup) else {
+                return Slot::Read(apply::read_entry(e));
+            };
+            if !changed.iter().any(|p| fields_v1::holds(fields, p)) {
+                Slot::Kept(i)
+            } else if Some(i) == mine {
+                Slot::Grown(i, Value::Null)
+            } else {
+                Slot::Read(apply::read_entry(e))
+            }
         })
         .collect();
-    let sub = scope.subresource();
     if !changed.is_empty() {
         for slot in &mut slots {
             if let Slot::Read(e) = slot {
                 e.fields.retain(|p| !changed.contains(p));
             }
         }
-        let mine = slots.iter().position(|s| match s {
-            Slot::Kept(i) => {
-                // A kept entry's owner fields are strings (see `stands`).
-                let text = |k: &str| list[*i].get(k).and_then(Value::as_str);
-                text("manager") == Some(manager)
-                    && text("operation") == Some("Update")
-                    && text("subresource") == sub
+        let mut entry = match mine.map(|at| std::mem::replace(&mut slots[at], Slot::Kept(at))) {
+            // Its fields are all present: they stay, and so do the changed ones the object has
+            // (the others a prune would drop).
+            Some(Slot::Kept(at) | Slot::Grown(at, _)) => {
+                let present = changed.iter().filter(|p| lookup.value_at(p).is_some());
+                let fields = fields_v1::with_paths(&list[at]["fieldsV1"], present);
+                slots[at] = Slot::Grown(at, fields);
+                None
             }
-            Slot::Read(e) => e.same_owner(manager, "Update", sub),
-        });
-        let taken = mine.map(|at| std::mem::replace(&mut slots[at], Slot::Kept(at)));
-        let mut entry = match taken {
-            Some(Slot::Kept(i)) => apply::read_entry(&list[i]),
-            Some(Slot::Read(e)) => e,
+            Some(Slot::Read(e)) => Some(e),
             None => {
                 let api_version = apply::api_version_of(lookup.object());
-                Entry::new(manager, "Update", sub, &api_version, now)
+                Some(Entry::new(manager, "Update", sub, &api_version, now))
             }
         };
-        entry.fields.extend(changed.iter().cloned());
-        entry.time = now.to_string();
-        match mine {
-            Some(at) => slots[at] = Slot::Read(entry),
-            None => slots.push(Slot::Read(entry)),
+        if let Some(mut entry) = entry.take() {
+            entry.fields.extend(changed.iter().cloned());
+            entry.time = now.to_string();
+            match mine {
+                Some(at) => slots[at] = Slot::Read(entry),
+                None => slots.push(Slot::Read(entry)),
+            }
         }
     }
     for slot in &mut slots {
@@ -131,24 +155,29 @@ fn owners_after(
     slots
 }
 
-/// Whether the stored entry `e` stays as it stands: written as this crate writes entries,
-/// naming only fields `lookup`'s object has, and none of `changed`.
-fn stands(e: &Value, lookup: &Lookup, changed: &BTreeSet<Path>) -> bool {
-    let Some(m) = e.as_object() else {
-        return false;
-    };
+/// Whether the stored entry `e` is `manager`'s `Update` on subresource `sub`, read as
+/// [`apply::read_entry`] reads its owner (a missing operation is an `Update`).
+fn owned_by(e: &Value, manager: &str, sub: Option<&str>) -> bool {
+    let text = |k: &str| e.get(k).and_then(Value::as_str);
+    text("manager").unwrap_or("") == manager
+        && text("operation").unwrap_or("Update") == "Update"
+        && text("subresource") == sub
+}
+
+/// The `fieldsV1` of the stored entry `e` when the entry is written as this crate writes
+/// entries and names only fields `lookup`'s object has.
+fn written_and_present<'v>(e: &'v Value, lookup: &Lookup) -> Option<&'v Value> {
+    let m = e.as_object()?;
     let text = |k: &str| m.get(k).is_some_and(Value::is_string);
     let sub = m.get("subresource");
-    m.len() == 6 + usize::from(sub.is_some())
+    let shaped = m.len() == 6 + usize::from(sub.is_some())
         && ["manager", "operation", "apiVersion", "time"]
             .iter()
             .all(|k| text(k))
         && sub.is_none_or(Value::is_string)
-        && m.get("fieldsType").and_then(Value::as_str) == Some("FieldsV1")
-        && m.get("fieldsV1").is_some_and(|f| {
-            fields_v1::is_written_and_present(f, lookup)
-                && !changed.iter().any(|p| fields_v1::holds(f, p))
-        })
+        && m.get("fieldsType").and_then(Value::as_str) == Some("FieldsV1");
+    let fields = m.get("fieldsV1").filter(|_| shaped)?;
+    fields_v1::is_written_and_present(fields, lookup).then_some(fields)
 }
 
 /// What changed, each owned field of `new` looked up in both objects: for a write whose keyed

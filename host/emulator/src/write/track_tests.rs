@@ -117,6 +117,23 @@ fn a_status_write_keeps_the_other_managers_entries_as_stored_and_stamps_its_own(
 }
 
 #[test]
+fn a_writer_changing_only_fields_it_holds_keeps_its_entry_and_takes_the_new_time() {
+    let created = created_by_weir(pod("False", "x"), Scope::Main { has_status: true });
+    let mut first = pod("True", "x");
+    track_update(Some(&created), &mut first, "kubelet", Scope::Status, "T1");
+    // The kubelet changes again only the condition its entry already holds.
+    let second = pod("False", "x");
+    let (mut kept, mut rebuilt) = (second.clone(), second);
+    track_update(Some(&first), &mut kept, "kubelet", Scope::Status, "T2");
+    track_update_rebuilding_everything(Some(&first), &mut rebuilt, "kubelet", Scope::Status, "T2");
+    assert_eq!(kept, rebuilt, "kept as stored, against every entry rebuilt");
+    let mine = entry_of(&kept, "kubelet");
+    assert_eq!(mine["time"], "T2");
+    assert_eq!(mine["fieldsV1"], entry_of(&first, "kubelet")["fieldsV1"]);
+    assert_eq!(entry_of(&kept, "weir"), entry_of(&created, "weir"));
+}
+
+#[test]
 fn an_entry_naming_a_field_the_write_removed_is_read_and_pruned() {
     let created = created_by_weir(pod("True", "x"), Scope::Main { has_status: false });
     let mut new = created.clone();
