@@ -11,8 +11,7 @@
 # Caches under target/ keep a second run warm: the Rust project builds in target/scaffold (with
 # the checkout's Cargo.lock, so it compiles the same dependency versions), the Python one uses
 # the SDK installed in target/venv, the JavaScript one links guest-sdk/js, the C one uses the
-# checkout's target/tools (guest-sdk/setup.sh). A first run starts target/scaffold from what
-# `plugins/build.sh` compiled, when it has (seed_rust_target below).
+# checkout's target/tools (guest-sdk/setup.sh).
 # The watch step saves once weir dev says it is ready (its start's builds done: for Python and
 # JavaScript, the development runtime made; see guest-sdk/python/weir_reconciler/dev.py and
 # guest-sdk/js/src/dev.js), and fails when save-to-cluster takes SAVE_LIMIT s or more (default
@@ -76,28 +75,6 @@ await_line() {
   done
 }
 
-# Starts target/scaffold, once, from the workspace's plugin build: the project's `release` profile
-# is the workspace's `plugin` profile (opt-level "s", LTO, one codegen unit, strip, panic=abort),
-# for the same target, with the checkout's Cargo.lock, so cargo names and fingerprints each
-# dependency as it did there (kube, k8s-openapi, serde, wit-bindgen... and their build scripts and
-# proc macros) and finds it fresh: the project's first build compiles the SDK and itself only.
-# What differs is compiled as usual. The compiled crates are linked (cargo and rustc replace an
-# output, they do not write into it); fingerprints and build-script output are copied.
-seed_rust_target() {
-  local scaffold="$root/target/scaffold" from to pair dir
-  if [[ -e "$scaffold" ]]; then return 0; fi
-  for pair in plugin:release wasm32-wasip2/plugin:wasm32-wasip2/release; do
-    from="$root/target/${pair%%:*}"
-    to="$scaffold/${pair#*:}"
-    if [[ ! -d "$from/deps" ]]; then continue; fi
-    mkdir -p "$to"
-    cp -al "$from/deps" "$to/deps"
-    for dir in build .fingerprint; do
-      if [[ -d "$from/$dir" ]]; then cp -a "$from/$dir" "$to/"; fi
-    done
-  done
-}
-
 # The project's own build.sh, the production way (WEIR_DEV_BUILD unset), with the caches above.
 build_production() {
   case "$1" in
@@ -155,10 +132,7 @@ for lang in "${langs[@]}"; do
   "$WEIR" new --lang "$lang" "hello-$lang" --group demo.example.dev --output "$project" --sdk "$root/guest-sdk"
   files=$(find "$project" -type f | wc -l)
   lines=$(find "$project" -type f -exec cat {} + | wc -l)
-  if [[ "$lang" == rust ]]; then
-    cp "$root/Cargo.lock" "$project/Cargo.lock"
-    seed_rust_target
-  fi
+  [[ "$lang" == rust ]] && cp "$root/Cargo.lock" "$project/Cargo.lock"
   build_production "$lang" "$project" || { echo "FAILED: building the $lang scaffold"; status=1; continue; }
   "$WEIR" test "$project/hello-$lang.wasm" "$project/fixtures" || { echo "FAILED: weir test on the $lang scaffold"; status=1; continue; }
   tested=$(date +%s)
