@@ -4,8 +4,8 @@
 #                                  `weir-py`, componentize-py and PyYAML (pyproject.toml, extra `test`)
 #   guest-sdk/js/node_modules      the JS SDK's componentize-js and esbuild (guest-sdk/js/npm-shrinkwrap.json)
 #   plugins/blog-js/node_modules   the JS Blog plugin: the SDK linked, and its test dependencies (its package-lock.json)
-#   target/tools/bin               the C SDK's wit-bindgen and wasm-component-ld, with Debian's clang-19
-#                                  and wasi-libc (guest-sdk/c/setup.sh, versions pinned there)
+#   target/tools/bin               the C SDK's wasm-component-ld, with Debian's clang-19 and wasi-libc
+#                                  (guest-sdk/c/setup.sh, versions pinned there)
 # Idempotent: each step is skipped while what it installs is unchanged since the last install.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

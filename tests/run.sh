@@ -13,10 +13,14 @@ started=$(date +%s)
 step_started=$started
 step_name=""
 step_times=()
+# A line shown under the current step's in the table (a job that ran in the background during it).
+step_note=""
 step() {
   local now
   now=$(date +%s)
   [[ -z $step_name ]] || step_times+=("$(printf '%6ds  %s' "$((now - step_started))" "$step_name")")
+  [[ -z $step_note ]] || step_times+=("$step_note")
+  step_note=""
   step_started=$now
   step_name="$*"
   printf '\n==> %s  (at %ds)\n' "$*" "$((now - started))"
@@ -25,6 +29,7 @@ step_table() {
   local now
   now=$(date +%s)
   [[ -z $step_name ]] || step_times+=("$(printf '%6ds  %s' "$((now - step_started))" "$step_name")")
+  [[ -z $step_note ]] || step_times+=("$step_note")
   printf '\n==> wall time per step (%ds in all)\n' "$((now - started))"
   printf '%s\n' "${step_times[@]}"
 }
@@ -68,13 +73,36 @@ if ! command -v kubectl >/dev/null 2>&1; then
   apt-get update -qq && apt-get install -y -qq kubernetes-client
 fi
 
-step "build every plugin (Rust, Python, JavaScript, C)"
-plugins/build.sh all
-
-step "build the workspace's tests once (and with them target/debug/weir)"
+step "build every plugin (Rust, Python, JavaScript, C) in the background, and the workspace's tests once (and with them target/debug/weir)"
+# The plugin build has long single-threaded stretches (each plugin's LTO link, componentize-py,
+# componentize-js, the downloads of the Python and npm tools), which the test build's parallel
+# compiles fill; neither needs the other's output, and cargo locks target/debug apart from the
+# plugins' target/plugin and target/wasm32-wasip2. Its output goes to target/plugins-build.log,
+# printed when it is done. Its own process group, so that a failed test build stops it whole.
+plugins_log="$root/target/plugins-build.log"
+mkdir -p "$root/target"
+plugins_started=$(date +%s)
+setsid bash -c 'plugins/build.sh all; echo "$? $(date +%s)" >"$0.status"' "$plugins_log" >"$plugins_log" 2>&1 </dev/null &
+plugins_pid=$!
+stop_plugins() { kill -- "-$plugins_pid" 2>/dev/null || true; }
+trap 'stop_plugins; step_table' EXIT
 # The same tree as the README's `cargo run -p weir` (checked above), so a newcomer who ran the main
 # command first compiles only the tests here.
 cargo test --workspace --no-run
+if kill -0 "$plugins_pid" 2>/dev/null; then
+  echo "the tests are built; waiting for the plugins' build (target/plugins-build.log)"
+fi
+wait "$plugins_pid" || true
+trap step_table EXIT
+read -r plugins_status plugins_ended <"$plugins_log.status" || plugins_status=none
+rm -f "$plugins_log.status"
+cat "$plugins_log"
+[[ $plugins_status == none ]] \
+  || step_note=$(printf '%6ds    of which the plugins (in the background)' "$((plugins_ended - plugins_started))")
+if [[ $plugins_status != 0 ]]; then
+  echo "building the plugins failed (exit status $plugins_status; its output is above)" >&2
+  exit 1
+fi
 
 step "the benchmark's Blog copies: the Blog's CRD text under each copy's names"
 WEIR_BLOG_COPY=3 cargo test -p weir-plugin-blog --features bench-copy --lib copy

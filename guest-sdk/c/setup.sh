@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Installs the C guest SDK's toolchain (guest-sdk/c/bin/weir-c uses it):
 #   Debian's clang-19, lld-19 (wasm-ld-19), wasi-libc and the wasm32 compiler-rt builtins (apt-get)
-#   wit-bindgen (the `c` generator only) and wasm-component-ld from crates.io, versions pinned
-#   here, into target/tools/bin (cargo install --locked: the versions their own lockfiles pin).
+#   wasm-component-ld at the version pinned here, into target/tools/bin: copied from the Rust
+#   toolchain, which ships it as the linker of its wasm32-wasip2 target, when the toolchain's is
+#   that version; otherwise built from crates.io (cargo install --locked: the versions its own
+#   lockfile pins; a few CPU-minutes on a new machine).
+# The contract's C bindings are not generated here: wit-bindgen's output is kept in
+# guest-sdk/c/bindings (guest-sdk/c/bindgen.sh writes it).
 # Idempotent: each step is skipped while what it installs is there at its version.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 tools="$root/target/tools"
-WIT_BINDGEN_VERSION=0.63.0
-WASM_COMPONENT_LD_VERSION=0.5.31
+# The version Rust 1.95's toolchain ships (rustc's own copy is then used; see above).
+WASM_COMPONENT_LD_VERSION=0.5.21
 
 packages=()
 command -v clang-19 >/dev/null || packages+=(clang-19)
@@ -20,11 +24,19 @@ if [[ ${#packages[@]} -gt 0 ]]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${packages[@]}"
 fi
 
-# Runs `cargo install` for crate $1 at version $2 unless $3 --version already prints it.
-install_crate() {
-  local crate=$1 version=$2 bin=$3; shift 3
-  if [[ -x "$tools/bin/$bin" ]] && "$tools/bin/$bin" --version 2>/dev/null | grep -q " $version"; then return; fi
-  cargo install --quiet --root "$tools" --locked "$crate" --version "$version" "$@"
-}
-install_crate wit-bindgen-cli "$WIT_BINDGEN_VERSION" wit-bindgen --no-default-features --features c
-install_crate wasm-component-ld "$WASM_COMPONENT_LD_VERSION" wasm-component-ld
+# wasm-component-ld at $WASM_COMPONENT_LD_VERSION in target/tools/bin (a copy, not a link: a later
+# toolchain update does not change it under the SDK).
+bin="$tools/bin/wasm-component-ld"
+if [[ "$("$bin" --version 2>/dev/null)" != "wasm-component-ld $WASM_COMPONENT_LD_VERSION" ]]; then
+  shipped=
+  if command -v rustc >/dev/null; then
+    shipped="$(rustc --print sysroot)/lib/rustlib/$(rustc -vV | sed -n 's/^host: //p')/bin/wasm-component-ld"
+  fi
+  if [[ -n "$shipped" && "$("$shipped" --version 2>/dev/null)" == "wasm-component-ld $WASM_COMPONENT_LD_VERSION" ]]; then
+    mkdir -p "$tools/bin"
+    rm -f "$bin"  # not written in place: it may be running, or a link to another checkout's
+    cp "$shipped" "$bin"
+  else
+    cargo install --quiet --root "$tools" --locked wasm-component-ld --version "$WASM_COMPONENT_LD_VERSION"
+  fi
+fi

@@ -2,8 +2,8 @@
  *
  * A plugin is a WebAssembly component implementing `weir:reconciler@0.3.0`
  * (wit/0.3.0/reconciler.wit). This header is all a plugin author includes;
- * `weir-c build` (beside it) generates the contract's C bindings with
- * wit-bindgen, compiles the plugin and this SDK with clang for wasm32-wasi and
+ * `weir-c build` (beside it) compiles the plugin, this SDK and the contract's
+ * C bindings (wit-bindgen's, kept in bindings/) with clang for wasm32-wasi and
  * links a component with wasm-component-ld (WASI preview 1 adapted to preview 2).
  *
  * The plugin defines:

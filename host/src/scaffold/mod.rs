@@ -68,7 +68,7 @@ pub enum Lang {
     Python,
     /// An ES module using `@weir/guest-sdk`, built with `weir-js build` (componentize-js).
     Js,
-    /// A C file using `weir.h`, built with `weir-c build` (wit-bindgen's C bindings, clang, wasm-component-ld).
+    /// A C file using `weir.h`, built with `weir-c build` (the SDK's C bindings, clang, wasm-component-ld).
     C,
 }
 
@@ -263,7 +263,7 @@ impl Project {
                 "C",
                 format!("src/{module}.c"),
                 "the parent kind's CRD is `crd.yaml`",
-                "`build.sh` runs the SDK's `c/bin/weir-c build` (the header `weir.h` documents the API), whose tools must be installed in the checkout (`guest-sdk/setup.sh` there: Debian's clang-19 and wasi-libc, wit-bindgen and wasm-component-ld under its `target/tools`).",
+                "`build.sh` runs the SDK's `c/bin/weir-c build` (the header `weir.h` documents the API), whose tools must be installed in the checkout (`guest-sdk/setup.sh` there: Debian's clang-19 and wasi-libc, wasm-component-ld under its `target/tools`).",
             ),
         };
         let files: String = templates::of(self.lang)
