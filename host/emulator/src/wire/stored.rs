@@ -205,6 +205,16 @@ impl Stored {
         }
     }
 
+    /// The part of the object a reader's type `T` names, read without building the rest (a
+    /// field `T` does not name is skipped over, not parsed into a value); `None` when the
+    /// object does not have `T`'s shape.
+    pub fn read<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        match &self.0 {
+            Form::Text(text) => serde_json::from_slice(text).ok(),
+            Form::Tree(v) => T::deserialize(v).ok(),
+        }
+    }
+
     /// Whether a list's or watch's selectors select this object; only what they read is parsed.
     pub fn selected_by(
         &self,
