@@ -122,3 +122,36 @@ fn labels_and_the_controller_are_read_from_the_text_or_the_tree() {
         "no metadata"
     );
 }
+
+#[test]
+fn a_typed_part_is_read_from_either_form_and_another_shape_is_none() {
+    #[derive(Debug, PartialEq, serde::Deserialize)]
+    struct Part {
+        #[serde(default)]
+        spec: Option<Value>,
+        kind: String,
+    }
+    let mut deep = json!("leaf");
+    for _ in 0..130 {
+        deep = json!({"a": deep});
+    }
+    let text = json!({"kind": "ReplicaSet", "spec": {"replicas": 2},
+                      "metadata": {"managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {}}}]}});
+    let mut tree = text.clone();
+    tree["metadata"]["deep"] = deep;
+    for obj in [text, tree] {
+        let part = Stored::new(&obj).read::<Part>();
+        assert_eq!(
+            part,
+            Some(Part {
+                spec: Some(json!({"replicas": 2})),
+                kind: "ReplicaSet".into()
+            })
+        );
+    }
+    assert_eq!(
+        Stored::new(&json!({"spec": {}})).read::<Part>(),
+        None,
+        "no kind"
+    );
+}

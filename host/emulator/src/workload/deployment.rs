@@ -8,9 +8,10 @@
 //! once and the old ones to 0 when it is available (a 100% surge); ReplicaSets scaled to 0
 //! beyond `revisionHistoryLimit` are deleted, oldest first. Status sums the ReplicaSets.
 
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::{condition, controlled, controller_ref, create, delete, res, update, write_status_of};
+use super::{condition, controller_ref, create, delete, res, update, write_status_of};
 use crate::store::{ObjKey, Store};
 use crate::wire::object;
 
@@ -31,8 +32,121 @@ const NOT_COPIED: [&str; 6] = [
     "deprecated.deployment.rollback.to",
 ];
 
+/// What a pass reads of each ReplicaSet a Deployment controls (its revision, template, counts),
+/// read without the rest of it: its `managedFields` (about half of its text) are skipped, not
+/// parsed, and the whole object is read only for a ReplicaSet the pass writes. A Deployment keeps
+/// up to `revisionHistoryLimit` old ReplicaSets, read on every pass, so this is most of a pass.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SetView {
+    metadata: Option<SetMeta>,
+    spec: Option<SetSpec>,
+    status: Option<SetCounts>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SetMeta {
+    annotations: Option<Value>,
+    #[serde(rename = "ownerReferences")]
+    owner_references: Option<Value>,
+}
+
+/// `spec`: its `template` is the one part of a ReplicaSet a pass compares whole.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SetSpec {
+    replicas: Option<Value>,
+    template: Option<Value>,
+}
+
+/// A ReplicaSet's counts; an absent or non-integer one is 0.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct SetCounts {
+    replicas: Option<Value>,
+    #[serde(rename = "availableReplicas")]
+    available_replicas: Option<Value>,
+    #[serde(rename = "readyReplicas")]
+    ready_replicas: Option<Value>,
+}
+
+/// An integer count, 0 when absent or not an integer (as [`int`] reads one).
+fn count(v: Option<&Value>) -> i64 {
+    v.and_then(Value::as_i64).unwrap_or(0)
+}
+
+impl SetView {
+    /// The view of a ReplicaSet already parsed (one this pass wrote).
+    fn of(rs: &Value) -> SetView {
+        SetView::deserialize(rs).unwrap_or_default()
+    }
+
+    fn revision(&self) -> i64 {
+        revision_in(
+            self.metadata
+                .as_ref()
+                .and_then(|m| m.annotations.as_ref())
+                .and_then(Value::as_object),
+        )
+    }
+
+    /// Whether its controller (the first owner reference with `controller: true`) has `uid`.
+    fn controlled_by(&self, uid: &str) -> bool {
+        self.metadata
+            .as_ref()
+            .and_then(|m| m.owner_references.as_ref())
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|r| r.get("controller") == Some(&Value::Bool(true)))
+            .is_some_and(|r| r.get("uid").and_then(Value::as_str).unwrap_or("") == uid)
+    }
+
+    fn spec_replicas(&self) -> i64 {
+        count(self.spec.as_ref().and_then(|s| s.replicas.as_ref()))
+    }
+
+    fn template(&self) -> Option<&Value> {
+        self.spec.as_ref().and_then(|s| s.template.as_ref())
+    }
+
+    fn counts(&self) -> &SetCounts {
+        static NONE: SetCounts = SetCounts {
+            replicas: None,
+            available_replicas: None,
+            ready_replicas: None,
+        };
+        self.status.as_ref().unwrap_or(&NONE)
+    }
+}
+
+/// The ReplicaSets `d` controls (by uid), each read as a [`SetView`].
+fn controlled_sets(store: &Store, d: &Value) -> Vec<(ObjKey, SetView)> {
+    let uid = object::uid(d);
+    let rs_res = res("apps", "replicasets");
+    store
+        .dependents_of(uid)
+        .into_iter()
+        .filter(|k| k.res == rs_res)
+        .filter_map(|k| {
+            let view = store.stored(&k)?.read::<SetView>()?;
+            Some((k, view))
+        })
+        .filter(|(_, rs)| rs.controlled_by(uid))
+        .collect()
+}
+
 fn revision(rs: &Value) -> i64 {
-    rs.pointer("/metadata/annotations")
+    revision_in(
+        rs.pointer("/metadata/annotations")
+            .and_then(Value::as_object),
+    )
+}
+
+/// The `deployment.kubernetes.io/revision` among `annotations`, 0 when none or not a number.
+fn revision_in(annotations: Option<&Map<String, Value>>) -> i64 {
+    annotations
         .and_then(|a| a.get(REVISION))
         .and_then(Value::as_str)
         .and_then(|r| r.parse().ok())
@@ -192,13 +306,13 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
         return;
     };
     let rs_res = res("apps", "replicasets");
-    let owned = controlled(store, &d, &rs_res);
-    let max_revision = owned.iter().map(|(_, rs)| revision(rs)).max().unwrap_or(0);
+    let owned = controlled_sets(store, &d);
+    let max_revision = owned.iter().map(|(_, rs)| rs.revision()).max().unwrap_or(0);
     let wanted = comparable(Some(&template));
     let current = owned
         .iter()
-        .find(|(_, rs)| comparable(rs.pointer("/spec/template")) == wanted)
-        .cloned();
+        .find(|(_, rs)| comparable(rs.template()) == wanted)
+        .and_then(|(k, _)| Some((k.clone(), store.get(k)?)));
     let (new_key, new_rs) = match current {
         Some((k, rs)) => {
             // Scale it and, when it was an old one (a rollback), give it the next revision.
@@ -232,12 +346,15 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
     let new_available = int(&new_rs, "/status/availableReplicas");
     // The old ReplicaSets as this pass leaves them: what it writes is what the store then holds
     // (the lock is held throughout), so they are not read again.
-    let mut old_sets: Vec<(ObjKey, Value)> =
+    let mut old_sets: Vec<(ObjKey, SetView)> =
         owned.into_iter().filter(|(k, _)| *k != new_key).collect();
     if new_available >= replicas {
         for (k, rs) in &mut old_sets {
-            if int(rs, "/spec/replicas") != 0 {
-                let mut scaled = rs.clone();
+            if rs.spec_replicas() != 0 {
+                let Some(current) = store.get(k) else {
+                    continue;
+                };
+                let mut scaled = current.clone();
                 scaled["spec"]["replicas"] = json!(0);
                 if let Some(a) = scaled
                     .pointer_mut("/metadata/annotations")
@@ -245,8 +362,8 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
                 {
                     a.insert(DESIRED.into(), json!(replicas.to_string()));
                 }
-                if let Some(stored) = update(store, k, rs, scaled, false, MANAGER) {
-                    *rs = stored;
+                if let Some(stored) = update(store, k, &current, scaled, false, MANAGER) {
+                    *rs = SetView::of(&stored);
                 }
             }
         }
@@ -257,10 +374,10 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
         .and_then(Value::as_i64)
         .unwrap_or(10)
         .max(0) as usize;
-    old_sets.sort_by_key(|(_, rs)| revision(rs));
+    old_sets.sort_by_key(|(_, rs)| rs.revision());
     let idle: Vec<ObjKey> = old_sets
         .iter()
-        .filter(|(_, rs)| int(rs, "/spec/replicas") == 0 && int(rs, "/status/replicas") == 0)
+        .filter(|(_, rs)| rs.spec_replicas() == 0 && count(rs.counts().replicas.as_ref()) == 0)
         .map(|(k, _)| k.clone())
         .collect();
     for k in idle.iter().take(idle.len().saturating_sub(limit)) {
@@ -269,8 +386,10 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
     // A ReplicaSet deleted just now is left out, as a fresh read leaves it out.
     old_sets.retain(|(k, _)| store.contains(k));
     let d = set_revision(store, key, d, &new_rs);
-    let sets: Vec<&Value> = std::iter::once(&new_rs)
+    let new_view = SetView::of(&new_rs);
+    let sets: Vec<(i64, &SetCounts)> = std::iter::once(&new_view)
         .chain(old_sets.iter().map(|(_, rs)| rs))
+        .map(|rs| (rs.spec_replicas(), rs.counts()))
         .collect();
     set_status(store, key, &d, replicas, &new_key.name, &sets);
 }
@@ -295,24 +414,28 @@ fn set_revision(store: &mut Store, key: &ObjKey, d: Value, new_rs: &Value) -> Va
 
 /// `calculateStatus` and `syncRolloutStatus`: counts summed over the ReplicaSets; `Available`
 /// once `replicas - maxUnavailable` are available; `Progressing` with the new ReplicaSet.
-/// `d` is the Deployment as stored at `key`; `sets` its ReplicaSets as stored, the new one
-/// (`rs_name`) first.
+/// `d` is the Deployment as stored at `key`; `sets` its ReplicaSets' `spec.replicas` and status
+/// counts as stored, the new one's (`rs_name`) first.
 fn set_status(
     store: &mut Store,
     key: &ObjKey,
     d: &Value,
     replicas: i64,
     rs_name: &str,
-    sets: &[&Value],
+    sets: &[(i64, &SetCounts)],
 ) {
-    let sum = |p: &str| sets.iter().map(|rs| int(rs, p)).sum::<i64>();
-    let total_spec = sum("/spec/replicas");
-    let available = sum("/status/availableReplicas");
-    let actual = sum("/status/replicas");
-    let updated = sets.first().map_or(0, |rs| int(rs, "/status/replicas"));
+    let sum = |of: fn(&SetCounts) -> Option<&Value>| {
+        sets.iter().map(|(_, rs)| count(of(rs))).sum::<i64>()
+    };
+    let total_spec = sets.iter().map(|(spec, _)| spec).sum::<i64>();
+    let available = sum(|rs| rs.available_replicas.as_ref());
+    let actual = sum(|rs| rs.replicas.as_ref());
+    let updated = sets
+        .first()
+        .map_or(0, |(_, rs)| count(rs.replicas.as_ref()));
     let new_available = sets
         .first()
-        .map_or(0, |rs| int(rs, "/status/availableReplicas"));
+        .map_or(0, |(_, rs)| count(rs.available_replicas.as_ref()));
     let old_status = d.get("status");
     let max_unavailable = fencepost(d, "maxUnavailable", replicas, false);
     let minimum = available >= replicas - max_unavailable;
@@ -361,7 +484,7 @@ fn set_status(
         "observedGeneration": object::generation(d),
         "replicas": actual,
         "updatedReplicas": updated,
-        "readyReplicas": sum("/status/readyReplicas"),
+        "readyReplicas": sum(|rs| rs.ready_replicas.as_ref()),
         "availableReplicas": available,
         "conditions": [with_update_time(available_cond), with_update_time(progressing)],
     });

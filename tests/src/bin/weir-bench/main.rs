@@ -41,6 +41,7 @@ mod members;
 mod memory;
 mod rate;
 mod related;
+mod request_mix;
 mod soak;
 mod swap;
 mod table;

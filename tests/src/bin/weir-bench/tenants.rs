@@ -6,7 +6,7 @@
 //! ConfigMap carrying it) for `--secs` seconds, quiet. Then team B serves the hostile plugin
 //! as its own, `--flood-parents` parents of each attack that floods a host's shares
 //! (`requeue-now`, `requeue-zero`: requeues at once; `churn`: children rewritten on every pass,
-//! so API requests; `log-flood`),
+//! so API requests; `log-flood`; `--attacks` picks some of them, to flood with one alone),
 //! and once the flood is under way team A's Blogs are edited the same way again. With `--rounds N`
 //! the two phases alternate N times (the flood's parents deleted, and its calls stopped, before
 //! each quiet phase), so that whatever else the machine does in those minutes falls on both
@@ -15,7 +15,7 @@
 //! requests, and the cores its plugin calls held on average) over the flood's phases.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -26,9 +26,10 @@ use weir_e2e::tenants::{apply, component, install_plugin_crd, install_tenant_plu
 use weir_e2e::weir_run::{WeirRun, ops_get, sample};
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
+use super::controllers::cpu_seconds;
 use super::hostile::apply_crd;
 use super::rate::{Ledger, edit, percentile_ms};
-use super::{blog_kind, is_ready, weir_binary};
+use super::{blog_kind, is_ready, request_mix, weir_binary};
 
 /// Team A: serves the Blog, edited and measured.
 const TEAM_A: &str = "team-a";
@@ -36,6 +37,9 @@ const TEAM_A: &str = "team-a";
 const TEAM_B: &str = "team-b";
 /// The attacks team B's plugin runs.
 const FLOOD: [&str; 4] = ["requeue-now", "requeue-zero", "churn", "log-flood"];
+/// Edits of each Blog before the first phase: its Deployment's ReplicaSet history full (the
+/// new ReplicaSet and `revisionHistoryLimit`'s default of 10 old ones).
+const WARM_UP_EDITS: u64 = 10;
 /// How long a component may take to load, or the Blogs to turn Ready.
 const BUDGET: Duration = Duration::from_secs(120);
 
@@ -57,9 +61,22 @@ pub struct TenantsArgs {
     /// Seconds the flood runs before team A's phase beside it.
     #[arg(long, default_value_t = 5)]
     settle_secs: u64,
+    /// Edits of each of team A's Blogs before the first quiet phase, sent at `--per-sec` and
+    /// not measured (edits still on their way after a minute are left to finish in the quiet
+    /// phase, and said so): each edit rolls its Blog's Deployment out, and a Deployment keeps 10
+    /// old ReplicaSets (`revisionHistoryLimit`'s default), all of which the emulator's
+    /// Deployment controller reads on every pass; so every phase is measured with the history
+    /// full, as on a cluster that has served the Blogs for a while, rather than the flood's
+    /// phase with a longer history than the quiet one before it.
+    #[arg(long, default_value_t = WARM_UP_EDITS)]
+    warm_up_edits: u64,
     /// Quiet and flooding phases, alternated this many times.
     #[arg(long, default_value_t = 1)]
     rounds: usize,
+    /// The attacks team B floods with, `--flood-parents` parents each [default: all of
+    /// requeue-now, requeue-zero, churn, log-flood].
+    #[arg(long, value_delimiter = ',', value_name = "ATTACK,...")]
+    attacks: Vec<String>,
     /// The `weir` binary measured [default: target/release/weir].
     #[arg(long, value_name = "PATH")]
     weir: Option<PathBuf>,
@@ -73,6 +90,7 @@ pub async fn run(args: TenantsArgs) -> Result<()> {
     if args.rounds == 0 {
         bail!("--rounds must be at least 1");
     }
+    let attacks_run = flood_attacks(&args.attacks)?;
     let binary = weir_binary(args.weir.clone())?;
     let emulator = Emulator::start(EmulatorConfig {
         workloads: Some(WorkloadSimulation {
@@ -139,6 +157,14 @@ pub async fn run(args: TenantsArgs) -> Result<()> {
     }
     all_ready(&blogs, args.blogs, &mut host).await?;
     let pages: Api<ConfigMap> = Api::namespaced(client.clone(), TEAM_A);
+    if args.warm_up_edits > 0 {
+        let edits = args.warm_up_edits * args.blogs as u64;
+        let secs = (edits as f64 / args.per_sec).ceil() as u64;
+        println!("warming up: {edits} edits of team A's Blogs over {secs} s, not measured");
+        if let Err(e) = edit((&blogs, &pages), &names, (args.per_sec, secs)).await {
+            println!("warm-up: {e:#}");
+        }
+    }
     println!(
         "team A: {} Blogs, {} edits a second for {} s; from an edit's request to its page changed",
         args.blogs, args.per_sec, args.secs
@@ -148,8 +174,15 @@ pub async fn run(args: TenantsArgs) -> Result<()> {
         Api::namespaced_with(client.clone(), TEAM_B, &attack_kind.api_resource());
     let (mut quiet, mut flooded) = (Phases::default(), Phases::default());
     let mut flood_metrics = Vec::new();
+    let host_pid = host.pid().context("weir run is not running")?;
+    // CPU seconds of this process (the emulator, its controllers and the bench's client) and
+    // of `weir run`, now.
+    let cpu_now = || (cpu_seconds(std::process::id()), cpu_seconds(host_pid));
+    let mut flood_requests = Vec::new();
     for round in 1..=args.rounds {
+        let (cpu, at) = (cpu_now(), Instant::now());
         quiet.add(edit((&blogs, &pages), &names, (args.per_sec, args.secs)).await?);
+        quiet.cpu(cpu, cpu_now(), at.elapsed());
         host.check_running()?;
         if round == 1 {
             // Team B's plugin arrives after the first quiet phase; later quiet phases have it
@@ -163,10 +196,14 @@ pub async fn run(args: TenantsArgs) -> Result<()> {
             )
             .await?;
         }
-        flood(&attacks, args.flood_parents, ops, &mut host).await?;
+        flood(&attacks, (&attacks_run, args.flood_parents), ops, &mut host).await?;
         tokio::time::sleep(Duration::from_secs(args.settle_secs)).await;
+        println!("round {round}: team B flooding, team A's edits begin");
         let before = ops_get(ops, "/metrics").await?;
+        let (mut cursor, cpu, at) = (emulator.request_cursor(), cpu_now(), Instant::now());
         flooded.add(edit((&blogs, &pages), &names, (args.per_sec, args.secs)).await?);
+        flooded.cpu(cpu, cpu_now(), at.elapsed());
+        flood_requests.extend(emulator.requests_since(&mut cursor));
         let after = ops_get(ops, "/metrics").await?;
         host.check_running()?;
         flood_metrics.push((before, after));
@@ -195,10 +232,25 @@ pub async fn run(args: TenantsArgs) -> Result<()> {
         "\nteam A's p99 under team B's flood / quiet: {:.2}x (goal <= 1.2x)",
         flood_p99 / quiet_p99
     );
+    let seconds = (args.secs * args.rounds as u64) as f64;
+    for (phase, p) in [("quiet", &quiet), ("team B flooding", &flooded)] {
+        let wall = p.wall.as_secs_f64();
+        println!(
+            "{phase}: this process (the emulator, its controllers, the bench's client) on {:.2} cores, weir run on {:.2}, over team A's {wall:.0} s",
+            p.cpu_seconds.0 / wall,
+            p.cpu_seconds.1 / wall
+        );
+    }
+    println!(
+        "\nthe emulator's requests a second while team A was measured beside the flood (the 12 most):\n\n| verb | resource | namespace | a second |\n|---|---|---|---:|"
+    );
+    let wall = flooded.wall.as_secs_f64();
+    for ((verb, resource, ns), n) in request_mix::count(&flood_requests).into_iter().take(12) {
+        println!("| {verb} | {resource} | {ns} | {:.1} |", n as f64 / wall);
+    }
     let (_, last) = flood_metrics
         .last()
         .context("no flooding phase was measured")?;
-    let seconds = (args.secs * args.rounds as u64) as f64;
     // What the flooding phases added to a counter.
     let during = |series: &str| -> f64 {
         flood_metrics
@@ -214,8 +266,9 @@ pub async fn run(args: TenantsArgs) -> Result<()> {
         .map(|(before, after)| hostile_calls(after) - hostile_calls(before))
         .sum();
     println!(
-        "team B: {} parents; {:.0} hostile calls in all, {:.1} a second while team A was measured beside the flood (the host throttles a parent whose answer never settles)",
-        FLOOD.len() * args.flood_parents,
+        "team B: {} parents ({}); {:.0} hostile calls in all, {:.1} a second while team A was measured beside the flood (the host throttles a parent whose answer never settles)",
+        attacks_run.len() * args.flood_parents,
+        attacks_run.join(", "),
         hostile_calls(last),
         calls / seconds
     );
@@ -236,11 +289,14 @@ pub async fn run(args: TenantsArgs) -> Result<()> {
     Ok(())
 }
 
-/// One condition's edits: each round's, and every round's pooled.
+/// One condition's edits: each round's, and every round's pooled; and the CPU seconds this
+/// process and `weir run` used over them, and how long they took.
 #[derive(Default)]
 struct Phases {
     rounds: Vec<(u64, Ledger)>,
     all: (u64, Ledger),
+    cpu_seconds: (f64, f64),
+    wall: Duration,
 }
 
 impl Phases {
@@ -249,6 +305,14 @@ impl Phases {
         self.all.1.latencies.extend_from_slice(&ledger.latencies);
         self.all.1.skipped += ledger.skipped;
         self.rounds.push((edits, ledger));
+    }
+
+    /// Adds the CPU seconds between `before` and `after` (this process's, `weir run`'s), over
+    /// `wall`.
+    fn cpu(&mut self, before: (f64, f64), after: (f64, f64), wall: Duration) {
+        self.cpu_seconds.0 += after.0 - before.0;
+        self.cpu_seconds.1 += after.1 - before.1;
+        self.wall += wall;
     }
 }
 
@@ -269,16 +333,32 @@ fn row(phase: &str, (edits, ledger): &(u64, Ledger)) -> f64 {
     at(0.99)
 }
 
-/// Starts team B's flood: its parents created, then waits until its plugin has made 20 calls.
+/// The attacks `--attacks` names (every one of [`FLOOD`] when it names none), each once, in
+/// [`FLOOD`]'s order; an attack not in [`FLOOD`] is refused.
+fn flood_attacks(named: &[String]) -> Result<Vec<&'static str>> {
+    if let Some(unknown) = named.iter().find(|a| !FLOOD.contains(&a.as_str())) {
+        bail!(
+            "--attacks: {unknown:?} is not one of the flooding attacks ({})",
+            FLOOD.join(", ")
+        );
+    }
+    Ok(FLOOD
+        .into_iter()
+        .filter(|a| named.is_empty() || named.iter().any(|n| n == a))
+        .collect())
+}
+
+/// Starts team B's flood: `parents` parents of each of `run`, then waits until its plugin has
+/// made 20 calls.
 async fn flood(
     attacks: &Api<DynamicObject>,
-    parents: usize,
+    (run, parents): (&[&str], usize),
     ops: std::net::SocketAddr,
     host: &mut WeirRun,
 ) -> Result<()> {
     let attack_kind = weir_e2e::hostile::attack_kind();
     let calls_before = hostile_calls(&ops_get(ops, "/metrics").await?);
-    for attack in FLOOD {
+    for &attack in run {
         for i in 0..parents {
             let parent: DynamicObject = serde_json::from_value(json!({
                 "apiVersion": attack_kind.api_version(), "kind": attack_kind.kind,
@@ -374,4 +454,19 @@ async fn all_ready(blogs: &Api<DynamicObject>, count: usize, host: &mut WeirRun)
 fn free_address() -> Result<std::net::SocketAddr> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     Ok(listener.local_addr()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_attack_named_floods_with_all_and_named_ones_flood_alone_in_order() {
+        assert_eq!(flood_attacks(&[]).unwrap(), FLOOD.to_vec());
+        let named = ["log-flood".to_string(), "churn".to_string()];
+        assert_eq!(flood_attacks(&named).unwrap(), ["churn", "log-flood"]);
+        let unknown = ["spin".to_string()];
+        let refused = flood_attacks(&unknown).unwrap_err().to_string();
+        assert!(refused.contains("\"spin\""), "{refused}");
+    }
 }
