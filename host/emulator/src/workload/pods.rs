@@ -5,66 +5,73 @@
 //! decides whether a Pod has anything left to do. [`summary`] gives them an object holding only
 //! those fields, in the places the full object holds them, so the same readers read it.
 
-use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::store::{ObjKey, Store};
 use crate::wire::stored::Stored;
 
-#[derive(Deserialize)]
+// Each struct is read from the stored text and written back as the summary: a field absent, or
+// JSON `null`, is `None` and left out of the summary.
+
+#[derive(Deserialize, Serialize)]
 struct PodRead {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     metadata: Option<MetaRead>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     spec: Option<SpecRead>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     status: Option<StatusRead>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
 struct MetaRead {
+    #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     namespace: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     uid: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     labels: Option<Value>,
-    #[serde(rename = "creationTimestamp")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     creation_timestamp: Option<Value>,
-    #[serde(rename = "deletionTimestamp")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     deletion_timestamp: Option<Value>,
-    #[serde(rename = "ownerReferences")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     owner_references: Option<Value>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
 struct SpecRead {
-    #[serde(rename = "nodeName")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     node_name: Option<Value>,
-    #[serde(rename = "restartPolicy")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     restart_policy: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     containers: Option<Vec<ContainerRead>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 struct ContainerRead {
+    #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     ports: Option<Value>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 struct StatusRead {
+    #[serde(skip_serializing_if = "Option::is_none")]
     phase: Option<Value>,
-    #[serde(rename = "hostIP")]
+    #[serde(rename = "hostIP", skip_serializing_if = "Option::is_none")]
     host_ip: Option<Value>,
-    #[serde(rename = "podIP")]
+    #[serde(rename = "podIP", skip_serializing_if = "Option::is_none")]
     pod_ip: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     conditions: Option<Value>,
-}
-
-/// Inserts `value` at `key` when present.
-fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
-    if let Some(v) = value {
-        map.insert(key.into(), v);
-    }
 }
 
 /// The Pod `stored` as an object holding only `metadata`'s name, namespace, uid, labels,
@@ -73,47 +80,10 @@ fn put(map: &mut Map<String, Value>, key: &str, value: Option<Value>) {
 /// field that is JSON `null` is left out (every reader takes it as missing). A Pod that does not
 /// read this way (a field of an unexpected type) is parsed in full.
 pub(super) fn summary(stored: &Stored) -> Value {
-    let Some(pod) = stored.read::<PodRead>() else {
-        return stored.value();
-    };
-    let mut out = Map::new();
-    if let Some(m) = pod.metadata {
-        let mut meta = Map::new();
-        put(&mut meta, "name", m.name);
-        put(&mut meta, "namespace", m.namespace);
-        put(&mut meta, "uid", m.uid);
-        put(&mut meta, "labels", m.labels);
-        put(&mut meta, "creationTimestamp", m.creation_timestamp);
-        put(&mut meta, "deletionTimestamp", m.deletion_timestamp);
-        put(&mut meta, "ownerReferences", m.owner_references);
-        out.insert("metadata".into(), Value::Object(meta));
-    }
-    if let Some(s) = pod.spec {
-        let mut spec = Map::new();
-        put(&mut spec, "nodeName", s.node_name);
-        put(&mut spec, "restartPolicy", s.restart_policy);
-        let containers = s.containers.map(|cs| {
-            cs.into_iter()
-                .map(|c| {
-                    let mut container = Map::new();
-                    put(&mut container, "name", c.name);
-                    put(&mut container, "ports", c.ports);
-                    Value::Object(container)
-                })
-                .collect()
-        });
-        put(&mut spec, "containers", containers);
-        out.insert("spec".into(), Value::Object(spec));
-    }
-    if let Some(s) = pod.status {
-        let mut status = Map::new();
-        put(&mut status, "phase", s.phase);
-        put(&mut status, "hostIP", s.host_ip);
-        put(&mut status, "podIP", s.pod_ip);
-        put(&mut status, "conditions", s.conditions);
-        out.insert("status".into(), Value::Object(status));
-    }
-    Value::Object(out)
+    stored
+        .read::<PodRead>()
+        .and_then(|pod| serde_json::to_value(pod).ok())
+        .unwrap_or_else(|| stored.value())
 }
 
 /// The [`summary`] of the Pod stored at `key`, if any.
