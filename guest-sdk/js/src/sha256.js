@@ -16,11 +16,14 @@ const K = new Uint32Array([
   0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2,
 ]);
 
-/** @param {number} x @param {number} n */
-const rotr = (x, n) => (x >>> n) | (x << (32 - n));
+/** The message schedule, reused by every block (a guest runs one call at a time). */
+const w = new Uint32Array(64);
 
 /**
  * The SHA-256 digest of `input` (a string is hashed as UTF-8).
+ *
+ * Written for an interpreter (the component's engine has no JIT): rotations inline, the state
+ * in locals, no destructuring or per-block allocation; each is a measurable share of a call.
  * @param {string | Uint8Array} input
  * @returns {Uint8Array} 32 bytes
  */
@@ -36,53 +39,65 @@ export function sha256(input) {
   view.setUint32(padded.length - 8, Math.floor(bits / 2 ** 32));
   view.setUint32(padded.length - 4, bits >>> 0);
 
-  const h = new Uint32Array([
-    0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19,
-  ]);
-  const w = new Uint32Array(64);
+  let h0 = 0x6a09e667, h1 = 0xbb67ae85, h2 = 0x3c6ef372, h3 = 0xa54ff53a;
+  let h4 = 0x510e527f, h5 = 0x9b05688c, h6 = 0x1f83d9ab, h7 = 0x5be0cd19;
   for (let offset = 0; offset < padded.length; offset += 64) {
     for (let i = 0; i < 16; i++) w[i] = view.getUint32(offset + i * 4);
     for (let i = 16; i < 64; i++) {
-      const s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >>> 3);
-      const s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >>> 10);
+      const x = w[i - 15];
+      const y = w[i - 2];
+      const s0 = ((x >>> 7) | (x << 25)) ^ ((x >>> 18) | (x << 14)) ^ (x >>> 3);
+      const s1 = ((y >>> 17) | (y << 15)) ^ ((y >>> 19) | (y << 13)) ^ (y >>> 10);
       w[i] = w[i - 16] + s0 + w[i - 7] + s1;
     }
-    let [a, b, c, d, e, f, g, hh] = h;
+    let a = h0, b = h1, c = h2, d = h3, e = h4, f = h5, g = h6, hh = h7;
     for (let i = 0; i < 64; i++) {
-      const S1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
+      const S1 = ((e >>> 6) | (e << 26)) ^ ((e >>> 11) | (e << 21)) ^ ((e >>> 25) | (e << 7));
       const ch = (e & f) ^ (~e & g);
-      const t1 = (hh + S1 + ch + K[i] + w[i]) >>> 0;
-      const S0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
+      const t1 = (hh + S1 + ch + K[i] + w[i]) | 0;
+      const S0 = ((a >>> 2) | (a << 30)) ^ ((a >>> 13) | (a << 19)) ^ ((a >>> 22) | (a << 10));
       const maj = (a & b) ^ (a & c) ^ (b & c);
-      const t2 = (S0 + maj) >>> 0;
       hh = g;
       g = f;
       f = e;
-      e = (d + t1) >>> 0;
+      e = (d + t1) | 0;
       d = c;
       c = b;
       b = a;
-      a = (t1 + t2) >>> 0;
+      a = (t1 + S0 + maj) | 0;
     }
-    h[0] += a;
-    h[1] += b;
-    h[2] += c;
-    h[3] += d;
-    h[4] += e;
-    h[5] += f;
-    h[6] += g;
-    h[7] += hh;
+    h0 = (h0 + a) | 0;
+    h1 = (h1 + b) | 0;
+    h2 = (h2 + c) | 0;
+    h3 = (h3 + d) | 0;
+    h4 = (h4 + e) | 0;
+    h5 = (h5 + f) | 0;
+    h6 = (h6 + g) | 0;
+    h7 = (h7 + hh) | 0;
   }
   const out = new Uint8Array(32);
   const outView = new DataView(out.buffer);
-  h.forEach((word, i) => outView.setUint32(i * 4, word));
+  outView.setUint32(0, h0);
+  outView.setUint32(4, h1);
+  outView.setUint32(8, h2);
+  outView.setUint32(12, h3);
+  outView.setUint32(16, h4);
+  outView.setUint32(20, h5);
+  outView.setUint32(24, h6);
+  outView.setUint32(28, h7);
   return out;
 }
+
+/** Two hex digits for each byte value. */
+const HEX = Array.from({ length: 256 }, (_, b) => b.toString(16).padStart(2, '0'));
 
 /**
  * The SHA-256 digest of `input` as lowercase hex (like Python's `hexdigest()`).
  * @param {string | Uint8Array} input
  */
 export function sha256Hex(input) {
-  return Array.from(sha256(input), (b) => b.toString(16).padStart(2, '0')).join('');
+  const digest = sha256(input);
+  let hex = '';
+  for (let i = 0; i < 32; i++) hex += HEX[digest[i]];
+  return hex;
 }
