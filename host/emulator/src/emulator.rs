@@ -17,6 +17,7 @@ use crate::state::faults::Faults;
 use crate::state::persist::StateError;
 use crate::state::request_log::RequestCursor;
 use crate::state::shared::Shared;
+use crate::store::writes::StoredWrites;
 
 /// Why the emulator could not start or write its kubeconfig.
 #[derive(Debug, thiserror::Error)]
@@ -263,6 +264,13 @@ impl Emulator {
     /// Forget the watch history: resuming from any earlier resourceVersion answers 410.
     pub fn compact(&self) {
         self.shared.lock().compact()
+    }
+
+    /// The changes stored since the emulator started, by resource and kind of change (created,
+    /// modified, deleted), most first: every write that changed an object, whether a client's
+    /// or the workload simulation's. A restart ([`Emulator::restart`]) starts them again.
+    pub fn stored_writes(&self) -> Vec<StoredWrites> {
+        self.shared.lock().writes()
     }
 
     /// Number of stored objects (all kinds, including the default namespaces).

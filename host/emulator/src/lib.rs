@@ -268,6 +268,7 @@ pub use state::config::{EmulatorConfig, RequestRecord, WorkloadSimulation};
 pub use state::faults::{Fault, Faults, FaultsError, Rule, Verb};
 pub use state::persist::StateError;
 pub use state::request_log::RequestCursor;
+pub use store::writes::StoredWrites;
 pub use wire::protobuf::{
     Error as ProtobufError, Mismatch as ProtobufMismatch, encode as encode_protobuf,
 };

@@ -3,11 +3,13 @@
 //! The indexes kept beside the objects, so that no write scans a kind, are its three modules:
 //! `allocations` (the cluster IPs and node ports Services hold), `label_index` (Pods by label,
 //! Services by selector) and `terminating` (the namespaces being deleted, and which of them
-//! changed since the namespace controller last looked).
+//! changed since the namespace controller last looked). And `writes`, the changes it took, by
+//! resource, for a benchmark to read.
 
 pub mod allocations;
 pub mod label_index;
 pub mod terminating;
+pub mod writes;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -19,6 +21,7 @@ use crate::kinds::resources::{Registry, ResKey};
 use crate::store::allocations::Allocations;
 use crate::store::label_index::LabelIndex;
 use crate::store::terminating::Terminating;
+use crate::store::writes::{StoredWrites, Writes};
 use crate::wire::object;
 use crate::wire::stored::Stored;
 
@@ -107,6 +110,7 @@ pub struct Store {
     allocations: Allocations,
     labels: LabelIndex,
     terminating: Terminating,
+    writes: Writes,
 }
 
 impl Store {
@@ -134,6 +138,7 @@ impl Store {
             allocations: Allocations::default(),
             labels: LabelIndex::default(),
             terminating: Terminating::default(),
+            writes: Writes::default(),
         }
     }
 
@@ -281,6 +286,7 @@ impl Store {
         prev: Option<Arc<Stored>>,
     ) {
         self.terminating.touched(&key);
+        self.writes.count(&key.res, kind);
         let ev = Arc::new(Event {
             rv: self.rv,
             key,
@@ -337,6 +343,11 @@ impl Store {
     /// Pods by label and Services by selector.
     pub fn labels(&self) -> &LabelIndex {
         &self.labels
+    }
+
+    /// The changes stored since the store began, by resource and kind of change.
+    pub fn writes(&self) -> Vec<StoredWrites> {
+        self.writes.counts()
     }
 
     /// The namespaces being terminated, for the namespace controller.

@@ -292,8 +292,10 @@ fn annotations(
     out
 }
 
-/// Reconcile one Deployment.
-pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
+/// Reconcile one Deployment. A ReplicaSet it creates is reconciled at once (its Pods created,
+/// its status written: the replicaset controller's answer, in the same moment), so the
+/// Deployment's first status counts them; its key goes into `also`.
+pub(super) fn reconcile(store: &mut Store, key: &ObjKey, also: &mut Vec<ObjKey>) {
     let Some(d) = store.get(key) else { return };
     if object::is_deleting(&d) {
         return;
@@ -340,6 +342,9 @@ pub(super) fn reconcile(store: &mut Store, key: &ObjKey) {
                 ns: key.ns.clone(),
                 name: object::name(&created).to_string(),
             };
+            super::replicaset::reconcile(store, &k);
+            also.push(k.clone());
+            let created = store.get(&k).unwrap_or(created);
             (k, created)
         }
     };

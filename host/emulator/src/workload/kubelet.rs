@@ -30,7 +30,10 @@ pub(super) fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
         let Some(pod) = store.get(key) else { return };
         let mut bound = pod.clone();
         bound["spec"]["nodeName"] = json!(NODE);
-        update(store, key, &pod, bound, false, "default-scheduler");
+        // Bound, the Pod goes on at once: the simulation does not hear its own changes.
+        if update(store, key, &pod, bound, false, "default-scheduler").is_some() {
+            reconcile(store, sim, key);
+        }
         return;
     }
     let phase = seen

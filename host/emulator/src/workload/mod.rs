@@ -14,9 +14,14 @@
 //! [`TOGETHER`] of each other turn Ready in one round, before the changes they make are heard,
 //! so what they touch is written once) and
 //! `endpoints` (Service → Endpoints and EndpointSlice from the Pods its selector matches);
-//! `pods` is what they read of a Pod they only count or list. Every write goes through [`crate::write::ops`], as a controller's request would, so watches,
-//! `managedFields` and owner-reference garbage collection apply; a write happens only when
-//! something changed.
+//! `pods` is what they read of a Pod they only count or list. Every write goes through
+//! [`crate::write::ops`], as a controller's request would, so watches, `managedFields` and
+//! owner-reference garbage collection apply; a write happens only when something changed.
+//!
+//! A reconcile is not queued again by the changes it made itself (it left what it read as it
+//! wrote it), nor a Pod's owner and Services by a Pod change they do not read (the kubelet's
+//! Pending status): those passes would write nothing. A Deployment reconciles the ReplicaSet it
+//! creates at once, so its first status already counts the new Pods.
 
 pub mod container_log;
 mod daemonset;
@@ -30,7 +35,7 @@ mod pods;
 mod replicaset;
 mod statefulset;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,7 +46,7 @@ use tokio::time::Instant;
 use crate::kinds::resources::ResKey;
 use crate::state::config::WorkloadSimulation;
 use crate::state::shared::Shared;
-use crate::store::{Event, ObjKey, Store};
+use crate::store::{Event, EventType, ObjKey, Store};
 use crate::wire::object;
 use crate::wire::stored::{Meta, Stored};
 use crate::write::opts::{Validation, WriteOpts};
@@ -65,15 +70,56 @@ fn res(group: &str, plural: &str) -> ResKey {
 const TOGETHER: Duration = Duration::from_millis(50);
 
 /// What the simulation keeps between reconciles: when each Pending Pod starts, the next Pod IP,
-/// and the keys due again, by the moment they are due.
+/// the keys due again, by the moment they are due, and which reconcile made the changes not yet
+/// heard.
 pub(crate) struct Sim {
     delay: Duration,
     starts: HashMap<ObjKey, (String, Instant)>,
     next_ip: u32,
     due: BTreeMap<Instant, BTreeSet<ObjKey>>,
+    /// The resourceVersions each reconcile that wrote made, first and last, with its key and
+    /// those of the objects it reconciled on the way, oldest first; dropped once the change
+    /// stream is past them.
+    own: VecDeque<(u64, u64, Vec<ObjKey>)>,
 }
 
 impl Sim {
+    /// A simulation whose Pods are Ready `delay` after they are created.
+    fn new(delay: Duration) -> Sim {
+        Sim {
+            delay,
+            starts: HashMap::new(),
+            next_ip: 0,
+            due: BTreeMap::new(),
+            own: VecDeque::new(),
+        }
+    }
+
+    /// Reconcile `key` and note the changes it made, so that they do not queue it (or what it
+    /// reconciled on the way) again.
+    fn reconcile(&mut self, store: &mut Store, key: &ObjKey) {
+        let before = store.current_rv();
+        let mut keys = vec![key.clone()];
+        reconcile(store, self, key, &mut keys);
+        let after = store.current_rv();
+        if after > before {
+            self.own.push_back((before + 1, after, keys));
+        }
+    }
+
+    /// The keys of the reconcile that made the change at `rv` (empty when none did): a reconcile
+    /// leaves what it reads as it wrote it, so its own changes are nothing new to it. Changes are
+    /// heard in order, so the reconciles before `rv` are forgotten.
+    fn made_by(&mut self, rv: u64) -> &[ObjKey] {
+        while self.own.front().is_some_and(|(_, last, _)| *last < rv) {
+            self.own.pop_front();
+        }
+        self.own
+            .front()
+            .filter(|(first, _, _)| *first <= rv)
+            .map_or(&[], |(_, _, keys)| keys.as_slice())
+    }
+
     /// Has `key` reconciled again at `at` or up to [`TOGETHER`] after it, with the keys already
     /// due then; returns the moment it will be.
     fn wake_at(&mut self, key: ObjKey, at: Instant) -> Instant {
@@ -318,8 +364,11 @@ fn condition(old: Option<&Value>, kind: &str, ok: bool, reason: &str, message: &
 }
 
 /// The keys a change makes worth reconciling: the object itself, its controller, and for a
-/// Pod the Services selecting it (before or after the change). Only labels and owners are read.
-fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
+/// Pod the Services selecting it (before or after the change), but not the reconcile that made
+/// the change (`made_by`) unless the change removed an object (a StatefulSet deletes one Pod
+/// at a time). A Pod's controller and Services hear only of a change to what they read of it
+/// ([`pods::Counted`]). Only labels and owners are read, and of a changed Pod what counts.
+fn touched(store: &Store, ev: &Event, made_by: &[ObjKey], out: &mut BTreeSet<ObjKey>) {
     let key = &ev.key;
     if !WATCHED
         .iter()
@@ -327,7 +376,26 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
     {
         return;
     }
-    out.insert(key.clone());
+    let made_by = if ev.kind == EventType::Deleted {
+        &[]
+    } else {
+        made_by
+    };
+    let mut insert = |k: ObjKey| {
+        if !made_by.contains(&k) {
+            out.insert(k);
+        }
+    };
+    insert(key.clone());
+    let is_pod = key.res == res("", "pods");
+    if is_pod
+        && ev.kind == EventType::Modified
+        && let Some(prev) = &ev.prev
+        && let Some(before) = pods::counted(prev)
+        && pods::counted(&ev.object).is_some_and(|after| after == before)
+    {
+        return;
+    }
     let object = ev.object.meta();
     let prev = ev.prev.as_ref().map(|p| p.meta());
     for meta in std::iter::once(&object).chain(prev.as_ref()) {
@@ -340,14 +408,14 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
                 "Job" => res("batch", "jobs"),
                 _ => continue,
             };
-            out.insert(ObjKey {
+            insert(ObjKey {
                 res: owner,
                 ns: key.ns.clone(),
                 name: name.to_string(),
             });
         }
     }
-    if key.res == res("", "pods") {
+    if is_pod {
         let index = store.labels();
         let mut names = index.services_for(&key.ns, object.labels_map());
         if let Some(prev) = &prev {
@@ -365,7 +433,7 @@ fn touched(store: &Store, ev: &Event, out: &mut BTreeSet<ObjKey>) {
             let sel = svc.pointer("/spec/selector");
             let selected = |m: &Meta| selects(sel, m.labels.as_ref());
             if selected(&object) || prev.as_ref().is_some_and(selected) {
-                out.insert(svc_key);
+                insert(svc_key);
             }
         }
     }
@@ -382,10 +450,11 @@ const WATCHED: [(&str, &str); 7] = [
     ("", "services"),
 ];
 
-/// Reconcile one object with the controller its resource belongs to.
-fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey) {
+/// Reconcile one object with the controller its resource belongs to; `also` gets the keys of
+/// the objects reconciled on the way (a Deployment's new ReplicaSet).
+fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey, also: &mut Vec<ObjKey>) {
     match (key.res.group.as_str(), key.res.plural.as_str()) {
-        ("apps", "deployments") => deployment::reconcile(store, key),
+        ("apps", "deployments") => deployment::reconcile(store, key, also),
         ("apps", "replicasets") => replicaset::reconcile(store, key),
         ("apps", "statefulsets") => statefulset::reconcile(store, key),
         ("apps", "daemonsets") => daemonset::reconcile(store, key),
@@ -412,17 +481,24 @@ fn everything(store: &Store) -> BTreeSet<ObjKey> {
 /// false once the store is gone.
 fn drain(
     shared: &Shared,
+    sim: &mut Sim,
     rx: &mut tokio::sync::broadcast::Receiver<Arc<Event>>,
     queue: &mut BTreeSet<ObjKey>,
 ) -> bool {
     loop {
         match rx.try_recv() {
-            Ok(ev) => touched(&shared.lock(), &ev, queue),
+            Ok(ev) => hear(shared, sim, &ev, queue),
             Err(TryRecvError::Lagged(missed)) => lagged(shared, missed, queue),
             Err(TryRecvError::Empty) => return true,
             Err(TryRecvError::Closed) => return false,
         }
     }
+}
+
+/// Queues what the change `ev` makes worth reconciling ([`touched`]).
+fn hear(shared: &Shared, sim: &mut Sim, ev: &Event, queue: &mut BTreeSet<ObjKey>) {
+    let made_by = sim.made_by(ev.rv);
+    touched(&shared.lock(), ev, made_by, queue);
 }
 
 /// The change stream dropped `missed` changes: every object is queued again.
@@ -439,12 +515,7 @@ fn lagged(shared: &Shared, missed: u64, queue: &mut BTreeSet<ObjKey>) {
 
 /// Run the simulation until the emulator stops.
 pub async fn run(shared: Arc<Shared>, config: WorkloadSimulation) {
-    let mut sim = Sim {
-        delay: config.ready_after,
-        starts: HashMap::new(),
-        next_ip: 0,
-        due: BTreeMap::new(),
-    };
+    let mut sim = Sim::new(config.ready_after);
     let (mut rx, mut queue) = {
         let store = shared.lock();
         (store.subscribe(), everything(&store))
@@ -452,18 +523,18 @@ pub async fn run(shared: Arc<Shared>, config: WorkloadSimulation) {
     loop {
         let mut done = 0usize;
         while let Some(key) = queue.pop_first() {
-            reconcile(&mut shared.lock(), &mut sim, &key);
+            sim.reconcile(&mut shared.lock(), &key);
             done += 1;
             // A long queue is worked through hearing the changes as they come: a change stream
             // left to fill up drops changes, and then costs a pass over every object.
-            if done.is_multiple_of(DRAIN_EVERY) && !drain(&shared, &mut rx, &mut queue) {
+            if done.is_multiple_of(DRAIN_EVERY) && !drain(&shared, &mut sim, &mut rx, &mut queue) {
                 return;
             }
         }
         let next_due = sim.next_due();
         tokio::select! {
             ev = rx.recv() => match ev {
-                Ok(ev) => touched(&shared.lock(), &ev, &mut queue),
+                Ok(ev) => hear(&shared, &mut sim, &ev, &mut queue),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
                     lagged(&shared, missed, &mut queue);
                 }
@@ -474,7 +545,7 @@ pub async fn run(shared: Arc<Shared>, config: WorkloadSimulation) {
         // Everything due now goes in one round: Pods that turn Ready together are reconciled
         // before the changes they make are heard, so their owners are written once for all.
         sim.take_due(Instant::now(), &mut queue);
-        if !drain(&shared, &mut rx, &mut queue) {
+        if !drain(&shared, &mut sim, &mut rx, &mut queue) {
             return;
         }
     }

@@ -86,6 +86,101 @@ pub(super) fn summary(stored: &Stored) -> Value {
         .unwrap_or_else(|| stored.value())
 }
 
+/// What the Pod's owners and the Services selecting it read of a Pod: its labels, owners and
+/// node, whether it is being deleted, whether it has finished or runs, its IP and whether it is
+/// Ready. A change that leaves this as it was (the kubelet's Pending status, with its host and
+/// container statuses) is nothing to them.
+#[derive(Debug, PartialEq)]
+pub(super) struct Counted {
+    labels: Option<Value>,
+    owners: Option<Value>,
+    deleting: bool,
+    node: Option<Value>,
+    /// The phase, `None` while Pending (as when none is written yet).
+    phase: Option<Value>,
+    ip: Option<Value>,
+    ready: bool,
+}
+
+#[derive(Deserialize)]
+struct CountedRead {
+    #[serde(default)]
+    metadata: Option<CountedMeta>,
+    #[serde(default)]
+    spec: Option<CountedSpec>,
+    #[serde(default)]
+    status: Option<CountedStatus>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CountedMeta {
+    #[serde(default)]
+    labels: Option<Value>,
+    #[serde(default)]
+    owner_references: Option<Value>,
+    #[serde(default)]
+    deletion_timestamp: Option<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CountedSpec {
+    #[serde(default)]
+    node_name: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct CountedStatus {
+    #[serde(default)]
+    phase: Option<Value>,
+    #[serde(default, rename = "podIP")]
+    pod_ip: Option<Value>,
+    #[serde(default)]
+    conditions: Option<Vec<CountedCondition>>,
+}
+
+#[derive(Deserialize)]
+struct CountedCondition {
+    #[serde(default, rename = "type")]
+    kind: Option<Value>,
+    #[serde(default)]
+    status: Option<Value>,
+}
+
+/// The [`Counted`] of a stored Pod; `None` when it does not read that way (then every change
+/// of it counts). Ready as [`super::ready`] reads it: Running, with a Ready condition True.
+pub(super) fn counted(stored: &Stored) -> Option<Counted> {
+    let pod = stored.read::<CountedRead>()?;
+    let (labels, owners, deleting) = match pod.metadata {
+        Some(m) => (
+            m.labels,
+            m.owner_references,
+            m.deletion_timestamp.is_some_and(|t| !t.is_null()),
+        ),
+        None => (None, None, false),
+    };
+    let (phase, ip, conditions) = match pod.status {
+        Some(s) => (s.phase, s.pod_ip, s.conditions.unwrap_or_default()),
+        None => (None, None, Vec::new()),
+    };
+    let running = phase.as_ref().and_then(Value::as_str) == Some("Running");
+    let ready = running
+        && conditions.iter().any(|c| {
+            c.kind.as_ref().and_then(Value::as_str) == Some("Ready")
+                && c.status.as_ref().and_then(Value::as_str) == Some("True")
+        });
+    Some(Counted {
+        labels,
+        owners,
+        deleting,
+        node: pod.spec.and_then(|s| s.node_name),
+        phase: phase.filter(|p| p.as_str() != Some("Pending")),
+        ip,
+        ready,
+    })
+}
+
 /// The [`summary`] of the Pod stored at `key`, if any.
 pub(super) fn summary_at(store: &Store, key: &ObjKey) -> Option<Value> {
     store.stored(key).map(|s| summary(s))

@@ -247,3 +247,87 @@ async fn pods_turning_ready_together_make_one_round_of_status_writes() {
         "the Endpoints went from no address to three at once: {addresses:?}"
     );
 }
+
+/// The changes stored for each workload resource since `before`, as `(resource, change, count)`.
+fn changes_since(
+    em: &Emulator,
+    before: &[weir_emulator::StoredWrites],
+) -> Vec<(String, &'static str, u64)> {
+    let mut out: Vec<_> = em
+        .stored_writes()
+        .into_iter()
+        .filter_map(|w| {
+            let was = before
+                .iter()
+                .find(|b| (&b.group, &b.resource, b.change) == (&w.group, &w.resource, w.change))
+                .map_or(0, |b| b.count);
+            (w.count > was).then(|| (w.resource, w.change, w.count - was))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[tokio::test]
+async fn a_deployment_and_its_service_converge_in_one_write_per_step() {
+    let config = EmulatorConfig {
+        workloads: Some(WorkloadSimulation {
+            ready_after: Duration::from_millis(300),
+        }),
+        ..EmulatorConfig::default()
+    };
+    let em = Emulator::start(config).await.unwrap();
+    let deployments: Api<Deployment> = Api::default_namespaced(em.client());
+    let endpoints: Api<Endpoints> = Api::default_namespaced(em.client());
+    let services: Api<Service> = Api::default_namespaced(em.client());
+    let before = em.stored_writes();
+    let service: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}
+    }))
+    .unwrap();
+    services
+        .create(&PostParams::default(), &service)
+        .await
+        .unwrap();
+    deployments
+        .create(&PostParams::default(), &deployment("web", 2))
+        .await
+        .unwrap();
+    eventually("Available, with the Endpoints of two Pods", || async {
+        let d = deployments.get("web").await.unwrap();
+        let ep = endpoints.get_opt("web").await.unwrap()?;
+        let addresses: usize = ep
+            .subsets
+            .iter()
+            .flatten()
+            .map(|s| s.addresses.as_ref().map_or(0, Vec::len))
+            .sum();
+        (condition(&d, "Available").as_deref() == Some("True") && addresses == 2).then_some(())
+    })
+    .await;
+    // Settled: nothing more is written.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let step = |resource: &str, change, count| (resource.to_string(), change, count);
+    assert_eq!(
+        changes_since(&em, &before),
+        vec![
+            // The client's create; its revision; its first status, with the new ReplicaSet's
+            // two Pods already counted; Available.
+            step("deployments", "ADDED", 1),
+            step("deployments", "MODIFIED", 3),
+            // Created without addresses; both Pods' addresses at once.
+            step("endpoints", "ADDED", 1),
+            step("endpoints", "MODIFIED", 1),
+            step("endpointslices", "ADDED", 1),
+            step("endpointslices", "MODIFIED", 1),
+            // Each Pod created, Pending (the kubelet's first status), Running and Ready.
+            step("pods", "ADDED", 2),
+            step("pods", "MODIFIED", 4),
+            // Created; its status with two Pods; both Ready at once.
+            step("replicasets", "ADDED", 1),
+            step("replicasets", "MODIFIED", 2),
+            step("services", "ADDED", 1),
+        ]
+    );
+}

@@ -43,6 +43,7 @@ mod rate;
 mod related;
 mod request_mix;
 mod soak;
+mod stored_writes;
 mod swap;
 mod table;
 mod tenants;
@@ -188,6 +189,7 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
     let mut readiness = Readiness::watch(&apis);
     let first = apis.first().context("a row with no Blogs to create")?;
     let written = cluster::StoreWrites::since(first).await?;
+    let stored = stored_writes::Since::now(&emulator);
     let emulator_cpu = controllers::cpu_seconds(std::process::id());
     let started = Instant::now();
     for (api, t) in apis.iter().zip(targets) {
@@ -213,6 +215,7 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
         .filter(|r| r.user_agent.as_deref() != Some(BENCH_AGENT))
         .collect();
     let requests = log.len();
+    stored.print(label, &emulator, blogs, &log);
     if std::env::var_os("WEIR_BENCH_DEBUG").is_some() {
         print_writes(label, &log);
     }
