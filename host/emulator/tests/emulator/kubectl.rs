@@ -10,8 +10,8 @@ use kube::api::{Patch, PatchParams};
 use serde_json::json;
 use weir_emulator::{Emulator, EmulatorConfig, WorkloadSimulation};
 
-use crate::configmap;
 use crate::kubectl_bin::Kubectl;
+use crate::{configmap, eventually};
 
 const CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
@@ -321,15 +321,13 @@ async fn kubectl_get_watch_streams_changes_and_delete_waits_for_finalizers(kubec
         .spawn()
         .unwrap();
     let api2 = api.clone();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(
-        api2.get("held")
-            .await
-            .unwrap()
-            .metadata
-            .deletion_timestamp
-            .is_some()
-    );
+    // kubectl's DELETE marks the held object as deleting and waits; how long kubectl takes to
+    // start and send it depends on the machine's load, so wait for the mark rather than a pause.
+    eventually("kubectl's delete to mark `held` as deleting", || async {
+        let held = api2.get("held").await.unwrap();
+        held.metadata.deletion_timestamp.map(|_| ())
+    })
+    .await;
     api2.patch(
         "held",
         &PatchParams::default(),
