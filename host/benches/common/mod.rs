@@ -55,7 +55,7 @@ impl Input {
                 .sum::<usize>()
     }
 
-    fn request(&self) -> ReconcileRequest {
+    pub fn request(&self) -> ReconcileRequest {
         ReconcileRequest {
             clusters: Default::default(),
             parent: self.parent.to_string(),
