@@ -22,15 +22,42 @@ fn condition(d: &Deployment, kind: &str) -> Option<String> {
         .map(|c| c.status.clone())
 }
 
-#[tokio::test]
-async fn deployments_become_available_after_the_configured_delay() {
+/// An emulator whose simulated Pods turn Ready 300 ms after they are created.
+async fn simulated() -> Emulator {
     let config = EmulatorConfig {
         workloads: Some(WorkloadSimulation {
             ready_after: Duration::from_millis(300),
         }),
         ..EmulatorConfig::default()
     };
-    let em = Emulator::start(config).await.unwrap();
+    Emulator::start(config).await.unwrap()
+}
+
+/// The Service `web`, selecting the Pods labelled `app: web`.
+async fn create_web_service(services: &Api<Service>) {
+    let service: Service = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
+        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}
+    }))
+    .unwrap();
+    services
+        .create(&PostParams::default(), &service)
+        .await
+        .unwrap();
+}
+
+/// The addresses an Endpoints object lists, over its subsets.
+fn address_count(ep: &Endpoints) -> usize {
+    ep.subsets
+        .iter()
+        .flatten()
+        .map(|s| s.addresses.as_ref().map_or(0, Vec::len))
+        .sum()
+}
+
+#[tokio::test]
+async fn deployments_become_available_after_the_configured_delay() {
+    let em = simulated().await;
     let api: Api<Deployment> = Api::default_namespaced(em.client());
     api.create(&PostParams::default(), &deployment("web", 3))
         .await
@@ -181,26 +208,12 @@ where
 
 #[tokio::test]
 async fn pods_turning_ready_together_make_one_round_of_status_writes() {
-    let config = EmulatorConfig {
-        workloads: Some(WorkloadSimulation {
-            ready_after: Duration::from_millis(300),
-        }),
-        ..EmulatorConfig::default()
-    };
-    let em = Emulator::start(config).await.unwrap();
+    let em = simulated().await;
     let deployments: Api<Deployment> = Api::default_namespaced(em.client());
     let replica_sets: Api<ReplicaSet> = Api::default_namespaced(em.client());
     let endpoints: Api<Endpoints> = Api::default_namespaced(em.client());
     let services: Api<Service> = Api::default_namespaced(em.client());
-    let service: Service = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
-        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}
-    }))
-    .unwrap();
-    services
-        .create(&PostParams::default(), &service)
-        .await
-        .unwrap();
+    create_web_service(&services).await;
     let version = replica_sets
         .list(&ListParams::default())
         .await
@@ -214,13 +227,7 @@ async fn pods_turning_ready_together_make_one_round_of_status_writes() {
             .and_then(|s| s.ready_replicas)
             .unwrap_or(0)
     });
-    let (ep_task, addresses) = seen(endpoints, version, |ep: &Endpoints| {
-        ep.subsets
-            .iter()
-            .flatten()
-            .map(|s| s.addresses.as_ref().map_or(0, Vec::len))
-            .sum::<usize>()
-    });
+    let (ep_task, addresses) = seen(endpoints, version, address_count);
     deployments
         .create(&PostParams::default(), &deployment("web", 3))
         .await
@@ -270,26 +277,12 @@ fn changes_since(
 
 #[tokio::test]
 async fn a_deployment_and_its_service_converge_in_one_write_per_step() {
-    let config = EmulatorConfig {
-        workloads: Some(WorkloadSimulation {
-            ready_after: Duration::from_millis(300),
-        }),
-        ..EmulatorConfig::default()
-    };
-    let em = Emulator::start(config).await.unwrap();
+    let em = simulated().await;
     let deployments: Api<Deployment> = Api::default_namespaced(em.client());
     let endpoints: Api<Endpoints> = Api::default_namespaced(em.client());
     let services: Api<Service> = Api::default_namespaced(em.client());
     let before = em.stored_writes();
-    let service: Service = serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
-        "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}
-    }))
-    .unwrap();
-    services
-        .create(&PostParams::default(), &service)
-        .await
-        .unwrap();
+    create_web_service(&services).await;
     deployments
         .create(&PostParams::default(), &deployment("web", 2))
         .await
@@ -297,13 +290,8 @@ async fn a_deployment_and_its_service_converge_in_one_write_per_step() {
     eventually("Available, with the Endpoints of two Pods", || async {
         let d = deployments.get("web").await.unwrap();
         let ep = endpoints.get_opt("web").await.unwrap()?;
-        let addresses: usize = ep
-            .subsets
-            .iter()
-            .flatten()
-            .map(|s| s.addresses.as_ref().map_or(0, Vec::len))
-            .sum();
-        (condition(&d, "Available").as_deref() == Some("True") && addresses == 2).then_some(())
+        (condition(&d, "Available").as_deref() == Some("True") && address_count(&ep) == 2)
+            .then_some(())
     })
     .await;
     // Settled: nothing more is written.
