@@ -391,8 +391,7 @@ fn touched(store: &Store, ev: &Event, made_by: &[ObjKey], out: &mut BTreeSet<Obj
     if is_pod
         && ev.kind == EventType::Modified
         && let Some(prev) = &ev.prev
-        && let Some(before) = pods::counted(prev)
-        && pods::counted(&ev.object).is_some_and(|after| after == before)
+        && pods::counted(prev) == pods::counted(&ev.object)
     {
         return;
     }

@@ -102,83 +102,19 @@ pub(super) struct Counted {
     ready: bool,
 }
 
-#[derive(Deserialize)]
-struct CountedRead {
-    #[serde(default)]
-    metadata: Option<CountedMeta>,
-    #[serde(default)]
-    spec: Option<CountedSpec>,
-    #[serde(default)]
-    status: Option<CountedStatus>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CountedMeta {
-    #[serde(default)]
-    labels: Option<Value>,
-    #[serde(default)]
-    owner_references: Option<Value>,
-    #[serde(default)]
-    deletion_timestamp: Option<Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct CountedSpec {
-    #[serde(default)]
-    node_name: Option<Value>,
-}
-
-#[derive(Deserialize)]
-struct CountedStatus {
-    #[serde(default)]
-    phase: Option<Value>,
-    #[serde(default, rename = "podIP")]
-    pod_ip: Option<Value>,
-    #[serde(default)]
-    conditions: Option<Vec<CountedCondition>>,
-}
-
-#[derive(Deserialize)]
-struct CountedCondition {
-    #[serde(default, rename = "type")]
-    kind: Option<Value>,
-    #[serde(default)]
-    status: Option<Value>,
-}
-
-/// The [`Counted`] of a stored Pod; `None` when it does not read that way (then every change
-/// of it counts). Ready as [`super::ready`] reads it: Running, with a Ready condition True.
-pub(super) fn counted(stored: &Stored) -> Option<Counted> {
-    let pod = stored.read::<CountedRead>()?;
-    let (labels, owners, deleting) = match pod.metadata {
-        Some(m) => (
-            m.labels,
-            m.owner_references,
-            m.deletion_timestamp.is_some_and(|t| !t.is_null()),
-        ),
-        None => (None, None, false),
-    };
-    let (phase, ip, conditions) = match pod.status {
-        Some(s) => (s.phase, s.pod_ip, s.conditions.unwrap_or_default()),
-        None => (None, None, Vec::new()),
-    };
-    let running = phase.as_ref().and_then(Value::as_str) == Some("Running");
-    let ready = running
-        && conditions.iter().any(|c| {
-            c.kind.as_ref().and_then(Value::as_str) == Some("Ready")
-                && c.status.as_ref().and_then(Value::as_str) == Some("True")
-        });
-    Some(Counted {
-        labels,
-        owners,
-        deleting,
-        node: pod.spec.and_then(|s| s.node_name),
-        phase: phase.filter(|p| p.as_str() != Some("Pending")),
-        ip,
-        ready,
-    })
+/// The [`Counted`] of a stored Pod, read from its [`summary`]; Ready as [`super::ready`] reads it.
+pub(super) fn counted(stored: &Stored) -> Counted {
+    let pod = summary(stored);
+    let at = |path: &str| pod.pointer(path).filter(|v| !v.is_null()).cloned();
+    Counted {
+        labels: at("/metadata/labels"),
+        owners: at("/metadata/ownerReferences"),
+        deleting: at("/metadata/deletionTimestamp").is_some(),
+        node: at("/spec/nodeName"),
+        phase: at("/status/phase").filter(|p| p.as_str() != Some("Pending")),
+        ip: at("/status/podIP"),
+        ready: super::ready(&pod),
+    }
 }
 
 /// The [`summary`] of the Pod stored at `key`, if any.

@@ -71,3 +71,20 @@ fn a_pod_that_does_not_read_as_a_summary_is_read_in_full() {
     pod["spec"]["containers"] = json!("not a list");
     assert_eq!(summary(&Stored::new(&pod)), pod);
 }
+
+#[test]
+fn what_a_pods_readers_count_ignores_its_pending_status_and_sees_it_turn_ready() {
+    let counted_of = |pod: &Value| counted(&Stored::new(pod));
+    let mut created = full_pod();
+    created["status"] = json!({});
+    let mut pending = created.clone();
+    pending["status"] = json!({"phase": "Pending", "hostIP": "172.18.0.2",
+                               "containerStatuses": [{"name": "app", "ready": false}]});
+    assert_eq!(counted_of(&created), counted_of(&pending));
+    let running = full_pod();
+    assert!(counted_of(&running).ready);
+    assert_ne!(counted_of(&pending), counted_of(&running));
+    let mut deleting = running.clone();
+    deleting["metadata"]["deletionTimestamp"] = json!("2026-12-07T10:05:00Z");
+    assert!(counted_of(&deleting).deleting && !counted_of(&running).deleting);
+}
