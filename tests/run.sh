@@ -104,38 +104,12 @@ if [[ $plugins_status != 0 ]]; then
   exit 1
 fi
 
-step "the benchmark's Blog copies: the Blog's CRD text under each copy's names"
-WEIR_BLOG_COPY=3 cargo test -p weir-plugin-blog --features bench-copy --lib copy
-
 # `weir test` and the end-to-end harness share one compiled-plugin cache, so a
 # component is compiled once per run, not once per step.
 export WEIR_CACHE_DIR="$root/target/plugin-cache"
 
-step "Blog fixtures against every language's component"
-for p in blog blog-py blog-js blog-c; do
-  target/debug/weir test "target/plugins/$p.wasm" plugins/blog/fixtures
-done
-
-step "the Spread's fixtures: one parent's workload placed in several clusters (contract 0.4.0)"
-target/debug/weir test target/plugins/spread.wasm plugins/spread/fixtures
-
-step "the Metacontroller-style examples' fixtures (Python hooks, async JavaScript hooks)"
-target/debug/weir test target/plugins/metacontroller-example.wasm plugins/metacontroller-example/fixtures
-# The same fixtures through async JavaScript hooks (each hook's Promise awaited in the component).
-target/debug/weir test target/plugins/metacontroller-example-js.wasm plugins/metacontroller-example/fixtures
-# An async finalize hook that scales its Deployment to zero before letting go (contract 0.3.0).
-target/debug/weir test target/plugins/metacontroller-scale-down-js.wasm plugins/metacontroller-scale-down-js/fixtures
-# A v2 hook reading a Secret in another namespace: offline, without a policy entry (no data, refused elsewhere).
-target/debug/weir test target/plugins/metacontroller-secret-import-js.wasm plugins/metacontroller-secret-import-js/fixtures
-
-step "guest SDK native tests (Python, JavaScript, C)"
-guest-sdk/test.sh
-
 step "the Python and JavaScript Kubernetes clients and the current kubectl the emulator's conformance tests drive"
 host/emulator/tests/clients/setup.sh
-
-step "weir new: each language scaffolded outside the checkout, built, weir test"
-WEIR="$root/target/debug/weir" guest-sdk/scaffold-test.sh
 
 step "an OCI registry (CNCF Distribution), tmux, openssl and sigstore-js for the tests that drive them"
 tests/setup-registry.sh
@@ -160,9 +134,57 @@ SECONDS=0
 cargo test --workspace --test integration -- deploy_image --nocapture 2>&1 | tee "$log"
 echo "deploy test: ${SECONDS}s"
 
-step "cargo test (unit, sandbox, emulator, end-to-end)"
-cargo test --workspace --no-fail-fast -- --skip deploy_image 2>&1 | tee -a "$log"
-# One closing line for the whole run: cargo's own last line is the last
-# crate's doc tests, which is often "0 passed".
+step "the tests in three lanes at once: end-to-end; the other Rust tests, then weir new's scaffolds; every plugin's fixtures and the guest SDKs' native tests"
+# Each lane is tests/lane.sh (what it runs, and why the test executables run without cargo),
+# in its own process group, its output in target/lanes/NAME.log, printed as each lane ends.
+lanes_dir="$root/target/lanes"
+rm -rf "$lanes_dir"
+mkdir -p "$lanes_dir"
+# The test executables the build above made (nothing is compiled again: the same selection),
+# one per line: package directory, test target, executable, tab-separated.
+executables="$lanes_dir/executables"
+cargo test --workspace --no-run --message-format=json 2>"$lanes_dir/list.err" | python3 -c '
+import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
+        print(os.path.dirname(m["manifest_path"]), m["target"]["name"], m["executable"], sep="\t")
+' >"$executables" || { cat "$lanes_dir/list.err" >&2; exit 1; }
+declare -A lane_of=()
+lane_pids=()
+stop_lanes() { local pid; for pid in "${lane_pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done; }
+trap 'stop_lanes; step_table' EXIT
+lanes_started=$(date +%s)
+for name in e2e rust guests; do
+  setsid tests/lane.sh "$name" "$executables" >"$lanes_dir/$name.log" 2>&1 </dev/null &
+  lane_of[$!]=$name
+  lane_pids+=("$!")
+done
+running=("${lane_pids[@]}")
+failed_lanes=()
+lane_times=""
+while ((${#running[@]} > 0)); do
+  lane_status=0
+  wait -n -p ended_pid "${running[@]}" || lane_status=$?
+  name=${lane_of[$ended_pid]}
+  took=$(($(date +%s) - lanes_started))
+  printf '\n==> lane %s ended after %ds (exit status %d); its output (target/lanes/%s.log):\n' \
+    "$name" "$took" "$lane_status" "$name"
+  cat "$lanes_dir/$name.log"
+  lane_times+=$(printf '\n%6ds    lane %s' "$took" "$name")
+  ((lane_status == 0)) || failed_lanes+=("$name")
+  still=()
+  for pid in "${running[@]}"; do [[ $pid == "$ended_pid" ]] || still+=("$pid"); done
+  running=("${still[@]}")
+done
+trap step_table EXIT
+step_note=${lane_times#$'\n'}
+# One closing line for the Rust tests (the deploy test, the end-to-end and the other lanes'
+# executables, the doc tests): cargo's own per-executable lines are spread over the lanes' logs.
+cat "$lanes_dir/e2e.log" "$lanes_dir/rust.log" >>"$log"
 awk '/^test result:/ { passed += $4; failed += $6 }
-     END { printf "cargo test: %d passed, %d failed\n", passed, failed }' "$log"
+     END { printf "Rust tests: %d passed, %d failed\n", passed, failed }' "$log"
+if ((${#failed_lanes[@]} > 0)); then
+  echo "failed: the lane(s) ${failed_lanes[*]} (their output is above, and in target/lanes/)" >&2
+  exit 1
+fi
