@@ -68,7 +68,7 @@ edit_reconciler() {
 # Waits (at most $timeout s) until `weir dev`'s output has a line matching $1; fails if it exits.
 await_line() {
   local pattern=$1 log=$2 deadline=$((SECONDS + timeout))
-  until grep -q -- "$pattern" "$log"; do
+  until grep -qs -- "$pattern" "$log"; do  # -s: weir dev may not have opened its log yet
     kill -0 "$dev_pid" 2>/dev/null || { echo "weir dev exited"; return 1; }
     (( SECONDS < deadline )) || { echo "no line matching '$pattern' after $timeout s"; return 1; }
     sleep 0.2
