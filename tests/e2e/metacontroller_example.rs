@@ -3,11 +3,17 @@
 //! owned by the ConfigBundle, a missing named source is reported, and its creation is bundled
 //! well before the 30 s resync the hook asks for (the host's related-object index wakes the parent).
 
+use std::time::Duration;
+
 use anyhow::Result;
 use kube::api::{DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use weir::plugin::ResourceKind;
-use weir_e2e::{CONVERGE, TestEnv, controlled_by, eventually, kinds};
+use weir_e2e::{TestEnv, controlled_by, eventually, kinds};
+
+/// How long a bundle may take to follow its sources: shorter than the 30 s resync the hook asks
+/// for while a source is missing, so only the source's own event can bring the change in time.
+const BEFORE_RESYNC: Duration = Duration::from_secs(25);
 
 fn config_bundle() -> ResourceKind {
     ResourceKind {
@@ -39,7 +45,7 @@ async fn put_config_map(env: &TestEnv, name: &str, data: Value) -> Result<()> {
 async fn bundled(env: &TestEnv, what: &str, data: Value, missing: Value) -> Result<DynamicObject> {
     let bundles = env.api(&config_bundle());
     let config_maps = env.api(&kinds::config_map());
-    eventually(what, CONVERGE, || async {
+    eventually(what, BEFORE_RESYNC, || async {
         let bundle = config_maps.get("app-bundle").await.ok()?;
         let parent = bundles.get("app").await.ok()?;
         (bundle.data["data"] == data && parent.data["status"]["missing"] == missing)
@@ -73,8 +79,8 @@ async fn a_metacontroller_composite_controller_runs_unchanged_through_the_adapte
         "the bundle is owned by its ConfigBundle"
     );
 
-    // The hook asks for a resync in 30 s while a source is missing; CONVERGE is shorter, so
-    // only the creation event can bring this in time.
+    // The hook asks for a resync in 30 s while a source is missing; `bundled` waits less
+    // (BEFORE_RESYNC), so only the creation event can bring this in time.
     put_config_map(&env, "later", json!({"k": "v"})).await?;
     bundled(
         &env,
