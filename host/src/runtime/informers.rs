@@ -448,15 +448,7 @@ pub async fn watch(
             }
         }
         let Some(obj) = obj else { continue };
-        let listed = first_list
-            || old.as_deref().is_some_and(|old| {
-                old.resource_version().is_some() && old.resource_version() == obj.resource_version()
-            });
-        let cause = if listed {
-            Cause::Listed
-        } else {
-            Cause::Outside
-        };
+        let cause = list_cause(first_list, old.as_deref(), &obj);
         for target in informer.targets() {
             for key in target.route.keys(&obj, old.as_deref()) {
                 if initial {
@@ -471,6 +463,20 @@ pub async fn watch(
                 }
             }
         }
+    }
+}
+
+/// How a key from a (re)list is queued: as a list ([`Cause::Listed`], behind the changes) if it
+/// comes from the informer's first list or its object is the version the cache already held,
+/// as a change otherwise (created, changed or deleted while the watch was down).
+fn list_cause(first_list: bool, old: Option<&CachedObject>, obj: &CachedObject) -> Cause {
+    let unchanged = old.is_some_and(|old| {
+        old.resource_version().is_some() && old.resource_version() == obj.resource_version()
+    });
+    if first_list || unchanged {
+        Cause::Listed
+    } else {
+        Cause::Outside
     }
 }
 
