@@ -1,4 +1,4 @@
-//! ② The work queue: dedupes keys, never runs one key twice at once, backs off and guards hot loops.
+//! ② The work queue: dedupes keys, puts changes first, never runs one key twice at once, backs off and guards hot loops.
 //!
 //! A key is only `namespace/name`; the worker reads everything else from the cache. The
 //! [`Queue`] facade combines three mechanisms under one lock, each in its own module as in
@@ -24,7 +24,10 @@
 //! children's) queues behind all of them: nothing converges before the whole first pass is
 //! done. Listed and resynced keys are not starved: while both lines hold keys, one of them is
 //! handed out after every [`QueueConfig::changes_before_low`] changes. Dedupe still holds across
-//! the lines (a key waits once; a change for a listed key moves it ahead).
+//! the lines (a key waits once; a change for a listed key moves it ahead). A parent's create is
+//! a change like any other: in a burst of creates, a parent's follow-ups wait behind the parents
+//! created after it, which lets the dedupe fold them into one reconcile; putting them first
+//! instead made 2,500 Blogs converge later (tests/BENCHMARKS.md, 2026-12-07 20:11 UTC).
 
 mod hotloop;
 mod limit;
