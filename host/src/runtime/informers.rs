@@ -253,7 +253,8 @@ impl Informers {
     /// kind's watch if nobody watched it. Must be called inside the Tokio runtime.
     ///
     /// A parent target that joins an informer which has already listed its kind gets every
-    /// cached key at once: the watch will not list it again for this subscriber.
+    /// cached key at once, as a list ([`Cause::Listed`]): the watch will not list it again for
+    /// this subscriber.
     pub fn subscribe(
         self: &Arc<Self>,
         kind: &ResourceKind,
@@ -290,7 +291,7 @@ impl Informers {
         if informer.store.is_synced() {
             for obj in informer.store.objects() {
                 for key in target.route.keys(&obj, None) {
-                    target.queue.add(key, Cause::Outside);
+                    target.queue.add(key, Cause::Listed);
                 }
             }
         }
@@ -413,7 +414,9 @@ pub async fn watch(
     let mut events = watcher(api, config).default_backoff().boxed();
     // Keys seen during a (re)list wait until the store holds the whole new list, so a worker
     // never reconciles them against the contents from before the relist.
-    let mut relisted: Vec<(Arc<Target>, ObjectKey)> = Vec::new();
+    // Each waits as a list (behind the changes) if it comes from the first list or a relist found
+    // its object unchanged, and as a change otherwise.
+    let mut relisted: Vec<(Arc<Target>, ObjectKey, Cause)> = Vec::new();
     while let Some(event) = events.next().await {
         let event = match event {
             Ok(event) => event,
@@ -429,6 +432,7 @@ pub async fn watch(
         // Read once into the compact form (managedFields already left out by the decoding).
         let event = compact(event, &packing);
         let initial = matches!(event, watcher::Event::InitApply(_));
+        let first_list = !store.is_synced();
         // The object as cached before this event: a label selector that matched it then must
         // hear that it no longer does.
         let old = match &event {
@@ -439,15 +443,16 @@ pub async fn watch(
         };
         let obj = store.apply(event);
         if init_done {
-            for (target, key) in relisted.drain(..) {
-                target.queue.add(key, Cause::Outside);
+            for (target, key, cause) in relisted.drain(..) {
+                target.queue.add(key, cause);
             }
         }
         let Some(obj) = obj else { continue };
+        let cause = list_cause(first_list, old.as_deref(), &obj);
         for target in informer.targets() {
             for key in target.route.keys(&obj, old.as_deref()) {
                 if initial {
-                    relisted.push((target.clone(), key));
+                    relisted.push((target.clone(), key, cause));
                 } else if let Route::Related { .. } = target.route {
                     // Never the echo of the controller's own write: it does not write related objects.
                     target.queue.add(key, Cause::Outside);
@@ -458,6 +463,20 @@ pub async fn watch(
                 }
             }
         }
+    }
+}
+
+/// How a key from a (re)list is queued: as a list ([`Cause::Listed`], behind the changes) if it
+/// comes from the informer's first list or its object is the version the cache already held,
+/// as a change otherwise (created, changed or deleted while the watch was down).
+fn list_cause(first_list: bool, old: Option<&CachedObject>, obj: &CachedObject) -> Cause {
+    let unchanged = old.is_some_and(|old| {
+        old.resource_version().is_some() && old.resource_version() == obj.resource_version()
+    });
+    if first_list || unchanged {
+        Cause::Listed
+    } else {
+        Cause::Outside
     }
 }
 

@@ -118,4 +118,40 @@ async fn a_parent_target_joining_a_listed_informer_gets_every_cached_key() {
         1,
         "the cached parent is enqueued for the late subscriber"
     );
+    let change = ObjectKey::new("default", "changed");
+    queue.add(change.clone(), Cause::Outside);
+    assert_eq!(
+        queue.next().await,
+        Some(change),
+        "as a list: behind a change"
+    );
+    assert_eq!(queue.next().await, Some(ObjectKey::new("default", "w1")));
+}
+
+fn widget(version: &str) -> CachedObject {
+    let mut obj =
+        kube::api::DynamicObject::new("w1", &kind("Widget").api_resource()).within("default");
+    obj.metadata.resource_version = Some(version.into());
+    CachedObject::from_object(&obj).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_relist_queues_an_unchanged_object_as_a_list_and_a_changed_or_new_one_as_a_change() {
+    let (v1, v2) = (widget("1"), widget("2"));
+    assert_eq!(list_cause(true, None, &v1), Cause::Listed, "the first list");
+    assert_eq!(
+        list_cause(false, Some(&v1), &v1),
+        Cause::Listed,
+        "unchanged"
+    );
+    assert_eq!(
+        list_cause(false, Some(&v1), &v2),
+        Cause::Outside,
+        "changed meanwhile"
+    );
+    assert_eq!(
+        list_cause(false, None, &v1),
+        Cause::Outside,
+        "created meanwhile"
+    );
 }

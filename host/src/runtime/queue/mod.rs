@@ -1,4 +1,4 @@
-//! ② The work queue: dedupes keys, never runs one key twice at once, backs off and guards hot loops.
+//! ② The work queue: dedupes keys, puts changes first, never runs one key twice at once, backs off and guards hot loops.
 //!
 //! A key is only `namespace/name`; the worker reads everything else from the cache. The
 //! [`Queue`] facade combines three mechanisms under one lock, each in its own module as in
@@ -15,6 +15,19 @@
 //! so a reconciler returning 1 ms spins; we close that gap with a floor of 1 s by default, the
 //! hot-loop guard's own first delay: a requeue at least that long already waits as long as a
 //! throttled key would, and is left alone (a deliberate poll).
+//!
+//! **Changes go first.** A key added because something changed (a watch event, a child's event
+//! mapped to its parent, a requeue, a retry) waits in the line of changes; a key added by a list
+//! ([`Cause::Listed`]: the informer's first list, a relist that found the object unchanged) or
+//! by the periodic resync waits behind them, as in controller-runtime's priority queue. Without
+//! this, 10,000 listed parents fill one FIFO line and the event that makes a parent Ready (its
+//! children's) queues behind all of them: nothing converges before the whole first pass is
+//! done. Listed and resynced keys are not starved: while both lines hold keys, one of them is
+//! handed out after every [`QueueConfig::changes_before_low`] changes. Dedupe still holds across
+//! the lines (a key waits once; a change for a listed key moves it ahead). A parent's create is
+//! a change like any other: in a burst of creates, a parent's follow-ups wait behind the parents
+//! created after it, which lets the dedupe fold them into one reconcile; putting them first
+//! instead made 2,500 Blogs converge later (tests/BENCHMARKS.md, 2026-12-07 20:11 UTC).
 
 mod hotloop;
 mod limit;
@@ -30,7 +43,7 @@ use tokio::time::Instant;
 use self::hotloop::Guard;
 pub use self::hotloop::HotLoop;
 use self::limit::Backoff;
-use self::work::Work;
+use self::work::{Priority, Work};
 use crate::runtime::ObjectKey;
 
 /// Why a key was added; the hot-loop guard only forgives changes made by someone else.
@@ -42,6 +55,26 @@ pub enum Cause {
     Echo,
     /// The periodic resync.
     Resync,
+    /// A list rather than a change: the informer's first list, an object a relist found
+    /// unchanged, every cached key handed to a late subscriber. It forgives a hot loop like an
+    /// outside change (a relist always did), but waits behind the changes.
+    Listed,
+}
+
+impl Cause {
+    /// Whether the add counts as a change made by someone else (for the hot-loop guard and
+    /// for bringing a scheduled retry forward).
+    fn outside(self) -> bool {
+        matches!(self, Cause::Outside | Cause::Listed)
+    }
+
+    /// The line the key waits in: nothing is known to have changed for a list or a resync.
+    fn priority(self) -> Priority {
+        match self {
+            Cause::Outside | Cause::Echo => Priority::Normal,
+            Cause::Resync | Cause::Listed => Priority::Low,
+        }
+    }
 }
 
 /// Tuning of the queue; the defaults follow controller-runtime's.
@@ -65,6 +98,10 @@ pub struct QueueConfig {
     /// A requeue after less than this is "soon": rate limited and busy, like `Requeue::Now`.
     /// Zero turns the floor off.
     pub min_requeue_after: Duration,
+    /// While changes and listed or resynced keys both wait, one of the latter is handed out
+    /// after this many changes in a row (so at least 1 in `n + 1` keys handed out then); 0 hands
+    /// them out only when no change waits (controller-runtime's rule, which can starve them).
+    pub changes_before_low: u32,
 }
 
 impl Default for QueueConfig {
@@ -78,6 +115,7 @@ impl Default for QueueConfig {
             hot_loop_threshold: 10,
             hot_loop_delay: Duration::from_secs(1),
             min_requeue_after: Duration::from_secs(1),
+            changes_before_low: 9,
         }
     }
 }
@@ -117,7 +155,7 @@ impl Queue {
     pub fn new(config: QueueConfig) -> Self {
         let c = &config;
         let state = State {
-            work: Work::default(),
+            work: Work::new(c.changes_before_low),
             backoff: Backoff::new(c.base_delay, c.max_delay, c.jitter),
             bucket: TokenBucket::new(c.qps, c.burst),
             guard: Guard::new(
@@ -140,13 +178,14 @@ impl Queue {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Adds a key now; duplicates collapse and a key being processed runs again afterwards.
-    /// Unless the change came from outside, a key flagged as a hot loop only runs after its
-    /// throttle delay, and a key backing off after a failure waits for its retry.
+    /// Adds a key now, behind the changes if it was only listed or resynced; duplicates
+    /// collapse and a key being processed runs again afterwards. Unless the change came from
+    /// outside, a key flagged as a hot loop only runs after its throttle delay, and a key
+    /// backing off after a failure waits for its retry.
     pub fn add(&self, key: ObjectKey, cause: Cause) {
         let now = Instant::now();
         let mut st = self.lock();
-        let outside = cause == Cause::Outside;
+        let outside = cause.outside();
         if outside {
             st.guard.outside(&key);
         } else if st.backoff.failures(&key) > 0 && st.work.is_scheduled(&key) {
@@ -155,18 +194,21 @@ impl Queue {
         }
         if st.guard.throttled(&key) {
             let delay = st.guard.delay(&key);
-            st.work.add_after(key, delay, now);
+            st.work.add_after(key, delay, now, cause.priority());
         } else {
-            st.work.add(key, outside);
+            st.work.add(key, outside, cause.priority());
         }
         drop(st);
         self.wake.notify_one();
     }
 
-    /// Adds a key after `delay` (an earlier pending time for the same key wins).
+    /// Adds a key after `delay` (an earlier pending time for the same key wins), then with
+    /// the changes.
     pub fn add_after(&self, key: ObjectKey, delay: Duration) {
         let now = Instant::now();
-        self.lock().work.add_after(key, delay, now);
+        self.lock()
+            .work
+            .add_after(key, delay, now, Priority::Normal);
         self.wake.notify_one();
     }
 
@@ -227,7 +269,7 @@ impl Queue {
         let mut st = self.lock();
         st.guard.abandon(key);
         st.work.done(key);
-        st.work.add(key.clone(), false);
+        st.work.add(key.clone(), false, Priority::Normal);
         drop(st);
         self.wake.notify_one();
     }
@@ -297,16 +339,18 @@ impl Queue {
         // write must not bring the retry forward; an outside change still does.
         let failed = matches!(finish, Finish::Retry | Finish::Failed);
         match dirty {
-            Some(0) if failed => {}
-            Some(_) if throttled => {
-                let d = st.guard.delay(key);
-                st.work.add_after(key.clone(), d, now);
+            Some(d) if d.outside == 0 && failed => {}
+            Some(d) if throttled => {
+                let delay = st.guard.delay(key);
+                st.work.add_after(key.clone(), delay, now, d.priority);
             }
-            Some(outside) => st.work.add(key.clone(), outside > 0),
+            // What came meanwhile keeps its line: a resync alone stays behind the changes.
+            Some(d) => st.work.add(key.clone(), d.outside > 0, d.priority),
             None => {}
         }
         if let Some(d) = delay {
-            st.work.add_after(key.clone(), d, now);
+            // A requeue or a retry the reconcile asked for: with the changes.
+            st.work.add_after(key.clone(), d, now, Priority::Normal);
         }
         drop(st);
         self.wake.notify_one();
@@ -318,7 +362,7 @@ impl Queue {
         self.lock().backoff.failures(key)
     }
 
-    /// Keys waiting to run now (the queue-depth metric).
+    /// Keys waiting to run now, changes and listed alike (the queue-depth metric).
     pub fn depth(&self) -> usize {
         self.lock().work.depth()
     }

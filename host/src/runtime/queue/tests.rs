@@ -294,3 +294,83 @@ async fn the_echo_of_a_failed_reconciles_own_write_does_not_bring_the_retry_forw
     let got = next_now(&q).await;
     assert_eq!(got, Some(k), "an outside change retries at once");
 }
+
+#[tokio::test]
+async fn a_childs_event_for_a_listed_parent_runs_before_the_rest_of_the_list() {
+    let q = Queue::new(config());
+    for i in 0..100 {
+        q.add(key(&format!("p{i}")), Cause::Listed);
+    }
+    assert_eq!(next_now(&q).await, Some(key("p0")));
+    q.finish(&key("p0"), Finish::Done);
+    // Its Deployment turned ready: the event that lets it converge.
+    q.add(key("p0"), Cause::Outside);
+    assert_eq!(
+        next_now(&q).await,
+        Some(key("p0")),
+        "not behind the 99 parents never reconciled"
+    );
+    assert_eq!(q.depth(), 99);
+}
+
+#[tokio::test]
+async fn the_echo_of_a_write_runs_before_keys_queued_by_the_resync() {
+    let q = Queue::new(config());
+    for name in ["r1", "r2", "r3"] {
+        q.add(key(name), Cause::Resync);
+    }
+    q.add(key("w"), Cause::Echo);
+    assert_eq!(next_now(&q).await, Some(key("w")));
+    assert_eq!(next_now(&q).await, Some(key("r1")));
+}
+
+#[tokio::test]
+async fn listed_keys_are_not_starved_by_a_stream_of_changes() {
+    let q = Queue::new(QueueConfig {
+        changes_before_low: 2,
+        ..config()
+    });
+    q.add(key("listed"), Cause::Listed);
+    let mut order = Vec::new();
+    for i in 0..4 {
+        // A change always waits when a key is handed out.
+        q.add(key(&format!("c{i}")), Cause::Outside);
+        q.add(key(&format!("c{i}b")), Cause::Outside);
+        let Some(k) = next_now(&q).await else {
+            panic!("keys wait");
+        };
+        q.finish(&k, Finish::Done);
+        order.push(k.name);
+    }
+    assert_eq!(order, ["c0", "c0b", "listed", "c1"]);
+}
+
+#[tokio::test]
+async fn a_resync_seen_during_a_reconcile_runs_it_again_behind_the_changes() {
+    let q = Queue::new(config());
+    q.add(key("a"), Cause::Outside);
+    assert_eq!(next_now(&q).await, Some(key("a")));
+    q.add(key("a"), Cause::Resync);
+    q.finish(&key("a"), Finish::Done);
+    q.add(key("b"), Cause::Outside);
+    assert_eq!(next_now(&q).await, Some(key("b")));
+    assert_eq!(next_now(&q).await, Some(key("a")), "still run again");
+}
+
+#[tokio::test]
+async fn a_listed_key_forgives_a_hot_loop_like_an_outside_change() {
+    let q = Queue::new(QueueConfig {
+        hot_loop_threshold: 1,
+        hot_loop_delay: 60 * SEC,
+        ..config()
+    });
+    let k = key("a");
+    q.add(k.clone(), Cause::Outside);
+    let _ = next_now(&q).await;
+    assert!(q.guard(&k, true).flagged);
+    q.finish(&k, Finish::Done);
+    // A relist is a change Weir did not make: it runs at once, as it always did.
+    q.add(k.clone(), Cause::Listed);
+    assert_eq!(next_now(&q).await, Some(k.clone()));
+    assert_eq!(q.guard(&k, true).streak, 1);
+}

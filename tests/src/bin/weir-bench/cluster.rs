@@ -175,7 +175,7 @@ impl Readiness {
 
     /// Waits until `blogs` are Ready, failing if one of `children` exits or the Blogs take
     /// longer than 30 ms each (at least 900 s) from `started`; from [`PROGRESS_FROM`] Blogs,
-    /// shows the progress every 30 s.
+    /// shows the progress every 30 s (at any size every `WEIR_BENCH_PROGRESS` seconds if set).
     pub(crate) async fn until(
         &mut self,
         label: &str,
@@ -184,6 +184,16 @@ impl Readiness {
         started: Instant,
     ) -> Result<()> {
         let limit = Duration::from_secs(900).max(Duration::from_millis(30 * blogs as u64));
+        // `WEIR_BENCH_PROGRESS=SECS` shows the Ready curve at any size, every SECS seconds.
+        let every = std::env::var("WEIR_BENCH_PROGRESS")
+            .ok()
+            .and_then(|s| s.parse::<f64>().ok())
+            .filter(|s| *s > 0.0)
+            .map(Duration::from_secs_f64);
+        let (from, every) = match every {
+            Some(every) => (0, every),
+            None => (PROGRESS_FROM, Duration::from_secs(30)),
+        };
         let mut shown = Instant::now();
         loop {
             let ready = self.ready();
@@ -194,7 +204,7 @@ impl Readiness {
             if started.elapsed() > limit {
                 bail!("{label}: only {ready} of {blogs} Blogs Ready after {limit:?}");
             }
-            if blogs >= PROGRESS_FROM && shown.elapsed() >= Duration::from_secs(30) {
+            if blogs >= from && shown.elapsed() >= every {
                 eprintln!(
                     "{label}: {ready} of {blogs} Blogs Ready after {:.0} s",
                     started.elapsed().as_secs_f64()
