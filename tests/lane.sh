@@ -37,6 +37,11 @@ run_executables() {
   fi
 }
 
+# `weir test` of the built plugin NAME against the fixtures in DIR.
+fixtures() {
+  target/debug/weir test "target/plugins/$1.wasm" "$2" || status=1
+}
+
 case "$lane" in
   e2e)
     run_executables e2e
@@ -56,19 +61,17 @@ case "$lane" in
     # `weir test` and the end-to-end harness share one compiled-plugin cache (tests/run.sh), so
     # a component is compiled once per run, whichever lane meets it first.
     echo "== Blog fixtures against every language's component"
-    for p in blog blog-py blog-js blog-c; do
-      target/debug/weir test "target/plugins/$p.wasm" plugins/blog/fixtures || status=1
-    done
+    for p in blog blog-py blog-js blog-c; do fixtures "$p" plugins/blog/fixtures; done
     echo "== the Spread's fixtures: one parent's workload placed in several clusters (contract 0.4.0)"
-    target/debug/weir test target/plugins/spread.wasm plugins/spread/fixtures || status=1
+    fixtures spread plugins/spread/fixtures
     echo "== the Metacontroller-style examples' fixtures (Python hooks, async JavaScript hooks)"
-    target/debug/weir test target/plugins/metacontroller-example.wasm plugins/metacontroller-example/fixtures || status=1
+    fixtures metacontroller-example plugins/metacontroller-example/fixtures
     # The same fixtures through async JavaScript hooks (each hook's Promise awaited in the component).
-    target/debug/weir test target/plugins/metacontroller-example-js.wasm plugins/metacontroller-example/fixtures || status=1
+    fixtures metacontroller-example-js plugins/metacontroller-example/fixtures
     # An async finalize hook that scales its Deployment to zero before letting go (contract 0.3.0).
-    target/debug/weir test target/plugins/metacontroller-scale-down-js.wasm plugins/metacontroller-scale-down-js/fixtures || status=1
+    fixtures metacontroller-scale-down-js plugins/metacontroller-scale-down-js/fixtures
     # A v2 hook reading a Secret in another namespace: offline, without a policy entry (no data, refused elsewhere).
-    target/debug/weir test target/plugins/metacontroller-secret-import-js.wasm plugins/metacontroller-secret-import-js/fixtures || status=1
+    fixtures metacontroller-secret-import-js plugins/metacontroller-secret-import-js/fixtures
     echo "== guest SDK native tests (Python, JavaScript, C)"
     guest-sdk/test.sh || status=1
     ;;
