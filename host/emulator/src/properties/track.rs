@@ -206,3 +206,23 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn a_create_stores_what_rebuilding_every_entry_stores(
+        obj in any_object(),
+        scope in scope(),
+    ) {
+        // A create's one walk (no managedFields sent), against the reference.
+        let mut body = obj;
+        if let Some(m) = body["metadata"].as_object_mut() {
+            m.remove("managedFields");
+        }
+        let (mut created, mut rebuilt) = (body.clone(), body);
+        track_update(None, &mut created, "creator", scope, "T0");
+        track_update_rebuilding_everything(None, &mut rebuilt, "creator", scope, "T0");
+        prop_assert_eq!(&created, &rebuilt);
+    }
+}

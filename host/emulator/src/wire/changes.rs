@@ -1,6 +1,6 @@
 //! What an update changed, as the paths of `managedFields`: found by walking only the parts of the new object that differ from the old one.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -28,6 +28,117 @@ pub fn changed_fields(
         walk.map(map, old, &mut Vec::new())?;
     }
     Some(out)
+}
+
+/// The `fieldsV1` that [`crate::wire::fieldset::to_fields_v1`] writes for
+/// [`changed_fields`]`(None, new, owned)`: what a create changed (everything `owned` admits),
+/// built in one walk of `new`, without the set of paths in between (a create's are all its
+/// fields, and a Pod's or a Deployment's are many). `None` where [`changed_fields`] answers
+/// `None`.
+pub fn created_fields_v1(new: &Value, owned: &dyn Fn(&[Step]) -> bool) -> Option<Value> {
+    let mut root = Map::new();
+    if let Some(map) = new.as_object() {
+        Created { owned }.map(map, &mut Vec::new(), &mut root)?;
+    }
+    Some(Value::Object(root))
+}
+
+/// The walk of [`created_fields_v1`]: each node written where [`changed_fields`] would find a
+/// path at or below it.
+struct Created<'w> {
+    owned: &'w dyn Fn(&[Step]) -> bool,
+}
+
+impl Created<'_> {
+    fn map(
+        &self,
+        map: &Map<String, Value>,
+        prefix: &mut Path,
+        out: &mut Map<String, Value>,
+    ) -> Option<()> {
+        for (k, v) in map {
+            prefix.push(Step::Field(k.clone()));
+            if (self.owned)(prefix) {
+                self.value(k, v, prefix, out)?;
+            }
+            prefix.pop();
+        }
+        Some(())
+    }
+
+    /// Writes the node of `new`, the value of `field` at `prefix`, into `out` (its parent's).
+    fn value(
+        &self,
+        field: &str,
+        new: &Value,
+        prefix: &mut Path,
+        out: &mut Map<String, Value>,
+    ) -> Option<()> {
+        let key = format!("f:{field}");
+        let mut node = Map::new();
+        match new {
+            Value::Object(m) if !m.is_empty() => self.map(m, prefix, &mut node)?,
+            Value::Array(items) if !items.is_empty() => {
+                if let Some(keys) = keys_for(field, items) {
+                    self.keyed(items, &keys, prefix, &mut node)?;
+                } else if is_set_list(field) {
+                    for item in items {
+                        prefix.push(Step::Value(item.to_string()));
+                        if (self.owned)(prefix)
+                            && let Some(Step::Value(text)) = prefix.last()
+                        {
+                            node.insert(format!("v:{text}"), Value::Object(Map::new()));
+                        }
+                        prefix.pop();
+                    }
+                } else {
+                    // A list that is neither keyed nor a set is one field.
+                    out.insert(key, Value::Object(node));
+                    return Some(());
+                }
+            }
+            _ => {
+                out.insert(key, Value::Object(node));
+                return Some(());
+            }
+        }
+        // A map or list is no field of its own: written only when it holds one.
+        if !node.is_empty() {
+            out.insert(key, Value::Object(node));
+        }
+        Some(())
+    }
+
+    /// Each item of a keyed list: a field of its own (so with `.` beside the fields in it).
+    fn keyed(
+        &self,
+        items: &[Value],
+        keys: &[&str],
+        prefix: &mut Path,
+        out: &mut Map<String, Value>,
+    ) -> Option<()> {
+        let mut seen = HashSet::new();
+        for item in items {
+            let id = element_key(item, keys);
+            if !seen.insert(id.clone()) {
+                return None;
+            }
+            let key = format!("k:{id}");
+            prefix.push(Step::Key(id));
+            if (self.owned)(prefix) {
+                let mut node = Map::new();
+                if let Some(m) = item.as_object() {
+                    self.map(m, prefix, &mut node)?;
+                }
+                if !node.is_empty() {
+                    node.insert(".".into(), Value::Object(Map::new()));
+                }
+                out.insert(key, Value::Object(node));
+            }
+            prefix.pop();
+        }
+        Some(())
+    }
 }
 
 /// The walk of [`changed_fields`].
@@ -127,3 +238,7 @@ impl Changes<'_> {
         Some(())
     }
 }
+
+#[cfg(test)]
+#[path = "changes_tests.rs"]
+mod tests;

@@ -61,18 +61,34 @@ pub fn keys_for(field: &str, items: &[Value]) -> Option<Vec<&'static str>> {
 }
 
 /// The identity string of a keyed list element, `{"name":"app"}` with keys in sorted order.
+///
+/// Written as `serde_json` writes a map of those keys (sorted, each once), without building one:
+/// every keyed list item of every write is keyed, in the old object and the new.
 pub fn element_key(item: &Value, keys: &[&str]) -> String {
-    let mut m = Map::new();
-    for k in keys {
-        if let Some(v) = item.get(*k) {
-            m.insert((*k).to_string(), v.clone());
-        } else if *k == "protocol" {
+    let mut sorted: Vec<&str> = keys.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    let tcp = Value::String("TCP".into());
+    let mut out = Vec::with_capacity(32);
+    out.push(b'{');
+    for k in sorted {
+        let value = match item.get(k) {
+            Some(v) => v,
             // kube-apiserver defaults `protocol` to TCP before keying, so an apply that omits it
             // names the same element as the stored, defaulted one.
-            m.insert((*k).to_string(), Value::String("TCP".into()));
+            None if k == "protocol" => &tcp,
+            None => continue,
+        };
+        if out.len() > 1 {
+            out.push(b',');
         }
+        // Writing JSON into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut out, k);
+        out.push(b':');
+        let _ = serde_json::to_writer(&mut out, value);
     }
-    Value::Object(m).to_string()
+    out.push(b'}');
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// The set of fields present in `obj`: leaves, plus list elements themselves.
@@ -282,58 +298,39 @@ pub fn value_at_mut<'a>(obj: &'a mut Value, path: &[Step]) -> Option<&'a mut Val
 }
 
 /// Render a set as a `fieldsV1` object.
+///
+/// The set is sorted, so a path comes after every path that is a prefix of it: a node that
+/// stood as a leaf of the set when a later path goes through it is a path of the set with
+/// children, and says so with `"."` (as [`crate::wire::fields_v1::with_paths`] does in place).
 pub fn to_fields_v1(set: &BTreeSet<Path>) -> Value {
     let mut root = Map::new();
+    let mut key = String::new();
     for path in set {
         let mut cur = &mut root;
         for step in path {
-            let key = match step {
-                Step::Field(f) => format!("f:{f}"),
-                Step::Key(k) => format!("k:{k}"),
-                Step::Value(v) => format!("v:{v}"),
+            key.clear();
+            let (kind, text) = match step {
+                Step::Field(f) => ("f:", f),
+                Step::Key(k) => ("k:", k),
+                Step::Value(v) => ("v:", v),
             };
-            let entry = cur.entry(key).or_insert_with(|| Value::Object(Map::new()));
-            if !entry.is_object() {
-                *entry = Value::Object(Map::new());
+            key.push_str(kind);
+            key.push_str(text);
+            if !cur.contains_key(key.as_str()) {
+                cur.insert(key.clone(), Value::Object(Map::new()));
+            } else if let Some(Value::Object(node)) = cur.get_mut(key.as_str())
+                && node.is_empty()
+            {
+                // A leaf of the set that this path goes through.
+                node.insert(".".into(), Value::Object(Map::new()));
             }
-            let Some(next) = entry.as_object_mut() else {
-                break;
-            };
-            cur = next;
+            match cur.get_mut(key.as_str()) {
+                Some(Value::Object(next)) => cur = next,
+                _ => break,
+            }
         }
     }
-    mark_self_nodes(&mut root, set, &mut Vec::new());
     Value::Object(root)
-}
-
-/// A node that is itself in the set and also has children carries a `"."` entry.
-fn mark_self_nodes(node: &mut Map<String, Value>, set: &BTreeSet<Path>, prefix: &mut Path) {
-    for (key, child) in node.iter_mut() {
-        // The keys were just written from the set's steps, whose keys and values are already
-        // canonical JSON: read back as they are.
-        let Some(step) = written_step(key) else {
-            continue;
-        };
-        prefix.push(step);
-        if let Some(m) = child.as_object_mut() {
-            if !m.is_empty() && !m.contains_key(".") && set.contains(prefix.as_slice()) {
-                m.insert(".".into(), Value::Object(Map::new()));
-            }
-            mark_self_nodes(m, set, prefix);
-        }
-        prefix.pop();
-    }
-}
-
-/// A step as [`to_fields_v1`] wrote it (`f:`, `k:` or `v:` and the step's own text).
-fn written_step(key: &str) -> Option<Step> {
-    let (kind, rest) = key.split_at_checked(2)?;
-    match kind {
-        "f:" => Some(Step::Field(rest.into())),
-        "k:" => Some(Step::Key(rest.into())),
-        "v:" => Some(Step::Value(rest.into())),
-        _ => None,
-    }
 }
 
 fn parse_step(key: &str) -> Option<Step> {

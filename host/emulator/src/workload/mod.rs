@@ -467,6 +467,9 @@ fn reconcile(store: &mut Store, sim: &mut Sim, key: &ObjKey, also: &mut Vec<ObjK
 /// How many reconciles the loop works through before it takes the changes waiting again.
 const DRAIN_EVERY: usize = 64;
 
+/// The longest run of reconciles under one hold of the store's lock.
+const HOLD: Duration = Duration::from_millis(2);
+
 /// Every object the simulation reconciles.
 fn everything(store: &Store) -> BTreeSet<ObjKey> {
     WATCHED
@@ -475,35 +478,41 @@ fn everything(store: &Store) -> BTreeSet<ObjKey> {
         .collect()
 }
 
-/// Takes every change already waiting into `queue`, so one reconcile covers a burst. If the
-/// change stream dropped changes the loop had not taken, every object is queued again. Returns
-/// false once the store is gone.
+/// Takes every change already waiting into `queue`, so one reconcile covers a burst, under one
+/// hold of the store's lock (not one per change: the requests the emulator serves meanwhile
+/// wait on it either way, and each hand-over costs both sides a wake-up). If the change stream
+/// dropped changes the loop had not taken, every object is queued again. Returns false once the
+/// store is gone.
 fn drain(
     shared: &Shared,
     sim: &mut Sim,
     rx: &mut tokio::sync::broadcast::Receiver<Arc<Event>>,
     queue: &mut BTreeSet<ObjKey>,
 ) -> bool {
+    let mut store = None;
     loop {
-        match rx.try_recv() {
-            Ok(ev) => hear(shared, sim, &ev, queue),
-            Err(TryRecvError::Lagged(missed)) => lagged(shared, missed, queue),
+        let ev = match rx.try_recv() {
+            Ok(ev) => ev,
+            Err(TryRecvError::Lagged(missed)) => {
+                lagged(store.get_or_insert_with(|| shared.lock()), missed, queue);
+                continue;
+            }
             Err(TryRecvError::Empty) => return true,
             Err(TryRecvError::Closed) => return false,
-        }
+        };
+        hear(store.get_or_insert_with(|| shared.lock()), sim, &ev, queue);
     }
 }
 
 /// Queues what the change `ev` makes worth reconciling ([`touched`]).
-fn hear(shared: &Shared, sim: &mut Sim, ev: &Event, queue: &mut BTreeSet<ObjKey>) {
+fn hear(store: &Store, sim: &mut Sim, ev: &Event, queue: &mut BTreeSet<ObjKey>) {
     let made_by = sim.made_by(ev.rv);
-    touched(&shared.lock(), ev, made_by, queue);
+    touched(store, ev, made_by, queue);
 }
 
 /// The change stream dropped `missed` changes: every object is queued again.
-fn lagged(shared: &Shared, missed: u64, queue: &mut BTreeSet<ObjKey>) {
-    let store = shared.lock();
-    let all = everything(&store);
+fn lagged(store: &Store, missed: u64, queue: &mut BTreeSet<ObjKey>) {
+    let all = everything(store);
     tracing::warn!(
         missed,
         objects = all.len(),
@@ -520,22 +529,35 @@ pub async fn run(shared: Arc<Shared>, config: WorkloadSimulation) {
         (store.subscribe(), everything(&store))
     };
     loop {
-        let mut done = 0usize;
-        while let Some(key) = queue.pop_first() {
-            sim.reconcile(&mut shared.lock(), &key);
-            done += 1;
+        while !queue.is_empty() {
+            // Reconciles in runs under one hold of the lock, each run at most `DRAIN_EVERY` keys
+            // or `HOLD` long, so requests wait no longer than that, and the lock changes hands
+            // once per run, not once per key.
+            {
+                let mut store = shared.lock();
+                let began = std::time::Instant::now();
+                for _ in 0..DRAIN_EVERY {
+                    let Some(key) = queue.pop_first() else {
+                        break;
+                    };
+                    sim.reconcile(&mut store, &key);
+                    if began.elapsed() >= HOLD {
+                        break;
+                    }
+                }
+            }
             // A long queue is worked through hearing the changes as they come: a change stream
             // left to fill up drops changes, and then costs a pass over every object.
-            if done.is_multiple_of(DRAIN_EVERY) && !drain(&shared, &mut sim, &mut rx, &mut queue) {
+            if !drain(&shared, &mut sim, &mut rx, &mut queue) {
                 return;
             }
         }
         let next_due = sim.next_due();
         tokio::select! {
             ev = rx.recv() => match ev {
-                Ok(ev) => hear(&shared, &mut sim, &ev, &mut queue),
+                Ok(ev) => hear(&shared.lock(), &mut sim, &ev, &mut queue),
                 Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
-                    lagged(&shared, missed, &mut queue);
+                    lagged(&shared.lock(), missed, &mut queue);
                 }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             },

@@ -160,18 +160,31 @@ pub(super) fn read_entry(e: &Value) -> Entry {
 
 /// An entry as `managedFields` lists it.
 pub(super) fn written(e: Entry) -> Value {
-    let mut v = json!({
-        "manager": e.manager,
-        "operation": e.operation,
-        "apiVersion": e.api_version,
-        "time": e.time,
-        "fieldsType": "FieldsV1",
-        "fieldsV1": fieldset::to_fields_v1(&e.fields),
-    });
-    if let Some(s) = e.subresource {
-        v["subresource"] = Value::String(s);
+    let fields = fieldset::to_fields_v1(&e.fields);
+    Entry {
+        fields: BTreeSet::new(),
+        ..e
     }
-    v
+    .written_with(fields)
+}
+
+impl Entry {
+    /// This entry as `managedFields` lists it, owning what `fields_v1` names (its own `fields`
+    /// are not read).
+    pub(super) fn written_with(self, fields_v1: Value) -> Value {
+        let mut v = json!({
+            "manager": self.manager,
+            "operation": self.operation,
+            "apiVersion": self.api_version,
+            "time": self.time,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": fields_v1,
+        });
+        if let Some(s) = self.subresource {
+            v["subresource"] = Value::String(s);
+        }
+        v
+    }
 }
 
 /// Sets `obj`'s `managedFields` to `list`, or removes them when it is empty.

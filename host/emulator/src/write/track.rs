@@ -26,6 +26,23 @@ use crate::write::apply::{self, Entry, Scope};
 /// write keeps the stored entries.
 pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: Scope, now: &str) {
     let owned = |p: &[Step]| !apply::ignored(p) && scope.owns(p);
+    // A create that says nothing of `managedFields`: one entry, the writer's, owning everything
+    // it may own (what the general path below gives, built without a set of paths between).
+    if old.is_none()
+        && apply::listed(new).is_none()
+        && let Some(fields) = changes::created_fields_v1(new, &owned)
+    {
+        let list = match fields.as_object().is_some_and(|m| m.is_empty()) {
+            true => Vec::new(),
+            false => {
+                let api_version = apply::api_version_of(new);
+                let entry = Entry::new(manager, "Update", scope.subresource(), &api_version, now);
+                vec![entry.written_with(fields)]
+            }
+        };
+        apply::set_list(new, list);
+        return;
+    }
     let changed = changes::changed_fields(old, new, &owned)
         .unwrap_or_else(|| looked_up_changes(old, new, scope));
     let stored = old.and_then(apply::listed);

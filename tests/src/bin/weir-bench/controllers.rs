@@ -12,7 +12,7 @@ use weir_e2e::host::RunArgs;
 use weir_emulator::{Emulator, RequestCursor};
 
 use super::cluster::Target;
-use super::{RESYNC_SECS, WORKERS};
+use super::{RESYNC_SECS, WORKERS, twin_binary};
 
 /// The controller under test and what it serves.
 pub(crate) enum Setup {
@@ -191,8 +191,10 @@ pub(crate) fn spawn(
         Setup::Twins { namespaces } => {
             let mut children = Children(Vec::new());
             for ns in namespaces {
-                let mut cmd = Command::new(std::env::current_exe()?);
-                cmd.args(["serve", "native"]).arg(kubeconfig);
+                let mut cmd = Command::new(twin_binary()?);
+                cmd.arg(kubeconfig)
+                    .args(["--workers", &WORKERS.to_string()])
+                    .args(["--resync-secs", &RESYNC_SECS.to_string()]);
                 if let Some(ns) = ns {
                     cmd.args(["--namespace", ns]);
                 }

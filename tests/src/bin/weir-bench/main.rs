@@ -2,7 +2,7 @@
 //! process of this one, on N Blogs created at once on the emulator; prints a table.
 //!
 //! ```text
-//! cargo build --release -p weir --bin weir && cargo build --release -p weir-e2e --bin weir-bench
+//! cargo build --release -p weir -p weir-e2e --bin weir --bin weir-bench --bin weir-twin
 //! plugins/build.sh ten      # the Blog plugin, and the ten Blog kinds of the ten-plugin row
 //! target/release/weir-bench --blogs 1000 --blogs 10000 --ten 100
 //! plugins/build.sh fifty && target/release/weir-bench --only weir --blogs 1000 --fifty 20
@@ -19,7 +19,7 @@
 //! The emulator runs in this process; its request log counts the children's requests (this
 //! process's own creates and its watch of the Blogs, sent as `User-Agent: weir-bench`, are left
 //! out). Each child's peak RSS is its own `VmHWM`.
-//! `weir-bench serve native KUBECONFIG [--namespace NS]` is the twin's process (internal).
+//! The twin runs as its own process, the `weir-twin` binary beside this one.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -53,6 +53,14 @@ use self::cluster::{
 };
 use self::controllers::{Children, Setup, start};
 use self::table::{Row, print, print_ratios, print_writes, push};
+
+/// The emulator this process hosts runs on mimalloc; the controllers it is measured under do
+/// not: `weir run` is the shipped binary (the system's allocator) and the twin is its own
+/// binary, `weir-twin`, for that reason. With glibc's allocator here the emulator spent more
+/// CPU than `weir run` at 10,000 Blogs, a third of it in malloc and free, so the emulator, not
+/// the controllers, decided the time (tests/BENCHMARKS.md, "The emulator's allocator").
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const RESYNC_SECS: u64 = 3;
 const WORKERS: usize = 8;
@@ -136,22 +144,6 @@ enum Mode {
     /// Minutes of churn, host kills, plugin swaps and API faults on one `weir run` serving
     /// 1,000 Blogs: its RSS per lifetime, the slope, and the convergence check at the end.
     Soak(soak::SoakArgs),
-    /// Runs the native twin (the benchmark's own child process).
-    #[command(hide = true)]
-    Serve {
-        /// Which controller (only the twin runs from this binary; Weir is `weir run`).
-        system: Served,
-        /// The emulator's kubeconfig.
-        kubeconfig: PathBuf,
-        /// Watch and reconcile only this namespace.
-        #[arg(long)]
-        namespace: Option<String>,
-    },
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Served {
-    Native,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -289,8 +281,16 @@ async fn measure(label: &str, setup: &Setup, targets: &[Target], per_target: usi
 fn weir_binary(flag: Option<PathBuf>) -> Result<PathBuf> {
     built(
         flag.unwrap_or_else(|| root().join("target/release/weir")),
-        "build it with `cargo build --release -p weir -p weir-e2e --bin weir --bin weir-bench`",
+        BUILD,
     )
+}
+
+/// The command that builds what the bench runs.
+const BUILD: &str = "build it with `cargo build --release -p weir -p weir-e2e --bin weir --bin weir-bench --bin weir-twin`";
+
+/// The twin's binary: `weir-twin` beside this one.
+fn twin_binary() -> Result<PathBuf> {
+    built(std::env::current_exe()?.with_file_name("weir-twin"), BUILD)
 }
 
 /// `path`, or an error naming the command that builds it.
@@ -508,25 +508,6 @@ async fn main() -> Result<()> {
         Some(Mode::Edits(args)) => edits::run(args).await,
         Some(Mode::Members(args)) => members::run(args).await,
         Some(Mode::Tenants(args)) => tenants::run(args).await,
-        Some(Mode::Serve {
-            system: Served::Native,
-            kubeconfig,
-            namespace,
-        }) => {
-            // A plain kube client, as a careful kube-rs user builds it: kube-rs has no
-            // client-side rate limit (the API server's own fairness and 429s pace it).
-            let kc = kube::config::Kubeconfig::read_from(&kubeconfig)?;
-            let config = kube::Config::from_custom_kubeconfig(
-                kc,
-                &kube::config::KubeConfigOptions::default(),
-            )
-            .await?;
-            let client = kube::Client::try_from(config)?;
-            println!("STARTED");
-            let resync = Duration::from_secs(RESYNC_SECS);
-            weir_e2e::native_twin::run(client, namespace.as_deref(), WORKERS as u16, resync).await;
-            Ok(())
-        }
         None => bench(cli).await,
     }
 }
