@@ -85,9 +85,9 @@ impl Created<'_> {
                     for item in items {
                         prefix.push(Step::Value(item.to_string()));
                         if (self.owned)(prefix)
-                            && let Some(Step::Value(text)) = prefix.last()
+                            && let Some(step) = prefix.last()
                         {
-                            node.insert(format!("v:{text}"), Value::Object(Map::new()));
+                            node.insert(step.key(), Value::Object(Map::new()));
                         }
                         prefix.pop();
                     }
@@ -123,9 +123,11 @@ impl Created<'_> {
             if !seen.insert(id.clone()) {
                 return None;
             }
-            let key = format!("k:{id}");
             prefix.push(Step::Key(id));
-            if (self.owned)(prefix) {
+            if (self.owned)(prefix)
+                && let Some(step) = prefix.last()
+            {
+                let key = step.key();
                 let mut node = Map::new();
                 if let Some(m) = item.as_object() {
                     self.map(m, prefix, &mut node)?;

@@ -61,13 +61,7 @@ pub fn holds(fields_v1: &Value, path: &[Step]) -> bool {
     let mut node = fields_v1;
     for step in path {
         key.clear();
-        let (kind, text) = match step {
-            Step::Field(f) => ("f:", f),
-            Step::Key(k) => ("k:", k),
-            Step::Value(v) => ("v:", v),
-        };
-        key.push_str(kind);
-        key.push_str(text);
+        step.push_key(&mut key);
         match node.get(&key) {
             Some(next) => node = next,
             None => return false,
@@ -93,11 +87,7 @@ pub fn with_paths<'p>(fields_v1: &Value, paths: impl IntoIterator<Item = &'p Pat
             let Some(map) = node.as_object_mut() else {
                 break;
             };
-            let key = match step {
-                Step::Field(f) => format!("f:{f}"),
-                Step::Key(k) => format!("k:{k}"),
-                Step::Value(v) => format!("v:{v}"),
-            };
+            let key = step.key();
             // A leaf is a path of the set: given a child, it says so with `.`.
             if was_leaf && map.is_empty() {
                 map.insert(".".into(), Value::Object(Map::new()));

@@ -16,6 +16,26 @@ pub enum Step {
     Value(String),
 }
 
+impl Step {
+    /// Appends this step as a `fieldsV1` key names it (`f:name`, `k:{"name":"app"}`, `v:"x"`).
+    pub fn push_key(&self, out: &mut String) {
+        let (kind, text) = match self {
+            Step::Field(f) => ("f:", f),
+            Step::Key(k) => ("k:", k),
+            Step::Value(v) => ("v:", v),
+        };
+        out.push_str(kind);
+        out.push_str(text);
+    }
+
+    /// This step as a `fieldsV1` key names it.
+    pub fn key(&self) -> String {
+        let mut out = String::new();
+        self.push_key(&mut out);
+        out
+    }
+}
+
 /// A path from the object root.
 pub type Path = Vec<Step>;
 
@@ -309,13 +329,7 @@ pub fn to_fields_v1(set: &BTreeSet<Path>) -> Value {
         let mut cur = &mut root;
         for step in path {
             key.clear();
-            let (kind, text) = match step {
-                Step::Field(f) => ("f:", f),
-                Step::Key(k) => ("k:", k),
-                Step::Value(v) => ("v:", v),
-            };
-            key.push_str(kind);
-            key.push_str(text);
+            step.push_key(&mut key);
             if !cur.contains_key(key.as_str()) {
                 cur.insert(key.clone(), Value::Object(Map::new()));
             } else if let Some(Value::Object(node)) = cur.get_mut(key.as_str())
