@@ -35,12 +35,15 @@ pub fn changed_fields(
 /// built in one walk of `new`, without the set of paths in between (a create's are all its
 /// fields, and a Pod's or a Deployment's are many). `None` where [`changed_fields`] answers
 /// `None`.
-pub fn created_fields_v1(new: &Value, owned: &dyn Fn(&[Step]) -> bool) -> Option<Value> {
+pub fn created_fields_v1(
+    new: &Value,
+    owned: &dyn Fn(&[Step]) -> bool,
+) -> Option<Map<String, Value>> {
     let mut root = Map::new();
     if let Some(map) = new.as_object() {
         Created { owned }.map(map, &mut Vec::new(), &mut root)?;
     }
-    Some(Value::Object(root))
+    Some(root)
 }
 
 /// The walk of [`created_fields_v1`]: each node written where [`changed_fields`] would find a

@@ -161,11 +161,7 @@ pub(super) fn read_entry(e: &Value) -> Entry {
 /// An entry as `managedFields` lists it.
 pub(super) fn written(e: Entry) -> Value {
     let fields = fieldset::to_fields_v1(&e.fields);
-    Entry {
-        fields: BTreeSet::new(),
-        ..e
-    }
-    .written_with(fields)
+    e.written_with(fields)
 }
 
 impl Entry {

@@ -32,12 +32,12 @@ pub fn track_update(old: Option<&Value>, new: &mut Value, manager: &str, scope: 
         && apply::listed(new).is_none()
         && let Some(fields) = changes::created_fields_v1(new, &owned)
     {
-        let list = match fields.as_object().is_some_and(|m| m.is_empty()) {
+        let list = match fields.is_empty() {
             true => Vec::new(),
             false => {
                 let api_version = apply::api_version_of(new);
                 let entry = Entry::new(manager, "Update", scope.subresource(), &api_version, now);
-                vec![entry.written_with(fields)]
+                vec![entry.written_with(Value::Object(fields))]
             }
         };
         apply::set_list(new, list);
